@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * device.c - the context, the device registry and device selection
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpuopt_i.h"
+
+/* Probe order; the cpu backend first so that cpu:0 is always index 0. */
+static const struct backend_ops *const backend_list[] = {
+	&cpu_backend_ops,
+};
+
+void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)
+{
+	size_t used = strlen(ctx->probe_log);
+	va_list ap;
+
+	if (used + 2 >= sizeof(ctx->probe_log))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ctx->probe_log + used, sizeof(ctx->probe_log) - used - 1,
+		  fmt, ap);
+	va_end(ap);
+	strcat(ctx->probe_log, "\n");
+}
+
+int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+		   const struct gpo_device_info *info, void *priv)
+{
+	struct gpo_device *dev, **devs;
+	int i, nth = 0;
+
+	for (i = 0; i < ctx->ndevs; i++)
+		if (ctx->devs[i]->ops == ops)
+			nth++;
+	devs = realloc(ctx->devs, (ctx->ndevs + 1) * sizeof(*devs));
+	if (!devs)
+		return -ENOMEM;
+	ctx->devs = devs;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->ctx = ctx;
+	dev->ops = ops;
+	dev->info = *info;
+	dev->info.index = ctx->ndevs;
+	dev->info.enabled = 1;
+	snprintf(dev->info.id, sizeof(dev->info.id), "%s:%d", ops->name, nth);
+	snprintf(dev->info.backend, sizeof(dev->info.backend), "%s",
+		 ops->name);
+	dev->priv = priv;
+	pthread_mutex_init(&dev->lock, NULL);
+	pool_init(&dev->pool);
+	ctx->devs[ctx->ndevs++] = dev;
+	return 0;
+}
+
+int gpo_ctx_new(struct gpo_ctx **out, unsigned int flags)
+{
+	struct gpo_ctx *ctx;
+	size_t i;
+	int ret;
+
+	if (!out || flags)
+		return gpo_err(-EINVAL, "gpo_ctx_new: bad arguments");
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return gpo_err(-ENOMEM, "out of memory");
+	pthread_mutex_init(&ctx->lock, NULL);
+	for (i = 0; i < ARRAY_SIZE(backend_list); i++) {
+		ret = backend_list[i]->probe(ctx);
+		if (ret)
+			ctx_log(ctx, "%s: probe failed: %s", backend_list[i]->name,
+				gpo_errmsg());
+	}
+	if (!ctx->ndevs) {
+		gpo_ctx_free(ctx);
+		return gpo_err(-ENODEV, "no device found, not even the cpu");
+	}
+	gpo_err_clear();
+	*out = ctx;
+	return 0;
+}
+
+void gpo_ctx_free(struct gpo_ctx *ctx)
+{
+	int i;
+
+	if (!ctx)
+		return;
+	for (i = 0; i < ctx->ndevs; i++) {
+		struct gpo_device *dev = ctx->devs[i];
+
+		pool_destroy(dev);
+		/* close also frees what probe left in dev->priv */
+		dev->ops->close(dev);
+		pthread_mutex_destroy(&dev->lock);
+		pthread_mutex_destroy(&dev->pool.lock);
+		free(dev);
+	}
+	free(ctx->devs);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+const char *gpo_ctx_probe_log(struct gpo_ctx *ctx)
+{
+	return ctx ? ctx->probe_log : "";
+}
+
+int gpo_device_count(struct gpo_ctx *ctx)
+{
+	if (!ctx)
+		return gpo_err(-EINVAL, "NULL context");
+	return ctx->ndevs;
+}
+
+const char *gpo_device_type_name(enum gpo_device_type type)
+{
+	static const char *const names[] = {
+		[GPO_DEVICE_DISCRETE_GPU] = "discrete",
+		[GPO_DEVICE_INTEGRATED_GPU] = "integrated",
+		[GPO_DEVICE_VIRTUAL_GPU] = "virtual",
+		[GPO_DEVICE_CPU_IMPL] = "cpu-impl",
+		[GPO_DEVICE_CPU] = "cpu",
+		[GPO_DEVICE_OTHER] = "other",
+	};
+
+	if ((unsigned int)type >= ARRAY_SIZE(names))
+		return "other";
+	return names[type];
+}
+
+int gpo_device_info(struct gpo_ctx *ctx, int index,
+		    struct gpo_device_info *info)
+{
+	struct gpo_device *dev;
+
+	if (!ctx || !info)
+		return gpo_err(-EINVAL, "NULL argument");
+	if (index < 0 || index >= ctx->ndevs)
+		return gpo_err(-ENODEV, "no device %d (there are %d)", index,
+			       ctx->ndevs);
+	dev = ctx->devs[index];
+	*info = dev->info;
+	pthread_mutex_lock(&dev->pool.lock);
+	info->mem_used_bytes = dev->pool.capacity;
+	pthread_mutex_unlock(&dev->pool.lock);
+	return 0;
+}
+
+int device_open(struct gpo_device *dev)
+{
+	struct gpo_ctx *ctx = dev->ctx;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!dev->opened) {
+		ret = dev->ops->open(dev);
+		if (ret)
+			ctx_log(ctx, "%s: open failed: %s", dev->info.id,
+				gpo_errmsg());
+		else
+			dev->opened = 1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int gpo_device_get(struct gpo_ctx *ctx, int index, struct gpo_device **out)
+{
+	struct gpo_device *dev;
+	int ret;
+
+	if (!ctx || !out)
+		return gpo_err(-EINVAL, "NULL argument");
+	if (index < 0 || index >= ctx->ndevs)
+		return gpo_err(-ENODEV, "no device %d (there are %d)", index,
+			       ctx->ndevs);
+	dev = ctx->devs[index];
+	if (!dev->info.enabled)
+		return gpo_err(-ENODEV, "device %s is disabled", dev->info.id);
+	ret = device_open(dev);
+	if (ret)
+		return ret;
+	*out = dev;
+	return 0;
+}
+
+/* Lower is better: the order "best" tries devices in. */
+static int device_rank(const struct gpo_device *dev)
+{
+	int rank;
+
+	switch (dev->info.type) {
+	case GPO_DEVICE_DISCRETE_GPU:
+		rank = 0;
+		break;
+	case GPO_DEVICE_INTEGRATED_GPU:
+	case GPO_DEVICE_VIRTUAL_GPU:
+	case GPO_DEVICE_OTHER:
+		rank = 1;
+		break;
+	case GPO_DEVICE_CPU_IMPL:
+		rank = 2;
+		break;
+	default:
+		rank = 3;
+		break;
+	}
+	/* Vulkan before OpenCL within a kind */
+	return rank * 4 + (strcmp(dev->info.backend, "vulkan") ? 1 : 0);
+}
+
+static int select_best(struct gpo_ctx *ctx, const char *backend,
+		       struct gpo_device **out)
+{
+	int tried = 0, rank, i, best;
+	char used[64] = { 0 };
+
+	/* try devices in rank order, skipping those that fail to open */
+	for (;;) {
+		best = -1;
+		for (i = 0; i < ctx->ndevs && i < (int)sizeof(used); i++) {
+			struct gpo_device *dev = ctx->devs[i];
+
+			if (used[i] || !dev->info.enabled)
+				continue;
+			if (backend && strcmp(dev->info.backend, backend))
+				continue;
+			rank = device_rank(dev);
+			if (best < 0 || rank < device_rank(ctx->devs[best]))
+				best = i;
+		}
+		if (best < 0)
+			break;
+		used[best] = 1;
+		tried++;
+		if (!device_open(ctx->devs[best])) {
+			gpo_err_clear();
+			*out = ctx->devs[best];
+			return 0;
+		}
+	}
+	if (backend)
+		return gpo_err(-ENODEV, "no usable %s device (%d tried)",
+			       backend, tried);
+	return gpo_err(-ENODEV, "no usable device (%d tried)", tried);
+}
+
+int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
+		      struct gpo_device **out)
+{
+	int i;
+
+	if (!ctx || !out)
+		return gpo_err(-EINVAL, "NULL argument");
+	if (!spec || !*spec)
+		spec = getenv("GPUOPT_DEVICE");
+	if (!spec || !*spec || !strcmp(spec, "best"))
+		return select_best(ctx, NULL, out);
+	if (!strchr(spec, ':')) {
+		for (i = 0; i < (int)ARRAY_SIZE(backend_list); i++)
+			if (!strcmp(spec, backend_list[i]->name))
+				return select_best(ctx, spec, out);
+		if (strcmp(spec, "opencl") && strcmp(spec, "vulkan"))
+			return gpo_err(-EINVAL,
+				       "bad device '%s': use best, a backend (cpu, opencl, vulkan) or an id like vulkan:0",
+				       spec);
+		return gpo_err(-ENODEV, "no %s device found", spec);
+	}
+	for (i = 0; i < ctx->ndevs; i++)
+		if (!strcmp(ctx->devs[i]->info.id, spec))
+			return gpo_device_get(ctx, i, out);
+	return gpo_err(-ENODEV, "no device '%s'", spec);
+}
+
+int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled)
+{
+	if (!ctx || (enabled != 0 && enabled != 1))
+		return gpo_err(-EINVAL, "bad arguments");
+	if (index < 0 || index >= ctx->ndevs)
+		return gpo_err(-ENODEV, "no device %d", index);
+	ctx->devs[index]->info.enabled = enabled;
+	return 0;
+}
+
+int gpo_device_index(const struct gpo_device *dev)
+{
+	if (!dev)
+		return gpo_err(-EINVAL, "NULL device");
+	return dev->info.index;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * embedded_i.h - kernel sources and SPIR-V embedded at build time
+ * (tools/embed.sh writes the tables from kernels/).
+ */
+#ifndef GPUOPT_EMBEDDED_I_H
+#define GPUOPT_EMBEDDED_I_H
+
+#include <stddef.h>
+
+struct embedded_file {
+	const char *name;	/* file name without extension */
+	const unsigned char *data;
+	size_t size;		/* bytes, without the NUL added to .cl text */
+};
+
+/* terminated by an entry with name NULL */
+extern const struct embedded_file embedded_cl[];
+extern const struct embedded_file embedded_spv[];
+
+const struct embedded_file *embedded_find(const struct embedded_file *tab,
+					  const char *name);
+
+#endif /* GPUOPT_EMBEDDED_I_H */

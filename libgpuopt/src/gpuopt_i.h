@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuopt_i.h - private definitions shared by the library's files
+ */
+#ifndef GPUOPT_I_H
+#define GPUOPT_I_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include "gpuopt.h"
+#include "backend_i.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifdef __GNUC__
+#define GPO_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define GPO_PRINTF(a, b)
+#endif
+
+/*
+ * gpo_err - set this thread's error message and return @err, so that a
+ * failure path reads "return gpo_err(-EINVAL, "lr %g < 0", lr);"
+ */
+int gpo_err(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
+void gpo_err_clear(void);
+
+/* pool.c: sub-allocation from large device allocations */
+struct pool_block;
+
+struct pool {
+	pthread_mutex_t lock;
+	struct pool_block *blocks;
+	uint64_t limit;
+	uint64_t capacity;
+	uint64_t used;
+	uint64_t peak;
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t failures;
+};
+
+void pool_init(struct pool *pool);
+void pool_destroy(struct gpo_device *dev);
+int pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out);
+void pool_free(struct gpo_device *dev, struct dev_buf *buf);
+
+struct gpo_device {
+	struct gpo_ctx *ctx;
+	const struct backend_ops *ops;
+	struct gpo_device_info info;
+	void *priv;			/* the backend's */
+	int opened;
+	/* serialises launch..wait sequences of different optimizers */
+	pthread_mutex_t lock;
+	uint64_t mem_align;		/* sub-allocation alignment, set by open */
+	uint64_t max_alloc;		/* largest single allocation, by open */
+	struct pool pool;
+};
+
+#define PROBE_LOG_MAX 4096
+
+struct gpo_ctx {
+	pthread_mutex_t lock;
+	struct gpo_device **devs;
+	int ndevs;
+	char probe_log[PROBE_LOG_MAX];
+};
+
+/*
+ * ctx_add_device - called by a backend's probe for each device it finds
+ * @info: filled by the backend except index, id and enabled
+ * @priv: the backend's per-device data, kept in dev->priv
+ */
+int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+		   const struct gpo_device_info *info, void *priv);
+
+/* ctx_log - append a line to the context's probe log */
+void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...) GPO_PRINTF(2, 3);
+
+/* device_open - open on first use; takes ctx->lock */
+int device_open(struct gpo_device *dev);
+
+/* hparam.c */
+struct hparams {
+	double lr;
+	double weight_decay;
+	double momentum;
+	double dampening;
+	double beta1;
+	double beta2;
+	double eps;
+	double alpha;
+	double lr_decay;
+	double initial_accumulator_value;
+	double clip_norm;		/* optimizer-wide, kept in group 0 */
+	double grad_scale;		/* optimizer-wide */
+	int nesterov;
+	int amsgrad;
+	int maximize;
+	int centered;
+	int check_finite;		/* optimizer-wide */
+};
+
+void hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp);
+int hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
+		const char *key, const char *value, int *is_global);
+int hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
+		const char *key, double *value);
+int hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp);
+int hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
+		     char *buf, size_t len);
+
+/* parse.c: strict number parsing shared by configs */
+int parse_double(const char *s, double *out);
+int parse_bool(const char *s, int *out);
+int parse_u64(const char *s, uint64_t *out);
+/*
+ * kv_next - split the next "key=value" word off *@pos of a settings text
+ * (separated by whitespace, newlines or ';'). Returns 1 with @key and
+ * @value filled, 0 at the end, -EINVAL for a word without '=' or a key or
+ * value longer than the buffers.
+ */
+int kv_next(const char **pos, char *key, size_t klen, char *value,
+	    size_t vlen);
+
+/* sched.c, used by optim.c */
+double sched_lr_for(struct gpo_sched *s, double base_lr);
+
+#endif /* GPUOPT_I_H */
