@@ -1,0 +1,29 @@
+#!/bin/sh
+# run-unit.sh BUILD TEST... - run the unit test programs, report, fail loudly
+#   VALGRIND=1   run each under valgrind (leaks are errors), cpu device only
+# A program exiting 77 is skipped (it says why).
+build=$1
+shift
+pass=0 fail=0 skip=0 failed=""
+export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
+for t in "$@"; do
+	name=$(basename "$t")
+	log=$build/tests/$name.log
+	if [ -n "$VALGRIND" ]; then
+		GPUOPT_TEST_DEVICES=${GPUOPT_TEST_DEVICES:-cpu} \
+		GPUOPT_TEST_REQUIRE= GPUOPT_TEST_QUICK=1 CK_FORK=no \
+		valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+			--error-exitcode=99 "$t" >"$log" 2>&1
+	else
+		"$t" >"$log" 2>&1
+	fi
+	rc=$?
+	case $rc in
+	0) pass=$((pass + 1)); printf 'PASS  %s\n' "$name" ;;
+	77) skip=$((skip + 1)); printf 'SKIP  %s: %s\n' "$name" "$(tail -n 1 "$log")" ;;
+	*) fail=$((fail + 1)); failed="$failed $name"
+	   printf 'FAIL  %s (exit %d)\n' "$name" "$rc"; sed 's/^/      /' "$log" | tail -n 40 ;;
+	esac
+done
+printf '%d passed, %d failed, %d skipped\n' $pass $fail $skip
+[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "testutil.h"
+
+static struct gpo_ctx *ctx;
+
+struct gpo_ctx *tu_ctx(void)
+{
+	if (!ctx) {
+		int ret = gpo_ctx_new(&ctx, 0);
+
+		if (ret) {
+			fprintf(stderr, "gpo_ctx_new: %s\n", gpo_errmsg());
+			abort();
+		}
+	}
+	return ctx;
+}
+
+static int listed(const char *list, const char *id, const char *backend)
+{
+	char buf[512], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, id) || !strcmp(tok, backend) ||
+		    !strcmp(tok, "all"))
+			return 1;
+	return 0;
+}
+
+int tu_devices(struct gpo_device **devs, int max)
+{
+	const char *want = getenv("GPUOPT_TEST_DEVICES");
+	const char *require = getenv("GPUOPT_TEST_REQUIRE");
+	struct gpo_ctx *c = tu_ctx();
+	int i, n = 0, count = gpo_device_count(c);
+
+	for (i = 0; i < count && n < max; i++) {
+		struct gpo_device_info info;
+
+		gpo_device_info(c, i, &info);
+		if (want && *want && !listed(want, info.id, info.backend))
+			continue;
+		if (gpo_device_get(c, i, &devs[n])) {
+			fprintf(stderr, "skipping %s: %s\n", info.id,
+				gpo_errmsg());
+			continue;
+		}
+		n++;
+	}
+	if (require && *require) {
+		char buf[256], *tok, *save;
+
+		snprintf(buf, sizeof(buf), "%s", require);
+		for (tok = strtok_r(buf, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			int found = 0;
+
+			for (i = 0; i < n; i++) {
+				struct gpo_device_info info;
+
+				gpo_device_info(c, gpo_device_index(devs[i]),
+						&info);
+				found |= !strcmp(info.backend, tok);
+			}
+			ck_assert_msg(found,
+				      "no %s device, but GPUOPT_TEST_REQUIRE=%s (probe log: %s)",
+				      tok, require, gpo_ctx_probe_log(c));
+		}
+	}
+	return n;
+}
+
+const char *tu_device_id(struct gpo_device *dev)
+{
+	static __thread struct gpo_device_info info;
+
+	gpo_device_info(tu_ctx(), gpo_device_index(dev), &info);
+	return info.id;
+}
+
+uint64_t tu_seed(void)
+{
+	static uint64_t seed;
+	const char *env;
+
+	if (seed)
+		return seed;
+	env = getenv("GPUOPT_TEST_SEED");
+	if (env && *env) {
+		seed = strtoull(env, NULL, 0);
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (uint64_t)ts.tv_sec * 1000003ull ^ ts.tv_nsec;
+	}
+	if (!seed)
+		seed = 1;
+	fprintf(stderr, "GPUOPT_TEST_SEED=%llu\n", (unsigned long long)seed);
+	return seed;
+}
+
+double tu_rand(uint64_t *s, double lo, double hi)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return lo + (hi - lo) * ((x >> 11) * (1.0 / 9007199254740992.0));
+}
+
+void tu_fill(float *x, size_t n, uint64_t *s, double lo, double hi)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (float)tu_rand(s, lo, hi);
+}
+
+void tu_poison(float *x, size_t n)
+{
+	uint32_t pattern = 0x7fa5a5a5;	/* a NaN */
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		memcpy(&x[i], &pattern, 4);
+}
+
+double tu_max_rel_err(const float *got, const double *want, size_t n,
+		      double floor)
+{
+	double worst = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double d, den;
+
+		if (isnan(got[i]) != isnan(want[i]))
+			return INFINITY;
+		if (isnan(got[i]))
+			continue;
+		d = fabs((double)got[i] - want[i]);
+		den = fabs(want[i]) > floor ? fabs(want[i]) : floor;
+		if (d / den > worst)
+			worst = d / den;
+	}
+	return worst;
+}
+
+int tu_odd_sizes(uint64_t *out, int max)
+{
+	static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537,
+					  262147 };
+	int i;
+
+	for (i = 0; i < (int)(sizeof(sizes) / sizeof(sizes[0])) && i < max;
+	     i++)
+		out[i] = sizes[i];
+	return i;
+}
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	tu_seed();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (ctx) {
+		gpo_ctx_free(ctx);
+		ctx = NULL;
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testutil.h - what the unit tests share: the devices to run on, fresh
+ * random inputs, poisoned outputs, comparisons against float64 references.
+ */
+#ifndef GPUOPT_TESTUTIL_H
+#define GPUOPT_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gpuopt.h>
+
+#define TU_MAX_DEVICES 16
+
+/*
+ * tu_ctx - the test process's context (created on first use)
+ */
+struct gpo_ctx *tu_ctx(void);
+
+/*
+ * tu_devices - the devices to test on: every device of tu_ctx(), or those
+ * matching GPUOPT_TEST_DEVICES (a comma list of ids or backend names,
+ * e.g. "cpu,opencl:0"). Devices that fail to open are left out and
+ * reported on stderr. Each backend named in GPUOPT_TEST_REQUIRE (a comma
+ * list, e.g. "opencl,vulkan") must have at least one device, or the test
+ * fails. Returns the count.
+ */
+int tu_devices(struct gpo_device **devs, int max);
+
+/* tu_device_id - "cpu:0" etc. */
+const char *tu_device_id(struct gpo_device *dev);
+
+/*
+ * tu_seed - the random seed of this run: GPUOPT_TEST_SEED if set, else
+ * fresh from the clock; printed once so a failure can be replayed.
+ */
+uint64_t tu_seed(void);
+
+/* tu_rand - uniform in [lo, hi) from the xorshift state @s */
+double tu_rand(uint64_t *s, double lo, double hi);
+void tu_fill(float *x, size_t n, uint64_t *s, double lo, double hi);
+
+/* tu_poison - fill with a signalling-NaN pattern so unwritten data fails */
+void tu_poison(float *x, size_t n);
+
+/*
+ * tu_max_rel_err - max over i of |got - want| / max(|want|, floor);
+ * NaN anywhere in @got gives INFINITY.
+ */
+double tu_max_rel_err(const float *got, const double *want, size_t n,
+		      double floor);
+
+/*
+ * tu_odd_sizes - sizes that are not multiples of 4, 8 or 16, from small
+ * to a few hundred thousand; returns the count written to @out (<= max)
+ */
+int tu_odd_sizes(uint64_t *out, int max);
+
+/* tu_run - run @s with Check and return the exit status for main() */
+int tu_run(Suite *s);
+
+#endif /* GPUOPT_TESTUTIL_H */
