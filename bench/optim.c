@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench/optim.c - optimizer step throughput against the copy kernel
+ *
+ * For each device: the bandwidth of the backend's copy kernel on the same
+ * buffers sizes (the limit), then every optimizer case at each size: time
+ * per step from device timestamps (kernel) and on the wall clock
+ * (submission and completion included), the bytes a step must move, the
+ * achieved bandwidth, its ratio to copy, and the peer's time when a peer
+ * results file is given (bench/peer_torch.py writes it).
+ *
+ *   bench_optim [-d DEV[,DEV..]] [-s SIZES] [-r REPS] [-c CASES]
+ *               [-p PEERFILE] [-m] [-q]
+ *   -s  sizes in parameters, e.g. 1M,16M,64M (K, M suffixes)
+ *   -c  cases: all, or a comma list like adamw,sgd_m,adamw+clip
+ *   -m  also the many-tensor cases (2000x4096, GPT-2 small) and a
+ *       10 000-parameter step
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpuopt.h"
+#include "gpuopt_i.h"
+
+struct bench_case {
+	const char *name;
+	const char *kind;
+	const char *settings;
+	unsigned int bytes;	/* per parameter a step must move */
+};
+
+/*
+ * Bytes per parameter: reads and writes of float32 slots. The norm pass
+ * (clip or unscale) reads the gradients once more: +4.
+ */
+static const struct bench_case cases[] = {
+	{ "sgd", "sgd", "lr=0.01", 12 },
+	{ "sgd_m", "sgd", "lr=0.01 momentum=0.9", 20 },
+	{ "sgd_m+clip", "sgd", "lr=0.01 momentum=0.9 clip_norm=1", 24 },
+	{ "adam", "adam", "lr=0.001", 28 },
+	{ "adamw", "adamw", "lr=0.001", 28 },
+	{ "adamw+clip", "adamw", "lr=0.001 clip_norm=1", 32 },
+	{ "adamw+unscale", "adamw", "lr=0.001 grad_scale=1024", 32 },
+	{ "adamw+amsgrad", "adamw", "lr=0.001 amsgrad=1", 36 },
+	{ "rmsprop", "rmsprop", "lr=0.01", 20 },
+	{ "rmsprop_c_m", "rmsprop", "lr=0.01 centered=1 momentum=0.9", 36 },
+	{ "adagrad", "adagrad", "lr=0.01", 20 },
+	{ "lamb", "lamb", "lr=0.001 weight_decay=0.01", 40 },
+	{ "lion", "lion", "lr=0.0001 weight_decay=0.01", 20 },
+};
+
+struct peer {
+	char label[64];
+	uint64_t params;
+	double ms;
+};
+
+static struct peer peers[64];
+static int npeers;
+static int reps = 20;
+static int quiet;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (*end == 'K' || *end == 'k')
+		v *= 1e3;
+	else if (*end == 'M' || *end == 'm')
+		v *= 1048576;
+	else if (*end == 'G' || *end == 'g')
+		v *= 1073741824.0;
+	return (uint64_t)v;
+}
+
+/*
+ * Peer file lines: "label params ms_per_step", e.g.
+ * "torch_adamw_fused 67108864 15.2". The peer shown for a case is the
+ * fastest one with the same parameter count.
+ */
+static void load_peers(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+
+	if (!f) {
+		fprintf(stderr, "bench_optim: no peer file %s\n", path);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) && npeers < 64) {
+		struct peer *p = &peers[npeers];
+		unsigned long long n;
+
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%63s %llu %lf", p->label, &n, &p->ms) == 3) {
+			p->params = n;
+			npeers++;
+		}
+	}
+	fclose(f);
+}
+
+static const struct peer *find_peer(uint64_t params)
+{
+	const struct peer *best = NULL;
+	int i;
+
+	for (i = 0; i < npeers; i++)
+		if (peers[i].params == params &&
+		    (!best || peers[i].ms < best->ms))
+			best = &peers[i];
+	return best;
+}
+
+/* Device copy bandwidth over @n floats: bytes read + written per second. */
+static double copy_bandwidth(struct gpo_device *dev, uint64_t n,
+			     double *kernel_ms)
+{
+	struct dev_buf a = { 0 }, b = { 0 };
+	struct kernel_args args = { 0 };
+	/* more repetitions than a case: the limit should be the steadiest */
+	int creps = reps * 3 > 30 ? reps * 3 : 30;
+	double *dev_t = calloc(creps, sizeof(double));
+	double *wall_t = calloc(creps, sizeof(double));
+	double bw = 0, t0;
+	uint64_t ns;
+	int i, ret;
+
+	if (!dev_t || !wall_t)
+		goto out;
+	if (pool_alloc(dev, n * 4, &a) || pool_alloc(dev, n * 4, &b)) {
+		fprintf(stderr, "copy: %s\n", gpo_errmsg());
+		goto out_free;
+	}
+	args.n = (uint32_t)n;
+	args.buf[0] = a;
+	args.s[0] = 1.5f;
+	dev->ops->launch(dev, K_FILL, &args);
+	args.buf[0] = b;
+	args.buf[1] = a;
+	for (i = -3; i < creps; i++) {
+		t0 = now_s();
+		ret = dev->ops->launch(dev, K_COPY, &args);
+		if (!ret)
+			ret = dev->ops->wait(dev, &ns);
+		if (ret) {
+			fprintf(stderr, "copy: %s\n", gpo_errmsg());
+			goto out_free;
+		}
+		if (i < 0)
+			continue;
+		wall_t[i] = now_s() - t0;
+		dev_t[i] = ns ? ns * 1e-9 : wall_t[i];
+	}
+	*kernel_ms = median(dev_t, creps) * 1e3;
+	bw = 8.0 * n / (*kernel_ms * 1e-3);
+out_free:
+	pool_free(dev, &a);
+	pool_free(dev, &b);
+out:
+	free(dev_t);
+	free(wall_t);
+	return bw;
+}
+
+struct result {
+	double kernel_ms;
+	double wall_ms;
+};
+
+/* Run @c over tensors @shapes (ntensors of numel each, or one of @n). */
+static int run_case(struct gpo_device *dev, const struct bench_case *c,
+		    int ntensors, const uint64_t *numels, struct result *res)
+{
+	double *dev_t = calloc(reps, sizeof(double));
+	double *wall_t = calloc(reps, sizeof(double));
+	struct gpo_step_info info;
+	struct gpo_optim *opt = NULL;
+	uint64_t total = 0, i, seed = 0x9e3779b97f4a7c15ull;
+	float *host = NULL;
+	char name[32];
+	int t, ret = -ENOMEM, k;
+	double t0;
+
+	if (!dev_t || !wall_t)
+		goto out;
+	k = gpo_optim_kind_parse(c->kind);
+	ret = gpo_optim_new(dev, k, &opt);
+	if (ret)
+		goto out;
+	for (t = 0; t < ntensors; t++) {
+		snprintf(name, sizeof(name), "t%d", t);
+		ret = gpo_optim_add_tensor(opt, name, 1, &numels[t], 0);
+		if (ret < 0)
+			goto out;
+		total += numels[t];
+	}
+	ret = gpo_optim_configure(opt, -1, c->settings);
+	if (ret)
+		goto out;
+	host = malloc(total * sizeof(float));
+	if (!host) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* never time on zeros: random params and gradients */
+	for (i = 0; i < total; i++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		host[i] = (float)((seed >> 40) * (1.0 / 16777216.0) - 0.5);
+	}
+	ret = gpo_optim_write(opt, "param", NULL, host, total * 4);
+	if (!ret) {
+		for (i = 0; i < total; i++)
+			host[i] *= 0.01f;
+		ret = gpo_optim_write(opt, "grad", NULL, host, total * 4);
+	}
+	if (ret)
+		goto out;
+	for (t = -3; t < reps; t++) {
+		t0 = now_s();
+		ret = gpo_optim_step(opt, &info);
+		if (ret)
+			goto out;
+		if (t < 0)
+			continue;
+		wall_t[t] = now_s() - t0;
+		dev_t[t] = info.device_ns ? info.device_ns * 1e-9 : wall_t[t];
+	}
+	res->kernel_ms = median(dev_t, reps) * 1e3;
+	res->wall_ms = median(wall_t, reps) * 1e3;
+out:
+	if (ret)
+		fprintf(stderr, "bench %s: %s\n", c->name, gpo_errmsg());
+	gpo_optim_free(opt);
+	free(host);
+	free(dev_t);
+	free(wall_t);
+	return ret;
+}
+
+static int case_selected(const char *list, const char *name)
+{
+	char buf[512], *tok, *save;
+
+	if (!list || !strcmp(list, "all"))
+		return 1;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, name))
+			return 1;
+	return 0;
+}
+
+static void print_header(void)
+{
+	printf("%-10s %-15s %10s %9s %9s %9s %9s %7s  %s\n", "device",
+	       "case", "params", "kern_ms", "wall_ms", "GB/s", "copyGB/s",
+	       "ratio", "peer");
+}
+
+static void print_row(const char *dev, const char *name, uint64_t params,
+		      unsigned int bytes, const struct result *r,
+		      double copy_bw)
+{
+	double bw = (double)bytes * params / (r->kernel_ms * 1e-3);
+	const struct peer *p = find_peer(params);
+	char peer[96] = "";
+
+	if (p && strstr(name, "adamw") == name && !strchr(name, '+'))
+		snprintf(peer, sizeof(peer), "%s %.3f ms (%.2fx)", p->label,
+			 p->ms, p->ms / r->wall_ms);
+	printf("%-10s %-15s %10llu %9.3f %9.3f %9.1f %9.1f %6.1f%%  %s\n",
+	       dev, name, (unsigned long long)params, r->kernel_ms,
+	       r->wall_ms, bw / 1e9, copy_bw / 1e9, 100.0 * bw / copy_bw,
+	       peer);
+	fflush(stdout);
+}
+
+/* GPT-2 small (124M): the shapes of its parameter tensors, flattened. */
+static int gpt2_numels(uint64_t *out, int max)
+{
+	int n = 0, l;
+
+#define ADD(x) do { if (n < max) out[n++] = (x); } while (0)
+	ADD(50257ull * 768);	/* wte */
+	ADD(1024ull * 768);	/* wpe */
+	for (l = 0; l < 12; l++) {
+		ADD(768); ADD(768);			/* ln_1 */
+		ADD(768ull * 2304); ADD(2304);		/* attn.c_attn */
+		ADD(768ull * 768); ADD(768);		/* attn.c_proj */
+		ADD(768); ADD(768);			/* ln_2 */
+		ADD(768ull * 3072); ADD(3072);		/* mlp.c_fc */
+		ADD(3072ull * 768); ADD(768);		/* mlp.c_proj */
+	}
+	ADD(768); ADD(768);				/* ln_f */
+#undef ADD
+	return n;
+}
+
+static void bench_device(struct gpo_ctx *ctx, struct gpo_device *dev,
+			 const uint64_t *sizes, int nsizes, const char *sel,
+			 int many)
+{
+	struct gpo_device_info info;
+	uint64_t *numels;
+	struct result r;
+	double copy_bw, copy_ms;
+	size_t c;
+	int s, n;
+
+	gpo_device_info(ctx, gpo_device_index(dev), &info);
+	if (!quiet)
+		printf("# %s: %s (%s, %s)\n", info.id, info.name,
+		       info.driver, gpo_device_type_name(info.type));
+	numels = calloc(2000, sizeof(*numels));
+	if (!numels)
+		return;
+	for (s = 0; s < nsizes; s++) {
+		copy_bw = copy_bandwidth(dev, sizes[s], &copy_ms);
+		if (copy_bw <= 0)
+			continue;
+		printf("%-10s %-15s %10llu %9.3f %9s %9.1f %9.1f %6.1f%%\n",
+		       info.id, "copy", (unsigned long long)sizes[s], copy_ms,
+		       "-", copy_bw / 1e9, copy_bw / 1e9, 100.0);
+		for (c = 0; c < ARRAY_SIZE(cases); c++) {
+			if (!case_selected(sel, cases[c].name))
+				continue;
+			numels[0] = sizes[s];
+			if (run_case(dev, &cases[c], 1, numels, &r))
+				continue;
+			print_row(info.id, cases[c].name, sizes[s],
+				  cases[c].bytes, &r, copy_bw);
+		}
+		gpo_pool_trim(dev);
+	}
+	if (many) {
+		static const struct bench_case adamw = {
+			"adamw", "adamw", "lr=0.001", 28
+		};
+		uint64_t total = 0;
+		int i;
+
+		for (i = 0; i < 2000; i++)
+			numels[i] = 4096;
+		copy_bw = copy_bandwidth(dev, 2000 * 4096, &copy_ms);
+		if (!run_case(dev, &adamw, 2000, numels, &r))
+			print_row(info.id, "adamw_2000x4096", 2000 * 4096, 28,
+				  &r, copy_bw);
+		n = gpt2_numels(numels, 2000);
+		for (i = 0; i < n; i++)
+			total += numels[i];
+		copy_bw = copy_bandwidth(dev, total, &copy_ms);
+		if (!run_case(dev, &adamw, n, numels, &r))
+			print_row(info.id, "adamw_gpt2", total, 28, &r,
+				  copy_bw);
+		numels[0] = 10000;
+		copy_bw = copy_bandwidth(dev, 10000, &copy_ms);
+		if (!run_case(dev, &adamw, 1, numels, &r))
+			print_row(info.id, "adamw_10k", 10000, 28, &r,
+				  copy_bw);
+		for (i = 0; i < (int)ARRAY_SIZE(cases); i++)
+			if (!strcmp(cases[i].name, "adamw+clip") &&
+			    !run_case(dev, &cases[i], 1, numels, &r))
+				print_row(info.id, "adamw+clip_10k", 10000,
+					  32, &r, copy_bw);
+		gpo_pool_trim(dev);
+	}
+	free(numels);
+}
+
+int main(int argc, char **argv)
+{
+	const char *devs = "best", *sizes_arg = "1M,16M,64M", *sel = "all";
+	uint64_t sizes[16];
+	struct gpo_ctx *ctx;
+	char buf[512], *tok, *save;
+	int nsizes = 0, many = 0, c, ret;
+
+	while ((c = getopt(argc, argv, "d:s:r:c:p:mqh")) != -1) {
+		switch (c) {
+		case 'd': devs = optarg; break;
+		case 's': sizes_arg = optarg; break;
+		case 'r': reps = atoi(optarg) > 0 ? atoi(optarg) : 20; break;
+		case 'c': sel = optarg; break;
+		case 'p': load_peers(optarg); break;
+		case 'm': many = 1; break;
+		case 'q': quiet = 1; break;
+		default:
+			fprintf(stderr,
+				"usage: %s [-d DEV,..] [-s SIZES] [-r REPS] [-c CASES] [-p PEERFILE] [-m] [-q]\n",
+				argv[0]);
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	snprintf(buf, sizeof(buf), "%s", sizes_arg);
+	for (tok = strtok_r(buf, ",", &save); tok && nsizes < 16;
+	     tok = strtok_r(NULL, ",", &save))
+		sizes[nsizes++] = parse_size(tok);
+
+	ret = gpo_ctx_new(&ctx, 0);
+	if (ret) {
+		fprintf(stderr, "bench_optim: %s\n", gpo_errmsg());
+		return 1;
+	}
+	print_header();
+	snprintf(buf, sizeof(buf), "%s", devs);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct gpo_device *dev;
+
+		if (gpo_device_select(ctx, tok, &dev)) {
+			fprintf(stderr, "bench_optim: %s: %s\n", tok,
+				gpo_errmsg());
+			continue;
+		}
+		bench_device(ctx, dev, sizes, nsizes, sel, many);
+	}
+	gpo_ctx_free(ctx);
+	return 0;
+}

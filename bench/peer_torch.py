@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""peer_torch.py - PyTorch's AdamW on the same sizes, as bench_optim's peer.
+
+Prints lines "label params ms_per_step" (median wall time of a step,
+synchronised), which bench_optim -p reads:
+    peer_torch.py --device cpu --sizes 1M,16M,64M [--many] [--reps 20]
+On the CPU it runs torch.optim.AdamW with foreach off and on, with
+torch.set_num_threads(--threads or all cores); on CUDA with fused=True
+(where this torch has it) and foreach=True.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+
+def parse_size(s):
+    mult = {"K": 1e3, "M": 1 << 20, "G": 1 << 30}
+    if s[-1].upper() in mult:
+        return int(float(s[:-1]) * mult[s[-1].upper()])
+    return int(s)
+
+
+def gpt2_shapes():
+    shapes = [(50257, 768), (1024, 768)]
+    for _ in range(12):
+        shapes += [(768,), (768,), (768, 2304), (2304,), (768, 768), (768,),
+                   (768,), (768,), (768, 3072), (3072,), (3072, 768), (768,)]
+    return shapes + [(768,), (768,)]
+
+
+def time_adamw(shapes, device, reps, **kw):
+    gen = torch.Generator().manual_seed(1)
+    params = []
+    for s in shapes:
+        p = (torch.rand(s, generator=gen) - 0.5).to(device).requires_grad_()
+        p.grad = (torch.rand(s, generator=gen) - 0.5).to(device) * 0.01
+        params.append(p)
+    try:
+        opt = torch.optim.AdamW(params, lr=1e-3, **kw)
+    except (TypeError, RuntimeError, ValueError) as e:
+        print("# AdamW(%s) unavailable: %s" % (kw, e), file=sys.stderr)
+        return None
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    times = []
+    for i in range(reps + 3):
+        sync()
+        t0 = time.perf_counter()
+        opt.step()
+        sync()
+        if i >= 3:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--sizes", default="1M,16M,64M")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--many", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    variants = ([("fused", {"fused": True}), ("foreach", {"foreach": True})]
+                if a.device == "cuda" else
+                [("single", {"foreach": False}), ("foreach", {"foreach": True})])
+    cases = [((parse_size(s),), 1) for s in a.sizes.split(",")]
+    if a.many:
+        cases += [((4096,), 2000), (None, 0), ((10000,), 1)]
+    print("# torch %s on %s, %d threads" % (torch.__version__, a.device,
+                                            a.threads))
+    for shape, count in cases:
+        shapes = gpt2_shapes() if shape is None else [shape] * count
+        params = sum(int(torch.Size(s).numel()) for s in shapes)
+        for name, kw in variants:
+            ms = time_adamw(shapes, a.device, a.reps, **kw)
+            if ms is not None:
+                print("torch_adamw_%s %d %.4f" % (name, params, ms),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
