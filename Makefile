@@ -80,7 +80,7 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 # The cpu backend's loops are where vectorisation matters.
-$(BUILD)/libgpuopt/src/backend_cpu.o: CFLAGS += -O3 -fno-math-errno
+$(BUILD)/libgpuopt/src/backend_cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)

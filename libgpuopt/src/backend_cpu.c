@@ -348,6 +348,35 @@ static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
 	return (m / bc1) / (sqrtf(v / bc2) + eps) + wd * p;
 }
 
+/* sum of squares over fixed vector lanes, then in order: deterministic */
+static float lane_sumsq(const float *x, uint32_t n)
+{
+	v4f acc0 = { 0 }, acc1 = { 0 }, u, w;
+	float sum = 0;
+	uint32_t i, j;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__builtin_memcpy(&u, x + i, 16);
+		__builtin_memcpy(&w, x + i + 4, 16);
+		acc0 += u * u;
+		acc1 += w * w;
+	}
+	acc0 += acc1;
+	for (j = 0; j < 4; j++)
+		sum += acc0[j];
+	for (; i < n; i++)
+		sum += x[i] * x[i];
+	return sum;
+}
+
+/*
+ * LAMB does two square roots and two divisions per element in each pass:
+ * with SSE alone it is compute bound, so it gets an AVX2 clone as well
+ * (picked at load time; -ffp-contract=off keeps the results identical).
+ */
+#define CPU_CLONES __attribute__((target_clones("avx2", "default")))
+
+CPU_CLONES
 static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
 			uint32_t hi)
 {
@@ -365,22 +394,24 @@ static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
 	for (grp = lo; grp < hi; grp++) {
 		uint32_t b = a->aux1 + grp;
 		uint32_t start = blocks[4 * b + 1];
-		uint32_t end = start + blocks[4 * b + 2];
-		float pn = 0, rn = 0;
+		uint32_t n = blocks[4 * b + 2];
+		float r[LAMB_BLOCK];
 
-		for (i = start; i < end; i++) {
-			float gi = g[i] * gm;
-			float mi = m[i] * b1 + (1.0f - b1) * gi;
-			float vi = v[i] * b2 + (1.0f - b2) * gi * gi;
-			float r = lamb_r(mi, vi, p[i], bc1, bc2, eps, wd);
+		const float *restrict pb = p + start, *restrict gb = g + start;
+		float *restrict mb = m + start, *restrict vb = v + start;
 
-			m[i] = mi;
-			v[i] = vi;
-			pn += p[i] * p[i];
-			rn += r * r;
+		/* the update vectorises; the sums go through fixed lanes */
+		for (i = 0; i < n; i++) {
+			float gi = gb[i] * gm;
+			float mi = mb[i] * b1 + (1.0f - b1) * gi;
+			float vi = vb[i] * b2 + (1.0f - b2) * gi * gi;
+
+			mb[i] = mi;
+			vb[i] = vi;
+			r[i] = lamb_r(mi, vi, pb[i], bc1, bc2, eps, wd);
 		}
-		part[2 * b] = pn;
-		part[2 * b + 1] = rn;
+		part[2 * b] = lane_sumsq(pb, n);
+		part[2 * b + 1] = lane_sumsq(r, n);
 	}
 }
 
@@ -408,6 +439,7 @@ static void k_lamb_trust(const struct kernel_args *a, uint32_t lo,
 	}
 }
 
+CPU_CLONES
 static void k_lamb_apply(const struct kernel_args *a, uint32_t lo,
 			 uint32_t hi)
 {
@@ -424,13 +456,15 @@ static void k_lamb_apply(const struct kernel_args *a, uint32_t lo,
 		return;
 	for (grp = lo; grp < hi; grp++) {
 		uint32_t b = a->aux1 + grp;
-		uint32_t start = blocks[4 * b + 1];
-		uint32_t end = start + blocks[4 * b + 2];
+		uint32_t n = blocks[4 * b + 2];
+		float *restrict pb = p + blocks[4 * b + 1];
+		const float *restrict mb = m + blocks[4 * b + 1];
+		const float *restrict vb = v + blocks[4 * b + 1];
 		float step = lr * trust[blocks[4 * b]];
 
-		for (i = start; i < end; i++)
-			p[i] = p[i] - step * lamb_r(m[i], v[i], p[i], bc1,
-						     bc2, eps, wd);
+		for (i = 0; i < n; i++)
+			pb[i] = pb[i] - step * lamb_r(mb[i], vb[i], pb[i], bc1,
+						       bc2, eps, wd);
 	}
 }
 
