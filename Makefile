@@ -32,7 +32,7 @@ BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 LDSAN := -fsanitize=address,undefined
 endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
-LIB_LIBS := -lOpenCL -lvulkan -lxxhash -lm -lpthread
+LIB_LIBS := -lOpenCL -lvulkan -lm -lpthread
 
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/cl_sources.o \

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+/* header-only: no libxxhash at run time on machines that lack it */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 #include "gpuopt_i.h"
 #include "diskcache_i.h"
