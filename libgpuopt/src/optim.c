@@ -14,37 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpuopt_i.h"
+#include "optim_i.h"
 
-#define GROUP_ALIGN	64		/* elements: 256 bytes */
-#define MAX_SLOTS	4
-#define MAX_DIMS	8
-#define NAME_MAX_LEN	63
-
-struct optim_group {
-	struct hparams hp;
-	uint64_t start;			/* first element, GROUP_ALIGN aligned */
-	uint64_t numel;
-	uint32_t first_block;		/* LAMB */
-	uint32_t nblocks;
-	int momentum_started;		/* sgd: buffer holds a value */
-};
-
-struct optim_tensor {
-	char name[NAME_MAX_LEN + 1];
-	int group;
-	int ndim;
-	uint64_t shape[MAX_DIMS];
-	uint64_t numel;
-	uint64_t offset;
-};
-
-/* The state slots each kind may keep, in torch's state-dict names. */
-enum slot_id {
-	SL_MOMENTUM, SL_EXP_AVG, SL_EXP_AVG_SQ, SL_MAX_EXP_AVG_SQ,
-	SL_SQUARE_AVG, SL_GRAD_AVG, SL_SUM, SL_COUNT
-};
-
-static const char *const slot_names[SL_COUNT] = {
+const char *const optim_slot_names[SL_COUNT] = {
 	[SL_MOMENTUM] = "momentum_buffer",
 	[SL_EXP_AVG] = "exp_avg",
 	[SL_EXP_AVG_SQ] = "exp_avg_sq",
@@ -52,34 +24,6 @@ static const char *const slot_names[SL_COUNT] = {
 	[SL_SQUARE_AVG] = "square_avg",
 	[SL_GRAD_AVG] = "grad_avg",
 	[SL_SUM] = "sum",
-};
-
-struct gpo_optim {
-	struct gpo_device *dev;
-	enum gpo_optim_kind kind;
-	struct optim_group *groups;
-	int ngroups;
-	struct optim_tensor *tensors;
-	int ntensors;
-	uint64_t numel;			/* parameters, padding excluded */
-	uint64_t total;			/* elements in each flat buffer */
-	int allocated;
-
-	struct dev_buf param;
-	struct dev_buf grad;
-	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
-	struct dev_buf scal;		/* 4 floats: see K_NORM_FINAL */
-	struct dev_buf partials;	/* 2 floats per norm group */
-	uint32_t norm_groups, norm_chunk;
-
-	/* LAMB */
-	struct dev_buf blocks, tensor_blocks, lamb_partials, trust;
-	uint32_t nblocks;
-
-	uint64_t step;
-	uint64_t skipped;
-	struct gpo_sched *sched;
-	double metric;
 };
 
 static const char *const kind_names[GPO_OPTIM_KINDS] = {
@@ -665,7 +609,7 @@ static int resolve(struct gpo_optim *opt, const char *slot, int create,
 		return 0;
 	}
 	for (s = 0; s < SL_COUNT; s++) {
-		if (strcmp(slot, slot_names[s]) || !slot_possible(opt->kind, s))
+		if (strcmp(slot, optim_slot_names[s]) || !slot_possible(opt->kind, s))
 			continue;
 		if (!opt->slot[s].mem && !create)
 			return gpo_err(-ENOENT, "slot '%s' is not in use", slot);
@@ -779,7 +723,7 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index)
 		return NULL;
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem && index-- == 0)
-			return slot_names[s];
+			return optim_slot_names[s];
 	return NULL;
 }
 

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * optim_i.h - the optimizer object, for the library files that work on
+ * its buffers directly (optim.c, checkpoints)
+ */
+#ifndef GPUOPT_OPTIM_I_H
+#define GPUOPT_OPTIM_I_H
+
+#include "gpuopt_i.h"
+
+#define GROUP_ALIGN	64		/* elements: 256 bytes */
+#define MAX_DIMS	8
+#define NAME_MAX_LEN	63
+
+struct optim_group {
+	struct hparams hp;
+	uint64_t start;			/* first element, GROUP_ALIGN aligned */
+	uint64_t numel;
+	uint32_t first_block;		/* LAMB */
+	uint32_t nblocks;
+	int momentum_started;		/* sgd: buffer holds a value */
+};
+
+struct optim_tensor {
+	char name[NAME_MAX_LEN + 1];
+	int group;
+	int ndim;
+	uint64_t shape[MAX_DIMS];
+	uint64_t numel;
+	uint64_t offset;
+};
+
+/* The state slots each kind may keep, in torch's state-dict names. */
+enum slot_id {
+	SL_MOMENTUM, SL_EXP_AVG, SL_EXP_AVG_SQ, SL_MAX_EXP_AVG_SQ,
+	SL_SQUARE_AVG, SL_GRAD_AVG, SL_SUM, SL_COUNT
+};
+
+struct gpo_optim {
+	struct gpo_device *dev;
+	enum gpo_optim_kind kind;
+	struct optim_group *groups;
+	int ngroups;
+	struct optim_tensor *tensors;
+	int ntensors;
+	uint64_t numel;			/* parameters, padding excluded */
+	uint64_t total;			/* elements in each flat buffer */
+	int allocated;
+
+	struct dev_buf param;
+	struct dev_buf grad;
+	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
+	struct dev_buf scal;		/* 4 floats: see K_NORM_FINAL */
+	struct dev_buf partials;	/* 2 floats per norm group */
+	uint32_t norm_groups, norm_chunk;
+
+	/* LAMB */
+	struct dev_buf blocks, tensor_blocks, lamb_partials, trust;
+	uint32_t nblocks;
+
+	uint64_t step;
+	uint64_t skipped;
+	struct gpo_sched *sched;
+	double metric;
+};
+
+/* torch's state-dict names of the slots, indexed by enum slot_id */
+extern const char *const optim_slot_names[SL_COUNT];
+
+#endif /* GPUOPT_OPTIM_I_H */
