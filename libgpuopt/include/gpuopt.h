@@ -416,60 +416,105 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 
 /* ---- learning-rate schedules ---------------------------------------------
  *
- * A schedule maps the step count to a multiplier of each group's base lr,
- * with torch.optim.lr_scheduler's formulas. Keys (torch's names):
- *   constant
- *   step          step_size gamma
- *   multistep     milestones "30,80" gamma
- *   exponential   gamma
- *   cosine        t_max eta_min
- *   cosine_restarts t_0 t_mult eta_min
- *   linear        start_factor end_factor total_iters
- *   polynomial    total_iters power
- *   onecycle      max_lr total_steps pct_start anneal_strategy (0 cos,
- *                 1 linear) div_factor final_div_factor three_phase
- *   plateau       mode (0 min, 1 max) factor patience threshold
- *                 threshold_mode (0 rel, 1 abs) cooldown min_lr eps
- * and for all: warmup_steps, warmup_start_factor: a linear warmup from
- * warmup_start_factor to 1 over warmup_steps steps, after which the
- * schedule starts at its own step 0.
+ * A schedule gives each group's lr from the step count and the group's
+ * base (initial) lr, with torch.optim.lr_scheduler's formulas (torch
+ * 1.13), computed in double in closed form: they match torch's recursive
+ * forms to rounding. Kinds and keys (torch's names in lower case; a key
+ * marked * has no default and must be set):
+ *   constant        the base lr
+ *   step            StepLR: step_size* gamma=0.1
+ *   multistep       MultiStepLR: milestones* ("30,80": increasing, at
+ *                   most 64) gamma=0.1
+ *   exponential     ExponentialLR: gamma*
+ *   cosine          CosineAnnealingLR: t_max* eta_min=0
+ *   cosine_restarts CosineAnnealingWarmRestarts: t_0* t_mult=1 eta_min=0
+ *   linear          LinearLR: start_factor=1/3 end_factor=1 total_iters=5
+ *   polynomial      PolynomialLR: total_iters=5 power=1
+ *   onecycle        OneCycleLR: max_lr* total_steps* pct_start=0.3
+ *                   anneal_strategy=cos (cos or 0, linear or 1)
+ *                   div_factor=25 final_div_factor=1e4 three_phase=0
+ *   plateau         ReduceLROnPlateau: mode=min (min or 0, max or 1)
+ *                   factor=0.1 patience=10 threshold=1e-4
+ *                   threshold_mode=rel (rel or 0, abs or 1) cooldown=0
+ *                   min_lr=0 eps=1e-8
+ * and for every kind warmup_steps=0 and warmup_start_factor=0.001 (in
+ * (0, 1]): for the first warmup_steps steps the lr ramps linearly from
+ * warmup_start_factor * base to base, then the kind starts at its own
+ * step 0; that is torch's SequentialLR([LinearLR(opt, warmup_start_factor,
+ * 1.0, warmup_steps), kind], milestones=[warmup_steps]).
+ *
+ * Ranges: gamma, max_lr, div_factor, final_div_factor > 0; eta_min, power,
+ * threshold, min_lr, eps >= 0; step_size, t_max, t_0, t_mult, total_iters,
+ * total_steps >= 1; start_factor in (0, 1], end_factor in [0, 1],
+ * pct_start in (0, 1), plateau's factor in [0, 1); step_size, t_max, t_0,
+ * t_mult, total_iters, total_steps, patience, cooldown and warmup_steps
+ * are whole numbers. onecycle refuses a pct_start that gives a phase no
+ * length (torch would divide by zero).
+ *
+ * Where this differs from torch:
+ * - onecycle ignores the base lr as torch does (every group runs from
+ *   max_lr / div_factor), but does not cycle momentum or beta1: torch's
+ *   cycle_momentum=False. Past total_steps torch raises; here
+ *   gpo_sched_step() fails with -ERANGE and the lr stays.
+ * - plateau's lrs are per group, as torch's: each group's lr is
+ *   max(lr * factor, min_lr), applied only where that lowers it by more
+ *   than eps. min_lr is one value for every group. SequentialLR cannot
+ *   drive ReduceLROnPlateau, so plateau's warmup is the ramp, then
+ *   ReduceLROnPlateau from the base lr; the warmup's metrics are ignored.
  */
 
 /*
  * gpo_sched_new - create schedule @kind with torch's defaults
- * Returns 0, -EINVAL for an unknown kind, -ENOMEM.
+ * Returns 0, -EINVAL for a NULL pointer or an unknown kind, -ENOMEM.
  */
 int gpo_sched_new(const char *kind, struct gpo_sched **out);
+
+/* gpo_sched_free - free a schedule; NULL is ok */
 void gpo_sched_free(struct gpo_sched *s);
 
 /*
  * gpo_sched_configure - apply "key=value" settings, all or nothing, as
- * gpo_optim_configure. Only before the first gpo_sched_step(); later it
- * fails with -EBUSY. Returns 0, -EINVAL, -EBUSY.
+ * gpo_optim_configure. After the call every key marked * must have been
+ * set (now or by an earlier call); until then the schedule is unusable.
+ * Only before the first gpo_sched_step(). Returns 0; -EINVAL for a NULL
+ * pointer, an unknown key, a key of another kind, a malformed value or
+ * one out of range, a missing required key; -EBUSY once the schedule has
+ * taken a step.
  */
 int gpo_sched_configure(struct gpo_sched *s, const char *text);
 
 /*
  * gpo_sched_lr - the lr for a group whose base (initial) lr is @base_lr
- * at the schedule's current step
+ * at the schedule's current step. NaN for a NULL or an unconfigured
+ * schedule.
  */
 double gpo_sched_lr(struct gpo_sched *s, double base_lr);
 
 /*
  * gpo_sched_step - advance the schedule by one step
- * @metric: the value ReduceLROnPlateau watches (ignored by the others)
- * Returns 0, -EINVAL for a non-finite metric on plateau.
+ * @metric: the value plateau watches after its warmup (others ignore it)
+ * Returns 0; -EINVAL for a NULL or unconfigured schedule or a non-finite
+ * metric for plateau; -ERANGE when onecycle has taken total_steps steps.
+ * On failure the schedule does not move.
  */
 int gpo_sched_step(struct gpo_sched *s, double metric);
 
-/* gpo_sched_last_epoch - steps taken so far */
+/* gpo_sched_last_epoch - steps taken so far, warmup included (0 for NULL) */
 uint64_t gpo_sched_last_epoch(struct gpo_sched *s);
 
 /*
- * gpo_sched_save - write the schedule's kind, settings and state as one
- * line of "key=value" words; returns the length needed (as snprintf).
- * gpo_sched_load - restore a schedule from such a line.
- * Returns 0 or -EINVAL (and nothing changes).
+ * gpo_sched_save - write the schedule as one line of "key=value" words:
+ * kind= first, then every setting of the kind, then its state (last_epoch;
+ * t_cur t_i for cosine_restarts; best num_bad_epochs cooldown_counter
+ * reductions for plateau). Doubles are written with %.17g, so they read
+ * back exactly. Returns the length the line needs (as snprintf: @buf gets
+ * at most @len - 1 characters and a NUL; @buf may be NULL when @len is 0),
+ * or -EINVAL for a NULL pointer or an unconfigured schedule.
+ *
+ * gpo_sched_load - make @s the schedule of such a line, whatever its kind
+ * was. kind= must come first, each key at most once, every piece of state
+ * must be there (a setting left out takes its default), and the state
+ * must agree with the settings. Returns 0, or -EINVAL and @s is unchanged.
  */
 int gpo_sched_save(struct gpo_sched *s, char *buf, size_t len);
 int gpo_sched_load(struct gpo_sched *s, const char *text);
@@ -479,13 +524,168 @@ int gpo_sched_load(struct gpo_sched *s, const char *text);
  *
  * Each group's current lr becomes its base lr; each step uses
  * gpo_sched_lr(s, base) and then advances @s (with the metric of
- * gpo_optim_set_metric()). The optimizer does not own @s; detach with
- * NULL. Returns 0 or -EINVAL.
+ * gpo_optim_set_metric()). A skipped step does not advance @s. The
+ * optimizer does not own @s; detach with NULL. Returns 0 or -EINVAL.
  */
 int gpo_optim_attach_sched(struct gpo_optim *opt, struct gpo_sched *s);
 
-/* gpo_optim_set_metric - the loss value a plateau schedule sees next */
+/*
+ * gpo_optim_set_metric - the loss value a plateau schedule sees at the
+ * following steps. It starts as NaN, which plateau refuses: until a metric
+ * is set, a plateau schedule stops at the end of its warmup.
+ */
 int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
+
+/* ---- checkpoints -----------------------------------------------------------
+ *
+ * A checkpoint is a safetensors file (readable by the safetensors package,
+ * numpy and PyTorch): tensors "param/<name>" and "state/<name>/<slot>",
+ * float32 ("F32"), and in "__metadata__" the strings "format": "pt",
+ * "gpuopt.version": "1", "gpuopt.optimizer" (the kind),
+ * "gpuopt.groups" (JSON: each group's tensors and hyperparameters),
+ * "gpuopt.step", "gpuopt.skipped", "gpuopt.schedule" (gpo_sched_save()'s
+ * line, when a schedule is attached and can be saved) and "gpuopt.xxh64"
+ * (JSON: the XXH64 of each tensor's bytes). Gradients are not saved.
+ *
+ * Errors of the reader, each for one kind of fault:
+ *   -ENOENT    no such file; or a tensor the optimizer has is not in it
+ *   -E2BIG     the header length is over 100 MiB
+ *   -EBADMSG   the layout is corrupt: a header length beyond the file,
+ *              data_offsets with a gap, an overlap or past the data, a
+ *              shape whose size is not the byte span, a file longer or
+ *              shorter than its tensors (truncated)
+ *   -EPROTO    the header is not the format: not JSON, not an object,
+ *              duplicate keys, an entry without dtype/shape/data_offsets
+ *              or with other fields, an unknown dtype, metadata that is
+ *              not a string map, malformed gpuopt.* metadata
+ *   -EPROTONOSUPPORT  a gpuopt.version this library does not know
+ *   -ENODATA   gpuopt metadata or a tensor's checksum is missing (see
+ *              GPO_CKPT_FOREIGN)
+ *   -EBADE     a tensor's bytes do not match its checksum (ZFS's ECKSUM)
+ *   -EINVAL    a well-formed file that does not fit the optimizer: another
+ *              kind or number of groups, a tensor it lacks or in another
+ *              group, another shape, a dtype other than F32, a slot the
+ *              kind does not have; and bad arguments
+ * and the filesystem's own (-EACCES, -EISDIR, -EIO, -ENOSPC, -EDQUOT...).
+ */
+
+/* flags */
+#define GPO_CKPT_BUFFERED	(1u << 0)	/* never use O_DIRECT */
+#define GPO_CKPT_FOREIGN	(1u << 1)	/* read files of other writers */
+
+/*
+ * gpo_optim_save - write the optimizer's whole state to @path, durably
+ * @opt:   the optimizer (its buffers are allocated if they were not)
+ * @path:  the file; its directory must exist
+ * @flags: 0 or GPO_CKPT_BUFFERED
+ *
+ * Parameters, every state slot in use, hyperparameters of every group,
+ * step and skipped counts and the attached schedule's state. The data
+ * comes down from the device in chunks while earlier chunks are written
+ * through io_uring, with O_DIRECT where the filesystem allows it, into an
+ * unnamed temporary file in @path's directory; then fsync, rename over
+ * @path, fsync of the directory. A crash at any point leaves either the
+ * old file or the new one, whole, at @path (at worst with a temporary
+ * ".NAME.tmp.*" beside it, if it hits between link and rename on a
+ * filesystem without O_TMPFILE). On any failure @path is untouched and
+ * the temporary file removed.
+ * Returns 0; -EINVAL for bad arguments or an optimizer without tensors;
+ * -ENOSPC, -EDQUOT, -EIO, -EACCES, -ENOENT (no such directory) and the
+ * like from the filesystem; -ENOMEM; a device error.
+ */
+int gpo_optim_save(struct gpo_optim *opt, const char *path,
+		   unsigned int flags);
+
+/*
+ * gpo_optim_restore - load a checkpoint into @opt
+ * @opt:   an optimizer with the same tensors (names, shapes, groups) as
+ *         the one saved; any device
+ * @path:  a file written by gpo_optim_save() (or, with GPO_CKPT_FOREIGN,
+ *         by any safetensors writer)
+ * @flags: 0, GPO_CKPT_BUFFERED, GPO_CKPT_FOREIGN
+ *
+ * Validates the whole header (see the errors above) and matches it to
+ * @opt before it reads any data; then reads the data through io_uring
+ * into new device buffers, checking each tensor's checksum, and only when
+ * everything checked out swaps them in and sets the hyperparameters,
+ * step, skipped count and (if a schedule is attached and the file holds
+ * one) the schedule state. On failure @opt is unchanged. Needs device
+ * memory for a second copy of the restored buffers while it runs.
+ * Slots in use that the file does not hold are dropped.
+ *
+ * GPO_CKPT_FOREIGN accepts files without gpuopt metadata and tensors
+ * without checksums (loaded unverified); hyperparameters, step and
+ * skipped count then stay as they are, and state slots the file lacks
+ * start afresh (as after gpo_optim_reset()). Without it, both are errors.
+ * Returns 0 or a reader error above; -ENOMEM; a device error.
+ */
+int gpo_optim_restore(struct gpo_optim *opt, const char *path,
+		      unsigned int flags);
+
+/* An opened checkpoint file, for inspection. */
+struct gpo_ckpt;
+
+struct gpo_ckpt_info {
+	uint64_t file_bytes;
+	uint64_t header_bytes;		/* the JSON header's length */
+	uint64_t data_offset;		/* where the tensors start */
+	int tensors;
+	int metadata;			/* entries of __metadata__ */
+	int gpuopt;			/* 1 if it holds gpuopt metadata */
+};
+
+struct gpo_ckpt_tensor {
+	const char *name;		/* valid until gpo_ckpt_close() */
+	const char *dtype;		/* "F32", "F16", "I64", ... */
+	int ndim;
+	const uint64_t *shape;
+	uint64_t offset;		/* bytes from the start of the file */
+	uint64_t bytes;
+	uint64_t checksum;		/* XXH64, if has_checksum */
+	int has_checksum;
+	int verified;			/* after gpo_ckpt_verify(): 1 matches,
+					 * -EBADE mismatch, 0 not checked */
+};
+
+/*
+ * gpo_ckpt_open - open @path and validate its header
+ * @flags: 0, GPO_CKPT_BUFFERED, GPO_CKPT_FOREIGN
+ * Returns 0 with *@out set, or a reader error above.
+ */
+int gpo_ckpt_open(const char *path, unsigned int flags,
+		  struct gpo_ckpt **out);
+
+/* gpo_ckpt_close - close and free; NULL is ok */
+void gpo_ckpt_close(struct gpo_ckpt *ck);
+
+/* gpo_ckpt_info - sizes and counts of an opened checkpoint; 0 or -EINVAL */
+int gpo_ckpt_info(struct gpo_ckpt *ck, struct gpo_ckpt_info *info);
+
+/*
+ * gpo_ckpt_tensor - describe tensor @index (in file order)
+ * Returns 0, -EINVAL, -ENOENT for an index out of range.
+ */
+int gpo_ckpt_tensor(struct gpo_ckpt *ck, int index,
+		    struct gpo_ckpt_tensor *info);
+
+/*
+ * gpo_ckpt_metadata - the @index-th "__metadata__" entry, in header order
+ * Returns 0 with @key and @value set (valid until gpo_ckpt_close()),
+ * -EINVAL, -ENOENT for an index out of range.
+ */
+int gpo_ckpt_metadata(struct gpo_ckpt *ck, int index, const char **key,
+		      const char **value);
+
+/*
+ * gpo_ckpt_verify - read every tensor and check its checksum
+ *
+ * Reads through io_uring like gpo_optim_restore() and sets each tensor's
+ * verified field. Returns 0 when every checksum matched; -EBADE when one
+ * or more did not (gpo_errmsg() names the first and the count); -ENODATA
+ * when a tensor has no checksum (unless opened with GPO_CKPT_FOREIGN);
+ * -EBADMSG if the file shrank; -EIO.
+ */
+int gpo_ckpt_verify(struct gpo_ckpt *ck);
 
 #ifdef __cplusplus
 }

@@ -201,7 +201,7 @@ static void k_sgd(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	float *restrict p = bp(a, 0), *restrict buf = bp(a, 2);
 	const float *restrict g = bp(a, 1);
 	const float lr = a->s[0], wd = a->s[1], mom = a->s[2];
-	const float damp = 1.0f - a->s[3];
+	const float damp = a->s[4];	/* 1 - dampening, from double */
 	const int use_mom = a->flags & KF_MOMENTUM;
 	const int first = a->flags & KF_FIRST;
 	const int nesterov = a->flags & KF_NESTEROV;
@@ -230,6 +230,7 @@ static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	const float *restrict g = bp(a, 1);
 	const float b1 = a->s[1], b2 = a->s[2], eps = a->s[3];
 	const float step_size = a->s[5], bc2_sqrt = a->s[6];
+	const float ob1 = a->s[8], ob2 = a->s[9];	/* 1 - b1, 1 - b2 */
 	const int amsgrad = a->flags & KF_AMSGRAD;
 	/* AdamW decays p first; Adam adds wd * p to g (L2) */
 	const int decoupled = a->flags & KF_DECOUPLED;
@@ -242,8 +243,8 @@ static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + l2 * p[i];
-		float mi = m[i] * b1 + (1.0f - b1) * gi;
-		float vi = v[i] * b2 + (1.0f - b2) * gi * gi;
+		float mi = m[i] * b1 + ob1 * gi;
+		float vi = v[i] * b2 + ob2 * gi * gi;
 		float denom;
 
 		m[i] = mi;
@@ -265,6 +266,7 @@ static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	const float *restrict g = bp(a, 1);
 	const float lr = a->s[0], alpha = a->s[1], eps = a->s[2];
 	const float wd = a->s[3], mom = a->s[4];
+	const float oa = a->s[5];	/* 1 - alpha */
 	const int use_mom = a->flags & KF_MOMENTUM;
 	const int centered = a->flags & KF_CENTERED;
 	float gm;
@@ -274,12 +276,12 @@ static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
-		float s = sq[i] * alpha + (1.0f - alpha) * gi * gi;
+		float s = sq[i] * alpha + oa * gi * gi;
 		float avg;
 
 		sq[i] = s;
 		if (centered) {
-			float ca = ga[i] * alpha + (1.0f - alpha) * gi;
+			float ca = ga[i] * alpha + oa * gi;
 
 			ga[i] = ca;
 			s = s - ca * ca;
@@ -327,6 +329,7 @@ static void k_lion(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	const float *restrict g = bp(a, 1);
 	const float lr = a->s[0], b1 = a->s[1], b2 = a->s[2];
 	const float decay = a->s[3];
+	const float ob1 = a->s[4], ob2 = a->s[5];	/* 1 - b1, 1 - b2 */
 	float gm;
 	uint32_t i;
 
@@ -334,10 +337,10 @@ static void k_lion(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm;
-		float c = m[i] * b1 + (1.0f - b1) * gi;
+		float c = m[i] * b1 + ob1 * gi;
 
 		p[i] = p[i] * decay - lr * sign_of(c);
-		m[i] = m[i] * b2 + (1.0f - b2) * gi;
+		m[i] = m[i] * b2 + ob2 * gi;
 	}
 }
 
@@ -386,6 +389,7 @@ static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
 	float *part = bp(a, 5);
 	const float b1 = a->s[0], b2 = a->s[1], eps = a->s[2], wd = a->s[3];
 	const float bc1 = a->s[4], bc2 = a->s[5];
+	const float ob1 = a->s[6], ob2 = a->s[7];	/* 1 - b1, 1 - b2 */
 	uint32_t i, grp;
 	float gm;
 
@@ -403,8 +407,8 @@ static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
 		/* the update vectorises; the sums go through fixed lanes */
 		for (i = 0; i < n; i++) {
 			float gi = gb[i] * gm;
-			float mi = mb[i] * b1 + (1.0f - b1) * gi;
-			float vi = vb[i] * b2 + (1.0f - b2) * gi * gi;
+			float mi = mb[i] * b1 + ob1 * gi;
+			float vi = vb[i] * b2 + ob2 * gi * gi;
 
 			mb[i] = mi;
 			vb[i] = vi;

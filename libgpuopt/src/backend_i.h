@@ -52,24 +52,32 @@ struct dev_buf {
  * (after scaling). Formulas are torch 1.13's, written out in README.md.
  *
  * K_SGD         element  buf0 p, buf1 g, buf2 momentum_buffer, buf3 scal
- *               s0 lr, s1 weight_decay, s2 momentum, s3 dampening
+ *               s0 lr, s1 weight_decay, s2 momentum, s3 dampening,
+ *               s4 1 - dampening
  *               flags KF_MOMENTUM, KF_NESTEROV, KF_FIRST (buf = d_p)
  * K_ADAM        element  buf0 p, buf1 g, buf2 exp_avg, buf3 exp_avg_sq,
  *               buf4 max_exp_avg_sq (only with KF_AMSGRAD), buf5 scal
  *               s0 lr, s1 beta1, s2 beta2, s3 eps, s4 weight_decay,
  *               s5 step_size (lr / bias_correction1),
- *               s6 bias_correction2_sqrt, s7 decay (1 - lr * wd)
+ *               s6 bias_correction2_sqrt, s7 decay (1 - lr * wd),
+ *               s8 1 - beta1, s9 1 - beta2
  *               flags KF_AMSGRAD, KF_DECOUPLED (AdamW: p *= s7 first;
  *               otherwise g += wd * p)
  * K_RMSPROP     element  buf0 p, buf1 g, buf2 square_avg,
  *               buf3 momentum_buffer (KF_MOMENTUM), buf4 grad_avg
  *               (KF_CENTERED), buf5 scal
- *               s0 lr, s1 alpha, s2 eps, s3 weight_decay, s4 momentum
+ *               s0 lr, s1 alpha, s2 eps, s3 weight_decay, s4 momentum,
+ *               s5 1 - alpha
  * K_ADAGRAD     element  buf0 p, buf1 g, buf2 sum, buf3 scal
  *               s0 clr (lr / (1 + (step - 1) * lr_decay)), s1 weight_decay,
  *               s2 eps
  * K_LION        element  buf0 p, buf1 g, buf2 exp_avg, buf3 scal
- *               s0 lr, s1 beta1, s2 beta2, s3 decay (1 - lr * wd)
+ *               s0 lr, s1 beta1, s2 beta2, s3 decay (1 - lr * wd),
+ *               s4 1 - beta1, s5 1 - beta2
+ *
+ * Every "1 - x" scalar is computed in double on the host and then
+ * rounded: (1.0f - (float)0.999) is off by up to 1.3e-5 relative, torch
+ * computes it from Python floats. Kernels use these, never 1.0f - x.
  *
  * LAMB runs three kernels over a block table built at allocation: the flat
  * state is cut into blocks of at most LAMB_BLOCK elements, none crossing
@@ -83,7 +91,8 @@ struct dev_buf {
  *               buf3 exp_avg_sq, buf4 blocks, buf5 partials (2 floats per
  *               block), buf6 scal
  *               s0 beta1, s1 beta2, s2 eps, s3 weight_decay,
- *               s4 bias_correction1, s5 bias_correction2
+ *               s4 bias_correction1, s5 bias_correction2,
+ *               s6 1 - beta1, s7 1 - beta2
  *               updates m, v; r = (m/bc1) / (sqrt(v/bc2) + eps) + wd * p;
  *               partials[2b] = sum p^2, partials[2b+1] = sum r^2 over the
  *               block (p before the update)

@@ -548,7 +548,7 @@ out_free:
 }
 
 /* First use: allocate and initialise every buffer. Device lock held. */
-static int ensure_allocated(struct gpo_optim *opt)
+int optim_ensure_allocated(struct gpo_optim *opt)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret;
@@ -653,7 +653,7 @@ static int transfer(struct gpo_optim *opt, int writing, const char *slot,
 	}
 
 	pthread_mutex_lock(&dev->lock);
-	ret = ensure_allocated(opt);
+	ret = optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	ret = resolve(opt, slot, writing, &buf, &sid);
@@ -772,6 +772,11 @@ static enum kernel_id update_args(struct gpo_optim *opt,
 		a->s[1] = (float)hp->weight_decay;
 		a->s[2] = (float)hp->momentum;
 		a->s[3] = (float)hp->dampening;
+		/*
+		 * 1 - x in double, as torch's Python floats: 1 - (float)x
+		 * is off by up to 1.3e-5 relative for x = 0.999
+		 */
+		a->s[4] = (float)(1.0 - hp->dampening);
 		if (hp->momentum != 0)
 			a->flags |= KF_MOMENTUM |
 				    (grp->momentum_started ? 0 : KF_FIRST);
@@ -799,6 +804,8 @@ static enum kernel_id update_args(struct gpo_optim *opt,
 		a->s[5] = (float)(lr / bc1);
 		a->s[6] = (float)sqrt(bc2);
 		a->s[7] = (float)(1.0 - lr * hp->weight_decay);
+		a->s[8] = (float)(1.0 - hp->beta1);
+		a->s[9] = (float)(1.0 - hp->beta2);
 		if (opt->kind == GPO_ADAMW)
 			a->flags |= KF_DECOUPLED;
 		break;
@@ -820,6 +827,7 @@ static enum kernel_id update_args(struct gpo_optim *opt,
 		a->s[2] = (float)hp->eps;
 		a->s[3] = (float)hp->weight_decay;
 		a->s[4] = (float)hp->momentum;
+		a->s[5] = (float)(1.0 - hp->alpha);
 		break;
 	case GPO_ADAGRAD:
 		k = K_ADAGRAD;
@@ -838,6 +846,8 @@ static enum kernel_id update_args(struct gpo_optim *opt,
 		a->s[1] = (float)hp->beta1;
 		a->s[2] = (float)hp->beta2;
 		a->s[3] = (float)(1.0 - lr * hp->weight_decay);
+		a->s[4] = (float)(1.0 - hp->beta1);
+		a->s[5] = (float)(1.0 - hp->beta2);
 		break;
 	}
 	return k;
@@ -855,6 +865,8 @@ static void lamb_scalars(const struct gpo_optim *opt,
 	a->s[3] = (float)hp->weight_decay;
 	a->s[4] = (float)(1.0 - pow(hp->beta1, (double)t));
 	a->s[5] = (float)(1.0 - pow(hp->beta2, (double)t));
+	a->s[6] = (float)(1.0 - hp->beta1);
+	a->s[7] = (float)(1.0 - hp->beta2);
 	a->aux0 = grp->nblocks;
 	a->aux1 = grp->first_block;
 	a->flags |= hp->maximize ? KF_MAXIMIZE : 0;
@@ -990,7 +1002,7 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 		   hp->check_finite;
 
 	pthread_mutex_lock(&dev->lock);
-	ret = ensure_allocated(opt);
+	ret = optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	ret = launch_step(opt, opt->step + 1, use_norm);
@@ -1050,7 +1062,7 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 		return gpo_err(-EINVAL, "objectives need a single parameter group");
 	dev = opt->dev;
 	pthread_mutex_lock(&dev->lock);
-	ret = ensure_allocated(opt);
+	ret = optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	part = malloc(8ull * opt->norm_groups);

@@ -67,4 +67,11 @@ struct gpo_optim {
 /* torch's state-dict names of the slots, indexed by enum slot_id */
 extern const char *const optim_slot_names[SL_COUNT];
 
+/*
+ * optim_ensure_allocated - allocate and initialise every buffer the
+ * configuration needs (on first use: all of them; later: slots that became
+ * needed). Called with opt->dev->lock held. Returns 0 or -errno.
+ */
+int optim_ensure_allocated(struct gpo_optim *opt);
+
 #endif /* GPUOPT_OPTIM_I_H */
