@@ -1030,6 +1030,11 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 		info->skipped = skipped;
 		info->device_ns = ns;
 	}
+	/*
+	 * The step is done whatever the schedule says: past onecycle's
+	 * total_steps (-ERANGE) the lr stays; a plateau without a metric
+	 * (-EINVAL) does not count the step.
+	 */
 	if (!skipped && opt->sched)
 		gpo_sched_step(opt->sched, opt->metric);
 	gpo_err_clear();
@@ -1137,6 +1142,10 @@ int gpo_optim_attach_sched(struct gpo_optim *opt, struct gpo_sched *s)
 {
 	if (!opt)
 		return gpo_err(-EINVAL, "NULL optimizer");
+	/* an unconfigured schedule has no lr: refuse it now, not at a step */
+	if (s && isnan(gpo_sched_lr(s, 1.0)))
+		return gpo_err(-EINVAL,
+			       "the schedule lacks a required setting");
 	opt->sched = s;
 	return 0;
 }
