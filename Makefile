@@ -32,7 +32,7 @@ BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 LDSAN := -fsanitize=address,undefined
 endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
-LIB_LIBS := -lOpenCL -lvulkan -lm -lpthread
+LIB_LIBS := -lOpenCL -lvulkan -luring -ljansson -lm -lpthread
 
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/cl_sources.o \
@@ -58,7 +58,7 @@ FSD_OBJS := $(FSD_SRCS:%.c=$(BUILD)/%.o)
 FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs)
 
 .PHONY: all deps lib check check-unit check-fs run valgrind bench install \
-	clean
+	clean fuzz
 .DEFAULT_GOAL := all
 
 # The dependency check runs before anything else (and installs as root).
@@ -148,6 +148,8 @@ run: all
 
 check: all
 	@tests/run-unit.sh $(BUILD) $(TEST_BINS)
+	@CC="$(CC)" CKPT_CFLAGS="$(ALL_CFLAGS)" CKPT_LIBS="$(LIB_LIBS) $(LDSAN)" \
+		tests/ckpt/run.sh $(BUILD)
 	@if [ -n "$(FSD_BIN)" ] && [ -d tests/fs ] && \
 		ls tests/fs/*.sh >/dev/null 2>&1; then \
 		tests/run-fs.sh $(BUILD); fi
@@ -157,6 +159,20 @@ valgrind: all
 
 bench: all
 	@bench/run.sh $(BUILD)
+
+# libFuzzer over the checkpoint reader: the reader's files built with
+# clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 180
+FUZZ_SRCS := $(addprefix libgpuopt/src/,safetensors.c checkpoint.c hparam.c parse.c)
+FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -Ilibgpuopt/include \
+	-Ilibgpuopt/src -g -O1 -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+fuzz: $(ALIB)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $(BUILD)/fuzz/fuzz_ckpt \
+		tests/fuzz/fuzz_ckpt.c $(FUZZ_SRCS) $(ALIB) $(LIB_LIBS)
+	@tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_ckpt $(FUZZ_TIME)
 
 install: all
 	tools/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)" "$(VERSION)" \

@@ -1,6 +1,98 @@
 #!/bin/sh
-# run-demo.sh BUILD - the main job: minimise Rosenbrock in 10^6 dimensions
-# with Adam on the best device and print progress.
-set -e
+# run-demo.sh BUILD - the main job (make run): start gpuoptfs, then drive
+# an optimizer job with nothing but the shell - mkdir, echo, cat - on the
+# best device, printing every command before it runs so that the reader
+# learns the interface by watching.
+#
+# The tree is mounted at /gpuopt when run as root and /gpuopt is free,
+# else on a temporary directory; it is always unmounted at the end.
+set -u
 build=${1:-build}
-exec "$build/bin/rosenbrock" -n 1000000 -s 1000 -o adam -c "lr=0.01"
+gpuoptfs=$build/bin/gpuoptfs
+[ -x "$gpuoptfs" ] || { echo "run-demo.sh: no $gpuoptfs (make first)" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/gpuopt-demo.XXXXXX) || exit 1
+made_gpuopt=
+pid=
+if [ "$(id -u)" = 0 ] && ! mountpoint -q /gpuopt 2>/dev/null &&
+   { [ ! -e /gpuopt ] || [ -z "$(ls -A /gpuopt 2>/dev/null)" ]; }; then
+	[ -e /gpuopt ] || { mkdir /gpuopt && made_gpuopt=1; }
+	mnt=/gpuopt
+else
+	mnt=$tmp/mnt
+	mkdir "$mnt"
+fi
+
+cleanup()
+{
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		wait "$pid"
+	fi
+	if mountpoint -q "$mnt" 2>/dev/null; then
+		fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+	fi
+	[ -n "$made_gpuopt" ] && rmdir /gpuopt
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# run CMD: print it as the shell would run it, then run it
+run()
+{
+	printf '+ %s\n' "$1"
+	eval "$1" || { echo "run-demo.sh: failed: $1" >&2; exit 1; }
+}
+
+note()
+{
+	printf '\n# %s\n' "$*"
+}
+
+J=$mnt/jobs/demo
+
+note "start the daemon (-f: in the foreground, here in the background)"
+printf '+ %s -f --state-dir %s %s &\n' "$gpuoptfs" "$tmp/state" "$mnt"
+"$gpuoptfs" -f --state-dir "$tmp/state" "$mnt" &
+pid=$!
+i=0
+until mountpoint -q "$mnt"; do
+	kill -0 "$pid" 2>/dev/null || { echo "run-demo.sh: gpuoptfs failed" >&2; exit 1; }
+	i=$((i + 1))
+	[ $i -lt 500 ] || { echo "run-demo.sh: gpuoptfs did not mount" >&2; exit 1; }
+	sleep 0.02
+done
+run "ls $mnt"
+run "cat $mnt/version"
+run "grep . $mnt/devices/*/id $mnt/devices/*/type"
+
+note "a job is a directory; its config takes key=value words"
+run "mkdir $J"
+run "echo 'optimizer=adam lr=0.01 model=rosenbrock:1000000 max_steps=1000000 log_every=50 device=best' > $J/config"
+run "cat $J/config"
+
+note "start it on the best device and watch its stat"
+run "echo start > $J/ctl"
+for i in 1 2 3; do
+	sleep 2
+	run "cat $J/stat"
+done
+run "grep . $mnt/devices/*/busy_percent"
+
+note "stop it, look back, remove it"
+run "echo stop > $J/ctl"
+run "cat $J/state"
+run "tail -n 4 $J/history.csv"
+run "cat $J/events"
+run "rmdir $J"
+
+note "SIGTERM stops the daemon's jobs and unmounts"
+printf '+ kill -TERM %s\n' "$pid"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+mountpoint -q "$mnt" && { echo "run-demo.sh: still mounted" >&2; exit 1; }
+[ $rc -eq 0 ] || { echo "run-demo.sh: gpuoptfs exited $rc" >&2; exit 1; }
+echo "gpuoptfs exited 0; $mnt is unmounted"

@@ -96,10 +96,12 @@ struct dev_buf {
  *               updates m, v; r = (m/bc1) / (sqrt(v/bc2) + eps) + wd * p;
  *               partials[2b] = sum p^2, partials[2b+1] = sum r^2 over the
  *               block (p before the update)
- * K_LAMB_TRUST  element over n = tensors (scalar, no float4)
+ * K_LAMB_TRUST  one result per tensor, n = tensors (the backend picks
+ *               the grid: a work-item or a workgroup per tensor)
  *               buf0 tensors, buf1 partials, buf2 trust (1 float per
  *               tensor), buf3 scal; sums each tensor's block partials in
- *               block order; trust = (pn > 0 && rn > 0) ? pn / rn : 1
+ *               a fixed order (any tree, the same every step); trust =
+ *               (pn > 0 && rn > 0) ? pn / rn : 1
  * K_LAMB_APPLY  group(aux0 = blocks) buf0 p, buf1 exp_avg, buf2 exp_avg_sq,
  *               buf3 blocks, buf4 trust, buf5 scal
  *               s0 lr, s2 eps, s3 weight_decay, s4 bc1, s5 bc2

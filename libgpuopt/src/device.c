@@ -11,6 +11,8 @@
 /* Probe order; the cpu backend first so that cpu:0 is always index 0. */
 static const struct backend_ops *const backend_list[] = {
 	&cpu_backend_ops,
+	&vulkan_backend_ops,
+	&opencl_backend_ops,
 };
 
 void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)

@@ -183,3 +183,54 @@ int tu_run(Suite *s)
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+/* ---- added with the optimizer tests ------------------------------------ */
+
+int tu_quick(void)
+{
+	const char *env = getenv("GPUOPT_TEST_QUICK");
+
+	return env && *env && strcmp(env, "0");
+}
+
+uint64_t tu_rng(const char *tag)
+{
+	/* FNV-1a of the tag, then splitmix64 with the seed */
+	uint64_t h = 1469598103934665603ull, z;
+
+	for (; *tag; tag++)
+		h = (h ^ (unsigned char)*tag) * 1099511628211ull;
+	z = tu_seed() + h * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
+void tu_data_path(char *buf, size_t len, const char *rel)
+{
+	const char *dir = getenv("GPUOPT_TEST_DATA");
+
+	if (!dir || !*dir)
+		dir = "tests/data";
+	snprintf(buf, len, "%s/%s", dir, rel);
+}
+
+double tu_max_abs(const double *x, size_t n)
+{
+	double m = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fabs(x[i]) > m)
+			m = fabs(x[i]);
+	return m;
+}
+
+void tu_check_errmsg(const char *what)
+{
+	const char *msg = gpo_errmsg();
+
+	ck_assert_msg(msg && *msg, "%s failed without a gpo_errmsg() message",
+		      what);
+}

@@ -60,4 +60,33 @@ int tu_odd_sizes(uint64_t *out, int max);
 /* tu_run - run @s with Check and return the exit status for main() */
 int tu_run(Suite *s);
 
+/* ---- added with the optimizer tests ------------------------------------ */
+
+/*
+ * tu_quick - GPUOPT_TEST_QUICK=1 (run-unit.sh sets it under valgrind):
+ * tests leave out their huge and large sizes
+ */
+int tu_quick(void);
+
+/*
+ * tu_rng - a random stream for @tag: tu_seed() mixed with the tag, so that
+ * every test draws its own inputs and a failing one replays alone
+ */
+uint64_t tu_rng(const char *tag);
+
+/*
+ * tu_data_path - @rel under the test data directory: GPUOPT_TEST_DATA, or
+ * tests/data (tests run with the repository root as working directory)
+ */
+void tu_data_path(char *buf, size_t len, const char *rel);
+
+/* tu_max_abs - the largest |x[i]| (0 for n = 0) */
+double tu_max_abs(const double *x, size_t n);
+
+/*
+ * tu_check_errmsg - assert that the last libgpuopt call of this thread left
+ * a message in gpo_errmsg(); @what names the call in the failure text
+ */
+void tu_check_errmsg(const char *what);
+
 #endif /* GPUOPT_TESTUTIL_H */

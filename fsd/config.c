@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: MIT
+/*
+ * config.c - job configs: parse key=value words, validate all or nothing
+ *
+ * Optimizer hyperparameters are the library's: a new config is validated by
+ * configuring a throwaway optimizer of the same kind on the cpu device, and
+ * schedule settings by a throwaway schedule, so the daemon never keeps its
+ * own copy of the library's rules.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fs_i.h"
+#include "job_i.h"
+
+#define MODEL_SPEC_MAX 65536
+#define MODEL_TENSORS_MAX 65536
+#define MODEL_NUMEL_MAX 0xffffffffull	/* the library's flat buffers */
+#define SCHED_LINE_MAX 2048
+
+static const char *const sched_kinds[] = {
+	"constant", "step", "multistep", "exponential", "cosine",
+	"cosine_restarts", "linear", "polynomial", "onecycle", "plateau",
+};
+
+/* schedule settings (gpuopt.h), "eps" excepted: it is the optimizer's */
+static const char *const sched_keys[] = {
+	"step_size", "gamma", "milestones", "t_max", "eta_min", "t_0",
+	"t_mult", "start_factor", "end_factor", "total_iters", "power",
+	"max_lr", "total_steps", "pct_start", "anneal_strategy", "div_factor",
+	"final_div_factor", "three_phase", "mode", "factor", "patience",
+	"threshold", "threshold_mode", "cooldown", "min_lr", "warmup_steps",
+	"warmup_start_factor",
+};
+
+static int in_list(const char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(list[i], s))
+			return 1;
+	return 0;
+}
+
+/* ---- key=value lists ----------------------------------------------------- */
+
+static struct kv *kv_find(const struct kvlist *l, const char *key)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].key, key))
+			return &l->v[i];
+	return NULL;
+}
+
+static void kv_del(struct kvlist *l, const char *key)
+{
+	struct kv *kv = kv_find(l, key);
+
+	if (!kv)
+		return;
+	memmove(kv, kv + 1, (l->n - (kv - l->v) - 1) * sizeof(*kv));
+	l->n--;
+}
+
+/* The newest setting goes last: "betas" after "beta1" overrides it. */
+static int kv_set(struct kvlist *l, const char *key, const char *value)
+{
+	struct kv *v;
+
+	kv_del(l, key);
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return fs_err(-ENOMEM, "out of memory");
+	l->v = v;
+	snprintf(v[l->n].key, sizeof(v[l->n].key), "%s", key);
+	snprintf(v[l->n].value, sizeof(v[l->n].value), "%s", value);
+	l->n++;
+	return 0;
+}
+
+static int kv_copy(struct kvlist *dst, const struct kvlist *src)
+{
+	dst->v = NULL;
+	dst->n = 0;
+	if (!src->n)
+		return 0;
+	dst->v = malloc(src->n * sizeof(*dst->v));
+	if (!dst->v)
+		return fs_err(-ENOMEM, "out of memory");
+	memcpy(dst->v, src->v, src->n * sizeof(*dst->v));
+	dst->n = src->n;
+	return 0;
+}
+
+static int kv_equal(const struct kvlist *a, const struct kvlist *b)
+{
+	int i;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		const struct kv *kv = kv_find(b, a->v[i].key);
+
+		if (!kv || strcmp(kv->value, a->v[i].value))
+			return 0;
+	}
+	return 1;
+}
+
+static int kv_text(const struct kvlist *l, struct sbuf *sb)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		sbuf_printf(sb, "%s%s=%s", i ? " " : "", l->v[i].key,
+			    l->v[i].value);
+	return sb->err;
+}
+
+/* ---- models -------------------------------------------------------------- */
+
+void model_free(struct model *m)
+{
+	free(m->t);
+	free(m->spec);
+	memset(m, 0, sizeof(*m));
+}
+
+static int model_copy(struct model *dst, const struct model *src)
+{
+	*dst = *src;
+	dst->t = NULL;
+	dst->spec = strdup(src->spec ? src->spec : "none");
+	if (!dst->spec)
+		return fs_err(-ENOMEM, "out of memory");
+	if (src->ntensors) {
+		dst->t = malloc(src->ntensors * sizeof(*dst->t));
+		if (!dst->t) {
+			free(dst->spec);
+			return fs_err(-ENOMEM, "out of memory");
+		}
+		memcpy(dst->t, src->t, src->ntensors * sizeof(*dst->t));
+	}
+	return 0;
+}
+
+int model_equal(const struct model *a, const struct model *b)
+{
+	return !strcmp(a->spec ? a->spec : "none", b->spec ? b->spec : "none");
+}
+
+void model_shape_text(const struct model_tensor *t, char *buf, size_t len)
+{
+	size_t used = 0;
+	int d;
+
+	buf[0] = '\0';
+	for (d = 0; d < t->ndim && used < len; d++)
+		used += snprintf(buf + used, len - used, "%s%llu",
+				 d ? "x" : "", (unsigned long long)t->shape[d]);
+}
+
+static int parse_dim(const char *s, size_t n, uint64_t *out)
+{
+	char num[24];
+	uint64_t v;
+
+	if (!n || n >= sizeof(num))
+		return fs_err(-EINVAL, "bad dimension '%.*s'", (int)n, s);
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (fs_parse_u64(num, &v) || strchr(num, '\n'))
+		return fs_err(-EINVAL, "bad dimension '%s'", num);
+	if (!v)
+		return fs_err(-EINVAL, "a dimension is 0");
+	if (v > MODEL_NUMEL_MAX)
+		return fs_err(-EINVAL, "dimension %s is too large (max %llu)",
+			      num, MODEL_NUMEL_MAX);
+	*out = v;
+	return 0;
+}
+
+static int tensor_name_valid(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || n > 63 || s[0] == '.' || (n == 5 && !memcmp(s, "index", 5)))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return 0;
+	return 1;
+}
+
+static int model_add(struct model *m, const struct model_tensor *t)
+{
+	struct model_tensor *v;
+	int i;
+
+	for (i = 0; i < m->ntensors; i++)
+		if (!strcmp(m->t[i].name, t->name))
+			return fs_err(-EINVAL, "tensor '%s' named twice",
+				      t->name);
+	if (m->ntensors >= MODEL_TENSORS_MAX)
+		return fs_err(-EINVAL, "more than %d tensors",
+			      MODEL_TENSORS_MAX);
+	if (t->numel > MODEL_NUMEL_MAX - m->numel)
+		return fs_err(-EINVAL, "too many parameters (max %llu)",
+			      MODEL_NUMEL_MAX);
+	v = realloc(m->t, (m->ntensors + 1) * sizeof(*v));
+	if (!v)
+		return fs_err(-ENOMEM, "out of memory");
+	m->t = v;
+	m->t[m->ntensors++] = *t;
+	m->numel += t->numel;
+	return 0;
+}
+
+/* "NAME:DxDx..." */
+static int parse_tensor(const char *s, size_t n, struct model_tensor *t)
+{
+	const char *colon = memchr(s, ':', n), *p, *end = s + n, *x;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (!colon)
+		return fs_err(-EINVAL, "'%.*s' is not NAME:SHAPE", (int)n, s);
+	if (!tensor_name_valid(s, colon - s))
+		return fs_err(-EINVAL,
+			      "bad tensor name '%.*s': 1-63 of A-Z a-z 0-9 _ . -, not index",
+			      (int)(colon - s), s);
+	memcpy(t->name, s, colon - s);
+	t->numel = 1;
+	for (p = colon + 1; p <= end; p = x + 1) {
+		x = memchr(p, 'x', end - p);
+		if (!x)
+			x = end;
+		if (t->ndim == 8)
+			return fs_err(-EINVAL,
+				      "tensor '%s' has more than 8 dimensions",
+				      t->name);
+		ret = parse_dim(p, x - p, &t->shape[t->ndim]);
+		if (ret)
+			return ret;
+		if (t->shape[t->ndim] > MODEL_NUMEL_MAX / t->numel)
+			return fs_err(-EINVAL,
+				      "tensor '%s' is too large (max %llu elements)",
+				      t->name, MODEL_NUMEL_MAX);
+		t->numel *= t->shape[t->ndim++];
+	}
+	return 0;
+}
+
+static int model_parse_external(const char *list, struct model *m)
+{
+	const char *p = list, *comma;
+	struct model_tensor t;
+	int ret;
+
+	if (!*list)
+		return fs_err(-EINVAL,
+			      "external: no tensors (external:NAME:SHAPE,...)");
+	for (;;) {
+		comma = strchr(p, ',');
+		ret = parse_tensor(p, comma ? (size_t)(comma - p) : strlen(p),
+				   &t);
+		if (!ret)
+			ret = model_add(m, &t);
+		if (ret)
+			return ret;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+static int model_parse_builtin(const char *spec, const char *arg,
+			       struct model *m)
+{
+	struct model_tensor t = { .name = "x", .ndim = 1 };
+	uint64_t n;
+
+	if (fs_parse_u64(arg, &n) || strchr(arg, '\n'))
+		return fs_err(-EINVAL, "%s: '%s' is not a number of parameters",
+			      spec, arg);
+	if (n < (m->kind == MODEL_ROSENBROCK ? 2u : 1u) ||
+	    n > MODEL_NUMEL_MAX)
+		return fs_err(-EINVAL, "%s: N must be in [%d, %llu]", spec,
+			      m->kind == MODEL_ROSENBROCK ? 2 : 1,
+			      MODEL_NUMEL_MAX);
+	t.shape[0] = n;
+	t.numel = n;
+	return model_add(m, &t);
+}
+
+static int model_make_spec(struct model *m)
+{
+	char shape[200];
+	struct sbuf sb;
+	int i;
+
+	sbuf_init(&sb);
+	switch (m->kind) {
+	case MODEL_NONE:
+		sbuf_printf(&sb, "none");
+		break;
+	case MODEL_QUADRATIC:
+	case MODEL_ROSENBROCK:
+		sbuf_printf(&sb, "%s:%llu", m->kind == MODEL_QUADRATIC ?
+			    "quadratic" : "rosenbrock",
+			    (unsigned long long)m->numel);
+		break;
+	case MODEL_EXTERNAL:
+		sbuf_printf(&sb, "external:");
+		for (i = 0; i < m->ntensors; i++) {
+			model_shape_text(&m->t[i], shape, sizeof(shape));
+			sbuf_printf(&sb, "%s%s:%s", i ? "," : "", m->t[i].name,
+				    shape);
+		}
+		break;
+	}
+	if (sb.err) {
+		sbuf_free(&sb);
+		return fs_err(-ENOMEM, "out of memory");
+	}
+	m->spec = sb.buf;
+	return 0;
+}
+
+int model_parse(const char *spec, struct model *m)
+{
+	const char *colon = strchr(spec, ':');
+	size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (strlen(spec) > MODEL_SPEC_MAX)
+		return fs_err(-EINVAL, "longer than %d bytes",
+			      MODEL_SPEC_MAX);
+	if (!strcmp(spec, "none")) {
+		m->kind = MODEL_NONE;
+	} else if (colon && klen == 8 && !memcmp(spec, "external", 8)) {
+		m->kind = MODEL_EXTERNAL;
+		ret = model_parse_external(colon + 1, m);
+		if (ret)
+			goto out_free;
+	} else if (colon && ((klen == 9 && !memcmp(spec, "quadratic", 9)) ||
+			     (klen == 10 && !memcmp(spec, "rosenbrock", 10)))) {
+		m->kind = klen == 9 ? MODEL_QUADRATIC : MODEL_ROSENBROCK;
+		ret = model_parse_builtin(klen == 9 ? "quadratic" :
+					  "rosenbrock", colon + 1, m);
+		if (ret)
+			goto out_free;
+	} else {
+		return fs_err(-EINVAL,
+			      "unknown '%.64s' (external:NAME:SHAPE,..., quadratic:N, rosenbrock:N, none)",
+			      spec);
+	}
+	ret = model_make_spec(m);
+	if (ret)
+		goto out_free;
+	return 0;
+out_free:
+	model_free(m);
+	return ret;
+}
+
+/* ---- configs ------------------------------------------------------------- */
+
+void config_init(struct fsd *fs, struct job_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->optimizer = GPO_ADAM;
+	snprintf(cfg->schedule, sizeof(cfg->schedule), "constant");
+	snprintf(cfg->device, sizeof(cfg->device), "%s", fs->default_device);
+	cfg->model.kind = MODEL_NONE;
+	cfg->max_steps = 1000;
+	cfg->log_every = 10;
+	cfg->keep_checkpoints = 3;
+}
+
+void config_free(struct job_config *cfg)
+{
+	free(cfg->hp.v);
+	free(cfg->sched.v);
+	model_free(&cfg->model);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+int config_copy(struct job_config *dst, const struct job_config *src)
+{
+	*dst = *src;
+	dst->hp.v = NULL;
+	dst->sched.v = NULL;
+	memset(&dst->model, 0, sizeof(dst->model));
+	if (kv_copy(&dst->hp, &src->hp) || kv_copy(&dst->sched, &src->sched) ||
+	    model_copy(&dst->model, &src->model)) {
+		config_free(dst);
+		return fs_err(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int config_uses_sched(const struct job_config *cfg)
+{
+	return strcmp(cfg->schedule, "constant") || cfg->sched.n;
+}
+
+int config_hp_text(const struct job_config *cfg, struct sbuf *sb)
+{
+	return kv_text(&cfg->hp, sb);
+}
+
+int config_sched_text(const struct job_config *cfg, struct sbuf *sb)
+{
+	return kv_text(&cfg->sched, sb);
+}
+
+/* One word of a config text: key=value, value up to the next separator. */
+struct word {
+	const char *key;
+	size_t klen;
+	const char *val;
+	size_t vlen;
+};
+
+static int is_sep(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';';
+}
+
+/* Returns 1 with @w filled, 0 at the end, or -EINVAL. */
+static int next_word(const char **pos, struct word *w)
+{
+	const char *p = *pos, *start, *eq;
+
+	for (;;) {
+		while (*p && is_sep(*p))
+			p++;
+		if (*p != '#')
+			break;
+		while (*p && *p != '\n')	/* a comment line */
+			p++;
+	}
+	if (!*p)
+		return 0;
+	start = p;
+	while (*p && !is_sep(*p))
+		p++;
+	*pos = p;
+	eq = memchr(start, '=', p - start);
+	if (!eq || eq == start)
+		return fs_err(-EINVAL, "'%.*s' is not key=value",
+			      (int)(p - start > 64 ? 64 : p - start), start);
+	w->key = start;
+	w->klen = eq - start;
+	w->val = eq + 1;
+	w->vlen = p - eq - 1;
+	if (w->klen >= sizeof(((struct kv *)0)->key))
+		return fs_err(-EINVAL, "unknown key '%.*s'", 31, start);
+	return 1;
+}
+
+static int word_is(const struct word *w, const char *key)
+{
+	return w->klen == strlen(key) && !memcmp(w->key, key, w->klen);
+}
+
+static int word_value(const struct word *w, char *buf, size_t len)
+{
+	size_t i;
+
+	if (w->vlen >= len)
+		return fs_err(-EINVAL, "%.*s: value too long", (int)w->klen,
+			      w->key);
+	for (i = 0; i < w->vlen; i++)
+		if (!isgraph((unsigned char)w->val[i]))
+			return fs_err(-EINVAL, "%.*s: bad character in value",
+				      (int)w->klen, w->key);
+	memcpy(buf, w->val, w->vlen);
+	buf[w->vlen] = '\0';
+	return 0;
+}
+
+static int parse_count(const char *key, const char *value, uint64_t min,
+		       uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (fs_parse_u64(value, &v))
+		return fs_err(-EINVAL, "%s: '%s' is not a whole number", key,
+			      value);
+	if (v < min || v > max)
+		return fs_err(-EINVAL, "%s: %s is out of range [%llu, %llu]",
+			      key, value, (unsigned long long)min,
+			      (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+static int parse_run_key(struct job_config *cfg, const char *key,
+			 const char *value)
+{
+	if (!strcmp(key, "max_steps")) {
+		if (!strcmp(value, "max")) {
+			cfg->max_steps = MAX_STEPS_UNLIMITED;
+			return 0;
+		}
+		return parse_count(key, value, 1, UINT64_MAX - 1,
+				   &cfg->max_steps);
+	}
+	if (!strcmp(key, "log_every"))
+		return parse_count(key, value, 0, UINT64_MAX, &cfg->log_every);
+	if (!strcmp(key, "checkpoint_every"))
+		return parse_count(key, value, 0, UINT64_MAX,
+				   &cfg->checkpoint_every);
+	if (!strcmp(key, "keep_checkpoints"))
+		return parse_count(key, value, 0, 1000000,
+				   &cfg->keep_checkpoints);
+	if (!strcmp(key, "seed"))
+		return parse_count(key, value, 0, UINT64_MAX, &cfg->seed);
+	return 1;
+}
+
+static int parse_device(struct job_config *cfg, const char *value)
+{
+	const char *p;
+
+	if (!*value || strlen(value) >= sizeof(cfg->device))
+		return fs_err(-EINVAL, "device: '%s' is not a device", value);
+	for (p = value; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(":_-", *p))
+			return fs_err(-EINVAL, "device: '%s' is not a device",
+				      value);
+	snprintf(cfg->device, sizeof(cfg->device), "%s", value);
+	return 0;
+}
+
+/* The keys an optimizer of @kind has, as "key=value\n" lines. */
+static int optim_keys(struct fsd *fs, int kind, char *buf, size_t len)
+{
+	struct gpo_optim *opt;
+	int ret;
+
+	ret = gpo_optim_new(fs->cpu, kind, &opt);
+	if (ret)
+		return fs_lib_err(ret);
+	ret = gpo_optim_describe(opt, -1, buf, len);
+	gpo_optim_free(opt);
+	return ret < 0 ? fs_lib_err(ret) : 0;
+}
+
+static int optim_has(const char *keys, const char *key)
+{
+	char pat[48];
+
+	if (!strcmp(key, "betas"))
+		key = "beta1";
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	return !strncmp(keys, pat + 1, strlen(pat + 1)) || strstr(keys, pat);
+}
+
+/* A new optimizer keeps the settings it has, from earlier writes. */
+static int drop_foreign_hp(struct fsd *fs, struct job_config *cfg,
+			   const struct kvlist *given)
+{
+	char keys[2048];
+	int i, ret;
+
+	ret = optim_keys(fs, cfg->optimizer, keys, sizeof(keys));
+	if (ret)
+		return ret;
+	for (i = cfg->hp.n - 1; i >= 0; i--)
+		if (!kv_find(given, cfg->hp.v[i].key) &&
+		    !optim_has(keys, cfg->hp.v[i].key))
+			kv_del(&cfg->hp, cfg->hp.v[i].key);
+	return 0;
+}
+
+static int validate_hp(struct fsd *fs, const struct job_config *cfg)
+{
+	struct gpo_optim *opt;
+	struct sbuf text;
+	int ret;
+
+	sbuf_init(&text);
+	ret = config_hp_text(cfg, &text);
+	if (ret)
+		goto out;
+	ret = gpo_optim_new(fs->cpu, cfg->optimizer, &opt);
+	if (ret) {
+		fs_lib_err(ret);
+		goto out;
+	}
+	ret = gpo_optim_configure(opt, -1, text.buf ? text.buf : "");
+	if (ret)
+		fs_lib_err(ret);
+	gpo_optim_free(opt);
+out:
+	sbuf_free(&text);
+	return ret;
+}
+
+static int validate_sched(const struct job_config *cfg)
+{
+	struct gpo_sched *s;
+	struct sbuf text;
+	int ret;
+
+	if (!config_uses_sched(cfg))
+		return 0;
+	ret = gpo_sched_new(cfg->schedule, &s);
+	if (ret)
+		return fs_lib_err(ret);
+	sbuf_init(&text);
+	ret = config_sched_text(cfg, &text);
+	if (!ret) {
+		ret = gpo_sched_configure(s, text.buf ? text.buf : "");
+		if (ret)
+			fs_lib_err(ret);
+	}
+	sbuf_free(&text);
+	gpo_sched_free(s);
+	return ret;
+}
+
+static int validate_device(struct fsd *fs, const char *spec)
+{
+	struct gpo_device *dev;
+	int ret;
+
+	ret = gpo_device_select(fs->ctx, spec, &dev);
+	if (ret)
+		return fs_lib_err(ret);
+	return 0;
+}
+
+/*
+ * The schedule @cfg makes, as the library saves it: the same line means
+ * the same schedule, however its settings were spelled. Returns 0, or -1
+ * when the library cannot say.
+ */
+static int sched_saved(const struct job_config *cfg, char *buf, size_t len)
+{
+	struct gpo_sched *s = NULL;
+	struct sbuf text;
+	int n = -1;
+
+	sbuf_init(&text);
+	if (!config_sched_text(cfg, &text) &&
+	    !gpo_sched_new(cfg->schedule, &s) &&
+	    !gpo_sched_configure(s, text.buf ? text.buf : ""))
+		n = gpo_sched_save(s, buf, len);
+	gpo_sched_free(s);
+	sbuf_free(&text);
+	return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int sched_equal(const struct job_config *a,
+		       const struct job_config *b)
+{
+	char la[SCHED_LINE_MAX], lb[SCHED_LINE_MAX];
+
+	if (!sched_saved(a, la, sizeof(la)) && !sched_saved(b, lb, sizeof(lb)))
+		return !strcmp(la, lb);
+	return !strcmp(a->schedule, b->schedule) &&
+	       kv_equal(&a->sched, &b->sched);
+}
+
+static unsigned int config_diff(const struct job_config *a,
+				const struct job_config *b)
+{
+	unsigned int c = 0;
+
+	if (a->optimizer != b->optimizer)
+		c |= CFG_OPTIMIZER;
+	if (!kv_equal(&a->hp, &b->hp))
+		c |= CFG_HP;
+	if (!sched_equal(a, b))
+		c |= CFG_SCHED;
+	if (strcmp(a->device, b->device))
+		c |= CFG_DEVICE;
+	if (!model_equal(&a->model, &b->model))
+		c |= CFG_MODEL;
+	if (a->max_steps != b->max_steps || a->log_every != b->log_every ||
+	    a->checkpoint_every != b->checkpoint_every ||
+	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed)
+		c |= CFG_RUN;
+	return c;
+}
+
+/* optimizer= and schedule= first, so that the other keys meet them */
+static int parse_kinds(const char *text, struct job_config *cfg,
+		       int *new_sched)
+{
+	const char *pos = text;
+	struct word w;
+	char value[128];
+	int ret, k;
+
+	while ((ret = next_word(&pos, &w)) > 0) {
+		if (word_is(&w, "optimizer")) {
+			ret = word_value(&w, value, sizeof(value));
+			if (ret)
+				return ret;
+			k = gpo_optim_kind_parse(value);
+			if (k < 0)
+				return fs_err(-EINVAL,
+					      "optimizer: unknown '%s' (sgd adam adamw rmsprop adagrad lamb lion)",
+					      value);
+			cfg->optimizer = k;
+		} else if (word_is(&w, "schedule")) {
+			ret = word_value(&w, value, sizeof(value));
+			if (ret)
+				return ret;
+			if (!in_list(sched_kinds, ARRAY_SIZE(sched_kinds),
+				     value))
+				return fs_err(-EINVAL,
+					      "schedule: unknown '%s' (constant step multistep exponential cosine cosine_restarts linear polynomial onecycle plateau)",
+					      value);
+			if (strcmp(value, cfg->schedule))
+				*new_sched = 1;
+			/* a known kind: it fits */
+			strcpy(cfg->schedule, value);
+		}
+	}
+	return ret;
+}
+
+static int parse_model_word(const struct word *w, struct job_config *cfg)
+{
+	struct model m;
+	char *spec;
+	int ret;
+
+	if (w->vlen > MODEL_SPEC_MAX)
+		return fs_err(-EINVAL, "model: longer than %d bytes",
+			      MODEL_SPEC_MAX);
+	spec = strndup(w->val, w->vlen);
+	if (!spec)
+		return fs_err(-ENOMEM, "out of memory");
+	ret = model_parse(spec, &m);
+	free(spec);
+	if (ret) {
+		char msg[400];
+
+		snprintf(msg, sizeof(msg), "%s", fs_errmsg());
+		return fs_err(ret, "model: %s", msg);
+	}
+	model_free(&cfg->model);
+	cfg->model = m;
+	return 0;
+}
+
+static int parse_other(struct job_config *cfg, const struct word *w,
+		       struct kvlist *given_hp)
+{
+	char key[32], value[128];
+	int ret;
+
+	memcpy(key, w->key, w->klen);
+	key[w->klen] = '\0';
+	if (!strcmp(key, "optimizer") || !strcmp(key, "schedule"))
+		return 0;
+	if (!strcmp(key, "model"))
+		return parse_model_word(w, cfg);
+	ret = word_value(w, value, sizeof(value));
+	if (ret)
+		return ret;
+	if (!strcmp(key, "device"))
+		return parse_device(cfg, value);
+	ret = parse_run_key(cfg, key, value);
+	if (ret <= 0)
+		return ret;
+	if (in_list(sched_keys, ARRAY_SIZE(sched_keys), key))
+		return kv_set(&cfg->sched, key, value);
+	/* the rest are the optimizer's: the library judges them */
+	ret = kv_set(given_hp, key, value);
+	return ret ? ret : kv_set(&cfg->hp, key, value);
+}
+
+static int parse_words(struct fsd *fs, const char *text,
+		       struct job_config *cfg, int old_optimizer)
+{
+	struct kvlist given = { NULL, 0 };
+	const char *pos = text;
+	struct word w;
+	int ret;
+
+	while ((ret = next_word(&pos, &w)) > 0) {
+		ret = parse_other(cfg, &w, &given);
+		if (ret)
+			break;
+	}
+	if (!ret && cfg->optimizer != old_optimizer)
+		ret = drop_foreign_hp(fs, cfg, &given);
+	free(given.v);
+	return ret;
+}
+
+int config_parse(struct fsd *fs, const struct job_config *cur,
+		 const char *text, struct job_config *out,
+		 unsigned int *changed)
+{
+	int ret, new_sched = 0;
+
+	ret = config_copy(out, cur);
+	if (ret)
+		return ret;
+	ret = parse_kinds(text, out, &new_sched);
+	if (ret)
+		goto out_free;
+	if (new_sched) {
+		free(out->sched.v);
+		out->sched.v = NULL;
+		out->sched.n = 0;
+	}
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = parse_words(fs, text, out, cur->optimizer);
+	if (!ret)
+		ret = validate_hp(fs, out);
+	if (!ret)
+		ret = validate_sched(out);
+	if (!ret && strcmp(out->device, cur->device))
+		ret = validate_device(fs, out->device);
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	if (ret)
+		goto out_free;
+	*changed = config_diff(cur, out);
+	return 0;
+out_free:
+	config_free(out);
+	return ret;
+}
+
+double config_lr(struct fsd *fs, const struct job_config *cfg)
+{
+	struct gpo_optim *opt;
+	struct sbuf text;
+	double lr = NAN;
+
+	sbuf_init(&text);
+	config_hp_text(cfg, &text);
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	if (!gpo_optim_new(fs->cpu, cfg->optimizer, &opt)) {
+		gpo_optim_configure(opt, -1, text.buf ? text.buf : "");
+		gpo_optim_get(opt, -1, "lr", &lr);
+		gpo_optim_free(opt);
+	}
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	sbuf_free(&text);
+	return lr;
+}
+
+/* ---- showing ------------------------------------------------------------- */
+
+static void show_hp_line(struct sbuf *sb, const char *line, double beta1)
+{
+	const char *eq = strchr(line, '=');
+	char num[40];
+	double v;
+
+	if (!eq)
+		return;
+	v = strtod(eq + 1, NULL);
+	if (!strncmp(line, "beta1=", 6))
+		return;
+	fmt_double(num, sizeof(num), v);
+	if (!strncmp(line, "beta2=", 6)) {
+		char b1[40];
+
+		fmt_double(b1, sizeof(b1), beta1);
+		sbuf_printf(sb, "betas=%s,%s\n", b1, num);
+		return;
+	}
+	sbuf_printf(sb, "%.*s=%s\n", (int)(eq - line), line, num);
+}
+
+static int show_hp(struct fsd *fs, const struct job_config *cfg,
+		   struct gpo_optim *opt, struct sbuf *sb)
+{
+	struct gpo_optim *tmp = NULL;
+	char desc[2048], *line, *save = NULL;
+	double beta1 = 0;
+	struct sbuf text;
+	int ret;
+
+	sbuf_init(&text);
+	if (!opt) {
+		ret = gpo_optim_new(fs->cpu, cfg->optimizer, &tmp);
+		if (ret)
+			return fs_lib_err(ret);
+		config_hp_text(cfg, &text);
+		/* validated when it was written */
+		gpo_optim_configure(tmp, -1, text.buf ? text.buf : "");
+		sbuf_free(&text);
+		opt = tmp;
+	}
+	ret = gpo_optim_describe(opt, -1, desc, sizeof(desc));
+	gpo_optim_get(opt, -1, "beta1", &beta1);
+	gpo_optim_free(tmp);
+	if (ret < 0)
+		return fs_lib_err(ret);
+	for (line = strtok_r(desc, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		show_hp_line(sb, line, beta1);
+	return 0;
+}
+
+/* key=value, a number in its shortest form that reads back the same */
+static void show_value(struct sbuf *sb, const char *key, const char *value)
+{
+	char num[40], *end;
+	double v;
+
+	v = strtod(value, &end);
+	if (end != value && !*end && strchr(value, '.')) {
+		fmt_double(num, sizeof(num), v);
+		value = num;
+	}
+	sbuf_printf(sb, "%s=%s\n", key, value);
+}
+
+/* The schedule's settings: the library's where it can say them. */
+static void show_sched(const struct job_config *cfg, struct sbuf *sb)
+{
+	char saved[SCHED_LINE_MAX], *word, *save = NULL, *eq;
+	int i;
+
+	sbuf_printf(sb, "schedule=%s\n", cfg->schedule);
+	if (sched_saved(cfg, saved, sizeof(saved))) {
+		for (i = 0; i < cfg->sched.n; i++)
+			sbuf_printf(sb, "%s=%s\n", cfg->sched.v[i].key,
+				    cfg->sched.v[i].value);
+		return;
+	}
+	for (word = strtok_r(saved, " ", &save); word;
+	     word = strtok_r(NULL, " ", &save)) {
+		eq = strchr(word, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		/* its state words (last_epoch...) are not settings */
+		if (in_list(sched_keys, ARRAY_SIZE(sched_keys), word))
+			show_value(sb, word, eq + 1);
+	}
+}
+
+int config_show(struct fsd *fs, const struct job_config *cfg,
+		struct gpo_optim *opt, struct sbuf *sb)
+{
+	char max[24];
+	int ret;
+
+	sbuf_printf(sb, "optimizer=%s\n", gpo_optim_kind_name(cfg->optimizer));
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = show_hp(fs, cfg, opt, sb);
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	if (ret)
+		return ret;
+	show_sched(cfg, sb);
+	if (cfg->max_steps == MAX_STEPS_UNLIMITED)
+		snprintf(max, sizeof(max), "max");
+	else
+		snprintf(max, sizeof(max), "%llu",
+			 (unsigned long long)cfg->max_steps);
+	sbuf_printf(sb, "device=%s\nmodel=%s\nmax_steps=%s\nlog_every=%llu\n"
+		    "checkpoint_every=%llu\nkeep_checkpoints=%llu\nseed=%llu\n",
+		    cfg->device, cfg->model.spec ? cfg->model.spec : "none",
+		    max, (unsigned long long)cfg->log_every,
+		    (unsigned long long)cfg->checkpoint_every,
+		    (unsigned long long)cfg->keep_checkpoints,
+		    (unsigned long long)cfg->seed);
+	return sb->err;
+}

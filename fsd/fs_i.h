@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs_i.h - gpuoptfs internals shared by the daemon's files
+ *
+ * The daemon serves the /gpuopt tree of DESIGN.md through libfuse's
+ * high-level API. tree.c resolves a path to a node and applies the rules
+ * every file shares; tree_*.c describe the files of one part of the tree;
+ * job.c runs the jobs behind job_i.h; config.c parses job configs.
+ */
+#ifndef FS_I_H
+#define FS_I_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <gpuopt.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define FS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+#define FS_STR_(x) #x
+#define FS_STR(x) FS_STR_(x)
+#define FSD_VERSION FS_STR(GPUOPT_VERSION_MAJOR) "." \
+	FS_STR(GPUOPT_VERSION_MINOR) "." FS_STR(GPUOPT_VERSION_PATCH)
+
+struct job;
+
+/* ---- sbuf.c: growable text buffers and helpers --------------------------- */
+
+struct sbuf {
+	char *buf;
+	size_t len;
+	size_t cap;
+	int err;		/* -ENOMEM once an append failed */
+};
+
+void sbuf_init(struct sbuf *sb);
+void sbuf_free(struct sbuf *sb);
+void sbuf_reset(struct sbuf *sb);
+int sbuf_add(struct sbuf *sb, const void *data, size_t len);
+/* sbuf_resize - make room for @len bytes and set the length to @len */
+int sbuf_resize(struct sbuf *sb, size_t len);
+int sbuf_printf(struct sbuf *sb, const char *fmt, ...) FS_PRINTF(2, 3);
+int sbuf_vprintf(struct sbuf *sb, const char *fmt, va_list ap);
+
+/* fmt_double - the shortest "%g" text that reads back as @v */
+void fmt_double(char *buf, size_t len, double v);
+/* fmt_time - the wall clock now as "2025-01-31T12:00:00.123Z" */
+void fmt_time(char *buf, size_t len);
+uint64_t now_ns(void);		/* CLOCK_MONOTONIC */
+/* fs_mkdirs - mkdir -p; 0 or -errno */
+int fs_mkdirs(const char *path, mode_t mode);
+
+/*
+ * fs_err - set the calling thread's error message for the request being
+ * served and return @err, as gpo_err() does in the library. tree.c copies
+ * the message into error_log and the job's error file.
+ */
+int fs_err(int err, const char *fmt, ...) FS_PRINTF(2, 3);
+/* fs_lib_err - fs_err() with the library's gpo_errmsg() */
+int fs_lib_err(int err);
+const char *fs_errmsg(void);
+void fs_err_clear(void);
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+#define BUSY_SLOTS 10			/* of 100 ms: one second */
+#define BUSY_SLOT_NS 100000000ull
+#define ERRLOG_MAX 64
+
+/* What the daemon knows of one device beyond the library's info. */
+struct dev_slot {
+	pthread_mutex_t lock;
+	struct gpo_device *dev;		/* opened on first use */
+	uint64_t busy_ns[BUSY_SLOTS];
+	uint64_t busy_epoch[BUSY_SLOTS];
+	uint64_t busy_total_ns;
+	uint64_t steps;
+};
+
+struct errlog_entry {
+	char time[40];
+	uid_t uid;
+	char path[128];
+	char msg[256];
+};
+
+struct fsd {
+	/* set at start, read-only afterwards */
+	uid_t admin_uid;		/* owns root-only files: the daemon's */
+	gid_t admin_gid;
+	unsigned int max_jobs_per_uid;
+	char state_dir[4096];
+	char default_device[64];
+	int debug;
+	uint64_t start_ns;
+	struct fuse *fuse;
+
+	/* rescan replaces the context: readers hold ctx_lock for reading */
+	pthread_rwlock_t ctx_lock;
+	struct gpo_ctx *ctx;
+	int ndevs;
+	struct dev_slot *devs;
+	struct gpo_device *cpu;		/* validates configs */
+
+	pthread_mutex_t lock;		/* everything below */
+	struct job *jobs;		/* list, newest first */
+	struct fs_handle *handles;	/* open files */
+	int njobs;
+	int dev_users;			/* jobs holding a device */
+	uint64_t steps_total;
+	uint64_t errors_total;
+	struct errlog_entry errlog[ERRLOG_MAX];
+	unsigned int errlog_next;
+	unsigned int errlog_count;
+};
+
+/* main.c */
+int fs_exiting(struct fsd *fs);
+void fs_debug(struct fsd *fs, const char *fmt, ...) FS_PRINTF(2, 3);
+
+/* tree_root.c: the daemon-wide state */
+int fs_ctx_open(struct fsd *fs);
+void fs_ctx_close(struct fsd *fs);
+void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
+		  const char *msg);
+/* fs_device - the opened device @index (cached), or a negative errno;
+ * the caller holds ctx_lock for reading. */
+int fs_device(struct fsd *fs, int index, struct gpo_device **out);
+/* fs_device_seen - a job opened device @index: its pool shows now */
+void fs_device_seen(struct fsd *fs, int index, struct gpo_device *dev);
+/* fs_busy_add - account device time [@t0, @t1) spent in a job's step */
+void fs_busy_add(struct fsd *fs, int index, uint64_t t0, uint64_t t1);
+/* fs_busy_percent - the share of the last second the device was busy */
+unsigned int fs_busy_percent(struct fsd *fs, int index);
+
+/* ---- the tree ------------------------------------------------------------ */
+
+enum fs_dir {
+	D_NONE = 0,			/* a file */
+	D_ROOT,
+	D_DEVICES,
+	D_DEVICE,
+	D_POOLS,
+	D_POOL,
+	D_JOBS,
+	D_JOB,
+	D_PARAMS,
+	D_CHECKPOINTS,
+};
+
+struct fs_handle;
+struct fs_node;
+
+#define F_ADMIN		0x1	/* root (or the daemon's user) writes */
+#define F_PRIVATE	0x2	/* only the job's owner or root reads it */
+#define F_STREAM	0x4	/* append-only: not regenerated at 0 */
+
+/*
+ * One file of the tree. Text files have show (the whole content, made
+ * fresh when read at offset 0) and store (one whole value, written at
+ * offset 0). Binary files use read_at/write_at/flush instead.
+ */
+struct fs_file {
+	const char *name;
+	mode_t mode;
+	unsigned int flags;
+	int arg;			/* which field, for shared handlers */
+	int (*show)(struct fs_node *n, struct sbuf *sb);
+	int (*store)(struct fs_node *n, const char *text, uid_t uid);
+	int (*read_at)(struct fs_handle *h, char *buf, size_t size,
+		       off_t off);
+	int (*write_at)(struct fs_handle *h, const char *buf, size_t size,
+			off_t off, uid_t uid);
+	int (*flush)(struct fs_handle *h, uid_t uid);
+	/* returns poll events ready now, keeping @ph when none are */
+	unsigned int (*poll)(struct fs_handle *h, struct fuse_pollhandle *ph);
+	off_t (*size)(struct fs_node *n);
+	time_t (*mtime)(struct fs_node *n);	/* else the daemon's start */
+	int (*open)(struct fs_handle *h);	/* a file of the disk */
+};
+
+/* A resolved path. A node holds a reference on its job. */
+struct fs_node {
+	struct fsd *fs;
+	enum fs_dir dir;
+	const struct fs_file *file;
+	int index;			/* devices/<i>, pools/<i> */
+	int tensor;			/* params/<t> */
+	char ckpt[80];			/* checkpoints/<file> */
+	struct job *job;
+	char path[128];			/* for messages */
+};
+
+/* An open file. */
+struct fs_handle {
+	struct fs_handle *prev, *next;	/* fs->handles, under fs->lock */
+	struct fs_node node;
+	struct sbuf snap;		/* text made by the last read at 0 */
+	int have_snap;
+	char *stage;			/* binary writes being assembled */
+	size_t stage_len;
+	size_t stage_total;
+	off_t read_pos;			/* streams: how far it read */
+	int fd;				/* a file of the disk, or -1 */
+};
+
+/* tree_root.c */
+extern const struct fs_file root_files[];
+/* tree_devices.c */
+extern const struct fs_file device_files[];
+/* tree_pools.c */
+extern const struct fs_file pool_files[];
+/* tree_jobs.c */
+extern const struct fs_file job_files[];
+extern const struct fs_file params_index_file;
+extern const struct fs_file params_tensor_file;
+extern const struct fs_file checkpoint_file;
+int jobs_mkdir(struct fsd *fs, const char *name, uid_t uid, gid_t gid);
+int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid);
+
+/* tree.c */
+extern const struct fuse_operations fs_ops;
+/* fs_close_all - at exit, free the files the kernel never released */
+void fs_close_all(struct fsd *fs);
+const struct fs_file *fs_file_find(const struct fs_file *table,
+				   const char *name);
+/* parse one whole integer value with an optional trailing newline */
+int fs_parse_u64(const char *text, uint64_t *out);
+
+/* metrics.c */
+int metrics_show(struct fsd *fs, struct sbuf *sb);
+
+#endif /* FS_I_H */

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * job_i.h - the job runner's interface
+ *
+ * The tree asks a job for everything through these calls and never sees
+ * its optimizer, so the runner can later move into a worker process per
+ * job with these calls as its messages. Every call returns 0 or a negative
+ * errno with fs_err() set; none blocks longer than one step, except
+ * "step N", which returns when its steps are done.
+ */
+#ifndef JOB_I_H
+#define JOB_I_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include "fs_i.h"
+
+#define JOB_NAME_MAX 63
+#define JOB_LOG_MAX (16u << 20)	/* bytes of events or history kept */
+
+enum job_state {
+	JOB_CREATED = 0,
+	JOB_RUNNING,
+	JOB_PAUSED,
+	JOB_STOPPED,
+	JOB_DONE,
+	JOB_FAILED,
+	JOB_STATES
+};
+
+const char *job_state_name(enum job_state s);
+
+/* ---- config.c ------------------------------------------------------------ */
+
+enum model_kind {
+	MODEL_NONE = 0,
+	MODEL_EXTERNAL,
+	MODEL_QUADRATIC,
+	MODEL_ROSENBROCK,
+};
+
+struct model_tensor {
+	char name[64];
+	int ndim;
+	uint64_t shape[8];
+	uint64_t numel;
+};
+
+struct model {
+	enum model_kind kind;
+	int ntensors;
+	struct model_tensor *t;
+	uint64_t numel;
+	char *spec;			/* canonical text, "none" for none */
+};
+
+struct kv {
+	char key[32];
+	char value[128];
+};
+
+struct kvlist {
+	struct kv *v;
+	int n;
+};
+
+#define MAX_STEPS_UNLIMITED UINT64_MAX
+
+struct job_config {
+	int optimizer;			/* enum gpo_optim_kind */
+	struct kvlist hp;		/* optimizer settings given */
+	char schedule[32];		/* "constant": no schedule */
+	struct kvlist sched;		/* schedule settings given */
+	char device[64];
+	struct model model;
+	uint64_t max_steps;
+	uint64_t log_every;
+	uint64_t checkpoint_every;
+	uint64_t keep_checkpoints;
+	uint64_t seed;
+};
+
+/* what a config write changed */
+#define CFG_OPTIMIZER	0x01
+#define CFG_HP		0x02
+#define CFG_SCHED	0x04
+#define CFG_DEVICE	0x08
+#define CFG_MODEL	0x10
+#define CFG_RUN		0x20	/* max_steps, log_every, ... */
+
+void config_init(struct fsd *fs, struct job_config *cfg);
+void config_free(struct job_config *cfg);
+int config_copy(struct job_config *dst, const struct job_config *src);
+/*
+ * config_parse - apply the key=value words of @text to a copy of @cur
+ * and validate the result as a whole. On success @out holds the new
+ * config and @changed what differs; on failure @out is empty and the
+ * error says which word is bad.
+ */
+int config_parse(struct fsd *fs, const struct job_config *cur,
+		 const char *text, struct job_config *out,
+		 unsigned int *changed);
+/* config_show - every key with its effective value; @opt may be NULL */
+int config_show(struct fsd *fs, const struct job_config *cfg,
+		struct gpo_optim *opt, struct sbuf *sb);
+/* config_hp_text / config_sched_text - settings for the library */
+int config_hp_text(const struct job_config *cfg, struct sbuf *sb);
+int config_sched_text(const struct job_config *cfg, struct sbuf *sb);
+/* config_lr - the lr group 0 starts with under @cfg */
+double config_lr(struct fsd *fs, const struct job_config *cfg);
+/* config_uses_sched - does the config need a library schedule? */
+int config_uses_sched(const struct job_config *cfg);
+int model_parse(const char *spec, struct model *m);
+void model_free(struct model *m);
+int model_equal(const struct model *a, const struct model *b);
+void model_shape_text(const struct model_tensor *t, char *buf, size_t len);
+
+/* ---- job.c --------------------------------------------------------------- */
+
+struct job_snapshot {
+	char name[JOB_NAME_MAX + 1];
+	uid_t uid;
+	enum job_state state;
+	uint64_t step;
+	uint64_t max_steps;
+	uint64_t skipped;
+	double loss;
+	double lr;
+	double grad_norm;
+	double steps_per_sec;
+	double elapsed_s;
+	double eta_s;
+	char device[32];		/* the device in use, "-" before */
+	char optimizer[16];
+	char model[64];			/* model kind */
+	uint64_t params;
+	uint64_t param_bytes;
+};
+
+enum job_log {
+	LOG_EVENTS = 0,
+	LOG_HISTORY,
+};
+
+int job_name_valid(const char *name);
+int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
+	       struct job **out);
+/* job_remove - take the job out of the tree (rmdir); EBUSY while running */
+int job_remove(struct job *j, uid_t uid);
+/* job_stop_all - stop every job at shutdown and free them */
+void job_stop_all(struct fsd *fs);
+
+struct job *job_lookup(struct fsd *fs, const char *name);
+void job_get(struct job *j);
+void job_put(struct job *j);
+const char *job_name(const struct job *j);
+uid_t job_uid(const struct job *j);
+gid_t job_gid(const struct job *j);
+/* job_list - call @fn for each job's name (under the daemon's lock) */
+void job_list(struct fsd *fs, void (*fn)(void *arg, const char *name),
+	      void *arg);
+/* job_snapshots - a malloc'ed array of every job's snapshot */
+int job_snapshots(struct fsd *fs, struct job_snapshot **out);
+void job_snapshot(struct job *j, struct job_snapshot *s);
+
+int job_config_show(struct job *j, struct sbuf *sb);
+int job_config_store(struct job *j, const char *text, uid_t uid);
+int job_ctl(struct job *j, const char *verb, uid_t uid);
+int job_error_show(struct job *j, struct sbuf *sb);
+/* job_note_error - a write to the job failed: its error file says why */
+void job_note_error(struct job *j, const char *msg);
+
+size_t job_log_size(struct job *j, enum job_log which);
+time_t job_log_mtime(struct job *j, enum job_log which);
+int job_log_read(struct job *j, enum job_log which, char *buf, size_t size,
+		 off_t off);
+/* job_log_poll - 1 if the log is longer than @pos, else keep @ph */
+int job_log_poll(struct job *j, enum job_log which, off_t pos,
+		 struct fuse_pollhandle *ph);
+
+int job_tensor_count(struct job *j);
+int job_tensor_find(struct job *j, const char *name);
+int job_tensor_info(struct job *j, int index, struct model_tensor *t);
+int job_params_read(struct job *j, int tensor, void *dst, size_t bytes);
+int job_params_write(struct job *j, int tensor, const void *src,
+		     size_t bytes);
+uint64_t job_grad_bytes(struct job *j);
+int job_grad_read(struct job *j, void *dst, size_t bytes);
+/* job_grad_step - the whole flat gradient: runs exactly one step */
+int job_grad_step(struct job *j, const void *src, size_t bytes);
+
+/* checkpoints/: NAME.safetensors files */
+int job_ckpt_valid(const char *file);
+int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
+		  void *arg);
+/* job_ckpt_open - an fd for reading checkpoint @file, or -errno */
+int job_ckpt_open(struct job *j, const char *file, struct stat *st);
+
+#endif /* JOB_I_H */

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tree_jobs.c - jobs/: mkdir makes a job, rmdir removes it, and the files
+ * of jobs/<name>/ talk to the job through job_i.h
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fs_i.h"
+#include "job_i.h"
+
+int jobs_mkdir(struct fsd *fs, const char *name, uid_t uid, gid_t gid)
+{
+	return job_create(fs, name, uid, gid, NULL);
+}
+
+int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid)
+{
+	struct job *j = job_lookup(fs, name);
+	int ret;
+
+	if (!j)
+		return fs_err(-ENOENT, "no job '%s'", name);
+	ret = job_remove(j, uid);
+	job_put(j);
+	return ret;
+}
+
+/* ---- text files ---------------------------------------------------------- */
+
+static int cfg_file_show(struct fs_node *n, struct sbuf *sb)
+{
+	return job_config_show(n->job, sb);
+}
+
+static int cfg_file_store(struct fs_node *n, const char *text, uid_t uid)
+{
+	return job_config_store(n->job, text, uid);
+}
+
+static int ctl_show(struct fs_node *n, struct sbuf *sb)
+{
+	return sbuf_printf(sb, "start\npause\nresume\nstop\nstep N\n"
+			   "checkpoint [NAME]\nrestore NAME\nreset\n");
+}
+
+static int ctl_store(struct fs_node *n, const char *text, uid_t uid)
+{
+	return job_ctl(n->job, text, uid);
+}
+
+static int state_show(struct fs_node *n, struct sbuf *sb)
+{
+	struct job_snapshot s;
+
+	job_snapshot(n->job, &s);
+	return sbuf_printf(sb, "%s\n", job_state_name(s.state));
+}
+
+static void put_double(struct sbuf *sb, const char *key, double v)
+{
+	sbuf_printf(sb, "%s %.9g\n", key, v);
+}
+
+static int stat_show(struct fs_node *n, struct sbuf *sb)
+{
+	struct job_snapshot s;
+
+	job_snapshot(n->job, &s);
+	sbuf_printf(sb, "state %s\nstep %llu\n", job_state_name(s.state),
+		    (unsigned long long)s.step);
+	if (s.max_steps == MAX_STEPS_UNLIMITED)
+		sbuf_printf(sb, "max_steps max\n");
+	else
+		sbuf_printf(sb, "max_steps %llu\n",
+			    (unsigned long long)s.max_steps);
+	put_double(sb, "loss", s.loss);
+	put_double(sb, "lr", s.lr);
+	put_double(sb, "grad_norm", s.grad_norm);
+	sbuf_printf(sb, "skipped %llu\nsteps_per_sec %.2f\nelapsed_s %.3f\n",
+		    (unsigned long long)s.skipped, s.steps_per_sec,
+		    s.elapsed_s);
+	sbuf_printf(sb, "eta_s %.3f\n", s.eta_s);
+	return sbuf_printf(sb,
+			   "device %s\noptimizer %s\nmodel %s\nparams %llu\n"
+			   "param_bytes %llu\n", s.device, s.optimizer, s.model,
+			   (unsigned long long)s.params,
+			   (unsigned long long)s.param_bytes);
+}
+
+static int error_show(struct fs_node *n, struct sbuf *sb)
+{
+	return job_error_show(n->job, sb);
+}
+
+/* ---- events and history.csv: append-only --------------------------------- */
+
+static int log_read(struct fs_handle *h, char *buf, size_t size, off_t off)
+{
+	int n = job_log_read(h->node.job, h->node.file->arg, buf, size, off);
+
+	if (n > 0 && off + n > h->read_pos)
+		h->read_pos = off + n;
+	return n;
+}
+
+static off_t log_size(struct fs_node *n)
+{
+	return job_log_size(n->job, n->file->arg);
+}
+
+static time_t log_mtime(struct fs_node *n)
+{
+	return job_log_mtime(n->job, n->file->arg);
+}
+
+static unsigned int log_poll(struct fs_handle *h, struct fuse_pollhandle *ph)
+{
+	if (job_log_poll(h->node.job, h->node.file->arg, h->read_pos, ph))
+		return POLLIN | POLLRDNORM;
+	return 0;
+}
+
+/* ---- params and grad: binary --------------------------------------------- */
+
+static int serve(struct fs_handle *h, char *buf, size_t size, off_t off)
+{
+	size_t n;
+
+	if ((size_t)off >= h->snap.len)
+		return 0;
+	n = h->snap.len - off;
+	if (n > size)
+		n = size;
+	memcpy(buf, h->snap.buf + off, n);
+	return n;
+}
+
+static int tensor_read(struct fs_handle *h, char *buf, size_t size,
+		       off_t off)
+{
+	struct model_tensor t;
+	int ret;
+
+	if (off == 0 || !h->have_snap) {
+		ret = job_tensor_info(h->node.job, h->node.tensor, &t);
+		if (!ret)
+			ret = sbuf_resize(&h->snap, t.numel * sizeof(float));
+		if (!ret)
+			ret = job_params_read(h->node.job, h->node.tensor,
+					      h->snap.buf, h->snap.len);
+		if (ret)
+			return ret;
+		h->have_snap = 1;
+	}
+	return serve(h, buf, size, off);
+}
+
+static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
+{
+	int ret;
+
+	if (off == 0 || !h->have_snap) {
+		ret = sbuf_resize(&h->snap, job_grad_bytes(h->node.job));
+		if (!ret)
+			ret = job_grad_read(h->node.job, h->snap.buf,
+					    h->snap.len);
+		if (ret)
+			return ret;
+		h->have_snap = 1;
+	}
+	return serve(h, buf, size, off);
+}
+
+static void stage_drop(struct fs_handle *h)
+{
+	free(h->stage);
+	h->stage = NULL;
+	h->stage_len = 0;
+	h->stage_total = 0;
+}
+
+/*
+ * Binary files take one whole value, in one write or in writes at
+ * increasing offsets (the kernel splits a large write() that way). The
+ * value is used when the last byte arrives; anything out of order or past
+ * the end is refused and forgets what came before.
+ */
+static int stage(struct fs_handle *h, const char *buf, size_t size,
+		 off_t off, size_t total, const char **whole)
+{
+	*whole = NULL;
+	if ((size_t)off != h->stage_len) {
+		stage_drop(h);
+		return fs_err(-EINVAL,
+			      "out of order: a write at offset %lld, expected %zu (nothing applied)",
+			      (long long)off, h->stage_len);
+	}
+	if (size > total - h->stage_len) {
+		stage_drop(h);
+		return fs_err(-EINVAL,
+			      "too long: %llu bytes, the value is %zu (nothing applied)",
+			      (unsigned long long)(off + size), total);
+	}
+	if (off == 0 && size == total) {
+		*whole = buf;
+		return 0;
+	}
+	if (!h->stage) {
+		h->stage = malloc(total ? total : 1);
+		if (!h->stage)
+			return fs_err(-ENOMEM, "out of memory");
+		h->stage_total = total;
+	}
+	memcpy(h->stage + h->stage_len, buf, size);
+	h->stage_len += size;
+	if (h->stage_len == total)
+		*whole = h->stage;
+	return 0;
+}
+
+static int tensor_write(struct fs_handle *h, const char *buf, size_t size,
+			off_t off, uid_t uid)
+{
+	struct model_tensor t;
+	const char *whole;
+	int ret;
+
+	ret = job_tensor_info(h->node.job, h->node.tensor, &t);
+	if (!ret)
+		ret = stage(h, buf, size, off, t.numel * sizeof(float), &whole);
+	if (!ret && whole) {
+		ret = job_params_write(h->node.job, h->node.tensor, whole,
+				       t.numel * sizeof(float));
+		stage_drop(h);
+	}
+	return ret;
+}
+
+static int grad_write(struct fs_handle *h, const char *buf, size_t size,
+		      off_t off, uid_t uid)
+{
+	size_t total = job_grad_bytes(h->node.job);
+	const char *whole;
+	int ret;
+
+	ret = stage(h, buf, size, off, total, &whole);
+	if (!ret && whole) {
+		ret = job_grad_step(h->node.job, whole, total);
+		stage_drop(h);
+	}
+	return ret;
+}
+
+static int stage_flush(struct fs_handle *h, uid_t uid)
+{
+	size_t got = h->stage_len, total = h->stage_total;
+
+	if (!got)
+		return 0;
+	stage_drop(h);
+	return fs_err(-EINVAL,
+		      "short write: %zu of %zu bytes (nothing applied)", got,
+		      total);
+}
+
+static off_t tensor_size(struct fs_node *n)
+{
+	struct model_tensor t;
+
+	if (job_tensor_info(n->job, n->tensor, &t))
+		return 0;
+	return t.numel * sizeof(float);
+}
+
+static off_t grad_size(struct fs_node *n)
+{
+	return job_grad_bytes(n->job);
+}
+
+static int index_show(struct fs_node *n, struct sbuf *sb)
+{
+	struct model_tensor t;
+	char shape[200];
+	int i, count = job_tensor_count(n->job);
+
+	for (i = 0; i < count; i++) {
+		if (job_tensor_info(n->job, i, &t))
+			break;
+		model_shape_text(&t, shape, sizeof(shape));
+		sbuf_printf(sb, "%s float32 %s %llu\n", t.name, shape,
+			    (unsigned long long)t.numel * 4);
+	}
+	return sb->err;
+}
+
+/* ---- checkpoints/: files of the state directory, read-only --------------- */
+
+static int ckpt_open(struct fs_handle *h)
+{
+	struct stat st;
+
+	h->fd = job_ckpt_open(h->node.job, h->node.ckpt, &st);
+	return h->fd < 0 ? h->fd : 0;
+}
+
+static int ckpt_read(struct fs_handle *h, char *buf, size_t size, off_t off)
+{
+	ssize_t n = pread(h->fd, buf, size, off);
+
+	return n < 0 ? -errno : (int)n;
+}
+
+static off_t ckpt_size(struct fs_node *n)
+{
+	struct stat st;
+	int fd = job_ckpt_open(n->job, n->ckpt, &st);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return st.st_size;
+}
+
+const struct fs_file checkpoint_file = {
+	.name = "", .mode = 0444, .flags = F_PRIVATE, .open = ckpt_open,
+	.read_at = ckpt_read, .size = ckpt_size,
+};
+
+const struct fs_file params_index_file = {
+	.name = "index", .mode = 0444, .flags = F_PRIVATE, .show = index_show,
+};
+
+const struct fs_file params_tensor_file = {
+	.name = "", .mode = 0600, .flags = F_PRIVATE, .read_at = tensor_read,
+	.write_at = tensor_write, .flush = stage_flush, .size = tensor_size,
+};
+
+const struct fs_file job_files[] = {
+	{ .name = "config", .mode = 0644, .show = cfg_file_show,
+	  .store = cfg_file_store },
+	{ .name = "ctl", .mode = 0644, .show = ctl_show, .store = ctl_store },
+	{ .name = "state", .mode = 0444, .show = state_show },
+	{ .name = "stat", .mode = 0444, .show = stat_show },
+	{ .name = "history.csv", .mode = 0444, .flags = F_STREAM,
+	  .arg = LOG_HISTORY, .read_at = log_read, .size = log_size,
+	  .mtime = log_mtime, .poll = log_poll },
+	{ .name = "events", .mode = 0444, .flags = F_STREAM, .arg = LOG_EVENTS,
+	  .read_at = log_read, .size = log_size, .mtime = log_mtime,
+	  .poll = log_poll },
+	{ .name = "error", .mode = 0444, .show = error_show },
+	{ .name = "grad", .mode = 0600, .flags = F_PRIVATE,
+	  .read_at = grad_read, .write_at = grad_write, .flush = stage_flush,
+	  .size = grad_size },
+	{ .name = NULL },
+};

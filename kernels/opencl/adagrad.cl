@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adagrad.cl - K_ADAGRAD, torch.optim.Adagrad:
+ *   g += wd * p;  sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
+ * with clr = lr / (1 + (step - 1) * lr_decay) computed on the host.
+ */
+
+static inline void adagrad_at(__global float *p, __global const float *g,
+			      __global float *sum, uint e, uint cnt, float gm,
+			      float clr, float wd, float eps)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 s = ld4(sum, e, cnt) + gi * gi;
+
+	st4(sum, e, cnt, s);
+	st4(p, e, cnt, pv - clr * (gi / (sqrt(s) + eps)));
+}
+
+/* s0 clr, s1 weight_decay, s2 eps */
+KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
+		    BUF(const float, scal), KARGS)
+{
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(sum);
+	VIEW(scal);
+	if (!grad_mul(scal, flags, &gm))
+		return;
+	FOR_EACH_FLOAT4(i)
+		adagrad_at(p, g, sum, 4 * i, 4, gm, s0, s1, s2);
+	if (HAS_TAIL)
+		adagrad_at(p, g, sum, TAIL_START, n & 3, gm, s0, s1, s2);
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lamb.cl - LAMB (You et al. 2019) in three kernels over the block table
+ * of backend_i.h: PREP updates m and v and sums |p|^2 and |r|^2 per block,
+ * TRUST turns each tensor's block sums into its trust ratio, APPLY does
+ * p -= lr * trust * r with r recomputed from the new m, v and the old p.
+ *   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p
+ *
+ * A block starts where its tensor starts, at any element, so its first
+ * (up to 3) elements before a float4 boundary and the last (up to 3)
+ * after one are done one at a time; the body in between is float4s.
+ */
+
+/* The direction r of every lane. */
+static inline float4 lamb_r(float4 m, float4 v, float4 p, float bc1,
+			    float bc2, float eps, float wd)
+{
+	return (m / bc1) / (sqrt(v / bc2) + eps) + wd * p;
+}
+
+/*
+ * The parts of block [start, end): scalar head [start, a), float4 body
+ * [a, b), scalar tail [b, end). a and b are multiples of 4 (or end).
+ */
+static inline void lamb_split(uint start, uint end, uint *a, uint *b)
+{
+	*a = min((start + 3) & ~3u, end);
+	*b = max(*a, end & ~3u);
+}
+
+/* The element a work-item does of the head and tail, if any (~0u). */
+static inline uint lamb_single(uint start, uint end, uint a, uint b)
+{
+	uint lid = get_local_id(0), head = a - start;
+
+	if (lid < head)
+		return start + lid;
+	if (lid - head < end - b)
+		return b + (lid - head);
+	return ~0u;
+}
+
+/*
+ * Update m and v of @cnt lanes at @e; returns the sums of p^2 and r^2 of
+ * those lanes (unused lanes are left out: they could be NaN for eps = 0).
+ */
+static inline float2 lamb_prep_at(__global const float *p,
+				  __global const float *g, __global float *m,
+				  __global float *v, uint e, uint cnt,
+				  float gm, float b1, float b2, float ob1,
+				  float ob2, float eps, float wd, float bc1,
+				  float bc2)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 gi = ld4(g, e, cnt) * gm;
+	float4 mi = ld4(m, e, cnt) * b1 + ob1 * gi;
+	float4 vi = ld4(v, e, cnt) * b2 + ob2 * gi * gi;
+	float4 r = lamb_r(mi, vi, pv, bc1, bc2, eps, wd);
+	float4 pp = pv * pv, rr = r * r;
+
+	st4(m, e, cnt, mi);
+	st4(v, e, cnt, vi);
+	if (cnt == 4)
+		return (float2)((pp.x + pp.y) + (pp.z + pp.w),
+				(rr.x + rr.y) + (rr.z + rr.w));
+	return (float2)(pp.x, rr.x);
+}
+
+/*
+ * Group i: block aux1 + i. s0 beta1, s1 beta2, s2 eps, s3 weight_decay,
+ * s4 bias_correction1, s5 bias_correction2, s6 1 - beta1, s7 1 - beta2.
+ */
+KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
+		      BUF(float, m), BUF(float, v), BUF(const uint, blocks),
+		      BUF(float, part), BUF(const float, scal), KARGS)
+{
+	__local float2 tmp[WG_SIZE];
+	uint blk = aux1 + get_group_id(0), lid = get_local_id(0);
+	uint start, end, a, b, e;
+	float2 acc = (float2)(0.0f);
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(m);
+	VIEW(v);
+	VIEW(blocks);
+	VIEW(part);
+	VIEW(scal);
+	/* uniform over the group: no work-item misses a barrier */
+	if (!grad_mul(scal, flags, &gm))
+		return;
+	start = blocks[4 * blk + 1];
+	end = start + blocks[4 * blk + 2];
+	lamb_split(start, end, &a, &b);
+	for (uint i = a / 4 + lid; i < b / 4; i += WG_SIZE)
+		acc += lamb_prep_at(p, g, m, v, 4 * i, 4, gm, s0, s1, s6, s7,
+				    s2, s3, s4, s5);
+	e = lamb_single(start, end, a, b);
+	if (e != ~0u)
+		acc += lamb_prep_at(p, g, m, v, e, 1, gm, s0, s1, s6, s7, s2,
+				    s3, s4, s5);
+	acc = wg_sum2(tmp, acc);
+	if (lid == 0) {
+		part[2 * blk] = acc.x;
+		part[2 * blk + 1] = acc.y;
+	}
+}
+
+/*
+ * One group per tensor (the backend launches n groups for K_LAMB_TRUST):
+ * work-item j adds the tensor's blocks j, j + 256, ... in order, then the
+ * tree; trust = |p| / |r|, or 1 when either is 0. One work-item per tensor
+ * would add a 256M-parameter tensor's 65536 blocks one load at a time.
+ */
+KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
+		       BUF(float, trust), BUF(const float, scal), KARGS)
+{
+	__local float2 tmp[WG_SIZE];
+	uint t = get_group_id(0), lid = get_local_id(0);
+	float2 acc = (float2)(0.0f);
+	uint first, last;
+
+	VIEW(tb);
+	VIEW(part);
+	VIEW(trust);
+	VIEW(scal);
+	if (step_skipped(scal, flags) || t >= n)
+		return;
+	first = tb[2 * t];
+	last = first + tb[2 * t + 1];
+	for (uint b = first + lid; b < last; b += WG_SIZE)
+		acc += (float2)(part[2 * b], part[2 * b + 1]);
+	acc = wg_sum2(tmp, acc);
+	if (lid == 0) {
+		float pn = sqrt(acc.x), rn = sqrt(acc.y);
+
+		trust[t] = pn > 0.0f && rn > 0.0f ? pn / rn : 1.0f;
+	}
+}
+
+static inline void lamb_apply_at(__global float *p, __global const float *m,
+				 __global const float *v, uint e, uint cnt,
+				 float step, float eps, float wd, float bc1,
+				 float bc2)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 r = lamb_r(ld4(m, e, cnt), ld4(v, e, cnt), pv, bc1, bc2, eps,
+			  wd);
+
+	st4(p, e, cnt, pv - step * r);
+}
+
+/* Group i: block aux1 + i. s0 lr, s2 eps, s3 weight_decay, s4 bc1, s5 bc2 */
+KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
+		       BUF(const float, v), BUF(const uint, blocks),
+		       BUF(const float, trust), BUF(const float, scal), KARGS)
+{
+	uint blk = aux1 + get_group_id(0), lid = get_local_id(0);
+	uint start, end, a, b, e;
+	float step;
+
+	VIEW(p);
+	VIEW(m);
+	VIEW(v);
+	VIEW(blocks);
+	VIEW(trust);
+	VIEW(scal);
+	if (step_skipped(scal, flags))
+		return;
+	start = blocks[4 * blk + 1];
+	end = start + blocks[4 * blk + 2];
+	step = s0 * trust[blocks[4 * blk]];
+	lamb_split(start, end, &a, &b);
+	for (uint i = a / 4 + lid; i < b / 4; i += WG_SIZE)
+		lamb_apply_at(p, m, v, 4 * i, 4, step, s2, s3, s4, s5);
+	e = lamb_single(start, end, a, b);
+	if (e != ~0u)
+		lamb_apply_at(p, m, v, e, 1, step, s2, s3, s4, s5);
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/*
+ * adam.comp - K_ADAM, torch 1.13's Adam and AdamW:
+ *   Adam:  g = g + wd * p          AdamW: p = p * (1 - lr * wd) first
+ *   m = b1 * m + (1 - b1) * g
+ *   v = b2 * v + (1 - b2) * g^2
+ *   amsgrad: vmax = max(vmax, v), used in place of v
+ *   p = p - step_size * m / (sqrt(v) / sqrt(bc2) + eps)
+ * with step_size = lr / bc1 and sqrt(bc2) computed in double on the host.
+ */
+#version 450
+#include "common.glsl"
+
+FLOAT4_BUF(0, p);
+FLOAT4_BUF(1, g);
+FLOAT4_BUF(2, m);
+FLOAT4_BUF(3, v);
+FLOAT4_BUF(4, vmax);
+SCAL_BUF(5);
+
+#include "update.glsl"
+
+bool begin()
+{
+	return grad_mul();
+}
+
+/*
+ * s1 beta1, s2 beta2, s3 eps, s4 weight_decay, s5 step_size,
+ * s6 bias_correction2_sqrt, s7 decay (1 - lr * wd), s8 1 - beta1,
+ * s9 1 - beta2 (1 - beta in double: 1.0f - 0.999f is off by 1e-5)
+ */
+void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
+	  inout vec4 vmi)
+{
+	float b1 = args.s[1], b2 = args.s[2], eps = args.s[3];
+	float step_size = args.s[5], bc2_sqrt = args.s[6];
+	float ob1 = args.s[8], ob2 = args.s[9];
+	bool decoupled = FLAG(KF_DECOUPLED);
+	float decay = decoupled ? args.s[7] : 1.0;
+	float l2 = decoupled ? 0.0 : args.s[4];
+	vec4 gi = g0 * gm + l2 * pi;
+	vec4 denom;
+
+	mi = mi * b1 + ob1 * gi;
+	vi = vi * b2 + ob2 * gi * gi;
+	denom = vi;
+	if (FLAG(KF_AMSGRAD)) {
+		vmi = max(vmi, vi);
+		denom = vmi;
+	}
+	denom = sqrt(denom) / bc2_sqrt + eps;
+	pi = pi * decay - step_size * (mi / denom);
+}
+
+void update4(uint i)
+{
+	vec4 pi = p4[i], mi = m4[i], vi = v4[i];
+	vec4 vmi = FLAG(KF_AMSGRAD) ? vmax4[i] : vec4(0.0);
+
+	adam(pi, g4[i], mi, vi, vmi);
+	p4[i] = pi;
+	m4[i] = mi;
+	v4[i] = vi;
+	if (FLAG(KF_AMSGRAD))
+		vmax4[i] = vmi;
+}
+
+void update1(uint i)
+{
+	vec4 pi = vec4(p[i]), mi = vec4(m[i]), vi = vec4(v[i]);
+	vec4 vmi = vec4(FLAG(KF_AMSGRAD) ? vmax[i] : 0.0);
+
+	adam(pi, vec4(g[i]), mi, vi, vmi);
+	p[i] = pi.x;
+	m[i] = mi.x;
+	v[i] = vi.x;
+	if (FLAG(KF_AMSGRAD))
+		vmax[i] = vmi.x;
+}
+
+#include "element.glsl"

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lamb_apply.comp - K_LAMB_APPLY: workgroup i takes block b = aux1 + i
+ * and applies p = p - lr * trust[tensor] * r, r recomputed from the m and
+ * v that LAMB_PREP left. Scalar accesses, as in LAMB_PREP.
+ * s0 lr, s2 eps, s3 weight_decay, s4 bc1, s5 bc2.
+ */
+#version 450
+#include "common.glsl"
+#include "group.glsl"
+#include "lamb.glsl"
+
+FLOAT_BUF(0, p);
+layout(set = 0, binding = 1, std430) readonly buffer m_f1 { float m[]; };
+layout(set = 0, binding = 2, std430) readonly buffer v_f1 { float v[]; };
+UINT_BUF(3, blocks);
+layout(set = 0, binding = 4, std430) readonly buffer trust_f1
+	{ float trust[]; };
+SCAL_BUF(5);
+
+#include "update.glsl"
+
+void main()
+{
+	uint grp = group_index();
+	float lr = args.s[0], eps = args.s[2], wd = args.s[3];
+	float bc1 = args.s[4], bc2 = args.s[5];
+	uint b, start, end;
+	float step;
+
+	if (grp >= args.aux0 || step_skipped())
+		return;
+	b = args.aux1 + grp;
+	start = blocks[4u * b + 1u];
+	end = start + blocks[4u * b + 2u];
+	step = lr * trust[blocks[4u * b]];
+	for (uint i = start + gl_LocalInvocationID.x; i < end; i += WG_SIZE)
+		p[i] = p[i] - step * lamb_r(m[i], v[i], p[i], bc1, bc2, eps,
+					    wd);
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lamb_prep.comp - K_LAMB_PREP: workgroup i takes block b = aux1 + i of
+ * the block table {tensor, start, count, 0}, updates m and v there and
+ * writes partials[2b] = sum p^2, partials[2b + 1] = sum r^2 (p before
+ * the update, which LAMB_APPLY makes). Blocks start at any element (a
+ * tensor's start), so every access is scalar; consecutive invocations
+ * still read consecutive floats.
+ * s0 beta1, s1 beta2, s2 eps, s3 weight_decay, s4 bc1, s5 bc2,
+ * s6 1 - beta1, s7 1 - beta2.
+ */
+#version 450
+#include "common.glsl"
+#include "group.glsl"
+#include "lamb.glsl"
+
+layout(set = 0, binding = 0, std430) readonly buffer p_f1 { float p[]; };
+layout(set = 0, binding = 1, std430) readonly buffer g_f1 { float g[]; };
+FLOAT_BUF(2, m);
+FLOAT_BUF(3, v);
+UINT_BUF(4, blocks);
+FLOAT_BUF(5, part);
+SCAL_BUF(6);
+
+#include "update.glsl"
+
+void main()
+{
+	uint grp = group_index();
+	uint t = gl_LocalInvocationID.x;
+	float b1 = args.s[0], b2 = args.s[1], eps = args.s[2];
+	float wd = args.s[3], bc1 = args.s[4], bc2 = args.s[5];
+	float ob1 = args.s[6], ob2 = args.s[7];
+	float pn = 0.0, rn = 0.0;
+	uint b, start, end;
+
+	if (grp >= args.aux0 || !grad_mul())
+		return;
+	b = args.aux1 + grp;
+	start = blocks[4u * b + 1u];
+	end = start + blocks[4u * b + 2u];
+	for (uint i = start + t; i < end; i += WG_SIZE) {
+		float gi = g[i] * gm;
+		float mi = m[i] * b1 + ob1 * gi;
+		float vi = v[i] * b2 + ob2 * gi * gi;
+		float pi = p[i];
+		float r = lamb_r(mi, vi, pi, bc1, bc2, eps, wd);
+
+		m[i] = mi;
+		v[i] = vi;
+		pn += pi * pi;
+		rn += r * r;
+	}
+	reduce2(pn, rn);
+	if (t == 0u) {
+		part[2u * b] = pn;
+		part[2u * b + 1u] = rn;
+	}
+}

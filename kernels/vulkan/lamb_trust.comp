@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lamb_trust.comp - K_LAMB_TRUST: for each of n tensors, sum its block
+ * partials and write
+ *   trust = (|p| > 0 && |r| > 0) ? |p| / |r| : 1
+ * tensors: {first block, block count} per tensor.
+ *
+ * One workgroup per tensor (the backend dispatches n groups, not n
+ * invocations): a tensor of 2^24 elements has 4096 blocks, and one
+ * invocation summing them in a row waits on 8192 dependent loads. The
+ * invocations take blocks in a fixed stride and the tree of reduce2()
+ * adds them up: a fixed order, so the result is deterministic.
+ */
+#version 450
+#include "common.glsl"
+#include "group.glsl"
+
+UINT_BUF(0, tensors);
+layout(set = 0, binding = 1, std430) readonly buffer part_f1
+	{ float part[]; };
+FLOAT_BUF(2, trust);
+SCAL_BUF(3);
+
+#include "update.glsl"
+
+void main()
+{
+	uint t = group_index(), first, count;
+	float pn = 0.0, rn = 0.0;
+
+	if (t >= args.n || step_skipped())
+		return;
+	first = tensors[2u * t];
+	count = tensors[2u * t + 1u];
+	for (uint b = gl_LocalInvocationID.x; b < count; b += WG_SIZE) {
+		pn += part[2u * (first + b)];
+		rn += part[2u * (first + b) + 1u];
+	}
+	reduce2(pn, rn);
+	if (gl_LocalInvocationID.x == 0u) {
+		pn = sqrt(pn);
+		rn = sqrt(rn);
+		trust[t] = pn > 0.0 && rn > 0.0 ? pn / rn : 1.0;
+	}
+}

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rmsprop.comp - K_RMSPROP, torch 1.13's RMSprop:
+ *   g = g + wd * p
+ *   sq = alpha * sq + (1 - alpha) * g^2
+ *   centered: ga = alpha * ga + (1 - alpha) * g; avg = sqrt(sq - ga^2) + eps
+ *   else avg = sqrt(sq) + eps
+ *   momentum: b = mom * b + g / avg; p = p - lr * b
+ *   else p = p - lr * g / avg
+ */
+#version 450
+#include "common.glsl"
+
+FLOAT4_BUF(0, p);
+FLOAT4_BUF(1, g);
+FLOAT4_BUF(2, sq);
+FLOAT4_BUF(3, buf);
+FLOAT4_BUF(4, ga);
+SCAL_BUF(5);
+
+#include "update.glsl"
+
+bool begin()
+{
+	return grad_mul();
+}
+
+/* s0 lr, s1 alpha, s2 eps, s3 weight_decay, s4 momentum, s5 1 - alpha */
+void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
+	     inout vec4 gai)
+{
+	float lr = args.s[0], alpha = args.s[1], eps = args.s[2];
+	float wd = args.s[3], mom = args.s[4], oa = args.s[5];
+	vec4 gi = g0 * gm + wd * pi;
+	/*
+	 * precise: sq - ga^2 must not become fma(-ga, ga, sq), which is
+	 * negative (and sqrt NaN) where the cpu gets 0, e.g. with alpha 0
+	 */
+	precise vec4 s;
+	vec4 avg;
+
+	si = si * alpha + oa * gi * gi;
+	s = si;
+	if (FLAG(KF_CENTERED)) {
+		gai = gai * alpha + oa * gi;
+		s = s - gai * gai;
+	}
+	avg = sqrt(s) + eps;
+	if (FLAG(KF_MOMENTUM)) {
+		bi = bi * mom + gi / avg;
+		pi = pi - lr * bi;
+	} else {
+		pi = pi - lr * (gi / avg);
+	}
+}
+
+void update4(uint i)
+{
+	vec4 pi = p4[i], si = sq4[i];
+	vec4 bi = FLAG(KF_MOMENTUM) ? buf4[i] : vec4(0.0);
+	vec4 gai = FLAG(KF_CENTERED) ? ga4[i] : vec4(0.0);
+
+	rmsprop(pi, g4[i], si, bi, gai);
+	p4[i] = pi;
+	sq4[i] = si;
+	if (FLAG(KF_MOMENTUM))
+		buf4[i] = bi;
+	if (FLAG(KF_CENTERED))
+		ga4[i] = gai;
+}
+
+void update1(uint i)
+{
+	vec4 pi = vec4(p[i]), si = vec4(sq[i]);
+	vec4 bi = vec4(FLAG(KF_MOMENTUM) ? buf[i] : 0.0);
+	vec4 gai = vec4(FLAG(KF_CENTERED) ? ga[i] : 0.0);
+
+	rmsprop(pi, vec4(g[i]), si, bi, gai);
+	p[i] = pi.x;
+	sq[i] = si.x;
+	if (FLAG(KF_MOMENTUM))
+		buf[i] = bi.x;
+	if (FLAG(KF_CENTERED))
+		ga[i] = gai.x;
+}
+
+#include "element.glsl"

@@ -1,0 +1,54 @@
+#!/bin/sh
+# run-fs.sh BUILD - run the filesystem tests (tests/fs/*.sh) against real
+# FUSE mounts of BUILD/bin/gpuoptfs; report each, fail loudly.
+# A test exiting 77 is skipped (it says why). Needs /dev/fuse and
+# fusermount3; most tests need root (mounting with allow_other, setpriv).
+build=${1:-build}
+top=$(cd "$(dirname "$0")/.." && pwd)
+case $build in
+/*) ;;
+*) build=$top/$build ;;
+esac
+out=$build/tests/fs
+mkdir -p "$out" || exit 1
+
+export GPUOPTFS="$build/bin/gpuoptfs" FSIO="$out/fsio" EXTSTEP="$out/extstep"
+[ -x "$GPUOPTFS" ] || { echo "run-fs.sh: no $GPUOPTFS" >&2; exit 1; }
+
+# The helpers link the library the way the build made it (sanitizers too).
+san=
+if readelf -d "$build/lib/libgpuopt.so" 2>/dev/null | grep -q asan; then
+	san="-fsanitize=address,undefined"
+fi
+cc -std=gnu11 -O2 -Wall -Werror -o "$FSIO" "$top/tests/fs/fsio.c" ||
+	{ echo "run-fs.sh: cannot build fsio" >&2; exit 1; }
+cc -std=gnu11 -O2 -Wall -Werror $san -I"$top/libgpuopt/include" \
+	-o "$EXTSTEP" "$top/tests/fs/extstep.c" -L"$build/lib" -lgpuopt \
+	-Wl,-rpath,"$build/lib" ||
+	{ echo "run-fs.sh: cannot build extstep" >&2; exit 1; }
+
+pass=0 fail=0 skip=0 failed=""
+start=$(date +%s)
+for t in "$top"/tests/fs/*.sh; do
+	name=$(basename "$t" .sh)
+	[ "$name" = lib ] && continue
+	log=$out/$name.log
+	if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "SKIP: no /dev/fuse or fusermount3" >"$log"
+		rc=77
+	else
+		timeout -k 5 120 sh "$t" >"$log" 2>&1
+		rc=$?
+	fi
+	case $rc in
+	0) pass=$((pass + 1)); printf 'PASS  %s\n' "$name" ;;
+	77) skip=$((skip + 1))
+	    printf 'SKIP  %s: %s\n' "$name" "$(tail -n 1 "$log")" ;;
+	*) fail=$((fail + 1)); failed="$failed $name"
+	   printf 'FAIL  %s (exit %d)\n' "$name" "$rc"
+	   sed 's/^/      /' "$log" | tail -n 40 ;;
+	esac
+done
+printf '%d passed, %d failed, %d skipped (fs tests, %ds)\n' $pass $fail $skip \
+	$(($(date +%s) - start))
+[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }

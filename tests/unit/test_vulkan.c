@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_vulkan.c - what is particular to the Vulkan backend: the devices it
+ * reports, its on-disk pipeline cache (a damaged or foreign one is
+ * ignored), a step on every Vulkan device agreeing with cpu:0, and the
+ * paths a given machine does not take on its own (descriptor-set cache,
+ * staging ring, views split over several bindings), forced through
+ * GPUOPT_VULKAN_DEBUG.
+ * The kernels themselves are checked by the optimizer tests, which run
+ * every optimizer on every device.
+ *
+ * Exits 77 when there is no Vulkan device, unless GPUOPT_TEST_REQUIRE
+ * names vulkan.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vulkan/vulkan.h>
+#include "testutil.h"
+#include "diskcache_i.h"
+
+#define ADAM_N		1021	/* not a multiple of 4: a tail */
+#define ADAM_STEPS	5
+#define MAX_VK		16
+#define TOL		1e-5
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int is_vulkan(struct gpo_ctx *ctx, int i)
+{
+	struct gpo_device_info info;
+
+	return !gpo_device_info(ctx, i, &info) &&
+	       !strcmp(info.backend, "vulkan");
+}
+
+/* The vulkan devices of @ctx, opened; cpu:0 in *@cpu. */
+static int open_devices(struct gpo_ctx *ctx, struct gpo_device **devs,
+			struct gpo_device **cpu)
+{
+	int i, n = 0;
+
+	ck_assert_msg(!gpo_device_select(ctx, "cpu:0", cpu), "cpu:0: %s",
+		      gpo_errmsg());
+	for (i = 0; i < gpo_device_count(ctx) && n < MAX_VK; i++) {
+		if (!is_vulkan(ctx, i))
+			continue;
+		ck_assert_msg(!gpo_device_get(ctx, i, &devs[n]),
+			      "opening device %d: %s", i, gpo_errmsg());
+		n++;
+	}
+	ck_assert_msg(n > 0, "no Vulkan device (probe log: %s)",
+		      gpo_ctx_probe_log(ctx));
+	return n;
+}
+
+static struct gpo_ctx *new_ctx(void)
+{
+	struct gpo_ctx *ctx;
+
+	ck_assert_msg(!gpo_ctx_new(&ctx, 0), "%s", gpo_errmsg());
+	return ctx;
+}
+
+/* A fresh, empty GPUOPT_CACHE_DIR for this test. */
+static void fresh_cache_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/gpuopt-test-vulkan-XXXXXX");
+	ck_assert(mkdtemp(dir) != NULL);
+	setenv("GPUOPT_CACHE_DIR", dir, 1);
+}
+
+static void remove_cache_dir(const char *dir)
+{
+	struct dirent *de;
+	char path[4200];
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/*
+ * The pipeline cache entries in @dir: the path and key of the first in
+ * @path and @key; returns how many there are.
+ */
+static int cache_entries(const char *dir, char *path, size_t len,
+			 uint64_t *key)
+{
+	unsigned long long k = 0;
+	struct dirent *de;
+	int found = 0;
+	DIR *d = opendir(dir);
+
+	ck_assert_msg(d != NULL, "cannot open %s", dir);
+	while ((de = readdir(d))) {
+		if (sscanf(de->d_name, "vulkan-%16llx.bin", &k) != 1 ||
+		    strlen(de->d_name) != strlen("vulkan-.bin") + 16)
+			continue;
+		if (!found++) {
+			snprintf(path, len, "%s/%s", dir, de->d_name);
+			*key = k;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+struct adam_result {
+	float *p, *m, *v;
+};
+
+/*
+ * AdamW with weight decay and amsgrad for ADAM_STEPS steps over @n
+ * parameters, random parameters and fresh random gradients drawn from
+ * @seed, on @dev, with @config on top. Results are read into poisoned
+ * buffers, so an element never written shows as NaN.
+ */
+static void run_adam(struct gpo_device *dev, uint64_t seed, uint64_t n,
+		     const char *config, struct adam_result *r)
+{
+	size_t bytes = n * sizeof(float);
+	float *p = malloc(bytes), *g = malloc(bytes);
+	struct gpo_step_info info;
+	struct gpo_optim *opt;
+	uint64_t s = seed;
+	int step;
+
+	r->p = malloc(bytes);
+	r->m = malloc(bytes);
+	r->v = malloc(bytes);
+	ck_assert(p && g && r->p && r->m && r->v);
+	ck_assert(!gpo_optim_new(dev, GPO_ADAMW, &opt));
+	ck_assert_msg(!gpo_optim_configure(opt, 0,
+					   "lr=0.01 weight_decay=0.1 amsgrad=1"),
+		      "%s", gpo_errmsg());
+	ck_assert_msg(!gpo_optim_configure(opt, 0, config), "%s",
+		      gpo_errmsg());
+	ck_assert_int_eq(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
+	tu_fill(p, n, &s, -1, 1);
+	ck_assert(!gpo_optim_write(opt, "param", "w", p, bytes));
+	for (step = 0; step < ADAM_STEPS; step++) {
+		tu_fill(g, n, &s, -1, 1);
+		ck_assert(!gpo_optim_write(opt, "grad", "w", g, bytes));
+		ck_assert_msg(!gpo_optim_step(opt, &info), "step: %s",
+			      gpo_errmsg());
+		ck_assert(!info.skipped);
+	}
+	ck_assert_int_eq(info.step, ADAM_STEPS);
+	tu_poison(r->p, n);
+	tu_poison(r->m, n);
+	tu_poison(r->v, n);
+	ck_assert(!gpo_optim_read(opt, "param", "w", r->p, bytes));
+	ck_assert(!gpo_optim_read(opt, "exp_avg", "w", r->m, bytes));
+	ck_assert(!gpo_optim_read(opt, "exp_avg_sq", "w", r->v, bytes));
+	gpo_optim_free(opt);
+	free(p);
+	free(g);
+}
+
+static void free_result(struct adam_result *r)
+{
+	free(r->p);
+	free(r->m);
+	free(r->v);
+}
+
+/*
+ * Max relative error of @got against @want, elements below @floor of the
+ * largest held to that as an absolute error: where terms cancel, a
+ * relative error measures the cancellation, not the kernel.
+ */
+static double rel_err(const float *got, const float *want, size_t n,
+		      double floor)
+{
+	double *w = malloc(n * sizeof(*w)), max = 0, err;
+	size_t i;
+
+	ck_assert(w != NULL);
+	for (i = 0; i < n; i++) {
+		w[i] = want[i];
+		if (fabs(w[i]) > max)
+			max = fabs(w[i]);
+	}
+	err = tu_max_rel_err(got, w, n, max > 0 ? floor * max : 1e-30);
+	free(w);
+	return err;
+}
+
+/* AdamW on @dev against cpu:0 over @n, with @config: all within TOL. */
+static void check_adam_matches_cpu(struct gpo_device *dev,
+				   struct gpo_device *cpu, uint64_t n,
+				   const char *config)
+{
+	struct adam_result want, got;
+	uint64_t seed = tu_rng("vulkan adam");
+	double ep, em, ev, floor = 1e-2;
+
+	/*
+	 * The global norm is a float sum in another order than the cpu's:
+	 * the clip factor differs by ~1e-7, which a moment that cancels to
+	 * 1e-2 of its terms turns into 1e-5. Hold such elements to 1e-1.
+	 */
+	if (strstr(config, "clip_norm"))
+		floor = 1e-1;
+	run_adam(cpu, seed, n, config, &want);
+	run_adam(dev, seed, n, config, &got);
+	ep = rel_err(got.p, want.p, n, floor);
+	em = rel_err(got.m, want.m, n, floor);
+	ev = rel_err(got.v, want.v, n, floor);
+	fprintf(stderr, "%s adamw n=%llu \"%s\" vs cpu:0: param %.3g exp_avg %.3g exp_avg_sq %.3g\n",
+		tu_device_id(dev), (unsigned long long)n, config, ep, em, ev);
+	ck_assert_msg(ep < TOL && em < TOL && ev < TOL,
+		      "%s: adamw n=%llu \"%s\" differs from cpu:0: param %g exp_avg %g exp_avg_sq %g",
+		      tu_device_id(dev), (unsigned long long)n, config, ep, em,
+		      ev);
+	free_result(&want);
+	free_result(&got);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+START_TEST(test_vulkan_devices_report_sane_properties)
+{
+	struct gpo_ctx *ctx = tu_ctx();
+	struct gpo_device_info info;
+	struct gpo_pool_stats st;
+	struct gpo_device *dev;
+	int i, k, n = 0;
+
+	for (i = 0; i < gpo_device_count(ctx); i++) {
+		char id[32];
+
+		if (!is_vulkan(ctx, i))
+			continue;
+		ck_assert(!gpo_device_info(ctx, i, &info));
+		snprintf(id, sizeof(id), "vulkan:%d", n++);
+		ck_assert_str_eq(info.id, id);
+		ck_assert_int_eq(info.index, i);
+		ck_assert_msg(info.name[0] && info.vendor[0] && info.driver[0],
+			      "%s: name '%s' vendor '%s' driver '%s'", id,
+			      info.name, info.vendor, info.driver);
+		ck_assert_msg(strlen(info.uuid) == 32, "%s: uuid '%s'", id,
+			      info.uuid);
+		for (k = 0; k < 32; k++)
+			ck_assert_msg(isxdigit((unsigned char)info.uuid[k]) &&
+				      !isupper((unsigned char)info.uuid[k]),
+				      "%s: uuid '%s'", id, info.uuid);
+		ck_assert_msg(info.type == GPO_DEVICE_DISCRETE_GPU ||
+			      info.type == GPO_DEVICE_INTEGRATED_GPU ||
+			      info.type == GPO_DEVICE_VIRTUAL_GPU ||
+			      info.type == GPO_DEVICE_CPU_IMPL ||
+			      info.type == GPO_DEVICE_OTHER,
+			      "%s: type %d", id, info.type);
+		ck_assert_msg(info.mem_total_bytes >= (64ull << 20),
+			      "%s: %llu bytes of memory", id,
+			      (unsigned long long)info.mem_total_bytes);
+		ck_assert_msg(info.compute_units < 100000, "%s: %u units", id,
+			      info.compute_units);
+		ck_assert_int_eq(info.enabled, 1);
+
+		ck_assert_msg(!gpo_device_get(ctx, i, &dev), "%s: %s", id,
+			      gpo_errmsg());
+		ck_assert(!gpo_pool_stats(dev, &st));
+		fprintf(stderr, "%s: %s / %s / %s / %s, %u units, %llu MiB\n",
+			id, info.name, info.vendor, info.driver,
+			gpo_device_type_name(info.type), info.compute_units,
+			(unsigned long long)(info.mem_total_bytes >> 20));
+	}
+	ck_assert_msg(n > 0, "no Vulkan device (probe log: %s)",
+		      gpo_ctx_probe_log(ctx));
+}
+END_TEST
+
+START_TEST(test_vulkan_adam_matches_cpu)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	int i, n = open_devices(tu_ctx(), devs, &cpu);
+
+	for (i = 0; i < n; i++) {
+		check_adam_matches_cpu(devs[i], cpu, ADAM_N, "");
+		check_adam_matches_cpu(devs[i], cpu, ADAM_N, "clip_norm=0.5");
+	}
+}
+END_TEST
+
+START_TEST(test_vulkan_first_open_writes_pipeline_cache)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	char dir[64], path[4200];
+	struct gpo_ctx *ctx;
+	uint64_t key;
+	size_t size;
+	void *data;
+	int n;
+
+	fresh_cache_dir(dir, sizeof(dir));
+	ctx = new_ctx();
+	n = open_devices(ctx, devs, &cpu);
+	gpo_ctx_free(ctx);
+	/* one entry per kind of device, each a whole pipeline cache */
+	ck_assert_msg(cache_entries(dir, path, sizeof(path), &key) >= 1,
+		      "no pipeline cache in %s after opening %d devices", dir,
+		      n);
+	ck_assert(!diskcache_load("vulkan", key, &data, &size));
+	ck_assert_uint_ge(size, sizeof(VkPipelineCacheHeaderVersionOne));
+	free(data);
+	remove_cache_dir(dir);
+}
+END_TEST
+
+enum damage { WRONG_HEADER, WRONG_VERSION, GARBAGE_BODY, FLIPPED_BYTES,
+	      TRUNCATED, DAMAGE_KINDS };
+
+static const char *const damage_names[DAMAGE_KINDS] = {
+	"wrong header", "wrong header version", "garbage after the header",
+	"flipped bytes", "truncated",
+};
+
+/*
+ * Damage the cache entry (@path, @key). The first three keep the entry a
+ * valid disk-cache file (so only the backend's header check or the
+ * driver can catch them); the last two break the file itself.
+ */
+static void damage_entry(const char *path, uint64_t key, enum damage how,
+			 uint64_t *rng)
+{
+	VkPipelineCacheHeaderVersionOne h;
+	unsigned char *bytes;
+	size_t size, i;
+	void *data;
+	long len;
+	FILE *f;
+
+	ck_assert(!diskcache_load("vulkan", key, &data, &size));
+	ck_assert_uint_ge(size, sizeof(h));
+	bytes = data;
+	memcpy(&h, bytes, sizeof(h));
+	switch (how) {
+	case WRONG_HEADER:
+		/* another vendor's, another device's cache */
+		h.vendorID ^= 0x5a5a;
+		h.deviceID ^= 0x1234;
+		h.pipelineCacheUUID[3] ^= 0xff;
+		memcpy(bytes, &h, sizeof(h));
+		break;
+	case WRONG_VERSION:
+		h.headerVersion = (VkPipelineCacheHeaderVersion)7;
+		memcpy(bytes, &h, sizeof(h));
+		break;
+	case GARBAGE_BODY:
+		/* a driver that caches nothing (lavapipe) wrote no body */
+		if (size < (size_t)h.headerSize + 64) {
+			bytes = realloc(data, h.headerSize + 64);
+			ck_assert(bytes != NULL);
+			data = bytes;
+			size = h.headerSize + 64;
+		}
+		for (i = h.headerSize; i < size; i++)
+			bytes[i] = (unsigned char)tu_rand(rng, 0, 256);
+		break;
+	default:
+		break;
+	}
+	if (how <= GARBAGE_BODY) {
+		ck_assert(!diskcache_store("vulkan", key, data, size));
+		free(data);
+		return;
+	}
+	free(data);
+	f = fopen(path, "r+b");
+	ck_assert(f != NULL);
+	ck_assert(!fseek(f, 0, SEEK_END));
+	len = ftell(f);
+	ck_assert_int_gt(len, 0);
+	if (how == FLIPPED_BYTES) {
+		for (i = 0; i < 8; i++) {
+			long at = (long)tu_rand(rng, 0, (double)len);
+			int c;
+
+			ck_assert(!fseek(f, at, SEEK_SET));
+			c = fgetc(f);
+			ck_assert(!fseek(f, at, SEEK_SET));
+			fputc(c ^ 0xff, f);
+		}
+		fclose(f);
+	} else {
+		fclose(f);
+		ck_assert(!truncate(path, len / 2));
+	}
+}
+
+START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	uint64_t key, rng = tu_rng("vulkan cache damage");
+	char dir[64], path[4200];
+	struct gpo_ctx *ctx;
+	size_t size;
+	void *data;
+	int how, i, n;
+
+	fresh_cache_dir(dir, sizeof(dir));
+	ctx = new_ctx();
+	open_devices(ctx, devs, &cpu);
+	gpo_ctx_free(ctx);
+	ck_assert_int_ge(cache_entries(dir, path, sizeof(path), &key), 1);
+
+	for (how = 0; how < DAMAGE_KINDS; how++) {
+		/* damage every device's entry the same way */
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		unsigned long long k;
+
+		ck_assert(d != NULL);
+		while ((de = readdir(d))) {
+			if (sscanf(de->d_name, "vulkan-%16llx.bin", &k) != 1)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir,
+				 de->d_name);
+			damage_entry(path, k, how, &rng);
+		}
+		closedir(d);
+
+		/* the device opens, ignores it, and computes correctly */
+		ctx = new_ctx();
+		n = open_devices(ctx, devs, &cpu);
+		for (i = 0; i < n; i++)
+			check_adam_matches_cpu(devs[i], cpu, ADAM_N, "");
+		gpo_ctx_free(ctx);
+		fprintf(stderr, "pipeline cache damaged (%s): ignored\n",
+			damage_names[how]);
+
+		/* and it was written anew, whole */
+		ck_assert_int_ge(cache_entries(dir, path, sizeof(path), &key),
+				 1);
+		ck_assert_msg(!diskcache_load("vulkan", key, &data, &size),
+			      "after %s: no valid entry", damage_names[how]);
+		free(data);
+	}
+	remove_cache_dir(dir);
+}
+END_TEST
+
+/*
+ * The paths this machine's device may not take by itself: descriptor
+ * sets from the cache instead of push descriptors, every transfer through
+ * a small staging ring (several chunks and flushes per read and write),
+ * element kernels split into several windows and dispatches of few
+ * groups, and a norm pass split into runs of groups. Must match cpu:0.
+ */
+START_TEST(test_vulkan_fallback_paths_match_cpu)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	struct gpo_ctx *ctx;
+	int i, n;
+
+	/*
+	 * 40000 parameters: 3 windows of 16384, 10 norm groups of 4000 in
+	 * runs of 4, transfers in 10 chunks
+	 */
+	setenv("GPUOPT_VULKAN_DEBUG",
+	       "nopush,nomap,staging=16384,range=65536,groups=2", 1);
+	ctx = new_ctx();
+	n = open_devices(ctx, devs, &cpu);
+	for (i = 0; i < n; i++) {
+		check_adam_matches_cpu(devs[i], cpu, 40000, "");
+		check_adam_matches_cpu(devs[i], cpu, 40000, "clip_norm=0.5");
+		check_adam_matches_cpu(devs[i], cpu, 40000, "grad_scale=64");
+	}
+	gpo_ctx_free(ctx);
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+}
+END_TEST
+
+/* ---- main --------------------------------------------------------------- */
+
+static int listed(const char *list, const char *word)
+{
+	char buf[512], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", list ? list : "");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strncmp(tok, word, strlen(word)) || !strcmp(tok, "all"))
+			return 1;
+	return 0;
+}
+
+/*
+ * Count the Vulkan devices in a child process: a context probes every
+ * backend, and runtimes that start threads (PoCL) would not survive
+ * Check's fork of each test.
+ */
+static int vulkan_device_count(void)
+{
+	pid_t pid = fork();
+	int status, i, n = 0;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct gpo_ctx *ctx;
+
+		if (gpo_ctx_new(&ctx, 0))
+			_exit(0);
+		for (i = 0; i < gpo_device_count(ctx); i++)
+			n += is_vulkan(ctx, i);
+		gpo_ctx_free(ctx);
+		_exit(n > 100 ? 100 : n);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int main(void)
+{
+	const char *want = getenv("GPUOPT_TEST_DEVICES");
+	int required = listed(getenv("GPUOPT_TEST_REQUIRE"), "vulkan");
+	Suite *s = suite_create("vulkan");
+	TCase *tc = tcase_create("vulkan");
+
+	if (!required && want && *want && !listed(want, "vulkan")) {
+		printf("skipped: GPUOPT_TEST_DEVICES=%s has no vulkan device\n",
+		       want);
+		return 77;
+	}
+	if (!required && vulkan_device_count() <= 0) {
+		printf("skipped: no Vulkan device found\n");
+		return 77;
+	}
+	tcase_add_test(tc, test_vulkan_devices_report_sane_properties);
+	tcase_add_test(tc, test_vulkan_adam_matches_cpu);
+	tcase_add_test(tc, test_vulkan_first_open_writes_pipeline_cache);
+	tcase_add_test(tc, test_vulkan_damaged_pipeline_cache_is_ignored);
+	tcase_add_test(tc, test_vulkan_fallback_paths_match_cpu);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
