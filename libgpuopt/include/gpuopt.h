@@ -454,8 +454,10 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
  * Where this differs from torch:
  * - onecycle ignores the base lr as torch does (every group runs from
  *   max_lr / div_factor), but does not cycle momentum or beta1: torch's
- *   cycle_momentum=False. Past total_steps torch raises; here
- *   gpo_sched_step() fails with -ERANGE and the lr stays.
+ *   cycle_momentum=False. At step total_steps torch extrapolates the
+ *   last phase (a linear anneal goes below min_lr, even negative) and
+ *   raises after it; here the lr holds the last phase's final value and
+ *   gpo_sched_step() fails with -ERANGE.
  * - plateau's lrs are per group, as torch's: each group's lr is
  *   max(lr * factor, min_lr), applied only where that lowers it by more
  *   than eps. min_lr is one value for every group. SequentialLR cannot

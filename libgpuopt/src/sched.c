@@ -522,6 +522,14 @@ static double lr_onecycle(const struct gpo_sched *s, double base,
 	struct phase ph[3];
 	int i, n = onecycle_phases(s, ph);
 
+	/*
+	 * torch extrapolates the last phase at step total_steps (a linear
+	 * anneal goes below min_lr, even negative) and raises after it; here
+	 * the lr stays at the end of the last phase instead.
+	 */
+	if (x > ph[n - 1].end)
+		x = ph[n - 1].end;
+
 	for (i = 0; i < n - 1 && x > ph[i].end; i++)
 		start = ph[i].end;
 	pct = (x - start) / (ph[i].end - start);

@@ -64,8 +64,8 @@ CASES = [
     ('polynomial', 'kind=polynomial total_iters=150 power=2'),
     ('polynomial_warmup', 'kind=polynomial total_iters=100 power=0.5 '
      'warmup_steps=10'),
-    ('onecycle', 'kind=onecycle max_lr=0.5 total_steps=200'),
-    ('onecycle_warmup', 'kind=onecycle max_lr=0.2 total_steps=190 '
+    ('onecycle', 'kind=onecycle max_lr=0.5 total_steps=201'),
+    ('onecycle_warmup', 'kind=onecycle max_lr=0.2 total_steps=191 '
      'pct_start=0.25 anneal_strategy=linear three_phase=1 div_factor=10 '
      'final_div_factor=100 warmup_steps=10 warmup_start_factor=0.2'),
     ('plateau', 'kind=plateau factor=0.5 patience=3 cooldown=2 '
