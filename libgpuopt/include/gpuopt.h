@@ -386,6 +386,9 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info);
 /* gpo_optim_steps_done - the number of steps applied (0 for NULL) */
 uint64_t gpo_optim_steps_done(struct gpo_optim *opt);
 
+/* gpo_optim_steps_skipped - steps skipped for non-finite gradients */
+uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt);
+
 /*
  * gpo_optim_set_step - set the applied-step count (for restoring state);
  * bias corrections use it. Returns 0 or -EINVAL.

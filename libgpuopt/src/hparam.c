@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpuopt_i.h"
 
@@ -213,10 +214,25 @@ int hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp)
 	return 0;
 }
 
+/* the shortest text that reads back as exactly @v: 0.999, not 0.99899.. */
+static const char *shortest(double v, char *buf)
+{
+	int prec;
+
+	for (prec = 6; prec < 17; prec++) {
+		snprintf(buf, 32, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return buf;
+	}
+	snprintf(buf, 32, "%.17g", v);
+	return buf;
+}
+
 int hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 		     char *buf, size_t len)
 {
 	size_t i, used = 0;
+	char num[32];
 	int n;
 
 	if (len)
@@ -233,8 +249,8 @@ int hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 				     d->name, *(const int *)p);
 		else
 			n = snprintf(used < len ? buf + used : NULL,
-				     used < len ? len - used : 0, "%s=%.17g\n",
-				     d->name, *(const double *)p);
+				     used < len ? len - used : 0, "%s=%s\n",
+				     d->name, shortest(*(const double *)p, num));
 		if (n < 0)
 			return -EINVAL;
 		used += n;

@@ -1104,6 +1104,11 @@ uint64_t gpo_optim_steps_done(struct gpo_optim *opt)
 	return opt ? opt->step : 0;
 }
 
+uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt)
+{
+	return opt ? opt->skipped : 0;
+}
+
 int gpo_optim_set_step(struct gpo_optim *opt, uint64_t step)
 {
 	if (!opt)
