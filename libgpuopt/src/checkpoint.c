@@ -57,49 +57,6 @@ static int sys_err(int err, const char *what, const char *path)
 	return gpo_err(-err, "%.200s: %s: %s", path, what, strerror(err));
 }
 
-/* These mirror optim.c's slot_possible() and slot_needed(). */
-static int kind_has_slot(enum gpo_optim_kind kind, int s)
-{
-	switch (kind) {
-	case GPO_SGD:
-		return s == SL_MOMENTUM;
-	case GPO_ADAM:
-	case GPO_ADAMW:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
-		       s == SL_MAX_EXP_AVG_SQ;
-	case GPO_RMSPROP:
-		return s == SL_SQUARE_AVG || s == SL_MOMENTUM ||
-		       s == SL_GRAD_AVG;
-	case GPO_ADAGRAD:
-		return s == SL_SUM;
-	case GPO_LAMB:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ;
-	case GPO_LION:
-		return s == SL_EXP_AVG;
-	default:
-		return 0;
-	}
-}
-
-static int hp_needs_slot(enum gpo_optim_kind kind, const struct hparams *hp,
-			 int s)
-{
-	switch (kind) {
-	case GPO_SGD:
-		return s == SL_MOMENTUM && hp->momentum != 0;
-	case GPO_ADAM:
-	case GPO_ADAMW:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
-		       (s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
-	case GPO_RMSPROP:
-		return s == SL_SQUARE_AVG ||
-		       (s == SL_MOMENTUM && hp->momentum > 0) ||
-		       (s == SL_GRAD_AVG && hp->centered);
-	default:
-		return kind_has_slot(kind, s);
-	}
-}
-
 /* ---- the header a save writes -------------------------------------------- */
 
 /* One file tensor of a save: a tensor of one flat buffer. */
@@ -1182,7 +1139,7 @@ static int resolve_name(const struct name_index *ix, enum gpo_optim_kind kind,
 		for (s = 0; s < SL_COUNT; s++)
 			if (!strcmp(slash + 1, optim_slot_names[s]))
 				break;
-		if (s == SL_COUNT || !kind_has_slot(kind, s))
+		if (s == SL_COUNT || !optim_slot_possible(kind, s))
 			return gpo_err(-EINVAL, "tensor '%.200s': %s has no such slot",
 				       n, gpo_optim_kind_name(kind));
 		t->slot = s;
@@ -1267,7 +1224,7 @@ static int check_complete_slots(const struct gpo_optim *opt,
 		if (s >= 0)
 			have[s] = any;
 		for (need = 0, g = 0; s >= 0 && g < opt->ngroups; g++)
-			need |= hp_needs_slot(opt->kind, &groups[g].hp, s);
+			need |= optim_slot_needed(opt->kind, &groups[g].hp, s);
 		if (!any && (s < 0 || (need && !(flags & GPO_CKPT_FOREIGN))) &&
 		    opt->ntensors)
 			return gpo_err(-ENOENT, "the checkpoint has no %s/%s%s%s",

@@ -354,46 +354,7 @@ int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
 
 /* ---- buffers ------------------------------------------------------------ */
 
-/* Is slot @s used by the configuration of any group now? */
-static int slot_needed(const struct gpo_optim *opt, enum slot_id s)
-{
-	int g, need = 0;
-
-	for (g = 0; g < opt->ngroups; g++) {
-		const struct hparams *hp = &opt->groups[g].hp;
-
-		switch (opt->kind) {
-		case GPO_SGD:
-			need |= s == SL_MOMENTUM && hp->momentum != 0;
-			break;
-		case GPO_ADAM:
-		case GPO_ADAMW:
-			need |= s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
-				(s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
-			break;
-		case GPO_RMSPROP:
-			need |= s == SL_SQUARE_AVG ||
-				(s == SL_MOMENTUM && hp->momentum > 0) ||
-				(s == SL_GRAD_AVG && hp->centered);
-			break;
-		case GPO_ADAGRAD:
-			need |= s == SL_SUM;
-			break;
-		case GPO_LAMB:
-			need |= s == SL_EXP_AVG || s == SL_EXP_AVG_SQ;
-			break;
-		case GPO_LION:
-			need |= s == SL_EXP_AVG;
-			break;
-		default:
-			break;
-		}
-	}
-	return need;
-}
-
-/* Can the kind ever have slot @s? */
-static int slot_possible(enum gpo_optim_kind kind, enum slot_id s)
+int optim_slot_possible(enum gpo_optim_kind kind, int s)
 {
 	switch (kind) {
 	case GPO_SGD:
@@ -414,6 +375,36 @@ static int slot_possible(enum gpo_optim_kind kind, enum slot_id s)
 	default:
 		return 0;
 	}
+}
+
+int optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
+		      int s)
+{
+	switch (kind) {
+	case GPO_SGD:
+		return s == SL_MOMENTUM && hp->momentum != 0;
+	case GPO_ADAM:
+	case GPO_ADAMW:
+		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
+		       (s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
+	case GPO_RMSPROP:
+		return s == SL_SQUARE_AVG ||
+		       (s == SL_MOMENTUM && hp->momentum > 0) ||
+		       (s == SL_GRAD_AVG && hp->centered);
+	default:
+		return optim_slot_possible(kind, s);
+	}
+}
+
+/* Is slot @s used by the configuration of any group now? */
+static int slot_needed(const struct gpo_optim *opt, enum slot_id s)
+{
+	int g;
+
+	for (g = 0; g < opt->ngroups; g++)
+		if (optim_slot_needed(opt->kind, &opt->groups[g].hp, s))
+			return 1;
+	return 0;
 }
 
 static int launch_fill(struct gpo_optim *opt, const struct dev_buf *buf,
@@ -609,7 +600,8 @@ static int resolve(struct gpo_optim *opt, const char *slot, int create,
 		return 0;
 	}
 	for (s = 0; s < SL_COUNT; s++) {
-		if (strcmp(slot, optim_slot_names[s]) || !slot_possible(opt->kind, s))
+		if (strcmp(slot, optim_slot_names[s]) ||
+		    !optim_slot_possible(opt->kind, s))
 			continue;
 		if (!opt->slot[s].mem && !create)
 			return gpo_err(-ENOENT, "slot '%s' is not in use", slot);

@@ -74,4 +74,11 @@ extern const char *const optim_slot_names[SL_COUNT];
  */
 int optim_ensure_allocated(struct gpo_optim *opt);
 
+/* optim_slot_possible - can an optimizer of @kind ever keep slot @s? */
+int optim_slot_possible(enum gpo_optim_kind kind, int s);
+
+/* optim_slot_needed - does a group configured as @hp use slot @s? */
+int optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
+		      int s);
+
 #endif /* GPUOPT_OPTIM_I_H */
