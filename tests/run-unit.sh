@@ -6,6 +6,9 @@ build=$1
 shift
 pass=0 fail=0 skip=0 failed=""
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
+# the GPU drivers probed at gpo_ctx_new() (llvmpipe, PoCL) leak a little
+# of their own; LeakSanitizer in the SANITIZE=1 build is told so
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 for t in "$@"; do
 	name=$(basename "$t")
 	log=$build/tests/$name.log
@@ -13,6 +16,7 @@ for t in "$@"; do
 		GPUOPT_TEST_DEVICES=${GPUOPT_TEST_DEVICES:-cpu} \
 		GPUOPT_TEST_REQUIRE= GPUOPT_TEST_QUICK=1 CK_FORK=no \
 		valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+			--suppressions=tests/valgrind.supp \
 			--error-exitcode=99 "$t" >"$log" 2>&1
 	else
 		"$t" >"$log" 2>&1

@@ -10,7 +10,7 @@ cflags=${CKPT_CFLAGS:--std=gnu11 -O2 -g -pthread -D_GNU_SOURCE -Ilibgpuopt/inclu
 libs=${CKPT_LIBS:--lOpenCL -lvulkan -luring -ljansson -lm -lpthread}
 helper=$build/tests/ckpt_helper
 # a SANITIZE=1 build: the drivers' own leaks are not the helper's
-LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/ckpt/lsan.supp}
+LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export LSAN_OPTIONS
 mkdir -p "$build/tests"
 # shellcheck disable=SC2086
