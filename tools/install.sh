@@ -13,7 +13,7 @@ install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \
 	libgpuopt/gpuopt.pc.in >"$root/lib/pkgconfig/gpuopt.pc"
 install -m 0644 libgpuopt/man/*.3 "$root/share/man/man3/"
-for b in gpuoptfs gpuopt-devices; do
+for b in gpuoptfs gpuopt-devices gpuopt-ckpt; do
 	[ -x "$build/bin/$b" ] && install -m 0755 "$build/bin/$b" "$root/bin/"
 done
 [ -f fsd/gpuoptfs.8 ] && install -m 0644 fsd/gpuoptfs.8 "$root/share/man/man8/"
