@@ -34,7 +34,23 @@ void main()
 	start = blocks[4u * b + 1u];
 	end = start + blocks[4u * b + 2u];
 	step = lr * trust[blocks[4u * b]];
-	for (uint i = start + gl_LocalInvocationID.x; i < end; i += WG_SIZE)
+	/* four elements a round, loads first, as in lamb_prep.comp */
+	uint i = start + gl_LocalInvocationID.x;
+	for (; i + 3u * WG_SIZE < end; i += 4u * WG_SIZE) {
+		float pa[4], ma[4], va[4];
+
+		for (uint k = 0u; k < 4u; k++) {
+			uint j = i + k * WG_SIZE;
+
+			pa[k] = p[j];
+			ma[k] = m[j];
+			va[k] = v[j];
+		}
+		for (uint k = 0u; k < 4u; k++)
+			p[i + k * WG_SIZE] = pa[k] - step *
+				lamb_r(ma[k], va[k], pa[k], bc1, bc2, eps, wd);
+	}
+	for (; i < end; i += WG_SIZE)
 		p[i] = p[i] - step * lamb_r(m[i], v[i], p[i], bc1, bc2, eps,
 					    wd);
 }

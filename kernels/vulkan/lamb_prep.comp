@@ -39,7 +39,37 @@ void main()
 	b = args.aux1 + grp;
 	start = blocks[4u * b + 1u];
 	end = start + blocks[4u * b + 2u];
-	for (uint i = start + t; i < end; i += WG_SIZE) {
+	/*
+	 * Four elements an invocation per round, all loads first: the loop
+	 * bound is not a constant, so nothing else would put more than one
+	 * element's loads in flight.
+	 */
+	uint i = start + t;
+	for (; i + 3u * WG_SIZE < end; i += 4u * WG_SIZE) {
+		float pa[4], ga[4], ma[4], va[4];
+
+		for (uint k = 0u; k < 4u; k++) {
+			uint j = i + k * WG_SIZE;
+
+			pa[k] = p[j];
+			ga[k] = g[j];
+			ma[k] = m[j];
+			va[k] = v[j];
+		}
+		for (uint k = 0u; k < 4u; k++) {
+			uint j = i + k * WG_SIZE;
+			float gi = ga[k] * gm;
+			float mi = ma[k] * b1 + ob1 * gi;
+			float vi = va[k] * b2 + ob2 * gi * gi;
+			float r = lamb_r(mi, vi, pa[k], bc1, bc2, eps, wd);
+
+			m[j] = mi;
+			v[j] = vi;
+			pn += pa[k] * pa[k];
+			rn += r * r;
+		}
+	}
+	for (; i < end; i += WG_SIZE) {
 		float gi = g[i] * gm;
 		float mi = m[i] * b1 + ob1 * gi;
 		float vi = v[i] * b2 + ob2 * gi * gi;

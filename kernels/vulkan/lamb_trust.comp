@@ -16,8 +16,9 @@
 #include "group.glsl"
 
 UINT_BUF(0, tensors);
-layout(set = 0, binding = 1, std430) readonly buffer part_f1
-	{ float part[]; };
+/* a block's two partials side by side: one 8-byte load */
+layout(set = 0, binding = 1, std430) readonly buffer part_v2
+	{ vec2 part[]; };
 FLOAT_BUF(2, trust);
 SCAL_BUF(3);
 
@@ -32,9 +33,25 @@ void main()
 		return;
 	first = tensors[2u * t];
 	count = tensors[2u * t + 1u];
-	for (uint b = gl_LocalInvocationID.x; b < count; b += WG_SIZE) {
-		pn += part[2u * (first + b)];
-		rn += part[2u * (first + b) + 1u];
+	/*
+	 * Eight blocks a round, loads first: a 2^28-element tensor has
+	 * 65536 blocks, 256 for each invocation, and one load in flight at
+	 * a time would cost more than the whole LAMB_APPLY pass saves.
+	 */
+	uint b = gl_LocalInvocationID.x;
+	for (; b + 7u * WG_SIZE < count; b += 8u * WG_SIZE) {
+		vec2 x[8];
+
+		for (uint k = 0u; k < 8u; k++)
+			x[k] = part[first + b + k * WG_SIZE];
+		for (uint k = 0u; k < 8u; k++) {
+			pn += x[k].x;
+			rn += x[k].y;
+		}
+	}
+	for (; b < count; b += WG_SIZE) {
+		pn += part[first + b].x;
+		rn += part[first + b].y;
 	}
 	reduce2(pn, rn);
 	if (gl_LocalInvocationID.x == 0u) {

@@ -80,10 +80,6 @@ struct vk_dev {
 	uint32_t pool_type;		/* memory type of pool blocks */
 	int pool_mapped;		/* blocks are mapped (ReBAR, UMA) */
 	int direct_read;		/* ... and host-cached: read them */
-	int dedicated;			/* a dedicated allocation per block */
-	int nofree;
-	struct dev_mem grave[256];
-	int ngrave;
 	uint32_t staging_type;
 	struct dev_mem dummy;		/* bound for unused buffers */
 	struct dev_mem staging;		/* uploads and readbacks */

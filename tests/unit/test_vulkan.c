@@ -125,14 +125,17 @@ struct adam_result {
 };
 
 /*
- * AdamW with weight decay and amsgrad for ADAM_STEPS steps over @n
- * parameters, random parameters and fresh random gradients drawn from
- * @seed, on @dev, with @config on top. Results are read into poisoned
- * buffers, so an element never written shows as NaN.
+ * @kind (Adam or AdamW with amsgrad, or LAMB) with weight decay for
+ * ADAM_STEPS steps over @n parameters, random parameters and fresh random
+ * gradients drawn from @seed, on @dev, with @config on top. Results are
+ * read into poisoned buffers, so an element never written shows as NaN.
  */
-static void run_adam(struct gpo_device *dev, uint64_t seed, uint64_t n,
-		     const char *config, struct adam_result *r)
+static void run_opt(struct gpo_device *dev, enum gpo_optim_kind kind,
+		    uint64_t seed, uint64_t n, const char *config,
+		    struct adam_result *r)
 {
+	const char *base = kind == GPO_LAMB ? "lr=0.01 weight_decay=0.1" :
+			   "lr=0.01 weight_decay=0.1 amsgrad=1";
 	size_t bytes = n * sizeof(float);
 	float *p = malloc(bytes), *g = malloc(bytes);
 	struct gpo_step_info info;
@@ -144,10 +147,9 @@ static void run_adam(struct gpo_device *dev, uint64_t seed, uint64_t n,
 	r->m = malloc(bytes);
 	r->v = malloc(bytes);
 	ck_assert(p && g && r->p && r->m && r->v);
-	ck_assert(!gpo_optim_new(dev, GPO_ADAMW, &opt));
-	ck_assert_msg(!gpo_optim_configure(opt, 0,
-					   "lr=0.01 weight_decay=0.1 amsgrad=1"),
-		      "%s", gpo_errmsg());
+	ck_assert(!gpo_optim_new(dev, kind, &opt));
+	ck_assert_msg(!gpo_optim_configure(opt, 0, base), "%s",
+		      gpo_errmsg());
 	ck_assert_msg(!gpo_optim_configure(opt, 0, config), "%s",
 		      gpo_errmsg());
 	ck_assert_int_eq(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
@@ -201,9 +203,10 @@ static double rel_err(const float *got, const float *want, size_t n,
 	return err;
 }
 
-/* AdamW on @dev against cpu:0 over @n, with @config: all within TOL. */
-static void check_adam_matches_cpu(struct gpo_device *dev,
-				   struct gpo_device *cpu, uint64_t n,
+/* @kind on @dev against cpu:0 over @n, with @config: all within TOL. */
+static void check_kind_matches_cpu(struct gpo_device *dev,
+				   struct gpo_device *cpu,
+				   enum gpo_optim_kind kind, uint64_t n,
 				   const char *config)
 {
 	struct adam_result want, got;
@@ -217,19 +220,26 @@ static void check_adam_matches_cpu(struct gpo_device *dev,
 	 */
 	if (strstr(config, "clip_norm"))
 		floor = 1e-1;
-	run_adam(cpu, seed, n, config, &want);
-	run_adam(dev, seed, n, config, &got);
+	run_opt(cpu, kind, seed, n, config, &want);
+	run_opt(dev, kind, seed, n, config, &got);
 	ep = rel_err(got.p, want.p, n, floor);
 	em = rel_err(got.m, want.m, n, floor);
 	ev = rel_err(got.v, want.v, n, floor);
-	fprintf(stderr, "%s adamw n=%llu \"%s\" vs cpu:0: param %.3g exp_avg %.3g exp_avg_sq %.3g\n",
-		tu_device_id(dev), (unsigned long long)n, config, ep, em, ev);
+	fprintf(stderr, "%s %s n=%llu \"%s\" vs cpu:0: param %.3g exp_avg %.3g exp_avg_sq %.3g\n",
+		tu_device_id(dev), gpo_optim_kind_name(kind),
+		(unsigned long long)n, config, ep, em, ev);
 	ck_assert_msg(ep < TOL && em < TOL && ev < TOL,
-		      "%s: adamw n=%llu \"%s\" differs from cpu:0: param %g exp_avg %g exp_avg_sq %g",
-		      tu_device_id(dev), (unsigned long long)n, config, ep, em,
-		      ev);
+		      "%s: %s n=%llu \"%s\" differs from cpu:0: param %g exp_avg %g exp_avg_sq %g",
+		      tu_device_id(dev), gpo_optim_kind_name(kind),
+		      (unsigned long long)n, config, ep, em, ev);
 	free_result(&want);
 	free_result(&got);
+}
+
+static void check_adam(struct gpo_device *dev, struct gpo_device *cpu,
+		       uint64_t n, const char *config)
+{
+	check_kind_matches_cpu(dev, cpu, GPO_ADAMW, n, config);
 }
 
 /* ---- tests -------------------------------------------------------------- */
@@ -292,8 +302,9 @@ START_TEST(test_vulkan_adam_matches_cpu)
 	int i, n = open_devices(tu_ctx(), devs, &cpu);
 
 	for (i = 0; i < n; i++) {
-		check_adam_matches_cpu(devs[i], cpu, ADAM_N, "");
-		check_adam_matches_cpu(devs[i], cpu, ADAM_N, "clip_norm=0.5");
+		check_kind_matches_cpu(devs[i], cpu, GPO_ADAM, ADAM_N, "");
+		check_adam(devs[i], cpu, ADAM_N, "");
+		check_adam(devs[i], cpu, ADAM_N, "clip_norm=0.5");
 	}
 }
 END_TEST
@@ -440,7 +451,7 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 		ctx = new_ctx();
 		n = open_devices(ctx, devs, &cpu);
 		for (i = 0; i < n; i++)
-			check_adam_matches_cpu(devs[i], cpu, ADAM_N, "");
+			check_adam(devs[i], cpu, ADAM_N, "");
 		gpo_ctx_free(ctx);
 		fprintf(stderr, "pipeline cache damaged (%s): ignored\n",
 			damage_names[how]);
@@ -461,7 +472,8 @@ END_TEST
  * sets from the cache instead of push descriptors, every transfer through
  * a small staging ring (several chunks and flushes per read and write),
  * element kernels split into several windows and dispatches of few
- * groups, and a norm pass split into runs of groups. Must match cpu:0.
+ * groups, a norm pass split into runs of groups, and group kernels on 2D
+ * grids. Must match cpu:0.
  */
 START_TEST(test_vulkan_fallback_paths_match_cpu)
 {
@@ -478,9 +490,24 @@ START_TEST(test_vulkan_fallback_paths_match_cpu)
 	ctx = new_ctx();
 	n = open_devices(ctx, devs, &cpu);
 	for (i = 0; i < n; i++) {
-		check_adam_matches_cpu(devs[i], cpu, 40000, "");
-		check_adam_matches_cpu(devs[i], cpu, 40000, "clip_norm=0.5");
-		check_adam_matches_cpu(devs[i], cpu, 40000, "grad_scale=64");
+		check_adam(devs[i], cpu, 40000, "");
+		check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
+		check_adam(devs[i], cpu, 40000, "grad_scale=64");
+	}
+	gpo_ctx_free(ctx);
+
+	/*
+	 * LAMB binds whole buffers (no windows), so with the full range:
+	 * its 10 blocks and the norm's 10 groups run as 2D grids of 2 x 5
+	 */
+	setenv("GPUOPT_VULKAN_DEBUG", "nopush,nomap,staging=16384,groups=2",
+	       1);
+	ctx = new_ctx();
+	n = open_devices(ctx, devs, &cpu);
+	for (i = 0; i < n; i++) {
+		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000, "");
+		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000,
+				       "clip_norm=0.5");
 	}
 	gpo_ctx_free(ctx);
 	unsetenv("GPUOPT_VULKAN_DEBUG");
