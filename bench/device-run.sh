@@ -36,7 +36,7 @@ bench|all)
 	python3 bench/peer_torch.py --device cuda --sizes "$sizes" --many \
 		>"$out/peers.txt" 2>&1
 	cat "$out/peers.txt"
-	"$build/bin/bench_optim" -d "${nv_vk}${nv_cl:+,$nv_cl}" -s "$sizes" -m \
+	"$build/bin/bench_optim" -d "${nv_vk}${nv_cl:+,$nv_cl}" -s "$sizes" -m -r 50 \
 		-p "$out/peers.txt" 2>&1 | tee "$out/bench.txt"
 	;;
 esac
