@@ -88,6 +88,7 @@ struct vk_dev {
 	uint64_t max_range;		/* bytes one descriptor may span */
 	uint32_t max_groups;		/* element kernels' dispatch cap */
 	uint64_t spin_ns;		/* poll the fence this long first */
+	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
 
 	/* the open batch */

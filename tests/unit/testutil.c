@@ -34,6 +34,13 @@ static int listed(const char *list, const char *id, const char *backend)
 	return 0;
 }
 
+int tu_wanted(const struct gpo_device_info *info)
+{
+	const char *want = getenv("GPUOPT_TEST_DEVICES");
+
+	return !want || !*want || listed(want, info->id, info->backend);
+}
+
 int tu_devices(struct gpo_device **devs, int max)
 {
 	const char *want = getenv("GPUOPT_TEST_DEVICES");
@@ -214,17 +221,6 @@ void tu_data_path(char *buf, size_t len, const char *rel)
 	if (!dir || !*dir)
 		dir = "tests/data";
 	snprintf(buf, len, "%s/%s", dir, rel);
-}
-
-double tu_max_abs(const double *x, size_t n)
-{
-	double m = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (fabs(x[i]) > m)
-			m = fabs(x[i]);
-	return m;
 }
 
 void tu_check_errmsg(const char *what)

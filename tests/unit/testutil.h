@@ -28,6 +28,9 @@ struct gpo_ctx *tu_ctx(void);
  */
 int tu_devices(struct gpo_device **devs, int max);
 
+/* tu_wanted - is this device one GPUOPT_TEST_DEVICES lets tests use? */
+int tu_wanted(const struct gpo_device_info *info);
+
 /* tu_device_id - "cpu:0" etc. */
 const char *tu_device_id(struct gpo_device *dev);
 
@@ -79,9 +82,6 @@ uint64_t tu_rng(const char *tag);
  * tests/data (tests run with the repository root as working directory)
  */
 void tu_data_path(char *buf, size_t len, const char *rel);
-
-/* tu_max_abs - the largest |x[i]| (0 for n = 0) */
-double tu_max_abs(const double *x, size_t n);
 
 /*
  * tu_check_errmsg - assert that the last libgpuopt call of this thread left
