@@ -713,7 +713,7 @@ static uint64_t now_ns(void)
  */
 static VkResult fence_wait(struct vk_dev *vd)
 {
-	uint64_t end;
+	uint64_t start = now_ns(), end;
 	VkResult r;
 
 	if (vd->spin_ns) {
@@ -723,7 +723,8 @@ static VkResult fence_wait(struct vk_dev *vd)
 			if (r != VK_TIMEOUT)
 				return r;
 		}
-		end = now_ns() + vd->spin_ns;
+		/* the timed wait may return early: poll to the expected end */
+		end = start + vd->last_batch_ns + vd->spin_ns;
 		do {
 			r = vkGetFenceStatus(vd->device, vd->fence);
 			if (r != VK_NOT_READY)
