@@ -743,6 +743,7 @@ START_TEST(test_null_pointers_are_einval)
 	/* the calls that cannot fail take NULL quietly */
 	ck_assert_uint_eq(gpo_optim_numel(NULL), 0);
 	ck_assert_uint_eq(gpo_optim_steps_done(NULL), 0);
+	ck_assert_uint_eq(gpo_optim_steps_skipped(NULL), 0);
 	ck_assert_ptr_null(gpo_optim_slot_name(NULL, 0));
 	ck_assert_ptr_nonnull(gpo_ctx_probe_log(NULL));
 	gpo_optim_free(NULL);

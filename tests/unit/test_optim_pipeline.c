@@ -557,8 +557,10 @@ static void reset_run(struct gpo_device *dev, int k, uint64_t *rng,
 	ck_assert_uint_eq(info.skipped_total, 1);
 	n = gpo_optim_numel(rr.opt);
 	take_snapshot(rr.opt, &before);
+	ck_assert_uint_eq(gpo_optim_steps_skipped(rr.opt), 1);
 	ck_assert_int_eq(gpo_optim_reset(rr.opt), 0);
 	ck_assert_uint_eq(gpo_optim_steps_done(rr.opt), 0);
+	ck_assert_uint_eq(gpo_optim_steps_skipped(rr.opt), 0);
 	take_snapshot(rr.opt, &after);
 	ck_assert_int_eq(after.count, before.count);
 	ck_assert(!memcmp(before.data[0], after.data[0], n * 4));
