@@ -5,13 +5,14 @@
 build=$1
 shift
 pass=0 fail=0 skip=0 failed=""
+mkdir -p "$build/tests/logs"
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
 # the GPU drivers probed at gpo_ctx_new() (llvmpipe, PoCL) leak a little
 # of their own; LeakSanitizer in the SANITIZE=1 build is told so
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 for t in "$@"; do
 	name=$(basename "$t")
-	log=$build/tests/$name.log
+	log=$build/tests/logs/$name.log
 	if [ -n "$VALGRIND" ]; then
 		GPUOPT_TEST_DEVICES=${GPUOPT_TEST_DEVICES:-cpu} \
 		GPUOPT_TEST_REQUIRE= GPUOPT_TEST_QUICK=1 CK_FORK=no \

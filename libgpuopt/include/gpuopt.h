@@ -43,8 +43,9 @@ const char *gpo_version(void);
  * gpo_errmsg - describe the last failure of this thread
  *
  * Returns the message set by the last libgpuopt call of the calling thread
- * that failed, or "" if none failed. The text stays valid until the next
- * libgpuopt call on this thread.
+ * that failed. Read it right after the failure: a later call may replace
+ * it, and a successful call may clear it to "". The text stays valid
+ * until the next libgpuopt call on this thread.
  */
 const char *gpo_errmsg(void);
 
@@ -102,7 +103,7 @@ struct gpo_device_info {
 	char driver[64];		/* driver version */
 	char uuid[40];			/* 32 hex digits, "" if unknown */
 	enum gpo_device_type type;
-	unsigned int compute_units;
+	unsigned int compute_units;	/* 0 when the driver does not say */
 	uint64_t mem_total_bytes;
 	uint64_t mem_used_bytes;	/* held by this context's pool */
 	int enabled;			/* 0 after gpo_device_enable(.., 0) */
@@ -172,7 +173,9 @@ int gpo_pool_stats(struct gpo_device *dev, struct gpo_pool_stats *st);
  * gpo_pool_set_limit - cap the bytes the pool may take from the device
  * @limit: UINT64_MAX for no limit. A limit below the capacity in use
  *         first trims the cache; it fails with -EBUSY if used bytes
- *         already exceed it.
+ *         already exceed it. Blocks that are partly in use cannot be
+ *         trimmed, so capacity may stay above the limit until they are
+ *         freed; no new block is taken meanwhile.
  */
 int gpo_pool_set_limit(struct gpo_device *dev, uint64_t limit);
 
