@@ -387,60 +387,16 @@ END_TEST
 
 /* ---- main --------------------------------------------------------------- */
 
-static int listed(const char *list, const char *word)
-{
-	char buf[512], *tok, *save;
-
-	snprintf(buf, sizeof(buf), "%s", list ? list : "");
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		if (!strncmp(tok, word, strlen(word)) || !strcmp(tok, "all"))
-			return 1;
-	return 0;
-}
-
-/*
- * Count the OpenCL devices in a child process: an OpenCL runtime started
- * here (PoCL starts threads) would not survive Check's fork of each test.
- */
-static int opencl_device_count(void)
-{
-	pid_t pid = fork();
-	int status, i, n = 0;
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		struct gpo_ctx *ctx;
-
-		if (gpo_ctx_new(&ctx, 0))
-			_exit(0);
-		for (i = 0; i < gpo_device_count(ctx); i++)
-			n += is_opencl(ctx, i);
-		gpo_ctx_free(ctx);
-		_exit(n > 100 ? 100 : n);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
 int main(void)
 {
-	const char *want = getenv("GPUOPT_TEST_DEVICES");
-	int required = listed(getenv("GPUOPT_TEST_REQUIRE"), "opencl");
-	Suite *s = suite_create("opencl");
-	TCase *tc = tcase_create("opencl");
+	int skip = tu_backend_gate("opencl");
+	Suite *s;
+	TCase *tc;
 
-	if (!required && want && *want && !listed(want, "opencl")) {
-		printf("skipped: GPUOPT_TEST_DEVICES=%s has no opencl device\n",
-		       want);
-		return 77;
-	}
-	if (!required && opencl_device_count() <= 0) {
-		printf("skipped: no OpenCL device found\n");
-		return 77;
-	}
+	if (skip)
+		return skip;
+	s = suite_create("opencl");
+	tc = tcase_create("opencl");
 	/* building the program from source takes seconds on PoCL */
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_opencl_devices_report_sane_properties);

@@ -516,61 +516,16 @@ END_TEST
 
 /* ---- main --------------------------------------------------------------- */
 
-static int listed(const char *list, const char *word)
-{
-	char buf[512], *tok, *save;
-
-	snprintf(buf, sizeof(buf), "%s", list ? list : "");
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		if (!strncmp(tok, word, strlen(word)) || !strcmp(tok, "all"))
-			return 1;
-	return 0;
-}
-
-/*
- * Count the Vulkan devices in a child process: a context probes every
- * backend, and runtimes that start threads (PoCL) would not survive
- * Check's fork of each test.
- */
-static int vulkan_device_count(void)
-{
-	pid_t pid = fork();
-	int status, i, n = 0;
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		struct gpo_ctx *ctx;
-
-		if (gpo_ctx_new(&ctx, 0))
-			_exit(0);
-		for (i = 0; i < gpo_device_count(ctx); i++)
-			n += is_vulkan(ctx, i);
-		gpo_ctx_free(ctx);
-		_exit(n > 100 ? 100 : n);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
 int main(void)
 {
-	const char *want = getenv("GPUOPT_TEST_DEVICES");
-	int required = listed(getenv("GPUOPT_TEST_REQUIRE"), "vulkan");
-	Suite *s = suite_create("vulkan");
-	TCase *tc = tcase_create("vulkan");
+	int skip = tu_backend_gate("vulkan");
+	Suite *s;
+	TCase *tc;
 
-	if (!required && want && *want && !listed(want, "vulkan")) {
-		printf("skipped: GPUOPT_TEST_DEVICES=%s has no vulkan device\n",
-		       want);
-		return 77;
-	}
-	if (!required && vulkan_device_count() <= 0) {
-		printf("skipped: no Vulkan device found\n");
-		return 77;
-	}
+	if (skip)
+		return skip;
+	s = suite_create("vulkan");
+	tc = tcase_create("vulkan");
 	tcase_add_test(tc, test_vulkan_devices_report_sane_properties);
 	tcase_add_test(tc, test_vulkan_adam_matches_cpu);
 	tcase_add_test(tc, test_vulkan_first_open_writes_pipeline_cache);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "testutil.h"
 
 static struct gpo_ctx *ctx;
@@ -82,6 +84,61 @@ int tu_devices(struct gpo_device **devs, int max)
 		}
 	}
 	return n;
+}
+
+/* does the comma list @list name @word, a prefix of it, or "all"? */
+static int names(const char *list, const char *word)
+{
+	char buf[512], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", list ? list : "");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strncmp(tok, word, strlen(word)) || !strcmp(tok, "all"))
+			return 1;
+	return 0;
+}
+
+static int backend_device_count(const char *backend)
+{
+	pid_t pid = fork();
+	int status, i, n = 0;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct gpo_device_info info;
+		struct gpo_ctx *c;
+
+		if (gpo_ctx_new(&c, 0))
+			_exit(0);
+		for (i = 0; i < gpo_device_count(c); i++)
+			n += !gpo_device_info(c, i, &info) &&
+			     !strcmp(info.backend, backend) && tu_wanted(&info);
+		gpo_ctx_free(c);
+		_exit(n > 100 ? 100 : n);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int tu_backend_gate(const char *backend)
+{
+	const char *want = getenv("GPUOPT_TEST_DEVICES");
+
+	if (names(getenv("GPUOPT_TEST_REQUIRE"), backend))
+		return 0;
+	if (want && *want && !names(want, backend)) {
+		printf("skipped: GPUOPT_TEST_DEVICES=%s has no %s device\n",
+		       want, backend);
+		return 77;
+	}
+	if (backend_device_count(backend) <= 0) {
+		printf("skipped: no %s device found\n", backend);
+		return 77;
+	}
+	return 0;
 }
 
 const char *tu_device_id(struct gpo_device *dev)

@@ -31,6 +31,15 @@ int tu_devices(struct gpo_device **devs, int max);
 /* tu_wanted - is this device one GPUOPT_TEST_DEVICES lets tests use? */
 int tu_wanted(const struct gpo_device_info *info);
 
+/*
+ * tu_backend_gate - may the test program of @backend ("opencl", "vulkan")
+ * run? Returns 0 to run; 77 after printing why to skip: the backend has
+ * no device here (counted in a child process: runtimes that start threads
+ * would not survive Check's fork of each test) or GPUOPT_TEST_DEVICES
+ * leaves it out. Never skips when GPUOPT_TEST_REQUIRE names @backend.
+ */
+int tu_backend_gate(const char *backend);
+
 /* tu_device_id - "cpu:0" etc. */
 const char *tu_device_id(struct gpo_device *dev);
 
