@@ -864,14 +864,16 @@ static void lamb_scalars(const struct gpo_optim *opt,
 	a->flags |= hp->maximize ? KF_MAXIMIZE : 0;
 }
 
-static int launch_lamb(struct gpo_optim *opt, uint64_t t, uint32_t flags)
+/* K_LAMB_PREP or K_LAMB_APPLY for every group that has blocks. */
+static int launch_lamb_groups(struct gpo_optim *opt, uint64_t t,
+			      uint32_t flags, enum kernel_id k)
 {
-	const struct backend_ops *ops = opt->dev->ops;
 	struct kernel_args a;
 	int g, ret;
 
 	for (g = 0; g < opt->ngroups; g++) {
 		struct optim_group *grp = &opt->groups[g];
+		int i = 0;
 
 		if (!grp->nblocks)
 			continue;
@@ -879,48 +881,42 @@ static int launch_lamb(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 		a.flags = flags;
 		lamb_scalars(opt, grp, t, &a);
 		a.n = (uint32_t)opt->total;
-		a.buf[0] = opt->param;
-		a.buf[1] = opt->grad;
-		a.buf[2] = opt->slot[SL_EXP_AVG];
-		a.buf[3] = opt->slot[SL_EXP_AVG_SQ];
-		a.buf[4] = opt->blocks;
-		a.buf[5] = opt->lamb_partials;
-		a.buf[6] = opt->scal;
-		ret = ops->launch(opt->dev, K_LAMB_PREP, &a);
+		a.buf[i++] = opt->param;
+		if (k == K_LAMB_PREP)
+			a.buf[i++] = opt->grad;
+		else
+			a.s[0] = (float)group_lr(opt, grp);
+		a.buf[i++] = opt->slot[SL_EXP_AVG];
+		a.buf[i++] = opt->slot[SL_EXP_AVG_SQ];
+		a.buf[i++] = opt->blocks;
+		a.buf[i++] = k == K_LAMB_PREP ? opt->lamb_partials : opt->trust;
+		a.buf[i++] = opt->scal;
+		ret = opt->dev->ops->launch(opt->dev, k, &a);
 		if (ret)
 			return ret;
 	}
-	memset(&a, 0, sizeof(a));
+	return 0;
+}
+
+/* LAMB: moments and norms per block, trust per tensor, then the update. */
+static int launch_lamb(struct gpo_optim *opt, uint64_t t, uint32_t flags)
+{
+	struct kernel_args a = { 0 };
+	int ret;
+
+	ret = launch_lamb_groups(opt, t, flags, K_LAMB_PREP);
+	if (ret)
+		return ret;
 	a.flags = flags;
 	a.n = (uint32_t)opt->ntensors;
 	a.buf[0] = opt->tensor_blocks;
 	a.buf[1] = opt->lamb_partials;
 	a.buf[2] = opt->trust;
 	a.buf[3] = opt->scal;
-	ret = ops->launch(opt->dev, K_LAMB_TRUST, &a);
+	ret = opt->dev->ops->launch(opt->dev, K_LAMB_TRUST, &a);
 	if (ret)
 		return ret;
-	for (g = 0; g < opt->ngroups; g++) {
-		struct optim_group *grp = &opt->groups[g];
-
-		if (!grp->nblocks)
-			continue;
-		memset(&a, 0, sizeof(a));
-		a.flags = flags;
-		lamb_scalars(opt, grp, t, &a);
-		a.s[0] = (float)group_lr(opt, grp);
-		a.n = (uint32_t)opt->total;
-		a.buf[0] = opt->param;
-		a.buf[1] = opt->slot[SL_EXP_AVG];
-		a.buf[2] = opt->slot[SL_EXP_AVG_SQ];
-		a.buf[3] = opt->blocks;
-		a.buf[4] = opt->trust;
-		a.buf[5] = opt->scal;
-		ret = ops->launch(opt->dev, K_LAMB_APPLY, &a);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return launch_lamb_groups(opt, t, flags, K_LAMB_APPLY);
 }
 
 /* Queue the norm reduction; the update kernels then read scal. */
