@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <gpuopt.h>
+#include "bench_i.h"
 
 #define BLOCK		(8u << 20)
 #define NTENSORS	8
@@ -39,27 +40,6 @@ struct bench {
 	int reps;
 	char path_direct[4096], path_plain[4096], path_ckpt[4096];
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n)
-{
-	qsort(t, n, sizeof(*t), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
 
 /* The file's pages out of the cache (and all of it, as root). */
 static void drop_cache(const char *path)
@@ -230,20 +210,6 @@ static void run_size(struct bench *b, struct gpo_device *dev,
 	       fbytes / median(dh, b->reps) / 1e9);
 	free(blk);
 	gpo_optim_free(opt);
-}
-
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	switch (*end) {
-	case 'G': case 'g': v *= 1073741824.0; break;
-	case 'M': case 'm': v *= 1048576.0; break;
-	case 'K': case 'k': v *= 1024.0; break;
-	default: break;
-	}
-	return (uint64_t)v;
 }
 
 int main(int argc, char **argv)

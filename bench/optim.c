@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include "gpuopt.h"
+#include "bench_i.h"
 #include "gpuopt_i.h"
 
 struct bench_case {
@@ -64,41 +65,6 @@ static struct peer peers[64];
 static int npeers;
 static int reps = 20;
 static int quiet;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (*end == 'K' || *end == 'k')
-		v *= 1e3;
-	else if (*end == 'M' || *end == 'm')
-		v *= 1048576;
-	else if (*end == 'G' || *end == 'g')
-		v *= 1073741824.0;
-	return (uint64_t)v;
-}
 
 /*
  * Peer file lines: "label params ms_per_step", e.g.
