@@ -36,75 +36,11 @@ static int is_opencl(struct gpo_ctx *ctx, int i)
 	       !strcmp(info.backend, "opencl") && tu_wanted(&info);
 }
 
-/* The opencl devices of @ctx, opened; cpu:0 in *@cpu. */
-static int open_devices(struct gpo_ctx *ctx, struct gpo_device **devs,
-			struct gpo_device **cpu)
-{
-	int i, n = 0;
-
-	ck_assert_msg(!gpo_device_select(ctx, "cpu:0", cpu), "cpu:0: %s",
-		      gpo_errmsg());
-	for (i = 0; i < gpo_device_count(ctx) && n < MAX_OCL; i++) {
-		if (!is_opencl(ctx, i))
-			continue;
-		ck_assert_msg(!gpo_device_get(ctx, i, &devs[n]),
-			      "opening device %d: %s", i, gpo_errmsg());
-		n++;
-	}
-	ck_assert_msg(n > 0, "no OpenCL device (probe log: %s)",
-		      gpo_ctx_probe_log(ctx));
-	return n;
-}
-
-/* A fresh, empty GPUOPT_CACHE_DIR for this test. */
-static void fresh_cache_dir(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/gpuopt-test-opencl-XXXXXX");
-	ck_assert(mkdtemp(dir) != NULL);
-	setenv("GPUOPT_CACHE_DIR", dir, 1);
-}
-
-static void remove_cache_dir(const char *dir)
-{
-	struct dirent *de;
-	char path[4200];
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/*
- * The one program cache entry in @dir: its path and key. Fails the test
- * unless there is exactly one.
- */
+/* The one program cache entry in @dir: its path and key. */
 static void cache_entry(const char *dir, char *path, size_t len,
 			uint64_t *key)
 {
-	unsigned long long k = 0;
-	struct dirent *de;
-	int found = 0;
-	DIR *d = opendir(dir);
-
-	ck_assert_msg(d != NULL, "cannot open %s", dir);
-	while ((de = readdir(d))) {
-		if (sscanf(de->d_name, "opencl-%16llx.bin", &k) != 1 ||
-		    strlen(de->d_name) != strlen("opencl-.bin") + 16)
-			continue;
-		snprintf(path, len, "%s/%s", dir, de->d_name);
-		*key = k;
-		found++;
-	}
-	closedir(d);
-	ck_assert_msg(found == 1, "%d opencl cache entries in %s", found, dir);
+	ck_assert_int_eq(tu_cache_entries(dir, "opencl", path, len, key), 1);
 }
 
 /* Open the best opencl device of a new context, and close it again. */
@@ -278,7 +214,7 @@ START_TEST(test_opencl_first_open_populates_cache_then_reuses_it)
 	struct stat st1, st2;
 	uint64_t key;
 
-	fresh_cache_dir(dir, sizeof(dir));
+	tu_cache_dir_new(dir, sizeof(dir));
 	open_close_once();
 	cache_entry(dir, path, sizeof(path), &key);
 	ck_assert(!stat(path, &st1));
@@ -292,7 +228,7 @@ START_TEST(test_opencl_first_open_populates_cache_then_reuses_it)
 	ck_assert_msg(st1.st_ino == st2.st_ino &&
 		      st1.st_mtime == st2.st_mtime,
 		      "the cache entry was rewritten on a hit");
-	remove_cache_dir(dir);
+	tu_cache_dir_remove(dir);
 }
 END_TEST
 
@@ -347,7 +283,7 @@ START_TEST(test_opencl_damaged_cache_is_rebuilt)
 	void *data;
 	int how;
 
-	fresh_cache_dir(dir, sizeof(dir));
+	tu_cache_dir_new(dir, sizeof(dir));
 	open_close_once();
 	cache_entry(dir, path, sizeof(path), &key);
 	for (how = 0; how < DAMAGE_KINDS; how++) {
@@ -369,7 +305,7 @@ START_TEST(test_opencl_damaged_cache_is_rebuilt)
 			      damage_names[how], size);
 		free(data);
 	}
-	remove_cache_dir(dir);
+	tu_cache_dir_remove(dir);
 }
 END_TEST
 
@@ -379,7 +315,7 @@ START_TEST(test_opencl_adam_matches_cpu)
 	struct gpo_ctx *ctx = tu_ctx();
 	int i, n;
 
-	n = open_devices(ctx, devs, &cpu);
+	n = tu_open_backend(ctx, "opencl", devs, MAX_OCL, &cpu);
 	for (i = 0; i < n; i++)
 		check_adam_matches_cpu(devs[i], cpu, tu_device_id(devs[i]));
 }

@@ -37,27 +37,7 @@ static int is_vulkan(struct gpo_ctx *ctx, int i)
 	struct gpo_device_info info;
 
 	return !gpo_device_info(ctx, i, &info) &&
-	       !strcmp(info.backend, "vulkan");
-}
-
-/* The vulkan devices of @ctx, opened; cpu:0 in *@cpu. */
-static int open_devices(struct gpo_ctx *ctx, struct gpo_device **devs,
-			struct gpo_device **cpu)
-{
-	int i, n = 0;
-
-	ck_assert_msg(!gpo_device_select(ctx, "cpu:0", cpu), "cpu:0: %s",
-		      gpo_errmsg());
-	for (i = 0; i < gpo_device_count(ctx) && n < MAX_VK; i++) {
-		if (!is_vulkan(ctx, i))
-			continue;
-		ck_assert_msg(!gpo_device_get(ctx, i, &devs[n]),
-			      "opening device %d: %s", i, gpo_errmsg());
-		n++;
-	}
-	ck_assert_msg(n > 0, "no Vulkan device (probe log: %s)",
-		      gpo_ctx_probe_log(ctx));
-	return n;
+	       !strcmp(info.backend, "vulkan") && tu_wanted(&info);
 }
 
 static struct gpo_ctx *new_ctx(void)
@@ -66,58 +46,6 @@ static struct gpo_ctx *new_ctx(void)
 
 	ck_assert_msg(!gpo_ctx_new(&ctx, 0), "%s", gpo_errmsg());
 	return ctx;
-}
-
-/* A fresh, empty GPUOPT_CACHE_DIR for this test. */
-static void fresh_cache_dir(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/gpuopt-test-vulkan-XXXXXX");
-	ck_assert(mkdtemp(dir) != NULL);
-	setenv("GPUOPT_CACHE_DIR", dir, 1);
-}
-
-static void remove_cache_dir(const char *dir)
-{
-	struct dirent *de;
-	char path[4200];
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/*
- * The pipeline cache entries in @dir: the path and key of the first in
- * @path and @key; returns how many there are.
- */
-static int cache_entries(const char *dir, char *path, size_t len,
-			 uint64_t *key)
-{
-	unsigned long long k = 0;
-	struct dirent *de;
-	int found = 0;
-	DIR *d = opendir(dir);
-
-	ck_assert_msg(d != NULL, "cannot open %s", dir);
-	while ((de = readdir(d))) {
-		if (sscanf(de->d_name, "vulkan-%16llx.bin", &k) != 1 ||
-		    strlen(de->d_name) != strlen("vulkan-.bin") + 16)
-			continue;
-		if (!found++) {
-			snprintf(path, len, "%s/%s", dir, de->d_name);
-			*key = k;
-		}
-	}
-	closedir(d);
-	return found;
 }
 
 struct adam_result {
@@ -299,7 +227,7 @@ END_TEST
 START_TEST(test_vulkan_adam_matches_cpu)
 {
 	struct gpo_device *devs[MAX_VK], *cpu;
-	int i, n = open_devices(tu_ctx(), devs, &cpu);
+	int i, n = tu_open_backend(tu_ctx(), "vulkan", devs, MAX_VK, &cpu);
 
 	for (i = 0; i < n; i++) {
 		check_kind_matches_cpu(devs[i], cpu, GPO_ADAM, ADAM_N, "");
@@ -319,18 +247,19 @@ START_TEST(test_vulkan_first_open_writes_pipeline_cache)
 	void *data;
 	int n;
 
-	fresh_cache_dir(dir, sizeof(dir));
+	tu_cache_dir_new(dir, sizeof(dir));
 	ctx = new_ctx();
-	n = open_devices(ctx, devs, &cpu);
+	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 	gpo_ctx_free(ctx);
 	/* one entry per kind of device, each a whole pipeline cache */
-	ck_assert_msg(cache_entries(dir, path, sizeof(path), &key) >= 1,
+	ck_assert_msg(tu_cache_entries(dir, "vulkan", path, sizeof(path),
+				       &key) >= 1,
 		      "no pipeline cache in %s after opening %d devices", dir,
 		      n);
 	ck_assert(!diskcache_load("vulkan", key, &data, &size));
 	ck_assert_uint_ge(size, sizeof(VkPipelineCacheHeaderVersionOne));
 	free(data);
-	remove_cache_dir(dir);
+	tu_cache_dir_remove(dir);
 }
 END_TEST
 
@@ -425,11 +354,12 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 	void *data;
 	int how, i, n;
 
-	fresh_cache_dir(dir, sizeof(dir));
+	tu_cache_dir_new(dir, sizeof(dir));
 	ctx = new_ctx();
-	open_devices(ctx, devs, &cpu);
+	tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 	gpo_ctx_free(ctx);
-	ck_assert_int_ge(cache_entries(dir, path, sizeof(path), &key), 1);
+	ck_assert_int_ge(tu_cache_entries(dir, "vulkan", path, sizeof(path),
+					  &key), 1);
 
 	for (how = 0; how < DAMAGE_KINDS; how++) {
 		/* damage every device's entry the same way */
@@ -449,7 +379,7 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 
 		/* the device opens, ignores it, and computes correctly */
 		ctx = new_ctx();
-		n = open_devices(ctx, devs, &cpu);
+		n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 		for (i = 0; i < n; i++)
 			check_adam(devs[i], cpu, ADAM_N, "");
 		gpo_ctx_free(ctx);
@@ -457,13 +387,14 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 			damage_names[how]);
 
 		/* and it was written anew, whole */
-		ck_assert_int_ge(cache_entries(dir, path, sizeof(path), &key),
+		ck_assert_int_ge(tu_cache_entries(dir, "vulkan", path,
+						  sizeof(path), &key),
 				 1);
 		ck_assert_msg(!diskcache_load("vulkan", key, &data, &size),
 			      "after %s: no valid entry", damage_names[how]);
 		free(data);
 	}
-	remove_cache_dir(dir);
+	tu_cache_dir_remove(dir);
 }
 END_TEST
 
@@ -488,7 +419,7 @@ START_TEST(test_vulkan_fallback_paths_match_cpu)
 	setenv("GPUOPT_VULKAN_DEBUG",
 	       "nopush,nomap,staging=16384,range=65536,groups=2", 1);
 	ctx = new_ctx();
-	n = open_devices(ctx, devs, &cpu);
+	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 	for (i = 0; i < n; i++) {
 		check_adam(devs[i], cpu, 40000, "");
 		check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
@@ -503,7 +434,7 @@ START_TEST(test_vulkan_fallback_paths_match_cpu)
 	setenv("GPUOPT_VULKAN_DEBUG", "nopush,nomap,staging=16384,groups=2",
 	       1);
 	ctx = new_ctx();
-	n = open_devices(ctx, devs, &cpu);
+	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 	for (i = 0; i < n; i++) {
 		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000, "");
 		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000,

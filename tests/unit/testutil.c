@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,76 @@ int tu_backend_gate(const char *backend)
 		return 77;
 	}
 	return 0;
+}
+
+int tu_open_backend(struct gpo_ctx *c, const char *backend,
+		    struct gpo_device **devs, int max, struct gpo_device **cpu)
+{
+	struct gpo_device_info info;
+	int i, n = 0;
+
+	ck_assert_msg(!gpo_device_select(c, "cpu:0", cpu), "cpu:0: %s",
+		      gpo_errmsg());
+	for (i = 0; i < gpo_device_count(c) && n < max; i++) {
+		if (gpo_device_info(c, i, &info) ||
+		    strcmp(info.backend, backend) || !tu_wanted(&info))
+			continue;
+		ck_assert_msg(!gpo_device_get(c, i, &devs[n]),
+			      "opening %s: %s", info.id, gpo_errmsg());
+		n++;
+	}
+	ck_assert_msg(n > 0, "no %s device (probe log: %s)", backend,
+		      gpo_ctx_probe_log(c));
+	return n;
+}
+
+void tu_cache_dir_new(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/gpuopt-test-cache-XXXXXX");
+	ck_assert(mkdtemp(dir) != NULL);
+	setenv("GPUOPT_CACHE_DIR", dir, 1);
+}
+
+void tu_cache_dir_remove(const char *dir)
+{
+	struct dirent *de;
+	char path[4200];
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int tu_cache_entries(const char *dir, const char *kind, char *path,
+		     size_t len, uint64_t *key)
+{
+	unsigned long long k = 0;
+	char fmt[64];
+	struct dirent *de;
+	int found = 0;
+	DIR *d = opendir(dir);
+
+	ck_assert_msg(d != NULL, "cannot open %s", dir);
+	snprintf(fmt, sizeof(fmt), "%s-%%16llx.bin", kind);
+	while ((de = readdir(d))) {
+		if (sscanf(de->d_name, fmt, &k) != 1 ||
+		    strlen(de->d_name) != strlen(kind) + 5 + 16)
+			continue;
+		if (!found++) {
+			snprintf(path, len, "%s/%s", dir, de->d_name);
+			*key = k;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 const char *tu_device_id(struct gpo_device *dev)

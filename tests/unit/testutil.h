@@ -40,6 +40,25 @@ int tu_wanted(const struct gpo_device_info *info);
  */
 int tu_backend_gate(const char *backend);
 
+/*
+ * tu_open_backend - open every wanted device of @backend in @ctx (at
+ * least one, or the test fails) into @devs, and cpu:0 into *@cpu.
+ * Returns the count.
+ */
+int tu_open_backend(struct gpo_ctx *ctx, const char *backend,
+		    struct gpo_device **devs, int max, struct gpo_device **cpu);
+
+/* tu_cache_dir_new - a fresh, empty GPUOPT_CACHE_DIR for this test */
+void tu_cache_dir_new(char *dir, size_t len);
+void tu_cache_dir_remove(const char *dir);
+
+/*
+ * tu_cache_entries - the kernel cache entries "<kind>-<key>.bin" in @dir:
+ * the first one's path and key in @path and @key; returns the count
+ */
+int tu_cache_entries(const char *dir, const char *kind, char *path,
+		     size_t len, uint64_t *key);
+
 /* tu_device_id - "cpu:0" etc. */
 const char *tu_device_id(struct gpo_device *dev);
 
