@@ -4,7 +4,9 @@
 #   make check      the test suite; SANITIZE=1 for ASan+UBSan
 #   make valgrind   the unit tests under valgrind on the cpu device
 #   make bench      the benchmarks
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (library, header, gpuopt.pc,
+#                   man pages, gpuoptfs, gpuoptctl, gpuopt-ckpt, udev rules,
+#                   the service unit)
 
 SANITIZE ?= 0
 ifeq ($(SANITIZE),1)
@@ -121,6 +123,11 @@ $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
 
+# gpuoptctl only reads and writes the tree: it needs libc and libm alone.
+$(BUILD)/bin/gpuoptctl: tools/gpuoptctl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lm $(LDSAN)
+
 $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
@@ -153,6 +160,7 @@ check: all
 	@if [ -n "$(FSD_BIN)" ] && [ -d tests/fs ] && \
 		ls tests/fs/*.sh >/dev/null 2>&1; then \
 		tests/run-fs.sh $(BUILD); fi
+	@tests/run-tools.sh $(BUILD)
 
 valgrind: all
 	@VALGRIND=1 tests/run-unit.sh $(BUILD) $(TEST_BINS)

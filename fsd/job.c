@@ -793,6 +793,26 @@ static void after_step(struct job *j, const struct step_result *r)
 		set_state(j, JOB_DONE, -1);
 }
 
+/*
+ * opt_lock held: is the job's device still there? A rescan that no longer
+ * finds it fails the job's next step rather than letting it run on.
+ */
+static int device_check(struct job *j)
+{
+	struct fsd *fs = j->fs;
+	struct gpo_device_info info;
+	int ret;
+
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = gpo_device_info(fs->ctx, j->dev_index, &info);
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	if (!ret && !info.present)
+		return fs_err(-ENODEV,
+			      "device %s (%s) is gone (ENODEV): a rescan no longer finds it",
+			      info.id, info.name);
+	return ret ? fs_lib_err(ret) : 0;
+}
+
 /* One step of a built-in objective; opt_lock held. */
 static int objective_step(struct job *j, struct step_result *r)
 {
@@ -834,6 +854,8 @@ static void *runner_main(void *arg)
 		fair_lock(&j->opt_lock);
 		r.t0 = now_ns();
 		r.ret = ensure_built(j);
+		if (!r.ret)
+			r.ret = device_check(j);
 		if (!r.ret)
 			r.ret = objective_step(j, &r);
 		r.t1 = now_ns();
@@ -932,7 +954,10 @@ static int ctl_resume(struct job *j, uid_t uid)
 	pthread_mutex_lock(&j->lock);
 	if (j->state != JOB_PAUSED)
 		ret = wrong_state(j, "resume");
-	else
+	/* a job paused by restore has never run: it has no runner yet */
+	if (!ret && objective_name(j->cfg.model.kind))
+		ret = start_runner(j);
+	if (!ret)
 		set_state(j, JOB_RUNNING, uid);
 	pthread_mutex_unlock(&j->lock);
 	return ret;
@@ -1402,11 +1427,14 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 	if (ret)
 		goto out_unlock;
 	r.t0 = now_ns();
-	r.ret = gpo_optim_write(j->opt, "grad", NULL, src, bytes);
-	if (!r.ret)
-		r.ret = gpo_optim_step(j->opt, &r.info);
-	if (r.ret)
-		fs_lib_err(r.ret);
+	r.ret = device_check(j);
+	if (!r.ret) {
+		r.ret = gpo_optim_write(j->opt, "grad", NULL, src, bytes);
+		if (!r.ret)
+			r.ret = gpo_optim_step(j->opt, &r.info);
+		if (r.ret)
+			fs_lib_err(r.ret);
+	}
 	r.t1 = now_ns();
 	if (!r.ret)
 		ckpt_auto(j, &r.info);

@@ -83,8 +83,12 @@ int fs_device(struct fsd *fs, int index, struct gpo_device **out)
 
 void fs_device_seen(struct fsd *fs, int index, struct gpo_device *dev)
 {
-	struct dev_slot *s = &fs->devs[index];
+	struct dev_slot *s;
 
+	/* a device a failed rescan could not give a slot */
+	if (index < 0 || index >= fs->ndevs)
+		return;
+	s = &fs->devs[index];
 	pthread_mutex_lock(&s->lock);
 	if (!s->dev)
 		s->dev = dev;
@@ -234,37 +238,50 @@ static int ctl_show(struct fs_node *n, struct sbuf *sb)
 	return sbuf_printf(sb, "rescan\n");
 }
 
-/* A new context sees devices added since; jobs hold devices of the old. */
+/*
+ * Devices found again keep their index and their slot; new ones get the
+ * next indexes; lost ones stay, shown as enabled 0, and the jobs on them
+ * fail with ENODEV at their next step. Every slot lock is taken under
+ * ctx_lock for reading, so none is held while the slots move.
+ */
 static int rescan(struct fsd *fs)
 {
-	struct gpo_ctx *old_ctx;
-	struct dev_slot *old_devs;
-	struct gpo_device *old_cpu;
-	int old_ndevs, ret, users;
+	struct dev_slot *devs;
+	const char *log;
+	size_t len;
+	int ret, i, n;
 
 	pthread_rwlock_wrlock(&fs->ctx_lock);
-	pthread_mutex_lock(&fs->lock);
-	users = fs->dev_users;
-	pthread_mutex_unlock(&fs->lock);
-	if (users) {
-		ret = fs_err(-EBUSY,
-			     "rescan: %d jobs hold devices (remove them first)",
-			     users);
+	ret = gpo_ctx_rescan(fs->ctx);
+	if (ret) {
+		fs_lib_err(ret);
 		goto out_unlock;
 	}
-	old_ctx = fs->ctx;
-	old_devs = fs->devs;
-	old_cpu = fs->cpu;
-	old_ndevs = fs->ndevs;
-	ret = fs_ctx_open(fs);
-	if (ret) {
-		fs->ctx = old_ctx;
-		fs->devs = old_devs;
-		fs->cpu = old_cpu;
-		fs->ndevs = old_ndevs;
-	} else {
-		ctx_release(old_ctx, old_devs, old_ndevs);
+	n = gpo_device_count(fs->ctx);
+	if (n > fs->ndevs) {
+		devs = calloc(n, sizeof(*devs));
+		if (!devs) {
+			/* the new devices stay hidden until the next rescan */
+			ret = fs_err(-ENOMEM, "rescan: out of memory");
+			goto out_unlock;
+		}
+		for (i = 0; i < n; i++) {
+			if (i < fs->ndevs) {
+				devs[i] = fs->devs[i];
+				pthread_mutex_destroy(&fs->devs[i].lock);
+			}
+			pthread_mutex_init(&devs[i].lock, NULL);
+		}
+		free(fs->devs);
+		fs->devs = devs;
+		fs->ndevs = n;
 	}
+	log = gpo_ctx_probe_log(fs->ctx);
+	len = strlen(log);
+	if (len && log[len - 1] == '\n')
+		len--;
+	fs_debug(fs, "rescan: %d devices%s%.*s", fs->ndevs, len ? "; " : "",
+		 (int)len, log);
 out_unlock:
 	pthread_rwlock_unlock(&fs->ctx_lock);
 	return ret;

@@ -1,10 +1,16 @@
 #!/bin/sh
 # install.sh BUILD DESTDIR PREFIX VERSION SOVER - what `make install` does
+#
+# The udev rules and the service unit name their programs under
+# /usr/local: they are installed with that rewritten to PREFIX.
 set -e
 build=$1 destdir=$2 prefix=$3 version=$4 sover=$5
 root=$destdir$prefix
 install -d "$root/lib/pkgconfig" "$root/include" "$root/bin" \
-	"$root/share/man/man3" "$root/share/man/man8"
+	"$root/share/man/man1" "$root/share/man/man3" "$root/share/man/man8" \
+	"$root/share/bash-completion/completions" \
+	"$root/share/gpuopt/examples" \
+	"$root/lib/udev/rules.d" "$root/lib/systemd/system"
 install -m 0755 "$build/lib/libgpuopt.so.$version" "$root/lib/"
 ln -sf "libgpuopt.so.$version" "$root/lib/libgpuopt.so.$sover"
 ln -sf "libgpuopt.so.$sover" "$root/lib/libgpuopt.so"
@@ -13,8 +19,24 @@ install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \
 	libgpuopt/gpuopt.pc.in >"$root/lib/pkgconfig/gpuopt.pc"
 install -m 0644 libgpuopt/man/*.3 "$root/share/man/man3/"
-for b in gpuoptfs gpuopt-devices gpuopt-ckpt; do
-	[ -x "$build/bin/$b" ] && install -m 0755 "$build/bin/$b" "$root/bin/"
+for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
+	if [ -x "$build/bin/$b" ]; then
+		install -m 0755 "$build/bin/$b" "$root/bin/"
+	fi
 done
-[ -f fsd/gpuoptfs.8 ] && install -m 0644 fsd/gpuoptfs.8 "$root/share/man/man8/"
+install -m 0644 fsd/gpuoptfs.8 "$root/share/man/man8/"
+install -m 0644 tools/gpuoptctl.1 "$root/share/man/man1/"
+install -m 0644 tools/gpuoptctl.bash-completion \
+	"$root/share/bash-completion/completions/gpuoptctl"
+install -m 0755 tools/examples/*.sh "$root/share/gpuopt/examples/"
+sed "s|/usr/local/|$prefix/|g" udev/70-gpuopt.rules \
+	>"$root/lib/udev/rules.d/70-gpuopt.rules"
+install -m 0755 udev/gpuopt-rescan "$root/lib/udev/"
+sed "s|/usr/local/|$prefix/|g" udev/gpuoptfs.service \
+	>"$root/lib/systemd/system/gpuoptfs.service"
+chmod 0644 "$root/lib/udev/rules.d/70-gpuopt.rules" \
+	"$root/lib/systemd/system/gpuoptfs.service"
 echo "installed into $root"
+if [ -z "$destdir" ] && ! getent group gpuopt >/dev/null 2>&1; then
+	echo "the udev rules give devices to the group gpuopt: groupadd -r gpuopt"
+fi

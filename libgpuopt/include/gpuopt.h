@@ -80,6 +80,25 @@ void gpo_ctx_free(struct gpo_ctx *ctx);
 const char *gpo_ctx_probe_log(struct gpo_ctx *ctx);
 
 /*
+ * gpo_ctx_rescan - probe every backend again and bring the context up to date
+ *
+ * Devices found again keep their index, id and state; a device seen for
+ * the first time is added with the next free index and the next free id of
+ * its backend (a device unplugged and plugged back is a new device); a
+ * device no longer found is marked gone: gpo_device_info() reports
+ * present = 0 and enabled = 0, and gpo_device_get() and
+ * gpo_device_select() refuse it. A gone device is not freed: optimizers
+ * on it stay valid until freed, and their work fails with the backend's
+ * -ENODEV or -EIO once the hardware is really gone. A device is the same
+ * device when its backend matches and its uuid, or where it has none, its
+ * name, vendor and driver. A backend whose probe fails loses no device.
+ * Must not run concurrently with other calls on @ctx (calls on optimizers
+ * and opened devices may go on). gpo_ctx_probe_log() then describes this
+ * probe. Returns 0, -EINVAL for a NULL @ctx, -ENOMEM (nothing changed).
+ */
+int gpo_ctx_rescan(struct gpo_ctx *ctx);
+
+/*
  * gpo_device_count - the number of devices the context found (>= 1: the
  * cpu device always exists), or -EINVAL for a NULL @ctx.
  */
@@ -107,6 +126,7 @@ struct gpo_device_info {
 	uint64_t mem_total_bytes;
 	uint64_t mem_used_bytes;	/* held by this context's pool */
 	int enabled;			/* 0 after gpo_device_enable(.., 0) */
+	int present;			/* 0 once a rescan lost it */
 };
 
 /*
@@ -117,15 +137,16 @@ const char *gpo_device_type_name(enum gpo_device_type type);
 
 /*
  * gpo_device_info - describe device @index of @ctx
- * Returns 0, -EINVAL for a NULL argument, -ENODEV for an index out of range.
+ * Also gone devices (present = 0). Returns 0, -EINVAL for a NULL argument,
+ * -ENODEV for an index out of range.
  */
 int gpo_device_info(struct gpo_ctx *ctx, int index,
 		    struct gpo_device_info *info);
 
 /*
  * gpo_device_get - the device at @index, opened for use
- * Returns 0, -EINVAL, -ENODEV for an index out of range or a disabled
- * device, or the backend's error if it fails to open.
+ * Returns 0, -EINVAL, -ENODEV for an index out of range, a disabled or a
+ * gone device, or the backend's error if it fails to open.
  */
 int gpo_device_get(struct gpo_ctx *ctx, int index, struct gpo_device **out);
 
@@ -146,7 +167,8 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 
 /*
  * gpo_device_enable - allow (1) or refuse (0) new use of a device
- * Existing optimizers go on. Returns 0, -EINVAL, -ENODEV.
+ * Existing optimizers go on. Returns 0, -EINVAL, -ENODEV (no such device,
+ * or enabling a gone one).
  */
 int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled);
 

@@ -50,6 +50,7 @@ int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	dev->info = *info;
 	dev->info.index = ctx->ndevs;
 	dev->info.enabled = 1;
+	dev->info.present = 1;
 	snprintf(dev->info.id, sizeof(dev->info.id), "%s:%d", ops->name, nth);
 	snprintf(dev->info.backend, sizeof(dev->info.backend), "%s",
 		 ops->name);
@@ -60,11 +61,35 @@ int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	return 0;
 }
 
+/* Probe every backend into @ctx; @failed[i] says backend i's probe failed. */
+static void ctx_probe(struct gpo_ctx *ctx, int *failed)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(backend_list); i++) {
+		ret = backend_list[i]->probe(ctx);
+		if (ret)
+			ctx_log(ctx, "%s: probe failed: %s", backend_list[i]->name,
+				gpo_errmsg());
+		if (failed)
+			failed[i] = ret != 0;
+	}
+}
+
+static void device_destroy(struct gpo_device *dev)
+{
+	pool_destroy(dev);
+	/* close also frees what probe left in dev->priv */
+	dev->ops->close(dev);
+	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->pool.lock);
+	free(dev);
+}
+
 int gpo_ctx_new(struct gpo_ctx **out, unsigned int flags)
 {
 	struct gpo_ctx *ctx;
-	size_t i;
-	int ret;
 
 	if (!out || flags)
 		return gpo_err(-EINVAL, "gpo_ctx_new: bad arguments");
@@ -72,12 +97,7 @@ int gpo_ctx_new(struct gpo_ctx **out, unsigned int flags)
 	if (!ctx)
 		return gpo_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&ctx->lock, NULL);
-	for (i = 0; i < ARRAY_SIZE(backend_list); i++) {
-		ret = backend_list[i]->probe(ctx);
-		if (ret)
-			ctx_log(ctx, "%s: probe failed: %s", backend_list[i]->name,
-				gpo_errmsg());
-	}
+	ctx_probe(ctx, NULL);
 	if (!ctx->ndevs) {
 		gpo_ctx_free(ctx);
 		return gpo_err(-ENODEV, "no device found, not even the cpu");
@@ -93,19 +113,120 @@ void gpo_ctx_free(struct gpo_ctx *ctx)
 
 	if (!ctx)
 		return;
-	for (i = 0; i < ctx->ndevs; i++) {
-		struct gpo_device *dev = ctx->devs[i];
-
-		pool_destroy(dev);
-		/* close also frees what probe left in dev->priv */
-		dev->ops->close(dev);
-		pthread_mutex_destroy(&dev->lock);
-		pthread_mutex_destroy(&dev->pool.lock);
-		free(dev);
-	}
+	for (i = 0; i < ctx->ndevs; i++)
+		device_destroy(ctx->devs[i]);
 	free(ctx->devs);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
+}
+
+/* ---- rescan -------------------------------------------------------------- */
+
+/* The same device: same backend, and the same uuid, or without one the
+ * same name, vendor and driver. */
+static int same_device(const struct gpo_device *a, const struct gpo_device *b)
+{
+	if (a->ops != b->ops)
+		return 0;
+	if (a->info.uuid[0] || b->info.uuid[0])
+		return !strcmp(a->info.uuid, b->info.uuid);
+	return !strcmp(a->info.name, b->info.name) &&
+	       !strcmp(a->info.vendor, b->info.vendor) &&
+	       !strcmp(a->info.driver, b->info.driver);
+}
+
+static int backend_slot(const struct backend_ops *ops)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(backend_list); i++)
+		if (backend_list[i] == ops)
+			return i;
+	return -1;
+}
+
+/* Move @dev, probed into a scratch context, to the end of @ctx. */
+static void device_adopt(struct gpo_ctx *ctx, struct gpo_device *dev)
+{
+	int i, nth = 0;
+
+	for (i = 0; i < ctx->ndevs; i++)
+		if (ctx->devs[i]->ops == dev->ops)
+			nth++;
+	dev->ctx = ctx;
+	dev->info.index = ctx->ndevs;
+	snprintf(dev->info.id, sizeof(dev->info.id), "%s:%d", dev->ops->name,
+		 nth);
+	ctx->devs[ctx->ndevs++] = dev;
+}
+
+int gpo_ctx_rescan(struct gpo_ctx *ctx)
+{
+	int failed[ARRAY_SIZE(backend_list)];
+	struct gpo_device **devs, *dev;
+	struct gpo_ctx *scratch;
+	unsigned char *found;
+	int i, k, nold, slot;
+
+	if (!ctx)
+		return gpo_err(-EINVAL, "NULL context");
+	scratch = calloc(1, sizeof(*scratch));
+	if (!scratch)
+		return gpo_err(-ENOMEM, "out of memory");
+	pthread_mutex_init(&scratch->lock, NULL);
+	ctx_probe(scratch, failed);
+
+	/* everything that can fail comes before the first change */
+	nold = ctx->ndevs;
+	found = calloc(nold, 1);
+	devs = realloc(ctx->devs, (nold + scratch->ndevs) * sizeof(*devs));
+	if (devs)
+		ctx->devs = devs;
+	if (!found || !devs) {
+		free(found);
+		gpo_ctx_free(scratch);
+		return gpo_err(-ENOMEM, "out of memory");
+	}
+
+	pthread_mutex_lock(&ctx->lock);
+	for (k = 0; k < scratch->ndevs; k++) {
+		dev = scratch->devs[k];
+		for (i = 0; i < nold; i++)
+			if (!found[i] && !ctx->devs[i]->gone &&
+			    same_device(ctx->devs[i], dev))
+				break;
+		if (i < nold) {
+			found[i] = 1;
+			device_destroy(dev);
+			continue;
+		}
+		device_adopt(ctx, dev);
+		ctx_log(scratch, "%s: new device (%s)", dev->info.id,
+			dev->info.name);
+	}
+	for (i = 0; i < nold; i++) {
+		dev = ctx->devs[i];
+		if (found[i] || dev->gone)
+			continue;
+		/* a backend that failed to probe loses no device */
+		slot = backend_slot(dev->ops);
+		if (slot >= 0 && failed[slot])
+			continue;
+		dev->gone = 1;
+		dev->info.present = 0;
+		dev->info.enabled = 0;
+		ctx_log(scratch, "%s: gone (%s)", dev->info.id, dev->info.name);
+	}
+	memcpy(ctx->probe_log, scratch->probe_log, sizeof(ctx->probe_log));
+	pthread_mutex_unlock(&ctx->lock);
+
+	/* every scratch device was destroyed or adopted */
+	free(scratch->devs);
+	pthread_mutex_destroy(&scratch->lock);
+	free(scratch);
+	free(found);
+	gpo_err_clear();
+	return 0;
 }
 
 const char *gpo_ctx_probe_log(struct gpo_ctx *ctx)
@@ -183,6 +304,9 @@ int gpo_device_get(struct gpo_ctx *ctx, int index, struct gpo_device **out)
 		return gpo_err(-ENODEV, "no device %d (there are %d)", index,
 			       ctx->ndevs);
 	dev = ctx->devs[index];
+	if (dev->gone)
+		return gpo_err(-ENODEV, "device %s is gone (a rescan no longer finds it)",
+			       dev->info.id);
 	if (!dev->info.enabled)
 		return gpo_err(-ENODEV, "device %s is disabled", dev->info.id);
 	ret = device_open(dev);
@@ -286,6 +410,9 @@ int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled)
 		return gpo_err(-EINVAL, "bad arguments");
 	if (index < 0 || index >= ctx->ndevs)
 		return gpo_err(-ENODEV, "no device %d", index);
+	if (enabled && ctx->devs[index]->gone)
+		return gpo_err(-ENODEV, "device %s is gone",
+			       ctx->devs[index]->info.id);
 	ctx->devs[index]->info.enabled = enabled;
 	return 0;
 }

@@ -52,6 +52,7 @@ struct gpo_device {
 	struct gpo_device_info info;
 	void *priv;			/* the backend's */
 	int opened;
+	int gone;			/* a rescan no longer found it */
 	/* serialises launch..wait sequences of different optimizers */
 	pthread_mutex_t lock;
 	uint64_t mem_align;		/* sub-allocation alignment, set by open */

@@ -1,0 +1,65 @@
+# lib.sh - sourced by tests/tools/*.sh: tests/fs/lib.sh (a daemon on a
+# temporary mount: fs_start, fs_finish, w, expect, fail, skip, wait_for),
+# plus gpuoptctl helpers. GPUOPT_MNT points at the test's mount.
+#
+#   ctl ARG...            run gpuoptctl: $rc, $out (stdout), $err (stderr)
+#   ok ARG...             it must exit 0 with nothing on stderr
+#   refused RC TEXT ARG...  it must exit RC with TEXT in its stderr
+#   need_fuse             skip without /dev/fuse and fusermount3
+# run-tools.sh exports GPUOPTFS, GPUOPTCTL, FSIO, TOP and BUILD.
+TOP=${TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$TOP/tests/fs/lib.sh"
+export GPUOPT_MNT="$M"
+C=$GPUOPTCTL
+
+ctl()
+{
+	"$GPUOPTCTL" "$@" >"$T/ctl.out" 2>"$T/ctl.err"
+	rc=$?
+	out=$(cat "$T/ctl.out")
+	err=$(cat "$T/ctl.err")
+}
+
+ok()
+{
+	ctl "$@"
+	[ $rc -eq 0 ] && [ -z "$err" ] ||
+		fail "gpuoptctl $*: exit $rc, stderr '$err'"
+}
+
+refused()
+{
+	want_rc=$1 want_text=$2
+	shift 2
+	ctl "$@"
+	[ $rc -eq "$want_rc" ] ||
+		fail "gpuoptctl $*: exit $rc, want $want_rc (stderr '$err')"
+	case $err in
+	*"$want_text"*) ;;
+	*) fail "gpuoptctl $*: stderr '$err' lacks '$want_text'" ;;
+	esac
+}
+
+need_fuse()
+{
+	[ -e /dev/fuse ] && command -v fusermount3 >/dev/null ||
+		skip "no /dev/fuse or fusermount3"
+}
+
+# state_is JOB STATE
+state_is()
+{
+	[ "$(cat "$M/jobs/$1/state" 2>/dev/null)" = "$2" ]
+}
+
+# stepped JOB N: the job is past step N
+stepped()
+{
+	[ "$(stat_of "$1" step)" -gt "$2" ]
+}
+
+# no_escapes FILE: plain text, as a pipe should get
+no_escapes()
+{
+	! grep -q "$(printf '\033')" "$1" && ! grep -q "$(printf '\r')" "$1"
+}
