@@ -13,6 +13,7 @@
 enum dev_field {
 	DF_ID, DF_NAME, DF_BACKEND, DF_VENDOR, DF_TYPE, DF_UUID, DF_DRIVER,
 	DF_COMPUTE_UNITS, DF_MEM_TOTAL, DF_MEM_USED, DF_BUSY, DF_ENABLED,
+	DF_PRESENT,
 };
 
 static int field_show(struct fs_node *n, struct sbuf *sb)
@@ -56,6 +57,8 @@ static int field_show(struct fs_node *n, struct sbuf *sb)
 		return sbuf_printf(sb, "%u\n", busy);
 	case DF_ENABLED:
 		return sbuf_printf(sb, "%d\n", d.enabled);
+	case DF_PRESENT:
+		return sbuf_printf(sb, "%d\n", d.present);
 	}
 	return -EINVAL;
 }
@@ -123,6 +126,8 @@ const struct fs_file device_files[] = {
 	FIELD("mem_total_bytes", DF_MEM_TOTAL),
 	FIELD("mem_used_bytes", DF_MEM_USED),
 	FIELD("busy_percent", DF_BUSY),
+	/* 0 once a rescan no longer finds the device */
+	FIELD("present", DF_PRESENT),
 	{ .name = "stat", .mode = 0444, .show = stat_show },
 	{ .name = "enabled", .mode = 0644, .flags = F_ADMIN, .arg = DF_ENABLED,
 	  .show = field_show, .store = enabled_store },

@@ -587,11 +587,11 @@ static void dev_value(const char *idx, const char *file, char *out,
 static void devices_table(struct buf *out, int width)
 {
 	char **idx, id[32], type[24], cus[16], total[32], used[32], busy[16],
-	     en[8], name[128], mt[32], mu[32], line[512];
+	     en[8], present[8], name[128], mt[32], mu[32], line[512];
 	int n, i;
 
 	n = list_dir("devices", &idx, index_cmp);
-	snprintf(line, sizeof(line), "%-3s %-10s %-10s %5s %10s %10s %5s %3s %s",
+	snprintf(line, sizeof(line), "%-3s %-10s %-10s %5s %10s %10s %5s %4s %s",
 		 "IDX", "ID", "TYPE", "CUS", "MEMORY", "POOL", "BUSY", "EN",
 		 "NAME");
 	buf_printf(out, "%.*s\n", width, line);
@@ -603,11 +603,14 @@ static void devices_table(struct buf *out, int width)
 		dev_value(idx[i], "mem_used_bytes", mu, sizeof(mu));
 		dev_value(idx[i], "busy_percent", busy, sizeof(busy));
 		dev_value(idx[i], "enabled", en, sizeof(en));
+		dev_value(idx[i], "present", present, sizeof(present));
+		if (!strcmp(present, "0"))
+			snprintf(en, sizeof(en), "gone");
 		dev_value(idx[i], "name", name, sizeof(name));
 		fmt_bytes(total, sizeof(total), mt);
 		fmt_bytes(used, sizeof(used), mu);
 		snprintf(line, sizeof(line),
-			 "%-3s %-10s %-10s %5s %10s %10s %4s%% %3s %s", idx[i],
+			 "%-3s %-10s %-10s %5s %10s %10s %4s%% %4s %s", idx[i],
 			 id, type, cus, total, used, busy, en, name);
 		buf_printf(out, "%.*s\n", width, line);
 	}

@@ -69,9 +69,9 @@ refused 1 "create late: device vulkan:0 is gone" \
 [ ! -e "$M/jobs/late" ] || fail "late made"
 ok devices
 expect "devices row" "$(echo "$out" | awk -v i="$vi" '
-	NR == 1 { c = index($0, " EN ") + 1 }
-	$1 == i { e = substr($0, c, 3); gsub(/ /, "", e); print $2, e }')" \
-	"vulkan:0 0"
+	NR == 1 { c = index($0, "   EN ") + 1 }
+	$1 == i { e = substr($0, c, 5); gsub(/ /, "", e); print $2, e }')" \
+	"vulkan:0 gone"
 
 # it comes back: a new device, the next index and id
 mv "$T/icd.off" "$T/icd.json"
