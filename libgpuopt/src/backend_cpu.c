@@ -123,6 +123,14 @@ static void k_fill(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 		d[i] = v;
 }
 
+/*
+ * The update loops do a division (and most a square root) per element:
+ * with SSE alone two cores are compute bound once the data sits in cache,
+ * so each (and the norm pass) also gets an AVX2 clone, picked at load time. -ffp-contract=off
+ * keeps the clones' results identical to the baseline's.
+ */
+#define CPU_CLONES __attribute__((target_clones("avx2", "default")))
+
 /* Four float lanes in one register: gcc's vector extension. */
 typedef float v4f __attribute__((vector_size(16)));
 
@@ -132,6 +140,7 @@ typedef float v4f __attribute__((vector_size(16)));
  * because gcc will not reassociate a float sum without -ffast-math; the
  * lane order is fixed, so the result is deterministic.
  */
+CPU_CLONES
 static void k_norm_partial(const struct kernel_args *a, uint32_t lo,
 			   uint32_t hi)
 {
@@ -196,6 +205,7 @@ static void k_norm_final(const struct kernel_args *a, uint32_t lo,
 	scal[3] = total;
 }
 
+CPU_CLONES
 static void k_sgd(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 {
 	float *restrict p = bp(a, 0), *restrict buf = bp(a, 2);
@@ -223,6 +233,7 @@ static void k_sgd(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	}
 }
 
+CPU_CLONES
 static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 {
 	float *restrict p = bp(a, 0), *restrict m = bp(a, 2);
@@ -259,6 +270,7 @@ static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	}
 }
 
+CPU_CLONES
 static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 {
 	float *restrict p = bp(a, 0), *restrict sq = bp(a, 2);
@@ -298,6 +310,7 @@ static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	}
 }
 
+CPU_CLONES
 static void k_adagrad(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 {
 	float *restrict p = bp(a, 0), *restrict sum = bp(a, 2);
@@ -323,6 +336,7 @@ static inline float sign_of(float x)
 	return (float)(x > 0.0f) - (float)(x < 0.0f);
 }
 
+CPU_CLONES
 static void k_lion(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 {
 	float *restrict p = bp(a, 0), *restrict m = bp(a, 2);
@@ -372,12 +386,6 @@ static float lane_sumsq(const float *x, uint32_t n)
 	return sum;
 }
 
-/*
- * LAMB does two square roots and two divisions per element in each pass:
- * with SSE alone it is compute bound, so it gets an AVX2 clone as well
- * (picked at load time; -ffp-contract=off keeps the results identical).
- */
-#define CPU_CLONES __attribute__((target_clones("avx2", "default")))
 
 CPU_CLONES
 static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
