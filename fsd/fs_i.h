@@ -47,6 +47,8 @@ int sbuf_add(struct sbuf *sb, const void *data, size_t len);
 int sbuf_resize(struct sbuf *sb, size_t len);
 int sbuf_printf(struct sbuf *sb, const char *fmt, ...) FS_PRINTF(2, 3);
 int sbuf_vprintf(struct sbuf *sb, const char *fmt, va_list ap);
+/* sbuf_read - copy what @sb holds from @off, at most @size bytes */
+size_t sbuf_read(const struct sbuf *sb, char *buf, size_t size, off_t off);
 
 /* fmt_double - the shortest "%g" text that reads back as @v */
 void fmt_double(char *buf, size_t len, double v);

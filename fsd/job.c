@@ -218,11 +218,31 @@ static int wrong_state(struct job *j, const char *verb)
 		      job_state_name(j->state));
 }
 
+/* a set of job states, for in_state() */
+#define STATE_BIT(s) (1u << (s))
+
+/* j->lock held: 0 if the job is in one of @states, else -EBUSY for @verb */
+static int in_state(struct job *j, const char *verb, unsigned int states)
+{
+	return states & STATE_BIT(j->state) ? 0 : wrong_state(j, verb);
+}
+
 void job_note_error(struct job *j, const char *msg)
 {
 	pthread_mutex_lock(&j->lock);
 	set_error(j, msg);
 	pthread_mutex_unlock(&j->lock);
+}
+
+/* @cfg: a copy of the job's config (config_free() it), taken under j->lock */
+static int config_get(struct job *j, struct job_config *cfg)
+{
+	int ret;
+
+	pthread_mutex_lock(&j->lock);
+	ret = config_copy(cfg, &j->cfg);
+	pthread_mutex_unlock(&j->lock);
+	return ret;
 }
 
 /* ---- the optimizer ------------------------------------------------------- */
@@ -416,9 +436,7 @@ static int ensure_built(struct job *j)
 
 	if (j->opt)
 		return 0;
-	pthread_mutex_lock(&j->lock);
-	ret = config_copy(&cfg, &j->cfg);
-	pthread_mutex_unlock(&j->lock);
+	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
 	ret = build(j->fs, &cfg, NULL, &b);
@@ -904,23 +922,37 @@ static int build_locked(struct job *j)
 	return ret;
 }
 
-static int ctl_start(struct job *j, uid_t uid)
+/*
+ * Build the optimizer for @verb, which the job's @states allow. The build
+ * runs without j->lock, so the state is checked before and after it.
+ * Returns 0 with j->lock held, or -errno without it.
+ */
+static int build_in_state(struct job *j, const char *verb,
+			  unsigned int states)
 {
 	int ret;
 
 	pthread_mutex_lock(&j->lock);
-	ret = j->state == JOB_CREATED ? 0 : wrong_state(j, "start");
+	ret = in_state(j, verb, states);
 	pthread_mutex_unlock(&j->lock);
-	if (ret)
-		return ret;
-	ret = build_locked(j);
+	if (!ret)
+		ret = build_locked(j);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&j->lock);
-	if (j->state != JOB_CREATED) {
-		ret = wrong_state(j, "start");
-		goto out_unlock;
-	}
+	ret = in_state(j, verb, states);
+	if (ret)
+		pthread_mutex_unlock(&j->lock);
+	return ret;
+}
+
+static int ctl_start(struct job *j, uid_t uid)
+{
+	int ret;
+
+	ret = build_in_state(j, "start", STATE_BIT(JOB_CREATED));
+	if (ret)
+		return ret;
 	if (objective_name(j->cfg.model.kind)) {
 		ret = start_runner(j);
 		if (ret)
@@ -933,27 +965,32 @@ out_unlock:
 	return ret;
 }
 
-static int ctl_pause(struct job *j, uid_t uid)
+/* pause, stop: from one of @states to @to, then wait out a step under way */
+static int ctl_halt(struct job *j, uid_t uid, const char *verb,
+		    unsigned int states, enum job_state to)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&j->lock);
-	if (j->state != JOB_RUNNING)
-		ret = wrong_state(j, "pause");
-	else
-		set_state(j, JOB_PAUSED, uid);
+	ret = in_state(j, verb, states);
+	if (!ret)
+		set_state(j, to, uid);
 	wait_idle(j);
 	pthread_mutex_unlock(&j->lock);
 	return ret;
 }
 
+static int ctl_pause(struct job *j, uid_t uid)
+{
+	return ctl_halt(j, uid, "pause", STATE_BIT(JOB_RUNNING), JOB_PAUSED);
+}
+
 static int ctl_resume(struct job *j, uid_t uid)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&j->lock);
-	if (j->state != JOB_PAUSED)
-		ret = wrong_state(j, "resume");
+	ret = in_state(j, "resume", STATE_BIT(JOB_PAUSED));
 	/* a job paused by restore has never run: it has no runner yet */
 	if (!ret && objective_name(j->cfg.model.kind))
 		ret = start_runner(j);
@@ -965,16 +1002,9 @@ static int ctl_resume(struct job *j, uid_t uid)
 
 static int ctl_stop(struct job *j, uid_t uid)
 {
-	int ret = 0;
-
-	pthread_mutex_lock(&j->lock);
-	if (j->state != JOB_RUNNING && j->state != JOB_PAUSED)
-		ret = wrong_state(j, "stop");
-	else
-		set_state(j, JOB_STOPPED, uid);
-	wait_idle(j);
-	pthread_mutex_unlock(&j->lock);
-	return ret;
+	return ctl_halt(j, uid, "stop",
+			STATE_BIT(JOB_RUNNING) | STATE_BIT(JOB_PAUSED),
+			JOB_STOPPED);
 }
 
 /* j->lock held: wait for a "step N" to end, waking for shutdown */
@@ -1010,24 +1040,15 @@ static int ctl_step(struct job *j, const char *arg, uid_t uid)
 	if (!arg || fs_parse_u64(arg, &n) || !n)
 		return fs_err(-EINVAL, "step N: N must be a whole number >= 1");
 	pthread_mutex_lock(&j->lock);
-	if (!objective_name(j->cfg.model.kind))
-		ret = fs_err(-EINVAL,
-			     "step N needs a built-in model; external models step on writes to grad");
-	else if (j->state != JOB_CREATED && j->state != JOB_PAUSED)
-		ret = wrong_state(j, "step");
-	else
-		ret = 0;
+	ret = objective_name(j->cfg.model.kind) ? 0 :
+	      fs_err(-EINVAL,
+		     "step N needs a built-in model; external models step on writes to grad");
 	pthread_mutex_unlock(&j->lock);
+	if (!ret)
+		ret = build_in_state(j, "step", STATE_BIT(JOB_CREATED) |
+				     STATE_BIT(JOB_PAUSED));
 	if (ret)
 		return ret;
-	ret = build_locked(j);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&j->lock);
-	if (j->state != JOB_CREATED && j->state != JOB_PAUSED) {
-		ret = wrong_state(j, "step");
-		goto out_unlock;
-	}
 	ret = start_runner(j);
 	if (ret)
 		goto out_unlock;
@@ -1211,9 +1232,7 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 	unsigned int changed;
 	int ret;
 
-	pthread_mutex_lock(&j->lock);
-	ret = config_copy(&cur, &j->cfg);
-	pthread_mutex_unlock(&j->lock);
+	ret = config_get(j, &cur);
 	if (ret)
 		return ret;
 	ret = config_parse(j->fs, &cur, text, &next, &changed);
@@ -1265,9 +1284,7 @@ int job_config_show(struct job *j, struct sbuf *sb)
 	struct job_config cfg;
 	int ret;
 
-	pthread_mutex_lock(&j->lock);
-	ret = config_copy(&cfg, &j->cfg);
-	pthread_mutex_unlock(&j->lock);
+	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
 	ret = config_show(j->fs, &cfg, NULL, sb);
@@ -1386,6 +1403,8 @@ int job_grad_read(struct job *j, void *dst, size_t bytes)
 /* j->lock held: may a gradient step the job now? */
 static int grad_allowed(struct job *j, size_t bytes)
 {
+	int ret;
+
 	if (j->cfg.model.kind != MODEL_EXTERNAL)
 		return fs_err(-EINVAL,
 			      "grad takes gradients of external models only (model=%s)",
@@ -1394,9 +1413,10 @@ static int grad_allowed(struct job *j, size_t bytes)
 		return fs_err(-EINVAL, "grad takes exactly %llu bytes, not %zu",
 			      (unsigned long long)j->cfg.model.numel * 4,
 			      bytes);
-	if (j->state != JOB_CREATED && j->state != JOB_PAUSED &&
-	    j->state != JOB_RUNNING)
-		return wrong_state(j, "grad");
+	ret = in_state(j, "grad", STATE_BIT(JOB_CREATED) |
+		       STATE_BIT(JOB_PAUSED) | STATE_BIT(JOB_RUNNING));
+	if (ret)
+		return ret;
 	if (j->step >= j->cfg.max_steps)
 		return fs_err(-EBUSY, "grad: max_steps (%llu) reached",
 			      (unsigned long long)j->cfg.max_steps);
@@ -1477,17 +1497,10 @@ time_t job_log_mtime(struct job *j, enum job_log which)
 int job_log_read(struct job *j, enum job_log which, char *buf, size_t size,
 		 off_t off)
 {
-	struct sbuf *sb;
-	size_t n = 0;
+	size_t n;
 
 	pthread_mutex_lock(&j->lock);
-	sb = log_of(j, which);
-	if (off >= 0 && (size_t)off < sb->len) {
-		n = sb->len - off;
-		if (n > size)
-			n = size;
-		memcpy(buf, sb->buf + off, n);
-	}
+	n = sbuf_read(log_of(j, which), buf, size, off);
 	pthread_mutex_unlock(&j->lock);
 	return n;
 }

@@ -76,6 +76,19 @@ int sbuf_resize(struct sbuf *sb, size_t len)
 	return 0;
 }
 
+size_t sbuf_read(const struct sbuf *sb, char *buf, size_t size, off_t off)
+{
+	size_t n;
+
+	if (off < 0 || (size_t)off >= sb->len)
+		return 0;
+	n = sb->len - off;
+	if (n > size)
+		n = size;
+	memcpy(buf, sb->buf + off, n);
+	return n;
+}
+
 int sbuf_vprintf(struct sbuf *sb, const char *fmt, va_list ap)
 {
 	va_list aq;

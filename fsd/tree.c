@@ -97,17 +97,36 @@ static int lookup_file(struct fs_node *n, const struct fs_file *table,
 	return 0;
 }
 
-static int lookup_root(struct fs_node *n, const char *name)
+/* the named subdirectories of the root and of a job, for lookup and ls */
+struct subdir {
+	const char *name;
+	enum fs_dir dir;
+};
+
+static const struct subdir root_dirs[] = {
+	{ "devices", D_DEVICES },
+	{ "pools", D_POOLS },
+	{ "jobs", D_JOBS },
+	{ NULL },
+};
+
+static const struct subdir job_dirs[] = {
+	{ "params", D_PARAMS },
+	{ "checkpoints", D_CHECKPOINTS },
+	{ NULL },
+};
+
+/* @name in a directory of the subdirectories @dirs and the files @files */
+static int lookup_named(struct fs_node *n, const struct subdir *dirs,
+			const struct fs_file *files, const char *name)
 {
-	if (!strcmp(name, "devices"))
-		n->dir = D_DEVICES;
-	else if (!strcmp(name, "pools"))
-		n->dir = D_POOLS;
-	else if (!strcmp(name, "jobs"))
-		n->dir = D_JOBS;
-	else
-		return lookup_file(n, root_files, name);
-	return 0;
+	for (; dirs->name; dirs++) {
+		if (!strcmp(dirs->name, name)) {
+			n->dir = dirs->dir;
+			return 0;
+		}
+	}
+	return lookup_file(n, files, name);
 }
 
 static int lookup_params(struct fs_node *n, const char *name)
@@ -145,7 +164,7 @@ static int lookup_child(struct fs_node *n, const char *name)
 {
 	switch (n->dir) {
 	case D_ROOT:
-		return lookup_root(n, name);
+		return lookup_named(n, root_dirs, root_files, name);
 	case D_DEVICES:
 	case D_POOLS:
 		n->dir = n->dir == D_DEVICES ? D_DEVICE : D_POOL;
@@ -159,13 +178,7 @@ static int lookup_child(struct fs_node *n, const char *name)
 		n->dir = D_JOB;
 		return n->job ? 0 : -ENOENT;
 	case D_JOB:
-		if (!strcmp(name, "params"))
-			n->dir = D_PARAMS;
-		else if (!strcmp(name, "checkpoints"))
-			n->dir = D_CHECKPOINTS;
-		else
-			return lookup_file(n, job_files, name);
-		return 0;
+		return lookup_named(n, job_dirs, job_files, name);
 	case D_PARAMS:
 		return lookup_params(n, name);
 	case D_CHECKPOINTS:
@@ -201,6 +214,18 @@ static int resolve(struct fsd *fs, const char *path, struct fs_node *n)
 		}
 	}
 	return 0;
+}
+
+/* resolve() for a path that must name a file, not a directory */
+static int resolve_file(const char *path, struct fs_node *n)
+{
+	int ret = resolve(fs_get(), path, n);
+
+	if (!ret && n->dir != D_NONE) {
+		node_put(n);
+		ret = -EISDIR;
+	}
+	return ret;
 }
 
 /* ---- attributes ---------------------------------------------------------- */
@@ -297,6 +322,12 @@ static void fill_table(struct fill *f, const struct fs_file *t)
 		fill_name(f, t->name);
 }
 
+static void fill_dirs(struct fill *f, const struct subdir *d)
+{
+	for (; d->name; d++)
+		fill_name(f, d->name);
+}
+
 static void fill_indices(struct fsd *fs, struct fill *f)
 {
 	char name[16];
@@ -342,9 +373,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 	switch (n.dir) {
 	case D_ROOT:
 		fill_table(&f, root_files);
-		fill_name(&f, "devices");
-		fill_name(&f, "pools");
-		fill_name(&f, "jobs");
+		fill_dirs(&f, root_dirs);
 		break;
 	case D_DEVICES:
 	case D_POOLS:
@@ -361,8 +390,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		break;
 	case D_JOB:
 		fill_table(&f, job_files);
-		fill_name(&f, "params");
-		fill_name(&f, "checkpoints");
+		fill_dirs(&f, job_dirs);
 		break;
 	case D_PARAMS:
 		fill_params(&n, &f);
@@ -464,12 +492,10 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	int acc = fi->flags & O_ACCMODE, ret;
 
 	fs_err_clear();
-	ret = resolve(fs_get(), path, &n);
+	ret = resolve_file(path, &n);
 	if (ret)
 		return ret;
-	if (n.dir != D_NONE)
-		ret = -EISDIR;
-	if (!ret && acc != O_RDONLY)
+	if (acc != O_RDONLY)
 		ret = may_write(&n, uid);
 	if (!ret && acc != O_WRONLY)
 		ret = may_read(&n, uid);
@@ -534,7 +560,6 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 {
 	struct fs_handle *h = handle_of(fi);
 	const struct fs_file *f = h->node.file;
-	size_t n;
 	int ret;
 
 	fs_err_clear();
@@ -551,13 +576,7 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 			return ret;
 		h->have_snap = 1;
 	}
-	if ((size_t)off >= h->snap.len)
-		return 0;
-	n = h->snap.len - off;
-	if (n > size)
-		n = size;
-	memcpy(buf, h->snap.buf + off, n);
-	return n;
+	return sbuf_read(&h->snap, buf, size, off);
 }
 
 static int store_text(struct fs_handle *h, const char *buf, size_t size,
@@ -629,13 +648,10 @@ static int fs_truncate(const char *path, off_t size,
 	int ret;
 
 	fs_err_clear();
-	ret = resolve(fs_get(), path, &n);
+	ret = resolve_file(path, &n);
 	if (ret)
 		return ret;
-	if (n.dir != D_NONE)
-		ret = -EISDIR;
-	else
-		ret = may_write(&n, caller_uid());
+	ret = may_write(&n, caller_uid());
 	/* "echo x > file" truncates first: that is no change */
 	if (!ret && size != 0)
 		ret = fs_err(-EINVAL, "files of the tree cannot be resized");

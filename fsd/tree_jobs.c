@@ -126,19 +126,6 @@ static unsigned int log_poll(struct fs_handle *h, struct fuse_pollhandle *ph)
 
 /* ---- params and grad: binary --------------------------------------------- */
 
-static int serve(struct fs_handle *h, char *buf, size_t size, off_t off)
-{
-	size_t n;
-
-	if ((size_t)off >= h->snap.len)
-		return 0;
-	n = h->snap.len - off;
-	if (n > size)
-		n = size;
-	memcpy(buf, h->snap.buf + off, n);
-	return n;
-}
-
 static int tensor_read(struct fs_handle *h, char *buf, size_t size,
 		       off_t off)
 {
@@ -156,7 +143,7 @@ static int tensor_read(struct fs_handle *h, char *buf, size_t size,
 			return ret;
 		h->have_snap = 1;
 	}
-	return serve(h, buf, size, off);
+	return sbuf_read(&h->snap, buf, size, off);
 }
 
 static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
@@ -172,7 +159,7 @@ static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
 			return ret;
 		h->have_snap = 1;
 	}
-	return serve(h, buf, size, off);
+	return sbuf_read(&h->snap, buf, size, off);
 }
 
 static void stage_drop(struct fs_handle *h)

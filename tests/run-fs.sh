@@ -27,8 +27,7 @@ cc -std=gnu11 -O2 -Wall -Werror $san -I"$top/libgpuopt/include" \
 	-Wl,-rpath,"$build/lib" ||
 	{ echo "run-fs.sh: cannot build extstep" >&2; exit 1; }
 
-pass=0 fail=0 skip=0 failed=""
-start=$(date +%s)
+. "$top/tests/tally.sh"
 for t in "$top"/tests/fs/*.sh; do
 	name=$(basename "$t" .sh)
 	[ "$name" = lib ] && continue
@@ -40,15 +39,6 @@ for t in "$top"/tests/fs/*.sh; do
 		timeout -k 5 120 sh "$t" >"$log" 2>&1
 		rc=$?
 	fi
-	case $rc in
-	0) pass=$((pass + 1)); printf 'PASS  %s\n' "$name" ;;
-	77) skip=$((skip + 1))
-	    printf 'SKIP  %s: %s\n' "$name" "$(tail -n 1 "$log")" ;;
-	*) fail=$((fail + 1)); failed="$failed $name"
-	   printf 'FAIL  %s (exit %d)\n' "$name" "$rc"
-	   sed 's/^/      /' "$log" | tail -n 40 ;;
-	esac
+	tally "$name" $rc "$log"
 done
-printf '%d passed, %d failed, %d skipped (fs tests, %ds)\n' $pass $fail $skip \
-	$(($(date +%s) - start))
-[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }
+tally_end "fs tests"

@@ -20,8 +20,7 @@ done
 cc -std=gnu11 -O2 -Wall -Werror -o "$FSIO" "$top/tests/fs/fsio.c" ||
 	{ echo "run-tools.sh: cannot build fsio" >&2; exit 1; }
 
-pass=0 fail=0 skip=0 failed=""
-start=$(date +%s)
+. "$top/tests/tally.sh"
 for t in "$top"/tests/tools/*.sh; do
 	name=$(basename "$t" .sh)
 	[ "$name" = lib ] && continue
@@ -29,16 +28,6 @@ for t in "$top"/tests/tools/*.sh; do
 	t0=$(date +%s)
 	timeout -k 5 120 sh "$t" >"$log" 2>&1
 	rc=$?
-	dt=$(($(date +%s) - t0))
-	case $rc in
-	0) pass=$((pass + 1)); printf 'PASS  %s (%ds)\n' "$name" $dt ;;
-	77) skip=$((skip + 1))
-	    printf 'SKIP  %s: %s\n' "$name" "$(tail -n 1 "$log")" ;;
-	*) fail=$((fail + 1)); failed="$failed $name"
-	   printf 'FAIL  %s (exit %d)\n' "$name" "$rc"
-	   sed 's/^/      /' "$log" | tail -n 40 ;;
-	esac
+	tally "$name" $rc "$log" " ($(($(date +%s) - t0))s)"
 done
-printf '%d passed, %d failed, %d skipped (tools tests, %ds)\n' $pass $fail \
-	$skip $(($(date +%s) - start))
-[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }
+tally_end "tools tests"

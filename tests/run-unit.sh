@@ -4,12 +4,12 @@
 # A program exiting 77 is skipped (it says why).
 build=$1
 shift
-pass=0 fail=0 skip=0 failed=""
 mkdir -p "$build/tests/logs"
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
 # the GPU drivers probed at gpo_ctx_new() (llvmpipe, PoCL) leak a little
 # of their own; LeakSanitizer in the SANITIZE=1 build is told so
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
+. "$(dirname "$0")/tally.sh"
 for t in "$@"; do
 	name=$(basename "$t")
 	log=$build/tests/logs/$name.log
@@ -23,12 +23,6 @@ for t in "$@"; do
 		"$t" >"$log" 2>&1
 	fi
 	rc=$?
-	case $rc in
-	0) pass=$((pass + 1)); printf 'PASS  %s\n' "$name" ;;
-	77) skip=$((skip + 1)); printf 'SKIP  %s: %s\n' "$name" "$(tail -n 1 "$log")" ;;
-	*) fail=$((fail + 1)); failed="$failed $name"
-	   printf 'FAIL  %s (exit %d)\n' "$name" "$rc"; sed 's/^/      /' "$log" | tail -n 40 ;;
-	esac
+	tally "$name" $rc "$log"
 done
-printf '%d passed, %d failed, %d skipped\n' $pass $fail $skip
-[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }
+tally_end

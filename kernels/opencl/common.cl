@@ -105,25 +105,10 @@ static inline int step_skipped(__global const float *scal, uint flags)
 	return (flags & KF_USE_SCAL) && scal[1] != 0.0f;
 }
 
-/* Tree sum of one value per work-item; every work-item gets the total. */
-static inline float wg_sum(__local float *tmp, float v)
-{
-	uint lid = get_local_id(0);
-
-	tmp[lid] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
-		if (lid < s)
-			tmp[lid] += tmp[lid + s];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	v = tmp[0];
-	/* tmp may be reused right after: nobody may still read tmp[0] */
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return v;
-}
-
-/* The same for two values at once (two sums in one tree). */
+/*
+ * Tree sums of two values per work-item at once; every work-item gets the
+ * totals. A fixed tree: the same inputs give the same bits on every run.
+ */
 static inline float2 wg_sum2(__local float2 *tmp, float2 v)
 {
 	uint lid = get_local_id(0);
@@ -136,6 +121,7 @@ static inline float2 wg_sum2(__local float2 *tmp, float2 v)
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 	v = tmp[0];
+	/* tmp may be reused right after: nobody may still read tmp[0] */
 	barrier(CLK_LOCAL_MEM_FENCE);
 	return v;
 }

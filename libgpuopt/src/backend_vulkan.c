@@ -514,6 +514,27 @@ static void mem_destroy(struct vk_dev *vd, struct dev_mem *mem)
 	memset(mem, 0, sizeof(*mem));
 }
 
+/* buffer_create - a buffer of @bytes, no memory yet, and what it needs */
+static int buffer_create(struct gpo_device *dev, uint64_t bytes,
+			 VkBufferUsageFlags usage, VkBuffer *buf,
+			 VkMemoryRequirements *req)
+{
+	struct vk_dev *vd = dev->priv;
+	VkBufferCreateInfo bci = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = bytes,
+		.usage = usage,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	VkResult r;
+
+	r = vkCreateBuffer(vd->device, &bci, NULL, buf);
+	if (r != VK_SUCCESS)
+		return vk_fail(dev, r, "vkCreateBuffer");
+	vkGetBufferMemoryRequirements(vd->device, *buf, req);
+	return 0;
+}
+
 /*
  * mem_create - a buffer of @bytes over its own allocation of memory type
  * @type (-1: the pool's), mapped if @map
@@ -523,12 +544,6 @@ static int mem_create(struct gpo_device *dev, uint64_t bytes,
 		      struct dev_mem *mem)
 {
 	struct vk_dev *vd = dev->priv;
-	VkBufferCreateInfo bci = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.size = bytes,
-		.usage = usage,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
 	VkMemoryAllocateInfo mai = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
 	};
@@ -539,10 +554,9 @@ static int mem_create(struct gpo_device *dev, uint64_t bytes,
 	int ret;
 
 	memset(mem, 0, sizeof(*mem));
-	r = vkCreateBuffer(vd->device, &bci, NULL, &mem->buffer);
-	if (r != VK_SUCCESS)
-		return vk_fail(dev, r, "vkCreateBuffer");
-	vkGetBufferMemoryRequirements(vd->device, mem->buffer, &req);
+	ret = buffer_create(dev, bytes, usage, &mem->buffer, &req);
+	if (ret)
+		return ret;
 	if (type < 0)
 		type = (int)vd->pool_type;
 	if (!(req.memoryTypeBits & (1u << type))) {
@@ -1242,61 +1256,25 @@ static int check_range(struct gpo_device *dev, const struct dev_buf *b,
 	return 0;
 }
 
-static int vk_write(struct gpo_device *dev, const struct dev_buf *dst,
-		    uint64_t off, const void *src, uint64_t bytes)
+/*
+ * transfer - copy @bytes between @host and @b at @off: into @b if @write,
+ * else out of it. Mapped memory is copied directly once the kernels
+ * launched so far are done (they may read what a write replaces); a read
+ * only where that memory is host-cached. Otherwise through the staging
+ * buffer: a write's copies are queued in the batch, a read's go in the
+ * same submission as the kernels before it, so a small read (scal) costs
+ * one fence wait.
+ */
+static int transfer(struct gpo_device *dev, const struct dev_buf *b,
+		    uint64_t off, unsigned char *host, uint64_t bytes,
+		    int write)
 {
 	struct vk_dev *vd = dev->priv;
-	const unsigned char *s = src;
-	uint64_t chunk;
-	int ret;
-
-	ret = check_range(dev, dst, off, bytes);
-	if (ret || !bytes)
-		return ret;
-	pthread_mutex_lock(&vd->lock);
-	if (vd->lost) {
-		ret = vk_lost(dev);
-		goto out_unlock;
-	}
-	if (dst->mem->map) {
-		/* after the kernels launched so far, which may read it */
-		ret = batch_flush(dev);
-		if (!ret)
-			memcpy(dst->mem->map + dst->off + off, src, bytes);
-		goto out_unlock;
-	}
-	/* through the staging ring, copies queued in the batch */
-	while (bytes) {
-		chunk = bytes < vd->staging_size ? bytes : vd->staging_size;
-		if (vd->staging_pos + chunk > vd->staging_size) {
-			ret = batch_flush(dev);
-			if (ret)
-				break;
-		}
-		memcpy(vd->staging.map + vd->staging_pos, s, chunk);
-		ret = record_copy(dev, vd->staging.buffer, vd->staging_pos,
-				  dst->mem->buffer, dst->off + off, chunk);
-		if (ret)
-			break;
-		vd->staging_pos += (chunk + 15) & ~15ull;
-		s += chunk;
-		off += chunk;
-		bytes -= chunk;
-	}
-out_unlock:
-	pthread_mutex_unlock(&vd->lock);
-	return ret;
-}
-
-static int vk_read(struct gpo_device *dev, const struct dev_buf *src,
-		   uint64_t off, void *dst, uint64_t bytes)
-{
-	struct vk_dev *vd = dev->priv;
-	unsigned char *d = dst;
 	uint64_t chunk, pos;
+	unsigned char *map;
 	int ret;
 
-	ret = check_range(dev, src, off, bytes);
+	ret = check_range(dev, b, off, bytes);
 	if (ret || !bytes)
 		return ret;
 	pthread_mutex_lock(&vd->lock);
@@ -1304,16 +1282,13 @@ static int vk_read(struct gpo_device *dev, const struct dev_buf *src,
 		ret = vk_lost(dev);
 		goto out_unlock;
 	}
-	if (vd->direct_read && src->mem->map) {
+	if (b->mem->map && (write || vd->direct_read)) {
 		ret = batch_flush(dev);
+		map = b->mem->map + b->off + off;
 		if (!ret)
-			memcpy(dst, src->mem->map + src->off + off, bytes);
+			memcpy(write ? map : host, write ? host : map, bytes);
 		goto out_unlock;
 	}
-	/*
-	 * A copy into the staging buffer in the same submission as the
-	 * kernels before it: a small read (scal) costs one fence wait.
-	 */
 	while (bytes) {
 		chunk = bytes < vd->staging_size ? bytes : vd->staging_size;
 		if (vd->staging_pos + chunk > vd->staging_size) {
@@ -1322,20 +1297,42 @@ static int vk_read(struct gpo_device *dev, const struct dev_buf *src,
 				break;
 		}
 		pos = vd->staging_pos;
-		ret = record_copy(dev, src->mem->buffer, src->off + off,
-				  vd->staging.buffer, pos, chunk);
-		if (!ret)
-			ret = batch_flush(dev);
+		if (write) {
+			memcpy(vd->staging.map + pos, host, chunk);
+			ret = record_copy(dev, vd->staging.buffer, pos,
+					  b->mem->buffer, b->off + off, chunk);
+			if (!ret)
+				vd->staging_pos += (chunk + 15) & ~15ull;
+		} else {
+			ret = record_copy(dev, b->mem->buffer, b->off + off,
+					  vd->staging.buffer, pos, chunk);
+			if (!ret)
+				ret = batch_flush(dev);
+			if (!ret)
+				memcpy(host, vd->staging.map + pos, chunk);
+		}
 		if (ret)
 			break;
-		memcpy(d, vd->staging.map + pos, chunk);
-		d += chunk;
+		host += chunk;
 		off += chunk;
 		bytes -= chunk;
 	}
 out_unlock:
 	pthread_mutex_unlock(&vd->lock);
 	return ret;
+}
+
+static int vk_write(struct gpo_device *dev, const struct dev_buf *dst,
+		    uint64_t off, const void *src, uint64_t bytes)
+{
+	/* transfer() only reads @src when it writes */
+	return transfer(dev, dst, off, (unsigned char *)src, bytes, 1);
+}
+
+static int vk_read(struct gpo_device *dev, const struct dev_buf *src,
+		   uint64_t off, void *dst, uint64_t bytes)
+{
+	return transfer(dev, src, off, dst, bytes, 0);
 }
 
 static int vk_alloc(struct gpo_device *dev, uint64_t bytes,
@@ -1753,25 +1750,17 @@ static int create_layout(struct gpo_device *dev)
 static int create_buffers(struct gpo_device *dev, const struct vk_debug *dbg)
 {
 	struct vk_dev *vd = dev->priv;
-	VkBufferCreateInfo bci = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.size = DUMMY_BYTES,
-		.usage = POOL_USAGE,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
 	VkMemoryRequirements req;
 	VkBuffer probe;
-	VkResult r;
 	int ret;
 
 	/*
 	 * Buffers of one usage accept the same memory types whatever their
 	 * size (the spec says so): one small buffer tells for the pool.
 	 */
-	r = vkCreateBuffer(vd->device, &bci, NULL, &probe);
-	if (r != VK_SUCCESS)
-		return vk_fail(dev, r, "vkCreateBuffer");
-	vkGetBufferMemoryRequirements(vd->device, probe, &req);
+	ret = buffer_create(dev, DUMMY_BYTES, POOL_USAGE, &probe, &req);
+	if (ret)
+		return ret;
 	vkDestroyBuffer(vd->device, probe, NULL);
 	ret = choose_memory(dev, req.memoryTypeBits, dbg->nomap);
 	if (ret)

@@ -17,19 +17,10 @@ mkdir -p "$build/tests"
 $cc $cflags -o "$helper" tests/ckpt/ckpt_helper.c "$build/lib/libgpuopt.a" \
 	$libs || { echo "FAIL  ckpt_helper does not build"; exit 1; }
 
-pass=0 fail=0 skip=0 failed=""
+. tests/tally.sh
 for t in inspect crash fulldisk interop; do
 	log=$build/tests/ckpt_$t.log
 	sh "tests/ckpt/$t.sh" "$build" >"$log" 2>&1
-	rc=$?
-	case $rc in
-	0) pass=$((pass + 1)); printf 'PASS  ckpt/%s\n' "$t" ;;
-	77) skip=$((skip + 1))
-	    printf 'SKIP  ckpt/%s: %s\n' "$t" "$(tail -n 1 "$log")" ;;
-	*) fail=$((fail + 1)); failed="$failed $t"
-	   printf 'FAIL  ckpt/%s (exit %d)\n' "$t" "$rc"
-	   sed 's/^/      /' "$log" | tail -n 30 ;;
-	esac
+	tally "ckpt/$t" $? "$log"
 done
-printf '%d passed, %d failed, %d skipped\n' $pass $fail $skip
-[ $fail -eq 0 ] || { echo "FAILED:$failed" >&2; exit 1; }
+tally_end

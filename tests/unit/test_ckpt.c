@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <jansson.h>
 #include "testutil.h"
+#include "ckpt_util.h"
 #include "ckpt_i.h"
 
 #define RESUME_STEPS 4
@@ -95,17 +95,6 @@ static struct gpo_optim *make_opt(struct gpo_device *dev,
 	ck_assert_int_eq(gpo_optim_configure(opt, 0, kc->g0), 0);
 	ck_assert_int_eq(gpo_optim_configure(opt, 1, kc->g1), 0);
 	return opt;
-}
-
-static void write_random(struct gpo_optim *opt, const char *slot,
-			 uint64_t *rng)
-{
-	size_t n = gpo_optim_numel(opt);
-	float *x = malloc(n * 4);
-
-	tu_fill(x, n, rng, -1, 1);
-	ck_assert_int_eq(gpo_optim_write(opt, slot, NULL, x, n * 4), 0);
-	free(x);
 }
 
 /* Everything a restore must bring back, as bytes. */
@@ -196,14 +185,14 @@ static void round_trip(struct gpo_device *dev, const struct kind_case *kc,
 		grads[i] = malloc(numel * 4);
 		tu_fill(grads[i], numel, rng, -1, 1);
 	}
-	write_random(opt, "param", rng);
+	cu_write_random(opt, "param", rng);
 	run_steps(opt, grads, kc->steps_before);
 	ck_assert_msg(!gpo_optim_save(opt, path, 0), "save on %s: %s",
 		      tu_device_id(dev), gpo_errmsg());
 	run_steps(opt, grads + kc->steps_before, RESUME_STEPS);
 	take_snap(opt, &want);
 
-	write_random(opt, "param", rng);
+	cu_write_random(opt, "param", rng);
 	ck_assert_int_eq(gpo_optim_set(opt, -1, "lr", 0.5), 0);
 	ck_assert_int_eq(gpo_optim_set_step(opt, 999), 0);
 	ck_assert_msg(!gpo_optim_restore(opt, path, 0), "restore on %s: %s",
@@ -264,7 +253,7 @@ START_TEST(test_ckpt_restore_across_devices_is_byte_identical)
 		g[1] = malloc(n * 4);
 		tu_fill(g[0], n, &rng, -1, 1);
 		tu_fill(g[1], n, &rng, -1, 1);
-		write_random(src, "param", &rng);
+		cu_write_random(src, "param", &rng);
 		run_steps(src, g, 2);
 		ck_assert_int_eq(gpo_optim_save(src, path, 0), 0);
 		take_snap(src, &want);
@@ -287,21 +276,6 @@ START_TEST(test_ckpt_restore_across_devices_is_byte_identical)
 	remove_dir();
 }
 END_TEST
-
-static char *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf;
-	int fd = open(path, O_RDONLY);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	buf = malloc(st.st_size + 1);
-	ck_assert_int_eq(read(fd, buf, st.st_size), st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
 
 static struct gpo_device *cpu_dev(void)
 {
@@ -326,9 +300,9 @@ START_TEST(test_ckpt_file_layout_is_safetensors_with_metadata)
 
 	make_dir();
 	path_of(path, sizeof(path), "l.safetensors");
-	write_random(opt, "param", &rng);
+	cu_write_random(opt, "param", &rng);
 	ck_assert_int_eq(gpo_optim_save(opt, path, 0), 0);
-	file = slurp(path, &len);
+	file = cu_slurp(path, &len);
 	for (i = 7; i >= 0; i--)
 		hlen = hlen << 8 | (unsigned char)file[i];
 	ck_assert_uint_eq((8 + hlen) % 4096, 0);
@@ -372,7 +346,7 @@ static void save_tuned(struct gpo_optim *opt, const char *name,
 	ck_assert_msg(!gpo_optim_restore(opt, path, flags), "%s: %s", name,
 		      gpo_errmsg());
 	memset(&ckpt_tune, 0, sizeof(ckpt_tune));
-	*file = slurp(path, len);
+	*file = cu_slurp(path, len);
 }
 
 /*
@@ -397,8 +371,8 @@ START_TEST(test_ckpt_io_paths_write_identical_files)
 	size_t i;
 
 	make_dir();
-	write_random(opt, "param", &rng);
-	write_random(opt, "exp_avg", &rng);
+	cu_write_random(opt, "param", &rng);
+	cu_write_random(opt, "exp_avg", &rng);
 	take_snap(opt, &want);
 	save_tuned(opt, "d.st", 0, (struct ckpt_tuning){ 0 }, &f0, &len0);
 	save_tuned(opt, "b.st", GPO_CKPT_BUFFERED, (struct ckpt_tuning){ 0 },
@@ -447,7 +421,7 @@ START_TEST(test_ckpt_inspect_lists_and_verify_finds_the_bad_tensor)
 
 	make_dir();
 	path_of(path, sizeof(path), "i.st");
-	write_random(opt, "param", &rng);
+	cu_write_random(opt, "param", &rng);
 	ck_assert_int_eq(gpo_optim_save(opt, path, 0), 0);
 	ck_assert_int_eq(gpo_ckpt_open(path, 0, &ck), 0);
 	ck_assert_int_eq(gpo_ckpt_info(ck, &info), 0);
@@ -529,7 +503,7 @@ static void expect_mismatch(const char *path, const struct kind_case *kc,
 
 	if (add_group)
 		ck_assert_int_ge(gpo_optim_add_tensor(opt, "extra", 1, s, 1), 0);
-	write_random(opt, "param", &rng);
+	cu_write_random(opt, "param", &rng);
 	take_snap(opt, &before);
 	ck_assert_int_eq(gpo_optim_restore(opt, path, 0), err);
 	tu_check_errmsg("gpo_optim_restore");

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include "testutil.h"
+#include "ckpt_util.h"
 #include "ckpt_i.h"
 #include "../fuzz/fuzz_ckpt.h"
 
@@ -39,43 +39,23 @@ static void write_file(const char *path, const void *buf, size_t len)
 	close(fd);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf;
-	int fd = open(path, O_RDONLY);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	buf = malloc(st.st_size + 1);
-	ck_assert_int_eq(read(fd, buf, st.st_size), st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
-
 static void setup(void)
 {
 	struct gpo_optim *opt = make_opt();
 	uint64_t rng = tu_rng("ckpt_corrupt_base");
-	size_t n = gpo_optim_numel(opt);
-	float *x = malloc(n * 4);
 	int i;
 
 	snprintf(dir, sizeof(dir), "/tmp/gpuopt-ckptc-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(good, sizeof(good), "%s/good.st", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.st", dir);
-	tu_fill(x, n, &rng, -1, 1);
-	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, x, n * 4), 0);
-	tu_fill(x, n, &rng, -1, 1);
-	ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, x, n * 4), 0);
+	cu_write_random(opt, "param", &rng);
+	cu_write_random(opt, "grad", &rng);
 	ck_assert_int_eq(gpo_optim_step(opt, NULL), 0);
 	ck_assert_int_eq(gpo_optim_save(opt, good, 0), 0);
-	base = slurp(good, &base_len);
+	base = cu_slurp(good, &base_len);
 	for (i = 7, base_hlen = 0; i >= 0; i--)
 		base_hlen = base_hlen << 8 | (unsigned char)base[i];
-	free(x);
 	gpo_optim_free(opt);
 }
 
@@ -613,7 +593,7 @@ static int replay_dir(const char *path, struct gpo_optim **opts)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-		buf = slurp(file, &len);
+		buf = cu_slurp(file, &len);
 		fuzz_one((const uint8_t *)buf, len, opts);
 		free(buf);
 		n++;

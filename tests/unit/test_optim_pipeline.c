@@ -41,6 +41,20 @@ static void add_three(struct ref_run *rr)
 	rr_add_tensor(rr, 1, &c, 0);
 }
 
+/*
+ * @rr: kind @k on @dev with add_three()'s tensors and the kind's config,
+ * then @pipeline (may be NULL); inputs from @rng
+ */
+static void kind_init(struct ref_run *rr, struct gpo_device *dev, int k,
+		      uint64_t *rng, const char *pipeline)
+{
+	rr_init(rr, dev, kinds[k].kind, rng);
+	add_three(rr);
+	rr_configure(rr, -1, kinds[k].config);
+	if (pipeline)
+		rr_configure(rr, -1, pipeline);
+}
+
 static int devices(struct gpo_device **devs)
 {
 	int n = tu_devices(devs, NDEV);
@@ -142,10 +156,7 @@ static void skip_run(struct gpo_device *dev, int k, uint64_t *rng,
 	int step, t;
 	size_t i;
 
-	rr_init(&rr, dev, kinds[k].kind, rng);
-	add_three(&rr);
-	rr_configure(&rr, -1, kinds[k].config);
-	rr_configure(&rr, -1, arg->pipeline);
+	kind_init(&rr, dev, k, rng, arg->pipeline);
 	rr_random_params(&rr, -1, 1);
 	for (step = 1; step <= 6; step++) {
 		rr_random_grads(&rr, -arg->scale, arg->scale);
@@ -230,10 +241,7 @@ static void pipeline_run(struct gpo_device *dev, int k, uint64_t *rng,
 	struct ref_run rr;
 	int step;
 
-	rr_init(&rr, dev, kinds[k].kind, rng);
-	add_three(&rr);
-	rr_configure(&rr, -1, kinds[k].config);
-	rr_configure(&rr, -1, arg->pipeline);
+	kind_init(&rr, dev, k, rng, arg->pipeline);
 	rr_random_params(&rr, -1, 1);
 	for (step = 0; step < 8; step++) {
 		double err;
@@ -301,13 +309,8 @@ static void clip_below_run(struct gpo_device *dev, int k, uint64_t *rng,
 	int step, t;
 
 	/* the same stream: both draw the same parameters */
-	rr_init(&rr, dev, kinds[k].kind, rng);
-	rr_init(&plain, dev, kinds[k].kind, &rng2);
-	add_three(&rr);
-	add_three(&plain);
-	rr_configure(&rr, -1, kinds[k].config);
-	rr_configure(&plain, -1, kinds[k].config);
-	rr_configure(&rr, -1, arg->pipeline);
+	kind_init(&rr, dev, k, rng, arg->pipeline);
+	kind_init(&plain, dev, k, &rng2, NULL);
 	rr_random_params(&rr, -1, 1);
 	rr_random_params(&plain, -1, 1);
 	for (step = 0; step < 6; step++) {
@@ -369,9 +372,7 @@ static void hparam_change_run(struct gpo_device *dev, int k, uint64_t *rng,
 	char text[96];
 	int step;
 
-	rr_init(&rr, dev, kind, rng);
-	add_three(&rr);
-	rr_configure(&rr, -1, kinds[k].config);
+	kind_init(&rr, dev, k, rng, NULL);
 	rr_random_params(&rr, -1, 1);
 	for (step = 1; step <= 15; step++) {
 		if (step == 8) {
@@ -543,10 +544,7 @@ static void reset_run(struct gpo_device *dev, int k, uint64_t *rng,
 	uint64_t n, i;
 	int step, s;
 
-	rr_init(&rr, dev, kinds[k].kind, rng);
-	add_three(&rr);
-	rr_configure(&rr, -1, kinds[k].config);
-	rr_configure(&rr, -1, "check_finite=1");
+	kind_init(&rr, dev, k, rng, "check_finite=1");
 	rr_random_params(&rr, -1, 1);
 	for (step = 0; step < 5; step++) {
 		rr_random_grads(&rr, -1, 1);
@@ -604,9 +602,7 @@ static void restore_run(struct gpo_device *dev, int k, uint64_t *rng,
 	uint64_t n, rng2 = *rng;
 	int step, s, t, ret;
 
-	rr_init(&rr, dev, kinds[k].kind, rng);
-	add_three(&rr);
-	rr_configure(&rr, -1, kinds[k].config);
+	kind_init(&rr, dev, k, rng, NULL);
 	rr_random_params(&rr, -1, 1);
 	for (step = 1; step <= 5; step++) {
 		rr_random_grads(&rr, -1, 1);
@@ -615,9 +611,7 @@ static void restore_run(struct gpo_device *dev, int k, uint64_t *rng,
 	n = gpo_optim_numel(rr.opt);
 	take_snapshot(rr.opt, &mid);
 
-	rr_init(&re, dev, kinds[k].kind, &rng2);
-	add_three(&re);
-	rr_configure(&re, -1, kinds[k].config);
+	kind_init(&re, dev, k, &rng2, NULL);
 	for (s = 0; s < mid.count; s++) {
 		ret = gpo_optim_write(re.opt, mid.names[s], NULL, mid.data[s],
 				      n * 4);
