@@ -717,7 +717,9 @@ static int operands(int argc, char **argv, int min, int max, int *status)
 
 /* ---- devices, pools, jobs ------------------------------------------------ */
 
-static int cmd_devices(int argc, char **argv)
+/* devices and jobs: a table that top also draws, printed once */
+static int print_table(int argc, char **argv,
+		       void (*table)(struct buf *out, int width))
 {
 	struct buf out = { 0 };
 	int status;
@@ -726,10 +728,15 @@ static int cmd_devices(int argc, char **argv)
 		return status;
 	if (!tree_ok())
 		return 1;
-	devices_table(&out, INT_MAX);
+	table(&out, INT_MAX);
 	fwrite(out.p, 1, out.len, stdout);
 	buf_free(&out);
 	return 0;
+}
+
+static int cmd_devices(int argc, char **argv)
+{
+	return print_table(argc, argv, devices_table);
 }
 
 static int cmd_pools(int argc, char **argv)
@@ -779,17 +786,7 @@ static int cmd_pools(int argc, char **argv)
 
 static int cmd_jobs(int argc, char **argv)
 {
-	struct buf out = { 0 };
-	int status;
-
-	if (operands(argc, argv, 0, 0, &status) < 0)
-		return status;
-	if (!tree_ok())
-		return 1;
-	jobs_table(&out, INT_MAX);
-	fwrite(out.p, 1, out.len, stdout);
-	buf_free(&out);
-	return 0;
+	return print_table(argc, argv, jobs_table);
 }
 
 /* ---- making and changing jobs -------------------------------------------- */
