@@ -36,7 +36,7 @@ endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 LIB_LIBS := -lOpenCL -lvulkan -luring -ljansson -lm -lpthread
 
-LIB_SRCS := $(sort $(wildcard libgpuopt/src/*.c))
+LIB_SRCS := $(sort $(wildcard libgpuopt/src/*/*.c libgpuopt/src/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/cl_sources.o \
 	$(BUILD)/gen/spv_sources.o
 CL_SRCS := $(sort $(wildcard kernels/opencl/*.cl))
@@ -82,7 +82,7 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 # The cpu backend's loops are where vectorisation matters.
-$(BUILD)/libgpuopt/src/backend_cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
+$(BUILD)/libgpuopt/src/backend/cpu/cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)
@@ -174,7 +174,7 @@ bench: all
 # clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 180
-FUZZ_SRCS := $(addprefix libgpuopt/src/,safetensors.c checkpoint.c hparam.c parse.c)
+FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/checkpoint.c optim/hparam.c core/parse.c)
 FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -Ilibgpuopt/include \
 	-Ilibgpuopt/src -g -O1 -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined

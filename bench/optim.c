@@ -24,7 +24,7 @@
 #include <time.h>
 #include "gpuopt.h"
 #include "bench_i.h"
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 struct bench_case {
 	const char *name;
@@ -122,7 +122,7 @@ static double copy_bandwidth(struct gpo_device *dev, uint64_t n,
 
 	if (!dev_t || !wall_t)
 		goto out;
-	if (pool_alloc(dev, n * 4, &a) || pool_alloc(dev, n * 4, &b)) {
+	if (gpo__pool_alloc(dev, n * 4, &a) || gpo__pool_alloc(dev, n * 4, &b)) {
 		fprintf(stderr, "copy: %s\n", gpo_errmsg());
 		goto out_free;
 	}
@@ -155,8 +155,8 @@ static double copy_bandwidth(struct gpo_device *dev, uint64_t n,
 	*kernel_ms = median(dev_t, creps) * 1e3;
 	bw = 8.0 * n / (*kernel_ms * 1e-3);
 out_free:
-	pool_free(dev, &a);
-	pool_free(dev, &b);
+	gpo__pool_free(dev, &a);
+	gpo__pool_free(dev, &b);
 out:
 	free(dev_t);
 	free(wall_t);

@@ -60,7 +60,7 @@ int fs_mkdirs(const char *path, mode_t mode);
 
 /*
  * fs_err - set the calling thread's error message for the request being
- * served and return @err, as gpo_err() does in the library. tree.c copies
+ * served and return @err, as gpo__err() does in the library. tree.c copies
  * the message into error_log and the job's error file.
  */
 int fs_err(int err, const char *fmt, ...) FS_PRINTF(2, 3);

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <gpuopt.h>
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 #include "../fuzz/fuzz_ckpt.h"
 
 struct args {
@@ -278,7 +278,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'o': a->dump = optarg; break;
 		case 'f': a->flags |= GPO_CKPT_FOREIGN; break;
 		case 'b': a->flags |= GPO_CKPT_BUFFERED; break;
-		case 'P': ckpt_tune.no_prealloc = 1; break;
+		case 'P': gpo__ckpt_tune.no_prealloc = 1; break;
 		case 'L': a->fuzz_layout = 1; break;
 		case 'R': a->ready = optarg; break;
 		default: return -1;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 
 static const struct fuzz_tensor {
 	const char *name;
@@ -58,7 +58,7 @@ out_free:
 }
 
 /*
- * The layout as a bare object, no device (ckpt_match() reads only the
+ * The layout as a bare object, no device (gpo__ckpt_match() reads only the
  * kind, groups and tensors): the harness then probes no GPU API.
  */
 static inline struct gpo_optim *fuzz_fake_optim(enum gpo_optim_kind kind)
@@ -79,8 +79,8 @@ static inline struct gpo_optim *fuzz_fake_optim(enum gpo_optim_kind kind)
 		free(opt);
 		return NULL;
 	}
-	hparams_defaults(kind, &opt->groups[0].hp);
-	hparams_defaults(kind, &opt->groups[1].hp);
+	gpo__hparams_defaults(kind, &opt->groups[0].hp);
+	gpo__hparams_defaults(kind, &opt->groups[1].hp);
 	for (i = 0; i < FUZZ_NTENSORS; i++) {
 		struct optim_tensor *t = &opt->tensors[i];
 
@@ -114,24 +114,24 @@ static inline void fuzz_match(const uint8_t *data, size_t size,
 	int have[SL_COUNT], k;
 	uint64_t hlen;
 
-	if (size < 8 || ckpt_parse_len(data, size, &hlen) ||
-	    ckpt_parse((const char *)data + 8, hlen, size,
+	if (size < 8 || gpo__ckpt_parse_len(data, size, &hlen) ||
+	    gpo__ckpt_parse((const char *)data + 8, hlen, size,
 		       GPO_CKPT_FOREIGN | CKPT_NO_HEADER_SUM, &ck))
 		return;
 	for (k = 0; k < GPO_OPTIM_KINDS; k++)
 		if (opts[k])
-			ckpt_match(ck, opts[k], GPO_CKPT_FOREIGN, have, groups);
-	ckpt_free(ck);
+			gpo__ckpt_match(ck, opts[k], GPO_CKPT_FOREIGN, have, groups);
+	gpo__ckpt_free(ck);
 }
 
 /* Returns the strict reader's verdict (0 or -errno); never crashes. */
 static inline int fuzz_one(const uint8_t *data, size_t size,
 			   struct gpo_optim **opts)
 {
-	int ret = ckpt_check_mem(data, size, 0, NULL);
+	int ret = gpo__ckpt_check_mem(data, size, 0, NULL);
 
 	/* what the strict reader accepts, the lenient one must too */
-	if (ckpt_check_mem(data, size, GPO_CKPT_FOREIGN, NULL) && !ret)
+	if (gpo__ckpt_check_mem(data, size, GPO_CKPT_FOREIGN, NULL) && !ret)
 		abort();
 	fuzz_match(data, size, opts);
 	return ret;

@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include "testutil.h"
 #include "ckpt_util.h"
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 
 #define RESUME_STEPS 4
 
@@ -340,12 +340,12 @@ static void save_tuned(struct gpo_optim *opt, const char *name,
 	char path[256];
 
 	path_of(path, sizeof(path), name);
-	ckpt_tune = tune;
+	gpo__ckpt_tune = tune;
 	ck_assert_msg(!gpo_optim_save(opt, path, flags), "%s: %s", name,
 		      gpo_errmsg());
 	ck_assert_msg(!gpo_optim_restore(opt, path, flags), "%s: %s", name,
 		      gpo_errmsg());
-	memset(&ckpt_tune, 0, sizeof(ckpt_tune));
+	memset(&gpo__ckpt_tune, 0, sizeof(gpo__ckpt_tune));
 	*file = cu_slurp(path, len);
 }
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "ckpt_util.h"
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 #include "../fuzz/fuzz_ckpt.h"
 
 static char dir[64], good[128], bad[128];
@@ -98,9 +98,9 @@ static void expect_err_flags(const void *buf, size_t len, int err,
 	ck_assert(lr == 0.02);
 	/* the in-memory reader agrees on damage it can see */
 	if (err && err != -EINVAL && err != -ENOENT)
-		ck_assert_msg(ckpt_check_mem(buf, len, flags, NULL) == err,
-			      "%s: ckpt_check_mem says %d", what,
-			      ckpt_check_mem(buf, len, flags, NULL));
+		ck_assert_msg(gpo__ckpt_check_mem(buf, len, flags, NULL) == err,
+			      "%s: gpo__ckpt_check_mem says %d", what,
+			      gpo__ckpt_check_mem(buf, len, flags, NULL));
 	free(before);
 	free(after);
 	gpo_optim_free(opt);
@@ -115,7 +115,7 @@ START_TEST(test_ckpt_good_file_passes_every_check)
 {
 	struct gpo_optim *opt = make_opt();
 
-	ck_assert_int_eq(ckpt_check_mem(base, base_len, 0, NULL), 0);
+	ck_assert_int_eq(gpo__ckpt_check_mem(base, base_len, 0, NULL), 0);
 	ck_assert_int_eq(gpo_optim_restore(opt, good, 0), 0);
 	ck_assert_uint_eq(gpo_optim_steps_done(opt), 1);
 	gpo_optim_free(opt);
@@ -130,7 +130,7 @@ START_TEST(test_ckpt_truncation_in_every_region_is_ebadmsg)
 	uint64_t cuts[64];
 	int n = 0, i;
 
-	ck_assert_int_eq(ckpt_check_mem(base, base_len, 0, &ck), 0);
+	ck_assert_int_eq(gpo__ckpt_check_mem(base, base_len, 0, &ck), 0);
 	cuts[n++] = 0;
 	cuts[n++] = 4;				/* in the length */
 	cuts[n++] = 8;
@@ -143,7 +143,7 @@ START_TEST(test_ckpt_truncation_in_every_region_is_ebadmsg)
 			cuts[n++] = ds + ck->t[i].begin;	/* at a boundary */
 	}
 	cuts[n++] = base_len - 1;
-	ckpt_free(ck);
+	gpo__ckpt_free(ck);
 	for (i = 0; i < n; i++) {
 		snprintf(what, sizeof(what), "truncated at %llu",
 			 (unsigned long long)cuts[i]);
@@ -196,7 +196,7 @@ START_TEST(test_ckpt_flipped_data_byte_is_ebade)
 	struct ckpt *ck;
 	int i;
 
-	ck_assert_int_eq(ckpt_check_mem(base, base_len, 0, &ck), 0);
+	ck_assert_int_eq(gpo__ckpt_check_mem(base, base_len, 0, &ck), 0);
 	for (i = 0; i < ck->ntensors; i++) {
 		uint64_t off = 8 + base_hlen + (ck->t[i].begin + ck->t[i].end) / 2;
 
@@ -205,7 +205,7 @@ START_TEST(test_ckpt_flipped_data_byte_is_ebade)
 		snprintf(what, sizeof(what), "flip in %s", ck->t[i].name);
 		expect_err(buf, base_len, -EBADE, what);
 	}
-	ckpt_free(ck);
+	gpo__ckpt_free(ck);
 	free(buf);
 }
 END_TEST
@@ -226,7 +226,7 @@ START_TEST(test_ckpt_flipped_header_bits_never_load)
 		snprintf(what, sizeof(what), "bit %d of byte %llu", bit,
 			 (unsigned long long)off);
 		expect_err(buf, base_len, 0, what);
-		ck_assert_msg(ckpt_check_mem(buf, base_len, 0, NULL) < 0, "%s",
+		ck_assert_msg(gpo__ckpt_check_mem(buf, base_len, 0, NULL) < 0, "%s",
 			      what);
 	}
 	free(buf);
@@ -259,7 +259,7 @@ static char *rebuild(json_t *root, const char *data, size_t dlen, int resum,
 	uint64_t sum;
 
 	if (resum && json_object_get(meta_of(root), CKPT_META_HDR_XXH64)) {
-		ck_assert_int_eq(ckpt_header_sum(root, &sum), 0);
+		ck_assert_int_eq(gpo__ckpt_header_sum(root, &sum), 0);
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)sum);
 		json_object_set_new(meta_of(root), CKPT_META_HDR_XXH64,
 				    json_string(hex));

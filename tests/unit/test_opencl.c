@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
-#include "diskcache_i.h"
+#include "core/diskcache_i.h"
 
 #define ADAM_N		1021	/* not a multiple of 4: the tail runs */
 #define FROZEN_N	61
@@ -268,7 +268,7 @@ static void damage_entry(const char *path, uint64_t key, enum damage how)
 		break;
 	default:
 		/* passes the cache's own checks: the driver must refuse it */
-		ck_assert(!diskcache_store("opencl", key, junk, sizeof(junk)));
+		ck_assert(!gpo__diskcache_store("opencl", key, junk, sizeof(junk)));
 		break;
 	}
 }
@@ -299,7 +299,7 @@ START_TEST(test_opencl_damaged_cache_is_rebuilt)
 		/* rebuilt, and stored again whole */
 		cache_entry(dir, path, sizeof(path), &key2);
 		ck_assert(key2 == key);
-		ck_assert_msg(!diskcache_load("opencl", key, &data, &size),
+		ck_assert_msg(!gpo__diskcache_load("opencl", key, &data, &size),
 			      "after %s: no valid entry", damage_names[how]);
 		ck_assert_msg(size > 64, "after %s: %zu bytes",
 			      damage_names[how], size);

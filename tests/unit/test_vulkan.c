@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 #include "testutil.h"
-#include "diskcache_i.h"
+#include "core/diskcache_i.h"
 
 #define ADAM_N		1021	/* not a multiple of 4: a tail */
 #define ADAM_STEPS	5
@@ -256,7 +256,7 @@ START_TEST(test_vulkan_first_open_writes_pipeline_cache)
 				       &key) >= 1,
 		      "no pipeline cache in %s after opening %d devices", dir,
 		      n);
-	ck_assert(!diskcache_load("vulkan", key, &data, &size));
+	ck_assert(!gpo__diskcache_load("vulkan", key, &data, &size));
 	ck_assert_uint_ge(size, sizeof(VkPipelineCacheHeaderVersionOne));
 	free(data);
 	tu_cache_dir_remove(dir);
@@ -286,7 +286,7 @@ static void damage_entry(const char *path, uint64_t key, enum damage how,
 	long len;
 	FILE *f;
 
-	ck_assert(!diskcache_load("vulkan", key, &data, &size));
+	ck_assert(!gpo__diskcache_load("vulkan", key, &data, &size));
 	ck_assert_uint_ge(size, sizeof(h));
 	bytes = data;
 	memcpy(&h, bytes, sizeof(h));
@@ -317,7 +317,7 @@ static void damage_entry(const char *path, uint64_t key, enum damage how,
 		break;
 	}
 	if (how <= GARBAGE_BODY) {
-		ck_assert(!diskcache_store("vulkan", key, data, size));
+		ck_assert(!gpo__diskcache_store("vulkan", key, data, size));
 		free(data);
 		return;
 	}
@@ -390,7 +390,7 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 		ck_assert_int_ge(tu_cache_entries(dir, "vulkan", path,
 						  sizeof(path), &key),
 				 1);
-		ck_assert_msg(!diskcache_load("vulkan", key, &data, &size),
+		ck_assert_msg(!gpo__diskcache_load("vulkan", key, &data, &size),
 			      "after %s: no valid entry", damage_names[how]);
 		free(data);
 	}

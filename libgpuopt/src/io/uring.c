@@ -12,7 +12,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include "ckpt_i.h"
+#include "core/gpuopt_i.h"
+#include "io/uring_i.h"
 
 /*
  * Valgrind does not see the kernel write into a buffer through the ring:
@@ -28,9 +29,9 @@
 #define MARK_DEFINED(p, n) ((void)(p), (void)(n))
 #endif
 
-struct ckpt_tuning ckpt_tune;
+struct ckpt_tuning gpo__ckpt_tune;
 
-int ckio_dio_align(int fd, size_t *align, size_t *mem_align)
+int gpo__ckio_dio_align(int fd, size_t *align, size_t *mem_align)
 {
 	struct statx stx;
 
@@ -48,7 +49,7 @@ int ckio_dio_align(int fd, size_t *align, size_t *mem_align)
 	return 0;
 }
 
-int ckio_set_direct(int fd, int on)
+int gpo__ckio_set_direct(int fd, int on)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -91,7 +92,7 @@ static void register_bufs(struct ckio *io)
 	struct iovec *iov;
 	int i;
 
-	if (ckpt_tune.no_fixed)
+	if (gpo__ckpt_tune.no_fixed)
 		return;
 	iov = calloc(io->nbuf, sizeof(*iov));
 	if (!iov)
@@ -104,7 +105,7 @@ static void register_bufs(struct ckio *io)
 	free(iov);
 }
 
-int ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
+int gpo__ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
 	      size_t mem_align)
 {
 	memset(io, 0, sizeof(*io));
@@ -114,10 +115,10 @@ int ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
 	io->nbuf = nbuf;
 	if (alloc_bufs(io, mem_align < 4096 ? 4096 : mem_align)) {
 		free_bufs(io);
-		return gpo_err(-ENOMEM, "out of memory for %d I/O buffers of %zu bytes",
+		return gpo__err(-ENOMEM, "out of memory for %d I/O buffers of %zu bytes",
 			       nbuf, chunk);
 	}
-	if (!ckpt_tune.no_ring &&
+	if (!gpo__ckpt_tune.no_ring &&
 	    !io_uring_queue_init((unsigned int)nbuf + 2, &io->ring, 0)) {
 		io->ring_ok = 1;
 		register_bufs(io);
@@ -181,7 +182,7 @@ static void sync_io(struct ckio *io, struct ckio_req *r)
 	r->busy = 0;
 }
 
-int ckio_submit(struct ckio *io, int i, void *p, uint64_t off, size_t len,
+int gpo__ckio_submit(struct ckio *io, int i, void *p, uint64_t off, size_t len,
 		size_t want)
 {
 	struct ckio_req *r = &io->req[i];
@@ -253,7 +254,7 @@ static int reap_one(struct ckio *io)
 	return 0;
 }
 
-int ckio_wait(struct ckio *io, int i)
+int gpo__ckio_wait(struct ckio *io, int i)
 {
 	int ret;
 
@@ -265,19 +266,19 @@ int ckio_wait(struct ckio *io, int i)
 	return io->req[i].res;
 }
 
-int ckio_drain(struct ckio *io)
+int gpo__ckio_drain(struct ckio *io)
 {
 	int i, ret, first = 0;
 
 	for (i = 0; i <= io->nbuf; i++) {
-		ret = ckio_wait(io, i);
+		ret = gpo__ckio_wait(io, i);
 		if (ret && !first)
 			first = ret;
 	}
 	return first;
 }
 
-void ckio_exit(struct ckio *io)
+void gpo__ckio_exit(struct ckio *io)
 {
 	if (io->ring_ok) {
 		/* the kernel may still write into the buffers: wait first */

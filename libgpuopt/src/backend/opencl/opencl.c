@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
-#include "diskcache_i.h"
-#include "embedded_i.h"
+#include "core/gpuopt_i.h"
+#include "core/diskcache_i.h"
+#include "backend/embedded_i.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR	-1001
@@ -145,7 +145,7 @@ static int cl_errno(cl_int err, int alloc)
 static int cl_fail(const struct gpo_device *dev, cl_int err, int alloc,
 		   const char *what)
 {
-	return gpo_err(cl_errno(err, alloc), "%s (%s): %s: %s (%d)",
+	return gpo__err(cl_errno(err, alloc), "%s (%s): %s: %s (%d)",
 		       dev->info.id, dev->info.name, what, cl_err_name(err),
 		       (int)err);
 }
@@ -301,7 +301,7 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 	}
 	od->platform = plat;
 	od->device = d;
-	ret = ctx_add_device(ctx, &opencl_backend_ops, &info, od);
+	ret = gpo__ctx_add_device(ctx, &gpo__opencl_backend_ops, &info, od);
 	if (ret) {
 		snprintf(why, wlen, "%s: cannot register: %s", name,
 			 strerror(-ret));
@@ -328,23 +328,23 @@ static void probe_platform(struct gpo_ctx *ctx, cl_platform_id plat,
 	if (err == CL_DEVICE_NOT_FOUND || (!err && !nd))
 		return;
 	if (err) {
-		ctx_log(ctx, "opencl: platform %u skipped: clGetDeviceIDs: %s (%d)",
+		gpo__ctx_log(ctx, "opencl: platform %u skipped: clGetDeviceIDs: %s (%d)",
 			index, cl_err_name(err), (int)err);
 		return;
 	}
 	devs = calloc(nd, sizeof(*devs));
 	if (!devs) {
-		ctx_log(ctx, "opencl: platform %u skipped: out of memory",
+		gpo__ctx_log(ctx, "opencl: platform %u skipped: out of memory",
 			index);
 		return;
 	}
 	err = clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, nd, devs, &nd);
 	if (err)
-		ctx_log(ctx, "opencl: platform %u skipped: clGetDeviceIDs: %s (%d)",
+		gpo__ctx_log(ctx, "opencl: platform %u skipped: clGetDeviceIDs: %s (%d)",
 			index, cl_err_name(err), (int)err);
 	for (i = 0; !err && i < nd; i++)
 		if (probe_device(ctx, plat, devs[i], why, sizeof(why)))
-			ctx_log(ctx, "opencl: platform %u device %u skipped: %s",
+			gpo__ctx_log(ctx, "opencl: platform %u device %u skipped: %s",
 				index, i, why);
 	free(devs);
 }
@@ -360,15 +360,15 @@ static int ocl_probe(struct gpo_ctx *ctx)
 	if (err == CL_PLATFORM_NOT_FOUND_KHR || (!err && !np))
 		return 0;
 	if (err)
-		return gpo_err(-EIO, "opencl: clGetPlatformIDs: %s (%d)",
+		return gpo__err(-EIO, "opencl: clGetPlatformIDs: %s (%d)",
 			       cl_err_name(err), (int)err);
 	plats = calloc(np, sizeof(*plats));
 	if (!plats)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	err = clGetPlatformIDs(np, plats, &np);
 	if (err) {
 		free(plats);
-		return gpo_err(-EIO, "opencl: clGetPlatformIDs: %s (%d)",
+		return gpo__err(-EIO, "opencl: clGetPlatformIDs: %s (%d)",
 			       cl_err_name(err), (int)err);
 	}
 	for (i = 0; i < np; i++)
@@ -382,12 +382,12 @@ static int ocl_probe(struct gpo_ctx *ctx)
 /* All kernel sources in one text, common.cl first. */
 static char *program_source(size_t *len_out)
 {
-	const struct embedded_file *f, *common = embedded_find(embedded_cl,
+	const struct embedded_file *f, *common = gpo__embedded_find(gpo__embedded_cl,
 							       "common");
 	size_t len = 0;
 	char *src, *p;
 
-	for (f = embedded_cl; f->name; f++)
+	for (f = gpo__embedded_cl; f->name; f++)
 		len += f->size + 1;
 	src = malloc(len + 1);
 	if (!src)
@@ -398,7 +398,7 @@ static char *program_source(size_t *len_out)
 		p += common->size;
 		*p++ = '\n';
 	}
-	for (f = embedded_cl; f->name; f++) {
+	for (f = gpo__embedded_cl; f->name; f++) {
 		if (f == common)
 			continue;
 		memcpy(p, f->data, f->size);
@@ -434,11 +434,11 @@ static uint64_t program_key(const struct gpo_device *dev, cl_platform_id plat,
 
 	clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof(pver) - 1, pver,
 			  NULL);
-	key = diskcache_key(0, src, len);
-	key = diskcache_key_str(key, opts);
-	key = diskcache_key_str(key, dev->info.name);
-	key = diskcache_key_str(key, dev->info.driver);
-	return diskcache_key_str(key, pver);
+	key = gpo__diskcache_key(0, src, len);
+	key = gpo__diskcache_key_str(key, opts);
+	key = gpo__diskcache_key_str(key, dev->info.name);
+	key = gpo__diskcache_key_str(key, dev->info.driver);
+	return gpo__diskcache_key_str(key, pver);
 }
 
 static void release_kernels(struct ocl_dev *od)
@@ -455,7 +455,7 @@ static void release_kernels(struct ocl_dev *od)
 	od->program = NULL;
 }
 
-/* Create every kernel of kernel_table from od->program. */
+/* Create every kernel of gpo__kernel_table from od->program. */
 static int create_kernels(struct gpo_device *dev, struct ocl_dev *od)
 {
 	cl_int err;
@@ -463,9 +463,9 @@ static int create_kernels(struct gpo_device *dev, struct ocl_dev *od)
 
 	for (k = 0; k < K_COUNT; k++) {
 		od->kernels[k] = clCreateKernel(od->program,
-						kernel_table[k].name, &err);
+						gpo__kernel_table[k].name, &err);
 		if (!od->kernels[k])
-			return cl_fail(dev, err, 0, kernel_table[k].name);
+			return cl_fail(dev, err, 0, gpo__kernel_table[k].name);
 	}
 	return 0;
 }
@@ -502,7 +502,7 @@ static int program_from_cache(struct gpo_device *dev, struct ocl_dev *od,
 	void *data;
 	int ret;
 
-	ret = diskcache_load("opencl", key, &data, &size);
+	ret = gpo__diskcache_load("opencl", key, &data, &size);
 	if (ret)
 		return ret;
 	bin = data;
@@ -532,7 +532,7 @@ static void program_to_cache(struct ocl_dev *od, uint64_t key)
 		return;
 	if (!clGetProgramInfo(od->program, CL_PROGRAM_BINARIES, sizeof(bin),
 			      &bin, NULL))
-		diskcache_store("opencl", key, bin, size);
+		gpo__diskcache_store("opencl", key, bin, size);
 	free(bin);
 }
 
@@ -548,7 +548,7 @@ static int build_program(struct gpo_device *dev, struct ocl_dev *od)
 
 	src = program_source(&len);
 	if (!src)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	build_options(od->device, opts, sizeof(opts));
 	key = program_key(dev, od->platform, src, len, opts);
 	/* a damaged or stale entry is rebuilt below and overwritten */
@@ -567,7 +567,7 @@ static int build_program(struct gpo_device *dev, struct ocl_dev *od)
 	err = clBuildProgram(od->program, 1, &od->device, opts, NULL, NULL);
 	if (err) {
 		build_log(od, log, sizeof(log));
-		ret = gpo_err(-EIO, "%s (%s): cannot build the kernels: %s: %s",
+		ret = gpo__err(-EIO, "%s (%s): cannot build the kernels: %s: %s",
 			      dev->info.id, dev->info.name, cl_err_name(err),
 			      log);
 		goto out_release;
@@ -682,7 +682,7 @@ static int ocl_alloc(struct gpo_device *dev, uint64_t bytes,
 
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	mem->mem = clCreateBuffer(od->context, CL_MEM_READ_WRITE, bytes, NULL,
 				  &err);
 	if (!mem->mem) {
@@ -762,7 +762,7 @@ static size_t grid_size(enum kernel_id k, const struct kernel_args *a)
 {
 	size_t items;
 
-	switch (kernel_table[k].grid) {
+	switch (gpo__kernel_table[k].grid) {
 	case GRID_ELEMENTS:
 		/* one work-item per float4 (the last one partial) */
 		items = a->n / 4 + (a->n % 4 != 0);
@@ -794,15 +794,15 @@ static int set_args(struct gpo_device *dev, cl_kernel kern, enum kernel_id k,
 	cl_uint arg = 0, i;
 	cl_int err = 0;
 
-	for (i = 0; i < kernel_table[k].nbuf && !err; i++) {
+	for (i = 0; i < gpo__kernel_table[k].nbuf && !err; i++) {
 		const struct dev_buf *b = &a->buf[i];
 		cl_mem m = b->mem ? b->mem->mem : od->dummy;
 		cl_ulong off = b->mem ? b->off / 4 : 0;
 
 		/* the kernels read float4s from these offsets */
 		if (b->off % 16)
-			return gpo_err(-EINVAL, "%s: %s: buffer %u at offset %llu is not 16-byte aligned",
-				       dev->info.id, kernel_table[k].name, i,
+			return gpo__err(-EINVAL, "%s: %s: buffer %u at offset %llu is not 16-byte aligned",
+				       dev->info.id, gpo__kernel_table[k].name, i,
 				       (unsigned long long)b->off);
 		err = clSetKernelArg(kern, arg++, sizeof(m), &m);
 		if (!err)
@@ -812,7 +812,7 @@ static int set_args(struct gpo_device *dev, cl_kernel kern, enum kernel_id k,
 		err = clSetKernelArg(kern, arg++, sizeof(u[i]), &u[i]);
 	for (i = 0; i < KARG_NSCAL && !err; i++)
 		err = clSetKernelArg(kern, arg++, sizeof(cl_float), &a->s[i]);
-	return err ? cl_fail(dev, err, 0, kernel_table[k].name) : 0;
+	return err ? cl_fail(dev, err, 0, gpo__kernel_table[k].name) : 0;
 }
 
 static int ocl_launch(struct gpo_device *dev, enum kernel_id k,
@@ -826,7 +826,7 @@ static int ocl_launch(struct gpo_device *dev, enum kernel_id k,
 	int ret;
 
 	if ((unsigned int)k >= K_COUNT)
-		return gpo_err(-EINVAL, "%s: no kernel %d", dev->info.id, k);
+		return gpo__err(-EINVAL, "%s: no kernel %d", dev->info.id, k);
 	global = grid_size(k, args);
 	if (!global)
 		return 0;
@@ -837,7 +837,7 @@ static int ocl_launch(struct gpo_device *dev, enum kernel_id k,
 	err = clEnqueueNDRangeKernel(od->queue, kern, 1, NULL, &global, &local,
 				     0, NULL, &ev);
 	if (err)
-		return cl_fail(dev, err, 0, kernel_table[k].name);
+		return cl_fail(dev, err, 0, gpo__kernel_table[k].name);
 	/* keep the first and the latest: wait() times the span */
 	if (!od->first) {
 		od->first = ev;
@@ -892,7 +892,7 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 	return err ? cl_fail(dev, err, 0, "running kernels") : 0;
 }
 
-const struct backend_ops opencl_backend_ops = {
+const struct backend_ops gpo__opencl_backend_ops = {
 	.name = "opencl",
 	.probe = ocl_probe,
 	.open = ocl_open,

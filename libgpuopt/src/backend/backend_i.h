@@ -168,7 +168,7 @@ struct kernel_desc {
 	enum kernel_grid grid;
 };
 
-extern const struct kernel_desc kernel_table[K_COUNT];
+extern const struct kernel_desc gpo__kernel_table[K_COUNT];
 
 #define KARG_NBUF	8
 #define KARG_NSCAL	12
@@ -191,7 +191,7 @@ struct kernel_args {
 
 struct backend_ops {
 	const char *name;	/* "cpu", "opencl", "vulkan" */
-	/* find devices, register each with ctx_add_device(); an error here
+	/* find devices, register each with gpo__ctx_add_device(); an error here
 	 * only skips the backend */
 	int (*probe)(struct gpo_ctx *ctx);
 	/* make the device usable; sets dev->mem_align, dev->max_alloc */
@@ -222,8 +222,8 @@ struct backend_ops {
 	uint64_t (*mem_free)(struct gpo_device *dev);
 };
 
-extern const struct backend_ops cpu_backend_ops;
-extern const struct backend_ops opencl_backend_ops;
-extern const struct backend_ops vulkan_backend_ops;
+extern const struct backend_ops gpo__cpu_backend_ops;
+extern const struct backend_ops gpo__opencl_backend_ops;
+extern const struct backend_ops gpo__vulkan_backend_ops;
 
 #endif /* GPUOPT_BACKEND_I_H */

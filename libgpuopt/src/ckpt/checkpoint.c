@@ -27,7 +27,7 @@
 /* header-only: no libxxhash at run time on machines that lack it */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 
 #define PLACEHOLDER_SUM	"0000000000000000"
 #define SAVE_FLAGS	GPO_CKPT_BUFFERED
@@ -49,12 +49,12 @@ static int path_err(int ret, const char *path)
 	char msg[400];
 
 	snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
-	return gpo_err(ret, "%.200s: %s", path, msg);
+	return gpo__err(ret, "%.200s: %s", path, msg);
 }
 
 static int sys_err(int err, const char *what, const char *path)
 {
-	return gpo_err(-err, "%.200s: %s: %s", path, what, strerror(err));
+	return gpo__err(-err, "%.200s: %s: %s", path, what, strerror(err));
 }
 
 /* ---- the header a save writes -------------------------------------------- */
@@ -121,7 +121,7 @@ static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 	p->e = calloc((size_t)nbuf * opt->ntensors, sizeof(*p->e));
 	p->seg = calloc((size_t)nbuf * opt->ngroups, sizeof(*p->seg));
 	if (!p->e || !p->seg)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	plan_buffer(opt, CKPT_SLOT_PARAM, p);
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem)
@@ -144,10 +144,10 @@ static void entry_name(const struct gpo_optim *opt,
 		snprintf(buf, len, "param/%s", name);
 	else
 		snprintf(buf, len, "state/%s/%s", name,
-			 optim_slot_names[e->slot]);
+			 gpo__optim_slot_names[e->slot]);
 }
 
-/* hparams_describe()'s "key=value" lines as a JSON object of numbers */
+/* gpo__hparams_describe()'s "key=value" lines as a JSON object of numbers */
 static json_t *hparams_json(const struct gpo_optim *opt,
 			    const struct hparams *hp)
 {
@@ -155,13 +155,13 @@ static json_t *hparams_json(const struct gpo_optim *opt,
 	json_t *o = json_object(), *num;
 	double v;
 
-	if (!o || hparams_describe(opt->kind, hp, text, sizeof(text)) >=
+	if (!o || gpo__hparams_describe(opt->kind, hp, text, sizeof(text)) >=
 		  (int)sizeof(text))
 		goto out_put;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		eq = strchr(line, '=');
-		if (!eq || parse_double(eq + 1, &v))
+		if (!eq || gpo__parse_double(eq + 1, &v))
 			goto out_put;
 		*eq = '\0';
 		num = strpbrk(eq + 1, ".eEni") ? json_real(v) :
@@ -334,7 +334,7 @@ static int set_header_sum(json_t *root, json_t *meta)
 	char hex[17];
 	uint64_t sum;
 
-	if (ckpt_header_sum(root, &sum))
+	if (gpo__ckpt_header_sum(root, &sum))
 		return -ENOMEM;
 	snprintf(hex, sizeof(hex), "%016" PRIx64, sum);
 	return set_str(meta, CKPT_META_HDR_XXH64, hex);
@@ -403,7 +403,7 @@ static int split_path(struct target *tg, const char *path)
 
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
 	    strlen(base) >= sizeof(tg->base))
-		return gpo_err(-EINVAL, "%.200s: not a file name", path);
+		return gpo__err(-EINVAL, "%.200s: not a file name", path);
 	snprintf(tg->base, sizeof(tg->base), "%s", base);
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
@@ -470,9 +470,9 @@ static int open_temp(struct target *tg, int direct)
 		return sys_err(-ret, "cannot create a temporary file beside it",
 			       tg->path);
 	tg->direct = direct;
-	if (direct && ckio_dio_align(tg->fd, &tg->align, &tg->mem_align)) {
+	if (direct && gpo__ckio_dio_align(tg->fd, &tg->align, &tg->mem_align)) {
 		tg->direct = 0;
-		ckio_set_direct(tg->fd, 0);
+		gpo__ckio_set_direct(tg->fd, 0);
 	}
 	if (!tg->direct)
 		tg->align = tg->mem_align = 1;
@@ -540,7 +540,7 @@ static int check_target(struct target *tg)
 	struct stat st;
 
 	if (!fstatat(tg->dirfd, tg->base, &st, 0) && S_ISDIR(st.st_mode))
-		return gpo_err(-EISDIR, "%.200s is a directory", tg->path);
+		return gpo__err(-EISDIR, "%.200s is a directory", tg->path);
 	return 0;
 }
 
@@ -604,7 +604,7 @@ static int fill(struct save_src *s, char *dst, uint64_t len)
 
 static size_t io_chunk(uint64_t bytes, size_t align)
 {
-	size_t chunk = ckpt_tune.chunk ? ckpt_tune.chunk : CKIO_CHUNK;
+	size_t chunk = gpo__ckpt_tune.chunk ? gpo__ckpt_tune.chunk : CKIO_CHUNK;
 
 	if (align < CKPT_ALIGN)
 		align = CKPT_ALIGN;
@@ -614,7 +614,7 @@ static size_t io_chunk(uint64_t bytes, size_t align)
 
 static int io_nbuf(uint64_t chunks)
 {
-	int n = ckpt_tune.nbuf > 0 ? ckpt_tune.nbuf : CKIO_NBUF;
+	int n = gpo__ckpt_tune.nbuf > 0 ? gpo__ckpt_tune.nbuf : CKIO_NBUF;
 
 	return (int)min_u64((uint64_t)n, chunks ? chunks : 1);
 }
@@ -639,19 +639,19 @@ static int write_data(struct ckio *io, struct save_src *src,
 		uint64_t n = min_u64(io->chunk, len - k * io->chunk);
 		uint64_t padded = round_up(n, tg->align);
 
-		ret = ckio_wait(io, i);
+		ret = gpo__ckio_wait(io, i);
 		if (ret)
 			return io_err(ret, tg->path);
 		ret = fill(src, io->req[i].p, n);
 		if (ret)
 			return ret;	/* the device's error and message */
 		memset(io->req[i].p + n, 0, padded - n);
-		ret = ckio_submit(io, i, NULL, data_start + k * io->chunk,
+		ret = gpo__ckio_submit(io, i, NULL, data_start + k * io->chunk,
 				  padded, padded);
 		if (ret)
 			return io_err(ret, tg->path);
 	}
-	ret = ckio_drain(io);
+	ret = gpo__ckio_drain(io);
 	return ret ? io_err(ret, tg->path) : 0;
 }
 
@@ -669,7 +669,7 @@ static int preallocate(struct save_job *j)
 {
 	int ret;
 
-	if (ckpt_tune.no_prealloc)
+	if (gpo__ckpt_tune.no_prealloc)
 		return 0;
 	/* an early ENOSPC, before any device transfer */
 	ret = fallocate(j->tg.fd, 0, 0,
@@ -686,22 +686,22 @@ static int write_header(struct ckio *io, struct save_job *j)
 	int ret;
 
 	if (!json)
-		return gpo_err(-ENOMEM, "out of memory for the header");
+		return gpo__err(-ENOMEM, "out of memory for the header");
 	/* fixed-width checksums: the final header is as long as the first */
 	if (strlen(json) != strlen(j->json)) {
 		free(json);
-		return gpo_err(-EIO, "internal error: the header changed length");
+		return gpo__err(-EIO, "internal error: the header changed length");
 	}
 	if (posix_memalign((void **)&buf, j->tg.mem_align < 4096 ? 4096 :
 			   j->tg.mem_align, j->data_start)) {
 		free(json);
-		return gpo_err(-ENOMEM, "out of memory for the header");
+		return gpo__err(-ENOMEM, "out of memory for the header");
 	}
 	put_prefix(buf, json, j->data_start);
 	free(json);
-	ret = ckio_submit(io, io->nbuf, buf, 0, j->data_start, j->data_start);
+	ret = gpo__ckio_submit(io, io->nbuf, buf, 0, j->data_start, j->data_start);
 	if (!ret)
-		ret = ckio_drain(io);
+		ret = gpo__ckio_drain(io);
 	free(buf);
 	return ret ? io_err(ret, j->tg.path) : 0;
 }
@@ -716,7 +716,7 @@ static int write_file(struct save_job *j)
 
 	chunk = io_chunk(j->plan.data_len, j->tg.align);
 	nchunks = (j->plan.data_len + chunk - 1) / chunk;
-	ret = ckio_init(&io, j->tg.fd, 1, chunk, io_nbuf(nchunks),
+	ret = gpo__ckio_init(&io, j->tg.fd, 1, chunk, io_nbuf(nchunks),
 			j->tg.mem_align);
 	if (ret)
 		return ret;
@@ -724,7 +724,7 @@ static int write_file(struct save_job *j)
 	ret = write_data(&io, &src, &j->tg, j->data_start);
 	if (!ret)
 		ret = write_header(&io, j);
-	ckio_exit(&io);
+	gpo__ckio_exit(&io);
 	if (!ret && ftruncate(j->tg.fd, (off_t)j->file_size))
 		ret = sys_err(errno, "ftruncate", j->tg.path);
 	return ret;
@@ -737,7 +737,7 @@ static int prepare_save(struct save_job *j)
 	int ret;
 
 	pthread_mutex_lock(&opt->dev->lock);
-	ret = optim_ensure_allocated(opt);
+	ret = gpo__optim_ensure_allocated(opt);
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (ret)
 		return ret;
@@ -745,10 +745,10 @@ static int prepare_save(struct save_job *j)
 	if (ret)
 		return ret;
 	j->sched = sched_line(opt);
-	gpo_err_clear();
+	gpo__err_clear();
 	j->json = build_header(opt, &j->plan, j->sched, 0);
 	if (!j->json)
-		return gpo_err(-ENOMEM, "out of memory for the header");
+		return gpo__err(-ENOMEM, "out of memory for the header");
 	align = j->tg.align > CKPT_ALIGN ? j->tg.align : CKPT_ALIGN;
 	j->data_start = round_up(8 + strlen(j->json), align);
 	j->file_size = j->data_start + j->plan.data_len;
@@ -762,9 +762,9 @@ int gpo_optim_save(struct gpo_optim *opt, const char *path,
 	int ret;
 
 	if (!opt || !path)
-		return gpo_err(-EINVAL, "gpo_optim_save: NULL argument");
+		return gpo__err(-EINVAL, "gpo_optim_save: NULL argument");
 	if (flags & ~SAVE_FLAGS)
-		return gpo_err(-EINVAL, "gpo_optim_save: unknown flags %#x",
+		return gpo__err(-EINVAL, "gpo_optim_save: unknown flags %#x",
 			       flags & ~SAVE_FLAGS);
 	j.tg.path = path;
 	ret = split_path(&j.tg, path);
@@ -785,7 +785,7 @@ int gpo_optim_save(struct gpo_optim *opt, const char *path,
 	free(j.sched);
 	free(j.json);
 	if (!ret)
-		gpo_err_clear();
+		gpo__err_clear();
 	return ret;
 }
 
@@ -803,7 +803,7 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 		if (n < 0)
 			return -errno;
 		if (!n)
-			return gpo_err(-EBADMSG, "the file ends early (it shrank)");
+			return gpo__err(-EBADMSG, "the file ends early (it shrank)");
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
@@ -820,21 +820,21 @@ static int read_header(int fd, uint64_t size, unsigned int flags,
 	int ret;
 
 	if (size < 8)
-		return gpo_err(-EBADMSG, "%" PRIu64
+		return gpo__err(-EBADMSG, "%" PRIu64
 			       " bytes: shorter than the 8-byte header length",
 			       size);
 	ret = pread_full(fd, le8, 8, 0);
 	if (!ret)
-		ret = ckpt_parse_len(le8, size, &hlen);
+		ret = gpo__ckpt_parse_len(le8, size, &hlen);
 	if (ret)
 		return ret;
 	json = malloc(hlen);
 	if (!json)
-		return gpo_err(-ENOMEM, "out of memory for a %" PRIu64
+		return gpo__err(-ENOMEM, "out of memory for a %" PRIu64
 			       "-byte header", hlen);
 	ret = pread_full(fd, json, hlen, 8);
 	if (!ret)
-		ret = ckpt_parse(json, hlen, size, flags, out);
+		ret = gpo__ckpt_parse(json, hlen, size, flags, out);
 	free(json);
 	return ret;
 }
@@ -854,7 +854,7 @@ static int open_ckpt(const char *path, unsigned int flags, int *fdp,
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		ret = gpo_err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+		ret = gpo__err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 			      "%.200s: not a regular file", path);
 		goto out_close;
 	}
@@ -940,7 +940,7 @@ static int finish_tensor(struct ckpt *ck, struct sink *sk)
 		sk->first_bad = (int)(t - ck->t);
 	if (!sk->opt)
 		return 0;
-	return gpo_err(-EBADE, "tensor '%.200s': checksum mismatch (data %016"
+	return gpo__err(-EBADE, "tensor '%.200s': checksum mismatch (data %016"
 		       PRIx64 ", header %016" PRIx64 ")", t->name, sum, t->sum);
 }
 
@@ -987,7 +987,7 @@ static void read_chunk(struct reader *r, const struct ckpt *ck, uint64_t k,
 	uint64_t len = min_u64(r->io.chunk, round_up(want, r->align));
 
 	if (!*ret)
-		*ret = ckio_submit(&r->io, (int)(k % r->io.nbuf), NULL, off,
+		*ret = gpo__ckio_submit(&r->io, (int)(k % r->io.nbuf), NULL, off,
 				   len, want);
 }
 
@@ -1017,11 +1017,11 @@ static int read_loop(struct reader *r, struct ckpt *ck, struct sink *sk)
 	for (k = 0; k < (uint64_t)r->io.nbuf && k < r->nchunks; k++)
 		read_chunk(r, ck, k, &ret);
 	for (k = 0; k < r->nchunks && !ret; k++) {
-		ret = ckio_wait(&r->io, (int)(k % r->io.nbuf));
+		ret = gpo__ckio_wait(&r->io, (int)(k % r->io.nbuf));
 		if (ret == -ENODATA)
-			ret = gpo_err(-EBADMSG, "the file ends early (it shrank)");
+			ret = gpo__err(-EBADMSG, "the file ends early (it shrank)");
 		else if (ret && ret != -ENOMEM)
-			ret = gpo_err(ret, "read: %s", strerror(-ret));
+			ret = gpo__err(ret, "read: %s", strerror(-ret));
 		if (!ret)
 			ret = take_chunk(r, ck, sk, k);
 		if (k + r->io.nbuf < r->nchunks)
@@ -1039,10 +1039,10 @@ static void setup_direct(int fd, unsigned int flags, struct reader *r,
 {
 	r->align = 1;
 	*mem_align = CKPT_ALIGN;
-	if (flags & GPO_CKPT_BUFFERED || ckio_set_direct(fd, 1))
+	if (flags & GPO_CKPT_BUFFERED || gpo__ckio_set_direct(fd, 1))
 		return;
-	if (ckio_dio_align(fd, &r->align, mem_align)) {
-		ckio_set_direct(fd, 0);
+	if (gpo__ckio_dio_align(fd, &r->align, mem_align)) {
+		gpo__ckio_set_direct(fd, 0);
 		r->align = 1;
 	}
 }
@@ -1060,14 +1060,14 @@ static int stream_data(struct ckpt *ck, int fd, unsigned int flags,
 	r.base = ck->data_start / r.align * r.align;
 	chunk = io_chunk(ck->file_size - r.base, r.align);
 	r.nchunks = (ck->file_size - r.base + chunk - 1) / chunk;
-	ret = ckio_init(&r.io, fd, 0, chunk, io_nbuf(r.nchunks), mem_align);
+	ret = gpo__ckio_init(&r.io, fd, 0, chunk, io_nbuf(r.nchunks), mem_align);
 	if (ret)
 		return ret;
 	ret = read_loop(&r, ck, sk);
-	ckio_exit(&r.io);
-	ckio_set_direct(fd, 0);
+	gpo__ckio_exit(&r.io);
+	gpo__ckio_set_direct(fd, 0);
 	if (!ret && sk->nbad)
-		ret = gpo_err(-EBADE, "%d tensor(s) fail their checksum, first '%.200s'",
+		ret = gpo__err(-EBADE, "%d tensor(s) fail their checksum, first '%.200s'",
 			      sk->nbad, ck->t[sk->first_bad].name);
 	return ret;
 }
@@ -1094,7 +1094,7 @@ static int index_names(struct name_index *ix, const struct gpo_optim *opt)
 	ix->opt = opt;
 	ix->order = malloc((opt->ntensors ? opt->ntensors : 1) * sizeof(int));
 	if (!ix->order)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	for (i = 0; i < opt->ntensors; i++)
 		ix->order[i] = i;
 	qsort_r(ix->order, opt->ntensors, sizeof(int), cmp_names,
@@ -1137,19 +1137,19 @@ static int resolve_name(const struct name_index *ix, enum gpo_optim_kind kind,
 	} else if (!strncmp(n, "state/", 6) && (slash = strchr(n + 6, '/'))) {
 		t->tensor = lookup(ix, n + 6, (size_t)(slash - n - 6));
 		for (s = 0; s < SL_COUNT; s++)
-			if (!strcmp(slash + 1, optim_slot_names[s]))
+			if (!strcmp(slash + 1, gpo__optim_slot_names[s]))
 				break;
-		if (s == SL_COUNT || !optim_slot_possible(kind, s))
-			return gpo_err(-EINVAL, "tensor '%.200s': %s has no such slot",
+		if (s == SL_COUNT || !gpo__optim_slot_possible(kind, s))
+			return gpo__err(-EINVAL, "tensor '%.200s': %s has no such slot",
 				       n, gpo_optim_kind_name(kind));
 		t->slot = s;
 	} else {
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "tensor '%.200s' is neither param/NAME nor state/NAME/SLOT",
 			       n);
 	}
 	if (t->tensor < 0)
-		return gpo_err(-EINVAL, "tensor '%.200s': the optimizer has no such tensor",
+		return gpo__err(-EINVAL, "tensor '%.200s': the optimizer has no such tensor",
 			       n);
 	return 0;
 }
@@ -1161,12 +1161,12 @@ static int check_shape(const struct gpo_optim *opt,
 	int i, same = t->ndim == ot->ndim;
 
 	if (t->dtype != DT_F32)
-		return gpo_err(-EINVAL, "tensor '%.200s' is %s; gpuopt keeps F32",
-			       t->name, ckpt_dtype_names[t->dtype]);
+		return gpo__err(-EINVAL, "tensor '%.200s' is %s; gpuopt keeps F32",
+			       t->name, gpo__ckpt_dtype_names[t->dtype]);
 	for (i = 0; same && i < t->ndim; i++)
 		same = t->shape[i] == ot->shape[i];
 	if (!same)
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "tensor '%.200s': shape differs from the optimizer's '%s'",
 			       t->name, ot->name);
 	return 0;
@@ -1178,11 +1178,11 @@ static int match_groups(const struct ckpt *ck, const struct gpo_optim *opt,
 	int g, i, t;
 
 	if (ck->kind != opt->kind)
-		return gpo_err(-EINVAL, "the checkpoint is of %s, the optimizer %s",
+		return gpo__err(-EINVAL, "the checkpoint is of %s, the optimizer %s",
 			       gpo_optim_kind_name(ck->kind),
 			       gpo_optim_kind_name(opt->kind));
 	if (ck->ngroups != opt->ngroups)
-		return gpo_err(-EINVAL, "the checkpoint has %d groups, the optimizer %d",
+		return gpo__err(-EINVAL, "the checkpoint has %d groups, the optimizer %d",
 			       ck->ngroups, opt->ngroups);
 	for (g = 0; g < opt->ngroups; g++) {
 		const struct ckpt_group *cg = &ck->groups[g];
@@ -1192,13 +1192,13 @@ static int match_groups(const struct ckpt *ck, const struct gpo_optim *opt,
 				continue;
 			if (i >= cg->ntensors ||
 			    strcmp(cg->tensors[i], opt->tensors[t].name))
-				return gpo_err(-EINVAL,
+				return gpo__err(-EINVAL,
 					       "group %d: the checkpoint's tensors differ from the optimizer's at '%s'",
 					       g, opt->tensors[t].name);
 			i++;
 		}
 		if (i != cg->ntensors)
-			return gpo_err(-EINVAL, "group %d: the checkpoint has more tensors",
+			return gpo__err(-EINVAL, "group %d: the checkpoint has more tensors",
 				       g);
 		groups[g].hp = cg->hp;
 		groups[g].momentum_started = cg->momentum_started;
@@ -1224,20 +1224,20 @@ static int check_complete_slots(const struct gpo_optim *opt,
 		if (s >= 0)
 			have[s] = any;
 		for (need = 0, g = 0; s >= 0 && g < opt->ngroups; g++)
-			need |= optim_slot_needed(opt->kind, &groups[g].hp, s);
+			need |= gpo__optim_slot_needed(opt->kind, &groups[g].hp, s);
 		if (!any && (s < 0 || (need && !(flags & GPO_CKPT_FOREIGN))) &&
 		    opt->ntensors)
-			return gpo_err(-ENOENT, "the checkpoint has no %s/%s%s%s",
+			return gpo__err(-ENOENT, "the checkpoint has no %s/%s%s%s",
 				       s < 0 ? "param" : "state",
 				       opt->tensors[0].name, s < 0 ? "" : "/",
-				       s < 0 ? "" : optim_slot_names[s]);
+				       s < 0 ? "" : gpo__optim_slot_names[s]);
 		for (t = 0; any && t < opt->ntensors; t++)
 			if (!row[t])
-				return gpo_err(-ENOENT, "the checkpoint has no %s/%s%s%s",
+				return gpo__err(-ENOENT, "the checkpoint has no %s/%s%s%s",
 					       s < 0 ? "param" : "state",
 					       opt->tensors[t].name,
 					       s < 0 ? "" : "/",
-					       s < 0 ? "" : optim_slot_names[s]);
+					       s < 0 ? "" : gpo__optim_slot_names[s]);
 	}
 	return 0;
 }
@@ -1263,7 +1263,7 @@ static int match_tensors(const struct ckpt *ck, const struct gpo_optim *opt,
 	return ret;
 }
 
-int ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
+int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 	       unsigned int flags, int have[SL_COUNT],
 	       struct optim_group *groups)
 {
@@ -1278,7 +1278,7 @@ int ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 	seen = calloc((size_t)(SL_COUNT + 1) *
 		      (opt->ntensors ? opt->ntensors : 1), 1);
 	if (!seen)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	/* the tensor fields are the plan: set in a const header on purpose */
 	ret = match_tensors((struct ckpt *)ck, opt, seen);
 	if (!ret)
@@ -1305,7 +1305,7 @@ static void free_staged(struct restore_job *j)
 	int i;
 
 	for (i = 0; i <= SL_COUNT; i++)
-		pool_free(j->opt->dev, &j->staged[i]);
+		gpo__pool_free(j->opt->dev, &j->staged[i]);
 }
 
 static int fill_zero(struct gpo_device *dev, const struct dev_buf *buf,
@@ -1355,7 +1355,7 @@ static int stage(struct restore_job *j)
 	for (i = 0; i <= SL_COUNT && !ret; i++) {
 		if (i && !j->have[i - 1])
 			continue;
-		ret = pool_alloc(dev, opt->total * 4, &j->staged[i]);
+		ret = gpo__pool_alloc(dev, opt->total * 4, &j->staged[i]);
 		if (!ret)
 			ret = zero_padding(opt, &j->staged[i]);
 	}
@@ -1378,7 +1378,7 @@ static int load_sched(struct restore_job *j)
 		gpo_sched_save(s, j->sched_backup, (size_t)n + 1);
 	ret = gpo_sched_load(s, j->ck->sched);
 	if (ret)
-		return gpo_err(ret, "schedule: %s", gpo_errmsg());
+		return gpo__err(ret, "schedule: %s", gpo_errmsg());
 	j->sched_loaded = 1;
 	return 0;
 }
@@ -1392,7 +1392,7 @@ static void unload_sched(struct restore_job *j)
 static void swap_in(struct dev_buf *dst, struct dev_buf *src,
 		    struct gpo_device *dev)
 {
-	pool_free(dev, dst);
+	gpo__pool_free(dev, dst);
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
 }
@@ -1410,7 +1410,7 @@ static void commit(struct restore_job *j)
 		if (j->have[s])
 			swap_in(&opt->slot[s], &j->staged[s + 1], dev);
 		else
-			pool_free(dev, &opt->slot[s]);
+			gpo__pool_free(dev, &opt->slot[s]);
 	}
 	for (g = 0; g < opt->ngroups; g++) {
 		opt->groups[g].hp = j->groups[g].hp;
@@ -1425,7 +1425,7 @@ static void commit(struct restore_job *j)
 	 * Slots the configuration needs but a foreign file lacked start
 	 * afresh now; if that fails, the next step allocates them again.
 	 */
-	optim_ensure_allocated(opt);
+	gpo__optim_ensure_allocated(opt);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -1437,14 +1437,14 @@ static int restore(struct restore_job *j, unsigned int flags)
 
 	j->groups = malloc(opt->ngroups * sizeof(*j->groups));
 	if (!j->groups)
-		return gpo_err(-ENOMEM, "out of memory");
-	ret = ckpt_match(j->ck, opt, flags, j->have, j->groups);
+		return gpo__err(-ENOMEM, "out of memory");
+	ret = gpo__ckpt_match(j->ck, opt, flags, j->have, j->groups);
 	if (!ret)
 		ret = load_sched(j);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&opt->dev->lock);
-	ret = optim_ensure_allocated(opt);
+	ret = gpo__optim_ensure_allocated(opt);
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (!ret)
 		ret = stage(j);
@@ -1464,9 +1464,9 @@ int gpo_optim_restore(struct gpo_optim *opt, const char *path,
 	int ret;
 
 	if (!opt || !path)
-		return gpo_err(-EINVAL, "gpo_optim_restore: NULL argument");
+		return gpo__err(-EINVAL, "gpo_optim_restore: NULL argument");
 	if (flags & ~READ_FLAGS)
-		return gpo_err(-EINVAL, "gpo_optim_restore: unknown flags %#x",
+		return gpo__err(-EINVAL, "gpo_optim_restore: unknown flags %#x",
 			       flags & ~READ_FLAGS);
 	ret = open_ckpt(path, flags, &j.fd, &j.ck);
 	if (ret)
@@ -1476,12 +1476,12 @@ int gpo_optim_restore(struct gpo_optim *opt, const char *path,
 		unload_sched(&j);
 		ret = path_err(ret, path);
 	} else {
-		gpo_err_clear();
+		gpo__err_clear();
 	}
 	free_staged(&j);
 	free(j.groups);
 	free(j.sched_backup);
-	ckpt_free(j.ck);
+	gpo__ckpt_free(j.ck);
 	close(j.fd);
 	return ret;
 }
@@ -1502,14 +1502,14 @@ int gpo_ckpt_open(const char *path, unsigned int flags,
 	int ret;
 
 	if (!path || !out)
-		return gpo_err(-EINVAL, "gpo_ckpt_open: NULL argument");
+		return gpo__err(-EINVAL, "gpo_ckpt_open: NULL argument");
 	if (flags & ~READ_FLAGS)
-		return gpo_err(-EINVAL, "gpo_ckpt_open: unknown flags %#x",
+		return gpo__err(-EINVAL, "gpo_ckpt_open: unknown flags %#x",
 			       flags & ~READ_FLAGS);
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->path = strdup(path))) {
 		free(c);
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	}
 	c->flags = flags;
 	ret = open_ckpt(path, flags, &c->fd, &c->ck);
@@ -1526,7 +1526,7 @@ void gpo_ckpt_close(struct gpo_ckpt *c)
 {
 	if (!c)
 		return;
-	ckpt_free(c->ck);
+	gpo__ckpt_free(c->ck);
 	close(c->fd);
 	free(c->path);
 	free(c);
@@ -1535,7 +1535,7 @@ void gpo_ckpt_close(struct gpo_ckpt *c)
 int gpo_ckpt_info(struct gpo_ckpt *c, struct gpo_ckpt_info *info)
 {
 	if (!c || !info)
-		return gpo_err(-EINVAL, "gpo_ckpt_info: NULL argument");
+		return gpo__err(-EINVAL, "gpo_ckpt_info: NULL argument");
 	memset(info, 0, sizeof(*info));
 	info->file_bytes = c->ck->file_size;
 	info->header_bytes = c->ck->header_len;
@@ -1552,13 +1552,13 @@ int gpo_ckpt_tensor(struct gpo_ckpt *c, int index,
 	const struct ckpt_tensor *t;
 
 	if (!c || !info)
-		return gpo_err(-EINVAL, "gpo_ckpt_tensor: NULL argument");
+		return gpo__err(-EINVAL, "gpo_ckpt_tensor: NULL argument");
 	if (index < 0 || index >= c->ck->ntensors)
-		return gpo_err(-ENOENT, "no tensor %d", index);
+		return gpo__err(-ENOENT, "no tensor %d", index);
 	t = &c->ck->t[index];
 	memset(info, 0, sizeof(*info));
 	info->name = t->name;
-	info->dtype = ckpt_dtype_names[t->dtype];
+	info->dtype = gpo__ckpt_dtype_names[t->dtype];
 	info->ndim = t->ndim;
 	info->shape = t->shape;
 	info->offset = c->ck->data_start + t->begin;
@@ -1573,9 +1573,9 @@ int gpo_ckpt_metadata(struct gpo_ckpt *c, int index, const char **key,
 		      const char **value)
 {
 	if (!c || !key || !value)
-		return gpo_err(-EINVAL, "gpo_ckpt_metadata: NULL argument");
+		return gpo__err(-EINVAL, "gpo_ckpt_metadata: NULL argument");
 	if (index < 0 || index >= c->ck->nmeta)
-		return gpo_err(-ENOENT, "no metadata entry %d", index);
+		return gpo__err(-ENOENT, "no metadata entry %d", index);
 	*key = c->ck->meta_key[index];
 	*value = c->ck->meta_val[index];
 	return 0;
@@ -1587,12 +1587,12 @@ int gpo_ckpt_verify(struct gpo_ckpt *c)
 	int i, ret;
 
 	if (!c)
-		return gpo_err(-EINVAL, "gpo_ckpt_verify: NULL argument");
+		return gpo__err(-EINVAL, "gpo_ckpt_verify: NULL argument");
 	for (i = 0; i < c->ck->ntensors; i++)
 		c->ck->t[i].verified = 0;
 	ret = stream_data(c->ck, c->fd, c->flags, &sk);
 	if (ret)
 		return path_err(ret, c->path);
-	gpo_err_clear();
+	gpo__err_clear();
 	return 0;
 }

@@ -4,11 +4,11 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 static __thread char errmsg[512];
 
-int gpo_err(int err, const char *fmt, ...)
+int gpo__err(int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -18,7 +18,7 @@ int gpo_err(int err, const char *fmt, ...)
 	return err;
 }
 
-void gpo_err_clear(void)
+void gpo__err_clear(void)
 {
 	errmsg[0] = '\0';
 }

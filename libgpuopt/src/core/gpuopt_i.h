@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "gpuopt.h"
-#include "backend_i.h"
+#include "backend/backend_i.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -20,11 +20,11 @@
 #endif
 
 /*
- * gpo_err - set this thread's error message and return @err, so that a
- * failure path reads "return gpo_err(-EINVAL, "lr %g < 0", lr);"
+ * gpo__err - set this thread's error message and return @err, so that a
+ * failure path reads "return gpo__err(-EINVAL, "lr %g < 0", lr);"
  */
-int gpo_err(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
-void gpo_err_clear(void);
+int gpo__err(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
+void gpo__err_clear(void);
 
 /* pool.c: sub-allocation from large device allocations */
 struct pool_block;
@@ -41,10 +41,10 @@ struct pool {
 	uint64_t failures;
 };
 
-void pool_init(struct pool *pool);
-void pool_destroy(struct gpo_device *dev);
-int pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out);
-void pool_free(struct gpo_device *dev, struct dev_buf *buf);
+void gpo__pool_init(struct pool *pool);
+void gpo__pool_destroy(struct gpo_device *dev);
+int gpo__pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out);
+void gpo__pool_free(struct gpo_device *dev, struct dev_buf *buf);
 
 struct gpo_device {
 	struct gpo_ctx *ctx;
@@ -70,18 +70,18 @@ struct gpo_ctx {
 };
 
 /*
- * ctx_add_device - called by a backend's probe for each device it finds
+ * gpo__ctx_add_device - called by a backend's probe for each device it finds
  * @info: filled by the backend except index, id and enabled
  * @priv: the backend's per-device data, kept in dev->priv
  */
-int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 		   const struct gpo_device_info *info, void *priv);
 
-/* ctx_log - append a line to the context's probe log */
-void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...) GPO_PRINTF(2, 3);
+/* gpo__ctx_log - append a line to the context's probe log */
+void gpo__ctx_log(struct gpo_ctx *ctx, const char *fmt, ...) GPO_PRINTF(2, 3);
 
-/* device_open - open on first use; takes ctx->lock */
-int device_open(struct gpo_device *dev);
+/* gpo__device_open - open on first use; takes ctx->lock */
+int gpo__device_open(struct gpo_device *dev);
 
 /* hparam.c */
 struct hparams {
@@ -104,29 +104,29 @@ struct hparams {
 	int check_finite;		/* optimizer-wide */
 };
 
-void hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp);
-int hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
+void gpo__hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp);
+int gpo__hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
 		const char *key, const char *value, int *is_global);
-int hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
+int gpo__hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
 		const char *key, double *value);
-int hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp);
-int hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
+int gpo__hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp);
+int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 		     char *buf, size_t len);
 
 /* parse.c: strict number parsing shared by configs */
-int parse_double(const char *s, double *out);
-int parse_bool(const char *s, int *out);
-int parse_u64(const char *s, uint64_t *out);
+int gpo__parse_double(const char *s, double *out);
+int gpo__parse_bool(const char *s, int *out);
+int gpo__parse_u64(const char *s, uint64_t *out);
 /*
- * kv_next - split the next "key=value" word off *@pos of a settings text
+ * gpo__kv_next - split the next "key=value" word off *@pos of a settings text
  * (separated by whitespace, newlines or ';'). Returns 1 with @key and
  * @value filled, 0 at the end, -EINVAL for a word without '=' or a key or
  * value longer than the buffers.
  */
-int kv_next(const char **pos, char *key, size_t klen, char *value,
+int gpo__kv_next(const char **pos, char *key, size_t klen, char *value,
 	    size_t vlen);
 
 /* sched.c, used by optim.c */
-double sched_lr_for(struct gpo_sched *s, double base_lr);
+double gpo__sched_lr_for(struct gpo_sched *s, double base_lr);
 
 #endif /* GPUOPT_I_H */

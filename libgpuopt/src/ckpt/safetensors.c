@@ -12,9 +12,9 @@
 /* header-only: no libxxhash at run time on machines that lack it */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-#include "ckpt_i.h"
+#include "ckpt/ckpt_i.h"
 
-const char *const ckpt_dtype_names[DT_COUNT] = {
+const char *const gpo__ckpt_dtype_names[DT_COUNT] = {
 	[DT_BOOL] = "BOOL", [DT_U8] = "U8", [DT_I8] = "I8",
 	[DT_F8_E5M2] = "F8_E5M2", [DT_F8_E4M3] = "F8_E4M3",
 	[DT_I16] = "I16", [DT_U16] = "U16", [DT_F16] = "F16",
@@ -30,7 +30,7 @@ static const unsigned int dtype_size[DT_COUNT] = {
 	[DT_I64] = 8, [DT_U64] = 8, [DT_F64] = 8,
 };
 
-int ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen)
+int gpo__ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen)
 {
 	const unsigned char *b = le8;
 	uint64_t n = 0;
@@ -39,21 +39,21 @@ int ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen)
 	for (i = 7; i >= 0; i--)
 		n = n << 8 | b[i];
 	if (n > CKPT_MAX_HEADER)
-		return gpo_err(-E2BIG, "header length %" PRIu64
+		return gpo__err(-E2BIG, "header length %" PRIu64
 			       " is over the limit of %llu bytes", n,
 			       CKPT_MAX_HEADER);
 	if (n < 2)
-		return gpo_err(-EBADMSG, "header length %" PRIu64
+		return gpo__err(-EBADMSG, "header length %" PRIu64
 			       " is too short for a JSON object", n);
 	if (file_size < 8 || n > file_size - 8)
-		return gpo_err(-EBADMSG, "header length %" PRIu64
+		return gpo__err(-EBADMSG, "header length %" PRIu64
 			       " reaches past the end of the %" PRIu64
 			       "-byte file (truncated?)", n, file_size);
 	*hlen = n;
 	return 0;
 }
 
-void ckpt_free(struct ckpt *ck)
+void gpo__ckpt_free(struct ckpt *ck)
 {
 	int i, j;
 
@@ -78,7 +78,7 @@ void ckpt_free(struct ckpt *ck)
 	free(ck);
 }
 
-const char *ckpt_find_meta(const struct ckpt *ck, const char *key)
+const char *gpo__ckpt_find_meta(const struct ckpt *ck, const char *key)
 {
 	int i;
 
@@ -90,7 +90,7 @@ const char *ckpt_find_meta(const struct ckpt *ck, const char *key)
 
 static int nomem(void)
 {
-	return gpo_err(-ENOMEM, "out of memory");
+	return gpo__err(-ENOMEM, "out of memory");
 }
 
 /* ---- tensor entries ------------------------------------------------------ */
@@ -101,15 +101,15 @@ static int parse_dtype(const char *name, json_t *v, enum ckpt_dtype *out)
 	int i;
 
 	if (!s)
-		return gpo_err(-EPROTO, "tensor '%.200s': dtype is not a string",
+		return gpo__err(-EPROTO, "tensor '%.200s': dtype is not a string",
 			       name);
 	for (i = 0; i < DT_COUNT; i++) {
-		if (!strcmp(s, ckpt_dtype_names[i])) {
+		if (!strcmp(s, gpo__ckpt_dtype_names[i])) {
 			*out = i;
 			return 0;
 		}
 	}
-	return gpo_err(-EPROTO, "tensor '%.200s': unknown dtype '%.32s'", name,
+	return gpo__err(-EPROTO, "tensor '%.200s': unknown dtype '%.32s'", name,
 		       s);
 }
 
@@ -127,15 +127,15 @@ static int parse_shape(const char *name, json_t *v, struct ckpt_tensor *t)
 	size_t i;
 
 	if (!json_is_array(v))
-		return gpo_err(-EPROTO, "tensor '%.200s': shape is not an array",
+		return gpo__err(-EPROTO, "tensor '%.200s': shape is not an array",
 			       name);
 	if (json_array_size(v) > CKPT_MAX_DIMS)
-		return gpo_err(-EPROTO, "tensor '%.200s': %zu dimensions (at most %d)",
+		return gpo__err(-EPROTO, "tensor '%.200s': %zu dimensions (at most %d)",
 			       name, json_array_size(v), CKPT_MAX_DIMS);
 	t->ndim = (int)json_array_size(v);
 	for (i = 0; i < json_array_size(v); i++)
 		if (get_uint(json_array_get(v, i), &t->shape[i]))
-			return gpo_err(-EPROTO,
+			return gpo__err(-EPROTO,
 				       "tensor '%.200s': shape[%zu] is not a non-negative integer",
 				       name, i);
 	return 0;
@@ -146,11 +146,11 @@ static int parse_offsets(const char *name, json_t *v, struct ckpt_tensor *t)
 	if (!json_is_array(v) || json_array_size(v) != 2 ||
 	    get_uint(json_array_get(v, 0), &t->begin) ||
 	    get_uint(json_array_get(v, 1), &t->end))
-		return gpo_err(-EPROTO,
+		return gpo__err(-EPROTO,
 			       "tensor '%.200s': data_offsets is not [begin, end]",
 			       name);
 	if (t->begin > t->end)
-		return gpo_err(-EBADMSG,
+		return gpo__err(-EBADMSG,
 			       "tensor '%.200s': data_offsets [%" PRIu64 ", %" PRIu64
 			       "] end before they begin", name, t->begin, t->end);
 	return 0;
@@ -164,15 +164,15 @@ static int check_span(const struct ckpt_tensor *t)
 
 	for (i = 0; i < t->ndim; i++) {
 		if (t->shape[i] && n > UINT64_MAX / t->shape[i])
-			return gpo_err(-EBADMSG, "tensor '%.200s': shape overflows",
+			return gpo__err(-EBADMSG, "tensor '%.200s': shape overflows",
 				       t->name);
 		n *= t->shape[i];
 	}
 	if (n != t->end - t->begin)
-		return gpo_err(-EBADMSG,
+		return gpo__err(-EBADMSG,
 			       "tensor '%.200s': %s shape needs %" PRIu64
 			       " bytes, data_offsets span %" PRIu64, t->name,
-			       ckpt_dtype_names[t->dtype], n, t->end - t->begin);
+			       gpo__ckpt_dtype_names[t->dtype], n, t->end - t->begin);
 	return 0;
 }
 
@@ -182,12 +182,12 @@ static int parse_tensor(const char *name, json_t *v, struct ckpt_tensor *t)
 	int ret;
 
 	if (!json_is_object(v))
-		return gpo_err(-EPROTO, "tensor '%.200s' is not an object", name);
+		return gpo__err(-EPROTO, "tensor '%.200s' is not an object", name);
 	dtype = json_object_get(v, "dtype");
 	shape = json_object_get(v, "shape");
 	offs = json_object_get(v, "data_offsets");
 	if (!dtype || !shape || !offs || json_object_size(v) != 3)
-		return gpo_err(-EPROTO,
+		return gpo__err(-EPROTO,
 			       "tensor '%.200s' must have exactly dtype, shape and data_offsets",
 			       name);
 	t->name = strdup(name);
@@ -225,18 +225,18 @@ static int check_layout(struct ckpt *ck)
 		const struct ckpt_tensor *t = &ck->t[i];
 
 		if (t->begin > pos)
-			return gpo_err(-EBADMSG,
+			return gpo__err(-EBADMSG,
 				       "gap in the data: bytes %" PRIu64 "..%" PRIu64
 				       " belong to no tensor (before '%.200s')",
 				       pos, t->begin, t->name);
 		if (t->begin < pos)
-			return gpo_err(-EBADMSG,
+			return gpo__err(-EBADMSG,
 				       "tensor '%.200s' overlaps the one before it (offset %"
 				       PRIu64 " < %" PRIu64 ")", t->name, t->begin, pos);
 		pos = t->end;
 	}
 	if (pos != ck->data_len)
-		return gpo_err(-EBADMSG,
+		return gpo__err(-EBADMSG,
 			       "the tensors hold %" PRIu64 " bytes but the file has %"
 			       PRIu64 " after the header (%s)", pos, ck->data_len,
 			       pos > ck->data_len ? "truncated" : "trailing bytes");
@@ -252,7 +252,7 @@ static int parse_metadata(struct ckpt *ck, json_t *meta)
 	size_t n;
 
 	if (!json_is_object(meta))
-		return gpo_err(-EPROTO, "__metadata__ is not an object");
+		return gpo__err(-EPROTO, "__metadata__ is not an object");
 	n = json_object_size(meta);
 	ck->meta_key = calloc(n ? n : 1, sizeof(char *));
 	ck->meta_val = calloc(n ? n : 1, sizeof(char *));
@@ -260,7 +260,7 @@ static int parse_metadata(struct ckpt *ck, json_t *meta)
 		return nomem();
 	json_object_foreach(meta, key, v) {
 		if (!json_is_string(v))
-			return gpo_err(-EPROTO,
+			return gpo__err(-EPROTO,
 				       "__metadata__ '%.200s' is not a string", key);
 		ck->meta_key[ck->nmeta] = strdup(key);
 		ck->meta_val[ck->nmeta] = strdup(json_string_value(v));
@@ -275,10 +275,10 @@ static int parse_metadata(struct ckpt *ck, json_t *meta)
 
 static const char *need_meta(const struct ckpt *ck, const char *key)
 {
-	const char *v = ckpt_find_meta(ck, key);
+	const char *v = gpo__ckpt_find_meta(ck, key);
 
 	if (!v)
-		gpo_err(-ENODATA, "metadata '%s' is missing", key);
+		gpo__err(-ENODATA, "metadata '%s' is missing", key);
 	return v;
 }
 
@@ -290,7 +290,7 @@ static json_t *load_meta_json(const struct ckpt *ck, const char *key,
 
 	*ret = 0;
 	if (!j)
-		*ret = gpo_err(-EPROTO, "metadata '%s' is not JSON: %s", key,
+		*ret = gpo__err(-EPROTO, "metadata '%s' is not JSON: %s", key,
 			       e.text);
 	return j;
 }
@@ -308,11 +308,11 @@ static int set_hparam(const struct ckpt *ck, int g, struct hparams *hp,
 	else if (json_is_real(v))
 		snprintf(text, sizeof(text), "%.17g", json_real_value(v));
 	else
-		return gpo_err(-EPROTO, "group %d: hparam '%.64s' is not a number",
+		return gpo__err(-EPROTO, "group %d: hparam '%.64s' is not a number",
 			       g, key);
 	if (!strcmp(key, "betas") ||
-	    hparams_set(ck->kind, hp, key, text, &global))
-		return gpo_err(-EPROTO, "group %d: %.64s=%s: not a %s hyperparameter",
+	    gpo__hparams_set(ck->kind, hp, key, text, &global))
+		return gpo__err(-EPROTO, "group %d: %.64s=%s: not a %s hyperparameter",
 			       g, key, text, gpo_optim_kind_name(ck->kind));
 	return 0;
 }
@@ -322,7 +322,7 @@ static int parse_group_tensors(struct ckpt_group *grp, int g, json_t *v)
 	size_t i;
 
 	if (!json_is_array(v))
-		return gpo_err(-EPROTO, "group %d: tensors is not an array", g);
+		return gpo__err(-EPROTO, "group %d: tensors is not an array", g);
 	grp->tensors = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (!grp->tensors)
 		return nomem();
@@ -330,7 +330,7 @@ static int parse_group_tensors(struct ckpt_group *grp, int g, json_t *v)
 		const char *s = json_string_value(json_array_get(v, i));
 
 		if (!s)
-			return gpo_err(-EPROTO, "group %d: tensors[%zu] is not a string",
+			return gpo__err(-EPROTO, "group %d: tensors[%zu] is not a string",
 				       g, i);
 		grp->tensors[i] = strdup(s);
 		if (!grp->tensors[i])
@@ -352,18 +352,18 @@ static int parse_group(struct ckpt *ck, int g, json_t *v)
 	ms = json_object_get(v, "momentum_started");
 	if (!json_is_object(v) || !json_is_object(hp) || !tensors ||
 	    !json_is_boolean(ms) || json_object_size(v) != 3)
-		return gpo_err(-EPROTO,
+		return gpo__err(-EPROTO,
 			       "group %d must have exactly hparams, tensors and momentum_started",
 			       g);
 	grp->momentum_started = json_is_true(ms);
-	hparams_defaults(ck->kind, &grp->hp);
+	gpo__hparams_defaults(ck->kind, &grp->hp);
 	json_object_foreach(hp, key, x) {
 		ret = set_hparam(ck, g, &grp->hp, key, x);
 		if (ret)
 			return ret;
 	}
-	if (hparams_validate(ck->kind, &grp->hp))
-		return gpo_err(-EPROTO, "group %d: %s", g, gpo_errmsg());
+	if (gpo__hparams_validate(ck->kind, &grp->hp))
+		return gpo__err(-EPROTO, "group %d: %s", g, gpo_errmsg());
 	return parse_group_tensors(grp, g, tensors);
 }
 
@@ -378,7 +378,7 @@ static int parse_groups(struct ckpt *ck, const char *text)
 		return ret;
 	if (!json_is_array(j) || json_array_size(j) < 1 ||
 	    json_array_size(j) > 1u << 16) {
-		ret = gpo_err(-EPROTO, "metadata '%s' is not an array of 1..65536 groups",
+		ret = gpo__err(-EPROTO, "metadata '%s' is not an array of 1..65536 groups",
 			      CKPT_META_GROUPS);
 		goto out_put;
 	}
@@ -437,7 +437,7 @@ static int parse_checksums(struct ckpt *ck, const char *text)
 	if (!j)
 		return ret;
 	if (!json_is_object(j)) {
-		ret = gpo_err(-EPROTO, "metadata '%s' is not an object",
+		ret = gpo__err(-EPROTO, "metadata '%s' is not an object",
 			      CKPT_META_XXH64);
 		goto out_put;
 	}
@@ -446,12 +446,12 @@ static int parse_checksums(struct ckpt *ck, const char *text)
 
 		i = find_tensor(ck, key);
 		if (i < 0) {
-			ret = gpo_err(-EPROTO, "checksum for '%.200s', which is no tensor",
+			ret = gpo__err(-EPROTO, "checksum for '%.200s', which is no tensor",
 				      key);
 			goto out_put;
 		}
 		if (!s || parse_hex64(s, &ck->t[i].sum)) {
-			ret = gpo_err(-EPROTO,
+			ret = gpo__err(-EPROTO,
 				      "checksum of '%.200s' is not 16 lower-case hex digits",
 				      key);
 			goto out_put;
@@ -465,8 +465,8 @@ out_put:
 
 static int parse_count(const char *key, const char *text, uint64_t *out)
 {
-	if (parse_u64(text, out))
-		return gpo_err(-EPROTO, "metadata '%s' = '%.40s' is not a count",
+	if (gpo__parse_u64(text, out))
+		return gpo__err(-EPROTO, "metadata '%s' = '%.40s' is not a count",
 			       key, text);
 	return 0;
 }
@@ -476,9 +476,9 @@ static int parse_gpuopt(struct ckpt *ck)
 	const char *v, *kind, *groups, *step, *skipped, *sums;
 	int k, ret;
 
-	v = ckpt_find_meta(ck, CKPT_META_VERSION);
+	v = gpo__ckpt_find_meta(ck, CKPT_META_VERSION);
 	if (strcmp(v, CKPT_FORMAT_VERSION))
-		return gpo_err(-EPROTONOSUPPORT,
+		return gpo__err(-EPROTONOSUPPORT,
 			       "gpuopt checkpoint format '%.20s' (this library reads '%s')",
 			       v, CKPT_FORMAT_VERSION);
 	if (!(kind = need_meta(ck, CKPT_META_KIND)) ||
@@ -489,7 +489,7 @@ static int parse_gpuopt(struct ckpt *ck)
 		return -ENODATA;
 	k = gpo_optim_kind_parse(kind);
 	if (k < 0)
-		return gpo_err(-EPROTO, "metadata '%s': unknown optimizer '%.20s'",
+		return gpo__err(-EPROTO, "metadata '%s': unknown optimizer '%.20s'",
 			       CKPT_META_KIND, kind);
 	ck->kind = k;
 	ck->gpuopt = 1;
@@ -502,7 +502,7 @@ static int parse_gpuopt(struct ckpt *ck)
 		ret = parse_checksums(ck, sums);
 	if (ret)
 		return ret;
-	v = ckpt_find_meta(ck, CKPT_META_SCHED);
+	v = gpo__ckpt_find_meta(ck, CKPT_META_SCHED);
 	if (v && !(ck->sched = strdup(v)))
 		return nomem();
 	return 0;
@@ -516,11 +516,11 @@ static int check_complete(const struct ckpt *ck, unsigned int flags)
 	if (flags & GPO_CKPT_FOREIGN)
 		return 0;
 	if (!ck->gpuopt)
-		return gpo_err(-ENODATA,
+		return gpo__err(-ENODATA,
 			       "no gpuopt metadata (not written by gpuopt; GPO_CKPT_FOREIGN reads it)");
 	for (i = 0; i < ck->ntensors; i++)
 		if (!ck->t[i].has_sum)
-			return gpo_err(-ENODATA, "tensor '%.200s' has no checksum",
+			return gpo__err(-ENODATA, "tensor '%.200s' has no checksum",
 				       ck->t[i].name);
 	return 0;
 }
@@ -574,7 +574,7 @@ static void hash_tensor(XXH64_state_t *st, const char *name, json_t *t)
 	XXH64_update(st, "", 1);
 }
 
-int ckpt_header_sum(json_t *root, uint64_t *sum)
+int gpo__ckpt_header_sum(json_t *root, uint64_t *sum)
 {
 	json_t *meta = json_object_get(root, "__metadata__");
 	const char **keys;
@@ -609,24 +609,24 @@ static int parse_hex64(const char *s, uint64_t *out);
 static int check_header_sum(const struct ckpt *ck, json_t *root,
 			    unsigned int flags)
 {
-	const char *v = ckpt_find_meta(ck, CKPT_META_HDR_XXH64);
+	const char *v = gpo__ckpt_find_meta(ck, CKPT_META_HDR_XXH64);
 	uint64_t want, got;
 
 	if (flags & CKPT_NO_HEADER_SUM)
 		return 0;
-	if (!v && (flags & GPO_CKPT_FOREIGN || !ckpt_find_meta(ck,
+	if (!v && (flags & GPO_CKPT_FOREIGN || !gpo__ckpt_find_meta(ck,
 							CKPT_META_VERSION)))
 		return 0;
 	if (!v)
-		return gpo_err(-ENODATA, "metadata '%s' is missing",
+		return gpo__err(-ENODATA, "metadata '%s' is missing",
 			       CKPT_META_HDR_XXH64);
 	if (parse_hex64(v, &want))
-		return gpo_err(-EPROTO, "metadata '%s' is not 16 hex digits",
+		return gpo__err(-EPROTO, "metadata '%s' is not 16 hex digits",
 			       CKPT_META_HDR_XXH64);
-	if (ckpt_header_sum(root, &got))
+	if (gpo__ckpt_header_sum(root, &got))
 		return nomem();
 	if (got != want)
-		return gpo_err(-EBADE, "the header does not match its checksum "
+		return gpo__err(-EBADE, "the header does not match its checksum "
 			       "(%016" PRIx64 ", stored %016" PRIx64 ")", got, want);
 	return 0;
 }
@@ -648,7 +648,7 @@ static int parse_entries(struct ckpt *ck, json_t *root)
 			continue;
 		}
 		if (!*key)
-			return gpo_err(-EPROTO, "a tensor with an empty name");
+			return gpo__err(-EPROTO, "a tensor with an empty name");
 		ret = parse_tensor(key, v, &ck->t[ck->ntensors++]);
 		if (ret)
 			return ret;
@@ -670,33 +670,33 @@ static int parse_root(struct ckpt *ck, const char *json, uint64_t hlen,
 
 	/* the safetensors crate refuses anything before the '{' too */
 	if (json[0] != '{')
-		return gpo_err(-EPROTO, "the header does not start with '{'");
+		return gpo__err(-EPROTO, "the header does not start with '{'");
 	root = json_loadb(json, hlen, JSON_REJECT_DUPLICATES, &e);
 	if (!root)
-		return gpo_err(-EPROTO, "the header is not JSON: %s (byte %d)",
+		return gpo__err(-EPROTO, "the header is not JSON: %s (byte %d)",
 			       e.text, e.position);
 	ret = json_is_object(root) ? 0 :
-	      gpo_err(-EPROTO, "the header is not a JSON object");
+	      gpo__err(-EPROTO, "the header is not a JSON object");
 	if (!ret)
 		ret = parse_entries(ck, root);
 	if (!ret)
 		ret = check_header_sum(ck, root, flags);
 	json_decref(root);
-	if (!ret && ckpt_find_meta(ck, CKPT_META_VERSION))
+	if (!ret && gpo__ckpt_find_meta(ck, CKPT_META_VERSION))
 		ret = parse_gpuopt(ck);
 	if (!ret)
 		ret = check_complete(ck, flags);
 	return ret;
 }
 
-int ckpt_parse(const char *json, uint64_t hlen, uint64_t file_size,
+int gpo__ckpt_parse(const char *json, uint64_t hlen, uint64_t file_size,
 	       unsigned int flags, struct ckpt **out)
 {
 	struct ckpt *ck;
 	int ret;
 
 	if (hlen < 2 || hlen > CKPT_MAX_HEADER || file_size < 8 + hlen)
-		return gpo_err(-EBADMSG, "bad header length %" PRIu64, hlen);
+		return gpo__err(-EBADMSG, "bad header length %" PRIu64, hlen);
 	ck = calloc(1, sizeof(*ck));
 	if (!ck)
 		return nomem();
@@ -706,14 +706,14 @@ int ckpt_parse(const char *json, uint64_t hlen, uint64_t file_size,
 	ck->data_len = file_size - ck->data_start;
 	ret = parse_root(ck, json, hlen, flags);
 	if (ret) {
-		ckpt_free(ck);
+		gpo__ckpt_free(ck);
 		return ret;
 	}
 	*out = ck;
 	return 0;
 }
 
-int ckpt_check_mem(const void *file, size_t len, unsigned int flags,
+int gpo__ckpt_check_mem(const void *file, size_t len, unsigned int flags,
 		   struct ckpt **out)
 {
 	const char *base = file;
@@ -722,11 +722,11 @@ int ckpt_check_mem(const void *file, size_t len, unsigned int flags,
 	int i, ret;
 
 	if (len < 8)
-		return gpo_err(-EBADMSG, "%zu bytes: shorter than the 8-byte header length",
+		return gpo__err(-EBADMSG, "%zu bytes: shorter than the 8-byte header length",
 			       len);
-	ret = ckpt_parse_len(base, len, &hlen);
+	ret = gpo__ckpt_parse_len(base, len, &hlen);
 	if (!ret)
-		ret = ckpt_parse(base + 8, hlen, len, flags, &ck);
+		ret = gpo__ckpt_parse(base + 8, hlen, len, flags, &ck);
 	if (ret)
 		return ret;
 	for (i = 0; i < ck->ntensors; i++) {
@@ -738,12 +738,12 @@ int ckpt_check_mem(const void *file, size_t len, unsigned int flags,
 			    t->end - t->begin, 0);
 		t->verified = sum == t->sum ? 1 : -EBADE;
 		if (t->verified < 0 && !ret)
-			ret = gpo_err(-EBADE, "tensor '%.200s': checksum mismatch",
+			ret = gpo__err(-EBADE, "tensor '%.200s': checksum mismatch",
 				      t->name);
 	}
 	if (out && !ret)
 		*out = ck;
 	else
-		ckpt_free(ck);
+		gpo__ckpt_free(ck);
 	return ret;
 }

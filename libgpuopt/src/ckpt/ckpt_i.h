@@ -23,13 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include <liburing.h>
-#include "gpuopt_i.h"
-#include "optim_i.h"
+#include "core/gpuopt_i.h"
+#include "io/uring_i.h"
+#include "optim/optim_i.h"
 
 #define CKPT_MAX_HEADER		(100ull << 20)	/* as the safetensors crate */
 #define CKPT_MAX_DIMS		32
-#define CKPT_ALIGN		4096
 #define CKPT_FORMAT_VERSION	"1"
 
 #define CKPT_META_VERSION	"gpuopt.version"	/* "1" */
@@ -62,7 +61,7 @@ enum ckpt_dtype {
 	DT_COUNT
 };
 
-extern const char *const ckpt_dtype_names[DT_COUNT];
+extern const char *const gpo__ckpt_dtype_names[DT_COUNT];
 
 /* what a tensor of a checkpoint maps to in an optimizer (restore) */
 #define CKPT_SLOT_PARAM	(-1)
@@ -109,20 +108,20 @@ struct ckpt {
 };
 
 /*
- * An internal ckpt_parse() flag for the fuzz harness: skip the header's
+ * An internal gpo__ckpt_parse() flag for the fuzz harness: skip the header's
  * own checksum, so that mutated metadata reaches the code that parses it.
  */
 #define CKPT_NO_HEADER_SUM	(1u << 30)
 
 /*
- * ckpt_parse_len - check the 8-byte header length @le8 against the file's
+ * gpo__ckpt_parse_len - check the 8-byte header length @le8 against the file's
  * @file_size; sets *@hlen. Returns 0, -E2BIG above CKPT_MAX_HEADER,
  * -EBADMSG for a header shorter than 2 bytes or beyond the file.
  */
-int ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen);
+int gpo__ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen);
 
 /*
- * ckpt_parse - validate a header completely
+ * gpo__ckpt_parse - validate a header completely
  * @json:      the @hlen header bytes (after the 8-byte length)
  * @file_size: the whole file's length, which the tensors must fill exactly
  * @flags:     GPO_CKPT_FOREIGN accepts a header without gpuopt metadata
@@ -132,112 +131,38 @@ int ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen);
  * offsets, file length, gpuopt metadata. Returns 0 with *@out set, or the
  * -errno documented for gpo_optim_restore() with gpo_errmsg() set.
  */
-int ckpt_parse(const char *json, uint64_t hlen, uint64_t file_size,
+int gpo__ckpt_parse(const char *json, uint64_t hlen, uint64_t file_size,
 	       unsigned int flags, struct ckpt **out);
-void ckpt_free(struct ckpt *ck);
+void gpo__ckpt_free(struct ckpt *ck);
 
 /*
- * ckpt_header_sum - gpuopt.header_xxh64 of a header's JSON @root (an
+ * gpo__ckpt_header_sum - gpuopt.header_xxh64 of a header's JSON @root (an
  * object of tensors and __metadata__, already checked or built by us).
  * Returns 0, or -ENOMEM.
  */
-int ckpt_header_sum(json_t *root, uint64_t *sum);
+int gpo__ckpt_header_sum(json_t *root, uint64_t *sum);
 
-/* ckpt_find_meta - a metadata value, or NULL */
-const char *ckpt_find_meta(const struct ckpt *ck, const char *key);
+/* gpo__ckpt_find_meta - a metadata value, or NULL */
+const char *gpo__ckpt_find_meta(const struct ckpt *ck, const char *key);
 
 /*
- * ckpt_check_mem - validate a whole file held in memory: the header as
- * ckpt_parse(), then every checksum. A pure function (the fuzz target).
+ * gpo__ckpt_check_mem - validate a whole file held in memory: the header as
+ * gpo__ckpt_parse(), then every checksum. A pure function (the fuzz target).
  * Returns 0 (with *@out set if @out is not NULL), -EBADE for a checksum
- * mismatch, or ckpt_parse()'s errors.
+ * mismatch, or gpo__ckpt_parse()'s errors.
  */
-int ckpt_check_mem(const void *file, size_t len, unsigned int flags,
+int gpo__ckpt_check_mem(const void *file, size_t len, unsigned int flags,
 		   struct ckpt **out);
 
 /*
- * ckpt_match - check that @ck fits @opt and plan the restore: fills each
+ * gpo__ckpt_match - check that @ck fits @opt and plan the restore: fills each
  * tensor's slot and tensor index, @have[s] for each slot the file holds,
  * and @groups (opt->ngroups entries) with the hyperparameters the
  * optimizer will have. Touches neither @opt nor its device.
  * Returns 0, -EINVAL for a mismatch, -ENOENT for a missing tensor.
  */
-int ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
+int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 	       unsigned int flags, int have[SL_COUNT],
 	       struct optim_group *groups);
-
-/* ---- the io_uring engine (ckpt_io.c) ------------------------------------ */
-
-struct ckio_req {
-	char *p;
-	uint64_t off;		/* file offset */
-	size_t len;		/* bytes asked for (aligned for direct I/O) */
-	size_t want;		/* bytes that must transfer (<= len) */
-	size_t done;
-	int busy;
-	int res;		/* 0 or -errno, once complete */
-};
-
-/*
- * Requests 0..nbuf-1 use the engine's registered buffers (chunk bytes
- * each, aligned for direct I/O); request nbuf is for a caller's buffer.
- */
-struct ckio {
-	struct io_uring ring;
-	int ring_ok;		/* else synchronous pread/pwrite */
-	int fixed;		/* buffers registered with the ring */
-	int fd;
-	int writing;
-	size_t chunk;
-	int nbuf;
-	struct ckio_req *req;
-	int inflight;
-};
-
-/* Test and benchmark knobs; 0 means the default. Not thread-safe. */
-struct ckpt_tuning {
-	size_t chunk;		/* bytes per buffer (multiple of 4096) */
-	int nbuf;		/* buffers, i.e. requests in flight */
-	int no_prealloc;	/* skip fallocate (to hit ENOSPC mid-write) */
-	int no_ring;		/* synchronous pread/pwrite */
-	int no_fixed;		/* do not register the buffers */
-};
-
-extern struct ckpt_tuning ckpt_tune;
-
-#define CKIO_CHUNK	(2u << 20)
-#define CKIO_NBUF	8
-
-/*
- * ckio_init - set up the ring and @nbuf buffers of @chunk bytes for @fd.
- * Falls back to unregistered buffers, and to synchronous I/O when the
- * ring cannot be created. Returns 0 or -ENOMEM.
- */
-int ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
-	      size_t mem_align);
-/* ckio_exit - wait for what is in flight, then free everything */
-void ckio_exit(struct ckio *io);
-/*
- * ckio_submit - queue request @i: @len bytes at file offset @off, of
- * which @want must transfer (a read may end at the end of the file).
- * For i == nbuf, @p is the caller's buffer; else it must be NULL.
- */
-int ckio_submit(struct ckio *io, int i, void *p, uint64_t off, size_t len,
-		size_t want);
-/* ckio_wait - wait until request @i is complete; returns its result */
-int ckio_wait(struct ckio *io, int i);
-/* ckio_drain - wait for every request; returns the first error */
-int ckio_drain(struct ckio *io);
-
-/*
- * ckio_dio_align - whether @fd (opened with O_DIRECT) can do direct I/O
- * and with which alignment: 0 and *@align set, or -EOPNOTSUPP when the
- * filesystem reports that it cannot (the caller clears O_DIRECT).
- * Without STATX_DIOALIGN the alignment is CKPT_ALIGN.
- */
-int ckio_dio_align(int fd, size_t *align, size_t *mem_align);
-
-/* ckio_set_direct - turn O_DIRECT on or off for @fd; 0 or -errno */
-int ckio_set_direct(int fd, int on);
 
 #endif /* GPUOPT_CKPT_I_H */

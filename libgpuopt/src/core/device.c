@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 /* Probe order; the cpu backend first so that cpu:0 is always index 0. */
 static const struct backend_ops *const backend_list[] = {
-	&cpu_backend_ops,
-	&vulkan_backend_ops,
-	&opencl_backend_ops,
+	&gpo__cpu_backend_ops,
+	&gpo__vulkan_backend_ops,
+	&gpo__opencl_backend_ops,
 };
 
-void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)
+void gpo__ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)
 {
 	size_t used = strlen(ctx->probe_log);
 	va_list ap;
@@ -29,7 +29,7 @@ void ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)
 	strcat(ctx->probe_log, "\n");
 }
 
-int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 		   const struct gpo_device_info *info, void *priv)
 {
 	struct gpo_device *dev, **devs;
@@ -56,7 +56,7 @@ int ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 		 ops->name);
 	dev->priv = priv;
 	pthread_mutex_init(&dev->lock, NULL);
-	pool_init(&dev->pool);
+	gpo__pool_init(&dev->pool);
 	ctx->devs[ctx->ndevs++] = dev;
 	return 0;
 }
@@ -70,7 +70,7 @@ static void ctx_probe(struct gpo_ctx *ctx, int *failed)
 	for (i = 0; i < ARRAY_SIZE(backend_list); i++) {
 		ret = backend_list[i]->probe(ctx);
 		if (ret)
-			ctx_log(ctx, "%s: probe failed: %s", backend_list[i]->name,
+			gpo__ctx_log(ctx, "%s: probe failed: %s", backend_list[i]->name,
 				gpo_errmsg());
 		if (failed)
 			failed[i] = ret != 0;
@@ -79,7 +79,7 @@ static void ctx_probe(struct gpo_ctx *ctx, int *failed)
 
 static void device_destroy(struct gpo_device *dev)
 {
-	pool_destroy(dev);
+	gpo__pool_destroy(dev);
 	/* close also frees what probe left in dev->priv */
 	dev->ops->close(dev);
 	pthread_mutex_destroy(&dev->lock);
@@ -92,17 +92,17 @@ int gpo_ctx_new(struct gpo_ctx **out, unsigned int flags)
 	struct gpo_ctx *ctx;
 
 	if (!out || flags)
-		return gpo_err(-EINVAL, "gpo_ctx_new: bad arguments");
+		return gpo__err(-EINVAL, "gpo_ctx_new: bad arguments");
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx_probe(ctx, NULL);
 	if (!ctx->ndevs) {
 		gpo_ctx_free(ctx);
-		return gpo_err(-ENODEV, "no device found, not even the cpu");
+		return gpo__err(-ENODEV, "no device found, not even the cpu");
 	}
-	gpo_err_clear();
+	gpo__err_clear();
 	*out = ctx;
 	return 0;
 }
@@ -169,10 +169,10 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 	int i, k, nold, slot;
 
 	if (!ctx)
-		return gpo_err(-EINVAL, "NULL context");
+		return gpo__err(-EINVAL, "NULL context");
 	scratch = calloc(1, sizeof(*scratch));
 	if (!scratch)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&scratch->lock, NULL);
 	ctx_probe(scratch, failed);
 
@@ -185,7 +185,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 	if (!found || !devs) {
 		free(found);
 		gpo_ctx_free(scratch);
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	}
 
 	pthread_mutex_lock(&ctx->lock);
@@ -201,7 +201,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 			continue;
 		}
 		device_adopt(ctx, dev);
-		ctx_log(scratch, "%s: new device (%s)", dev->info.id,
+		gpo__ctx_log(scratch, "%s: new device (%s)", dev->info.id,
 			dev->info.name);
 	}
 	for (i = 0; i < nold; i++) {
@@ -215,7 +215,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 		dev->gone = 1;
 		dev->info.present = 0;
 		dev->info.enabled = 0;
-		ctx_log(scratch, "%s: gone (%s)", dev->info.id, dev->info.name);
+		gpo__ctx_log(scratch, "%s: gone (%s)", dev->info.id, dev->info.name);
 	}
 	memcpy(ctx->probe_log, scratch->probe_log, sizeof(ctx->probe_log));
 	pthread_mutex_unlock(&ctx->lock);
@@ -225,7 +225,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 	pthread_mutex_destroy(&scratch->lock);
 	free(scratch);
 	free(found);
-	gpo_err_clear();
+	gpo__err_clear();
 	return 0;
 }
 
@@ -237,7 +237,7 @@ const char *gpo_ctx_probe_log(struct gpo_ctx *ctx)
 int gpo_device_count(struct gpo_ctx *ctx)
 {
 	if (!ctx)
-		return gpo_err(-EINVAL, "NULL context");
+		return gpo__err(-EINVAL, "NULL context");
 	return ctx->ndevs;
 }
 
@@ -263,9 +263,9 @@ int gpo_device_info(struct gpo_ctx *ctx, int index,
 	struct gpo_device *dev;
 
 	if (!ctx || !info)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (index < 0 || index >= ctx->ndevs)
-		return gpo_err(-ENODEV, "no device %d (there are %d)", index,
+		return gpo__err(-ENODEV, "no device %d (there are %d)", index,
 			       ctx->ndevs);
 	dev = ctx->devs[index];
 	*info = dev->info;
@@ -275,7 +275,7 @@ int gpo_device_info(struct gpo_ctx *ctx, int index,
 	return 0;
 }
 
-int device_open(struct gpo_device *dev)
+int gpo__device_open(struct gpo_device *dev)
 {
 	struct gpo_ctx *ctx = dev->ctx;
 	int ret = 0;
@@ -284,7 +284,7 @@ int device_open(struct gpo_device *dev)
 	if (!dev->opened) {
 		ret = dev->ops->open(dev);
 		if (ret)
-			ctx_log(ctx, "%s: open failed: %s", dev->info.id,
+			gpo__ctx_log(ctx, "%s: open failed: %s", dev->info.id,
 				gpo_errmsg());
 		else
 			dev->opened = 1;
@@ -299,17 +299,17 @@ int gpo_device_get(struct gpo_ctx *ctx, int index, struct gpo_device **out)
 	int ret;
 
 	if (!ctx || !out)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (index < 0 || index >= ctx->ndevs)
-		return gpo_err(-ENODEV, "no device %d (there are %d)", index,
+		return gpo__err(-ENODEV, "no device %d (there are %d)", index,
 			       ctx->ndevs);
 	dev = ctx->devs[index];
 	if (dev->gone)
-		return gpo_err(-ENODEV, "device %s is gone (a rescan no longer finds it)",
+		return gpo__err(-ENODEV, "device %s is gone (a rescan no longer finds it)",
 			       dev->info.id);
 	if (!dev->info.enabled)
-		return gpo_err(-ENODEV, "device %s is disabled", dev->info.id);
-	ret = device_open(dev);
+		return gpo__err(-ENODEV, "device %s is disabled", dev->info.id);
+	ret = gpo__device_open(dev);
 	if (ret)
 		return ret;
 	*out = dev;
@@ -365,16 +365,16 @@ static int select_best(struct gpo_ctx *ctx, const char *backend,
 			break;
 		used[best] = 1;
 		tried++;
-		if (!device_open(ctx->devs[best])) {
-			gpo_err_clear();
+		if (!gpo__device_open(ctx->devs[best])) {
+			gpo__err_clear();
 			*out = ctx->devs[best];
 			return 0;
 		}
 	}
 	if (backend)
-		return gpo_err(-ENODEV, "no usable %s device (%d tried)",
+		return gpo__err(-ENODEV, "no usable %s device (%d tried)",
 			       backend, tried);
-	return gpo_err(-ENODEV, "no usable device (%d tried)", tried);
+	return gpo__err(-ENODEV, "no usable device (%d tried)", tried);
 }
 
 int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
@@ -383,7 +383,7 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 	int i;
 
 	if (!ctx || !out)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (!spec || !*spec)
 		spec = getenv("GPUOPT_DEVICE");
 	if (!spec || !*spec || !strcmp(spec, "best"))
@@ -393,25 +393,25 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 			if (!strcmp(spec, backend_list[i]->name))
 				return select_best(ctx, spec, out);
 		if (strcmp(spec, "opencl") && strcmp(spec, "vulkan"))
-			return gpo_err(-EINVAL,
+			return gpo__err(-EINVAL,
 				       "bad device '%s': use best, a backend (cpu, opencl, vulkan) or an id like vulkan:0",
 				       spec);
-		return gpo_err(-ENODEV, "no %s device found", spec);
+		return gpo__err(-ENODEV, "no %s device found", spec);
 	}
 	for (i = 0; i < ctx->ndevs; i++)
 		if (!strcmp(ctx->devs[i]->info.id, spec))
 			return gpo_device_get(ctx, i, out);
-	return gpo_err(-ENODEV, "no device '%s'", spec);
+	return gpo__err(-ENODEV, "no device '%s'", spec);
 }
 
 int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled)
 {
 	if (!ctx || (enabled != 0 && enabled != 1))
-		return gpo_err(-EINVAL, "bad arguments");
+		return gpo__err(-EINVAL, "bad arguments");
 	if (index < 0 || index >= ctx->ndevs)
-		return gpo_err(-ENODEV, "no device %d", index);
+		return gpo__err(-ENODEV, "no device %d", index);
 	if (enabled && ctx->devs[index]->gone)
-		return gpo_err(-ENODEV, "device %s is gone",
+		return gpo__err(-ENODEV, "device %s is gone",
 			       ctx->devs[index]->info.id);
 	ctx->devs[index]->info.enabled = enabled;
 	return 0;
@@ -420,6 +420,6 @@ int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled)
 int gpo_device_index(const struct gpo_device *dev)
 {
 	if (!dev)
-		return gpo_err(-EINVAL, "NULL device");
+		return gpo__err(-EINVAL, "NULL device");
 	return dev->info.index;
 }

@@ -40,10 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "gpuopt_i.h"
-#include "diskcache_i.h"
-#include "embedded_i.h"
-#include "vulkan_i.h"
+#include "core/gpuopt_i.h"
+#include "core/diskcache_i.h"
+#include "backend/embedded_i.h"
+#include "backend/vulkan/vulkan_i.h"
 
 #define STAGING_BYTES		(32ull << 20)
 #define DUMMY_BYTES		256
@@ -150,13 +150,13 @@ static int vk_fail(struct gpo_device *dev, VkResult r, const char *what)
 
 	if (err == -ENODEV)
 		vd->lost = 1;
-	return gpo_err(err, "%s (%s): %s: %s", dev->info.id, dev->info.name,
+	return gpo__err(err, "%s (%s): %s: %s", dev->info.id, dev->info.name,
 		       what, vk_result_name(r));
 }
 
 static int vk_lost(struct gpo_device *dev)
 {
-	return gpo_err(-ENODEV, "%s (%s): the device was lost", dev->info.id,
+	return gpo__err(-ENODEV, "%s (%s): the device was lost", dev->info.id,
 		       dev->info.name);
 }
 
@@ -288,7 +288,7 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 
 	vkGetPhysicalDeviceProperties(phys, &p2.properties);
 	if (p2.properties.apiVersion < VK_API_VERSION_1_1)
-		return gpo_err(-ENODEV, "vulkan device %u (%.100s): Vulkan %u.%u, 1.1 needed",
+		return gpo__err(-ENODEV, "vulkan device %u (%.100s): Vulkan %u.%u, 1.1 needed",
 			       index, p2.properties.deviceName,
 			       VK_API_VERSION_MAJOR(p2.properties.apiVersion),
 			       VK_API_VERSION_MINOR(p2.properties.apiVersion));
@@ -297,12 +297,12 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 	if (r == VK_SUCCESS && next) {
 		ext = calloc(next, sizeof(*ext));
 		if (!ext)
-			return gpo_err(-ENOMEM, "out of memory");
+			return gpo__err(-ENOMEM, "out of memory");
 		r = vkEnumerateDeviceExtensionProperties(phys, NULL, &next,
 							 ext);
 	}
 	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-		ret = gpo_err(vk_errno(r), "vulkan device %u (%.100s): vkEnumerateDeviceExtensionProperties: %s",
+		ret = gpo__err(vk_errno(r), "vulkan device %u (%.100s): vkEnumerateDeviceExtensionProperties: %s",
 			      index, p2.properties.deviceName,
 			      vk_result_name(r));
 		goto out_free;
@@ -332,7 +332,7 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 
 	vd = calloc(1, sizeof(*vd));
 	if (!vd) {
-		ret = gpo_err(-ENOMEM, "out of memory");
+		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free;
 	}
 	vd->phys = phys;
@@ -348,7 +348,7 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
 	qf = calloc(nq ? nq : 1, sizeof(*qf));
 	if (!qf) {
-		ret = gpo_err(-ENOMEM, "out of memory");
+		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free_vd;
 	}
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf);
@@ -364,7 +364,7 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 		}
 	}
 	if (vd->qfam == UINT32_MAX) {
-		ret = gpo_err(-ENODEV, "vulkan device %u (%.100s): no compute queue",
+		ret = gpo__err(-ENODEV, "vulkan device %u (%.100s): no compute queue",
 			      index, p2.properties.deviceName);
 		goto out_free_vd;
 	}
@@ -391,11 +391,11 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 	pthread_mutex_init(&vd->lock, NULL);
 	vd->inst = inst;
 	inst->refs++;
-	ret = ctx_add_device(ctx, &vulkan_backend_ops, &info, vd);
+	ret = gpo__ctx_add_device(ctx, &gpo__vulkan_backend_ops, &info, vd);
 	if (ret) {
 		inst->refs--;
 		pthread_mutex_destroy(&vd->lock);
-		ret = gpo_err(ret, "out of memory");
+		ret = gpo__err(ret, "out of memory");
 		goto out_free_vd;
 	}
 	free(qf);
@@ -443,7 +443,7 @@ static int vk_probe(struct gpo_ctx *ctx)
 		return 0;
 	inst = calloc(1, sizeof(*inst));
 	if (!inst)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	r = vkCreateInstance(&ici, NULL, &inst->instance);
 	if (r == VK_ERROR_INCOMPATIBLE_DRIVER ||
 	    r == VK_ERROR_INITIALIZATION_FAILED) {
@@ -453,7 +453,7 @@ static int vk_probe(struct gpo_ctx *ctx)
 	}
 	if (r != VK_SUCCESS) {
 		free(inst);
-		return gpo_err(vk_errno(r), "vulkan: vkCreateInstance: %s",
+		return gpo__err(vk_errno(r), "vulkan: vkCreateInstance: %s",
 			       vk_result_name(r));
 	}
 	inst->refs = 1;		/* probe's own, dropped below */
@@ -462,7 +462,7 @@ static int vk_probe(struct gpo_ctx *ctx)
 	if (r == VK_SUCCESS && n) {
 		phys = calloc(n, sizeof(*phys));
 		if (!phys) {
-			ret = gpo_err(-ENOMEM, "out of memory");
+			ret = gpo__err(-ENOMEM, "out of memory");
 			goto out_put;
 		}
 		r = vkEnumeratePhysicalDevices(inst->instance, &n, phys);
@@ -470,13 +470,13 @@ static int vk_probe(struct gpo_ctx *ctx)
 	if (r == VK_ERROR_INITIALIZATION_FAILED)
 		goto out_put;	/* a loader with no usable driver */
 	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-		ret = gpo_err(vk_errno(r), "vulkan: vkEnumeratePhysicalDevices: %s",
+		ret = gpo__err(vk_errno(r), "vulkan: vkEnumeratePhysicalDevices: %s",
 			      vk_result_name(r));
 		goto out_put;
 	}
 	for (i = 0; i < n; i++)
 		if (probe_one(ctx, inst, phys[i], i))
-			ctx_log(ctx, "vulkan: device %u skipped: %s", i,
+			gpo__ctx_log(ctx, "vulkan: device %u skipped: %s", i,
 				gpo_errmsg());
 out_put:
 	free(phys);
@@ -560,7 +560,7 @@ static int mem_create(struct gpo_device *dev, uint64_t bytes,
 	if (type < 0)
 		type = (int)vd->pool_type;
 	if (!(req.memoryTypeBits & (1u << type))) {
-		ret = gpo_err(-EIO, "%s (%s): memory type %d cannot hold a buffer",
+		ret = gpo__err(-EIO, "%s (%s): memory type %d cannot hold a buffer",
 			      dev->info.id, dev->info.name, type);
 		goto out_destroy;
 	}
@@ -618,7 +618,7 @@ static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
 		if (t < 0)
 			t = find_type(vd, bits, 0, -1);
 		if (t < 0)
-			return gpo_err(-ENODEV, "%s (%s): no memory type for storage buffers",
+			return gpo__err(-ENODEV, "%s (%s): no memory type for storage buffers",
 				       dev->info.id, dev->info.name);
 		vd->pool_type = (uint32_t)t;
 	}
@@ -627,7 +627,7 @@ static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
 	if (t < 0)
 		t = find_type(vd, ~0u, vis, -1);
 	if (t < 0)
-		return gpo_err(-ENODEV, "%s (%s): no host-visible coherent memory",
+		return gpo__err(-ENODEV, "%s (%s): no host-visible coherent memory",
 			       dev->info.id, dev->info.name);
 	vd->staging_type = (uint32_t)t;
 	return 0;
@@ -937,19 +937,19 @@ static int bind_buf(struct gpo_device *dev, enum kernel_id k, int i,
 	}
 	off += b->off;
 	if (align && off % align)
-		return gpo_err(-EINVAL, "%s: %s buffer %d at offset %llu, not a multiple of %llu",
-			       dev->info.id, kernel_table[k].name, i,
+		return gpo__err(-EINVAL, "%s: %s buffer %d at offset %llu, not a multiple of %llu",
+			       dev->info.id, gpo__kernel_table[k].name, i,
 			       (unsigned long long)off,
 			       (unsigned long long)align);
 	if (off + range > b->mem->size)
-		return gpo_err(-EINVAL, "%s: %s buffer %d: %llu bytes at %llu overrun its block",
-			       dev->info.id, kernel_table[k].name, i,
+		return gpo__err(-EINVAL, "%s: %s buffer %d: %llu bytes at %llu overrun its block",
+			       dev->info.id, gpo__kernel_table[k].name, i,
 			       (unsigned long long)range,
 			       (unsigned long long)off);
 	if (range > vd->max_range)
-		return gpo_err(-ENOSYS, "%s (%s): %s over %llu bytes: more than one binding may span (maxStorageBufferRange %llu)",
+		return gpo__err(-ENOSYS, "%s (%s): %s over %llu bytes: more than one binding may span (maxStorageBufferRange %llu)",
 			       dev->info.id, dev->info.name,
-			       kernel_table[k].name,
+			       gpo__kernel_table[k].name,
 			       (unsigned long long)range,
 			       (unsigned long long)vd->max_range);
 	out->buffer = b->mem->buffer;
@@ -973,7 +973,7 @@ static int record_dispatch(struct gpo_device *dev, enum kernel_id k,
 			   const void *pc, uint32_t gx, uint32_t gy)
 {
 	struct vk_dev *vd = dev->priv;
-	uint32_t i, nbuf = kernel_table[k].nbuf;
+	uint32_t i, nbuf = gpo__kernel_table[k].nbuf;
 	struct vk_access acc[KARG_NBUF];
 	VkDescriptorSet set = VK_NULL_HANDLE;
 	int n = 0, ret;
@@ -1055,7 +1055,7 @@ static int launch_elements(struct gpo_device *dev, enum kernel_id k,
 	uint64_t chunk = (vd->max_range / 4) & ~63ull, first, cnt, groups;
 	VkDescriptorBufferInfo bi[KARG_NBUF];
 	struct kernel_args pc;
-	uint32_t i, nbuf = kernel_table[k].nbuf;
+	uint32_t i, nbuf = gpo__kernel_table[k].nbuf;
 	int ret;
 
 	for (i = 0; i < nbuf; i++) {
@@ -1063,8 +1063,8 @@ static int launch_elements(struct gpo_device *dev, enum kernel_id k,
 
 		if ((kinfo[k].elem & (1u << i)) && b->mem &&
 		    b->size < (uint64_t)a->n * 4)
-			return gpo_err(-EINVAL, "%s: %s buffer %u holds %llu bytes, %u elements need %llu",
-				       dev->info.id, kernel_table[k].name, i,
+			return gpo__err(-EINVAL, "%s: %s buffer %u holds %llu bytes, %u elements need %llu",
+				       dev->info.id, gpo__kernel_table[k].name, i,
 				       (unsigned long long)b->size, a->n,
 				       (unsigned long long)a->n * 4);
 	}
@@ -1111,8 +1111,8 @@ static int dispatch_groups(struct gpo_device *dev, enum kernel_id k,
 		gx = xmax;
 		gy = (groups + xmax - 1) / xmax;
 		if (gy > vd->props.limits.maxComputeWorkGroupCount[1])
-			return gpo_err(-ENOSYS, "%s: %s: %u workgroups are more than the device can dispatch",
-				       dev->info.id, kernel_table[k].name,
+			return gpo__err(-ENOSYS, "%s: %s: %u workgroups are more than the device can dispatch",
+				       dev->info.id, gpo__kernel_table[k].name,
 				       groups);
 	}
 	return record_dispatch(dev, k, bi, PC(pc), gx, gy);
@@ -1137,10 +1137,10 @@ static int launch_norm_partial(struct gpo_device *dev,
 	int ret;
 
 	if (!a->aux1 || a->aux1 % 4)
-		return gpo_err(-EINVAL, "%s: norm_partial: %u elements per group, not a multiple of 4",
+		return gpo__err(-EINVAL, "%s: norm_partial: %u elements per group, not a multiple of 4",
 			       dev->info.id, a->aux1);
 	if (g->mem && g->size < (uint64_t)a->n * 4)
-		return gpo_err(-EINVAL, "%s: norm_partial: %llu gradient bytes for %u elements",
+		return gpo__err(-EINVAL, "%s: norm_partial: %llu gradient bytes for %u elements",
 			       dev->info.id, (unsigned long long)g->size,
 			       a->n);
 	if ((uint64_t)a->n * 4 <= vd->max_range &&
@@ -1153,7 +1153,7 @@ static int launch_norm_partial(struct gpo_device *dev,
 		run -= run % unit;
 	}
 	if (!run)
-		return gpo_err(-ENOSYS, "%s (%s): norm_partial: groups of %u elements exceed maxStorageBufferRange",
+		return gpo__err(-ENOSYS, "%s (%s): norm_partial: groups of %u elements exceed maxStorageBufferRange",
 			       dev->info.id, dev->info.name, a->aux1);
 	for (g0 = 0; g0 < a->aux0; g0 += cnt) {
 		cnt = a->aux0 - g0 < run ? a->aux0 - g0 : run;
@@ -1186,13 +1186,13 @@ static int vk_launch(struct gpo_device *dev, enum kernel_id k,
 	int ret = 0;
 
 	if ((unsigned int)k >= K_COUNT)
-		return gpo_err(-EINVAL, "%s: no kernel %d", dev->info.id, k);
+		return gpo__err(-EINVAL, "%s: no kernel %d", dev->info.id, k);
 	pthread_mutex_lock(&vd->lock);
 	if (vd->lost) {
 		ret = vk_lost(dev);
 		goto out_unlock;
 	}
-	if (kernel_table[k].grid == GRID_ELEMENTS) {
+	if (gpo__kernel_table[k].grid == GRID_ELEMENTS) {
 		if (a->n)
 			ret = launch_elements(dev, k, a);
 		goto out_unlock;
@@ -1203,7 +1203,7 @@ static int vk_launch(struct gpo_device *dev, enum kernel_id k,
 		goto out_unlock;
 	}
 	/* the rest bind whole buffers */
-	for (i = 0; i < kernel_table[k].nbuf && !ret; i++)
+	for (i = 0; i < gpo__kernel_table[k].nbuf && !ret; i++)
 		ret = bind_buf(dev, k, (int)i, &a->buf[i], 0, whole(&a->buf[i]),
 			       &bi[i]);
 	if (ret)
@@ -1214,7 +1214,7 @@ static int vk_launch(struct gpo_device *dev, enum kernel_id k,
 		/* a workgroup per tensor: see lamb_trust.comp */
 		if (a->n)
 			ret = dispatch_groups(dev, k, bi, a, a->n);
-	} else if (kernel_table[k].grid == GRID_ITEMS) {
+	} else if (gpo__kernel_table[k].grid == GRID_ITEMS) {
 		groups = (uint32_t)(((uint64_t)a->n + KERNEL_WG_SIZE - 1) /
 				    KERNEL_WG_SIZE);
 		if (groups > vd->max_groups)
@@ -1249,7 +1249,7 @@ static int check_range(struct gpo_device *dev, const struct dev_buf *b,
 		       uint64_t off, uint64_t bytes)
 {
 	if (!b->mem || off > b->size || bytes > b->size - off)
-		return gpo_err(-EINVAL, "%s: %llu bytes at %llu outside a buffer of %llu",
+		return gpo__err(-EINVAL, "%s: %llu bytes at %llu outside a buffer of %llu",
 			       dev->info.id, (unsigned long long)bytes,
 			       (unsigned long long)off,
 			       (unsigned long long)b->size);
@@ -1346,7 +1346,7 @@ static int vk_alloc(struct gpo_device *dev, uint64_t bytes,
 		return vk_lost(dev);
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	ret = mem_create(dev, bytes, POOL_USAGE, -1, vd->pool_mapped, mem);
 	if (ret) {
 		free(mem);
@@ -1397,21 +1397,21 @@ static uint64_t vk_mem_free(struct gpo_device *dev)
 static uint64_t cache_key(const struct vk_dev *vd)
 {
 	const VkPhysicalDeviceProperties *p = &vd->props;
-	uint64_t key = diskcache_key_str(0, "gpuopt vulkan pipelines 1");
+	uint64_t key = gpo__diskcache_key_str(0, "gpuopt vulkan pipelines 1");
 	int push = vd->push_desc != NULL;
 	int k;
 
-	key = diskcache_key(key, &p->vendorID, sizeof(p->vendorID));
-	key = diskcache_key(key, &p->deviceID, sizeof(p->deviceID));
-	key = diskcache_key(key, &p->driverVersion, sizeof(p->driverVersion));
-	key = diskcache_key(key, p->pipelineCacheUUID, VK_UUID_SIZE);
-	key = diskcache_key(key, &push, sizeof(push));
+	key = gpo__diskcache_key(key, &p->vendorID, sizeof(p->vendorID));
+	key = gpo__diskcache_key(key, &p->deviceID, sizeof(p->deviceID));
+	key = gpo__diskcache_key(key, &p->driverVersion, sizeof(p->driverVersion));
+	key = gpo__diskcache_key(key, p->pipelineCacheUUID, VK_UUID_SIZE);
+	key = gpo__diskcache_key(key, &push, sizeof(push));
 	for (k = 0; k < K_COUNT; k++) {
 		const struct embedded_file *f =
-			embedded_find(embedded_spv, kernel_table[k].name);
+			gpo__embedded_find(gpo__embedded_spv, gpo__kernel_table[k].name);
 
 		if (f)
-			key = diskcache_key(key, f->data, f->size);
+			key = gpo__diskcache_key(key, f->data, f->size);
 	}
 	return key;
 }
@@ -1450,7 +1450,7 @@ static int create_pipelines(struct gpo_device *dev)
 	VkResult r = VK_SUCCESS;
 	int k, ret = 0;
 
-	if (!diskcache_load("vulkan", key, &old, &old_size) &&
+	if (!gpo__diskcache_load("vulkan", key, &old, &old_size) &&
 	    cache_header_ok(vd, old, old_size)) {
 		pcci.initialDataSize = old_size;
 		pcci.pInitialData = old;
@@ -1470,14 +1470,14 @@ static int create_pipelines(struct gpo_device *dev)
 
 	for (k = 0; k < K_COUNT; k++) {
 		const struct embedded_file *f =
-			embedded_find(embedded_spv, kernel_table[k].name);
+			gpo__embedded_find(gpo__embedded_spv, gpo__kernel_table[k].name);
 		VkShaderModuleCreateInfo smci = {
 			.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
 		};
 
 		if (!f || f->size % 4) {
-			ret = gpo_err(-ENOENT, "%s: no SPIR-V for kernel %s",
-				      dev->info.id, kernel_table[k].name);
+			ret = gpo__err(-ENOENT, "%s: no SPIR-V for kernel %s",
+				      dev->info.id, gpo__kernel_table[k].name);
 			goto out_modules;
 		}
 		smci.codeSize = f->size;
@@ -1513,7 +1513,7 @@ static int create_pipelines(struct gpo_device *dev)
 						   &size, data) == VK_SUCCESS &&
 		    (size != pcci.initialDataSize ||
 		     memcmp(data, old, size)))
-			diskcache_store("vulkan", key, data, size);
+			gpo__diskcache_store("vulkan", key, data, size);
 	}
 out_modules:
 	for (k = 0; k < K_COUNT; k++)
@@ -1638,7 +1638,7 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 			vkGetDeviceProcAddr(vd->device,
 					    "vkCmdPushDescriptorSetKHR");
 		if (!vd->push_desc)
-			return gpo_err(-EIO, "%s (%s): no vkCmdPushDescriptorSetKHR",
+			return gpo__err(-EIO, "%s (%s): no vkCmdPushDescriptorSetKHR",
 				       dev->info.id, dev->info.name);
 	}
 	return 0;
@@ -1742,7 +1742,7 @@ static int create_layout(struct gpo_device *dev)
 		return vk_fail(dev, r, "vkCreateDescriptorPool");
 	vd->desc_tab = calloc(2 * VK_DESC_CACHE, sizeof(*vd->desc_tab));
 	if (!vd->desc_tab)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -1789,7 +1789,7 @@ static int check_limits(struct gpo_device *dev)
 	    l->maxComputeSharedMemorySize < 2 * 4 * KERNEL_WG_SIZE ||
 	    l->maxPerStageDescriptorStorageBuffers < KARG_NBUF ||
 	    l->maxPushConstantsSize < PUSH_BYTES)
-		return gpo_err(-ENODEV, "%s (%s): compute limits too small (workgroup %u, storage buffers %u)",
+		return gpo__err(-ENODEV, "%s (%s): compute limits too small (workgroup %u, storage buffers %u)",
 			       dev->info.id, dev->info.name,
 			       l->maxComputeWorkGroupInvocations,
 			       l->maxPerStageDescriptorStorageBuffers);
@@ -1866,7 +1866,7 @@ static void vk_close(struct gpo_device *dev)
 	dev->priv = NULL;
 }
 
-const struct backend_ops vulkan_backend_ops = {
+const struct backend_ops gpo__vulkan_backend_ops = {
 	.name = "vulkan",
 	.probe = vk_probe,
 	.open = vk_open,

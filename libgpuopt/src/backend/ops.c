@@ -3,10 +3,10 @@
  * kernels.c - the kernel table shared by every backend
  */
 #include <string.h>
-#include "gpuopt_i.h"
-#include "embedded_i.h"
+#include "core/gpuopt_i.h"
+#include "backend/embedded_i.h"
 
-const struct kernel_desc kernel_table[K_COUNT] = {
+const struct kernel_desc gpo__kernel_table[K_COUNT] = {
 	[K_COPY]	 = { "copy",	     2, GRID_ELEMENTS },
 	[K_FILL]	 = { "fill",	     1, GRID_ELEMENTS },
 	[K_NORM_PARTIAL] = { "norm_partial", 2, GRID_GROUPS },
@@ -23,7 +23,7 @@ const struct kernel_desc kernel_table[K_COUNT] = {
 	[K_OBJ_ROSENBROCK] = { "obj_rosenbrock", 3, GRID_GROUPS },
 };
 
-const struct embedded_file *embedded_find(const struct embedded_file *tab,
+const struct embedded_file *gpo__embedded_find(const struct embedded_file *tab,
 					  const char *name)
 {
 	for (; tab->name; tab++)

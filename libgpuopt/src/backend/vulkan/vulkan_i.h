@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
-#include "backend_i.h"
+#include "backend/backend_i.h"
 
 /* One instance per context, shared by its Vulkan devices. */
 struct vk_inst {

@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
-#include "optim_i.h"
+#include "core/gpuopt_i.h"
+#include "optim/optim_i.h"
 
-const char *const optim_slot_names[SL_COUNT] = {
+const char *const gpo__optim_slot_names[SL_COUNT] = {
 	[SL_MOMENTUM] = "momentum_buffer",
 	[SL_EXP_AVG] = "exp_avg",
 	[SL_EXP_AVG_SQ] = "exp_avg_sq",
@@ -37,11 +37,11 @@ int gpo_optim_kind_parse(const char *name)
 	int i;
 
 	if (!name)
-		return gpo_err(-EINVAL, "NULL optimizer name");
+		return gpo__err(-EINVAL, "NULL optimizer name");
 	for (i = 0; i < GPO_OPTIM_KINDS; i++)
 		if (!strcmp(name, kind_names[i]))
 			return i;
-	return gpo_err(-EINVAL,
+	return gpo__err(-EINVAL,
 		       "unknown optimizer '%s' (sgd adam adamw rmsprop adagrad lamb lion)",
 		       name);
 }
@@ -59,20 +59,20 @@ int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 	struct gpo_optim *opt;
 
 	if (!dev || !out || (unsigned int)kind >= GPO_OPTIM_KINDS)
-		return gpo_err(-EINVAL, "gpo_optim_new: bad arguments");
+		return gpo__err(-EINVAL, "gpo_optim_new: bad arguments");
 	opt = calloc(1, sizeof(*opt));
 	if (!opt)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	opt->groups = calloc(1, sizeof(*opt->groups));
 	if (!opt->groups) {
 		free(opt);
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	}
 	opt->dev = dev;
 	opt->kind = kind;
 	opt->ngroups = 1;
 	opt->metric = NAN;
-	hparams_defaults(kind, &opt->groups[0].hp);
+	gpo__hparams_defaults(kind, &opt->groups[0].hp);
 	*out = opt;
 	return 0;
 }
@@ -82,16 +82,16 @@ static void free_buffers(struct gpo_optim *opt)
 	struct gpo_device *dev = opt->dev;
 	int i;
 
-	pool_free(dev, &opt->param);
-	pool_free(dev, &opt->grad);
+	gpo__pool_free(dev, &opt->param);
+	gpo__pool_free(dev, &opt->grad);
 	for (i = 0; i < SL_COUNT; i++)
-		pool_free(dev, &opt->slot[i]);
-	pool_free(dev, &opt->scal);
-	pool_free(dev, &opt->partials);
-	pool_free(dev, &opt->blocks);
-	pool_free(dev, &opt->tensor_blocks);
-	pool_free(dev, &opt->lamb_partials);
-	pool_free(dev, &opt->trust);
+		gpo__pool_free(dev, &opt->slot[i]);
+	gpo__pool_free(dev, &opt->scal);
+	gpo__pool_free(dev, &opt->partials);
+	gpo__pool_free(dev, &opt->blocks);
+	gpo__pool_free(dev, &opt->tensor_blocks);
+	gpo__pool_free(dev, &opt->lamb_partials);
+	gpo__pool_free(dev, &opt->trust);
 	opt->allocated = 0;
 }
 
@@ -110,12 +110,12 @@ int gpo_optim_add_group(struct gpo_optim *opt)
 	struct optim_group *groups;
 
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	if (opt->allocated)
-		return gpo_err(-EBUSY, "groups cannot be added after the first use");
+		return gpo__err(-EBUSY, "groups cannot be added after the first use");
 	groups = realloc(opt->groups, (opt->ngroups + 1) * sizeof(*groups));
 	if (!groups)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	opt->groups = groups;
 	memset(&groups[opt->ngroups], 0, sizeof(*groups));
 	groups[opt->ngroups].hp = groups[0].hp;
@@ -170,32 +170,32 @@ int gpo_optim_add_tensor(struct gpo_optim *opt, const char *name, int ndim,
 	int i, ret;
 
 	if (!opt || !name || !shape)
-		return gpo_err(-EINVAL, "gpo_optim_add_tensor: NULL argument");
+		return gpo__err(-EINVAL, "gpo_optim_add_tensor: NULL argument");
 	if (opt->allocated)
-		return gpo_err(-EBUSY, "tensors cannot be added after the first use");
+		return gpo__err(-EBUSY, "tensors cannot be added after the first use");
 	if (!valid_name(name))
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "bad tensor name '%.80s': 1-%d of A-Z a-z 0-9 _ . : -",
 			       name, NAME_MAX_LEN);
 	if (ndim < 1 || ndim > MAX_DIMS)
-		return gpo_err(-EINVAL, "%s: %d dimensions (1..%d)", name, ndim,
+		return gpo__err(-EINVAL, "%s: %d dimensions (1..%d)", name, ndim,
 			       MAX_DIMS);
 	if (group < 0 || group >= opt->ngroups)
-		return gpo_err(-EINVAL, "%s: no group %d", name, group);
+		return gpo__err(-EINVAL, "%s: no group %d", name, group);
 	for (i = 0; i < ndim; i++) {
 		if (!shape[i])
-			return gpo_err(-EINVAL, "%s: dimension %d is 0", name, i);
+			return gpo__err(-EINVAL, "%s: dimension %d is 0", name, i);
 		if (shape[i] > (1ull << 32) || numel > (1ull << 32) / shape[i])
-			return gpo_err(-EOVERFLOW, "%s: too many elements", name);
+			return gpo__err(-EOVERFLOW, "%s: too many elements", name);
 		numel *= shape[i];
 	}
 	if (gpo_optim_find_tensor(opt, name) >= 0)
-		return gpo_err(-EEXIST, "tensor '%s' exists", name);
-	gpo_err_clear();
+		return gpo__err(-EEXIST, "tensor '%s' exists", name);
+	gpo__err_clear();
 
 	tensors = realloc(opt->tensors, (opt->ntensors + 1) * sizeof(*tensors));
 	if (!tensors)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	opt->tensors = tensors;
 	t = &tensors[opt->ntensors];
 	memset(t, 0, sizeof(*t));
@@ -209,7 +209,7 @@ int gpo_optim_add_tensor(struct gpo_optim *opt, const char *name, int ndim,
 	if (ret) {
 		opt->ntensors--;
 		layout(opt);
-		return gpo_err(ret, "%s: the flat state would reach 2^32 elements",
+		return gpo__err(ret, "%s: the flat state would reach 2^32 elements",
 			       name);
 	}
 	opt->numel += numel;
@@ -219,7 +219,7 @@ int gpo_optim_add_tensor(struct gpo_optim *opt, const char *name, int ndim,
 int gpo_optim_tensor_count(struct gpo_optim *opt)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	return opt->ntensors;
 }
 
@@ -234,9 +234,9 @@ int gpo_optim_tensor_info(struct gpo_optim *opt, int index,
 	const struct optim_tensor *t;
 
 	if (!opt || !info)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (index < 0 || index >= opt->ntensors)
-		return gpo_err(-ENOENT, "no tensor %d", index);
+		return gpo__err(-ENOENT, "no tensor %d", index);
 	t = &opt->tensors[index];
 	memset(info, 0, sizeof(*info));
 	strcpy(info->name, t->name);
@@ -253,11 +253,11 @@ int gpo_optim_find_tensor(struct gpo_optim *opt, const char *name)
 	int i;
 
 	if (!opt || !name)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	for (i = 0; i < opt->ntensors; i++)
 		if (!strcmp(opt->tensors[i].name, name))
 			return i;
-	return gpo_err(-ENOENT, "no tensor '%s'", name);
+	return gpo__err(-ENOENT, "no tensor '%s'", name);
 }
 
 /* ---- hyperparameters ---------------------------------------------------- */
@@ -274,35 +274,35 @@ int gpo_optim_configure(struct gpo_optim *opt, int group, const char *text)
 	int g, ret, global;
 
 	if (!opt || !text)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (group < -1 || group >= opt->ngroups)
-		return gpo_err(-ENOENT, "no group %d", group);
+		return gpo__err(-ENOENT, "no group %d", group);
 	copy = malloc(opt->ngroups * sizeof(*copy));
 	if (!copy)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	memcpy(copy, opt->groups, opt->ngroups * sizeof(*copy));
 
-	while ((ret = kv_next(&pos, key, sizeof(key), value,
+	while ((ret = gpo__kv_next(&pos, key, sizeof(key), value,
 			      sizeof(value))) > 0) {
 		for (g = 0; g < opt->ngroups; g++) {
 			if (group >= 0 && g != group)
 				continue;
-			ret = hparams_set(opt->kind, &copy[g].hp, key, value,
+			ret = gpo__hparams_set(opt->kind, &copy[g].hp, key, value,
 					  &global);
 			if (ret)
 				goto out_free;
 		}
 		/* optimizer-wide: every group holds the same value */
 		for (g = 0; global && g < opt->ngroups; g++)
-			hparams_set(opt->kind, &copy[g].hp, key, value, &global);
+			gpo__hparams_set(opt->kind, &copy[g].hp, key, value, &global);
 	}
 	if (ret < 0)
 		goto out_free;
 	for (g = 0; g < opt->ngroups; g++) {
-		ret = hparams_validate(opt->kind, &copy[g].hp);
+		ret = gpo__hparams_validate(opt->kind, &copy[g].hp);
 		if (ret) {
 			if (opt->ngroups > 1)
-				gpo_err(ret, "group %d: %s", g, gpo_errmsg());
+				gpo__err(ret, "group %d: %s", g, gpo_errmsg());
 			goto out_free;
 		}
 	}
@@ -319,11 +319,11 @@ int gpo_optim_set(struct gpo_optim *opt, int group, const char *key,
 	char text[128];
 
 	if (!opt || !key)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (strpbrk(key, "= \t\n;") || strlen(key) > 63)
-		return gpo_err(-EINVAL, "bad option name '%.64s'", key);
+		return gpo__err(-EINVAL, "bad option name '%.64s'", key);
 	if (!isfinite(value))
-		return gpo_err(-EINVAL, "%s: value must be finite", key);
+		return gpo__err(-EINVAL, "%s: value must be finite", key);
 	snprintf(text, sizeof(text), "%s=%.17g", key, value);
 	return gpo_optim_configure(opt, group, text);
 }
@@ -332,29 +332,29 @@ int gpo_optim_get(struct gpo_optim *opt, int group, const char *key,
 		  double *value)
 {
 	if (!opt || !key || !value)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (group == -1)
 		group = 0;
 	if (group < 0 || group >= opt->ngroups)
-		return gpo_err(-ENOENT, "no group %d", group);
-	return hparams_get(opt->kind, &opt->groups[group].hp, key, value);
+		return gpo__err(-ENOENT, "no group %d", group);
+	return gpo__hparams_get(opt->kind, &opt->groups[group].hp, key, value);
 }
 
 int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
 		       size_t len)
 {
 	if (!opt || (!buf && len))
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (group == -1)
 		group = 0;
 	if (group < 0 || group >= opt->ngroups)
-		return gpo_err(-ENOENT, "no group %d", group);
-	return hparams_describe(opt->kind, &opt->groups[group].hp, buf, len);
+		return gpo__err(-ENOENT, "no group %d", group);
+	return gpo__hparams_describe(opt->kind, &opt->groups[group].hp, buf, len);
 }
 
 /* ---- buffers ------------------------------------------------------------ */
 
-int optim_slot_possible(enum gpo_optim_kind kind, int s)
+int gpo__optim_slot_possible(enum gpo_optim_kind kind, int s)
 {
 	switch (kind) {
 	case GPO_SGD:
@@ -377,7 +377,7 @@ int optim_slot_possible(enum gpo_optim_kind kind, int s)
 	}
 }
 
-int optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
+int gpo__optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
 		      int s)
 {
 	switch (kind) {
@@ -392,7 +392,7 @@ int optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
 		       (s == SL_MOMENTUM && hp->momentum > 0) ||
 		       (s == SL_GRAD_AVG && hp->centered);
 	default:
-		return optim_slot_possible(kind, s);
+		return gpo__optim_slot_possible(kind, s);
 	}
 }
 
@@ -402,7 +402,7 @@ static int slot_needed(const struct gpo_optim *opt, enum slot_id s)
 	int g;
 
 	for (g = 0; g < opt->ngroups; g++)
-		if (optim_slot_needed(opt->kind, &opt->groups[g].hp, s))
+		if (gpo__optim_slot_needed(opt->kind, &opt->groups[g].hp, s))
 			return 1;
 	return 0;
 }
@@ -448,12 +448,12 @@ static int ensure_slot(struct gpo_optim *opt, enum slot_id s)
 
 	if (opt->slot[s].mem)
 		return 0;
-	ret = pool_alloc(opt->dev, opt->total * 4, &opt->slot[s]);
+	ret = gpo__pool_alloc(opt->dev, opt->total * 4, &opt->slot[s]);
 	if (ret)
 		return ret;
 	ret = init_slot(opt, s);
 	if (ret)
-		pool_free(opt->dev, &opt->slot[s]);
+		gpo__pool_free(opt->dev, &opt->slot[s]);
 	return ret;
 }
 
@@ -488,7 +488,7 @@ static int build_lamb_tables(struct gpo_optim *opt)
 	blocks = calloc(nb ? nb : 1, 16);
 	tb = calloc(opt->ntensors ? opt->ntensors : 1, 8);
 	if (!blocks || !tb) {
-		ret = gpo_err(-ENOMEM, "out of memory");
+		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free;
 	}
 	/* blocks in flat order: by group, then tensor */
@@ -516,15 +516,15 @@ static int build_lamb_tables(struct gpo_optim *opt)
 		opt->groups[g].nblocks = b - opt->groups[g].first_block;
 	}
 	opt->nblocks = nb;
-	ret = pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 16, &opt->blocks);
+	ret = gpo__pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 16, &opt->blocks);
 	if (!ret)
-		ret = pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
+		ret = gpo__pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
 					     1) * 8, &opt->tensor_blocks);
 	if (!ret)
-		ret = pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 8,
+		ret = gpo__pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 8,
 				 &opt->lamb_partials);
 	if (!ret)
-		ret = pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
+		ret = gpo__pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
 					     1) * 4, &opt->trust);
 	if (!ret && nb)
 		ret = dev->ops->write(dev, &opt->blocks, 0, blocks,
@@ -539,7 +539,7 @@ out_free:
 }
 
 /* First use: allocate and initialise every buffer. Device lock held. */
-int optim_ensure_allocated(struct gpo_optim *opt)
+int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret;
@@ -547,7 +547,7 @@ int optim_ensure_allocated(struct gpo_optim *opt)
 	if (opt->allocated)
 		return ensure_slots(opt);
 	if (!opt->ntensors)
-		return gpo_err(-EINVAL, "the optimizer has no tensors");
+		return gpo__err(-EINVAL, "the optimizer has no tensors");
 
 	opt->norm_groups = div_up(opt->total, 4096);
 	if (opt->norm_groups > NORM_MAX_GROUPS)
@@ -555,13 +555,13 @@ int optim_ensure_allocated(struct gpo_optim *opt)
 	opt->norm_chunk = div_up(opt->total, opt->norm_groups);
 	opt->norm_chunk = (opt->norm_chunk + 3) / 4 * 4;
 
-	ret = pool_alloc(dev, opt->total * 4, &opt->param);
+	ret = gpo__pool_alloc(dev, opt->total * 4, &opt->param);
 	if (!ret)
-		ret = pool_alloc(dev, opt->total * 4, &opt->grad);
+		ret = gpo__pool_alloc(dev, opt->total * 4, &opt->grad);
 	if (!ret)
-		ret = pool_alloc(dev, 16, &opt->scal);
+		ret = gpo__pool_alloc(dev, 16, &opt->scal);
 	if (!ret)
-		ret = pool_alloc(dev, 8ull * opt->norm_groups, &opt->partials);
+		ret = gpo__pool_alloc(dev, 8ull * opt->norm_groups, &opt->partials);
 	if (!ret && opt->kind == GPO_LAMB)
 		ret = build_lamb_tables(opt);
 	if (ret)
@@ -600,11 +600,11 @@ static int resolve(struct gpo_optim *opt, const char *slot, int create,
 		return 0;
 	}
 	for (s = 0; s < SL_COUNT; s++) {
-		if (strcmp(slot, optim_slot_names[s]) ||
-		    !optim_slot_possible(opt->kind, s))
+		if (strcmp(slot, gpo__optim_slot_names[s]) ||
+		    !gpo__optim_slot_possible(opt->kind, s))
 			continue;
 		if (!opt->slot[s].mem && !create)
-			return gpo_err(-ENOENT, "slot '%s' is not in use", slot);
+			return gpo__err(-ENOENT, "slot '%s' is not in use", slot);
 		if (!opt->slot[s].mem) {
 			int ret = ensure_slot(opt, s);
 
@@ -615,7 +615,7 @@ static int resolve(struct gpo_optim *opt, const char *slot, int create,
 		*sid = s;
 		return 0;
 	}
-	return gpo_err(-ENOENT, "%s has no slot '%s'",
+	return gpo__err(-ENOENT, "%s has no slot '%s'",
 		       gpo_optim_kind_name(opt->kind), slot);
 }
 
@@ -629,23 +629,23 @@ static int transfer(struct gpo_optim *opt, int writing, const char *slot,
 	int t = -1, g, ret;
 
 	if (!slot || !host)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (tensor) {
 		t = gpo_optim_find_tensor(opt, tensor);
 		if (t < 0)
 			return t;
 		if (bytes != opt->tensors[t].numel * 4)
-			return gpo_err(-EINVAL, "%s: %zu bytes, expected %llu",
+			return gpo__err(-EINVAL, "%s: %zu bytes, expected %llu",
 				       tensor, bytes,
 				       (unsigned long long)opt->tensors[t].numel * 4);
 	} else if (bytes != opt->numel * 4) {
-		return gpo_err(-EINVAL, "%zu bytes, expected %llu for all %llu parameters",
+		return gpo__err(-EINVAL, "%zu bytes, expected %llu for all %llu parameters",
 			       bytes, (unsigned long long)opt->numel * 4,
 			       (unsigned long long)opt->numel);
 	}
 
 	pthread_mutex_lock(&dev->lock);
-	ret = optim_ensure_allocated(opt);
+	ret = gpo__optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	ret = resolve(opt, slot, writing, &buf, &sid);
@@ -684,7 +684,7 @@ int gpo_optim_write(struct gpo_optim *opt, const char *slot,
 		    const char *tensor, const void *src, size_t bytes)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	return transfer(opt, 1, slot, tensor, (void *)src, bytes);
 }
 
@@ -692,7 +692,7 @@ int gpo_optim_read(struct gpo_optim *opt, const char *slot,
 		   const char *tensor, void *dst, size_t bytes)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	return transfer(opt, 0, slot, tensor, dst, bytes);
 }
 
@@ -701,7 +701,7 @@ int gpo_optim_slot_count(struct gpo_optim *opt)
 	int s, n = 0;
 
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	for (s = 0; s < SL_COUNT; s++)
 		n += opt->slot[s].mem != NULL;
 	return n;
@@ -715,7 +715,7 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index)
 		return NULL;
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem && index-- == 0)
-			return optim_slot_names[s];
+			return gpo__optim_slot_names[s];
 	return NULL;
 }
 
@@ -737,7 +737,7 @@ static double group_lr(const struct gpo_optim *opt,
 		       const struct optim_group *grp)
 {
 	if (opt->sched)
-		return sched_lr_for(opt->sched, grp->hp.lr);
+		return gpo__sched_lr_for(opt->sched, grp->hp.lr);
 	return grp->hp.lr;
 }
 
@@ -983,14 +983,14 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 	int use_norm, skipped, g, ret;
 
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	dev = opt->dev;
 	hp = &opt->groups[0].hp;
 	use_norm = hp->clip_norm > 0 || hp->grad_scale != 1.0 ||
 		   hp->check_finite;
 
 	pthread_mutex_lock(&dev->lock);
-	ret = optim_ensure_allocated(opt);
+	ret = gpo__optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	ret = launch_step(opt, opt->step + 1, use_norm);
@@ -1025,7 +1025,7 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 	 */
 	if (!skipped && opt->sched)
 		gpo_sched_step(opt->sched, opt->metric);
-	gpo_err_clear();
+	gpo__err_clear();
 out_unlock:
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
@@ -1043,24 +1043,24 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 	int ret;
 
 	if (!opt || !name || !loss)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (!strcmp(name, "quadratic"))
 		k = K_OBJ_QUADRATIC;
 	else if (!strcmp(name, "rosenbrock"))
 		k = K_OBJ_ROSENBROCK;
 	else
-		return gpo_err(-EINVAL, "unknown objective '%s' (quadratic, rosenbrock)",
+		return gpo__err(-EINVAL, "unknown objective '%s' (quadratic, rosenbrock)",
 			       name);
 	if (opt->ngroups != 1)
-		return gpo_err(-EINVAL, "objectives need a single parameter group");
+		return gpo__err(-EINVAL, "objectives need a single parameter group");
 	dev = opt->dev;
 	pthread_mutex_lock(&dev->lock);
-	ret = optim_ensure_allocated(opt);
+	ret = gpo__optim_ensure_allocated(opt);
 	if (ret)
 		goto out_unlock;
 	part = malloc(8ull * opt->norm_groups);
 	if (!part) {
-		ret = gpo_err(-ENOMEM, "out of memory");
+		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_unlock;
 	}
 	/* the padding at the end of the last group is not a parameter */
@@ -1100,7 +1100,7 @@ uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt)
 int gpo_optim_set_step(struct gpo_optim *opt, uint64_t step)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	opt->step = step;
 	return 0;
 }
@@ -1111,7 +1111,7 @@ int gpo_optim_reset(struct gpo_optim *opt)
 	int s, g, ret = 0;
 
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	dev = opt->dev;
 	pthread_mutex_lock(&dev->lock);
 	if (opt->allocated) {
@@ -1134,10 +1134,10 @@ int gpo_optim_reset(struct gpo_optim *opt)
 int gpo_optim_attach_sched(struct gpo_optim *opt, struct gpo_sched *s)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	/* an unconfigured schedule has no lr: refuse it now, not at a step */
 	if (s && isnan(gpo_sched_lr(s, 1.0)))
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "the schedule lacks a required setting");
 	opt->sched = s;
 	return 0;
@@ -1146,7 +1146,7 @@ int gpo_optim_attach_sched(struct gpo_optim *opt, struct gpo_sched *s)
 int gpo_optim_set_metric(struct gpo_optim *opt, double metric)
 {
 	if (!opt)
-		return gpo_err(-EINVAL, "NULL optimizer");
+		return gpo__err(-EINVAL, "NULL optimizer");
 	opt->metric = metric;
 	return 0;
 }

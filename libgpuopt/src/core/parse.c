@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
-int parse_double(const char *s, double *out)
+int gpo__parse_double(const char *s, double *out)
 {
 	char *end;
 	double v;
@@ -24,7 +24,7 @@ int parse_double(const char *s, double *out)
 	return 0;
 }
 
-int parse_bool(const char *s, int *out)
+int gpo__parse_bool(const char *s, int *out)
 {
 	if (!strcmp(s, "1") || !strcasecmp(s, "true")) {
 		*out = 1;
@@ -37,7 +37,7 @@ int parse_bool(const char *s, int *out)
 	return -EINVAL;
 }
 
-int parse_u64(const char *s, uint64_t *out)
+int gpo__parse_u64(const char *s, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -57,7 +57,7 @@ static int is_sep(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';';
 }
 
-int kv_next(const char **pos, char *key, size_t klen, char *value,
+int gpo__kv_next(const char **pos, char *key, size_t klen, char *value,
 	    size_t vlen)
 {
 	const char *p = *pos, *word, *eq;
@@ -75,16 +75,16 @@ int kv_next(const char **pos, char *key, size_t klen, char *value,
 	*pos = p;
 	eq = memchr(word, '=', p - word);
 	if (!eq || eq == word)
-		return gpo_err(-EINVAL, "'%.*s' is not key=value",
+		return gpo__err(-EINVAL, "'%.*s' is not key=value",
 			       (int)(p - word), word);
 	n = eq - word;
 	if (n >= klen)
-		return gpo_err(-EINVAL, "key '%.*s' too long", (int)n, word);
+		return gpo__err(-EINVAL, "key '%.*s' too long", (int)n, word);
 	memcpy(key, word, n);
 	key[n] = '\0';
 	n = p - eq - 1;
 	if (n >= vlen)
-		return gpo_err(-EINVAL, "value of '%s' too long", key);
+		return gpo__err(-EINVAL, "value of '%s' too long", key);
 	memcpy(value, eq + 1, n);
 	value[n] = '\0';
 	return 1;

@@ -11,8 +11,8 @@
 /* header-only: no libxxhash at run time on machines that lack it */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-#include "gpuopt_i.h"
-#include "diskcache_i.h"
+#include "core/gpuopt_i.h"
+#include "core/diskcache_i.h"
 
 #define CACHE_MAGIC	0x6f6370676f706700ull	/* "gpogpco" */
 #define CACHE_MAX	(256u << 20)
@@ -23,12 +23,12 @@ struct cache_header {
 	uint64_t sum;
 };
 
-uint64_t diskcache_key(uint64_t seed, const void *data, size_t len)
+uint64_t gpo__diskcache_key(uint64_t seed, const void *data, size_t len)
 {
 	return XXH64(data, len, seed);
 }
 
-uint64_t diskcache_key_str(uint64_t seed, const char *s)
+uint64_t gpo__diskcache_key_str(uint64_t seed, const char *s)
 {
 	return XXH64(s ? s : "", s ? strlen(s) + 1 : 1, seed);
 }
@@ -53,7 +53,7 @@ static int cache_dir(char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
-int diskcache_path(const char *kind, uint64_t key, char *buf, size_t len)
+int gpo__diskcache_path(const char *kind, uint64_t key, char *buf, size_t len)
 {
 	char dir[4096];
 	int ret = cache_dir(dir, sizeof(dir)), n;
@@ -116,7 +116,7 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int diskcache_load(const char *kind, uint64_t key, void **data,
+int gpo__diskcache_load(const char *kind, uint64_t key, void **data,
 		   size_t *size)
 {
 	struct cache_header h;
@@ -125,7 +125,7 @@ int diskcache_load(const char *kind, uint64_t key, void **data,
 	void *buf;
 	int fd, ret;
 
-	ret = diskcache_path(kind, key, path, sizeof(path));
+	ret = gpo__diskcache_path(kind, key, path, sizeof(path));
 	if (ret)
 		return ret;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -158,7 +158,7 @@ out_close:
 	return ret;
 }
 
-int diskcache_store(const char *kind, uint64_t key, const void *data,
+int gpo__diskcache_store(const char *kind, uint64_t key, const void *data,
 		    size_t size)
 {
 	struct cache_header h = { CACHE_MAGIC, size, XXH64(data, size, 0) };
@@ -171,7 +171,7 @@ int diskcache_store(const char *kind, uint64_t key, const void *data,
 	ret = make_dirs(dir);
 	if (ret)
 		return ret;
-	ret = diskcache_path(kind, key, path, sizeof(path));
+	ret = gpo__diskcache_path(kind, key, path, sizeof(path));
 	if (ret)
 		return ret;
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());

@@ -6,7 +6,7 @@
 #ifndef GPUOPT_OPTIM_I_H
 #define GPUOPT_OPTIM_I_H
 
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 #define GROUP_ALIGN	64		/* elements: 256 bytes */
 #define MAX_DIMS	8
@@ -65,20 +65,20 @@ struct gpo_optim {
 };
 
 /* torch's state-dict names of the slots, indexed by enum slot_id */
-extern const char *const optim_slot_names[SL_COUNT];
+extern const char *const gpo__optim_slot_names[SL_COUNT];
 
 /*
- * optim_ensure_allocated - allocate and initialise every buffer the
+ * gpo__optim_ensure_allocated - allocate and initialise every buffer the
  * configuration needs (on first use: all of them; later: slots that became
  * needed). Called with opt->dev->lock held. Returns 0 or -errno.
  */
-int optim_ensure_allocated(struct gpo_optim *opt);
+int gpo__optim_ensure_allocated(struct gpo_optim *opt);
 
-/* optim_slot_possible - can an optimizer of @kind ever keep slot @s? */
-int optim_slot_possible(enum gpo_optim_kind kind, int s);
+/* gpo__optim_slot_possible - can an optimizer of @kind ever keep slot @s? */
+int gpo__optim_slot_possible(enum gpo_optim_kind kind, int s);
 
-/* optim_slot_needed - does a group configured as @hp use slot @s? */
-int optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
+/* gpo__optim_slot_needed - does a group configured as @hp use slot @s? */
+int gpo__optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
 		      int s);
 
 #endif /* GPUOPT_OPTIM_I_H */

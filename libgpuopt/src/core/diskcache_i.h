@@ -15,23 +15,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* diskcache_key - hash @len bytes into @seed; chain calls for many parts */
-uint64_t diskcache_key(uint64_t seed, const void *data, size_t len);
-uint64_t diskcache_key_str(uint64_t seed, const char *s);
+/* gpo__diskcache_key - hash @len bytes into @seed; chain calls for many parts */
+uint64_t gpo__diskcache_key(uint64_t seed, const void *data, size_t len);
+uint64_t gpo__diskcache_key_str(uint64_t seed, const char *s);
 
 /*
- * diskcache_load - read entry (@kind, @key) into a malloc'ed buffer
+ * gpo__diskcache_load - read entry (@kind, @key) into a malloc'ed buffer
  * Returns 0, -ENOENT when missing, -EBADMSG when damaged (the entry is
  * then removed), -ENOMEM.
  */
-int diskcache_load(const char *kind, uint64_t key, void **data,
+int gpo__diskcache_load(const char *kind, uint64_t key, void **data,
 		   size_t *size);
 
-/* diskcache_store - write entry (@kind, @key) atomically; 0 or -errno */
-int diskcache_store(const char *kind, uint64_t key, const void *data,
+/* gpo__diskcache_store - write entry (@kind, @key) atomically; 0 or -errno */
+int gpo__diskcache_store(const char *kind, uint64_t key, const void *data,
 		    size_t size);
 
-/* diskcache_path - the file of an entry (for tests); 0 or -errno */
-int diskcache_path(const char *kind, uint64_t key, char *buf, size_t len);
+/* gpo__diskcache_path - the file of an entry (for tests); 0 or -errno */
+int gpo__diskcache_path(const char *kind, uint64_t key, char *buf, size_t len);
 
 #endif /* GPUOPT_DISKCACHE_I_H */

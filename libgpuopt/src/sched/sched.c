@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 #define MAX_MILESTONES	64
 /* the longest value: MAX_MILESTONES numbers of 20 digits and commas */
@@ -229,7 +229,7 @@ static int in_range(enum key_range r, double v)
 
 static int range_err(const struct sched_key *k, const char *text)
 {
-	return gpo_err(-EINVAL, "%s=%s: must be %s", k->name, text,
+	return gpo__err(-EINVAL, "%s=%s: must be %s", k->name, text,
 		       ranges[k->range].text);
 }
 
@@ -262,8 +262,8 @@ static int parse_count(const struct sched_key *k, const char *text,
 {
 	uint64_t v;
 
-	if (parse_u64(text, &v))
-		return gpo_err(-EINVAL, "%s: '%s' is not a whole number",
+	if (gpo__parse_u64(text, &v))
+		return gpo__err(-EINVAL, "%s: '%s' is not a whole number",
 			       k->name, text);
 	if (!in_range(k->range, (double)v))
 		return range_err(k, text);
@@ -282,8 +282,8 @@ static int parse_number(const struct sched_key *k, const char *text,
 {
 	double v;
 
-	if (parse_double(text, &v))
-		return gpo_err(-EINVAL, "%s: '%s' is not a finite number",
+	if (gpo__parse_double(text, &v))
+		return gpo__err(-EINVAL, "%s: '%s' is not a finite number",
 			       k->name, text);
 	if (!in_range(k->range, v))
 		return range_err(k, text);
@@ -326,7 +326,7 @@ static int parse_word(const struct sched_key *k, const char *text,
 			return 0;
 		}
 	}
-	return gpo_err(-EINVAL, "%s: '%s' is not %s (0) or %s (1)", k->name,
+	return gpo__err(-EINVAL, "%s: '%s' is not %s (0) or %s (1)", k->name,
 		       text, k->words[0], k->words[1]);
 }
 
@@ -339,8 +339,8 @@ static void print_word(struct outbuf *o, const struct sched_key *k,
 static int parse_flag(const struct sched_key *k, const char *text,
 		      void *dst)
 {
-	if (parse_bool(text, (int *)dst))
-		return gpo_err(-EINVAL, "%s: '%s' is not 0, 1, true or false",
+	if (gpo__parse_bool(text, (int *)dst))
+		return gpo__err(-EINVAL, "%s: '%s' is not 0, 1, true or false",
 			       k->name, text);
 	return 0;
 }
@@ -363,16 +363,16 @@ static int parse_list(const struct sched_key *k, const char *text,
 		comma = strchr(p, ',');
 		n = comma ? (size_t)(comma - p) : strlen(p);
 		if (m.n == MAX_MILESTONES)
-			return gpo_err(-EINVAL, "%s: more than %d", k->name,
+			return gpo__err(-EINVAL, "%s: more than %d", k->name,
 				       MAX_MILESTONES);
 		if (!n || n >= sizeof(num))
 			goto out_bad;
 		memcpy(num, p, n);
 		num[n] = '\0';
-		if (parse_u64(num, &m.at[m.n]))
+		if (gpo__parse_u64(num, &m.at[m.n]))
 			goto out_bad;
 		if (m.n && m.at[m.n] <= m.at[m.n - 1])
-			return gpo_err(-EINVAL, "%s=%s: not increasing",
+			return gpo__err(-EINVAL, "%s=%s: not increasing",
 				       k->name, text);
 		m.n++;
 		if (!comma)
@@ -383,7 +383,7 @@ static int parse_list(const struct sched_key *k, const char *text,
 	return 0;
 
 out_bad:
-	return gpo_err(-EINVAL,
+	return gpo__err(-EINVAL,
 		       "%s: '%s' is not a list of whole numbers like 30,80",
 		       k->name, text);
 }
@@ -574,7 +574,7 @@ static int step_restarts(struct gpo_sched *s, double metric)
 static int step_onecycle(struct gpo_sched *s, double metric)
 {
 	if (main_epoch(s) >= s->total_steps)
-		return gpo_err(-ERANGE,
+		return gpo__err(-ERANGE,
 			       "onecycle: all %" PRIu64 " total_steps taken",
 			       s->total_steps);
 	return 0;
@@ -598,7 +598,7 @@ static int plateau_better(const struct gpo_sched *s, double a)
 static int step_plateau(struct gpo_sched *s, double metric)
 {
 	if (!isfinite(metric))
-		return gpo_err(-EINVAL, "plateau: metric %g is not finite",
+		return gpo__err(-EINVAL, "plateau: metric %g is not finite",
 			       metric);
 	if (plateau_better(s, metric)) {
 		s->best = metric;
@@ -629,13 +629,13 @@ static int check_onecycle(const struct gpo_sched *s)
 	for (i = 0; i < n; i++) {
 		/* torch divides by each phase's length */
 		if (ph[i].end == start)
-			return gpo_err(-EINVAL,
+			return gpo__err(-EINVAL,
 				       "onecycle: phase %d has no length (pct_start %g, total_steps %" PRIu64 ")",
 				       i + 1, s->pct_start, s->total_steps);
 		start = ph[i].end;
 	}
 	if (main_epoch(s) > s->total_steps)
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "onecycle: last_epoch is past total_steps");
 	return 0;
 }
@@ -665,7 +665,7 @@ static int check_restarts(const struct gpo_sched *s)
 
 	restart_position(s, main_epoch(s), &t_cur, &t_i);
 	if (s->t_cur != t_cur || s->t_i != t_i)
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "cosine_restarts: t_cur=%" PRIu64 " t_i=%" PRIu64 " do not match last_epoch %" PRIu64,
 			       s->t_cur, s->t_i, s->last_epoch);
 	return 0;
@@ -678,9 +678,9 @@ static int check_plateau(const struct gpo_sched *s)
 	if (s->num_bad_epochs > s->patience || s->num_bad_epochs > m ||
 	    s->cooldown_counter > s->cooldown || s->reductions > m ||
 	    (s->cooldown_counter && !s->reductions))
-		return gpo_err(-EINVAL, "plateau: counters out of range");
+		return gpo__err(-EINVAL, "plateau: counters out of range");
 	if ((m == 0 || isinf(s->best)) && s->best != mode_worse(s))
-		return gpo_err(-EINVAL, "plateau: best=%g cannot be", s->best);
+		return gpo__err(-EINVAL, "plateau: best=%g cannot be", s->best);
 	return 0;
 }
 
@@ -716,7 +716,7 @@ static int kind_find(const char *name)
 	for (i = 0; i < SK_KINDS; i++)
 		if (!strcmp(name, kind_ops[i].name))
 			return i;
-	return gpo_err(-EINVAL,
+	return gpo__err(-EINVAL,
 		       "unknown schedule '%s' (constant step multistep exponential cosine cosine_restarts linear polynomial onecycle plateau)",
 		       name);
 }
@@ -774,7 +774,7 @@ static int sched_validate(const struct gpo_sched *s, int loading)
 	const struct sched_kind_ops *ops = &kind_ops[s->kind];
 
 	if (k)
-		return gpo_err(-EINVAL, "%s needs %s", ops->name, k->name);
+		return gpo__err(-EINVAL, "%s needs %s", ops->name, k->name);
 	return ops->check ? ops->check(s) : 0;
 }
 
@@ -785,20 +785,20 @@ static int apply_setting(struct gpo_sched *s, const char *key,
 	int ret;
 
 	if (!strcmp(key, "kind"))
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "kind=%s: the kind is gpo_sched_new()'s, or the first word of a saved line",
 			       value);
 	if (!k)
-		return gpo_err(-EINVAL, "unknown schedule key '%s'", key);
+		return gpo__err(-EINVAL, "unknown schedule key '%s'", key);
 	if (!has_key(s, k))
-		return gpo_err(-EINVAL, "%s has no key '%s'",
+		return gpo__err(-EINVAL, "%s has no key '%s'",
 			       kind_ops[s->kind].name, key);
 	if (k->state && !loading)
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "'%s' is state: only gpo_sched_load() sets it",
 			       key);
 	if (loading && (s->given & key_bit(k)))
-		return gpo_err(-EINVAL, "'%s' given twice", key);
+		return gpo__err(-EINVAL, "'%s' given twice", key);
 	ret = type_ops[k->type].parse(k, value, field(s, k));
 	if (ret)
 		return ret;
@@ -811,7 +811,7 @@ static int apply_text(struct gpo_sched *s, const char *pos, int loading)
 	char key[32], value[VALUE_MAX];
 	int ret;
 
-	while ((ret = kv_next(&pos, key, sizeof(key), value,
+	while ((ret = gpo__kv_next(&pos, key, sizeof(key), value,
 			      sizeof(value))) > 0) {
 		ret = apply_setting(s, key, value, loading);
 		if (ret)
@@ -826,7 +826,7 @@ static int not_configured(const struct gpo_sched *s)
 
 	if (!k)
 		return 0;
-	return gpo_err(-EINVAL, "%s needs %s: configure it first",
+	return gpo__err(-EINVAL, "%s needs %s: configure it first",
 		       kind_ops[s->kind].name, k->name);
 }
 
@@ -836,13 +836,13 @@ int gpo_sched_new(const char *kind, struct gpo_sched **out)
 	int k;
 
 	if (!kind || !out)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	k = kind_find(kind);
 	if (k < 0)
 		return k;
 	s = malloc(sizeof(*s));
 	if (!s)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	sched_init(s, k);
 	*out = s;
 	return 0;
@@ -859,9 +859,9 @@ int gpo_sched_configure(struct gpo_sched *s, const char *text)
 	int ret;
 
 	if (!s || !text)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	if (s->last_epoch)
-		return gpo_err(-EBUSY, "configure before the first step");
+		return gpo__err(-EBUSY, "configure before the first step");
 	tmp = *s;
 	ret = apply_text(&tmp, text, 0);
 	if (ret)
@@ -875,7 +875,7 @@ int gpo_sched_configure(struct gpo_sched *s, const char *text)
 	return 0;
 }
 
-double sched_lr_for(struct gpo_sched *s, double base_lr)
+double gpo__sched_lr_for(struct gpo_sched *s, double base_lr)
 {
 	uint64_t e = s->last_epoch, w = s->warmup_steps;
 	double f = s->warmup_start_factor;
@@ -894,10 +894,10 @@ double sched_lr_for(struct gpo_sched *s, double base_lr)
 double gpo_sched_lr(struct gpo_sched *s, double base_lr)
 {
 	if (!s) {
-		gpo_err(-EINVAL, "NULL schedule");
+		gpo__err(-EINVAL, "NULL schedule");
 		return NAN;
 	}
-	return sched_lr_for(s, base_lr);
+	return gpo__sched_lr_for(s, base_lr);
 }
 
 int gpo_sched_step(struct gpo_sched *s, double metric)
@@ -906,7 +906,7 @@ int gpo_sched_step(struct gpo_sched *s, double metric)
 	int ret;
 
 	if (!s)
-		return gpo_err(-EINVAL, "NULL schedule");
+		return gpo__err(-EINVAL, "NULL schedule");
 	ret = not_configured(s);
 	if (ret)
 		return ret;
@@ -933,7 +933,7 @@ int gpo_sched_save(struct gpo_sched *s, char *buf, size_t len)
 	int ret;
 
 	if (!s || (!buf && len))
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	ret = not_configured(s);
 	if (ret)
 		return ret;
@@ -955,12 +955,12 @@ int gpo_sched_load(struct gpo_sched *s, const char *text)
 	int kind, ret;
 
 	if (!s || !text)
-		return gpo_err(-EINVAL, "NULL argument");
-	ret = kv_next(&pos, key, sizeof(key), value, sizeof(value));
+		return gpo__err(-EINVAL, "NULL argument");
+	ret = gpo__kv_next(&pos, key, sizeof(key), value, sizeof(value));
 	if (ret < 0)
 		return ret;
 	if (!ret || strcmp(key, "kind"))
-		return gpo_err(-EINVAL, "a saved schedule starts with kind=");
+		return gpo__err(-EINVAL, "a saved schedule starts with kind=");
 	kind = kind_find(value);
 	if (kind < 0)
 		return kind;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 #define K(x) (1u << GPO_##x)
 #define ALL (K(SGD) | K(ADAM) | K(ADAMW) | K(RMSPROP) | K(ADAGRAD) | \
@@ -50,7 +50,7 @@ static const struct hp_desc hp_table[] = {
 	B(check_finite, ALL, 1),
 };
 
-void hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp)
+void gpo__hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp)
 {
 	memset(hp, 0, sizeof(*hp));
 	hp->lr = 1e-3;
@@ -100,12 +100,12 @@ static int hp_unknown(enum gpo_optim_kind kind, const char *key)
 
 	for (i = 0; i < ARRAY_SIZE(hp_table); i++)
 		if (!strcmp(hp_table[i].name, key))
-			return gpo_err(-EINVAL, "%s has no option '%s'",
+			return gpo__err(-EINVAL, "%s has no option '%s'",
 				       gpo_optim_kind_name(kind), key);
-	return gpo_err(-EINVAL, "unknown option '%s'", key);
+	return gpo__err(-EINVAL, "unknown option '%s'", key);
 }
 
-int hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
+int gpo__hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
 		const char *key, const char *value, int *is_global)
 {
 	const struct hp_desc *d;
@@ -122,11 +122,11 @@ int hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
 		snprintf(b1, sizeof(b1), "%s", value);
 		comma = strchr(b1, ',');
 		if (!comma)
-			return gpo_err(-EINVAL, "betas must be 'b1,b2', not '%s'",
+			return gpo__err(-EINVAL, "betas must be 'b1,b2', not '%s'",
 				       value);
 		*comma = '\0';
-		if (parse_double(b1, &v1) || parse_double(comma + 1, &v2))
-			return gpo_err(-EINVAL, "betas: '%s' is not two numbers",
+		if (gpo__parse_double(b1, &v1) || gpo__parse_double(comma + 1, &v2))
+			return gpo__err(-EINVAL, "betas: '%s' is not two numbers",
 				       value);
 		hp->beta1 = v1;
 		hp->beta2 = v2;
@@ -137,20 +137,20 @@ int hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
 		return hp_unknown(kind, key);
 	*is_global = d->global;
 	if (d->type == HP_BOOL) {
-		if (parse_bool(value, &b))
-			return gpo_err(-EINVAL, "%s: '%s' is not 0, 1, true or false",
+		if (gpo__parse_bool(value, &b))
+			return gpo__err(-EINVAL, "%s: '%s' is not 0, 1, true or false",
 				       key, value);
 		*(int *)((char *)hp + d->off) = b;
 		return 0;
 	}
-	if (parse_double(value, &v))
-		return gpo_err(-EINVAL, "%s: '%s' is not a finite number", key,
+	if (gpo__parse_double(value, &v))
+		return gpo__err(-EINVAL, "%s: '%s' is not a finite number", key,
 			       value);
 	*(double *)((char *)hp + d->off) = v;
 	return 0;
 }
 
-int hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
+int gpo__hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
 		const char *key, double *value)
 {
 	const struct hp_desc *d = hp_find(kind, key);
@@ -169,47 +169,47 @@ static int has(enum gpo_optim_kind kind, const char *key)
 	return hp_find(kind, key) != NULL;
 }
 
-int hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp)
+int gpo__hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp)
 {
 	if (!(hp->lr >= 0))
-		return gpo_err(-EINVAL, "invalid lr %g: must be >= 0", hp->lr);
+		return gpo__err(-EINVAL, "invalid lr %g: must be >= 0", hp->lr);
 	if (!(hp->weight_decay >= 0))
-		return gpo_err(-EINVAL, "invalid weight_decay %g: must be >= 0",
+		return gpo__err(-EINVAL, "invalid weight_decay %g: must be >= 0",
 			       hp->weight_decay);
 	if (has(kind, "beta1") && !(hp->beta1 >= 0 && hp->beta1 < 1))
-		return gpo_err(-EINVAL, "invalid beta1 %g: must be in [0, 1)",
+		return gpo__err(-EINVAL, "invalid beta1 %g: must be in [0, 1)",
 			       hp->beta1);
 	if (has(kind, "beta2") && !(hp->beta2 >= 0 && hp->beta2 < 1))
-		return gpo_err(-EINVAL, "invalid beta2 %g: must be in [0, 1)",
+		return gpo__err(-EINVAL, "invalid beta2 %g: must be in [0, 1)",
 			       hp->beta2);
 	if (has(kind, "eps") && !(hp->eps > 0))
-		return gpo_err(-EINVAL, "invalid eps %g: must be > 0", hp->eps);
+		return gpo__err(-EINVAL, "invalid eps %g: must be > 0", hp->eps);
 	if (has(kind, "momentum") && !(hp->momentum >= 0))
-		return gpo_err(-EINVAL, "invalid momentum %g: must be >= 0",
+		return gpo__err(-EINVAL, "invalid momentum %g: must be >= 0",
 			       hp->momentum);
 	if (has(kind, "dampening") &&
 	    !(hp->dampening >= 0 && hp->dampening <= 1))
-		return gpo_err(-EINVAL, "invalid dampening %g: must be in [0, 1]",
+		return gpo__err(-EINVAL, "invalid dampening %g: must be in [0, 1]",
 			       hp->dampening);
 	if (hp->nesterov && (hp->momentum <= 0 || hp->dampening != 0))
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "nesterov momentum requires a momentum and zero dampening");
 	if (has(kind, "alpha") && !(hp->alpha >= 0))
-		return gpo_err(-EINVAL, "invalid alpha %g: must be >= 0",
+		return gpo__err(-EINVAL, "invalid alpha %g: must be >= 0",
 			       hp->alpha);
 	if (has(kind, "lr_decay") && !(hp->lr_decay >= 0))
-		return gpo_err(-EINVAL, "invalid lr_decay %g: must be >= 0",
+		return gpo__err(-EINVAL, "invalid lr_decay %g: must be >= 0",
 			       hp->lr_decay);
 	if (has(kind, "initial_accumulator_value") &&
 	    !(hp->initial_accumulator_value >= 0))
-		return gpo_err(-EINVAL,
+		return gpo__err(-EINVAL,
 			       "invalid initial_accumulator_value %g: must be >= 0",
 			       hp->initial_accumulator_value);
 	if (!(hp->clip_norm >= 0))
-		return gpo_err(-EINVAL, "invalid clip_norm %g: must be >= 0 (0: off)",
+		return gpo__err(-EINVAL, "invalid clip_norm %g: must be >= 0 (0: off)",
 			       hp->clip_norm);
 	if (!(hp->grad_scale > 0))
-		return gpo_err(-EINVAL, "invalid grad_scale %g: must be > 0",
+		return gpo__err(-EINVAL, "invalid grad_scale %g: must be > 0",
 			       hp->grad_scale);
 	return 0;
 }
@@ -228,7 +228,7 @@ static const char *shortest(double v, char *buf)
 	return buf;
 }
 
-int hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
+int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 		     char *buf, size_t len)
 {
 	size_t i, used = 0;

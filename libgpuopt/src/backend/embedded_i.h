@@ -15,10 +15,10 @@ struct embedded_file {
 };
 
 /* terminated by an entry with name NULL */
-extern const struct embedded_file embedded_cl[];
-extern const struct embedded_file embedded_spv[];
+extern const struct embedded_file gpo__embedded_cl[];
+extern const struct embedded_file gpo__embedded_spv[];
 
-const struct embedded_file *embedded_find(const struct embedded_file *tab,
+const struct embedded_file *gpo__embedded_find(const struct embedded_file *tab,
 					  const char *name);
 
 #endif /* GPUOPT_EMBEDDED_I_H */

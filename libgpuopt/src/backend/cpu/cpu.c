@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 #define CPU_MAX_THREADS 256
 #define SLICE_ALIGN	16	/* elements: slices start on cache lines */
@@ -613,8 +613,8 @@ static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
 	uint32_t units;
 
 	if ((unsigned int)k >= K_COUNT)
-		return gpo_err(-EINVAL, "cpu: no kernel %d", k);
-	units = kernel_table[k].grid == GRID_GROUPS ? args->aux0 : args->n;
+		return gpo__err(-EINVAL, "cpu: no kernel %d", k);
+	units = gpo__kernel_table[k].grid == GRID_GROUPS ? args->aux0 : args->n;
 	if (k == K_NORM_FINAL)
 		units = 1;
 	if (!units)
@@ -622,9 +622,9 @@ static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
 	cd->fn = cpu_kernels[k];
 	cd->args = args;
 	cd->units = units;
-	cd->align = kernel_table[k].grid == GRID_ELEMENTS ? SLICE_ALIGN : 1;
+	cd->align = gpo__kernel_table[k].grid == GRID_ELEMENTS ? SLICE_ALIGN : 1;
 	/* small launches are not worth waking threads for */
-	if (cd->nthreads == 1 || (kernel_table[k].grid == GRID_ELEMENTS &&
+	if (cd->nthreads == 1 || (gpo__kernel_table[k].grid == GRID_ELEMENTS &&
 				  units < 32768) || units == 1) {
 		cd->fn(args, 0, units);
 		cd->ns += now_ns() - t0;
@@ -702,7 +702,7 @@ static int cpu_probe(struct gpo_ctx *ctx)
 	info.compute_units = cpu_thread_count();
 	info.mem_total_bytes = pages > 0 && psize > 0 ?
 			       (uint64_t)pages * psize : 0;
-	return ctx_add_device(ctx, &cpu_backend_ops, &info, NULL);
+	return gpo__ctx_add_device(ctx, &gpo__cpu_backend_ops, &info, NULL);
 }
 
 static void cpu_stop_threads(struct cpu_dev *cd, int started)
@@ -724,7 +724,7 @@ static int cpu_open(struct gpo_device *dev)
 
 	cd = calloc(1, sizeof(*cd));
 	if (!cd)
-		return gpo_err(-ENOMEM, "out of memory");
+		return gpo__err(-ENOMEM, "out of memory");
 	cd->nthreads = cpu_thread_count();
 	pthread_mutex_init(&cd->lock, NULL);
 	pthread_cond_init(&cd->work_cv, NULL);
@@ -734,7 +734,7 @@ static int cpu_open(struct gpo_device *dev)
 		void **arg = malloc(2 * sizeof(void *));
 
 		if (!arg) {
-			ret = gpo_err(-ENOMEM, "out of memory");
+			ret = gpo__err(-ENOMEM, "out of memory");
 			goto out_stop;
 		}
 		arg[0] = cd;
@@ -742,7 +742,7 @@ static int cpu_open(struct gpo_device *dev)
 		ret = pthread_create(&cd->threads[i], NULL, worker, arg);
 		if (ret) {
 			free(arg);
-			ret = gpo_err(-ret, "cpu: cannot start thread %d", i);
+			ret = gpo__err(-ret, "cpu: cannot start thread %d", i);
 			goto out_stop;
 		}
 	}
@@ -811,7 +811,7 @@ static int cpu_read(struct gpo_device *dev, const struct dev_buf *src,
 	return 0;
 }
 
-const struct backend_ops cpu_backend_ops = {
+const struct backend_ops gpo__cpu_backend_ops = {
 	.name = "cpu",
 	.probe = cpu_probe,
 	.open = cpu_open,

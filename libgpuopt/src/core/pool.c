@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "gpuopt_i.h"
+#include "core/gpuopt_i.h"
 
 #define POOL_BLOCK_MIN	(64ull << 20)
 
@@ -25,7 +25,7 @@ struct pool_block {
 	struct pool_seg *segs;
 };
 
-void pool_init(struct pool *pool)
+void gpo__pool_init(struct pool *pool)
 {
 	memset(pool, 0, sizeof(*pool));
 	pthread_mutex_init(&pool->lock, NULL);
@@ -117,20 +117,20 @@ static int grow_locked(struct gpo_device *dev, uint64_t need)
 	if (pool->limit < pool->capacity || pool->limit - pool->capacity < size)
 		trim_locked(dev);
 	if (pool->limit < pool->capacity || pool->limit - pool->capacity < size)
-		return gpo_err(-ENOMEM,
+		return gpo__err(-ENOMEM,
 			       "%s: pool limit %llu bytes reached (%llu in use, %llu more needed)",
 			       dev->info.id, (unsigned long long)pool->limit,
 			       (unsigned long long)pool->used,
 			       (unsigned long long)need);
 	if (dev->max_alloc && need > dev->max_alloc)
-		return gpo_err(-ENOMEM,
+		return gpo__err(-ENOMEM,
 			       "%s: %llu bytes exceed the largest allocation the device allows (%llu)",
 			       dev->info.id, (unsigned long long)need,
 			       (unsigned long long)dev->max_alloc);
 
 	blk = calloc(1, sizeof(*blk));
 	if (!blk)
-		return gpo_err(-ENOMEM, "out of host memory");
+		return gpo__err(-ENOMEM, "out of host memory");
 	ret = dev->ops->alloc(dev, size, &blk->mem);
 	if (ret && size > need) {
 		size = need;
@@ -152,12 +152,12 @@ static int grow_locked(struct gpo_device *dev, uint64_t need)
 out_free_blk:
 	free(blk);
 	if (ret == -ENOMEM)
-		return gpo_err(-ENOMEM, "%s: device out of memory for %llu bytes",
+		return gpo__err(-ENOMEM, "%s: device out of memory for %llu bytes",
 			       dev->info.id, (unsigned long long)need);
 	return ret;
 }
 
-int pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out)
+int gpo__pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out)
 {
 	struct pool *pool = &dev->pool;
 	uint64_t align = dev->mem_align ? dev->mem_align : 256;
@@ -166,7 +166,7 @@ int pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out)
 	int ret;
 
 	if (!bytes)
-		return gpo_err(-EINVAL, "zero-byte allocation");
+		return gpo__err(-EINVAL, "zero-byte allocation");
 	size = align_up(bytes, align);
 	pthread_mutex_lock(&pool->lock);
 	blk = find_gap(pool, size, align, &off);
@@ -178,7 +178,7 @@ int pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out)
 	}
 	ret = seg_insert(blk, off, size);
 	if (ret) {
-		gpo_err(ret, "out of host memory");
+		gpo__err(ret, "out of host memory");
 		goto out_fail;
 	}
 	pool->used += size;
@@ -197,7 +197,7 @@ out_fail:
 	return ret;
 }
 
-void pool_free(struct gpo_device *dev, struct dev_buf *buf)
+void gpo__pool_free(struct gpo_device *dev, struct dev_buf *buf)
 {
 	struct pool *pool = &dev->pool;
 	struct pool_block *blk;
@@ -224,7 +224,7 @@ void pool_free(struct gpo_device *dev, struct dev_buf *buf)
 	memset(buf, 0, sizeof(*buf));
 }
 
-void pool_destroy(struct gpo_device *dev)
+void gpo__pool_destroy(struct gpo_device *dev)
 {
 	struct pool *pool = &dev->pool;
 	struct pool_block *blk;
@@ -250,7 +250,7 @@ int gpo_pool_stats(struct gpo_device *dev, struct gpo_pool_stats *st)
 	struct pool *pool;
 
 	if (!dev || !st)
-		return gpo_err(-EINVAL, "NULL argument");
+		return gpo__err(-EINVAL, "NULL argument");
 	pool = &dev->pool;
 	pthread_mutex_lock(&pool->lock);
 	st->capacity_bytes = pool->capacity;
@@ -271,11 +271,11 @@ int gpo_pool_set_limit(struct gpo_device *dev, uint64_t limit)
 	int ret = 0;
 
 	if (!dev)
-		return gpo_err(-EINVAL, "NULL device");
+		return gpo__err(-EINVAL, "NULL device");
 	pool = &dev->pool;
 	pthread_mutex_lock(&pool->lock);
 	if (pool->used > limit) {
-		ret = gpo_err(-EBUSY, "%s: %llu bytes in use exceed the limit %llu",
+		ret = gpo__err(-EBUSY, "%s: %llu bytes in use exceed the limit %llu",
 			      dev->info.id, (unsigned long long)pool->used,
 			      (unsigned long long)limit);
 		goto out_unlock;
@@ -291,7 +291,7 @@ out_unlock:
 int gpo_pool_trim(struct gpo_device *dev)
 {
 	if (!dev)
-		return gpo_err(-EINVAL, "NULL device");
+		return gpo__err(-EINVAL, "NULL device");
 	pthread_mutex_lock(&dev->pool.lock);
 	trim_locked(dev);
 	pthread_mutex_unlock(&dev->pool.lock);
