@@ -27,7 +27,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE \
-	-Ilibgpuopt/include -Ilibgpuopt/src -I$(BUILD)/gen
+	-Ilibgpuopt/include -Ilibgpuopt/src -Ikernels -I$(BUILD)/gen
 ifeq ($(SANITIZE),1)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined

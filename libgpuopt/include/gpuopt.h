@@ -216,6 +216,20 @@ int gpo_pool_trim(struct gpo_device *dev);
  * tensor can be added. All data is float32, little-endian.
  */
 
+/*
+ * Element types. Every buffer, tensor and optimizer slot has one; names
+ * are the lower-case forms ("f32", "bf16", ...), safetensors' upper-case.
+ */
+enum gpo_dtype {
+	GPO_F32 = 0,
+	GPO_F16,
+	GPO_BF16,
+	GPO_U8,
+	GPO_I32,
+	GPO_I64,
+	GPO_DTYPES
+};
+
 enum gpo_optim_kind {
 	GPO_SGD = 0,
 	GPO_ADAM,

@@ -1,30 +1,129 @@
 // SPDX-License-Identifier: MIT
 /*
- * kernels.c - the kernel table shared by every backend
+ * ops.c - every op the backends run, described by data, and the one
+ * checked way to launch them
+ *
+ * A descriptor says what a kernel touches: the optional buffers a flag
+ * turns on, what it reads and writes (Vulkan's barriers and the op test
+ * use these), and which dtypes its sources are built for. The formulas
+ * and the parameter structs are in kernels/abi/<family>.h.
  */
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "backend/embedded_i.h"
+#include "abi/mem.h"
+#include "abi/norm.h"
+#include "abi/sgd.h"
+#include "abi/adam.h"
+#include "abi/rmsprop.h"
+#include "abi/adagrad.h"
+#include "abi/lion.h"
+#include "abi/lamb.h"
+#include "abi/objective.h"
 
-const struct kernel_desc gpo__kernel_table[K_COUNT] = {
-	[K_COPY]	 = { "copy",	     2, GRID_ELEMENTS },
-	[K_FILL]	 = { "fill",	     1, GRID_ELEMENTS },
-	[K_NORM_PARTIAL] = { "norm_partial", 2, GRID_GROUPS },
-	[K_NORM_FINAL]	 = { "norm_final",   2, GRID_GROUPS },
-	[K_SGD]		 = { "sgd",	     4, GRID_ELEMENTS },
-	[K_ADAM]	 = { "adam",	     6, GRID_ELEMENTS },
-	[K_RMSPROP]	 = { "rmsprop",	     6, GRID_ELEMENTS },
-	[K_ADAGRAD]	 = { "adagrad",	     4, GRID_ELEMENTS },
-	[K_LION]	 = { "lion",	     4, GRID_ELEMENTS },
-	[K_LAMB_PREP]	 = { "lamb_prep",    7, GRID_GROUPS },
-	[K_LAMB_TRUST]	 = { "lamb_trust",   4, GRID_ITEMS },
-	[K_LAMB_APPLY]	 = { "lamb_apply",   6, GRID_GROUPS },
-	[K_OBJ_QUADRATIC] = { "obj_quadratic", 3, GRID_GROUPS },
-	[K_OBJ_ROSENBROCK] = { "obj_rosenbrock", 3, GRID_GROUPS },
+#define P4	(OP_RW | OP_VEC4)	/* a parameter or state view */
+#define G4	(OP_R | OP_VEC4)	/* the gradient view */
+#define S4	(OP_RW | OP_VEC4 | OP_OPT)	/* state a flag turns on */
+#define SCAL	{ "scal", OP_R }
+
+const struct gpo__op gpo__ops[OP_COUNT] = {
+	[OP_COPY] = { "copy", "mem", GRID_ELEMENTS, 2,
+		{ { "dst", OP_W | OP_VEC4 }, { "src", OP_R | OP_VEC4 } },
+		sizeof(struct gpo_mem_args), DT(GPO_F32) | DT(GPO_I32) },
+	[OP_FILL] = { "fill", "mem", GRID_ELEMENTS, 1,
+		{ { "dst", OP_W | OP_VEC4 } },
+		sizeof(struct gpo_mem_args), DT(GPO_F32) },
+	[OP_NORM_PARTIAL] = { "norm_partial", "norm", GRID_GROUPS, 2,
+		{ { "g", G4 }, { "partials", OP_W } },
+		sizeof(struct gpo_norm_args), DT(GPO_F32) },
+	[OP_NORM_FINAL] = { "norm_final", "norm", GRID_GROUPS, 2,
+		{ { "partials", OP_R }, { "scal", OP_W } },
+		sizeof(struct gpo_norm_args), DT(GPO_F32) },
+	[OP_SGD] = { "sgd", "sgd", GRID_ELEMENTS, 4,
+		{ { "p", P4 }, { "g", G4 }, { "momentum_buffer", S4 }, SCAL },
+		sizeof(struct gpo_sgd_args), DT(GPO_F32) },
+	[OP_ADAM] = { "adam", "adam", GRID_ELEMENTS, 6,
+		{ { "p", P4 }, { "g", G4 }, { "exp_avg", P4 },
+		  { "exp_avg_sq", P4 }, { "max_exp_avg_sq", S4 }, SCAL },
+		sizeof(struct gpo_adam_args), DT(GPO_F32) },
+	[OP_RMSPROP] = { "rmsprop", "rmsprop", GRID_ELEMENTS, 6,
+		{ { "p", P4 }, { "g", G4 }, { "square_avg", P4 },
+		  { "momentum_buffer", S4 }, { "grad_avg", S4 }, SCAL },
+		sizeof(struct gpo_rmsprop_args), DT(GPO_F32) },
+	[OP_ADAGRAD] = { "adagrad", "adagrad", GRID_ELEMENTS, 4,
+		{ { "p", P4 }, { "g", G4 }, { "sum", P4 }, SCAL },
+		sizeof(struct gpo_adagrad_args), DT(GPO_F32) },
+	[OP_LION] = { "lion", "lion", GRID_ELEMENTS, 4,
+		{ { "p", P4 }, { "g", G4 }, { "exp_avg", P4 }, SCAL },
+		sizeof(struct gpo_lion_args), DT(GPO_F32) },
+	[OP_LAMB_PREP] = { "lamb_prep", "lamb", GRID_GROUPS, 7,
+		{ { "p", OP_R }, { "g", OP_R }, { "exp_avg", OP_RW },
+		  { "exp_avg_sq", OP_RW }, { "blocks", OP_R },
+		  { "partials", OP_W }, SCAL },
+		sizeof(struct gpo_lamb_args), DT(GPO_F32) },
+	[OP_LAMB_TRUST] = { "lamb_trust", "lamb", GRID_GROUPS, 4,
+		{ { "tensors", OP_R }, { "partials", OP_R }, { "trust", OP_W },
+		  SCAL },
+		sizeof(struct gpo_lamb_args), DT(GPO_F32) },
+	[OP_LAMB_APPLY] = { "lamb_apply", "lamb", GRID_GROUPS, 6,
+		{ { "p", OP_RW }, { "exp_avg", OP_R }, { "exp_avg_sq", OP_R },
+		  { "blocks", OP_R }, { "trust", OP_R }, SCAL },
+		sizeof(struct gpo_lamb_args), DT(GPO_F32) },
+	[OP_OBJ_QUADRATIC] = { "obj_quadratic", "objective", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "g", OP_W }, { "partials", OP_W } },
+		sizeof(struct gpo_objective_args), DT(GPO_F32) },
+	[OP_OBJ_ROSENBROCK] = { "obj_rosenbrock", "objective", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "g", OP_W }, { "partials", OP_W } },
+		sizeof(struct gpo_objective_args), DT(GPO_F32) },
 };
 
+int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,
+		      enum gpo_dtype dtype)
+{
+	if ((unsigned int)op >= OP_COUNT || (unsigned int)dtype >= GPO_DTYPES)
+		return 0;
+	if (!(gpo__ops[op].dtypes & DT(dtype)))
+		return 0;
+	return dev->ops->supports(dev, op, dtype);
+}
+
+int gpo__launch(struct gpo_device *dev, const struct op_call *call)
+{
+	const struct gpo__op *op;
+	unsigned int i;
+
+	if ((unsigned int)call->op >= OP_COUNT)
+		return gpo__err(-EINVAL, "no op %d", call->op);
+	op = &gpo__ops[call->op];
+	if (!gpo__op_supported(dev, call->op, call->dtype))
+		return gpo__err(-ENOSYS, "%s: no %s kernel for dtype %d",
+				dev->info.id, op->name, call->dtype);
+	for (i = 0; i < op->nbuf; i++) {
+		const struct dev_buf *b = &call->buf[i];
+
+		if (!b->mem && !(op->buf[i].role & OP_OPT))
+			return gpo__err(-EINVAL, "%s: buffer %s missing",
+					op->name, op->buf[i].name);
+		if (b->mem && (op->buf[i].role & OP_VEC4) && (b->off & 15))
+			return gpo__err(-EINVAL,
+					"%s: buffer %s at offset %llu is not 16-byte aligned",
+					op->name, op->buf[i].name,
+					(unsigned long long)b->off);
+	}
+	for (; i < OP_MAX_BUF; i++)
+		if (call->buf[i].mem)
+			return gpo__err(-EINVAL, "%s: %u buffers given, %u taken",
+					op->name, i + 1, op->nbuf);
+	if (!call->work)
+		return 0;
+	if (call->work > UINT32_MAX)
+		return gpo__err(-EINVAL, "%s: %llu work units (< 2^32 a launch)",
+				op->name, (unsigned long long)call->work);
+	return dev->ops->launch(dev, call);
+}
+
 const struct embedded_file *gpo__embedded_find(const struct embedded_file *tab,
-					  const char *name)
+					       const char *name)
 {
 	for (; tab->name; tab++)
 		if (!strcmp(tab->name, name))

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * abi.h - what C, OpenCL C and GLSL share about kernel arguments
+ *
+ * Each op family has one header here with its parameter struct and its
+ * flags, written once with the macros below and included by the library
+ * (C), by the OpenCL kernels (the backend expands the includes) and by the
+ * GLSL shaders (glslc -I kernels/abi, GL_GOOGLE_include_directive):
+ *
+ *	GPO_ARGS(gpo_sgd_args)
+ *		gpo_u32 n;
+ *		gpo_f32 lr;
+ *	GPO_ARGS_END(gpo_sgd_args)
+ *
+ * becomes a C struct (checked to fit in GPO_ARGS_MAX bytes), an OpenCL C
+ * struct that kernels take by value as their last argument, and in GLSL
+ * the push-constant block `args`. Members are 4-byte scalars only, so the
+ * three layouts agree (std430 puts scalars at 4-byte strides).
+ *
+ * Element counts are 32-bit: one launch covers fewer than 2^32 elements.
+ * The optimizer's flat state is limited below that (optim.c refuses more);
+ * callers with more elements split them into several launches.
+ */
+#ifndef GPO_ABI_H
+#define GPO_ABI_H
+
+#define GPO_ARGS_MAX	128	/* bytes: Vulkan's guaranteed push range */
+#define GPO_WG_SIZE	256	/* work-items per workgroup, every kernel */
+
+#if defined(VULKAN)
+#define gpo_u32 uint
+#define gpo_f32 float
+#define GPO_ARGS(name) layout(push_constant, std430) uniform name##_pc {
+#define GPO_ARGS_END(name) } args;
+#elif defined(__OPENCL_VERSION__)
+#define gpo_u32 uint
+#define gpo_f32 float
+#define GPO_ARGS(name) struct name {
+#define GPO_ARGS_END(name) };
+#else
+#include <stdint.h>
+#define gpo_u32 uint32_t
+#define gpo_f32 float
+#define GPO_ARGS(name) struct name {
+#define GPO_ARGS_END(name) }; \
+	_Static_assert(sizeof(struct name) <= GPO_ARGS_MAX, \
+		       #name " does not fit in GPO_ARGS_MAX bytes");
+#endif
+
+/*
+ * The step's scalars: four floats the norm pass writes (norm.h) and every
+ * update kernel reads when GPO_UPD_USE_SCAL is set.
+ */
+#define GPO_SCAL_MUL	0	/* gradient multiplier: unscale * clip */
+#define GPO_SCAL_SKIP	1	/* != 0: non-finite gradients, skip */
+#define GPO_SCAL_NORM	2	/* the global gradient norm, unscaled */
+#define GPO_SCAL_TOTAL	3	/* the sum of squares, scaled */
+#define GPO_SCAL_COUNT	4
+
+/*
+ * Flags every update kernel knows (bits 0-7); a family's own flags use
+ * bits 8 and up. Update kernels read g as g * scal[GPO_SCAL_MUL] with
+ * GPO_UPD_USE_SCAL (else g), negated with GPO_UPD_MAXIMIZE, and change
+ * nothing at all when GPO_UPD_USE_SCAL is set and scal[GPO_SCAL_SKIP] != 0.
+ */
+#define GPO_UPD_MAXIMIZE	(1u << 0)
+#define GPO_UPD_USE_SCAL	(1u << 1)
+
+#endif /* GPO_ABI_H */

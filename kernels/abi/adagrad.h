@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adagrad.h - torch.optim.Adagrad
+ *
+ * adagrad  elements  buf0 p (rw), buf1 g (r), buf2 sum (rw), buf3 scal (r)
+ *                                                            dtypes f32
+ *   g += wd * p;  sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
+ *   clr = lr / (1 + (step - 1) * lr_decay), from double on the host
+ */
+#ifndef GPO_ABI_ADAGRAD_H
+#define GPO_ABI_ADAGRAD_H
+#include "abi.h"
+
+GPO_ARGS(gpo_adagrad_args)
+	gpo_u32 n;
+	gpo_u32 flags;
+	gpo_f32 clr;
+	gpo_f32 weight_decay;
+	gpo_f32 eps;
+GPO_ARGS_END(gpo_adagrad_args)
+
+#endif

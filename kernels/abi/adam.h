@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adam.h - torch.optim.Adam and AdamW
+ *
+ * adam  elements  buf0 p (rw), buf1 g (r), buf2 exp_avg (rw),
+ *       buf3 exp_avg_sq (rw), buf4 max_exp_avg_sq (rw, with GPO_ADAM_AMSGRAD),
+ *       buf5 scal (r)                                        dtypes f32
+ *   Adam:  g += weight_decay * p        AdamW (GPO_ADAM_DECOUPLED): p *= decay
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   amsgrad: vmax = max(vmax, v), used in place of v
+ *   p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)
+ * step_size = lr / bias_correction1, bc2_sqrt = sqrt(bias_correction2),
+ * decay = 1 - lr * weight_decay; every "1 - x" is computed in double on
+ * the host and then rounded, as torch does with Python floats.
+ */
+#ifndef GPO_ABI_ADAM_H
+#define GPO_ABI_ADAM_H
+#include "abi.h"
+
+#define GPO_ADAM_AMSGRAD	(1u << 8)
+#define GPO_ADAM_DECOUPLED	(1u << 9)
+
+GPO_ARGS(gpo_adam_args)
+	gpo_u32 n;
+	gpo_u32 flags;
+	gpo_f32 beta1;
+	gpo_f32 beta2;
+	gpo_f32 eps;
+	gpo_f32 weight_decay;
+	gpo_f32 step_size;
+	gpo_f32 bc2_sqrt;
+	gpo_f32 decay;
+	gpo_f32 one_minus_beta1;
+	gpo_f32 one_minus_beta2;
+GPO_ARGS_END(gpo_adam_args)
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lion.h - Lion (Chen et al. 2023, as lucidrains/lion-pytorch)
+ *
+ * lion  elements  buf0 p (rw), buf1 g (r), buf2 exp_avg (rw), buf3 scal (r)
+ *                                                            dtypes f32
+ *   p *= decay (1 - lr * wd)
+ *   p -= lr * sign(b1 m + (1 - b1) g)
+ *   m = b2 m + (1 - b2) g
+ */
+#ifndef GPO_ABI_LION_H
+#define GPO_ABI_LION_H
+#include "abi.h"
+
+GPO_ARGS(gpo_lion_args)
+	gpo_u32 n;
+	gpo_u32 flags;
+	gpo_f32 lr;
+	gpo_f32 beta1;
+	gpo_f32 beta2;
+	gpo_f32 decay;
+	gpo_f32 one_minus_beta1;
+	gpo_f32 one_minus_beta2;
+GPO_ARGS_END(gpo_lion_args)
+
+#endif

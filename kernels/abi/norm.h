@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * norm.h - the global gradient norm and non-finite check
+ *
+ * norm_partial  groups (work = groups)  buf0 g (r), buf1 partials (w)
+ *	group i covers elements [i * chunk, min(n, (i + 1) * chunk)), chunk
+ *	a multiple of 4; partials[2i] = the sum of g^2 over them,
+ *	partials[2i + 1] = 1 if any of them is inf or NaN, else 0.
+ * norm_final    groups (work = 1)       buf0 partials (r), buf1 scal (w)
+ *	total = the sum of partials[2i] over i < groups in a fixed order,
+ *	bad = any partials[2i + 1] != 0;
+ *	scal[NORM] = sqrt(total) * inv_scale (the gradient norm)
+ *	scal[MUL]  = inv_scale * (clip_norm > 0 ?
+ *		     min(1, clip_norm / (scal[NORM] + 1e-6)) : 1)
+ *	scal[SKIP] = bad && (flags & GPO_NORM_CHECK_FINITE) ? 1 : 0
+ *	scal[TOTAL] = total
+ * Both f32.
+ */
+#ifndef GPO_ABI_NORM_H
+#define GPO_ABI_NORM_H
+#include "abi.h"
+
+#define GPO_NORM_CHECK_FINITE	(1u << 0)
+#define GPO_NORM_MAX_GROUPS	1024
+
+GPO_ARGS(gpo_norm_args)
+	gpo_u32 n;
+	gpo_u32 flags;
+	gpo_u32 groups;
+	gpo_u32 chunk;
+	gpo_f32 inv_scale;
+	gpo_f32 clip_norm;
+GPO_ARGS_END(gpo_norm_args)
+
+#endif

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmsprop.h - torch.optim.RMSprop
+ *
+ * rmsprop  elements  buf0 p (rw), buf1 g (r), buf2 square_avg (rw),
+ *          buf3 momentum_buffer (rw, GPO_RMSPROP_MOMENTUM),
+ *          buf4 grad_avg (rw, GPO_RMSPROP_CENTERED), buf5 scal (r)
+ *                                                            dtypes f32
+ *   g += wd * p;  sq = alpha sq + (1 - alpha) g^2
+ *   centered: ga = alpha ga + (1 - alpha) g;  avg = sqrt(sq - ga^2) + eps
+ *   else avg = sqrt(sq) + eps
+ *   momentum: b = momentum b + g / avg; p -= lr b   else p -= lr g / avg
+ */
+#ifndef GPO_ABI_RMSPROP_H
+#define GPO_ABI_RMSPROP_H
+#include "abi.h"
+
+#define GPO_RMSPROP_MOMENTUM	(1u << 8)
+#define GPO_RMSPROP_CENTERED	(1u << 9)
+
+GPO_ARGS(gpo_rmsprop_args)
+	gpo_u32 n;
+	gpo_u32 flags;
+	gpo_f32 lr;
+	gpo_f32 alpha;
+	gpo_f32 eps;
+	gpo_f32 weight_decay;
+	gpo_f32 momentum;
+	gpo_f32 one_minus_alpha;
+GPO_ARGS_END(gpo_rmsprop_args)
+
+#endif
