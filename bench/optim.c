@@ -25,6 +25,7 @@
 #include "gpuopt.h"
 #include "bench_i.h"
 #include "core/gpuopt_i.h"
+#include "abi/mem.h"
 
 struct bench_case {
 	const char *name;
@@ -111,7 +112,10 @@ static double copy_bandwidth(struct gpo_device *dev, uint64_t n,
 			     double *kernel_ms)
 {
 	struct dev_buf a = { 0 }, b = { 0 };
-	struct kernel_args args = { 0 };
+	struct gpo_mem_args args = { .n = (uint32_t)n, .value = 1.5f };
+	struct op_call call = {
+		.op = OP_FILL, .dtype = GPO_F32, .work = n, .args = &args,
+	};
 	/* more repetitions than a case: the limit should be the steadiest */
 	int creps = reps * 3 > 30 ? reps * 3 : 30;
 	double *dev_t = calloc(creps, sizeof(double));
@@ -126,21 +130,22 @@ static double copy_bandwidth(struct gpo_device *dev, uint64_t n,
 		fprintf(stderr, "copy: %s\n", gpo_errmsg());
 		goto out_free;
 	}
-	args.n = (uint32_t)n;
-	args.buf[0] = a;
-	args.s[0] = 1.5f;
-	dev->ops->launch(dev, K_FILL, &args);
-	args.buf[0] = b;
-	args.buf[1] = a;
+	call.buf[0] = a;
+	ret = gpo__launch(dev, &call);
+	call.op = OP_COPY;
+	call.buf[0] = b;
+	call.buf[1] = a;
 	t0 = now_s();
-	do {
-		ret = dev->ops->launch(dev, K_COPY, &args);
+	while (!ret) {
+		ret = gpo__launch(dev, &call);
 		if (!ret)
 			ret = dev->ops->wait(dev, &ns);
-	} while (!ret && now_s() - t0 < WARMUP_S);
+		if (now_s() - t0 >= WARMUP_S)
+			break;
+	}
 	for (i = 0; i < creps && !ret; i++) {
 		t0 = now_s();
-		ret = dev->ops->launch(dev, K_COPY, &args);
+		ret = gpo__launch(dev, &call);
 		if (!ret)
 			ret = dev->ops->wait(dev, &ns);
 		if (ret)

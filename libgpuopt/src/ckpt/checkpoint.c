@@ -28,6 +28,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 #include "ckpt/ckpt_i.h"
+#include "abi/mem.h"
 
 #define PLACEHOLDER_SUM	"0000000000000000"
 #define SAVE_FLAGS	GPO_CKPT_BUFFERED
@@ -1311,15 +1312,17 @@ static void free_staged(struct restore_job *j)
 static int fill_zero(struct gpo_device *dev, const struct dev_buf *buf,
 		     uint64_t from, uint64_t to)
 {
-	struct kernel_args a = { 0 };
+	struct gpo_mem_args a = { .n = (uint32_t)(to - from), .value = 0 };
+	struct op_call call = {
+		.op = OP_FILL, .dtype = GPO_F32, .work = to - from, .args = &a,
+	};
 
 	if (from >= to)
 		return 0;
-	a.buf[0] = *buf;
-	a.buf[0].off += from * 4;
-	a.buf[0].size = (to - from) * 4;
-	a.n = (uint32_t)(to - from);
-	return dev->ops->launch(dev, K_FILL, &a);
+	call.buf[0] = *buf;
+	call.buf[0].off += from * 4;
+	call.buf[0].size = (to - from) * 4;
+	return gpo__launch(dev, &call);
 }
 
 /*

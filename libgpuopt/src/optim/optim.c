@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/gpuopt_i.h"
-#include "optim/optim_i.h"
+#include "optim/family_i.h"
+#include "abi/mem.h"
+#include "abi/norm.h"
+#include "abi/objective.h"
 
 const char *const gpo__optim_slot_names[SL_COUNT] = {
 	[SL_MOMENTUM] = "momentum_buffer",
@@ -25,33 +28,6 @@ const char *const gpo__optim_slot_names[SL_COUNT] = {
 	[SL_GRAD_AVG] = "grad_avg",
 	[SL_SUM] = "sum",
 };
-
-static const char *const kind_names[GPO_OPTIM_KINDS] = {
-	[GPO_SGD] = "sgd", [GPO_ADAM] = "adam", [GPO_ADAMW] = "adamw",
-	[GPO_RMSPROP] = "rmsprop", [GPO_ADAGRAD] = "adagrad",
-	[GPO_LAMB] = "lamb", [GPO_LION] = "lion",
-};
-
-int gpo_optim_kind_parse(const char *name)
-{
-	int i;
-
-	if (!name)
-		return gpo__err(-EINVAL, "NULL optimizer name");
-	for (i = 0; i < GPO_OPTIM_KINDS; i++)
-		if (!strcmp(name, kind_names[i]))
-			return i;
-	return gpo__err(-EINVAL,
-		       "unknown optimizer '%s' (sgd adam adamw rmsprop adagrad lamb lion)",
-		       name);
-}
-
-const char *gpo_optim_kind_name(enum gpo_optim_kind kind)
-{
-	if ((unsigned int)kind >= GPO_OPTIM_KINDS)
-		return "unknown";
-	return kind_names[kind];
-}
 
 int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 		  struct gpo_optim **out)
@@ -70,6 +46,7 @@ int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 	}
 	opt->dev = dev;
 	opt->kind = kind;
+	opt->fam = gpo__optim_family(kind);
 	opt->ngroups = 1;
 	opt->metric = NAN;
 	gpo__hparams_defaults(kind, &opt->groups[0].hp);
@@ -354,48 +331,6 @@ int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
 
 /* ---- buffers ------------------------------------------------------------ */
 
-int gpo__optim_slot_possible(enum gpo_optim_kind kind, int s)
-{
-	switch (kind) {
-	case GPO_SGD:
-		return s == SL_MOMENTUM;
-	case GPO_ADAM:
-	case GPO_ADAMW:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
-		       s == SL_MAX_EXP_AVG_SQ;
-	case GPO_RMSPROP:
-		return s == SL_SQUARE_AVG || s == SL_MOMENTUM ||
-		       s == SL_GRAD_AVG;
-	case GPO_ADAGRAD:
-		return s == SL_SUM;
-	case GPO_LAMB:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ;
-	case GPO_LION:
-		return s == SL_EXP_AVG;
-	default:
-		return 0;
-	}
-}
-
-int gpo__optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
-		      int s)
-{
-	switch (kind) {
-	case GPO_SGD:
-		return s == SL_MOMENTUM && hp->momentum != 0;
-	case GPO_ADAM:
-	case GPO_ADAMW:
-		return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
-		       (s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
-	case GPO_RMSPROP:
-		return s == SL_SQUARE_AVG ||
-		       (s == SL_MOMENTUM && hp->momentum > 0) ||
-		       (s == SL_GRAD_AVG && hp->centered);
-	default:
-		return gpo__optim_slot_possible(kind, s);
-	}
-}
-
 /* Is slot @s used by the configuration of any group now? */
 static int slot_needed(const struct gpo_optim *opt, enum slot_id s)
 {
@@ -410,12 +345,13 @@ static int slot_needed(const struct gpo_optim *opt, enum slot_id s)
 static int launch_fill(struct gpo_optim *opt, const struct dev_buf *buf,
 		       uint32_t n, float value)
 {
-	struct kernel_args a = { 0 };
+	struct gpo_mem_args a = { .n = n, .value = value };
+	struct op_call call = {
+		.op = OP_FILL, .dtype = GPO_F32, .work = n, .args = &a,
+	};
 
-	a.buf[0] = *buf;
-	a.n = n;
-	a.s[0] = value;
-	return opt->dev->ops->launch(opt->dev, K_FILL, &a);
+	call.buf[0] = *buf;
+	return gpo__launch(opt->dev, &call);
 }
 
 /* Fill the state of @s: padding 0, each group its initial value. */
@@ -476,68 +412,6 @@ static uint32_t div_up(uint64_t a, uint64_t b)
 	return (uint32_t)((a + b - 1) / b);
 }
 
-/* LAMB: cut each tensor into blocks and upload the tables. */
-static int build_lamb_tables(struct gpo_optim *opt)
-{
-	struct gpo_device *dev = opt->dev;
-	uint32_t *blocks = NULL, *tb = NULL, nb = 0, b;
-	int t, g, ret;
-
-	for (t = 0; t < opt->ntensors; t++)
-		nb += div_up(opt->tensors[t].numel, LAMB_BLOCK);
-	blocks = calloc(nb ? nb : 1, 16);
-	tb = calloc(opt->ntensors ? opt->ntensors : 1, 8);
-	if (!blocks || !tb) {
-		ret = gpo__err(-ENOMEM, "out of memory");
-		goto out_free;
-	}
-	/* blocks in flat order: by group, then tensor */
-	b = 0;
-	for (g = 0; g < opt->ngroups; g++) {
-		opt->groups[g].first_block = b;
-		for (t = 0; t < opt->ntensors; t++) {
-			const struct optim_tensor *ten = &opt->tensors[t];
-			uint64_t done;
-
-			if (ten->group != g)
-				continue;
-			tb[2 * t] = b;
-			tb[2 * t + 1] = div_up(ten->numel, LAMB_BLOCK);
-			for (done = 0; done < ten->numel; done += LAMB_BLOCK) {
-				uint64_t left = ten->numel - done;
-
-				blocks[4 * b] = t;
-				blocks[4 * b + 1] = (uint32_t)(ten->offset + done);
-				blocks[4 * b + 2] = left < LAMB_BLOCK ?
-						    (uint32_t)left : LAMB_BLOCK;
-				b++;
-			}
-		}
-		opt->groups[g].nblocks = b - opt->groups[g].first_block;
-	}
-	opt->nblocks = nb;
-	ret = gpo__pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 16, &opt->blocks);
-	if (!ret)
-		ret = gpo__pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
-					     1) * 8, &opt->tensor_blocks);
-	if (!ret)
-		ret = gpo__pool_alloc(dev, (uint64_t)(nb ? nb : 1) * 8,
-				 &opt->lamb_partials);
-	if (!ret)
-		ret = gpo__pool_alloc(dev, (uint64_t)(opt->ntensors ? opt->ntensors :
-					     1) * 4, &opt->trust);
-	if (!ret && nb)
-		ret = dev->ops->write(dev, &opt->blocks, 0, blocks,
-				      (uint64_t)nb * 16);
-	if (!ret && opt->ntensors)
-		ret = dev->ops->write(dev, &opt->tensor_blocks, 0, tb,
-				      (uint64_t)opt->ntensors * 8);
-out_free:
-	free(blocks);
-	free(tb);
-	return ret;
-}
-
 /* First use: allocate and initialise every buffer. Device lock held. */
 int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 {
@@ -550,8 +424,8 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 		return gpo__err(-EINVAL, "the optimizer has no tensors");
 
 	opt->norm_groups = div_up(opt->total, 4096);
-	if (opt->norm_groups > NORM_MAX_GROUPS)
-		opt->norm_groups = NORM_MAX_GROUPS;
+	if (opt->norm_groups > GPO_NORM_MAX_GROUPS)
+		opt->norm_groups = GPO_NORM_MAX_GROUPS;
 	opt->norm_chunk = div_up(opt->total, opt->norm_groups);
 	opt->norm_chunk = (opt->norm_chunk + 3) / 4 * 4;
 
@@ -559,11 +433,12 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 	if (!ret)
 		ret = gpo__pool_alloc(dev, opt->total * 4, &opt->grad);
 	if (!ret)
-		ret = gpo__pool_alloc(dev, 16, &opt->scal);
+		ret = gpo__pool_alloc(dev, GPO_SCAL_COUNT * sizeof(float),
+				      &opt->scal);
 	if (!ret)
 		ret = gpo__pool_alloc(dev, 8ull * opt->norm_groups, &opt->partials);
-	if (!ret && opt->kind == GPO_LAMB)
-		ret = build_lamb_tables(opt);
+	if (!ret && opt->fam->prepare)
+		ret = opt->fam->prepare(opt);
 	if (ret)
 		goto out_free;
 	ret = launch_fill(opt, &opt->param, opt->total, 0.0f);
@@ -721,264 +596,54 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index)
 
 /* ---- the step ------------------------------------------------------------ */
 
-static struct dev_buf group_view(const struct dev_buf *buf,
-				 const struct optim_group *grp)
-{
-	struct dev_buf v = *buf;
-
-	if (!v.mem)
-		return v;
-	v.off += grp->start * 4;
-	v.size = grp->numel * 4;
-	return v;
-}
-
-static double group_lr(const struct gpo_optim *opt,
-		       const struct optim_group *grp)
-{
-	if (opt->sched)
-		return gpo__sched_lr_for(opt->sched, grp->hp.lr);
-	return grp->hp.lr;
-}
-
-/* Fill @a for the element-wise update of @grp at step @t (1-based). */
-static enum kernel_id update_args(struct gpo_optim *opt,
-				  struct optim_group *grp, uint64_t t,
-				  struct kernel_args *a)
-{
-	const struct hparams *hp = &grp->hp;
-	double lr = group_lr(opt, grp);
-	enum kernel_id k;
-
-	a->n = (uint32_t)grp->numel;
-	a->flags |= hp->maximize ? KF_MAXIMIZE : 0;
-	a->buf[0] = group_view(&opt->param, grp);
-	a->buf[1] = group_view(&opt->grad, grp);
-
-	switch (opt->kind) {
-	case GPO_SGD:
-		k = K_SGD;
-		a->buf[2] = group_view(&opt->slot[SL_MOMENTUM], grp);
-		a->buf[3] = opt->scal;
-		a->s[0] = (float)lr;
-		a->s[1] = (float)hp->weight_decay;
-		a->s[2] = (float)hp->momentum;
-		a->s[3] = (float)hp->dampening;
-		/*
-		 * 1 - x in double, as torch's Python floats: 1 - (float)x
-		 * is off by up to 1.3e-5 relative for x = 0.999
-		 */
-		a->s[4] = (float)(1.0 - hp->dampening);
-		if (hp->momentum != 0)
-			a->flags |= KF_MOMENTUM |
-				    (grp->momentum_started ? 0 : KF_FIRST);
-		a->flags |= hp->nesterov ? KF_NESTEROV : 0;
-		break;
-	case GPO_ADAM:
-	case GPO_ADAMW: {
-		double bc1 = 1.0 - pow(hp->beta1, (double)t);
-		double bc2 = 1.0 - pow(hp->beta2, (double)t);
-
-		k = K_ADAM;
-		a->buf[2] = group_view(&opt->slot[SL_EXP_AVG], grp);
-		a->buf[3] = group_view(&opt->slot[SL_EXP_AVG_SQ], grp);
-		if (hp->amsgrad) {
-			a->buf[4] = group_view(&opt->slot[SL_MAX_EXP_AVG_SQ],
-					       grp);
-			a->flags |= KF_AMSGRAD;
-		}
-		a->buf[5] = opt->scal;
-		a->s[0] = (float)lr;
-		a->s[1] = (float)hp->beta1;
-		a->s[2] = (float)hp->beta2;
-		a->s[3] = (float)hp->eps;
-		a->s[4] = (float)hp->weight_decay;
-		a->s[5] = (float)(lr / bc1);
-		a->s[6] = (float)sqrt(bc2);
-		a->s[7] = (float)(1.0 - lr * hp->weight_decay);
-		a->s[8] = (float)(1.0 - hp->beta1);
-		a->s[9] = (float)(1.0 - hp->beta2);
-		if (opt->kind == GPO_ADAMW)
-			a->flags |= KF_DECOUPLED;
-		break;
-	}
-	case GPO_RMSPROP:
-		k = K_RMSPROP;
-		a->buf[2] = group_view(&opt->slot[SL_SQUARE_AVG], grp);
-		if (hp->momentum > 0) {
-			a->buf[3] = group_view(&opt->slot[SL_MOMENTUM], grp);
-			a->flags |= KF_MOMENTUM;
-		}
-		if (hp->centered) {
-			a->buf[4] = group_view(&opt->slot[SL_GRAD_AVG], grp);
-			a->flags |= KF_CENTERED;
-		}
-		a->buf[5] = opt->scal;
-		a->s[0] = (float)lr;
-		a->s[1] = (float)hp->alpha;
-		a->s[2] = (float)hp->eps;
-		a->s[3] = (float)hp->weight_decay;
-		a->s[4] = (float)hp->momentum;
-		a->s[5] = (float)(1.0 - hp->alpha);
-		break;
-	case GPO_ADAGRAD:
-		k = K_ADAGRAD;
-		a->buf[2] = group_view(&opt->slot[SL_SUM], grp);
-		a->buf[3] = opt->scal;
-		a->s[0] = (float)(lr / (1.0 + (double)(t - 1) * hp->lr_decay));
-		a->s[1] = (float)hp->weight_decay;
-		a->s[2] = (float)hp->eps;
-		break;
-	case GPO_LION:
-	default:
-		k = K_LION;
-		a->buf[2] = group_view(&opt->slot[SL_EXP_AVG], grp);
-		a->buf[3] = opt->scal;
-		a->s[0] = (float)lr;
-		a->s[1] = (float)hp->beta1;
-		a->s[2] = (float)hp->beta2;
-		a->s[3] = (float)(1.0 - lr * hp->weight_decay);
-		a->s[4] = (float)(1.0 - hp->beta1);
-		a->s[5] = (float)(1.0 - hp->beta2);
-		break;
-	}
-	return k;
-}
-
-static void lamb_scalars(const struct gpo_optim *opt,
-			 const struct optim_group *grp, uint64_t t,
-			 struct kernel_args *a)
-{
-	const struct hparams *hp = &grp->hp;
-
-	a->s[0] = (float)hp->beta1;
-	a->s[1] = (float)hp->beta2;
-	a->s[2] = (float)hp->eps;
-	a->s[3] = (float)hp->weight_decay;
-	a->s[4] = (float)(1.0 - pow(hp->beta1, (double)t));
-	a->s[5] = (float)(1.0 - pow(hp->beta2, (double)t));
-	a->s[6] = (float)(1.0 - hp->beta1);
-	a->s[7] = (float)(1.0 - hp->beta2);
-	a->aux0 = grp->nblocks;
-	a->aux1 = grp->first_block;
-	a->flags |= hp->maximize ? KF_MAXIMIZE : 0;
-}
-
-/* K_LAMB_PREP or K_LAMB_APPLY for every group that has blocks. */
-static int launch_lamb_groups(struct gpo_optim *opt, uint64_t t,
-			      uint32_t flags, enum kernel_id k)
-{
-	struct kernel_args a;
-	int g, ret;
-
-	for (g = 0; g < opt->ngroups; g++) {
-		struct optim_group *grp = &opt->groups[g];
-		int i = 0;
-
-		if (!grp->nblocks)
-			continue;
-		memset(&a, 0, sizeof(a));
-		a.flags = flags;
-		lamb_scalars(opt, grp, t, &a);
-		a.n = (uint32_t)opt->total;
-		a.buf[i++] = opt->param;
-		if (k == K_LAMB_PREP)
-			a.buf[i++] = opt->grad;
-		else
-			a.s[0] = (float)group_lr(opt, grp);
-		a.buf[i++] = opt->slot[SL_EXP_AVG];
-		a.buf[i++] = opt->slot[SL_EXP_AVG_SQ];
-		a.buf[i++] = opt->blocks;
-		a.buf[i++] = k == K_LAMB_PREP ? opt->lamb_partials : opt->trust;
-		a.buf[i++] = opt->scal;
-		ret = opt->dev->ops->launch(opt->dev, k, &a);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* LAMB: moments and norms per block, trust per tensor, then the update. */
-static int launch_lamb(struct gpo_optim *opt, uint64_t t, uint32_t flags)
-{
-	struct kernel_args a = { 0 };
-	int ret;
-
-	ret = launch_lamb_groups(opt, t, flags, K_LAMB_PREP);
-	if (ret)
-		return ret;
-	a.flags = flags;
-	a.n = (uint32_t)opt->ntensors;
-	a.buf[0] = opt->tensor_blocks;
-	a.buf[1] = opt->lamb_partials;
-	a.buf[2] = opt->trust;
-	a.buf[3] = opt->scal;
-	ret = opt->dev->ops->launch(opt->dev, K_LAMB_TRUST, &a);
-	if (ret)
-		return ret;
-	return launch_lamb_groups(opt, t, flags, K_LAMB_APPLY);
-}
-
 /* Queue the norm reduction; the update kernels then read scal. */
 static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 {
-	const struct backend_ops *ops = opt->dev->ops;
-	struct kernel_args a = { 0 };
+	struct gpo_norm_args a = {
+		.n = (uint32_t)opt->total,
+		.groups = opt->norm_groups,
+		.chunk = opt->norm_chunk,
+		.inv_scale = (float)(1.0 / hp->grad_scale),
+		.clip_norm = (float)hp->clip_norm,
+	};
+	struct op_call call = {
+		.op = OP_NORM_PARTIAL, .dtype = GPO_F32,
+		.work = opt->norm_groups, .args = &a,
+	};
 	int ret;
 
-	a.n = (uint32_t)opt->total;
-	a.aux0 = opt->norm_groups;
-	a.aux1 = opt->norm_chunk;
-	a.buf[0] = opt->grad;
-	a.buf[1] = opt->partials;
-	ret = ops->launch(opt->dev, K_NORM_PARTIAL, &a);
+	if (hp->check_finite || hp->grad_scale != 1.0)
+		a.flags |= GPO_NORM_CHECK_FINITE;
+	call.buf[0] = opt->grad;
+	call.buf[1] = opt->partials;
+	ret = gpo__launch(opt->dev, &call);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.aux0 = opt->norm_groups;
-	a.buf[0] = opt->partials;
-	a.buf[1] = opt->scal;
-	a.s[0] = (float)(1.0 / hp->grad_scale);
-	a.s[1] = (float)hp->clip_norm;
-	if (hp->check_finite || hp->grad_scale != 1.0)
-		a.flags |= KF_CHECK_FINITE;
-	return ops->launch(opt->dev, K_NORM_FINAL, &a);
+	/* one workgroup sums the partials in a fixed order */
+	call.op = OP_NORM_FINAL;
+	call.work = 1;
+	call.buf[0] = opt->partials;
+	call.buf[1] = opt->scal;
+	return gpo__launch(opt->dev, &call);
 }
 
 static int launch_step(struct gpo_optim *opt, uint64_t t, int use_norm)
 {
-	struct kernel_args a;
-	uint32_t flags = use_norm ? KF_USE_SCAL : 0;
-	enum kernel_id k;
-	int g, ret;
+	int ret;
 
 	if (use_norm) {
 		ret = launch_norm(opt, &opt->groups[0].hp);
 		if (ret)
 			return ret;
 	}
-	if (opt->kind == GPO_LAMB)
-		return launch_lamb(opt, t, flags);
-	for (g = 0; g < opt->ngroups; g++) {
-		struct optim_group *grp = &opt->groups[g];
-
-		if (!grp->numel)
-			continue;
-		memset(&a, 0, sizeof(a));
-		a.flags = flags;
-		k = update_args(opt, grp, t, &a);
-		ret = opt->dev->ops->launch(opt->dev, k, &a);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return opt->fam->launch(opt, t, use_norm ? GPO_UPD_USE_SCAL : 0);
 }
 
 int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 {
 	struct gpo_device *dev;
 	const struct hparams *hp;
-	float scal[4] = { 1.0f, 0.0f, NAN, 0.0f };
+	float scal[GPO_SCAL_COUNT] = { 1.0f, 0.0f, NAN, 0.0f };
 	uint64_t ns = 0;
 	int use_norm, skipped, g, ret;
 
@@ -1001,7 +666,7 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 	if (ret)
 		goto out_unlock;
 
-	skipped = use_norm && scal[1] != 0.0f;
+	skipped = use_norm && scal[GPO_SCAL_SKIP] != 0.0f;
 	if (skipped) {
 		opt->skipped++;
 	} else {
@@ -1013,8 +678,8 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 	if (info) {
 		info->step = opt->step;
 		info->skipped_total = opt->skipped;
-		info->lr = group_lr(opt, &opt->groups[0]);
-		info->grad_norm = use_norm ? scal[2] : NAN;
+		info->lr = optim_group_lr(opt, &opt->groups[0]);
+		info->grad_norm = use_norm ? scal[GPO_SCAL_NORM] : NAN;
 		info->skipped = skipped;
 		info->device_ns = ns;
 	}
@@ -1034,10 +699,10 @@ out_unlock:
 int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 			double *loss)
 {
-	struct kernel_args a = { 0 };
+	struct gpo_objective_args a = { 0 };
+	struct op_call call = { .dtype = GPO_F32, .args = &a };
 	struct gpo_device *dev;
 	float *part = NULL;
-	enum kernel_id k;
 	double sum = 0;
 	uint32_t i;
 	int ret;
@@ -1045,9 +710,9 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 	if (!opt || !name || !loss)
 		return gpo__err(-EINVAL, "NULL argument");
 	if (!strcmp(name, "quadratic"))
-		k = K_OBJ_QUADRATIC;
+		call.op = OP_OBJ_QUADRATIC;
 	else if (!strcmp(name, "rosenbrock"))
-		k = K_OBJ_ROSENBROCK;
+		call.op = OP_OBJ_ROSENBROCK;
 	else
 		return gpo__err(-EINVAL, "unknown objective '%s' (quadratic, rosenbrock)",
 			       name);
@@ -1065,12 +730,13 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 	}
 	/* the padding at the end of the last group is not a parameter */
 	a.n = (uint32_t)opt->numel;
-	a.aux0 = opt->norm_groups;
-	a.aux1 = opt->norm_chunk;
-	a.buf[0] = opt->param;
-	a.buf[1] = opt->grad;
-	a.buf[2] = opt->partials;
-	ret = dev->ops->launch(dev, k, &a);
+	a.groups = opt->norm_groups;
+	a.chunk = opt->norm_chunk;
+	call.work = opt->norm_groups;
+	call.buf[0] = opt->param;
+	call.buf[1] = opt->grad;
+	call.buf[2] = opt->partials;
+	ret = gpo__launch(dev, &call);
 	if (!ret)
 		ret = dev->ops->read(dev, &opt->partials, 0, part,
 				     8ull * opt->norm_groups);

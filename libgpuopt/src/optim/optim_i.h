@@ -39,6 +39,7 @@ enum slot_id {
 struct gpo_optim {
 	struct gpo_device *dev;
 	enum gpo_optim_kind kind;
+	const struct optim_family *fam;	/* its slots, keys and launch */
 	struct optim_group *groups;
 	int ngroups;
 	struct optim_tensor *tensors;
@@ -50,7 +51,7 @@ struct gpo_optim {
 	struct dev_buf param;
 	struct dev_buf grad;
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
-	struct dev_buf scal;		/* 4 floats: see K_NORM_FINAL */
+	struct dev_buf scal;		/* GPO_SCAL_COUNT floats: abi/abi.h */
 	struct dev_buf partials;	/* 2 floats per norm group */
 	uint32_t norm_groups, norm_chunk;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * backend_cpu.c - the cpu backend: the numerical reference and fallback
+ * cpu.c - the cpu backend: the numerical reference and fallback
  *
  * Kernels run synchronously on a pool of threads, one slice each. The
  * loops are plain float loops over restrict pointers so that gcc
@@ -16,6 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/gpuopt_i.h"
+#include "abi/mem.h"
+#include "abi/norm.h"
+#include "abi/sgd.h"
+#include "abi/adam.h"
+#include "abi/rmsprop.h"
+#include "abi/adagrad.h"
+#include "abi/lion.h"
+#include "abi/lamb.h"
+#include "abi/objective.h"
 
 #define CPU_MAX_THREADS 256
 #define SLICE_ALIGN	16	/* elements: slices start on cache lines */
@@ -27,8 +36,8 @@ struct dev_mem {
 
 struct cpu_dev;
 
-typedef void (*slice_fn)(const struct kernel_args *a, uint32_t lo,
-			 uint32_t hi);
+/* a kernel runs elements or groups [lo, hi) of a launch */
+typedef void (*slice_fn)(const struct op_call *c, uint32_t lo, uint32_t hi);
 
 struct cpu_dev {
 	int nthreads;
@@ -41,43 +50,51 @@ struct cpu_dev {
 	int stopping;
 	/* the launch being run */
 	slice_fn fn;
-	const struct kernel_args *args;
+	const struct op_call *call;
 	uint32_t units;			/* elements, items or groups */
 	uint32_t align;			/* slice boundaries */
 	uint64_t ns;			/* time of launches since last wait */
 };
 
-static inline float *bp(const struct kernel_args *a, int i)
+static inline float *bp(const struct op_call *c, int i)
 {
-	const struct dev_buf *b = &a->buf[i];
+	const struct dev_buf *b = &c->buf[i];
 
 	if (!b->mem)
 		return NULL;
 	return (float *)((char *)b->mem->ptr + b->off);
 }
 
-static inline const uint32_t *bu(const struct kernel_args *a, int i)
+static inline const uint32_t *bu(const struct op_call *c, int i)
 {
-	return (const uint32_t *)bp(a, i);
+	return (const uint32_t *)bp(c, i);
 }
 
 /*
  * The gradient multiplier: scal[0] (unscale and clip) when the norm pass
  * ran, negated for maximize. Returns 0 if the step is to be skipped.
  */
-static int grad_mul(const struct kernel_args *a, int scal_buf, float *gm)
+static int grad_mul(const struct op_call *c, uint32_t flags, int scal_buf,
+		    float *gm)
 {
 	float m = 1.0f;
 
-	if (a->flags & KF_USE_SCAL) {
-		const float *scal = bp(a, scal_buf);
+	if (flags & GPO_UPD_USE_SCAL) {
+		const float *scal = bp(c, scal_buf);
 
-		if (scal[1] != 0.0f)
+		if (scal[GPO_SCAL_SKIP] != 0.0f)
 			return 0;
-		m = scal[0];
+		m = scal[GPO_SCAL_MUL];
 	}
-	*gm = (a->flags & KF_MAXIMIZE) ? -m : m;
+	*gm = (flags & GPO_UPD_MAXIMIZE) ? -m : m;
 	return 1;
+}
+
+/* with GPO_UPD_USE_SCAL, a non-finite gradient skips the whole step */
+static int step_skipped(const struct op_call *c, uint32_t flags, int scal_buf)
+{
+	return (flags & GPO_UPD_USE_SCAL) &&
+	       bp(c, scal_buf)[GPO_SCAL_SKIP] != 0.0f;
 }
 
 /* ---- kernels ---------------------------------------------------------- */
@@ -92,10 +109,10 @@ static int grad_mul(const struct kernel_args *a, int scal_buf, float *gm)
 #ifdef __SSE__
 #include <immintrin.h>
 
-static void k_copy(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_copy(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *d = bp(a, 0);
-	const float *s = bp(a, 1);
+	float *d = bp(c, 0);
+	const float *s = bp(c, 1);
 	uint32_t i = lo;
 
 	for (; i < hi && ((uintptr_t)(d + i) & 15); i++)
@@ -107,16 +124,17 @@ static void k_copy(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 	_mm_sfence();
 }
 #else
-static void k_copy(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_copy(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	memcpy(bp(a, 0) + lo, bp(a, 1) + lo, (size_t)(hi - lo) * 4);
+	memcpy(bp(c, 0) + lo, bp(c, 1) + lo, (size_t)(hi - lo) * 4);
 }
 #endif
 
-static void k_fill(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_fill(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict d = bp(a, 0);
-	const float v = a->s[0];
+	const struct gpo_mem_args *a = c->args;
+	float *restrict d = bp(c, 0);
+	const float v = a->value;
 	uint32_t i;
 
 	for (i = lo; i < hi; i++)
@@ -141,16 +159,16 @@ typedef float v4f __attribute__((vector_size(16)));
  * lane order is fixed, so the result is deterministic.
  */
 CPU_CLONES
-static void k_norm_partial(const struct kernel_args *a, uint32_t lo,
-			   uint32_t hi)
+static void k_norm_partial(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const float *restrict g = bp(a, 0);
-	float *restrict part = bp(a, 1);
+	const struct gpo_norm_args *a = c->args;
+	const float *restrict g = bp(c, 0);
+	float *restrict part = bp(c, 1);
 	uint32_t grp, i, j;
 
 	for (grp = lo; grp < hi; grp++) {
-		uint64_t start = (uint64_t)grp * a->aux1;
-		uint64_t end = start + a->aux1;
+		uint64_t start = (uint64_t)grp * a->chunk;
+		uint64_t end = start + a->chunk;
 		v4f acc0 = { 0 }, acc1 = { 0 }, bad = { 0 }, x, y;
 		float sum = 0, nan = 0;
 
@@ -177,48 +195,48 @@ static void k_norm_partial(const struct kernel_args *a, uint32_t lo,
 	}
 }
 
-static void k_norm_final(const struct kernel_args *a, uint32_t lo,
-			 uint32_t hi)
+static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const float *part = bp(a, 0);
-	float *scal = bp(a, 1);
-	float total = 0, norm, mul = a->s[0];
+	const struct gpo_norm_args *a = c->args;
+	const float *part = bp(c, 0);
+	float *scal = bp(c, 1);
+	float total = 0, norm, mul = a->inv_scale;
 	int bad = 0;
 	uint32_t i;
 
-	if (lo != 0)
-		return;
-	for (i = 0; i < a->aux0; i++) {
+	for (i = 0; i < a->groups; i++) {
 		total += part[2 * i];
 		bad |= part[2 * i + 1] != 0.0f;
 	}
-	norm = sqrtf(total) * a->s[0];
-	if (a->s[1] > 0) {
-		float coef = a->s[1] / (norm + 1e-6f);
+	norm = sqrtf(total) * a->inv_scale;
+	if (a->clip_norm > 0) {
+		float coef = a->clip_norm / (norm + 1e-6f);
 
 		if (coef < 1.0f)
 			mul *= coef;
 	}
-	scal[0] = mul;
-	scal[1] = bad && (a->flags & KF_CHECK_FINITE) ? 1.0f : 0.0f;
-	scal[2] = norm;
-	scal[3] = total;
+	scal[GPO_SCAL_MUL] = mul;
+	scal[GPO_SCAL_SKIP] = bad && (a->flags & GPO_NORM_CHECK_FINITE) ?
+			      1.0f : 0.0f;
+	scal[GPO_SCAL_NORM] = norm;
+	scal[GPO_SCAL_TOTAL] = total;
 }
 
 CPU_CLONES
-static void k_sgd(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_sgd(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0), *restrict buf = bp(a, 2);
-	const float *restrict g = bp(a, 1);
-	const float lr = a->s[0], wd = a->s[1], mom = a->s[2];
-	const float damp = a->s[4];	/* 1 - dampening, from double */
-	const int use_mom = a->flags & KF_MOMENTUM;
-	const int first = a->flags & KF_FIRST;
-	const int nesterov = a->flags & KF_NESTEROV;
+	const struct gpo_sgd_args *a = c->args;
+	float *restrict p = bp(c, 0), *restrict buf = bp(c, 2);
+	const float *restrict g = bp(c, 1);
+	const float lr = a->lr, wd = a->weight_decay, mom = a->momentum;
+	const float damp = a->one_minus_dampening;
+	const int use_mom = a->flags & GPO_SGD_MOMENTUM;
+	const int first = a->flags & GPO_SGD_FIRST;
+	const int nesterov = a->flags & GPO_SGD_NESTEROV;
 	float gm;
 	uint32_t i;
 
-	if (!grad_mul(a, 3, &gm))
+	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
 	for (i = lo; i < hi; i++) {
 		float d = g[i] * gm + wd * p[i];
@@ -234,23 +252,24 @@ static void k_sgd(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 }
 
 CPU_CLONES
-static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0), *restrict m = bp(a, 2);
-	float *restrict v = bp(a, 3), *restrict vmax = bp(a, 4);
-	const float *restrict g = bp(a, 1);
-	const float b1 = a->s[1], b2 = a->s[2], eps = a->s[3];
-	const float step_size = a->s[5], bc2_sqrt = a->s[6];
-	const float ob1 = a->s[8], ob2 = a->s[9];	/* 1 - b1, 1 - b2 */
-	const int amsgrad = a->flags & KF_AMSGRAD;
+	const struct gpo_adam_args *a = c->args;
+	float *restrict p = bp(c, 0), *restrict m = bp(c, 2);
+	float *restrict v = bp(c, 3), *restrict vmax = bp(c, 4);
+	const float *restrict g = bp(c, 1);
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float step_size = a->step_size, bc2_sqrt = a->bc2_sqrt;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int amsgrad = a->flags & GPO_ADAM_AMSGRAD;
 	/* AdamW decays p first; Adam adds wd * p to g (L2) */
-	const int decoupled = a->flags & KF_DECOUPLED;
-	const float decay = decoupled ? a->s[7] : 1.0f;
-	const float l2 = decoupled ? 0.0f : a->s[4];
+	const int decoupled = a->flags & GPO_ADAM_DECOUPLED;
+	const float decay = decoupled ? a->decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a->weight_decay;
 	float gm;
 	uint32_t i;
 
-	if (!grad_mul(a, 5, &gm))
+	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + l2 * p[i];
@@ -271,20 +290,21 @@ static void k_adam(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 }
 
 CPU_CLONES
-static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_rmsprop(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0), *restrict sq = bp(a, 2);
-	float *restrict buf = bp(a, 3), *restrict ga = bp(a, 4);
-	const float *restrict g = bp(a, 1);
-	const float lr = a->s[0], alpha = a->s[1], eps = a->s[2];
-	const float wd = a->s[3], mom = a->s[4];
-	const float oa = a->s[5];	/* 1 - alpha */
-	const int use_mom = a->flags & KF_MOMENTUM;
-	const int centered = a->flags & KF_CENTERED;
+	const struct gpo_rmsprop_args *a = c->args;
+	float *restrict p = bp(c, 0), *restrict sq = bp(c, 2);
+	float *restrict buf = bp(c, 3), *restrict ga = bp(c, 4);
+	const float *restrict g = bp(c, 1);
+	const float lr = a->lr, alpha = a->alpha, eps = a->eps;
+	const float wd = a->weight_decay, mom = a->momentum;
+	const float oa = a->one_minus_alpha;
+	const int use_mom = a->flags & GPO_RMSPROP_MOMENTUM;
+	const int centered = a->flags & GPO_RMSPROP_CENTERED;
 	float gm;
 	uint32_t i;
 
-	if (!grad_mul(a, 5, &gm))
+	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
@@ -311,15 +331,16 @@ static void k_rmsprop(const struct kernel_args *a, uint32_t lo, uint32_t hi)
 }
 
 CPU_CLONES
-static void k_adagrad(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_adagrad(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0), *restrict sum = bp(a, 2);
-	const float *restrict g = bp(a, 1);
-	const float clr = a->s[0], wd = a->s[1], eps = a->s[2];
+	const struct gpo_adagrad_args *a = c->args;
+	float *restrict p = bp(c, 0), *restrict sum = bp(c, 2);
+	const float *restrict g = bp(c, 1);
+	const float clr = a->clr, wd = a->weight_decay, eps = a->eps;
 	float gm;
 	uint32_t i;
 
-	if (!grad_mul(a, 3, &gm))
+	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
@@ -337,23 +358,24 @@ static inline float sign_of(float x)
 }
 
 CPU_CLONES
-static void k_lion(const struct kernel_args *a, uint32_t lo, uint32_t hi)
+static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0), *restrict m = bp(a, 2);
-	const float *restrict g = bp(a, 1);
-	const float lr = a->s[0], b1 = a->s[1], b2 = a->s[2];
-	const float decay = a->s[3];
-	const float ob1 = a->s[4], ob2 = a->s[5];	/* 1 - b1, 1 - b2 */
+	const struct gpo_lion_args *a = c->args;
+	float *restrict p = bp(c, 0), *restrict m = bp(c, 2);
+	const float *restrict g = bp(c, 1);
+	const float lr = a->lr, b1 = a->beta1, b2 = a->beta2;
+	const float decay = a->decay;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
 	float gm;
 	uint32_t i;
 
-	if (!grad_mul(a, 3, &gm))
+	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm;
-		float c = m[i] * b1 + ob1 * gi;
+		float u = m[i] * b1 + ob1 * gi;
 
-		p[i] = p[i] * decay - lr * sign_of(c);
+		p[i] = p[i] * decay - lr * sign_of(u);
 		m[i] = m[i] * b2 + ob2 * gi;
 	}
 }
@@ -388,26 +410,26 @@ static float lane_sumsq(const float *x, uint32_t n)
 
 
 CPU_CLONES
-static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
-			uint32_t hi)
+static void k_lamb_prep(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const float *restrict p = bp(a, 0), *restrict g = bp(a, 1);
-	float *restrict m = bp(a, 2), *restrict v = bp(a, 3);
-	const uint32_t *blocks = bu(a, 4);
-	float *part = bp(a, 5);
-	const float b1 = a->s[0], b2 = a->s[1], eps = a->s[2], wd = a->s[3];
-	const float bc1 = a->s[4], bc2 = a->s[5];
-	const float ob1 = a->s[6], ob2 = a->s[7];	/* 1 - b1, 1 - b2 */
+	const struct gpo_lamb_args *a = c->args;
+	const float *restrict p = bp(c, 0), *restrict g = bp(c, 1);
+	float *restrict m = bp(c, 2), *restrict v = bp(c, 3);
+	const uint32_t *blocks = bu(c, 4);
+	float *part = bp(c, 5);
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float wd = a->weight_decay, bc1 = a->bc1, bc2 = a->bc2;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
 	uint32_t i, grp;
 	float gm;
 
-	if (!grad_mul(a, 6, &gm))
+	if (!grad_mul(c, a->flags, 6, &gm))
 		return;
 	for (grp = lo; grp < hi; grp++) {
-		uint32_t b = a->aux1 + grp;
+		uint32_t b = a->first_block + grp;
 		uint32_t start = blocks[4 * b + 1];
 		uint32_t n = blocks[4 * b + 2];
-		float r[LAMB_BLOCK];
+		float r[GPO_LAMB_BLOCK];
 
 		const float *restrict pb = p + start, *restrict gb = g + start;
 		float *restrict mb = m + start, *restrict vb = v + start;
@@ -427,16 +449,15 @@ static void k_lamb_prep(const struct kernel_args *a, uint32_t lo,
 	}
 }
 
-static void k_lamb_trust(const struct kernel_args *a, uint32_t lo,
-			 uint32_t hi)
+static void k_lamb_trust(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const uint32_t *tb = bu(a, 0);
-	const float *part = bp(a, 1);
-	float *trust = bp(a, 2);
-	const float *scal = bp(a, 3);
+	const struct gpo_lamb_args *a = c->args;
+	const uint32_t *tb = bu(c, 0);
+	const float *part = bp(c, 1);
+	float *trust = bp(c, 2);
 	uint32_t t, b;
 
-	if ((a->flags & KF_USE_SCAL) && scal[1] != 0.0f)
+	if (step_skipped(c, a->flags, 3))
 		return;
 	for (t = lo; t < hi; t++) {
 		float pn = 0, rn = 0;
@@ -452,22 +473,21 @@ static void k_lamb_trust(const struct kernel_args *a, uint32_t lo,
 }
 
 CPU_CLONES
-static void k_lamb_apply(const struct kernel_args *a, uint32_t lo,
-			 uint32_t hi)
+static void k_lamb_apply(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	float *restrict p = bp(a, 0);
-	const float *restrict m = bp(a, 1), *restrict v = bp(a, 2);
-	const uint32_t *blocks = bu(a, 3);
-	const float *trust = bp(a, 4);
-	const float *scal = bp(a, 5);
-	const float lr = a->s[0], eps = a->s[2], wd = a->s[3];
-	const float bc1 = a->s[4], bc2 = a->s[5];
+	const struct gpo_lamb_args *a = c->args;
+	float *restrict p = bp(c, 0);
+	const float *restrict m = bp(c, 1), *restrict v = bp(c, 2);
+	const uint32_t *blocks = bu(c, 3);
+	const float *trust = bp(c, 4);
+	const float lr = a->lr, eps = a->eps, wd = a->weight_decay;
+	const float bc1 = a->bc1, bc2 = a->bc2;
 	uint32_t i, grp;
 
-	if ((a->flags & KF_USE_SCAL) && scal[1] != 0.0f)
+	if (step_skipped(c, a->flags, 5))
 		return;
 	for (grp = lo; grp < hi; grp++) {
-		uint32_t b = a->aux1 + grp;
+		uint32_t b = a->first_block + grp;
 		uint32_t n = blocks[4 * b + 2];
 		float *restrict pb = p + blocks[4 * b + 1];
 		const float *restrict mb = m + blocks[4 * b + 1];
@@ -480,20 +500,20 @@ static void k_lamb_apply(const struct kernel_args *a, uint32_t lo,
 	}
 }
 
-static inline void obj_range(const struct kernel_args *a, uint32_t grp,
+static inline void obj_range(const struct gpo_objective_args *a, uint32_t grp,
 			     uint32_t *start, uint32_t *end)
 {
-	uint64_t s = (uint64_t)grp * a->aux1, e = s + a->aux1;
+	uint64_t s = (uint64_t)grp * a->chunk, e = s + a->chunk;
 
 	*start = (uint32_t)(s < a->n ? s : a->n);
 	*end = (uint32_t)(e < a->n ? e : a->n);
 }
 
-static void k_obj_quadratic(const struct kernel_args *a, uint32_t lo,
-			    uint32_t hi)
+static void k_obj_quadratic(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const float *x = bp(a, 0);
-	float *g = bp(a, 1), *part = bp(a, 2);
+	const struct gpo_objective_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *g = bp(c, 1), *part = bp(c, 2);
 	uint32_t grp, i, start, end;
 
 	for (grp = lo; grp < hi; grp++) {
@@ -501,21 +521,21 @@ static void k_obj_quadratic(const struct kernel_args *a, uint32_t lo,
 
 		obj_range(a, grp, &start, &end);
 		for (i = start; i < end; i++) {
-			float c = (float)(1 + i % 7), d = x[i] - 1.0f;
+			float ci = (float)(1 + i % 7), d = x[i] - 1.0f;
 
-			g[i] = c * d;
-			loss += 0.5f * c * d * d;
+			g[i] = ci * d;
+			loss += 0.5f * ci * d * d;
 		}
 		part[2 * grp] = loss;
 		part[2 * grp + 1] = 0;
 	}
 }
 
-static void k_obj_rosenbrock(const struct kernel_args *a, uint32_t lo,
-			     uint32_t hi)
+static void k_obj_rosenbrock(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const float *x = bp(a, 0);
-	float *g = bp(a, 1), *part = bp(a, 2);
+	const struct gpo_objective_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *g = bp(c, 1), *part = bp(c, 2);
 	uint32_t grp, i, start, end, n = a->n;
 
 	for (grp = lo; grp < hi; grp++) {
@@ -540,22 +560,53 @@ static void k_obj_rosenbrock(const struct kernel_args *a, uint32_t lo,
 	}
 }
 
-static const slice_fn cpu_kernels[K_COUNT] = {
-	[K_COPY] = k_copy,
-	[K_FILL] = k_fill,
-	[K_NORM_PARTIAL] = k_norm_partial,
-	[K_NORM_FINAL] = k_norm_final,
-	[K_SGD] = k_sgd,
-	[K_ADAM] = k_adam,
-	[K_RMSPROP] = k_rmsprop,
-	[K_ADAGRAD] = k_adagrad,
-	[K_LION] = k_lion,
-	[K_LAMB_PREP] = k_lamb_prep,
-	[K_LAMB_TRUST] = k_lamb_trust,
-	[K_LAMB_APPLY] = k_lamb_apply,
-	[K_OBJ_QUADRATIC] = k_obj_quadratic,
-	[K_OBJ_ROSENBROCK] = k_obj_rosenbrock,
+/*
+ * The cpu kernels by op name: the backend finds an op's kernel here and
+ * knows nothing else about it. Each works on f32 (copy on any 4-byte
+ * type).
+ */
+static const struct cpu_kernel {
+	const char *name;
+	slice_fn fn;
+	unsigned int dtypes;
+} cpu_kernels[] = {
+	{ "copy", k_copy, DT(GPO_F32) | DT(GPO_I32) },
+	{ "fill", k_fill, DT(GPO_F32) },
+	{ "norm_partial", k_norm_partial, DT(GPO_F32) },
+	{ "norm_final", k_norm_final, DT(GPO_F32) },
+	{ "sgd", k_sgd, DT(GPO_F32) },
+	{ "adam", k_adam, DT(GPO_F32) },
+	{ "rmsprop", k_rmsprop, DT(GPO_F32) },
+	{ "adagrad", k_adagrad, DT(GPO_F32) },
+	{ "lion", k_lion, DT(GPO_F32) },
+	{ "lamb_prep", k_lamb_prep, DT(GPO_F32) },
+	{ "lamb_trust", k_lamb_trust, DT(GPO_F32) },
+	{ "lamb_apply", k_lamb_apply, DT(GPO_F32) },
+	{ "obj_quadratic", k_obj_quadratic, DT(GPO_F32) },
+	{ "obj_rosenbrock", k_obj_rosenbrock, DT(GPO_F32) },
 };
+
+/* the kernel of each op, looked up by name once */
+static const struct cpu_kernel *op_kernel[OP_COUNT];
+static pthread_once_t op_kernel_once = PTHREAD_ONCE_INIT;
+
+static void op_kernel_init(void)
+{
+	size_t i;
+	int op;
+
+	for (op = 0; op < OP_COUNT; op++)
+		for (i = 0; i < ARRAY_SIZE(cpu_kernels); i++)
+			if (!strcmp(cpu_kernels[i].name, gpo__ops[op].name))
+				op_kernel[op] = &cpu_kernels[i];
+}
+
+static int cpu_supports(struct gpo_device *dev, enum gpo__op_id op,
+			enum gpo_dtype dtype)
+{
+	pthread_once(&op_kernel_once, op_kernel_init);
+	return op_kernel[op] && (op_kernel[op]->dtypes & DT(dtype));
+}
 
 /* ---- the thread pool ---------------------------------------------------- */
 
@@ -570,7 +621,7 @@ static void run_slice(struct cpu_dev *cd, int idx)
 	if (hi > units)
 		hi = units;
 	if (lo < hi)
-		cd->fn(cd->args, (uint32_t)lo, (uint32_t)hi);
+		cd->fn(cd->call, (uint32_t)lo, (uint32_t)hi);
 }
 
 static void *worker(void *arg)
@@ -605,28 +656,20 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
-		      const struct kernel_args *args)
+static int cpu_launch(struct gpo_device *dev, const struct op_call *call)
 {
 	struct cpu_dev *cd = dev->priv;
+	const int elements = gpo__ops[call->op].grid == GRID_ELEMENTS;
+	uint32_t units = (uint32_t)call->work;
 	uint64_t t0 = now_ns();
-	uint32_t units;
 
-	if ((unsigned int)k >= K_COUNT)
-		return gpo__err(-EINVAL, "cpu: no kernel %d", k);
-	units = gpo__kernel_table[k].grid == GRID_GROUPS ? args->aux0 : args->n;
-	if (k == K_NORM_FINAL)
-		units = 1;
-	if (!units)
-		return 0;
-	cd->fn = cpu_kernels[k];
-	cd->args = args;
+	cd->fn = op_kernel[call->op]->fn;
+	cd->call = call;
 	cd->units = units;
-	cd->align = gpo__kernel_table[k].grid == GRID_ELEMENTS ? SLICE_ALIGN : 1;
+	cd->align = elements ? SLICE_ALIGN : 1;
 	/* small launches are not worth waking threads for */
-	if (cd->nthreads == 1 || (gpo__kernel_table[k].grid == GRID_ELEMENTS &&
-				  units < 32768) || units == 1) {
-		cd->fn(args, 0, units);
+	if (cd->nthreads == 1 || (elements && units < 32768) || units == 1) {
+		cd->fn(call, 0, units);
 		cd->ns += now_ns() - t0;
 		return 0;
 	}
@@ -820,6 +863,7 @@ const struct backend_ops gpo__cpu_backend_ops = {
 	.free = cpu_free,
 	.write = cpu_write,
 	.read = cpu_read,
+	.supports = cpu_supports,
 	.launch = cpu_launch,
 	.wait = cpu_wait,
 };

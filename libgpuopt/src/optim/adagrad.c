@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/*
+ * adagrad.c - torch.optim.Adagrad: lr_decay, initial_accumulator_value
+ * (kernels/abi/adagrad.h)
+ */
+#include "optim/family_i.h"
+#include "abi/adagrad.h"
+
+static const char *const adagrad_keys[] = {
+	"eps", "lr_decay", "initial_accumulator_value", NULL
+};
+
+static void adagrad_defaults(struct hparams *hp)
+{
+	hp->lr = 1e-2;
+	hp->eps = 1e-10;
+}
+
+static int adagrad_fill(struct gpo_optim *opt, struct optim_group *grp,
+			uint64_t t, uint32_t flags, struct op_call *call,
+			void *args)
+{
+	const struct hparams *hp = &grp->hp;
+	struct gpo_adagrad_args *a = args;
+	double clr = optim_group_lr(opt, grp) /
+		     (1.0 + (double)(t - 1) * hp->lr_decay);
+
+	call->buf[2] = optim_group_view(&opt->slot[SL_SUM], grp);
+	call->buf[3] = opt->scal;
+	a->n = (uint32_t)grp->numel;
+	a->flags = flags;
+	a->clr = (float)clr;
+	a->weight_decay = (float)hp->weight_decay;
+	a->eps = (float)hp->eps;
+	return optim_finite(opt->fam, "lr / (1 + (step - 1) * lr_decay)", clr);
+}
+
+static int adagrad_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
+{
+	struct gpo_adagrad_args a;
+
+	return optim_launch_groups(opt, OP_ADAGRAD, t, flags, adagrad_fill,
+				   &a);
+}
+
+const struct optim_family gpo__optim_adagrad = {
+	.name = "adagrad",
+	.slots = SLOT(SL_SUM),
+	.keys = adagrad_keys,
+	.defaults = adagrad_defaults,
+	.launch = adagrad_launch,
+};

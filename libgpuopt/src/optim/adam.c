@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+/*
+ * adam.c - torch.optim.Adam and AdamW, one kernel (kernels/abi/adam.h):
+ * Adam adds weight_decay * p to the gradient, AdamW decays p first
+ */
+#include "optim/family_i.h"
+#include "abi/adam.h"
+
+static const char *const adam_keys[] = {
+	"beta1", "beta2", "eps", "amsgrad", NULL
+};
+
+static void adamw_defaults(struct hparams *hp)
+{
+	hp->weight_decay = 1e-2;
+}
+
+static int adam_slot_needed(const struct hparams *hp, enum slot_id s)
+{
+	return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ ||
+	       (s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
+}
+
+static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
+		     uint64_t t, uint32_t flags, struct op_call *call,
+		     void *args)
+{
+	const struct optim_family *fam = opt->fam;
+	const struct hparams *hp = &grp->hp;
+	struct gpo_adam_args *a = args;
+	double lr = optim_group_lr(opt, grp);
+	double bc1 = 1.0 - pow(hp->beta1, (double)t);
+	double bc2 = 1.0 - pow(hp->beta2, (double)t);
+	int ret;
+
+	ret = optim_finite(fam, "lr / bias_correction1", lr / bc1);
+	if (!ret)
+		ret = optim_finite(fam, "1 / sqrt(bias_correction2)",
+				   1.0 / sqrt(bc2));
+	if (ret)
+		return ret;
+	call->buf[2] = optim_group_view(&opt->slot[SL_EXP_AVG], grp);
+	call->buf[3] = optim_group_view(&opt->slot[SL_EXP_AVG_SQ], grp);
+	a->n = (uint32_t)grp->numel;
+	a->flags = flags;
+	if (hp->amsgrad) {
+		call->buf[4] = optim_group_view(&opt->slot[SL_MAX_EXP_AVG_SQ],
+						grp);
+		a->flags |= GPO_ADAM_AMSGRAD;
+	}
+	call->buf[5] = opt->scal;
+	if (fam == &gpo__optim_adamw)
+		a->flags |= GPO_ADAM_DECOUPLED;
+	a->beta1 = (float)hp->beta1;
+	a->beta2 = (float)hp->beta2;
+	a->eps = (float)hp->eps;
+	a->weight_decay = (float)hp->weight_decay;
+	a->step_size = (float)(lr / bc1);
+	a->bc2_sqrt = (float)sqrt(bc2);
+	a->decay = (float)(1.0 - lr * hp->weight_decay);
+	a->one_minus_beta1 = (float)(1.0 - hp->beta1);
+	a->one_minus_beta2 = (float)(1.0 - hp->beta2);
+	return 0;
+}
+
+static int adam_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
+{
+	struct gpo_adam_args a;
+
+	return optim_launch_groups(opt, OP_ADAM, t, flags, adam_fill, &a);
+}
+
+const struct optim_family gpo__optim_adam = {
+	.name = "adam",
+	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
+		 SLOT(SL_MAX_EXP_AVG_SQ),
+	.keys = adam_keys,
+	.slot_needed = adam_slot_needed,
+	.launch = adam_launch,
+};
+
+const struct optim_family gpo__optim_adamw = {
+	.name = "adamw",
+	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
+		 SLOT(SL_MAX_EXP_AVG_SQ),
+	.keys = adam_keys,
+	.defaults = adamw_defaults,
+	.slot_needed = adam_slot_needed,
+	.launch = adam_launch,
+};

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rmsprop.c - torch.optim.RMSprop: momentum, centered
+ * (kernels/abi/rmsprop.h)
+ */
+#include "optim/family_i.h"
+#include "abi/rmsprop.h"
+
+static const char *const rmsprop_keys[] = {
+	"momentum", "eps", "alpha", "centered", NULL
+};
+
+static void rmsprop_defaults(struct hparams *hp)
+{
+	hp->lr = 1e-2;
+	hp->alpha = 0.99;
+}
+
+static int rmsprop_slot_needed(const struct hparams *hp, enum slot_id s)
+{
+	return s == SL_SQUARE_AVG || (s == SL_MOMENTUM && hp->momentum > 0) ||
+	       (s == SL_GRAD_AVG && hp->centered);
+}
+
+static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
+			uint64_t t, uint32_t flags, struct op_call *call,
+			void *args)
+{
+	const struct hparams *hp = &grp->hp;
+	struct gpo_rmsprop_args *a = args;
+	double lr = optim_group_lr(opt, grp);
+
+	call->buf[2] = optim_group_view(&opt->slot[SL_SQUARE_AVG], grp);
+	a->n = (uint32_t)grp->numel;
+	a->flags = flags;
+	if (hp->momentum > 0) {
+		call->buf[3] = optim_group_view(&opt->slot[SL_MOMENTUM], grp);
+		a->flags |= GPO_RMSPROP_MOMENTUM;
+	}
+	if (hp->centered) {
+		call->buf[4] = optim_group_view(&opt->slot[SL_GRAD_AVG], grp);
+		a->flags |= GPO_RMSPROP_CENTERED;
+	}
+	call->buf[5] = opt->scal;
+	a->lr = (float)lr;
+	a->alpha = (float)hp->alpha;
+	a->eps = (float)hp->eps;
+	a->weight_decay = (float)hp->weight_decay;
+	a->momentum = (float)hp->momentum;
+	a->one_minus_alpha = (float)(1.0 - hp->alpha);
+	return optim_finite(opt->fam, "lr", lr);
+}
+
+static int rmsprop_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
+{
+	struct gpo_rmsprop_args a;
+
+	return optim_launch_groups(opt, OP_RMSPROP, t, flags, rmsprop_fill,
+				   &a);
+}
+
+const struct optim_family gpo__optim_rmsprop = {
+	.name = "rmsprop",
+	.slots = SLOT(SL_SQUARE_AVG) | SLOT(SL_MOMENTUM) | SLOT(SL_GRAD_AVG),
+	.keys = rmsprop_keys,
+	.defaults = rmsprop_defaults,
+	.slot_needed = rmsprop_slot_needed,
+	.launch = rmsprop_launch,
+};
