@@ -48,6 +48,9 @@ ALIB := $(BUILD)/lib/libgpuopt.a
 
 TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+# the table-driven op test (tests/ops): every op on every device
+OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))
+TEST_BINS += $(OPS_SRCS:tests/ops/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(filter-out $(TEST_SRCS),$(sort $(wildcard tests/unit/*.c)))
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
@@ -142,6 +145,11 @@ $(BUILD)/fsd/%.o: fsd/%.c
 	$(CC) $(ALL_CFLAGS) $$(pkg-config --cflags fuse3) -MMD -MP -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(TEST_HELPER_OBJS) $(ALIB) \
+		$$(pkg-config --libs check) $(LIB_LIBS) $(LDSAN)
+
+$(BUILD)/tests/%: tests/ops/%.c $(TEST_HELPER_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(TEST_HELPER_OBJS) $(ALIB) \
 		$$(pkg-config --libs check) $(LIB_LIBS) $(LDSAN)
