@@ -3,6 +3,8 @@
 # the devices, the unit suite on the GPU's Vulkan and OpenCL devices, and
 # the benchmark table beside PyTorch's AdamW. Writes logs under $OUT.
 #   DEVICE_RUN=tests|bench|all (default all)
+#   BENCH_BEFORE=PATH  also run an earlier build's bench_optim on the same
+#                      devices and sizes, in the same call (before/after)
 set -u
 build=${1:-build}
 out=${OUT:-/tmp/out}
@@ -36,6 +38,12 @@ bench|all)
 	python3 bench/peer_torch.py --device cuda --sizes "$sizes" --many \
 		>"$out/peers.txt" 2>&1
 	cat "$out/peers.txt"
+	if [ -n "${BENCH_BEFORE:-}" ]; then
+		echo "## before: $BENCH_BEFORE"
+		"$BENCH_BEFORE" -d "${nv_vk}${nv_cl:+,$nv_cl}" -s "$sizes" -m -r 50 \
+			-p "$out/peers.txt" 2>&1 | tee "$out/bench-before.txt"
+		echo "## after: $build/bin/bench_optim"
+	fi
 	"$build/bin/bench_optim" -d "${nv_vk}${nv_cl:+,$nv_cl}" -s "$sizes" -m -r 50 \
 		-p "$out/peers.txt" 2>&1 | tee "$out/bench.txt"
 	;;
