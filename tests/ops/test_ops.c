@@ -108,6 +108,14 @@ static void tb_alloc(struct tbuf *b, uint64_t n)
 	}
 }
 
+static void tb_free(struct tbuf *b)
+{
+	free(b->in);
+	free(b->want);
+	free(b->got);
+	memset(b, 0, sizeof(*b));
+}
+
 static void tb_random(struct tcase *tc, struct tbuf *b, uint64_t n,
 		      double lo, double hi)
 {
@@ -571,13 +579,16 @@ static void lion_ref(struct tcase *tc)
 
 /*
  * A flat state of a few tensors of odd sizes, one spanning several
- * blocks, and its block tables; the launched "group" is blocks
- * [first_block, first_block + work).
+ * blocks, and its block tables (either may be NULL: not kept); the
+ * launched "group" is blocks [first_block, first_block + work).
  */
-static void lamb_common(struct tcase *tc, struct tbuf *blocks,
-			struct tbuf *tensors, uint32_t *nblocks)
+static void lamb_common(struct tcase *tc, struct tbuf *blocks_out,
+			struct tbuf *tensors_out, uint32_t *nblocks)
 {
 	struct gpo_lamb_args *a = &tc->a.lamb;
+	struct tbuf tmp_b = { 0 }, tmp_t = { 0 };
+	struct tbuf *blocks = blocks_out ? blocks_out : &tmp_b;
+	struct tbuf *tensors = tensors_out ? tensors_out : &tmp_t;
 	uint32_t nt = (uint32_t)tu_rand(&tc->rng, 1, 4), t, b = 0;
 	uint64_t sizes[4], off = 0, d;
 
@@ -623,6 +634,20 @@ static void lamb_common(struct tcase *tc, struct tbuf *blocks,
 	a->bc2 = (float)tu_rand(&tc->rng, 0.01, 1);
 	a->one_minus_beta1 = (float)(1.0 - a->beta1);
 	a->one_minus_beta2 = (float)(1.0 - a->beta2);
+	tb_free(&tmp_b);
+	tb_free(&tmp_t);
+}
+
+/* @count state buffers from @first, random; buffer @v (exp_avg_sq) >= 0 */
+static void lamb_state(struct tcase *tc, int first, int count, int v)
+{
+	uint64_t i;
+	int k;
+
+	for (k = first; k < first + count; k++)
+		tb_random(tc, &tc->b[k], tc->n, -1, 1);
+	for (i = 0; i < tc->n; i++)
+		put(&tc->b[v], i, fabsf(f(&tc->b[v], i)));
 }
 
 static double lamb_r(const struct gpo_lamb_args *a, double m, double v,
@@ -633,18 +658,11 @@ static double lamb_r(const struct gpo_lamb_args *a, double m, double v,
 
 static void lamb_prep_setup(struct tcase *tc)
 {
-	uint32_t nb, i;
+	uint32_t nb;
 
 	/* p g m v blocks partials scal */
-	lamb_common(tc, &tc->b[4], &tc->b[7], &nb);
-	free(tc->b[7].in);
-	free(tc->b[7].want);
-	free(tc->b[7].got);
-	memset(&tc->b[7], 0, sizeof(tc->b[7]));
-	for (i = 0; i < 4; i++)
-		tb_random(tc, &tc->b[i], tc->n, -1, 1);
-	for (i = 0; i < tc->n; i++)
-		put(&tc->b[3], i, fabsf(f(&tc->b[3], i)));
+	lamb_common(tc, &tc->b[4], NULL, &nb);
+	lamb_state(tc, 0, 4, 3);
 	tb_out(&tc->b[5], 2 * nb);
 	tb_scal(tc, &tc->b[6], !!(tc->oc->flags & SKIP_FLAG));
 }
@@ -685,14 +703,10 @@ static void lamb_prep_ref(struct tcase *tc)
 
 static void lamb_trust_setup(struct tcase *tc)
 {
-	struct tbuf blocks;
 	uint32_t nb, i;
 
 	/* tensors partials trust scal */
-	lamb_common(tc, &blocks, &tc->b[0], &nb);
-	free(blocks.in);
-	free(blocks.want);
-	free(blocks.got);
+	lamb_common(tc, NULL, &tc->b[0], &nb);
 	tc->work = tc->a.lamb.ntensors;
 	tb_alloc(&tc->b[1], 2 * nb);
 	for (i = 0; i < 2 * nb; i++)
@@ -727,18 +741,11 @@ static void lamb_trust_ref(struct tcase *tc)
 
 static void lamb_apply_setup(struct tcase *tc)
 {
-	uint32_t nb, i;
+	uint32_t nb;
 
 	/* p m v blocks trust scal */
-	lamb_common(tc, &tc->b[3], &tc->b[6], &nb);
-	free(tc->b[6].in);
-	free(tc->b[6].want);
-	free(tc->b[6].got);
-	memset(&tc->b[6], 0, sizeof(tc->b[6]));
-	for (i = 0; i < 3; i++)
-		tb_random(tc, &tc->b[i], tc->n, -1, 1);
-	for (i = 0; i < tc->n; i++)
-		put(&tc->b[2], i, fabsf(f(&tc->b[2], i)));
+	lamb_common(tc, &tc->b[3], NULL, &nb);
+	lamb_state(tc, 0, 3, 2);
 	tb_random(tc, &tc->b[4], tc->a.lamb.ntensors, 0.1, 3);
 	tb_scal(tc, &tc->b[5], !!(tc->oc->flags & SKIP_FLAG));
 	tc->a.lamb.flags &= ~GPO_UPD_MAXIMIZE;
@@ -869,11 +876,8 @@ static void tc_free(struct tcase *tc)
 {
 	int i;
 
-	for (i = 0; i < OP_MAX_BUF; i++) {
-		free(tc->b[i].in);
-		free(tc->b[i].want);
-		free(tc->b[i].got);
-	}
+	for (i = 0; i < OP_MAX_BUF; i++)
+		tb_free(&tc->b[i]);
 }
 
 /*
