@@ -39,7 +39,10 @@ LIB_LIBS := -lOpenCL -lvulkan -luring -ljansson -lm -lpthread
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*/*.c libgpuopt/src/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/cl_sources.o \
 	$(BUILD)/gen/spv_sources.o
-CL_SRCS := $(sort $(wildcard kernels/opencl/*.cl))
+# OpenCL C: common.cl, one folder per op family, and the abi headers the
+# kernels include (the backend expands #include from the embedded copies)
+CL_SRCS := $(sort $(wildcard kernels/opencl/*.cl kernels/opencl/*/*.cl \
+	kernels/abi/*.h))
 COMP_SRCS := $(sort $(wildcard kernels/vulkan/*.comp))
 SPVS := $(COMP_SRCS:kernels/vulkan/%.comp=$(BUILD)/spv/%.spv)
 

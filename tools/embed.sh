@@ -1,8 +1,11 @@
 #!/bin/sh
 # embed.sh KIND OUT FILES... - write a C file that embeds FILES as arrays.
-#   cl:  OpenCL C sources, NUL-terminated, in gpo__embedded_cl[]
-#   spv: SPIR-V modules (uint32 words), in gpo__embedded_spv[]
-# Each entry is named by its file name without directory and extension.
+#   cl:  OpenCL C sources and the kernels/abi headers they include,
+#        NUL-terminated, in gpo__embedded_cl[]; each entry is named by its
+#        path below kernels/ ("opencl/adam/adam.cl", "abi/adam.h"), the
+#        name an #include gives (opencl.c expands them)
+#   spv: SPIR-V modules (uint32 words), in gpo__embedded_spv[]; each entry
+#        is named by its file name without directory and extension
 set -e
 kind=$1 out=$2
 shift 2
@@ -22,7 +25,11 @@ tmp=$out.tmp
 	echo "const struct embedded_file gpo__embedded_$kind[] = {"
 	i=0
 	for f in "$@"; do
-		name=$(basename "$f"); name=${name%.*}
+		if [ "$kind" = cl ]; then
+			name=${f#*kernels/}
+		else
+			name=$(basename "$f"); name=${name%.*}
+		fi
 		size=$(wc -c <"$f")
 		echo "	{ \"$name\", blob_$i, $size },"
 		i=$((i + 1))

@@ -2,17 +2,21 @@
 /*
  * common.cl - what every OpenCL kernel of gpuopt shares
  *
- * The backend builds one program from all the kernels/opencl files,
- * this one first, as OpenCL C 1.2 (NVIDIA reports OpenCL 3.0 but compiles
- * OpenCL C 1.2).
+ * The backend builds one program per op family and dtype: this file, then
+ * kernels/opencl/<family>/<family>.cl, with their #include lines expanded
+ * from the sources embedded in the library, as OpenCL C 1.2 (NVIDIA
+ * reports OpenCL 3.0 but compiles OpenCL C 1.2). The build options define
+ * GPO_DTYPE_<dtype>, which picks T below.
  *
- * Argument convention (backend_opencl.c sets them in this order): each
- * buffer of backend_i.h as a pointer plus its offset in elements (BUF), so
+ * Argument convention (opencl.c sets them in this order): each buffer of
+ * the op's descriptor as a pointer plus its offset in elements (BUF), so
  * that one device allocation serves every sub-allocation of the pool
- * without sub-buffers; then the scalars of struct kernel_args (KARGS).
- * Offsets of buffers that element kernels read as float4 are multiples of
- * 4 elements (pool and group views are 256-byte aligned).
+ * without sub-buffers; then the family's parameter struct of
+ * kernels/abi/<family>.h, by value. Offsets of buffers that element
+ * kernels read as float4 are multiples of 4 elements (gpo__launch checks
+ * OP_VEC4 buffers).
  */
+#include "abi/abi.h"
 
 /*
  * The cpu backend is the numerical reference and does not contract a * b
@@ -21,26 +25,26 @@
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define WG_SIZE		256	/* KERNEL_WG_SIZE */
+/*
+ * T: the element type of the dtype this program is built for, for the
+ * kernels that come in several (copy). f16 and bf16 would be stored as
+ * ushort and converted (vload_half), u8 as uchar, i64 as long.
+ */
+#if defined(GPO_DTYPE_F32)
+#define T	float
+#define T4	float4
+#elif defined(GPO_DTYPE_I32)
+#define T	int
+#define T4	int4
+#else
+#error "no GPO_DTYPE_xxx defined, or one without OpenCL kernels"
+#endif
 
-#define KF_MAXIMIZE	(1u << 0)
-#define KF_USE_SCAL	(1u << 1)
-#define KF_CHECK_FINITE	(1u << 2)
-#define KF_MOMENTUM	(1u << 3)
-#define KF_NESTEROV	(1u << 4)
-#define KF_FIRST	(1u << 5)
-#define KF_AMSGRAD	(1u << 6)
-#define KF_DECOUPLED	(1u << 7)
-#define KF_CENTERED	(1u << 8)
-
-#define KERNEL __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
+#define KERNEL \
+	__kernel __attribute__((reqd_work_group_size(GPO_WG_SIZE, 1, 1)))
 
 #define BUF(type, x)	__global type *x, ulong x##_off
 #define VIEW(x)		(x += x##_off)
-
-#define KARGS uint n, uint flags, uint aux0, uint aux1, \
-	float s0, float s1, float s2, float s3, float s4, float s5, \
-	float s6, float s7, float s8, float s9, float s10, float s11
 
 /*
  * Element kernels: the float4s [0, n / 4), one per work-item (the loop
@@ -49,10 +53,10 @@
  * count of valid lanes; the loop passes the constant 4, which folds the
  * partial loads and stores below into plain vector accesses.
  */
-#define FOR_EACH_FLOAT4(i) \
-	for (uint i = get_global_id(0); i < (n >> 2); i += get_global_size(0))
-#define TAIL_START	((n >> 2) << 2)
-#define HAS_TAIL	(get_global_id(0) == 0 && (n & 3) != 0)
+#define FOR_EACH_FLOAT4(i, n) \
+	for (uint i = get_global_id(0); i < ((n) >> 2); i += get_global_size(0))
+#define TAIL_START(n)	(((n) >> 2) << 2)
+#define HAS_TAIL(n)	(get_global_id(0) == 0 && ((n) & 3) != 0)
 
 static inline float4 ld4(__global const float *x, uint e, uint cnt)
 {
@@ -82,27 +86,27 @@ static inline void st4(__global float *x, uint e, uint cnt, float4 v)
 }
 
 /*
- * The gradient multiplier of backend_i.h: scal[0] when the norm pass ran
- * (unscale and clip), negated for maximize. Returns 0 when the step is to
- * be skipped (non-finite gradients). Uniform over the launch.
+ * The gradient multiplier of abi.h: scal[GPO_SCAL_MUL] when the norm pass
+ * ran (unscale and clip), negated for maximize. Returns 0 when the step is
+ * to be skipped (non-finite gradients). Uniform over the launch.
  */
 static inline int grad_mul(__global const float *scal, uint flags, float *gm)
 {
 	float m = 1.0f;
 
-	if (flags & KF_USE_SCAL) {
-		if (scal[1] != 0.0f)
+	if (flags & GPO_UPD_USE_SCAL) {
+		if (scal[GPO_SCAL_SKIP] != 0.0f)
 			return 0;
-		m = scal[0];
+		m = scal[GPO_SCAL_MUL];
 	}
-	*gm = (flags & KF_MAXIMIZE) ? -m : m;
+	*gm = (flags & GPO_UPD_MAXIMIZE) ? -m : m;
 	return 1;
 }
 
-/* With KF_USE_SCAL, scal[1] != 0 means: skip this step. */
+/* With GPO_UPD_USE_SCAL, scal[GPO_SCAL_SKIP] != 0 means: skip this step. */
 static inline int step_skipped(__global const float *scal, uint flags)
 {
-	return (flags & KF_USE_SCAL) && scal[1] != 0.0f;
+	return (flags & GPO_UPD_USE_SCAL) && scal[GPO_SCAL_SKIP] != 0.0f;
 }
 
 /*
@@ -115,7 +119,7 @@ static inline float2 wg_sum2(__local float2 *tmp, float2 v)
 
 	tmp[lid] = v;
 	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
+	for (uint s = GPO_WG_SIZE / 2; s > 0; s >>= 1) {
 		if (lid < s)
 			tmp[lid] += tmp[lid + s];
 		barrier(CLK_LOCAL_MEM_FENCE);
@@ -126,7 +130,7 @@ static inline float2 wg_sum2(__local float2 *tmp, float2 v)
 	return v;
 }
 
-/* Elements [start, end) of group @grp in the K_NORM_PARTIAL layout. */
+/* Elements [start, end) of group @grp in norm_partial's layout (norm.h). */
 static inline void group_range(uint grp, uint n, uint chunk, uint *start,
 			       uint *end)
 {

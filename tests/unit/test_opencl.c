@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_opencl.c - what is particular to the OpenCL backend: the devices it
- * reports, its on-disk program cache (populated, reused, and rebuilt when
- * damaged), and a step on every OpenCL device agreeing with cpu:0.
+ * reports, its programs built on first use and not at open, its on-disk
+ * program cache (populated, reused, and rebuilt when damaged), and a step
+ * on every OpenCL device agreeing with cpu:0.
  * The kernels themselves are checked by the optimizer tests, which run
  * every optimizer on every device.
  *
@@ -20,11 +21,15 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "core/diskcache_i.h"
+#include "core/gpuopt_i.h"
+#include "abi/mem.h"
 
 #define ADAM_N		1021	/* not a multiple of 4: the tail runs */
 #define FROZEN_N	61
 #define ADAM_STEPS	5
 #define MAX_OCL		16
+#define FILL_N		1027	/* a tail again */
+#define FILL_VALUE	0.375f
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -43,8 +48,42 @@ static void cache_entry(const char *dir, char *path, size_t len,
 	ck_assert_int_eq(tu_cache_entries(dir, "opencl", path, len, key), 1);
 }
 
-/* Open the best opencl device of a new context, and close it again. */
-static void open_close_once(void)
+/*
+ * One fill (the mem family, f32) on @dev, read back and checked: its first
+ * launch on a device builds the family's program or loads it from the
+ * disk cache.
+ */
+static void fill_once(struct gpo_device *dev)
+{
+	struct gpo_mem_args args = { .n = FILL_N, .value = FILL_VALUE };
+	struct op_call call = {
+		.op = OP_FILL, .dtype = GPO_F32, .work = FILL_N, .args = &args,
+	};
+	float got[FILL_N];
+	int i, ret;
+
+	ck_assert_msg(!gpo__pool_alloc(dev, sizeof(got), &call.buf[0]), "%s",
+		      gpo_errmsg());
+	tu_poison(got, FILL_N);
+	pthread_mutex_lock(&dev->lock);
+	ret = gpo__launch(dev, &call);
+	if (!ret)
+		ret = dev->ops->wait(dev, NULL);
+	if (!ret)
+		ret = dev->ops->read(dev, &call.buf[0], 0, got, sizeof(got));
+	pthread_mutex_unlock(&dev->lock);
+	ck_assert_msg(!ret, "fill: %s", gpo_errmsg());
+	for (i = 0; i < FILL_N; i++)
+		ck_assert_msg(got[i] == FILL_VALUE, "fill: [%d] = %g", i,
+			      got[i]);
+	gpo__pool_free(dev, &call.buf[0]);
+}
+
+/*
+ * Open the best opencl device of a new context, fill once if @launch, and
+ * close it again.
+ */
+static void open_close_once(int launch)
 {
 	struct gpo_device *dev;
 	struct gpo_ctx *ctx;
@@ -52,6 +91,8 @@ static void open_close_once(void)
 	ck_assert(!gpo_ctx_new(&ctx, 0));
 	ck_assert_msg(!gpo_device_select(ctx, "opencl", &dev), "%s",
 		      gpo_errmsg());
+	if (launch)
+		fill_once(dev);
 	gpo_ctx_free(ctx);
 }
 
@@ -208,21 +249,35 @@ START_TEST(test_opencl_devices_report_sane_properties)
 }
 END_TEST
 
-START_TEST(test_opencl_first_open_populates_cache_then_reuses_it)
+START_TEST(test_opencl_open_builds_nothing)
+{
+	char dir[64], path[4200];
+	uint64_t key;
+
+	tu_cache_dir_new(dir, sizeof(dir));
+	open_close_once(0);
+	ck_assert_int_eq(tu_cache_entries(dir, "opencl", path, sizeof(path),
+					  &key), 0);
+	tu_cache_dir_remove(dir);
+}
+END_TEST
+
+START_TEST(test_opencl_first_launch_populates_cache_then_reuses_it)
 {
 	char dir[64], path[4200];
 	struct stat st1, st2;
 	uint64_t key;
 
 	tu_cache_dir_new(dir, sizeof(dir));
-	open_close_once();
+	open_close_once(1);
+	/* one op launched: its family's program, in one dtype */
 	cache_entry(dir, path, sizeof(path), &key);
 	ck_assert(!stat(path, &st1));
 	ck_assert_msg(st1.st_size > 64, "%s: %lld bytes", path,
 		      (long long)st1.st_size);
 
 	/* a hit reads the entry and leaves it alone (a store renames) */
-	open_close_once();
+	open_close_once(1);
 	cache_entry(dir, path, sizeof(path), &key);
 	ck_assert(!stat(path, &st2));
 	ck_assert_msg(st1.st_ino == st2.st_ino &&
@@ -277,28 +332,33 @@ START_TEST(test_opencl_damaged_cache_is_rebuilt)
 {
 	struct gpo_device *dev, *cpu;
 	char dir[64], path[4200];
-	uint64_t key, key2;
 	struct gpo_ctx *ctx;
+	struct stat st;
+	uint64_t key;
 	size_t size;
 	void *data;
 	int how;
 
 	tu_cache_dir_new(dir, sizeof(dir));
-	open_close_once();
+	open_close_once(1);
 	cache_entry(dir, path, sizeof(path), &key);
 	for (how = 0; how < DAMAGE_KINDS; how++) {
 		damage_entry(path, key, how);
-		/* the device open_close_once() used: one cache entry */
+		/* the device open_close_once() used, the op it launched */
 		ck_assert(!gpo_ctx_new(&ctx, 0));
 		ck_assert(!gpo_device_select(ctx, "cpu:0", &cpu));
 		ck_assert_msg(!gpo_device_select(ctx, "opencl", &dev), "%s",
 			      gpo_errmsg());
+		fill_once(dev);
 		check_adam_matches_cpu(dev, cpu, damage_names[how]);
 		gpo_ctx_free(ctx);
 
-		/* rebuilt, and stored again whole */
-		cache_entry(dir, path, sizeof(path), &key2);
-		ck_assert(key2 == key);
+		/*
+		 * rebuilt, and stored again whole under the same key (the
+		 * step stored the other families' programs beside it)
+		 */
+		ck_assert_msg(!stat(path, &st), "after %s: %s is gone",
+			      damage_names[how], path);
 		ck_assert_msg(!gpo__diskcache_load("opencl", key, &data, &size),
 			      "after %s: no valid entry", damage_names[how]);
 		ck_assert_msg(size > 64, "after %s: %zu bytes",
@@ -336,7 +396,8 @@ int main(void)
 	/* building the program from source takes seconds on PoCL */
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_opencl_devices_report_sane_properties);
-	tcase_add_test(tc, test_opencl_first_open_populates_cache_then_reuses_it);
+	tcase_add_test(tc, test_opencl_open_builds_nothing);
+	tcase_add_test(tc, test_opencl_first_launch_populates_cache_then_reuses_it);
 	tcase_add_test(tc, test_opencl_damaged_cache_is_rebuilt);
 	tcase_add_test(tc, test_opencl_adam_matches_cpu);
 	suite_add_tcase(s, tc);

@@ -9,7 +9,9 @@
 #include <stddef.h>
 
 struct embedded_file {
-	const char *name;	/* file name without extension */
+	/* cl: the path below kernels/ ("abi/adam.h"); spv: the file name
+	 * without extension */
+	const char *name;
 	const unsigned char *data;
 	size_t size;		/* bytes, without the NUL added to .cl text */
 };

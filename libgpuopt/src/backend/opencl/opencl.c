@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * backend_opencl.c - the OpenCL backend
+ * opencl.c - the OpenCL backend
  *
  * Devices come from every platform the ICD loader knows. Opening one makes
- * a context, an in-order profiling queue, and one program built from all
- * the kernels/opencl files (common.cl first) as OpenCL C 1.2; its binary
- * is cached on disk (diskcache, kind "opencl"), keyed by the source, the
- * build options, the device and the driver.
+ * a context and an in-order profiling queue, nothing more. The first
+ * launch of an op in a dtype builds its family's program for that dtype
+ * (common.cl and kernels/opencl/<family>/<family>.cl, -DGPO_DTYPE_<dtype>,
+ * OpenCL C 1.2) and makes the op's kernel; both are kept until close.
+ * Program binaries are cached on disk (diskcache, kind "opencl"), keyed by
+ * the source, the build options, the device and the driver.
  *
  * Buffers: each pool block is one cl_mem; a sub-allocation is passed to a
  * kernel as that cl_mem plus its offset in elements (see common.cl), so
@@ -20,6 +22,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +60,14 @@ struct ocl_dev {
 	/* from open */
 	cl_context context;
 	cl_command_queue queue;
-	cl_program program;
-	cl_kernel kernels[K_COUNT];
 	cl_mem dummy;
+	/*
+	 * built on first use (get_kernel), under @lock; a family's programs
+	 * are at the index of its first op
+	 */
+	pthread_mutex_t lock;
+	cl_program programs[OP_COUNT][GPO_DTYPES];
+	cl_kernel kernels[OP_COUNT][GPO_DTYPES];
 	/* the first and the last launch since the previous wait */
 	cl_event first;
 	cl_event last;
@@ -268,11 +276,11 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 		goto out_free;
 	}
 	if (!avail || !compiler || cl_version_of(cver, "OpenCL C ") < 12 ||
-	    wg < KERNEL_WG_SIZE) {
+	    wg < GPO_WG_SIZE) {
 		snprintf(why, wlen, "%s: %s", name,
 			 !avail ? "not available" :
 			 !compiler ? "no OpenCL C compiler" :
-			 wg < KERNEL_WG_SIZE ? "work-groups below 256" :
+			 wg < GPO_WG_SIZE ? "work-groups below 256" :
 			 "no OpenCL C 1.2");
 		ret = -ENODEV;
 		goto out_free;
@@ -301,10 +309,12 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 	}
 	od->platform = plat;
 	od->device = d;
+	pthread_mutex_init(&od->lock, NULL);
 	ret = gpo__ctx_add_device(ctx, &gpo__opencl_backend_ops, &info, od);
 	if (ret) {
 		snprintf(why, wlen, "%s: cannot register: %s", name,
 			 strerror(-ret));
+		pthread_mutex_destroy(&od->lock);
 		free(od);
 	}
 out_free:
@@ -377,40 +387,207 @@ static int ocl_probe(struct gpo_ctx *ctx)
 	return 0;
 }
 
-/* ---- the program ------------------------------------------------------- */
+/* ---- program sources --------------------------------------------------- */
 
-/* All kernel sources in one text, common.cl first. */
-static char *program_source(size_t *len_out)
+/*
+ * OpenCL C has no files to include from: the library embeds kernels/
+ * (tools/embed.sh names each entry by its path there) and a program's
+ * source is assembled here, each `#include "name"` line replaced by the
+ * embedded file, looked up beside the including file first and then from
+ * kernels/, as a C compiler with -Ikernels would. Include guards make
+ * repeats harmless; #line keeps the build log's file names and lines.
+ */
+#define INCLUDE_DEPTH_MAX	8
+#define SRC_NAME_MAX		128
+
+struct src_text {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+static int src_add(struct src_text *t, const char *s, size_t len)
 {
-	const struct embedded_file *f, *common = gpo__embedded_find(gpo__embedded_cl,
-							       "common");
-	size_t len = 0;
-	char *src, *p;
+	if (t->len + len + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 16384;
+		char *p;
 
-	for (f = gpo__embedded_cl; f->name; f++)
-		len += f->size + 1;
-	src = malloc(len + 1);
-	if (!src)
-		return NULL;
-	p = src;
-	if (common) {
-		memcpy(p, common->data, common->size);
-		p += common->size;
-		*p++ = '\n';
+		while (t->len + len + 1 > cap)
+			cap *= 2;
+		p = realloc(t->data, cap);
+		if (!p)
+			return gpo__err(-ENOMEM, "out of memory");
+		t->data = p;
+		t->cap = cap;
 	}
-	for (f = gpo__embedded_cl; f->name; f++) {
-		if (f == common)
-			continue;
-		memcpy(p, f->data, f->size);
-		p += f->size;
-		*p++ = '\n';
-	}
-	*p = '\0';
-	*len_out = p - src;
-	return src;
+	memcpy(t->data + t->len, s, len);
+	t->len += len;
+	t->data[t->len] = '\0';
+	return 0;
 }
 
-static void build_options(cl_device_id d, char *buf, size_t len)
+/* #line @line "@name": the build log names the file and line it means */
+static int src_line_mark(struct src_text *t, unsigned int line,
+			 const char *name)
+{
+	char num[32];
+	int ret;
+
+	snprintf(num, sizeof(num), "#line %u \"", line);
+	ret = src_add(t, num, strlen(num));
+	if (!ret)
+		ret = src_add(t, name, strlen(name));
+	if (!ret)
+		ret = src_add(t, "\"\n", 2);
+	return ret;
+}
+
+static const char *skip_blanks(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/*
+ * If the line [p, end) is an #include "name", copy the name to @name:
+ * returns 1, 0 for any other line, or -1 for an #include this expander
+ * cannot follow (no closing quote, or a name too long). An #include
+ * <name> is left to the compiler: abi.h has one for C, in a branch
+ * OpenCL C never takes.
+ */
+static int include_name(const char *p, const char *end, char *name,
+			size_t len)
+{
+	const char *q;
+
+	p = skip_blanks(p, end);
+	if (p == end || *p != '#')
+		return 0;
+	p = skip_blanks(p + 1, end);
+	if (end - p < 7 || strncmp(p, "include", 7))
+		return 0;
+	p = skip_blanks(p + 7, end);
+	if (p < end && *p == '<')
+		return 0;
+	if (p == end || *p != '"')
+		return -1;
+	q = memchr(p + 1, '"', end - p - 1);
+	if (!q || q == p + 1 || (size_t)(q - p - 1) >= len)
+		return -1;
+	memcpy(name, p + 1, q - p - 1);
+	name[q - p - 1] = '\0';
+	return 1;
+}
+
+/* The embedded file @name as included from @from: beside it, else top. */
+static const struct embedded_file *find_include(const char *from,
+						const char *name)
+{
+	const char *slash = strrchr(from, '/');
+	char path[2 * SRC_NAME_MAX];
+
+	if (slash && snprintf(path, sizeof(path), "%.*s/%s",
+			      (int)(slash - from), from, name) <
+		     (int)sizeof(path)) {
+		const struct embedded_file *f;
+
+		f = gpo__embedded_find(gpo__embedded_cl, path);
+		if (f)
+			return f;
+	}
+	return gpo__embedded_find(gpo__embedded_cl, name);
+}
+
+/* Append @f to @t with its includes expanded, @depth files deep. */
+static int src_expand(struct src_text *t, const struct embedded_file *f,
+		      int depth)
+{
+	const char *p = (const char *)f->data, *end = p + f->size;
+	char name[SRC_NAME_MAX];
+	unsigned int line = 1;
+	int ret;
+
+	ret = src_line_mark(t, 1, f->name);
+	while (!ret && p < end) {
+		const char *eol = memchr(p, '\n', end - p);
+		const char *next = eol ? eol + 1 : end;
+		const struct embedded_file *inc;
+
+		switch (include_name(p, eol ? eol : end, name, sizeof(name))) {
+		case 0:
+			ret = src_add(t, p, next - p);
+			if (!ret && !eol)
+				ret = src_add(t, "\n", 1);
+			break;
+		case 1:
+			inc = find_include(f->name, name);
+			if (!inc)
+				return gpo__err(-EIO, "opencl: %s:%u: #include \"%s\": no such embedded kernel source",
+						f->name, line, name);
+			if (depth + 1 >= INCLUDE_DEPTH_MAX)
+				return gpo__err(-EIO, "opencl: %s:%u: #include \"%s\": nested more than %d deep (an include cycle?)",
+						f->name, line, name,
+						INCLUDE_DEPTH_MAX);
+			ret = src_expand(t, inc, depth + 1);
+			if (!ret)
+				ret = src_line_mark(t, line + 1, f->name);
+			break;
+		default:
+			return gpo__err(-EIO, "opencl: %s:%u: a malformed #include",
+					f->name, line);
+		}
+		p = next;
+		line++;
+	}
+	return ret;
+}
+
+/*
+ * The source of @family's program: common.cl, then
+ * opencl/<family>/<family>.cl, includes expanded. Returns 0 with a
+ * malloc'ed text in *@src, or -errno.
+ */
+static int program_source(const char *family, char **src, size_t *len)
+{
+	const struct embedded_file *common, *fam;
+	struct src_text t = { NULL, 0, 0 };
+	char path[SRC_NAME_MAX];
+	int ret;
+
+	snprintf(path, sizeof(path), "opencl/%s/%s.cl", family, family);
+	common = gpo__embedded_find(gpo__embedded_cl, "opencl/common.cl");
+	fam = gpo__embedded_find(gpo__embedded_cl, path);
+	if (!common || !fam)
+		return gpo__err(-EIO, "opencl: no embedded kernel source %s",
+				common ? path : "opencl/common.cl");
+	ret = src_expand(&t, common, 0);
+	if (!ret)
+		ret = src_expand(&t, fam, 0);
+	if (ret) {
+		free(t.data);
+		return ret;
+	}
+	*src = t.data;
+	*len = t.len;
+	return 0;
+}
+
+/* ---- programs and kernels, built on first use ------------------------- */
+
+/*
+ * The -D that picks a dtype's element type T in common.cl, for the dtypes
+ * the kernels can be built for. f16 and bf16 need no device extension
+ * (stored as ushort, converted with vload_half or shifts), u8 and i64
+ * neither: they are missing only because no kernel has them yet.
+ */
+static const char *const dtype_define[GPO_DTYPES] = {
+	[GPO_F32] = "GPO_DTYPE_F32",
+	[GPO_I32] = "GPO_DTYPE_I32",
+};
+
+static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
+			  size_t len)
 {
 	cl_device_fp_config fp = 0;
 
@@ -420,9 +597,10 @@ static void build_options(cl_device_id d, char *buf, size_t len)
 	 * cost to kernels that wait on memory.
 	 */
 	clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL);
-	snprintf(buf, len, "-cl-std=CL1.2%s",
+	snprintf(buf, len, "-cl-std=CL1.2%s -D%s",
 		 (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ?
-		 " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+		 " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+		 dtype_define[dtype]);
 }
 
 /* The cache key: source, options, device, driver and platform. */
@@ -441,147 +619,188 @@ static uint64_t program_key(const struct gpo_device *dev, cl_platform_id plat,
 	return gpo__diskcache_key_str(key, pver);
 }
 
-static void release_kernels(struct ocl_dev *od)
+/* The op whose slot holds its family's programs: the family's first. */
+static enum gpo__op_id family_slot(enum gpo__op_id op)
 {
-	int k;
+	int i;
 
-	for (k = 0; k < K_COUNT; k++) {
-		if (od->kernels[k])
-			clReleaseKernel(od->kernels[k]);
-		od->kernels[k] = NULL;
-	}
-	if (od->program)
-		clReleaseProgram(od->program);
-	od->program = NULL;
+	for (i = 0; i < (int)op; i++)
+		if (!strcmp(gpo__ops[i].family, gpo__ops[op].family))
+			return i;
+	return op;
 }
 
-/* Create every kernel of gpo__kernel_table from od->program. */
-static int create_kernels(struct gpo_device *dev, struct ocl_dev *od)
+static void release_kernels(struct ocl_dev *od)
 {
-	cl_int err;
-	int k;
+	int op, dt;
 
-	for (k = 0; k < K_COUNT; k++) {
-		od->kernels[k] = clCreateKernel(od->program,
-						gpo__kernel_table[k].name, &err);
-		if (!od->kernels[k])
-			return cl_fail(dev, err, 0, gpo__kernel_table[k].name);
+	for (op = 0; op < OP_COUNT; op++) {
+		for (dt = 0; dt < GPO_DTYPES; dt++) {
+			if (od->kernels[op][dt])
+				clReleaseKernel(od->kernels[op][dt]);
+			od->kernels[op][dt] = NULL;
+			if (od->programs[op][dt])
+				clReleaseProgram(od->programs[op][dt]);
+			od->programs[op][dt] = NULL;
+		}
 	}
-	return 0;
 }
 
 /* The build log, shortened to fit an error message. */
-static void build_log(struct ocl_dev *od, char *buf, size_t len)
+static void build_log(struct ocl_dev *od, cl_program prog, char *buf,
+		      size_t len)
 {
 	size_t size = 0;
 	char *log;
 
 	buf[0] = '\0';
-	if (clGetProgramBuildInfo(od->program, od->device,
-				  CL_PROGRAM_BUILD_LOG, 0, NULL, &size) ||
-	    !size)
+	if (clGetProgramBuildInfo(prog, od->device, CL_PROGRAM_BUILD_LOG, 0,
+				  NULL, &size) || !size)
 		return;
 	log = malloc(size + 1);
 	if (!log)
 		return;
-	if (!clGetProgramBuildInfo(od->program, od->device,
-				   CL_PROGRAM_BUILD_LOG, size, log, NULL)) {
+	if (!clGetProgramBuildInfo(prog, od->device, CL_PROGRAM_BUILD_LOG,
+				   size, log, NULL)) {
 		log[size] = '\0';
 		snprintf(buf, len, "%s", log);
 	}
 	free(log);
 }
 
-/* Load the cached binary; 0 with kernels created, or nonzero to rebuild. */
-static int program_from_cache(struct gpo_device *dev, struct ocl_dev *od,
-			      uint64_t key, const char *opts)
+/*
+ * A program from the cached binary, checked to have every kernel of
+ * @family; NULL to build from source (missing, damaged or stale).
+ */
+static cl_program program_from_cache(struct ocl_dev *od, uint64_t key,
+				     const char *opts, const char *family)
 {
 	const unsigned char *bin;
+	cl_program prog;
 	cl_int err, status;
 	size_t size;
 	void *data;
-	int ret;
+	int op;
 
-	ret = gpo__diskcache_load("opencl", key, &data, &size);
-	if (ret)
-		return ret;
+	if (gpo__diskcache_load("opencl", key, &data, &size))
+		return NULL;
 	bin = data;
-	od->program = clCreateProgramWithBinary(od->context, 1, &od->device,
-						&size, &bin, &status, &err);
+	prog = clCreateProgramWithBinary(od->context, 1, &od->device, &size,
+					 &bin, &status, &err);
 	free(data);
-	if (!od->program)
-		return -EBADMSG;
-	err = clBuildProgram(od->program, 1, &od->device, opts, NULL, NULL);
-	ret = err ? -EBADMSG : create_kernels(dev, od);
-	if (ret)
-		release_kernels(od);
-	return ret;
+	if (!prog)
+		return NULL;
+	err = clBuildProgram(prog, 1, &od->device, opts, NULL, NULL);
+	for (op = 0; !err && op < OP_COUNT; op++) {
+		cl_kernel k;
+
+		if (strcmp(gpo__ops[op].family, family))
+			continue;
+		k = clCreateKernel(prog, gpo__ops[op].name, &err);
+		if (k)
+			clReleaseKernel(k);
+	}
+	if (err) {
+		clReleaseProgram(prog);
+		return NULL;
+	}
+	return prog;
 }
 
 /* Store the built program's binary; the cache is optional: no errors. */
-static void program_to_cache(struct ocl_dev *od, uint64_t key)
+static void program_to_cache(cl_program prog, uint64_t key)
 {
 	unsigned char *bin;
 	size_t size = 0;
 
-	if (clGetProgramInfo(od->program, CL_PROGRAM_BINARY_SIZES,
-			     sizeof(size), &size, NULL) || !size)
+	if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size),
+			     &size, NULL) || !size)
 		return;
 	bin = malloc(size);
 	if (!bin)
 		return;
-	if (!clGetProgramInfo(od->program, CL_PROGRAM_BINARIES, sizeof(bin),
-			      &bin, NULL))
+	if (!clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(bin), &bin,
+			      NULL))
 		gpo__diskcache_store("opencl", key, bin, size);
 	free(bin);
 }
 
-static int build_program(struct gpo_device *dev, struct ocl_dev *od)
+/* Build @family's program for @dtype: from the disk cache, else source. */
+static int build_program(struct gpo_device *dev, struct ocl_dev *od,
+			 const char *family, enum gpo_dtype dtype,
+			 cl_program *out)
 {
-	char opts[128], log[BUILD_LOG_MAX + 1];
+	char opts[160], log[BUILD_LOG_MAX + 1];
 	const char *srcp;
+	cl_program prog;
 	size_t len;
 	uint64_t key;
 	cl_int err;
-	char *src;
+	char *src = NULL;
 	int ret;
 
-	src = program_source(&len);
-	if (!src)
-		return gpo__err(-ENOMEM, "out of memory");
-	build_options(od->device, opts, sizeof(opts));
+	ret = program_source(family, &src, &len);
+	if (ret)
+		return ret;
+	build_options(od->device, dtype, opts, sizeof(opts));
 	key = program_key(dev, od->platform, src, len, opts);
 	/* a damaged or stale entry is rebuilt below and overwritten */
-	if (!program_from_cache(dev, od, key, opts)) {
-		ret = 0;
-		goto out_free;
-	}
+	prog = program_from_cache(od, key, opts, family);
+	if (prog)
+		goto out_done;
 
 	srcp = src;
-	od->program = clCreateProgramWithSource(od->context, 1, &srcp, &len,
-						&err);
-	if (!od->program) {
+	prog = clCreateProgramWithSource(od->context, 1, &srcp, &len, &err);
+	if (!prog) {
 		ret = cl_fail(dev, err, 0, "clCreateProgramWithSource");
 		goto out_free;
 	}
-	err = clBuildProgram(od->program, 1, &od->device, opts, NULL, NULL);
+	err = clBuildProgram(prog, 1, &od->device, opts, NULL, NULL);
 	if (err) {
-		build_log(od, log, sizeof(log));
-		ret = gpo__err(-EIO, "%s (%s): cannot build the kernels: %s: %s",
-			      dev->info.id, dev->info.name, cl_err_name(err),
-			      log);
-		goto out_release;
+		build_log(od, prog, log, sizeof(log));
+		ret = gpo__err(-EIO, "%s (%s): cannot build the %s kernels (%s): %s: %s",
+			       dev->info.id, dev->info.name, family,
+			       dtype_define[dtype], cl_err_name(err), log);
+		clReleaseProgram(prog);
+		goto out_free;
 	}
-	ret = create_kernels(dev, od);
-	if (ret)
-		goto out_release;
-	program_to_cache(od, key);
-	goto out_free;
-
-out_release:
-	release_kernels(od);
+	program_to_cache(prog, key);
+out_done:
+	*out = prog;
 out_free:
 	free(src);
+	return ret;
+}
+
+/*
+ * The kernel of @op in @dtype, made on first use from its family's
+ * program, which is built on first use of any of its ops. Under od->lock:
+ * the arrays are the device's, whoever launches.
+ */
+static int get_kernel(struct gpo_device *dev, struct ocl_dev *od,
+		      enum gpo__op_id op, enum gpo_dtype dtype,
+		      cl_kernel *out)
+{
+	enum gpo__op_id fam = family_slot(op);
+	cl_int err;
+	int ret = 0;
+
+	pthread_mutex_lock(&od->lock);
+	if (od->kernels[op][dtype])
+		goto out_unlock;
+	if (!od->programs[fam][dtype]) {
+		ret = build_program(dev, od, gpo__ops[op].family, dtype,
+				    &od->programs[fam][dtype]);
+		if (ret)
+			goto out_unlock;
+	}
+	od->kernels[op][dtype] = clCreateKernel(od->programs[fam][dtype],
+						gpo__ops[op].name, &err);
+	if (!od->kernels[op][dtype])
+		ret = cl_fail(dev, err, 0, gpo__ops[op].name);
+out_unlock:
+	*out = od->kernels[op][dtype];
+	pthread_mutex_unlock(&od->lock);
 	return ret;
 }
 
@@ -642,11 +861,6 @@ static int ocl_open(struct gpo_device *dev)
 		ret = cl_fail(dev, err, 0, "clCreateBuffer (dummy)");
 		goto out_teardown;
 	}
-	ret = build_program(dev, od);
-	if (ret)
-		goto out_teardown;
-
-
 	dev->mem_align = align_bits / 8 > 256 ? align_bits / 8 : 256;
 	dev->max_alloc = max_alloc;
 	return 0;
@@ -666,6 +880,7 @@ static void ocl_close(struct gpo_device *dev)
 	if (od->queue)
 		clFinish(od->queue);
 	teardown(od);
+	pthread_mutex_destroy(&od->lock);
 	free(od);
 	dev->priv = NULL;
 }
@@ -755,89 +970,84 @@ static uint64_t ocl_mem_free(struct gpo_device *dev)
 	return 0;
 }
 
-/* ---- kernels ----------------------------------------------------------- */
+/* ---- launches --------------------------------------------------------- */
 
-/* The global size of a launch of @k, 0 for nothing to do. */
-static size_t grid_size(enum kernel_id k, const struct kernel_args *a)
+/* 1 when @dtype's kernels can be built here: answered without building */
+static int ocl_supports(struct gpo_device *dev, enum gpo__op_id op,
+			enum gpo_dtype dtype)
+{
+	return (unsigned int)op < OP_COUNT &&
+	       (unsigned int)dtype < GPO_DTYPES && dtype_define[dtype];
+}
+
+/* The global size of a launch of @op over @work (> 0). */
+static size_t grid_size(const struct gpo__op *op, uint64_t work)
 {
 	size_t items;
 
-	switch (gpo__kernel_table[k].grid) {
-	case GRID_ELEMENTS:
-		/* one work-item per float4 (the last one partial) */
-		items = a->n / 4 + (a->n % 4 != 0);
-		break;
-	case GRID_ITEMS:
-		/* lamb_trust: a group per tensor (see lamb.cl) */
-		if (k == K_LAMB_TRUST)
-			return (size_t)a->n * KERNEL_WG_SIZE;
-		items = a->n;
-		break;
-	case GRID_GROUPS:
-	default:
-		/* results are per group: exactly the groups asked for */
-		if (k == K_NORM_FINAL)
-			return KERNEL_WG_SIZE;
-		return (size_t)a->aux0 * KERNEL_WG_SIZE;
-	}
+	/* results are per group: exactly the groups asked for */
+	if (op->grid == GRID_GROUPS)
+		return (size_t)work * GPO_WG_SIZE;
+	/* one work-item per float4 (the last one partial) */
+	items = work / 4 + (work % 4 != 0);
 	/* the kernels loop if the grid is short (never, below 2^32 floats) */
 	if (items > MAX_ITEMS)
 		items = MAX_ITEMS;
-	return (items + KERNEL_WG_SIZE - 1) / KERNEL_WG_SIZE * KERNEL_WG_SIZE;
+	return (items + GPO_WG_SIZE - 1) / GPO_WG_SIZE * GPO_WG_SIZE;
 }
 
-static int set_args(struct gpo_device *dev, cl_kernel kern, enum kernel_id k,
-		    const struct kernel_args *a)
+/*
+ * Each buffer as its cl_mem and its offset in elements (common.cl's BUF),
+ * then the family's parameter struct by value. Every element type the
+ * kernels have is 4 bytes (float, int, uint).
+ */
+static int set_args(struct gpo_device *dev, cl_kernel kern,
+		    const struct gpo__op *op, const struct op_call *call)
 {
 	struct ocl_dev *od = dev->priv;
-	const cl_uint u[4] = { a->n, a->flags, a->aux0, a->aux1 };
 	cl_uint arg = 0, i;
 	cl_int err = 0;
 
-	for (i = 0; i < gpo__kernel_table[k].nbuf && !err; i++) {
-		const struct dev_buf *b = &a->buf[i];
+	for (i = 0; i < op->nbuf && !err; i++) {
+		const struct dev_buf *b = &call->buf[i];
 		cl_mem m = b->mem ? b->mem->mem : od->dummy;
 		cl_ulong off = b->mem ? b->off / 4 : 0;
 
-		/* the kernels read float4s from these offsets */
-		if (b->off % 16)
-			return gpo__err(-EINVAL, "%s: %s: buffer %u at offset %llu is not 16-byte aligned",
-				       dev->info.id, gpo__kernel_table[k].name, i,
-				       (unsigned long long)b->off);
+		if (b->off % 4)
+			return gpo__err(-EINVAL, "%s: %s: buffer %s at offset %llu is not at a whole element",
+					dev->info.id, op->name,
+					op->buf[i].name,
+					(unsigned long long)b->off);
 		err = clSetKernelArg(kern, arg++, sizeof(m), &m);
 		if (!err)
 			err = clSetKernelArg(kern, arg++, sizeof(off), &off);
 	}
-	for (i = 0; i < 4 && !err; i++)
-		err = clSetKernelArg(kern, arg++, sizeof(u[i]), &u[i]);
-	for (i = 0; i < KARG_NSCAL && !err; i++)
-		err = clSetKernelArg(kern, arg++, sizeof(cl_float), &a->s[i]);
-	return err ? cl_fail(dev, err, 0, gpo__kernel_table[k].name) : 0;
+	if (!err)
+		err = clSetKernelArg(kern, arg, op->args_size, call->args);
+	return err ? cl_fail(dev, err, 0, op->name) : 0;
 }
 
-static int ocl_launch(struct gpo_device *dev, enum kernel_id k,
-		      const struct kernel_args *args)
+static int ocl_launch(struct gpo_device *dev, const struct op_call *call)
 {
+	const struct gpo__op *op = &gpo__ops[call->op];
 	struct ocl_dev *od = dev->priv;
-	size_t global, local = KERNEL_WG_SIZE;
+	size_t global, local = GPO_WG_SIZE;
 	cl_kernel kern;
 	cl_event ev;
 	cl_int err;
 	int ret;
 
-	if ((unsigned int)k >= K_COUNT)
-		return gpo__err(-EINVAL, "%s: no kernel %d", dev->info.id, k);
-	global = grid_size(k, args);
-	if (!global)
-		return 0;
-	kern = od->kernels[k];
-	ret = set_args(dev, kern, k, args);
+	global = grid_size(op, call->work);
+	ret = get_kernel(dev, od, call->op, call->dtype, &kern);
+	if (ret)
+		return ret;
+	ret = set_args(dev, kern, op, call);
 	if (ret)
 		return ret;
 	err = clEnqueueNDRangeKernel(od->queue, kern, 1, NULL, &global, &local,
 				     0, NULL, &ev);
 	if (err)
-		return cl_fail(dev, err, 0, gpo__kernel_table[k].name);
+		return cl_fail(dev, err, 0, op->name);
 	/* keep the first and the latest: wait() times the span */
 	if (!od->first) {
 		od->first = ev;
@@ -901,6 +1111,7 @@ const struct backend_ops gpo__opencl_backend_ops = {
 	.free = ocl_free,
 	.write = ocl_write,
 	.read = ocl_read,
+	.supports = ocl_supports,
 	.launch = ocl_launch,
 	.wait = ocl_wait,
 	.mem_free = ocl_mem_free,

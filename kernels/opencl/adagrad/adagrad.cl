@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * adagrad.cl - K_ADAGRAD, torch.optim.Adagrad:
+ * adagrad.cl - torch.optim.Adagrad (abi/adagrad.h):
  *   g += wd * p;  sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
  * with clr = lr / (1 + (step - 1) * lr_decay) computed on the host.
  */
+#include "abi/adagrad.h"
 
 static inline void adagrad_at(__global float *p, __global const float *g,
 			      __global float *sum, uint e, uint cnt, float gm,
@@ -17,9 +18,8 @@ static inline void adagrad_at(__global float *p, __global const float *g,
 	st4(p, e, cnt, pv - clr * (gi / (sqrt(s) + eps)));
 }
 
-/* s0 clr, s1 weight_decay, s2 eps */
 KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
-		    BUF(const float, scal), KARGS)
+		    BUF(const float, scal), struct gpo_adagrad_args a)
 {
 	float gm;
 
@@ -27,10 +27,12 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 	VIEW(g);
 	VIEW(sum);
 	VIEW(scal);
-	if (!grad_mul(scal, flags, &gm))
+	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	FOR_EACH_FLOAT4(i)
-		adagrad_at(p, g, sum, 4 * i, 4, gm, s0, s1, s2);
-	if (HAS_TAIL)
-		adagrad_at(p, g, sum, TAIL_START, n & 3, gm, s0, s1, s2);
+	FOR_EACH_FLOAT4(i, a.n)
+		adagrad_at(p, g, sum, 4 * i, 4, gm, a.clr, a.weight_decay,
+			   a.eps);
+	if (HAS_TAIL(a.n))
+		adagrad_at(p, g, sum, TAIL_START(a.n), a.n & 3, gm, a.clr,
+			   a.weight_decay, a.eps);
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rmsprop.cl - K_RMSPROP, torch.optim.RMSprop:
+ * rmsprop.cl - torch.optim.RMSprop (abi/rmsprop.h):
  *   g += wd * p;  sq = alpha sq + (1 - alpha) g^2
  *   centered: ga = alpha ga + (1 - alpha) g; avg = sqrt(sq - ga^2) + eps
  *   else avg = sqrt(sq) + eps
  *   momentum: buf = momentum buf + g / avg; p -= lr buf
  *   else p -= lr g / avg
  */
+#include "abi/rmsprop.h"
 
 static inline void rmsprop_at(__global float *p, __global const float *g,
 			      __global float *sq, __global float *mb,
@@ -20,14 +21,14 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 	float4 avg;
 
 	st4(sq, e, cnt, s);
-	if (flags & KF_CENTERED) {
+	if (flags & GPO_RMSPROP_CENTERED) {
 		float4 ca = ld4(ga, e, cnt) * alpha + oa * gi;
 
 		st4(ga, e, cnt, ca);
 		s = s - ca * ca;
 	}
 	avg = sqrt(s) + eps;
-	if (flags & KF_MOMENTUM) {
+	if (flags & GPO_RMSPROP_MOMENTUM) {
 		float4 b = ld4(mb, e, cnt) * mom + gi / avg;
 
 		st4(mb, e, cnt, b);
@@ -37,10 +38,9 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 	}
 }
 
-/* s0 lr, s1 alpha, s2 eps, s3 weight_decay, s4 momentum, s5 1 - alpha */
 KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 		    BUF(float, mb), BUF(float, ga), BUF(const float, scal),
-		    KARGS)
+		    struct gpo_rmsprop_args a)
 {
 	float gm;
 
@@ -50,12 +50,14 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 	VIEW(mb);
 	VIEW(ga);
 	VIEW(scal);
-	if (!grad_mul(scal, flags, &gm))
+	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	FOR_EACH_FLOAT4(i)
-		rmsprop_at(p, g, sq, mb, ga, 4 * i, 4, flags, gm, s0, s1, s5,
-			   s2, s3, s4);
-	if (HAS_TAIL)
-		rmsprop_at(p, g, sq, mb, ga, TAIL_START, n & 3, flags, gm, s0,
-			   s1, s5, s2, s3, s4);
+	FOR_EACH_FLOAT4(i, a.n)
+		rmsprop_at(p, g, sq, mb, ga, 4 * i, 4, a.flags, gm, a.lr,
+			   a.alpha, a.one_minus_alpha, a.eps, a.weight_decay,
+			   a.momentum);
+	if (HAS_TAIL(a.n))
+		rmsprop_at(p, g, sq, mb, ga, TAIL_START(a.n), a.n & 3, a.flags,
+			   gm, a.lr, a.alpha, a.one_minus_alpha, a.eps,
+			   a.weight_decay, a.momentum);
 }

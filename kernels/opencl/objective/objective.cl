@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * objective.cl - the built-in objectives (demos, the daemon's quadratic:N
- * and rosenbrock:N models): each group writes the gradient of its chunk
- * [i * aux1, (i + 1) * aux1) of the n elements and the sum of their loss
+ * and rosenbrock:N models; abi/objective.h): each group writes the
+ * gradient of its chunk [i * chunk, (i + 1) * chunk) of the n elements
+ * and the sum of their loss
  * terms in partials[2i] (partials[2i + 1] = 0). Scalar loads: rosenbrock
  * reads its neighbours, and neither is on an optimizer's hot path.
  */
+#include "abi/objective.h"
 
 enum obj_kind { OBJ_QUADRATIC, OBJ_ROSENBROCK };
 
@@ -54,7 +56,7 @@ static inline void objective(enum obj_kind obj, __local float2 *tmp,
 	float2 sum;
 
 	group_range(grp, n, chunk, &start, &end);
-	for (uint i = start + get_local_id(0); i < end; i += WG_SIZE) {
+	for (uint i = start + get_local_id(0); i < end; i += GPO_WG_SIZE) {
 		loss += obj == OBJ_QUADRATIC ? quadratic(x, i, &gi) :
 					       rosenbrock(x, n, i, &gi);
 		g[i] = gi;
@@ -65,19 +67,19 @@ static inline void objective(enum obj_kind obj, __local float2 *tmp,
 }
 
 KERNEL void obj_quadratic(BUF(const float, x), BUF(float, g),
-			  BUF(float, part), KARGS)
+			  BUF(float, part), struct gpo_objective_args a)
 {
-	__local float2 tmp[WG_SIZE];
+	__local float2 tmp[GPO_WG_SIZE];
 
 	objective(OBJ_QUADRATIC, tmp, x + x_off, g + g_off, part + part_off,
-		  n, aux1);
+		  a.n, a.chunk);
 }
 
 KERNEL void obj_rosenbrock(BUF(const float, x), BUF(float, g),
-			   BUF(float, part), KARGS)
+			   BUF(float, part), struct gpo_objective_args a)
 {
-	__local float2 tmp[WG_SIZE];
+	__local float2 tmp[GPO_WG_SIZE];
 
 	objective(OBJ_ROSENBROCK, tmp, x + x_off, g + g_off, part + part_off,
-		  n, aux1);
+		  a.n, a.chunk);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lion.cl - K_LION (Chen et al. 2023, as lion-pytorch):
+ * lion.cl - Lion (Chen et al. 2023, as lion-pytorch; abi/lion.h):
  *   c = b1 m + (1 - b1) g;  p = p (1 - lr wd) - lr sign(c)
  *   m = b2 m + (1 - b2) g
  * sign(0) = 0 (and sign(NaN) = 0), like the cpu backend's.
  */
+#include "abi/lion.h"
 
 static inline void lion_at(__global float *p, __global const float *g,
 			   __global float *m, uint e, uint cnt, float gm,
@@ -19,12 +20,8 @@ static inline void lion_at(__global float *p, __global const float *g,
 	st4(m, e, cnt, mv * b2 + ob2 * gi);
 }
 
-/*
- * s0 lr, s1 beta1, s2 beta2, s3 decay (1 - lr * wd), s4 1 - beta1,
- * s5 1 - beta2
- */
 KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
-		 BUF(const float, scal), KARGS)
+		 BUF(const float, scal), struct gpo_lion_args a)
 {
 	float gm;
 
@@ -32,11 +29,12 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 	VIEW(g);
 	VIEW(m);
 	VIEW(scal);
-	if (!grad_mul(scal, flags, &gm))
+	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	FOR_EACH_FLOAT4(i)
-		lion_at(p, g, m, 4 * i, 4, gm, s0, s1, s2, s4, s5, s3);
-	if (HAS_TAIL)
-		lion_at(p, g, m, TAIL_START, n & 3, gm, s0, s1, s2, s4, s5,
-			s3);
+	FOR_EACH_FLOAT4(i, a.n)
+		lion_at(p, g, m, 4 * i, 4, gm, a.lr, a.beta1, a.beta2,
+			a.one_minus_beta1, a.one_minus_beta2, a.decay);
+	if (HAS_TAIL(a.n))
+		lion_at(p, g, m, TAIL_START(a.n), a.n & 3, gm, a.lr, a.beta1,
+			a.beta2, a.one_minus_beta1, a.one_minus_beta2, a.decay);
 }

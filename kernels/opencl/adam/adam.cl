@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * adam.cl - K_ADAM, torch.optim.Adam and AdamW:
+ * adam.cl - torch.optim.Adam and AdamW (abi/adam.h):
  *   Adam:  g += wd * p                  (L2, in the gradient)
- *   AdamW: p *= 1 - lr * wd             (decoupled, s7)
+ *   AdamW: p *= 1 - lr * wd             (decoupled: a.decay)
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   amsgrad: vmax = max(vmax, v), used in place of v
  *   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
  */
+#include "abi/adam.h"
 
 static inline void adam_at(__global float *p, __global const float *g,
 			   __global float *m, __global float *v,
@@ -23,7 +24,7 @@ static inline void adam_at(__global float *p, __global const float *g,
 
 	st4(m, e, cnt, mi);
 	st4(v, e, cnt, vi);
-	if (flags & KF_AMSGRAD) {
+	if (flags & GPO_ADAM_AMSGRAD) {
 		vi = fmax(ld4(vmax, e, cnt), vi);
 		st4(vmax, e, cnt, vi);
 	}
@@ -32,17 +33,16 @@ static inline void adam_at(__global float *p, __global const float *g,
 }
 
 /*
- * s0 lr, s1 beta1, s2 beta2, s3 eps, s4 weight_decay, s5 step_size,
- * s6 bias_correction2_sqrt, s7 decay (1 - lr * wd), s8 1 - beta1,
- * s9 1 - beta2 (1 - x in double, as torch's Python floats: 1 - (float)x
- * is off by up to 1.3e-5 relative for x = 0.999)
+ * one_minus_beta1/2 are 1 - x in double, as torch's Python floats:
+ * 1 - (float)x is off by up to 1.3e-5 relative for x = 0.999
  */
 KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
-		 BUF(float, v), BUF(float, vmax), BUF(const float, scal), KARGS)
+		 BUF(float, v), BUF(float, vmax), BUF(const float, scal),
+		 struct gpo_adam_args a)
 {
-	const int decoupled = (flags & KF_DECOUPLED) != 0;
-	const float decay = decoupled ? s7 : 1.0f;
-	const float l2 = decoupled ? 0.0f : s4;
+	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
+	const float decay = decoupled ? a.decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a.weight_decay;
 	float gm;
 
 	VIEW(p);
@@ -51,12 +51,14 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 	VIEW(v);
 	VIEW(vmax);
 	VIEW(scal);
-	if (!grad_mul(scal, flags, &gm))
+	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	FOR_EACH_FLOAT4(i)
-		adam_at(p, g, m, v, vmax, 4 * i, 4, flags, gm, l2, decay,
-			s1, s2, s8, s9, s3, s5, s6);
-	if (HAS_TAIL)
-		adam_at(p, g, m, v, vmax, TAIL_START, n & 3, flags, gm, l2,
-			decay, s1, s2, s8, s9, s3, s5, s6);
+	FOR_EACH_FLOAT4(i, a.n)
+		adam_at(p, g, m, v, vmax, 4 * i, 4, a.flags, gm, l2, decay,
+			a.beta1, a.beta2, a.one_minus_beta1,
+			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt);
+	if (HAS_TAIL(a.n))
+		adam_at(p, g, m, v, vmax, TAIL_START(a.n), a.n & 3, a.flags,
+			gm, l2, decay, a.beta1, a.beta2, a.one_minus_beta1,
+			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt);
 }

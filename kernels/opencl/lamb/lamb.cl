@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lamb.cl - LAMB (You et al. 2019) in three kernels over the block table
- * of backend_i.h: PREP updates m and v and sums |p|^2 and |r|^2 per block,
+ * of abi/lamb.h: PREP updates m and v and sums |p|^2 and |r|^2 per block,
  * TRUST turns each tensor's block sums into its trust ratio, APPLY does
  * p -= lr * trust * r with r recomputed from the new m, v and the old p.
  *   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p
@@ -10,6 +10,7 @@
  * (up to 3) elements before a float4 boundary and the last (up to 3)
  * after one are done one at a time; the body in between is float4s.
  */
+#include "abi/lamb.h"
 
 /* The direction r of every lane. */
 static inline float4 lamb_r(float4 m, float4 v, float4 p, float bc1,
@@ -66,17 +67,15 @@ static inline float2 lamb_prep_at(__global const float *p,
 	return (float2)(pp.x, rr.x);
 }
 
-/*
- * Group i: block aux1 + i. s0 beta1, s1 beta2, s2 eps, s3 weight_decay,
- * s4 bias_correction1, s5 bias_correction2, s6 1 - beta1, s7 1 - beta2.
- */
+/* Group i: block a.first_block + i. */
 KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
 		      BUF(float, m), BUF(float, v), BUF(const uint, blocks),
-		      BUF(float, part), BUF(const float, scal), KARGS)
+		      BUF(float, part), BUF(const float, scal),
+		      struct gpo_lamb_args a)
 {
-	__local float2 tmp[WG_SIZE];
-	uint blk = aux1 + get_group_id(0), lid = get_local_id(0);
-	uint start, end, a, b, e;
+	__local float2 tmp[GPO_WG_SIZE];
+	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
+	uint start, end, lo, hi, e;
 	float2 acc = (float2)(0.0f);
 	float gm;
 
@@ -88,18 +87,20 @@ KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
 	VIEW(part);
 	VIEW(scal);
 	/* uniform over the group: no work-item misses a barrier */
-	if (!grad_mul(scal, flags, &gm))
+	if (!grad_mul(scal, a.flags, &gm))
 		return;
 	start = blocks[4 * blk + 1];
 	end = start + blocks[4 * blk + 2];
-	lamb_split(start, end, &a, &b);
-	for (uint i = a / 4 + lid; i < b / 4; i += WG_SIZE)
-		acc += lamb_prep_at(p, g, m, v, 4 * i, 4, gm, s0, s1, s6, s7,
-				    s2, s3, s4, s5);
-	e = lamb_single(start, end, a, b);
+	lamb_split(start, end, &lo, &hi);
+	for (uint i = lo / 4 + lid; i < hi / 4; i += GPO_WG_SIZE)
+		acc += lamb_prep_at(p, g, m, v, 4 * i, 4, gm, a.beta1, a.beta2,
+				    a.one_minus_beta1, a.one_minus_beta2,
+				    a.eps, a.weight_decay, a.bc1, a.bc2);
+	e = lamb_single(start, end, lo, hi);
 	if (e != ~0u)
-		acc += lamb_prep_at(p, g, m, v, e, 1, gm, s0, s1, s6, s7, s2,
-				    s3, s4, s5);
+		acc += lamb_prep_at(p, g, m, v, e, 1, gm, a.beta1, a.beta2,
+				    a.one_minus_beta1, a.one_minus_beta2,
+				    a.eps, a.weight_decay, a.bc1, a.bc2);
 	acc = wg_sum2(tmp, acc);
 	if (lid == 0) {
 		part[2 * blk] = acc.x;
@@ -108,15 +109,16 @@ KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
 }
 
 /*
- * One group per tensor (the backend launches n groups for K_LAMB_TRUST):
+ * One group per tensor (launched with work = a.ntensors groups):
  * work-item j adds the tensor's blocks j, j + 256, ... in order, then the
  * tree; trust = |p| / |r|, or 1 when either is 0. One work-item per tensor
  * would add a 256M-parameter tensor's 65536 blocks one load at a time.
  */
 KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
-		       BUF(float, trust), BUF(const float, scal), KARGS)
+		       BUF(float, trust), BUF(const float, scal),
+		       struct gpo_lamb_args a)
 {
-	__local float2 tmp[WG_SIZE];
+	__local float2 tmp[GPO_WG_SIZE];
 	uint t = get_group_id(0), lid = get_local_id(0);
 	float2 acc = (float2)(0.0f);
 	uint first, last;
@@ -125,11 +127,11 @@ KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
 	VIEW(part);
 	VIEW(trust);
 	VIEW(scal);
-	if (step_skipped(scal, flags) || t >= n)
+	if (step_skipped(scal, a.flags) || t >= a.ntensors)
 		return;
 	first = tb[2 * t];
 	last = first + tb[2 * t + 1];
-	for (uint b = first + lid; b < last; b += WG_SIZE)
+	for (uint b = first + lid; b < last; b += GPO_WG_SIZE)
 		acc += (float2)(part[2 * b], part[2 * b + 1]);
 	acc = wg_sum2(tmp, acc);
 	if (lid == 0) {
@@ -151,13 +153,14 @@ static inline void lamb_apply_at(__global float *p, __global const float *m,
 	st4(p, e, cnt, pv - step * r);
 }
 
-/* Group i: block aux1 + i. s0 lr, s2 eps, s3 weight_decay, s4 bc1, s5 bc2 */
+/* Group i: block a.first_block + i. */
 KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 		       BUF(const float, v), BUF(const uint, blocks),
-		       BUF(const float, trust), BUF(const float, scal), KARGS)
+		       BUF(const float, trust), BUF(const float, scal),
+		       struct gpo_lamb_args a)
 {
-	uint blk = aux1 + get_group_id(0), lid = get_local_id(0);
-	uint start, end, a, b, e;
+	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
+	uint start, end, lo, hi, e;
 	float step;
 
 	VIEW(p);
@@ -166,15 +169,17 @@ KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 	VIEW(blocks);
 	VIEW(trust);
 	VIEW(scal);
-	if (step_skipped(scal, flags))
+	if (step_skipped(scal, a.flags))
 		return;
 	start = blocks[4 * blk + 1];
 	end = start + blocks[4 * blk + 2];
-	step = s0 * trust[blocks[4 * blk]];
-	lamb_split(start, end, &a, &b);
-	for (uint i = a / 4 + lid; i < b / 4; i += WG_SIZE)
-		lamb_apply_at(p, m, v, 4 * i, 4, step, s2, s3, s4, s5);
-	e = lamb_single(start, end, a, b);
+	step = a.lr * trust[blocks[4 * blk]];
+	lamb_split(start, end, &lo, &hi);
+	for (uint i = lo / 4 + lid; i < hi / 4; i += GPO_WG_SIZE)
+		lamb_apply_at(p, m, v, 4 * i, 4, step, a.eps, a.weight_decay,
+			      a.bc1, a.bc2);
+	e = lamb_single(start, end, lo, hi);
 	if (e != ~0u)
-		lamb_apply_at(p, m, v, e, 1, step, s2, s3, s4, s5);
+		lamb_apply_at(p, m, v, e, 1, step, a.eps, a.weight_decay,
+			      a.bc1, a.bc2);
 }

@@ -2,16 +2,18 @@
 /*
  * norm.cl - the global gradient norm in two deterministic passes
  *
- * K_NORM_PARTIAL: group i sums g^2 over its chunk [i * aux1, (i + 1) *
- * aux1) and flags inf/NaN; K_NORM_FINAL: one group adds the partials in a
- * fixed order and turns them into the step's scalars (backend_i.h). The
+ * norm_partial: group i sums g^2 over its chunk [i * chunk, (i + 1) *
+ * chunk) and flags inf/NaN; norm_final: one group adds the partials in a
+ * fixed order and turns them into the step's scalars (abi/norm.h). The
  * work-item to element mapping and the reduction trees are fixed, so a
  * given input always gives the same bits.
  */
+#include "abi/norm.h"
 
-KERNEL void norm_partial(BUF(const float, g), BUF(float, part), KARGS)
+KERNEL void norm_partial(BUF(const float, g), BUF(float, part),
+			 struct gpo_norm_args a)
 {
-	__local float2 tmp[WG_SIZE];
+	__local float2 tmp[GPO_WG_SIZE];
 	uint grp = get_group_id(0), lid = get_local_id(0);
 	uint start, end, mid;
 	float4 acc = (float4)(0.0f);
@@ -21,10 +23,10 @@ KERNEL void norm_partial(BUF(const float, g), BUF(float, part), KARGS)
 
 	VIEW(g);
 	VIEW(part);
-	group_range(grp, n, aux1, &start, &end);
-	/* aux1 is a multiple of 4: start is float4-aligned */
+	group_range(grp, a.n, a.chunk, &start, &end);
+	/* chunk is a multiple of 4: start is float4-aligned */
 	mid = start + ((end - start) & ~3u);
-	for (uint i = start / 4 + lid; i < mid / 4; i += WG_SIZE) {
+	for (uint i = start / 4 + lid; i < mid / 4; i += GPO_WG_SIZE) {
 		float4 v = ld4(g, 4 * i, 4);
 
 		acc += v * v;
@@ -46,35 +48,38 @@ KERNEL void norm_partial(BUF(const float, g), BUF(float, part), KARGS)
 }
 
 /*
- * One group over aux0 partials; s0 inv_scale, s1 clip_norm (0: none).
+ * One group over a.groups partials; clip_norm 0 means no clipping.
  * Work-item j adds partials j, j + 256, ... then the tree: a fixed order.
  */
-KERNEL void norm_final(BUF(const float, part), BUF(float, scal), KARGS)
+KERNEL void norm_final(BUF(const float, part), BUF(float, scal),
+		       struct gpo_norm_args a)
 {
-	__local float2 tmp[WG_SIZE];
+	__local float2 tmp[GPO_WG_SIZE];
 	uint lid = get_local_id(0);
 	float2 r = (float2)(0.0f);
 
 	VIEW(part);
 	VIEW(scal);
-	for (uint i = lid; i < aux0; i += WG_SIZE) {
+	for (uint i = lid; i < a.groups; i += GPO_WG_SIZE) {
 		r.x += part[2 * i];
 		r.y += part[2 * i + 1] != 0.0f ? 1.0f : 0.0f;
 	}
 	r = wg_sum2(tmp, r);
 	if (lid == 0) {
-		float total = r.x, mul = s0, norm = sqrt(total) * s0;
+		float total = r.x, mul = a.inv_scale;
+		float norm = sqrt(total) * a.inv_scale;
 
-		if (s1 > 0.0f) {
-			float coef = s1 / (norm + 1e-6f);
+		if (a.clip_norm > 0.0f) {
+			float coef = a.clip_norm / (norm + 1e-6f);
 
 			if (coef < 1.0f)
 				mul *= coef;
 		}
-		scal[0] = mul;
-		scal[1] = r.y != 0.0f && (flags & KF_CHECK_FINITE) ? 1.0f :
-								       0.0f;
-		scal[2] = norm;
-		scal[3] = total;
+		scal[GPO_SCAL_MUL] = mul;
+		scal[GPO_SCAL_SKIP] = r.y != 0.0f &&
+				      (a.flags & GPO_NORM_CHECK_FINITE) ?
+				      1.0f : 0.0f;
+		scal[GPO_SCAL_NORM] = norm;
+		scal[GPO_SCAL_TOTAL] = total;
 	}
 }
