@@ -783,6 +783,30 @@ START_TEST(test_null_pointers_are_einval)
 }
 END_TEST
 
+/* a failing group is named once, before the callee's own words */
+START_TEST(test_group_error_names_the_group_once)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = devices(devs), d, ret;
+	char msg[512];
+	struct fix f;
+
+	for (d = 0; d < ndev; d++) {
+		fix_init(&f, devs[d], GPO_SGD, NULL, 0);
+		ck_assert_int_eq(gpo_optim_add_group(f.opt), 1);
+		fix_snap(&f);
+		mark();
+		ret = gpo_optim_configure(f.opt, 1, "nesterov=1");
+		snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
+		check_bad(&f, "configure(1, nesterov=1)", ret, -EINVAL);
+		ck_assert_msg(!strncmp(msg, "group 1: ", 9) &&
+			      !strstr(msg + 9, "group 1"), "%s", msg);
+		ck_assert_msg(strstr(msg, "nesterov"), "%s", msg);
+		fix_free(&f);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_errors");
@@ -806,6 +830,7 @@ int main(void)
 	tcase_add_test(tc, test_objective_errors_are_einval);
 	tcase_add_test(tc, test_bad_kind_is_einval);
 	tcase_add_test(tc, test_null_pointers_are_einval);
+	tcase_add_test(tc, test_group_error_names_the_group_once);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -363,7 +363,7 @@ static int parse_group(struct ckpt *ck, int g, json_t *v)
 			return ret;
 	}
 	if (gpo__hparams_validate(ck->kind, &grp->hp))
-		return gpo__err(-EPROTO, "group %d: %s", g, gpo_errmsg());
+		return gpo__err_prefix(-EPROTO, "group %d", g);
 	return parse_group_tensors(grp, g, tensors);
 }
 

@@ -302,7 +302,7 @@ int gpo_optim_configure(struct gpo_optim *opt, int group, const char *text)
 		ret = gpo__hparams_validate(opt->kind, &copy[g].hp);
 		if (ret) {
 			if (opt->ngroups > 1)
-				gpo__err(ret, "group %d: %s", g, gpo_errmsg());
+				gpo__err_prefix(ret, "group %d", g);
 			goto out_free;
 		}
 	}
