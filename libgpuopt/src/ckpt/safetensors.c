@@ -494,6 +494,10 @@ static int parse_gpuopt(struct ckpt *ck)
 	ck->kind = k;
 	ck->gpuopt = 1;
 	ret = parse_count(CKPT_META_STEP, step, &ck->step);
+	/* as gpo_optim_set_step(): the next step, step + 1, must exist */
+	if (!ret && ck->step == UINT64_MAX)
+		ret = gpo__err(-EOVERFLOW, "metadata '%s' = %s: no step can follow it",
+			       CKPT_META_STEP, step);
 	if (!ret)
 		ret = parse_count(CKPT_META_SKIPPED, skipped, &ck->skipped);
 	if (!ret)
