@@ -37,7 +37,14 @@ CC ?= cc
 GLSLC ?= glslc
 PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson
 
-VERSION := 0.1.0
+# The version is written once, in gpuopt.h's GPUOPT_VERSION_* macros.
+version_part = $(shell sed -n 's/^\#define GPUOPT_VERSION_$(1)  *\([0-9][0-9]*\)$$/\1/p' \
+	libgpuopt/include/gpuopt.h)
+VERSION := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+ifeq ($(filter-out .,$(subst ., . ,$(VERSION))),)
+$(error cannot read GPUOPT_VERSION_* from libgpuopt/include/gpuopt.h)
+endif
+# the ABI's number in the soname: not the release's
 SOVER := 0
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \

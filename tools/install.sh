@@ -21,14 +21,22 @@ install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \
 	-e "s|@LIBS_PRIVATE@|$libs|" \
 	libgpuopt/gpuopt.pc.in >"$root/lib/pkgconfig/gpuopt.pc"
-install -m 0644 libgpuopt/man/*.3 "$root/share/man/man3/"
+# the pages carry the version in .TH; the installed ones say this one's
+man_page()
+{
+	sed "1,2s/\"gpuopt [0-9][0-9.]*\"/\"gpuopt $version\"/" "$1" >"$2/${1##*/}"
+	chmod 0644 "$2/${1##*/}"
+}
+for p in libgpuopt/man/*.3; do
+	man_page "$p" "$root/share/man/man3"
+done
 for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
 	if [ -x "$build/bin/$b" ]; then
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi
 done
-install -m 0644 fsd/gpuoptfs.8 "$root/share/man/man8/"
-install -m 0644 tools/gpuoptctl.1 "$root/share/man/man1/"
+man_page fsd/gpuoptfs.8 "$root/share/man/man8"
+man_page tools/gpuoptctl.1 "$root/share/man/man1"
 install -m 0644 tools/gpuoptctl.bash-completion \
 	"$root/share/bash-completion/completions/gpuoptctl"
 install -m 0755 tools/examples/*.sh "$root/share/gpuopt/examples/"

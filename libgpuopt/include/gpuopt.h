@@ -25,6 +25,7 @@
 extern "C" {
 #endif
 
+/* the one place the version is written: the Makefile reads it from here */
 #define GPUOPT_VERSION_MAJOR 0
 #define GPUOPT_VERSION_MINOR 1
 #define GPUOPT_VERSION_PATCH 0

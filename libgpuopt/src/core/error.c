@@ -46,7 +46,11 @@ const char *gpo_errmsg(void)
 	return errmsg;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 const char *gpo_version(void)
 {
-	return "0.1.0";
+	return STR(GPUOPT_VERSION_MAJOR) "." STR(GPUOPT_VERSION_MINOR) "."
+		STR(GPUOPT_VERSION_PATCH);
 }
