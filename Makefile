@@ -7,12 +7,29 @@
 #   make install    PREFIX=/usr/local DESTDIR= (library, header, gpuopt.pc,
 #                   man pages, gpuoptfs, gpuoptctl, gpuopt-ckpt, udev rules,
 #                   the service unit)
+#   BACKENDS="cpu vulkan"  any subset of cpu opencl vulkan (cpu is always
+#                   built); a set other than all three builds in
+#                   build-<set> (build-cpu-vulkan), so sets never mix objects
 
 SANITIZE ?= 0
-ifeq ($(SANITIZE),1)
-BUILD ?= build-san
+BACKENDS_ALL := cpu opencl vulkan
+BACKENDS ?= $(BACKENDS_ALL)
+ifneq ($(filter-out $(BACKENDS_ALL),$(BACKENDS)),)
+$(error BACKENDS: unknown $(filter-out $(BACKENDS_ALL),$(BACKENDS)) (of $(BACKENDS_ALL)))
+endif
+# in canonical order, cpu always
+BACKENDS_SET := $(filter cpu $(BACKENDS),$(BACKENDS_ALL))
+ifeq ($(BACKENDS_SET),$(BACKENDS_ALL))
+BACKENDS_TAG :=
 else
-BUILD ?= build
+BACKENDS_TAG := -$(subst $() ,-,$(BACKENDS_SET))
+endif
+have = $(filter $(1),$(BACKENDS_SET))
+
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san$(BACKENDS_TAG)
+else
+BUILD ?= build$(BACKENDS_TAG)
 endif
 
 PREFIX ?= /usr/local
@@ -20,7 +37,14 @@ CC ?= cc
 GLSLC ?= glslc
 PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson
 
-VERSION := 0.1.0
+# The version is written once, in gpuopt.h's GPUOPT_VERSION_* macros.
+version_part = $(shell sed -n 's/^\#define GPUOPT_VERSION_$(1)  *\([0-9][0-9]*\)$$/\1/p' \
+	libgpuopt/include/gpuopt.h)
+VERSION := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+ifeq ($(filter-out .,$(subst ., . ,$(VERSION))),)
+$(error cannot read GPUOPT_VERSION_* from libgpuopt/include/gpuopt.h)
+endif
+# the ABI's number in the soname: not the release's
 SOVER := 0
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
@@ -33,12 +57,20 @@ BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
 endif
+# GPO_HAVE_OPENCL, GPO_HAVE_VULKAN: the backends built (device.c's list,
+# the tests that must know what was left out on purpose)
+BASE_CFLAGS += $(if $(call have,opencl),-DGPO_HAVE_OPENCL) \
+	$(if $(call have,vulkan),-DGPO_HAVE_VULKAN)
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
-LIB_LIBS := -lOpenCL -lvulkan -luring -ljansson -lm -lpthread
+LIB_LIBS := $(if $(call have,opencl),-lOpenCL) $(if $(call have,vulkan),-lvulkan) \
+	-luring -ljansson -lm -lpthread
 
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*/*.c libgpuopt/src/*/*/*.c))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/cl_sources.o \
-	$(BUILD)/gen/spv_sources.o
+LIB_SRCS := $(filter-out $(foreach b,$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL)),\
+	libgpuopt/src/backend/$(b)/%),$(LIB_SRCS))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) \
+	$(if $(call have,opencl),$(BUILD)/gen/cl_sources.o) \
+	$(if $(call have,vulkan),$(BUILD)/gen/spv_sources.o)
 # OpenCL C: common.cl, one folder per op family, and the abi headers the
 # kernels include (the backend expands #include from the embedded copies)
 CL_SRCS := $(sort $(wildcard kernels/opencl/*.cl kernels/opencl/*/*.cl \
@@ -50,6 +82,9 @@ SOLIB := $(BUILD)/lib/libgpuopt.so.$(VERSION)
 ALIB := $(BUILD)/lib/libgpuopt.a
 
 TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+# a left-out backend's own test program (test_vulkan.c needs its headers)
+TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_%.c,\
+	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # the table-driven op test (tests/ops): every op on every device
 OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))
@@ -69,10 +104,22 @@ FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs)
 	clean fuzz
 .DEFAULT_GOAL := all
 
+# What this build dir was configured with, for the tests (sourced by sh)
+# and as a stamp: rewritten only when it changes, and every object depends
+# on it, so `make BUILD=x BACKENDS=cpu` then `make BUILD=x` rebuilds.
+BUILD_CONF := $(BUILD)/build.conf
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && \
+	printf "BACKENDS='%s'\nLIB_LIBS='%s'\nLDSAN='%s'\n" \
+	"$(BACKENDS_SET)" "$(strip $(LIB_LIBS))" "$(LDSAN)" >$(BUILD_CONF).new && \
+	{ cmp -s $(BUILD_CONF).new $(BUILD_CONF) && rm -f $(BUILD_CONF).new || \
+	mv -f $(BUILD_CONF).new $(BUILD_CONF); })
+endif
+
 # The dependency check runs before anything else (and installs as root).
 DEPS_STAMP := $(BUILD)/.deps-ok
 $(DEPS_STAMP): tools/deps.sh
-	@tools/deps.sh
+	@BACKENDS="$(BACKENDS_SET)" tools/deps.sh
 	@mkdir -p $(BUILD) && touch $@
 deps: $(DEPS_STAMP)
 
@@ -83,7 +130,7 @@ build-all: lib $(EXAMPLES) $(TOOLS) $(BENCHES) $(FSD_BIN) $(TEST_BINS)
 
 lib: $(SOLIB) $(ALIB) $(BUILD)/lib/libgpuopt.so
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
@@ -105,7 +152,7 @@ $(BUILD)/gen/spv_sources.c: $(SPVS) tools/embed.sh
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
 
-$(SOLIB): $(LIB_OBJS) libgpuopt/libgpuopt.map
+$(SOLIB): $(LIB_OBJS) libgpuopt/libgpuopt.map $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libgpuopt.so.$(SOVER) \
 		-Wl,--version-script=libgpuopt/libgpuopt.map -Wl,-z,defs \
@@ -115,10 +162,10 @@ $(SOLIB): $(LIB_OBJS) libgpuopt/libgpuopt.map
 $(BUILD)/lib/libgpuopt.so: $(SOLIB)
 	ln -sf libgpuopt.so.$(VERSION) $@
 
-$(ALIB): $(LIB_OBJS)
+$(ALIB): $(LIB_OBJS) $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJS)
 
 # Programs link the static library so they run from the tree.
 $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
@@ -143,7 +190,7 @@ $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
 		$$(pkg-config --libs fuse3 libcap) $(LIB_LIBS) $(LDSAN)
 
-$(BUILD)/fsd/%.o: fsd/%.c
+$(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $$(pkg-config --cflags fuse3) -MMD -MP -c -o $@ $<
 
@@ -157,7 +204,7 @@ $(BUILD)/tests/%: tests/ops/%.c $(TEST_HELPER_OBJS) $(ALIB)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(TEST_HELPER_OBJS) $(ALIB) \
 		$$(pkg-config --libs check) $(LIB_LIBS) $(LDSAN)
 
-$(BUILD)/tests/unit/%.o: tests/unit/%.c
+$(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -MMD -MP -c -o $@ $<
 
@@ -197,7 +244,7 @@ fuzz: $(ALIB)
 
 install: all
 	tools/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)" "$(VERSION)" \
-		"$(SOVER)"
+		"$(SOVER)" "$(strip $(LIB_LIBS))"
 
 clean:
 	rm -rf build build-*

@@ -3,7 +3,8 @@
 #
 # As root on a machine with apt-get, installs whatever is missing.
 # Otherwise prints the one apt-get line to run and fails.
-# GPUOPT_NO_INSTALL=1 only checks.
+# GPUOPT_NO_INSTALL=1 only checks. BACKENDS (the Makefile's, e.g.
+# "cpu vulkan") leaves out what a left-out API needs.
 
 PKGS="build-essential pkg-config
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
@@ -12,6 +13,17 @@ libfuse3-dev fuse3
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
 check valgrind libxml2-utils util-linux bsdutils systemd
 clang libclang-rt-14-dev python3-numpy python3-pip"
+PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
+case " ${BACKENDS:-opencl vulkan} " in
+*" opencl "*) ;;
+*)	PKGS=$(echo $PKGS | sed -e 's/ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo//')
+	PCS=${PCS#OpenCL } ;;
+esac
+case " ${BACKENDS:-opencl vulkan} " in
+*" vulkan "*) ;;
+*)	PKGS=$(echo $PKGS | sed -e 's/libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools//')
+	PCS=$(echo $PCS | sed 's/vulkan //') ;;
+esac
 
 missing=""
 for p in $PKGS; do
@@ -22,7 +34,7 @@ for p in $PKGS; do
 	esac
 done
 # Debian's names are what we check, but the real test is pkg-config.
-for pc in OpenCL vulkan fuse3 liburing libcap check libxxhash jansson; do
+for pc in $PCS; do
 	pkg-config --exists "$pc" 2>/dev/null || nopc="$nopc $pc"
 done
 

@@ -1,10 +1,12 @@
 #!/bin/sh
-# install.sh BUILD DESTDIR PREFIX VERSION SOVER - what `make install` does
+# install.sh BUILD DESTDIR PREFIX VERSION SOVER [LIBS] - what `make install`
+# does; LIBS is what the static library needs (gpuopt.pc's Libs.private)
 #
 # The udev rules and the service unit name their programs under
 # /usr/local: they are installed with that rewritten to PREFIX.
 set -e
 build=$1 destdir=$2 prefix=$3 version=$4 sover=$5
+libs=${6:--lOpenCL -lvulkan -luring -ljansson -lm -lpthread}
 root=$destdir$prefix
 install -d "$root/lib/pkgconfig" "$root/include" "$root/bin" \
 	"$root/share/man/man1" "$root/share/man/man3" "$root/share/man/man8" \
@@ -17,15 +19,24 @@ ln -sf "libgpuopt.so.$sover" "$root/lib/libgpuopt.so"
 install -m 0644 "$build/lib/libgpuopt.a" "$root/lib/"
 install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \
+	-e "s|@LIBS_PRIVATE@|$libs|" \
 	libgpuopt/gpuopt.pc.in >"$root/lib/pkgconfig/gpuopt.pc"
-install -m 0644 libgpuopt/man/*.3 "$root/share/man/man3/"
+# the pages carry the version in .TH; the installed ones say this one's
+man_page()
+{
+	sed "1,2s/\"gpuopt [0-9][0-9.]*\"/\"gpuopt $version\"/" "$1" >"$2/${1##*/}"
+	chmod 0644 "$2/${1##*/}"
+}
+for p in libgpuopt/man/*.3; do
+	man_page "$p" "$root/share/man/man3"
+done
 for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
 	if [ -x "$build/bin/$b" ]; then
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi
 done
-install -m 0644 fsd/gpuoptfs.8 "$root/share/man/man8/"
-install -m 0644 tools/gpuoptctl.1 "$root/share/man/man1/"
+man_page fsd/gpuoptfs.8 "$root/share/man/man8"
+man_page tools/gpuoptctl.1 "$root/share/man/man1"
 install -m 0644 tools/gpuoptctl.bash-completion \
 	"$root/share/bash-completion/completions/gpuoptctl"
 install -m 0755 tools/examples/*.sh "$root/share/gpuopt/examples/"

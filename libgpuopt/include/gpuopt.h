@@ -25,6 +25,7 @@
 extern "C" {
 #endif
 
+/* the one place the version is written: the Makefile reads it from here */
 #define GPUOPT_VERSION_MAJOR 0
 #define GPUOPT_VERSION_MINOR 1
 #define GPUOPT_VERSION_PATCH 0
@@ -293,7 +294,12 @@ struct gpo_tensor_info {
 /* gpo_optim_tensor_count - the number of tensors, or -EINVAL */
 int gpo_optim_tensor_count(struct gpo_optim *opt);
 
-/* gpo_optim_numel - the total number of parameters (0 for NULL) */
+/*
+ * gpo_optim_numel - the total number of parameters
+ * Cannot fail: returns 0 for NULL, as for an optimizer without tensors.
+ * (So do gpo_optim_steps_done(), gpo_optim_steps_skipped() and
+ * gpo_sched_last_epoch(), whose counts start at 0.)
+ */
 uint64_t gpo_optim_numel(struct gpo_optim *opt);
 
 /*
@@ -338,8 +344,13 @@ int gpo_optim_set(struct gpo_optim *opt, int group, const char *key,
 		  double value);
 
 /*
- * gpo_optim_get - read hyperparameter @key of @group (-1 means group 0)
- * Returns 0, -EINVAL, -ENOENT.
+ * gpo_optim_get - read hyperparameter @key of @group
+ * @group: a group index, or -1 for the value every group holds (what
+ *         gpo_optim_set() with -1 wrote; optimizer-wide keys always agree)
+ *
+ * Returns 0; -EINVAL for a NULL pointer, an unknown key, or group -1 when
+ * the groups hold different values ("groups differ; name one"); -ENOENT
+ * for an unknown group.
  */
 int gpo_optim_get(struct gpo_optim *opt, int group, const char *key,
 		  double *value);
@@ -357,8 +368,12 @@ int gpo_optim_configure(struct gpo_optim *opt, int group, const char *text);
 
 /*
  * gpo_optim_describe - write every hyperparameter of @group as "key=value\n"
- * lines into @buf (NUL-terminated). Returns the length it needed (like
- * snprintf), or -EINVAL/-ENOENT.
+ * lines into @buf (NUL-terminated)
+ * @group: a group index, or -1 for the settings every group shares: the
+ *         lines of group 0 that each other group has alike (all of them
+ *         with one group; optimizer-wide keys always)
+ *
+ * Returns the length it needed (like snprintf), or -EINVAL/-ENOENT.
  */
 int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
 		       size_t len);
@@ -425,12 +440,14 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info);
 /* gpo_optim_steps_done - the number of steps applied (0 for NULL) */
 uint64_t gpo_optim_steps_done(struct gpo_optim *opt);
 
-/* gpo_optim_steps_skipped - steps skipped for non-finite gradients */
+/* gpo_optim_steps_skipped - steps skipped for non-finite gradients (0 for
+ * NULL) */
 uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt);
 
 /*
  * gpo_optim_set_step - set the applied-step count (for restoring state);
- * bias corrections use it. Returns 0 or -EINVAL.
+ * bias corrections use it. Returns 0; -EINVAL for NULL; -EOVERFLOW for
+ * UINT64_MAX, which no step could follow (the next step is @step + 1).
  */
 int gpo_optim_set_step(struct gpo_optim *opt, uint64_t step);
 
@@ -602,6 +619,7 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *              duplicate keys, an entry without dtype/shape/data_offsets
  *              or with other fields, an unknown dtype, metadata that is
  *              not a string map, malformed gpuopt.* metadata
+ *   -EOVERFLOW gpuopt.step is 2^64-1: no step could follow it
  *   -EPROTONOSUPPORT  a gpuopt.version this library does not know
  *   -ENODATA   gpuopt metadata or a tensor's checksum is missing (see
  *              GPO_CKPT_FOREIGN)

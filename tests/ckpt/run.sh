@@ -7,7 +7,7 @@
 build=${1:-build}
 cc=${CC:-cc}
 cflags=${CKPT_CFLAGS:--std=gnu11 -O2 -g -pthread -D_GNU_SOURCE -Ilibgpuopt/include -Ilibgpuopt/src}
-libs=${CKPT_LIBS:--lOpenCL -lvulkan -luring -ljansson -lm -lpthread}
+libs=${CKPT_LIBS:-$(. "$build/build.conf" && echo "$LIB_LIBS")}
 helper=$build/tests/ckpt_helper
 # a SANITIZE=1 build: the drivers' own leaks are not the helper's
 LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}

@@ -16,6 +16,7 @@ for f in lib/libgpuopt.so.0.1.0 lib/libgpuopt.so.0 lib/libgpuopt.so \
 	 lib/libgpuopt.a include/gpuopt.h lib/pkgconfig/gpuopt.pc \
 	 bin/gpuoptfs bin/gpuoptctl bin/gpuopt-ckpt \
 	 share/man/man1/gpuoptctl.1 share/man/man3/gpo_ctx_new.3 \
+	 share/man/man3/gpo_optim_step.3 share/man/man3/gpo_version.3 \
 	 share/man/man8/gpuoptfs.8 \
 	 share/bash-completion/completions/gpuoptctl \
 	 share/gpuopt/examples/sweep.sh share/gpuopt/examples/resume.sh \
@@ -64,6 +65,11 @@ expect "gpuoptctl" "$("$root/bin/gpuoptctl" --version)" "gpuoptctl 0.1.0"
 	fail "gpuoptfs --version"
 bash -n "$root/share/bash-completion/completions/gpuoptctl" ||
 	fail "completion syntax"
+# every alias page points at a page that is installed
+for f in "$root"/share/man/man3/*.3; do
+	t=$(sed -n 's|^\.so \(man3/.*\)$|\1|p' "$f")
+	[ -z "$t" ] || [ -e "$root/share/man/$t" ] || fail "$f: no $t"
+done
 if command -v groff >/dev/null; then
 	for p in man1/gpuoptctl.1 man8/gpuoptfs.8; do
 		groff -man -Tutf8 -ww -z "$root/share/man/$p" 2>"$T/groff" &&

@@ -40,6 +40,17 @@ refused()
 	esac
 }
 
+# built BACKEND: was this build's libgpuopt made with BACKEND (BACKENDS=)?
+built()
+{
+	BACKENDS="cpu opencl vulkan"
+	[ -r "$BUILD/build.conf" ] && . "$BUILD/build.conf"
+	case " $BACKENDS " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
 need_fuse()
 {
 	[ -e /dev/fuse ] && command -v fusermount3 >/dev/null ||

@@ -8,6 +8,7 @@
 # GPU would.
 . "$(dirname "$0")/lib.sh"
 need_fuse
+built vulkan || skip "libgpuopt was built without vulkan (BACKENDS)"
 icd=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json 2>/dev/null | head -n 1)
 # CI (GPUOPT_TEST_REQUIRE=...vulkan...) must run it, not skip it
 lost()

@@ -783,6 +783,120 @@ START_TEST(test_null_pointers_are_einval)
 }
 END_TEST
 
+/* a failing group is named once, before the callee's own words */
+START_TEST(test_group_error_names_the_group_once)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = devices(devs), d, ret;
+	char msg[512];
+	struct fix f;
+
+	for (d = 0; d < ndev; d++) {
+		fix_init(&f, devs[d], GPO_SGD, NULL, 0);
+		ck_assert_int_eq(gpo_optim_add_group(f.opt), 1);
+		fix_snap(&f);
+		mark();
+		ret = gpo_optim_configure(f.opt, 1, "nesterov=1");
+		snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
+		check_bad(&f, "configure(1, nesterov=1)", ret, -EINVAL);
+		ck_assert_msg(!strncmp(msg, "group 1: ", 9) &&
+			      !strstr(msg + 9, "group 1"), "%s", msg);
+		ck_assert_msg(strstr(msg, "nesterov"), "%s", msg);
+		fix_free(&f);
+	}
+}
+END_TEST
+
+/* step 2^64-1 has no next step: t would wrap to 0 and 1 - beta^0 = 0 */
+START_TEST(test_set_step_without_a_next_step_is_eoverflow)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = devices(devs), d, i;
+	float x[72];
+	struct fix f;
+
+	for (d = 0; d < ndev; d++) {
+		fix_init(&f, devs[d], GPO_ADAM, NULL, 1);
+		BAD(&f, -EOVERFLOW, gpo_optim_set_step(f.opt, UINT64_MAX));
+		ck_assert_int_eq(gpo_optim_set_step(f.opt, UINT64_MAX - 1), 0);
+		ck_assert_int_eq(gpo_optim_step(f.opt, NULL), 0);
+		ck_assert_uint_eq(gpo_optim_steps_done(f.opt), UINT64_MAX);
+		ck_assert_int_eq(gpo_optim_read(f.opt, "param", NULL, x,
+						 sizeof(x)), 0);
+		for (i = 0; i < 72; i++)
+			ck_assert_msg(isfinite(x[i]), "%s: param %d is %g",
+				      f.id, i, x[i]);
+		fix_free(&f);
+	}
+}
+END_TEST
+
+/* group -1 reads what gpo_optim_set(-1) writes: the value all groups hold */
+START_TEST(test_get_all_groups_needs_one_value)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = devices(devs), d, ret;
+	char all[1024], g0[1024], msg[512];
+	double v;
+	struct fix f;
+
+	for (d = 0; d < ndev; d++) {
+		fix_init(&f, devs[d], GPO_ADAMW, NULL, 0);
+		ck_assert_int_eq(gpo_optim_add_group(f.opt), 1);
+		ck_assert_int_eq(gpo_optim_set(f.opt, -1, "lr", 0.25), 0);
+		ck_assert_int_eq(gpo_optim_get(f.opt, -1, "lr", &v), 0);
+		ck_assert(v == 0.25);
+		/* alike, group -1 describes as group 0 does */
+		ck_assert_int_gt(gpo_optim_describe(f.opt, -1, all,
+						    sizeof(all)), 0);
+		ck_assert_int_gt(gpo_optim_describe(f.opt, 0, g0,
+						    sizeof(g0)), 0);
+		ck_assert_str_eq(all, g0);
+
+		ck_assert_int_eq(gpo_optim_set(f.opt, 1, "lr", 0.5), 0);
+		ck_assert_int_eq(gpo_optim_set(f.opt, 1, "amsgrad", 1), 0);
+		fix_snap(&f);
+		mark();
+		ret = gpo_optim_get(f.opt, -1, "lr", &v);
+		snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
+		check_bad(&f, "get(-1, lr)", ret, -EINVAL);
+		ck_assert_msg(strstr(msg, "groups differ"), "%s", msg);
+		BAD(&f, -EINVAL, gpo_optim_get(f.opt, -1, "amsgrad", &v));
+		ck_assert_int_eq(gpo_optim_get(f.opt, -1, "eps", &v), 0);
+		ck_assert_int_eq(gpo_optim_get(f.opt, 1, "lr", &v), 0);
+		ck_assert(v == 0.5);
+		/* optimizer-wide keys are the same in every group */
+		ck_assert_int_eq(gpo_optim_set(f.opt, 1, "clip_norm", 2), 0);
+		ck_assert_int_eq(gpo_optim_get(f.opt, -1, "clip_norm", &v), 0);
+		ck_assert(v == 2);
+
+		/* the lines every group shares, in group 0's order */
+		ck_assert_int_eq(gpo_optim_describe(f.opt, -1, NULL, 0),
+				 gpo_optim_describe(f.opt, -1, all,
+						    sizeof(all)));
+		ck_assert_msg(!strstr(all, "lr=") && !strstr(all, "amsgrad="),
+			      "%s", all);
+		ck_assert_msg(strstr(all, "eps=") && strstr(all, "clip_norm=2\n") &&
+			      strstr(all, "weight_decay="), "%s", all);
+		fix_snap(&f);
+		BAD(&f, -ENOENT, gpo_optim_get(f.opt, -2, "lr", &v));
+		BAD(&f, -ENOENT, gpo_optim_describe(f.opt, -2, all,
+						    sizeof(all)));
+		fix_free(&f);
+	}
+}
+END_TEST
+
+/* the counters that cannot fail read 0 for NULL, as for a fresh optimizer */
+START_TEST(test_counters_of_null_are_zero)
+{
+	ck_assert_uint_eq(gpo_optim_numel(NULL), 0);
+	ck_assert_uint_eq(gpo_optim_steps_done(NULL), 0);
+	ck_assert_uint_eq(gpo_optim_steps_skipped(NULL), 0);
+	ck_assert_uint_eq(gpo_sched_last_epoch(NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_errors");
@@ -806,6 +920,10 @@ int main(void)
 	tcase_add_test(tc, test_objective_errors_are_einval);
 	tcase_add_test(tc, test_bad_kind_is_einval);
 	tcase_add_test(tc, test_null_pointers_are_einval);
+	tcase_add_test(tc, test_group_error_names_the_group_once);
+	tcase_add_test(tc, test_set_step_without_a_next_step_is_eoverflow);
+	tcase_add_test(tc, test_get_all_groups_needs_one_value);
+	tcase_add_test(tc, test_counters_of_null_are_zero);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -496,6 +496,30 @@ START_TEST(test_ckpt_bad_metadata_is_eproto_enodata_ebade)
 }
 END_TEST
 
+/* the step after 2^64-1 would be step 0, with 1 - beta^0 = 0 to divide by */
+START_TEST(test_ckpt_last_possible_step_is_eoverflow)
+{
+	struct gpo_optim *opt = make_opt();
+	json_t *root = header();
+	size_t len;
+	char *buf;
+
+	json_object_set_new(meta_of(root), "gpuopt.step",
+			    json_string("18446744073709551615"));
+	expect_rebuilt(root, 1, -EOVERFLOW, "step 2^64-1");
+	/* one less is a step a restore takes */
+	root = header();
+	json_object_set_new(meta_of(root), "gpuopt.step",
+			    json_string("18446744073709551614"));
+	buf = rebuild(root, data(), data_len(), 1, &len);
+	write_file(bad, buf, len);
+	ck_assert_msg(!gpo_optim_restore(opt, bad, 0), "%s", gpo_errmsg());
+	ck_assert_uint_eq(gpo_optim_steps_done(opt), UINT64_MAX - 1);
+	free(buf);
+	gpo_optim_free(opt);
+}
+END_TEST
+
 static char *splice_text(const char *text, size_t at, const char *ins, size_t *len)
 {
 	size_t tl = strlen(text), il = strlen(ins), hl;
@@ -637,6 +661,7 @@ int main(void)
 	tcase_add_test(tc, test_ckpt_overlapping_or_gapped_offsets_are_ebadmsg);
 	tcase_add_test(tc, test_ckpt_missing_tensor_is_enoent_extra_is_einval);
 	tcase_add_test(tc, test_ckpt_bad_metadata_is_eproto_enodata_ebade);
+	tcase_add_test(tc, test_ckpt_last_possible_step_is_eoverflow);
 	tcase_add_test(tc, test_ckpt_malformed_json_is_eproto);
 	tcase_add_test(tc, test_ckpt_foreign_params_only_file_loads_with_the_flag);
 	tcase_add_test(tc, test_ckpt_fuzz_corpus_and_regressions_replay_cleanly);

@@ -44,6 +44,21 @@ int tu_wanted(const struct gpo_device_info *info)
 	return !want || !*want || listed(want, info->id, info->backend);
 }
 
+int tu_built(const char *backend)
+{
+	if (!strcmp(backend, "cpu"))
+		return 1;
+#ifdef GPO_HAVE_OPENCL
+	if (!strcmp(backend, "opencl"))
+		return 1;
+#endif
+#ifdef GPO_HAVE_VULKAN
+	if (!strcmp(backend, "vulkan"))
+		return 1;
+#endif
+	return 0;
+}
+
 int tu_devices(struct gpo_device **devs, int max)
 {
 	const char *want = getenv("GPUOPT_TEST_DEVICES");
@@ -72,6 +87,11 @@ int tu_devices(struct gpo_device **devs, int max)
 		     tok = strtok_r(NULL, ",", &save)) {
 			int found = 0;
 
+			if (!tu_built(tok)) {
+				fprintf(stderr, "GPUOPT_TEST_REQUIRE=%s: not checking %s, left out of this build\n",
+					require, tok);
+				continue;
+			}
 			for (i = 0; i < n; i++) {
 				struct gpo_device_info info;
 
@@ -128,6 +148,11 @@ int tu_backend_gate(const char *backend)
 {
 	const char *want = getenv("GPUOPT_TEST_DEVICES");
 
+	if (!tu_built(backend)) {
+		printf("skipped: libgpuopt was built without %s (BACKENDS)\n",
+		       backend);
+		return 77;
+	}
 	if (names(getenv("GPUOPT_TEST_REQUIRE"), backend))
 		return 0;
 	if (want && *want && !names(want, backend)) {

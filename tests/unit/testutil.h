@@ -24,9 +24,13 @@ struct gpo_ctx *tu_ctx(void);
  * e.g. "cpu,opencl:0"). Devices that fail to open are left out and
  * reported on stderr. Each backend named in GPUOPT_TEST_REQUIRE (a comma
  * list, e.g. "opencl,vulkan") must have at least one device, or the test
- * fails. Returns the count.
+ * fails; a backend this build left out (make BACKENDS=...) is exempt, as
+ * it was left out on purpose. Returns the count.
  */
 int tu_devices(struct gpo_device **devs, int max);
+
+/* tu_built - was libgpuopt built with @backend (GPO_HAVE_*, BACKENDS)? */
+int tu_built(const char *backend);
 
 /* tu_wanted - is this device one GPUOPT_TEST_DEVICES lets tests use? */
 int tu_wanted(const struct gpo_device_info *info);
@@ -36,7 +40,8 @@ int tu_wanted(const struct gpo_device_info *info);
  * run? Returns 0 to run; 77 after printing why to skip: the backend has
  * no device here (counted in a child process: runtimes that start threads
  * would not survive Check's fork of each test) or GPUOPT_TEST_DEVICES
- * leaves it out. Never skips when GPUOPT_TEST_REQUIRE names @backend.
+ * leaves it out. Never skips for these when GPUOPT_TEST_REQUIRE names
+ * @backend. Always skips when the build left @backend out (BACKENDS).
  */
 int tu_backend_gate(const char *backend);
 

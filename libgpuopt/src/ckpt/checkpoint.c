@@ -47,10 +47,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 /* Put "@path: " in front of the message the failing call left. */
 static int path_err(int ret, const char *path)
 {
-	char msg[400];
-
-	snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
-	return gpo__err(ret, "%.200s: %s", path, msg);
+	return gpo__err_prefix(ret, "%.200s", path);
 }
 
 static int sys_err(int err, const char *what, const char *path)
@@ -1381,7 +1378,7 @@ static int load_sched(struct restore_job *j)
 		gpo_sched_save(s, j->sched_backup, (size_t)n + 1);
 	ret = gpo_sched_load(s, j->ck->sched);
 	if (ret)
-		return gpo__err(ret, "schedule: %s", gpo_errmsg());
+		return gpo__err_prefix(ret, "schedule");
 	j->sched_loaded = 1;
 	return 0;
 }

@@ -32,7 +32,7 @@
 #define CKPT_FORMAT_VERSION	"1"
 
 #define CKPT_META_VERSION	"gpuopt.version"	/* "1" */
-#define CKPT_META_WRITER	"gpuopt.writer"		/* "libgpuopt 0.1.0" */
+#define CKPT_META_WRITER	"gpuopt.writer"		/* "libgpuopt " gpo_version() */
 #define CKPT_META_KIND		"gpuopt.optimizer"	/* "adamw" */
 #define CKPT_META_GROUPS	"gpuopt.groups"		/* JSON, see below */
 #define CKPT_META_STEP		"gpuopt.step"		/* decimal */

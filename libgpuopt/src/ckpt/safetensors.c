@@ -363,7 +363,7 @@ static int parse_group(struct ckpt *ck, int g, json_t *v)
 			return ret;
 	}
 	if (gpo__hparams_validate(ck->kind, &grp->hp))
-		return gpo__err(-EPROTO, "group %d: %s", g, gpo_errmsg());
+		return gpo__err_prefix(-EPROTO, "group %d", g);
 	return parse_group_tensors(grp, g, tensors);
 }
 
@@ -494,6 +494,10 @@ static int parse_gpuopt(struct ckpt *ck)
 	ck->kind = k;
 	ck->gpuopt = 1;
 	ret = parse_count(CKPT_META_STEP, step, &ck->step);
+	/* as gpo_optim_set_step(): the next step, step + 1, must exist */
+	if (!ret && ck->step == UINT64_MAX)
+		ret = gpo__err(-EOVERFLOW, "metadata '%s' = %s: no step can follow it",
+			       CKPT_META_STEP, step);
 	if (!ret)
 		ret = parse_count(CKPT_META_SKIPPED, skipped, &ck->skipped);
 	if (!ret)

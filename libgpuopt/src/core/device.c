@@ -11,8 +11,12 @@
 /* Probe order; the cpu backend first so that cpu:0 is always index 0. */
 static const struct backend_ops *const backend_list[] = {
 	&gpo__cpu_backend_ops,
+#ifdef GPO_HAVE_VULKAN
 	&gpo__vulkan_backend_ops,
+#endif
+#ifdef GPO_HAVE_OPENCL
 	&gpo__opencl_backend_ops,
+#endif
 };
 
 void gpo__ctx_log(struct gpo_ctx *ctx, const char *fmt, ...)
@@ -396,7 +400,8 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 			return gpo__err(-EINVAL,
 				       "bad device '%s': use best, a backend (cpu, opencl, vulkan) or an id like vulkan:0",
 				       spec);
-		return gpo__err(-ENODEV, "no %s device found", spec);
+		return gpo__err(-ENODEV, "no %s device: libgpuopt was built without %s",
+			       spec, spec);
 	}
 	for (i = 0; i < ctx->ndevs; i++)
 		if (!strcmp(ctx->devs[i]->info.id, spec))

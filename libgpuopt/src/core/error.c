@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "core/gpuopt_i.h"
 
 static __thread char errmsg[512];
@@ -18,6 +19,23 @@ int gpo__err(int err, const char *fmt, ...)
 	return err;
 }
 
+int gpo__err_prefix(int err, const char *fmt, ...)
+{
+	char prefix[256], msg[sizeof(errmsg)];
+	va_list ap;
+	int n;
+
+	/* the arguments may point into errmsg: format before overwriting it */
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(msg, errmsg, sizeof(msg));
+	n = snprintf(errmsg, sizeof(errmsg), "%s%s", prefix, msg[0] ? ": " : "");
+	if (n >= 0 && (size_t)n < sizeof(errmsg))
+		snprintf(errmsg + n, sizeof(errmsg) - n, "%s", msg);
+	return err;
+}
+
 void gpo__err_clear(void)
 {
 	errmsg[0] = '\0';
@@ -28,7 +46,11 @@ const char *gpo_errmsg(void)
 	return errmsg;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 const char *gpo_version(void)
 {
-	return "0.1.0";
+	return STR(GPUOPT_VERSION_MAJOR) "." STR(GPUOPT_VERSION_MINOR) "."
+		STR(GPUOPT_VERSION_PATCH);
 }

@@ -24,6 +24,12 @@
  * failure path reads "return gpo__err(-EINVAL, "lr %g < 0", lr);"
  */
 int gpo__err(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
+/*
+ * gpo__err_prefix - put "<fmt...>: " in front of this thread's message
+ * (the one a failing callee left) and return @err. Never pass gpo_errmsg()
+ * to gpo__err() for this: that formats the buffer into itself.
+ */
+int gpo__err_prefix(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
 void gpo__err_clear(void);
 
 /* pool.c: sub-allocation from large device allocations */

@@ -9,6 +9,7 @@
  * groups is zero in every buffer and no kernel writes it.
  */
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +280,7 @@ int gpo_optim_configure(struct gpo_optim *opt, int group, const char *text)
 		ret = gpo__hparams_validate(opt->kind, &copy[g].hp);
 		if (ret) {
 			if (opt->ngroups > 1)
-				gpo__err(ret, "group %d: %s", g, gpo_errmsg());
+				gpo__err_prefix(ret, "group %d", g);
 			goto out_free;
 		}
 	}
@@ -305,16 +306,82 @@ int gpo_optim_set(struct gpo_optim *opt, int group, const char *key,
 	return gpo_optim_configure(opt, group, text);
 }
 
+/* Group -1 reads as gpo_optim_set() writes: the value every group holds. */
 int gpo_optim_get(struct gpo_optim *opt, int group, const char *key,
 		  double *value)
 {
+	double v, other;
+	int g, ret;
+
 	if (!opt || !key || !value)
 		return gpo__err(-EINVAL, "NULL argument");
-	if (group == -1)
-		group = 0;
-	if (group < 0 || group >= opt->ngroups)
+	if (group < -1 || group >= opt->ngroups)
 		return gpo__err(-ENOENT, "no group %d", group);
-	return gpo__hparams_get(opt->kind, &opt->groups[group].hp, key, value);
+	if (group >= 0)
+		return gpo__hparams_get(opt->kind, &opt->groups[group].hp, key,
+					value);
+	ret = gpo__hparams_get(opt->kind, &opt->groups[0].hp, key, &v);
+	if (ret)
+		return ret;
+	for (g = 1; g < opt->ngroups; g++) {
+		gpo__hparams_get(opt->kind, &opt->groups[g].hp, key, &other);
+		if (other != v)
+			return gpo__err(-EINVAL, "%s: groups differ; name one",
+				       key);
+	}
+	*value = v;
+	return 0;
+}
+
+/* Is @line ("key=value\n") one of the lines of @text? */
+static int has_line(const char *text, const char *line, size_t n)
+{
+	for (; *text; text = strchr(text, '\n') + 1)
+		if (!strncmp(text, line, n))
+			return 1;
+	return 0;
+}
+
+/* Group -1: the lines every group has alike, in group 0's order. */
+static int describe_common(struct gpo_optim *opt, char *buf, size_t len)
+{
+	char *text[2] = { NULL, NULL }, *line, *next, *end;
+	int g, n;
+
+	for (g = 0; g < opt->ngroups; g++) {
+		char **t = &text[g > 0];
+
+		n = gpo__hparams_describe(opt->kind, &opt->groups[g].hp, NULL, 0);
+		if (n < 0)
+			goto out_free;
+		free(*t);
+		*t = malloc((size_t)n + 1);
+		if (!*t) {
+			n = gpo__err(-ENOMEM, "out of memory");
+			goto out_free;
+		}
+		gpo__hparams_describe(opt->kind, &opt->groups[g].hp, *t,
+				      (size_t)n + 1);
+		if (!g)
+			continue;
+		/* drop from text[0] the lines group g does not share */
+		for (line = end = text[0]; *line; line = next) {
+			size_t k;
+
+			next = strchr(line, '\n') + 1;
+			k = next - line;
+			if (has_line(text[1], line, k)) {
+				memmove(end, line, k);
+				end += k;
+			}
+		}
+		*end = '\0';
+	}
+	n = snprintf(buf, len, "%s", text[0]);
+out_free:
+	free(text[0]);
+	free(text[1]);
+	return n;
 }
 
 int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
@@ -322,10 +389,10 @@ int gpo_optim_describe(struct gpo_optim *opt, int group, char *buf,
 {
 	if (!opt || (!buf && len))
 		return gpo__err(-EINVAL, "NULL argument");
-	if (group == -1)
-		group = 0;
-	if (group < 0 || group >= opt->ngroups)
+	if (group < -1 || group >= opt->ngroups)
 		return gpo__err(-ENOENT, "no group %d", group);
+	if (group == -1)
+		return describe_common(opt, buf, len);
 	return gpo__hparams_describe(opt->kind, &opt->groups[group].hp, buf, len);
 }
 
@@ -767,6 +834,10 @@ int gpo_optim_set_step(struct gpo_optim *opt, uint64_t step)
 {
 	if (!opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
+	/* the next step runs as step + 1: 0 would divide by 1 - beta^0 */
+	if (step == UINT64_MAX)
+		return gpo__err(-EOVERFLOW, "step %" PRIu64 ": no step can follow it",
+			       step);
 	opt->step = step;
 	return 0;
 }
