@@ -89,7 +89,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # the table-driven op test (tests/ops): every op on every device
 OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))
 TEST_BINS += $(OPS_SRCS:tests/ops/%.c=$(BUILD)/tests/%)
-TEST_HELPERS := $(filter-out $(TEST_SRCS),$(sort $(wildcard tests/unit/*.c)))
+TEST_HELPERS := $(filter-out tests/unit/test_%.c,$(sort $(wildcard tests/unit/*.c)))
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
 EXAMPLES := $(patsubst libgpuopt/examples/%.c,$(BUILD)/bin/%,\
