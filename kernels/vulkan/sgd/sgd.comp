@@ -43,7 +43,8 @@ void sgd(inout vec4 pi, vec4 gi, inout vec4 bi)
 void update4(uint i)
 {
 	vec4 pi = p4[i];
-	vec4 bi = FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ? buf4[i] : vec4(0.0);
+	vec4 bi = FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ?
+		  buf4[i] : vec4(0.0);
 
 	sgd(pi, g4[i], bi);
 	p4[i] = pi;
@@ -54,7 +55,8 @@ void update4(uint i)
 void update1(uint i)
 {
 	vec4 pi = vec4(p[i]);
-	vec4 bi = vec4(FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ? buf[i] : 0.0);
+	vec4 bi = vec4(FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ?
+		       buf[i] : 0.0);
 
 	sgd(pi, vec4(g[i]), bi);
 	p[i] = pi.x;

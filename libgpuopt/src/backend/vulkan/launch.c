@@ -94,7 +94,8 @@ static int record_bind(struct gpo_device *dev, const struct op_call *call,
 	gpo__vk_track(vd, acc, n);
 	gpo__vk_timestamp_start(vd);
 	if (vd->bound != pipe) {
-		vkCmdBindPipeline(vd->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+		vkCmdBindPipeline(vd->cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+				  pipe);
 		vd->bound = pipe;
 	}
 	gpo__vk_desc_bind(vd, bi, op->nbuf, set);

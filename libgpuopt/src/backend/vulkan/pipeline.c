@@ -205,8 +205,9 @@ int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	}
 	f = spv_find(op, dtype);
 	if (!f || !f->size || f->size % 4)
-		return gpo__err(-ENOSYS, "%s: no SPIR-V for %s.%s", dev->info.id,
-				o->name, gpo__vk_dtype_name(dtype));
+		return gpo__err(-ENOSYS, "%s: no SPIR-V for %s.%s",
+				dev->info.id, o->name,
+				gpo__vk_dtype_name(dtype));
 	if (!vd->pipe_cache) {
 		ret = cache_open(dev);
 		if (ret)

@@ -50,8 +50,8 @@ static void barrier(struct vk_dev *vd, VkPipelineStageFlags dst_stage,
 /*
  * gpo__vk_track - note what the next command reads and writes; a
  * barrier goes in first if it overlaps a range an earlier command of the
- * batch wrote (or writes one that was read). Disjoint updates (parameter groups) run
- * without one.
+ * batch wrote (or writes one that was read). Disjoint updates (parameter
+ * groups) run without one.
  */
 void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n)
 {
