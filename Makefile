@@ -75,8 +75,24 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) \
 # kernels include (the backend expands #include from the embedded copies)
 CL_SRCS := $(sort $(wildcard kernels/opencl/*.cl kernels/opencl/*/*.cl \
 	kernels/abi/*.h))
-COMP_SRCS := $(sort $(wildcard kernels/vulkan/*.comp))
-SPVS := $(COMP_SRCS:kernels/vulkan/%.comp=$(BUILD)/spv/%.spv)
+# SPIR-V: one module per (op, dtype), build/spv/<op>.<dtype>.spv, from
+# kernels/vulkan/<family>/<op>.comp with -DGPO_DTYPE_<DTYPE>. A shader
+# names its dtypes in its first lines ("// dtypes: f32 i32"; f32 if not).
+COMP_SRCS := $(sort $(wildcard kernels/vulkan/*/*.comp))
+GLSL_DEPS := $(wildcard kernels/vulkan/*.glsl kernels/vulkan/*/*.glsl \
+	kernels/abi/*.h)
+spv_dtypes = $(or $(shell sed -n '1,5s|^// dtypes: *||p' $(1)),f32)
+spv_upper = $(subst b,B,$(subst f,F,$(subst i,I,$(subst u,U,$(1)))))
+SPVS :=
+define spv_rule
+$(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv: $(1) $$(GLSL_DEPS)
+	@mkdir -p $$(dir $$@)
+	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
+		-DGPO_DTYPE_$(call spv_upper,$(2)) -o $$@ $$<
+SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv
+endef
+$(foreach c,$(COMP_SRCS),$(foreach d,$(call spv_dtypes,$(c)),\
+	$(eval $(call spv_rule,$(c),$(d)))))
 
 SOLIB := $(BUILD)/lib/libgpuopt.so.$(VERSION)
 ALIB := $(BUILD)/lib/libgpuopt.a
@@ -140,10 +156,6 @@ $(BUILD)/libgpuopt/src/backend/cpu/cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-con
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)
 	tools/embed.sh cl $@ $(CL_SRCS)
-
-$(BUILD)/spv/%.spv: kernels/vulkan/%.comp $(wildcard kernels/vulkan/*.glsl)
-	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=vulkan1.1 -O -Ikernels/vulkan -o $@ $<
 
 $(BUILD)/gen/spv_sources.c: $(SPVS) tools/embed.sh
 	@mkdir -p $(dir $@)

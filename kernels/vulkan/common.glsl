@@ -2,51 +2,53 @@
 /*
  * common.glsl - what every gpuopt compute shader shares
  *
- * The push constants are exactly the scalar tail of struct kernel_args
- * (backend_i.h): uint n, flags, aux0, aux1; float s[12] - 64 bytes, the
- * same block in every shader, so one pipeline layout serves them all.
- * Buffer args.buf[i] is storage buffer (set 0, binding i).
+ * A shader includes this file, then its family's parameter header
+ * ("abi/adam.h"), which declares the push-constant block `args` (the
+ * family's struct, at most GPO_ARGS_MAX bytes: one pipeline layout with a
+ * push range of GPO_ARGS_MAX bytes serves every shader). Buffer i of the
+ * op's descriptor (backend/ops.c) is storage buffer (set 0, binding i).
+ *
+ * Each shader is compiled once per dtype its op has, with
+ * -DGPO_DTYPE_F32 or -DGPO_DTYPE_I32 (its first lines say which:
+ * "// dtypes: f32 i32"); T and T4 are that type and its 4-vector.
  *
  * No mediump and no relaxed precision anywhere: results are compared with
  * the cpu backend to 1e-5.
  */
 #extension GL_GOOGLE_include_directive : require
 
-layout(local_size_x = 256) in;
-#define WG_SIZE 256u
+#include "abi/abi.h"
 
-layout(push_constant, std430) uniform Args {
-	uint n;
-	uint flags;
-	uint aux0;
-	uint aux1;
-	float s[12];
-} args;
+#if defined(GPO_DTYPE_F32)
+#define T	float
+#define T4	vec4
+#elif defined(GPO_DTYPE_I32)
+#define T	int
+#define T4	ivec4
+#else
+#error "compile with -DGPO_DTYPE_<dtype>"
+#endif
 
-/* the KF_* flags of backend_i.h */
-#define KF_MAXIMIZE	(1u << 0)
-#define KF_USE_SCAL	(1u << 1)
-#define KF_CHECK_FINITE	(1u << 2)
-#define KF_MOMENTUM	(1u << 3)
-#define KF_NESTEROV	(1u << 4)
-#define KF_FIRST	(1u << 5)
-#define KF_AMSGRAD	(1u << 6)
-#define KF_DECOUPLED	(1u << 7)
-#define KF_CENTERED	(1u << 8)
+layout(local_size_x = GPO_WG_SIZE) in;
+#define WG_SIZE uint(GPO_WG_SIZE)
 
 /* flags are the same for every invocation: branches on them are uniform */
 #define FLAG(f) ((args.flags & (f)) != 0u)
 
 /*
- * A float buffer seen twice: name4[] for aligned float4 access (the views
+ * A buffer seen twice: name4[] for aligned 4-vector access (the views
  * the optimizer hands out start on 256 bytes) and name[] for the n % 4
- * elements at the end and for unaligned scalar access.
+ * elements at the end and for unaligned scalar access. ELEM4_BUF is of
+ * the dtype compiled for, FLOAT4_BUF of float whatever it is.
  */
-#define FLOAT4_BUF(b, name) \
+#define VEC4_BUF(b, name, S, S4) \
 	layout(set = 0, binding = b, std430) buffer name##_v4 \
-		{ vec4 name##4[]; }; \
+		{ S4 name##4[]; }; \
 	layout(set = 0, binding = b, std430) buffer name##_f1 \
-		{ float name[]; }
+		{ S name[]; }
+
+#define ELEM4_BUF(b, name)	VEC4_BUF(b, name, T, T4)
+#define FLOAT4_BUF(b, name)	VEC4_BUF(b, name, float, vec4)
 
 #define FLOAT_BUF(b, name) \
 	layout(set = 0, binding = b, std430) buffer name##_f1 \
@@ -56,7 +58,7 @@ layout(push_constant, std430) uniform Args {
 	layout(set = 0, binding = b, std430) readonly buffer name##_u1 \
 		{ uint name[]; }
 
-/* scal: the 4 floats K_NORM_FINAL writes (gm, skip, norm, total) */
+/* scal: the GPO_SCAL_COUNT floats norm_final writes (abi.h) */
 #define SCAL_BUF(b) \
 	layout(set = 0, binding = b, std430) readonly buffer scal_f1 \
 		{ float scal[]; }

@@ -3,13 +3,17 @@
  * group.glsl - what the group kernels share: the group index and a
  * deterministic reduction.
  *
- * A launch of more groups than one dispatch dimension allows comes as a
- * 2D grid; the group index is rebuilt from it, and the surplus groups of
- * the last row return before any barrier (the whole workgroup alike).
+ * A launch of more groups than one dispatch dimension allows comes as
+ * rows of GPO_GROUP_ROW groups (full rows in one dispatch, the rest in a
+ * second one based at the next row), so exactly as many groups run as
+ * the launch asked for. The row width is the device's: the backend sets
+ * it as specialization constant 0 when it builds the pipeline.
  */
+layout(constant_id = 0) const uint GPO_GROUP_ROW = 65535u;
+
 uint group_index()
 {
-	return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+	return gl_WorkGroupID.y * GPO_GROUP_ROW + gl_WorkGroupID.x;
 }
 
 shared float red_a[WG_SIZE];
@@ -41,19 +45,19 @@ void reduce2(inout float a, inout float b)
 }
 
 /*
- * The range [*start, *end) of group @grp when groups cover args.aux1
- * elements each, clipped to args.n; written so that grp * aux1 cannot
- * wrap for the empty groups at the end.
+ * The range [*start, *end) of group @grp when groups cover @chunk
+ * elements each, clipped to @n; written so that grp * chunk cannot wrap
+ * for the empty groups at the end.
  */
-void group_range(uint grp, out uint start, out uint end)
+void group_range(uint grp, uint n, uint chunk, out uint start, out uint end)
 {
-	if (args.n == 0u || grp > (args.n - 1u) / args.aux1) {
-		start = args.n;
-		end = args.n;
+	if (n == 0u || grp > (n - 1u) / chunk) {
+		start = n;
+		end = n;
 		return;
 	}
-	start = grp * args.aux1;
-	end = start + min(args.aux1, args.n - start);
+	start = grp * chunk;
+	end = start + min(chunk, n - start);
 }
 
 /* inf or NaN: exponent all ones (a bit test no optimiser can drop) */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_vulkan.c - what is particular to the Vulkan backend: the devices it
- * reports, its on-disk pipeline cache (a damaged or foreign one is
+ * reports, its on-disk pipeline cache (written once pipelines were built,
+ * which happens at an op's first launch; a damaged or foreign one is
  * ignored), a step on every Vulkan device agreeing with cpu:0, and the
  * paths a given machine does not take on its own (descriptor-set cache,
  * staging ring, views split over several bindings), forced through
@@ -237,7 +238,42 @@ START_TEST(test_vulkan_adam_matches_cpu)
 }
 END_TEST
 
-START_TEST(test_vulkan_first_open_writes_pipeline_cache)
+/*
+ * Open every Vulkan device and run a step on each: pipelines are built at
+ * an op's first launch, and the pipeline cache written after them.
+ */
+static int open_and_step(struct gpo_ctx *ctx, struct gpo_device **devs,
+			 struct gpo_device **cpu)
+{
+	int i, n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, cpu);
+
+	for (i = 0; i < n; i++)
+		check_adam(devs[i], *cpu, ADAM_N, "");
+	return n;
+}
+
+START_TEST(test_vulkan_first_open_writes_no_pipeline_cache)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	char dir[64], path[4200];
+	struct gpo_ctx *ctx;
+	uint64_t key;
+	int n;
+
+	/* pipelines come on first use: opening alone builds none */
+	tu_cache_dir_new(dir, sizeof(dir));
+	ctx = new_ctx();
+	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+	gpo_ctx_free(ctx);
+	ck_assert_msg(tu_cache_entries(dir, "vulkan", path, sizeof(path),
+				       &key) == 0,
+		      "a pipeline cache in %s after opening %d devices", dir,
+		      n);
+	tu_cache_dir_remove(dir);
+}
+END_TEST
+
+START_TEST(test_vulkan_first_launch_writes_pipeline_cache)
 {
 	struct gpo_device *devs[MAX_VK], *cpu;
 	char dir[64], path[4200];
@@ -249,13 +285,13 @@ START_TEST(test_vulkan_first_open_writes_pipeline_cache)
 
 	tu_cache_dir_new(dir, sizeof(dir));
 	ctx = new_ctx();
-	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+	n = open_and_step(ctx, devs, &cpu);
 	gpo_ctx_free(ctx);
 	/* one entry per kind of device, each a whole pipeline cache */
 	ck_assert_msg(tu_cache_entries(dir, "vulkan", path, sizeof(path),
 				       &key) >= 1,
-		      "no pipeline cache in %s after opening %d devices", dir,
-		      n);
+		      "no pipeline cache in %s after a step on %d devices",
+		      dir, n);
 	ck_assert(!gpo__diskcache_load("vulkan", key, &data, &size));
 	ck_assert_uint_ge(size, sizeof(VkPipelineCacheHeaderVersionOne));
 	free(data);
@@ -356,7 +392,7 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 
 	tu_cache_dir_new(dir, sizeof(dir));
 	ctx = new_ctx();
-	tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+	open_and_step(ctx, devs, &cpu);
 	gpo_ctx_free(ctx);
 	ck_assert_int_ge(tu_cache_entries(dir, "vulkan", path, sizeof(path),
 					  &key), 1);
@@ -377,7 +413,10 @@ START_TEST(test_vulkan_damaged_pipeline_cache_is_ignored)
 		}
 		closedir(d);
 
-		/* the device opens, ignores it, and computes correctly */
+		/*
+		 * the device opens, ignores it when the step builds its
+		 * pipelines, and computes correctly
+		 */
 		ctx = new_ctx();
 		n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
 		for (i = 0; i < n; i++)
@@ -402,45 +441,49 @@ END_TEST
  * The paths this machine's device may not take by itself: descriptor
  * sets from the cache instead of push descriptors, every transfer through
  * a small staging ring (several chunks and flushes per read and write),
- * element kernels split into several windows and dispatches of few
- * groups, a norm pass split into runs of groups, and group kernels on 2D
- * grids. Must match cpu:0.
+ * element ops split into several windows and dispatches of few groups,
+ * and group ops in rows (a dispatch of full rows and one based at the
+ * last, partial row). Must match cpu:0.
  */
 START_TEST(test_vulkan_fallback_paths_match_cpu)
 {
 	struct gpo_device *devs[MAX_VK], *cpu;
 	struct gpo_ctx *ctx;
-	int i, n;
+	int i, k, n;
 
 	/*
-	 * 40000 parameters: 3 windows of 16384, 10 norm groups of 4000 in
-	 * runs of 4, transfers in 10 chunks
+	 * 40000 parameters: AdamW's views in 3 windows of 16384, transfers
+	 * in 10 chunks. Group ops bind whole views, so no norm pass here.
 	 */
 	setenv("GPUOPT_VULKAN_DEBUG",
 	       "nopush,nomap,staging=16384,range=65536,groups=2", 1);
 	ctx = new_ctx();
 	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		check_adam(devs[i], cpu, 40000, "");
-		check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
-		check_adam(devs[i], cpu, 40000, "grad_scale=64");
-	}
 	gpo_ctx_free(ctx);
 
 	/*
-	 * LAMB binds whole buffers (no windows), so with the full range:
-	 * its 10 blocks and the norm's 10 groups run as 2D grids of 2 x 5
+	 * With the full range: the norm's 10 groups run as 5 rows of 2,
+	 * LAMB's 10 blocks too; groups=3 leaves a partial row of one
+	 * (dispatched with a base)
 	 */
-	setenv("GPUOPT_VULKAN_DEBUG", "nopush,nomap,staging=16384,groups=2",
-	       1);
-	ctx = new_ctx();
-	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
-	for (i = 0; i < n; i++) {
-		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000, "");
-		check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000,
-				       "clip_norm=0.5");
+	for (k = 0; k < 2; k++) {
+		setenv("GPUOPT_VULKAN_DEBUG", k ?
+		       "nopush,nomap,staging=16384,groups=3" :
+		       "nopush,nomap,staging=16384,groups=2", 1);
+		ctx = new_ctx();
+		n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+		for (i = 0; i < n; i++) {
+			check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
+			check_adam(devs[i], cpu, 40000, "grad_scale=64");
+			check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000,
+					       "");
+			check_kind_matches_cpu(devs[i], cpu, GPO_LAMB, 40000,
+					       "clip_norm=0.5");
+		}
+		gpo_ctx_free(ctx);
 	}
-	gpo_ctx_free(ctx);
 	unsetenv("GPUOPT_VULKAN_DEBUG");
 }
 END_TEST
@@ -459,7 +502,8 @@ int main(void)
 	tc = tcase_create("vulkan");
 	tcase_add_test(tc, test_vulkan_devices_report_sane_properties);
 	tcase_add_test(tc, test_vulkan_adam_matches_cpu);
-	tcase_add_test(tc, test_vulkan_first_open_writes_pipeline_cache);
+	tcase_add_test(tc, test_vulkan_first_open_writes_no_pipeline_cache);
+	tcase_add_test(tc, test_vulkan_first_launch_writes_pipeline_cache);
 	tcase_add_test(tc, test_vulkan_damaged_pipeline_cache_is_ignored);
 	tcase_add_test(tc, test_vulkan_fallback_paths_match_cpu);
 	suite_add_tcase(s, tc);

@@ -1,6 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vulkan_i.h - the Vulkan backend's private state (backend_vulkan.c)
+ * vulkan_i.h - the Vulkan backend's private state and what its files
+ * share:
+ *
+ *   device.c      errors, the instance, probe, open and close, the ops table
+ *   memory.c      memory types, pool blocks, staging, transfers, budget
+ *   submit.c      the batch: access tracking and barriers, submission,
+ *                 fences, timestamps, wait
+ *   descriptor.c  the set and pipeline layouts, push descriptors and the
+ *                 descriptor-set cache
+ *   pipeline.c    shader modules, pipelines on first use, the pipeline
+ *                 cache on disk, supports()
+ *   launch.c      an op's bindings, windows and grid: launch()
+ *
+ * Everything below is under vd->lock once the device is open, except what
+ * probe sets.
  */
 #ifndef GPUOPT_VULKAN_I_H
 #define GPUOPT_VULKAN_I_H
@@ -9,6 +23,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 #include "backend/backend_i.h"
+
+#define VK_DUMMY_BYTES		256
 
 /* One instance per context, shared by its Vulkan devices. */
 struct vk_inst {
@@ -35,9 +51,9 @@ struct vk_access {
 
 /* The descriptor-set cache, without VK_KHR_push_descriptor. */
 struct vk_desc_key {
-	VkBuffer buffer[KARG_NBUF];
-	VkDeviceSize off[KARG_NBUF];
-	VkDeviceSize range[KARG_NBUF];
+	VkBuffer buffer[OP_MAX_BUF];
+	VkDeviceSize off[OP_MAX_BUF];
+	VkDeviceSize range[OP_MAX_BUF];
 };
 
 struct vk_desc_entry {
@@ -46,6 +62,16 @@ struct vk_desc_entry {
 };
 
 #define VK_DESC_CACHE	256	/* sets; the table has twice the slots */
+
+/* GPUOPT_VULKAN_DEBUG, parsed at open (device.c says what each does) */
+struct vk_debug {
+	int nopush;
+	int nomap;
+	uint64_t staging;
+	uint64_t range;
+	uint64_t groups;
+	int64_t spin_us;
+};
 
 struct vk_dev {
 	/* from probe */
@@ -58,7 +84,7 @@ struct vk_dev {
 	uint64_t max_alloc;		/* maxMemoryAllocationSize or 0 */
 	int has_push_desc;
 	int has_budget;
-	pthread_mutex_t lock;		/* the batch, against free() */
+	pthread_mutex_t lock;		/* the batch and pipelines, against free() */
 
 	/* from open, on: all zero while closed */
 	int opened;
@@ -70,23 +96,29 @@ struct vk_dev {
 	VkQueryPool query_pool;
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout pipe_layout;
-	VkPipelineCache pipe_cache;
-	VkPipeline pipes[K_COUNT];
 	PFN_vkCmdPushDescriptorSetKHR push_desc;	/* NULL: set cache */
 	VkDescriptorPool desc_pool;
 	struct vk_desc_entry *desc_tab;	/* 2 * VK_DESC_CACHE slots */
 	uint32_t desc_used;
 
+	/* pipelines, built on first use (pipeline.c) */
+	VkPipeline pipes[OP_COUNT][GPO_DTYPES];
+	VkPipelineCache pipe_cache;	/* made with the first pipeline */
+	uint64_t cache_key;		/* its disk-cache entry */
+	uint64_t cache_hash;		/* of the data on disk, 0: none */
+	int cache_dirty;		/* pipelines built since the last save */
+
 	uint32_t pool_type;		/* memory type of pool blocks */
 	int pool_mapped;		/* blocks are mapped (ReBAR, UMA) */
 	int direct_read;		/* ... and host-cached: read them */
 	uint32_t staging_type;
-	struct dev_mem dummy;		/* bound for unused buffers */
+	struct dev_mem dummy;		/* bound for absent buffers */
 	struct dev_mem staging;		/* uploads and readbacks */
 	uint64_t staging_size;
 
 	uint64_t max_range;		/* bytes one descriptor may span */
-	uint32_t max_groups;		/* element kernels' dispatch cap */
+	uint32_t max_groups;		/* element ops' dispatch cap */
+	uint32_t group_row;		/* group ops' groups a grid row */
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
@@ -100,5 +132,77 @@ struct vk_dev {
 	int nacc;
 	uint64_t ns;			/* device time since last wait */
 };
+
+/* "f32", "i32", ...: the suffix of an op's SPIR-V name ("copy.i32") */
+static inline const char *gpo__vk_dtype_name(enum gpo_dtype t)
+{
+	static const char *const names[GPO_DTYPES] = {
+		[GPO_F32] = "f32", [GPO_F16] = "f16", [GPO_BF16] = "bf16",
+		[GPO_U8] = "u8", [GPO_I32] = "i32", [GPO_I64] = "i64",
+	};
+
+	return (unsigned int)t < GPO_DTYPES ? names[t] : "?";
+}
+
+static inline unsigned int gpo__vk_dtype_size(enum gpo_dtype t)
+{
+	static const unsigned char size[GPO_DTYPES] = {
+		[GPO_F32] = 4, [GPO_F16] = 2, [GPO_BF16] = 2,
+		[GPO_U8] = 1, [GPO_I32] = 4, [GPO_I64] = 8,
+	};
+
+	return (unsigned int)t < GPO_DTYPES ? size[t] : 0;
+}
+
+/* device.c */
+const char *gpo__vk_result_name(VkResult r);
+int gpo__vk_errno(VkResult r);
+int gpo__vk_fail(struct gpo_device *dev, VkResult r, const char *what);
+int gpo__vk_lost(struct gpo_device *dev);
+
+/* memory.c */
+int gpo__vk_main_heap(const VkPhysicalDeviceMemoryProperties *mp);
+int gpo__vk_create_buffers(struct gpo_device *dev,
+			   const struct vk_debug *dbg);
+void gpo__vk_destroy_buffers(struct vk_dev *vd);
+int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
+		  struct dev_mem **out);
+void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem);
+int gpo__vk_write(struct gpo_device *dev, const struct dev_buf *dst,
+		  uint64_t off, const void *src, uint64_t bytes);
+int gpo__vk_read(struct gpo_device *dev, const struct dev_buf *src,
+		 uint64_t off, void *dst, uint64_t bytes);
+uint64_t gpo__vk_mem_free(struct gpo_device *dev);
+
+/* submit.c */
+int gpo__vk_create_commands(struct gpo_device *dev);
+void gpo__vk_destroy_commands(struct vk_dev *vd);
+int gpo__vk_batch_begin(struct gpo_device *dev);
+void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n);
+void gpo__vk_timestamp_start(struct vk_dev *vd);
+int gpo__vk_batch_flush(struct gpo_device *dev);
+int gpo__vk_record_copy(struct gpo_device *dev, VkBuffer src, uint64_t soff,
+			VkBuffer dst, uint64_t doff, uint64_t bytes);
+int gpo__vk_wait(struct gpo_device *dev, uint64_t *device_ns);
+
+/* descriptor.c */
+int gpo__vk_create_layout(struct gpo_device *dev);
+void gpo__vk_destroy_layout(struct vk_dev *vd);
+int gpo__vk_desc_set(struct gpo_device *dev, const VkDescriptorBufferInfo *bi,
+		     uint32_t nbuf, VkDescriptorSet *out);
+void gpo__vk_desc_bind(struct vk_dev *vd, const VkDescriptorBufferInfo *bi,
+		       uint32_t nbuf, VkDescriptorSet set);
+void gpo__vk_desc_cache_clear(struct vk_dev *vd);
+
+/* pipeline.c */
+int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
+		     enum gpo_dtype dtype, VkPipeline *out);
+void gpo__vk_cache_save(struct gpo_device *dev);
+void gpo__vk_destroy_pipelines(struct gpo_device *dev);
+int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
+		     enum gpo_dtype dtype);
+
+/* launch.c */
+int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call);
 
 #endif /* GPUOPT_VULKAN_I_H */

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * lamb_trust.comp - K_LAMB_TRUST: for each of n tensors, sum its block
+ * lamb_trust.comp - lamb_trust: for each of ntensors tensors, sum its block
  * partials and write
  *   trust = (|p| > 0 && |r| > 0) ? |p| / |r| : 1
  * tensors: {first block, block count} per tensor.
  *
- * One workgroup per tensor (the backend dispatches n groups, not n
- * invocations): a tensor of 2^24 elements has 4096 blocks, and one
- * invocation summing them in a row waits on 8192 dependent loads. The
+ * One workgroup per tensor (launched with work = ntensors groups): a
+ * tensor of 2^24 elements has 4096 blocks, and one invocation summing
+ * them in a row waits on 8192 dependent loads. The
  * invocations take blocks in a fixed stride and the tree of reduce2()
  * adds them up: a fixed order, so the result is deterministic.
  */
 #version 450
 #include "common.glsl"
+#include "abi/lamb.h"
 #include "group.glsl"
 
 UINT_BUF(0, tensors);
@@ -29,14 +31,14 @@ void main()
 	uint t = group_index(), first, count;
 	float pn = 0.0, rn = 0.0;
 
-	if (t >= args.n || step_skipped())
+	if (t >= args.ntensors || step_skipped())
 		return;
 	first = tensors[2u * t];
 	count = tensors[2u * t + 1u];
 	/*
 	 * Eight blocks a round, loads first: a 2^28-element tensor has
 	 * 65536 blocks, 256 for each invocation, and one load in flight at
-	 * a time would cost more than the whole LAMB_APPLY pass saves.
+	 * a time would cost more than the whole lamb_apply pass saves.
 	 */
 	uint b = gl_LocalInvocationID.x;
 	for (; b + 7u * WG_SIZE < count; b += 8u * WG_SIZE) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lamb.glsl - LAMB's update direction from the updated moments, as
- * backend_cpu.c's lamb_r():
+ * the cpu backend's lamb_r():
  *   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p
  */
 float lamb_r(float m, float v, float p, float bc1, float bc2, float eps,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * obj_rosenbrock.comp - K_OBJ_ROSENBROCK over x[0..n), groups as
+ * obj_rosenbrock.comp - obj_rosenbrock over x[0..n), groups as
  * obj_quadratic:
  *   loss_j = 100 (x_{j+1} - x_j^2)^2 + (1 - x_j)^2   for j < n - 1
  *   g_j = -400 x_j (x_{j+1} - x_j^2) - 2 (1 - x_j)   [j < n - 1]
@@ -10,6 +11,7 @@
  */
 #version 450
 #include "common.glsl"
+#include "abi/objective.h"
 #include "group.glsl"
 
 layout(set = 0, binding = 0, std430) readonly buffer x_f1 { float x[]; };
@@ -23,9 +25,9 @@ void main()
 	float loss = 0.0, zero = 0.0;
 	uint start, end, n = args.n;
 
-	if (grp >= args.aux0)
+	if (grp >= args.groups)
 		return;
-	group_range(grp, start, end);
+	group_range(grp, args.n, args.chunk, start, end);
 	for (uint i = start + t; i < end; i += WG_SIZE) {
 		float xi = x[i], gi = 0.0;
 

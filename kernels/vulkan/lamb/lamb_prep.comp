@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * lamb_prep.comp - K_LAMB_PREP: workgroup i takes block b = aux1 + i of
+ * lamb_prep.comp - lamb_prep: workgroup i takes block b = first_block + i of
  * the block table {tensor, start, count, 0}, updates m and v there and
  * writes partials[2b] = sum p^2, partials[2b + 1] = sum r^2 (p before
- * the update, which LAMB_APPLY makes). Blocks start at any element (a
+ * the update, which lamb_apply makes). Blocks start at any element (a
  * tensor's start), so every access is scalar; consecutive invocations
  * still read consecutive floats.
- * s0 beta1, s1 beta2, s2 eps, s3 weight_decay, s4 bc1, s5 bc2,
- * s6 1 - beta1, s7 1 - beta2.
+ * The launch runs exactly one workgroup per block of the group.
  */
 #version 450
 #include "common.glsl"
+#include "abi/lamb.h"
 #include "group.glsl"
 #include "lamb.glsl"
 
@@ -28,15 +29,15 @@ void main()
 {
 	uint grp = group_index();
 	uint t = gl_LocalInvocationID.x;
-	float b1 = args.s[0], b2 = args.s[1], eps = args.s[2];
-	float wd = args.s[3], bc1 = args.s[4], bc2 = args.s[5];
-	float ob1 = args.s[6], ob2 = args.s[7];
+	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
+	float wd = args.weight_decay, bc1 = args.bc1, bc2 = args.bc2;
+	float ob1 = args.one_minus_beta1, ob2 = args.one_minus_beta2;
 	float pn = 0.0, rn = 0.0;
 	uint b, start, end;
 
-	if (grp >= args.aux0 || !grad_mul())
+	if (!grad_mul())
 		return;
-	b = args.aux1 + grp;
+	b = args.first_block + grp;
 	start = blocks[4u * b + 1u];
 	end = start + blocks[4u * b + 2u];
 	/*

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * rmsprop.comp - K_RMSPROP, torch 1.13's RMSprop:
+ * rmsprop.comp - rmsprop, torch 1.13's RMSprop:
  *   g = g + wd * p
  *   sq = alpha * sq + (1 - alpha) * g^2
  *   centered: ga = alpha * ga + (1 - alpha) * g; avg = sqrt(sq - ga^2) + eps
@@ -10,6 +11,7 @@
  */
 #version 450
 #include "common.glsl"
+#include "abi/rmsprop.h"
 
 FLOAT4_BUF(0, p);
 FLOAT4_BUF(1, g);
@@ -25,12 +27,12 @@ bool begin()
 	return grad_mul();
 }
 
-/* s0 lr, s1 alpha, s2 eps, s3 weight_decay, s4 momentum, s5 1 - alpha */
 void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
 	     inout vec4 gai)
 {
-	float lr = args.s[0], alpha = args.s[1], eps = args.s[2];
-	float wd = args.s[3], mom = args.s[4], oa = args.s[5];
+	float lr = args.lr, alpha = args.alpha, eps = args.eps;
+	float wd = args.weight_decay, mom = args.momentum;
+	float oa = args.one_minus_alpha;
 	vec4 gi = g0 * gm + wd * pi;
 	/*
 	 * precise: sq - ga^2 must not become fma(-ga, ga, sq), which is
@@ -41,12 +43,12 @@ void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
 
 	si = si * alpha + oa * gi * gi;
 	s = si;
-	if (FLAG(KF_CENTERED)) {
+	if (FLAG(GPO_RMSPROP_CENTERED)) {
 		gai = gai * alpha + oa * gi;
 		s = s - gai * gai;
 	}
 	avg = sqrt(s) + eps;
-	if (FLAG(KF_MOMENTUM)) {
+	if (FLAG(GPO_RMSPROP_MOMENTUM)) {
 		bi = bi * mom + gi / avg;
 		pi = pi - lr * bi;
 	} else {
@@ -57,30 +59,30 @@ void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
 void update4(uint i)
 {
 	vec4 pi = p4[i], si = sq4[i];
-	vec4 bi = FLAG(KF_MOMENTUM) ? buf4[i] : vec4(0.0);
-	vec4 gai = FLAG(KF_CENTERED) ? ga4[i] : vec4(0.0);
+	vec4 bi = FLAG(GPO_RMSPROP_MOMENTUM) ? buf4[i] : vec4(0.0);
+	vec4 gai = FLAG(GPO_RMSPROP_CENTERED) ? ga4[i] : vec4(0.0);
 
 	rmsprop(pi, g4[i], si, bi, gai);
 	p4[i] = pi;
 	sq4[i] = si;
-	if (FLAG(KF_MOMENTUM))
+	if (FLAG(GPO_RMSPROP_MOMENTUM))
 		buf4[i] = bi;
-	if (FLAG(KF_CENTERED))
+	if (FLAG(GPO_RMSPROP_CENTERED))
 		ga4[i] = gai;
 }
 
 void update1(uint i)
 {
 	vec4 pi = vec4(p[i]), si = vec4(sq[i]);
-	vec4 bi = vec4(FLAG(KF_MOMENTUM) ? buf[i] : 0.0);
-	vec4 gai = vec4(FLAG(KF_CENTERED) ? ga[i] : 0.0);
+	vec4 bi = vec4(FLAG(GPO_RMSPROP_MOMENTUM) ? buf[i] : 0.0);
+	vec4 gai = vec4(FLAG(GPO_RMSPROP_CENTERED) ? ga[i] : 0.0);
 
 	rmsprop(pi, vec4(g[i]), si, bi, gai);
 	p[i] = pi.x;
 	sq[i] = si.x;
-	if (FLAG(KF_MOMENTUM))
+	if (FLAG(GPO_RMSPROP_MOMENTUM))
 		buf[i] = bi.x;
-	if (FLAG(KF_CENTERED))
+	if (FLAG(GPO_RMSPROP_CENTERED))
 		ga[i] = gai.x;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * adagrad.comp - K_ADAGRAD, torch 1.13's Adagrad:
+ * adagrad.comp - adagrad, torch 1.13's Adagrad:
  *   g = g + wd * p
  *   sum = sum + g^2
  *   p = p - clr * g / (sqrt(sum) + eps)
@@ -8,6 +9,7 @@
  */
 #version 450
 #include "common.glsl"
+#include "abi/adagrad.h"
 
 FLOAT4_BUF(0, p);
 FLOAT4_BUF(1, g);
@@ -21,10 +23,9 @@ bool begin()
 	return grad_mul();
 }
 
-/* s0 clr, s1 weight_decay, s2 eps */
 void adagrad(inout vec4 pi, vec4 g0, inout vec4 si)
 {
-	float clr = args.s[0], wd = args.s[1], eps = args.s[2];
+	float clr = args.clr, wd = args.weight_decay, eps = args.eps;
 	vec4 gi = g0 * gm + wd * pi;
 
 	si = si + gi * gi;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * lion.comp - K_LION (Chen et al. 2023, as lion-pytorch):
+ * lion.comp - lion (Chen et al. 2023, as lion-pytorch):
  *   c = b1 * m + (1 - b1) * g
  *   p = p * (1 - lr * wd) - lr * sign(c)       (sign(0) = 0)
  *   m = b2 * m + (1 - b2) * g
  */
 #version 450
 #include "common.glsl"
+#include "abi/lion.h"
 
 FLOAT4_BUF(0, p);
 FLOAT4_BUF(1, g);
@@ -20,14 +22,11 @@ bool begin()
 	return grad_mul();
 }
 
-/*
- * s0 lr, s1 beta1, s2 beta2, s3 decay (1 - lr * wd), s4 1 - beta1,
- * s5 1 - beta2
- */
 void lion(inout vec4 pi, vec4 g0, inout vec4 mi)
 {
-	float lr = args.s[0], b1 = args.s[1], b2 = args.s[2];
-	float decay = args.s[3], ob1 = args.s[4], ob2 = args.s[5];
+	float lr = args.lr, b1 = args.beta1, b2 = args.beta2;
+	float decay = args.decay, ob1 = args.one_minus_beta1;
+	float ob2 = args.one_minus_beta2;
 	vec4 gi = g0 * gm;
 	/*
 	 * precise: no fma here, so c has the cpu's bits and sign(c) flips

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* fill.comp - K_FILL: dst = s0 */
+// dtypes: f32 i32
+/* copy.comp - copy: dst = src; the bandwidth yardstick */
 #version 450
 #include "common.glsl"
+#include "abi/mem.h"
 
-FLOAT4_BUF(0, dst);
+ELEM4_BUF(0, dst);
+ELEM4_BUF(1, src);
 
 bool begin()
 {
@@ -12,12 +15,12 @@ bool begin()
 
 void update4(uint i)
 {
-	dst4[i] = vec4(args.s[0]);
+	dst4[i] = src4[i];
 }
 
 void update1(uint i)
 {
-	dst[i] = args.s[0];
+	dst[i] = src[i];
 }
 
 #include "element.glsl"

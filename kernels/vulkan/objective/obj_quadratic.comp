@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * obj_quadratic.comp - K_OBJ_QUADRATIC over x[0..n): group i covers
- * [i * aux1, min(n, (i + 1) * aux1)) and writes
+ * obj_quadratic.comp - obj_quadratic over x[0..n): group i covers
+ * [i * chunk, min(n, (i + 1) * chunk)) and writes
  *   g_j = c_j (x_j - 1), c_j = 1 + (j mod 7)
  *   partials[2i] = sum of 0.5 c_j (x_j - 1)^2, partials[2i + 1] = 0
  */
 #version 450
 #include "common.glsl"
+#include "abi/objective.h"
 #include "group.glsl"
 
 layout(set = 0, binding = 0, std430) readonly buffer x_f1 { float x[]; };
@@ -20,9 +22,9 @@ void main()
 	float loss = 0.0, zero = 0.0;
 	uint start, end;
 
-	if (grp >= args.aux0)
+	if (grp >= args.groups)
 		return;
-	group_range(grp, start, end);
+	group_range(grp, args.n, args.chunk, start, end);
 	for (uint i = start + t; i < end; i += WG_SIZE) {
 		float c = float(1u + i % 7u), d = x[i] - 1.0;
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* copy.comp - K_COPY: dst = src; the bandwidth yardstick */
+// dtypes: f32
+/* fill.comp - fill: dst = value */
 #version 450
 #include "common.glsl"
+#include "abi/mem.h"
 
-FLOAT4_BUF(0, dst);
-FLOAT4_BUF(1, src);
+ELEM4_BUF(0, dst);
 
 bool begin()
 {
@@ -13,12 +14,12 @@ bool begin()
 
 void update4(uint i)
 {
-	dst4[i] = src4[i];
+	dst4[i] = T4(args.value);
 }
 
 void update1(uint i)
 {
-	dst[i] = src[i];
+	dst[i] = T(args.value);
 }
 
 #include "element.glsl"

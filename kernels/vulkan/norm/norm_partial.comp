@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * norm_partial.comp - K_NORM_PARTIAL: group i sums g^2 over elements
- * [i * aux1, min(n, (i + 1) * aux1)) and notes any inf or NaN:
+ * norm_partial.comp - norm_partial: group i sums g^2 over elements
+ * [i * chunk, min(n, (i + 1) * chunk)) and notes any inf or NaN:
  *   partials[2i] = sum of g^2, partials[2i + 1] = 1 if any is not finite
- * aux1 is a multiple of 4, so a group's range starts on a float4.
+ * chunk is a multiple of 4, so a group's range starts on a float4.
  */
 #version 450
 #include "common.glsl"
+#include "abi/norm.h"
 #include "group.glsl"
 
 FLOAT4_BUF(0, g);
@@ -19,9 +21,9 @@ void main()
 	uint start, end, i;
 	float sum = 0.0, bad = 0.0;
 
-	if (grp >= args.aux0)
+	if (grp >= args.groups)
 		return;
-	group_range(grp, start, end);
+	group_range(grp, args.n, args.chunk, start, end);
 	for (i = start / 4u + t; i < end / 4u; i += WG_SIZE) {
 		vec4 x = g4[i];
 

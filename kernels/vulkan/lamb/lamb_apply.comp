@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * lamb_apply.comp - K_LAMB_APPLY: workgroup i takes block b = aux1 + i
- * and applies p = p - lr * trust[tensor] * r, r recomputed from the m and
- * v that LAMB_PREP left. Scalar accesses, as in LAMB_PREP.
- * s0 lr, s2 eps, s3 weight_decay, s4 bc1, s5 bc2.
+ * lamb_apply.comp - lamb_apply: workgroup i takes block
+ * b = first_block + i and applies p = p - lr * trust[tensor] * r, r
+ * recomputed from the m and v that lamb_prep left. Scalar accesses, as in
+ * lamb_prep; exactly one workgroup per block of the group.
  */
 #version 450
 #include "common.glsl"
+#include "abi/lamb.h"
 #include "group.glsl"
 #include "lamb.glsl"
 
@@ -23,14 +25,14 @@ SCAL_BUF(5);
 void main()
 {
 	uint grp = group_index();
-	float lr = args.s[0], eps = args.s[2], wd = args.s[3];
-	float bc1 = args.s[4], bc2 = args.s[5];
+	float lr = args.lr, eps = args.eps, wd = args.weight_decay;
+	float bc1 = args.bc1, bc2 = args.bc2;
 	uint b, start, end;
 	float step;
 
-	if (grp >= args.aux0 || step_skipped())
+	if (step_skipped())
 		return;
-	b = args.aux1 + grp;
+	b = args.first_block + grp;
 	start = blocks[4u * b + 1u];
 	end = start + blocks[4u * b + 2u];
 	step = lr * trust[blocks[4u * b]];

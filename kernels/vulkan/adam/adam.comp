@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+// dtypes: f32
 /*
- * adam.comp - K_ADAM, torch 1.13's Adam and AdamW:
+ * adam.comp - adam, torch 1.13's Adam and AdamW:
  *   Adam:  g = g + wd * p          AdamW: p = p * (1 - lr * wd) first
  *   m = b1 * m + (1 - b1) * g
  *   v = b2 * v + (1 - b2) * g^2
@@ -10,6 +11,7 @@
  */
 #version 450
 #include "common.glsl"
+#include "abi/adam.h"
 
 FLOAT4_BUF(0, p);
 FLOAT4_BUF(1, g);
@@ -26,26 +28,25 @@ bool begin()
 }
 
 /*
- * s1 beta1, s2 beta2, s3 eps, s4 weight_decay, s5 step_size,
- * s6 bias_correction2_sqrt, s7 decay (1 - lr * wd), s8 1 - beta1,
- * s9 1 - beta2 (1 - beta in double: 1.0f - 0.999f is off by 1e-5)
+ * one_minus_beta1/2 come from double on the host: 1.0f - 0.999f is off
+ * by 1e-5
  */
 void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 	  inout vec4 vmi)
 {
-	float b1 = args.s[1], b2 = args.s[2], eps = args.s[3];
-	float step_size = args.s[5], bc2_sqrt = args.s[6];
-	float ob1 = args.s[8], ob2 = args.s[9];
-	bool decoupled = FLAG(KF_DECOUPLED);
-	float decay = decoupled ? args.s[7] : 1.0;
-	float l2 = decoupled ? 0.0 : args.s[4];
+	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
+	float step_size = args.step_size, bc2_sqrt = args.bc2_sqrt;
+	float ob1 = args.one_minus_beta1, ob2 = args.one_minus_beta2;
+	bool decoupled = FLAG(GPO_ADAM_DECOUPLED);
+	float decay = decoupled ? args.decay : 1.0;
+	float l2 = decoupled ? 0.0 : args.weight_decay;
 	vec4 gi = g0 * gm + l2 * pi;
 	vec4 denom;
 
 	mi = mi * b1 + ob1 * gi;
 	vi = vi * b2 + ob2 * gi * gi;
 	denom = vi;
-	if (FLAG(KF_AMSGRAD)) {
+	if (FLAG(GPO_ADAM_AMSGRAD)) {
 		vmi = max(vmi, vi);
 		denom = vmi;
 	}
@@ -56,26 +57,26 @@ void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 void update4(uint i)
 {
 	vec4 pi = p4[i], mi = m4[i], vi = v4[i];
-	vec4 vmi = FLAG(KF_AMSGRAD) ? vmax4[i] : vec4(0.0);
+	vec4 vmi = FLAG(GPO_ADAM_AMSGRAD) ? vmax4[i] : vec4(0.0);
 
 	adam(pi, g4[i], mi, vi, vmi);
 	p4[i] = pi;
 	m4[i] = mi;
 	v4[i] = vi;
-	if (FLAG(KF_AMSGRAD))
+	if (FLAG(GPO_ADAM_AMSGRAD))
 		vmax4[i] = vmi;
 }
 
 void update1(uint i)
 {
 	vec4 pi = vec4(p[i]), mi = vec4(m[i]), vi = vec4(v[i]);
-	vec4 vmi = vec4(FLAG(KF_AMSGRAD) ? vmax[i] : 0.0);
+	vec4 vmi = vec4(FLAG(GPO_ADAM_AMSGRAD) ? vmax[i] : 0.0);
 
 	adam(pi, vec4(g[i]), mi, vi, vmi);
 	p[i] = pi.x;
 	m[i] = mi.x;
 	v[i] = vi.x;
-	if (FLAG(KF_AMSGRAD))
+	if (FLAG(GPO_ADAM_AMSGRAD))
 		vmax[i] = vmi.x;
 }
 

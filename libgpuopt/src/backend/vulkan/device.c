@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: MIT
+/*
+ * device.c - the Vulkan backend: devices, and the table of operations
+ *
+ * One instance per context (API 1.1), shared by every physical device with
+ * a compute queue. A device gets one queue, one command buffer, one fence
+ * and one two-entry timestamp query pool, all reused: launches, uploads
+ * and readbacks are recorded into the command buffer (the "batch") and
+ * submitted together at wait() or read(), so a step is one submission and
+ * one fence wait (submit.c). Dispatches that touch overlapping ranges, one
+ * of them writing (the op descriptors' buffer roles say which), are
+ * separated by a compute/transfer memory barrier.
+ *
+ * An op in a dtype runs the SPIR-V module "<op>.<dtype>" embedded at build
+ * time (kernels/vulkan/<family>/<op>.comp); its pipeline is built on first
+ * use (pipeline.c). All share one pipeline layout: one descriptor set of
+ * OP_MAX_BUF storage buffers (binding i = the op's buffer i) and
+ * GPO_ARGS_MAX bytes of push constants (the family's parameter struct,
+ * kernels/abi/). Descriptors are pushed (VK_KHR_push_descriptor); without
+ * that extension, sets come from a cache keyed by the bound ranges
+ * (descriptor.c). Either way a step allocates nothing.
+ *
+ * Memory (memory.c): every pool block is one VkBuffer over one
+ * allocation. Where the whole device-local heap is host-visible
+ * (resizable BAR, or a unified memory device), blocks are mapped and
+ * written directly; reads go through a host-cached staging buffer unless
+ * the blocks themselves are host-cached. The staging buffer doubles as
+ * the ring for uploads on devices without a mappable heap.
+ *
+ * The pipeline cache lives on disk (diskcache "vulkan"), keyed by the
+ * device, the driver and the SPIR-V, and is checked against the device
+ * before use.
+ *
+ * GPUOPT_VULKAN_DEBUG (comma list) forces the paths that the machine at
+ * hand would not take, for tests and measurements: nopush (descriptor-set
+ * cache), nomap (staging for every transfer), staging=BYTES, range=BYTES
+ * (a smaller maxStorageBufferRange), groups=N (element ops' dispatch cap,
+ * and the group ops' grid row), spin=US (fence polling before a blocking
+ * wait).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/gpuopt_i.h"
+#include "backend/vulkan/vulkan_i.h"
+
+/*
+ * Element ops run a grid-stride loop; more groups than this only add
+ * scheduling work once every float4 has an invocation per pass.
+ */
+#define ELEM_MAX_GROUPS		65535u
+#define GROUP_DIM_MAX		65535u
+/*
+ * Poll a batch's fence this long before blocking: a blocking wait wakes
+ * 30-60 us after a short batch ends (H100, driver 580), which doubled a
+ * 2000 x 4096 AdamW step (82 us of kernel). Not on CPU implementations,
+ * whose worker threads the polling would take a core from.
+ */
+#define SPIN_NS			200000
+
+/* ---- errors -------------------------------------------------------------- */
+
+const char *gpo__vk_result_name(VkResult r)
+{
+	static __thread char buf[32];
+
+	switch (r) {
+#define VKR(x) case x: return #x
+	VKR(VK_SUCCESS);
+	VKR(VK_NOT_READY);
+	VKR(VK_TIMEOUT);
+	VKR(VK_INCOMPLETE);
+	VKR(VK_ERROR_OUT_OF_HOST_MEMORY);
+	VKR(VK_ERROR_OUT_OF_DEVICE_MEMORY);
+	VKR(VK_ERROR_INITIALIZATION_FAILED);
+	VKR(VK_ERROR_DEVICE_LOST);
+	VKR(VK_ERROR_MEMORY_MAP_FAILED);
+	VKR(VK_ERROR_LAYER_NOT_PRESENT);
+	VKR(VK_ERROR_EXTENSION_NOT_PRESENT);
+	VKR(VK_ERROR_FEATURE_NOT_PRESENT);
+	VKR(VK_ERROR_INCOMPATIBLE_DRIVER);
+	VKR(VK_ERROR_TOO_MANY_OBJECTS);
+	VKR(VK_ERROR_FORMAT_NOT_SUPPORTED);
+	VKR(VK_ERROR_FRAGMENTED_POOL);
+	VKR(VK_ERROR_UNKNOWN);
+	VKR(VK_ERROR_OUT_OF_POOL_MEMORY);
+	VKR(VK_ERROR_INVALID_EXTERNAL_HANDLE);
+	VKR(VK_ERROR_FRAGMENTATION);
+	VKR(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS);
+	VKR(VK_PIPELINE_COMPILE_REQUIRED);
+#undef VKR
+	default:
+		snprintf(buf, sizeof(buf), "VkResult %d", (int)r);
+		return buf;
+	}
+}
+
+int gpo__vk_errno(VkResult r)
+{
+	switch (r) {
+	case VK_ERROR_OUT_OF_HOST_MEMORY:
+	case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+	case VK_ERROR_OUT_OF_POOL_MEMORY:
+	case VK_ERROR_FRAGMENTED_POOL:
+	case VK_ERROR_FRAGMENTATION:
+		return -ENOMEM;
+	case VK_ERROR_DEVICE_LOST:
+		return -ENODEV;
+	default:
+		return -EIO;
+	}
+}
+
+/* gpo__vk_fail - a failed call as -errno and a message naming the device */
+int gpo__vk_fail(struct gpo_device *dev, VkResult r, const char *what)
+{
+	struct vk_dev *vd = dev->priv;
+	int err = gpo__vk_errno(r);
+
+	if (err == -ENODEV)
+		vd->lost = 1;
+	return gpo__err(err, "%s (%s): %s: %s", dev->info.id, dev->info.name,
+		       what, gpo__vk_result_name(r));
+}
+
+int gpo__vk_lost(struct gpo_device *dev)
+{
+	return gpo__err(-ENODEV, "%s (%s): the device was lost", dev->info.id,
+		       dev->info.name);
+}
+
+/* ---- the instance -------------------------------------------------------- */
+
+static void inst_put(struct vk_inst *inst)
+{
+	if (!inst || --inst->refs > 0)
+		return;
+	vkDestroyInstance(inst->instance, NULL);
+	free(inst);
+}
+
+/* ---- probe --------------------------------------------------------------- */
+
+static int has_ext(const VkExtensionProperties *ext, uint32_t n,
+		   const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(ext[i].extensionName, name))
+			return 1;
+	return 0;
+}
+
+static void vendor_name(uint32_t id, char *buf, size_t len)
+{
+	switch (id) {
+	case 0x10de:
+		snprintf(buf, len, "NVIDIA");
+		break;
+	case 0x1002:
+		snprintf(buf, len, "AMD");
+		break;
+	case 0x8086:
+		snprintf(buf, len, "Intel");
+		break;
+	case VK_VENDOR_ID_MESA:
+		snprintf(buf, len, "Mesa");
+		break;
+	default:
+		snprintf(buf, len, "0x%x", id);
+		break;
+	}
+}
+
+static void driver_version(const VkPhysicalDeviceProperties *p,
+			   const char *info, char *buf, size_t len)
+{
+	uint32_t v = p->driverVersion;
+
+	/* driverInfo says it in the driver's own words ("Mesa 23.1.2") */
+	if (info && *info)
+		snprintf(buf, len, "%.63s", info);
+	else if (p->vendorID == 0x10de)	/* NVIDIA packs 10.8.8.6 bits */
+		snprintf(buf, len, "%u.%u.%u.%u", v >> 22, (v >> 14) & 0xff,
+			 (v >> 6) & 0xff, v & 0x3f);
+	else
+		snprintf(buf, len, "%u.%u.%u", VK_API_VERSION_MAJOR(v),
+			 VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
+}
+
+static enum gpo_device_type device_type(VkPhysicalDeviceType t)
+{
+	switch (t) {
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+		return GPO_DEVICE_DISCRETE_GPU;
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+		return GPO_DEVICE_INTEGRATED_GPU;
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+		return GPO_DEVICE_VIRTUAL_GPU;
+	case VK_PHYSICAL_DEVICE_TYPE_CPU:
+		return GPO_DEVICE_CPU_IMPL;
+	default:
+		return GPO_DEVICE_OTHER;
+	}
+}
+
+/*
+ * probe_one - describe physical device @phys and register it
+ * Returns 0, or -errno with a message (the caller logs and skips it).
+ */
+static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
+		     VkPhysicalDevice phys, uint32_t index)
+{
+	VkPhysicalDeviceIDProperties idp = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+	};
+	VkPhysicalDeviceMaintenance3Properties m3 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
+	};
+	VkPhysicalDeviceDriverProperties drv = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+	};
+	VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV,
+	};
+	VkPhysicalDeviceShaderCorePropertiesAMD amd = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD,
+	};
+	VkPhysicalDeviceProperties2 p2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+	};
+	VkQueueFamilyProperties *qf = NULL;
+	VkExtensionProperties *ext = NULL;
+	struct gpo_device_info info;
+	uint32_t next = 0, nq = 0, i;
+	int has_drv, has_sm, has_amd, heap, ret;
+	struct vk_dev *vd;
+	VkResult r;
+
+	vkGetPhysicalDeviceProperties(phys, &p2.properties);
+	if (p2.properties.apiVersion < VK_API_VERSION_1_1)
+		return gpo__err(-ENODEV, "vulkan device %u (%.100s): Vulkan %u.%u, 1.1 needed",
+			       index, p2.properties.deviceName,
+			       VK_API_VERSION_MAJOR(p2.properties.apiVersion),
+			       VK_API_VERSION_MINOR(p2.properties.apiVersion));
+
+	r = vkEnumerateDeviceExtensionProperties(phys, NULL, &next, NULL);
+	if (r == VK_SUCCESS && next) {
+		ext = calloc(next, sizeof(*ext));
+		if (!ext)
+			return gpo__err(-ENOMEM, "out of memory");
+		r = vkEnumerateDeviceExtensionProperties(phys, NULL, &next,
+							 ext);
+	}
+	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+		ret = gpo__err(gpo__vk_errno(r), "vulkan device %u (%.100s): vkEnumerateDeviceExtensionProperties: %s",
+			      index, p2.properties.deviceName,
+			      gpo__vk_result_name(r));
+		goto out_free;
+	}
+
+	/* chain what this device can tell */
+	p2.pNext = &idp;
+	idp.pNext = &m3;
+	has_drv = p2.properties.apiVersion >= VK_API_VERSION_1_2 ||
+		  has_ext(ext, next, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+	has_sm = has_ext(ext, next, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+	has_amd = has_ext(ext, next,
+			  VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+	if (has_drv) {
+		drv.pNext = m3.pNext;
+		m3.pNext = &drv;
+	}
+	if (has_sm) {
+		sm.pNext = m3.pNext;
+		m3.pNext = &sm;
+	}
+	if (has_amd) {
+		amd.pNext = m3.pNext;
+		m3.pNext = &amd;
+	}
+	vkGetPhysicalDeviceProperties2(phys, &p2);
+
+	vd = calloc(1, sizeof(*vd));
+	if (!vd) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	vd->phys = phys;
+	vd->props = p2.properties;
+	vd->max_alloc = m3.maxMemoryAllocationSize;
+	vkGetPhysicalDeviceMemoryProperties(phys, &vd->memprops);
+	vd->has_push_desc = has_ext(ext, next,
+				    VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+	vd->has_budget = has_ext(ext, next,
+				 VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+	/* a compute queue, one with timestamps if there is a choice */
+	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
+	qf = calloc(nq ? nq : 1, sizeof(*qf));
+	if (!qf) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free_vd;
+	}
+	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf);
+	vd->qfam = UINT32_MAX;
+	for (i = 0; i < nq; i++) {
+		if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) ||
+		    !qf[i].queueCount)
+			continue;
+		if (vd->qfam == UINT32_MAX ||
+		    (!vd->ts_bits && qf[i].timestampValidBits)) {
+			vd->qfam = i;
+			vd->ts_bits = qf[i].timestampValidBits;
+		}
+	}
+	if (vd->qfam == UINT32_MAX) {
+		ret = gpo__err(-ENODEV, "vulkan device %u (%.100s): no compute queue",
+			      index, p2.properties.deviceName);
+		goto out_free_vd;
+	}
+
+	memset(&info, 0, sizeof(info));
+	snprintf(info.name, sizeof(info.name), "%.127s",
+		 p2.properties.deviceName);
+	vendor_name(p2.properties.vendorID, info.vendor, sizeof(info.vendor));
+	driver_version(&p2.properties, has_drv ? drv.driverInfo : NULL,
+		       info.driver, sizeof(info.driver));
+	for (i = 0; i < VK_UUID_SIZE; i++)
+		snprintf(info.uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
+	info.type = device_type(p2.properties.deviceType);
+	if (has_sm)
+		info.compute_units = sm.shaderSMCount;
+	else if (has_amd)
+		info.compute_units = amd.shaderEngineCount *
+				     amd.shaderArraysPerEngineCount *
+				     amd.computeUnitsPerShaderArray;
+	heap = gpo__vk_main_heap(&vd->memprops);
+	info.mem_total_bytes = heap < 0 ? 0 :
+			       vd->memprops.memoryHeaps[heap].size;
+
+	pthread_mutex_init(&vd->lock, NULL);
+	vd->inst = inst;
+	inst->refs++;
+	ret = gpo__ctx_add_device(ctx, &gpo__vulkan_backend_ops, &info, vd);
+	if (ret) {
+		inst->refs--;
+		pthread_mutex_destroy(&vd->lock);
+		ret = gpo__err(ret, "out of memory");
+		goto out_free_vd;
+	}
+	free(qf);
+	free(ext);
+	return 0;
+
+out_free_vd:
+	free(vd);
+out_free:
+	free(qf);
+	free(ext);
+	return ret;
+}
+
+static int vk_probe(struct gpo_ctx *ctx)
+{
+	VkApplicationInfo app = {
+		.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+		.pApplicationName = "gpuopt",
+		.applicationVersion = VK_MAKE_API_VERSION(0,
+			GPUOPT_VERSION_MAJOR, GPUOPT_VERSION_MINOR,
+			GPUOPT_VERSION_PATCH),
+		.pEngineName = "libgpuopt",
+		.apiVersion = VK_API_VERSION_1_1,
+	};
+	VkInstanceCreateInfo ici = {
+		.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+		.pApplicationInfo = &app,
+	};
+	PFN_vkEnumerateInstanceVersion enum_version;
+	VkPhysicalDevice *phys = NULL;
+	struct vk_inst *inst;
+	uint32_t api = 0, n = 0, i;
+	VkResult r;
+	int ret = 0;
+
+	/*
+	 * A loader of Vulkan 1.0 has no vkEnumerateInstanceVersion and cannot
+	 * run 1.1: like no Vulkan at all.
+	 */
+	enum_version = (PFN_vkEnumerateInstanceVersion)
+		vkGetInstanceProcAddr(NULL, "vkEnumerateInstanceVersion");
+	if (!enum_version || enum_version(&api) != VK_SUCCESS ||
+	    api < VK_API_VERSION_1_1)
+		return 0;
+	inst = calloc(1, sizeof(*inst));
+	if (!inst)
+		return gpo__err(-ENOMEM, "out of memory");
+	r = vkCreateInstance(&ici, NULL, &inst->instance);
+	if (r == VK_ERROR_INCOMPATIBLE_DRIVER ||
+	    r == VK_ERROR_INITIALIZATION_FAILED) {
+		/* no driver installed: not an error */
+		free(inst);
+		return 0;
+	}
+	if (r != VK_SUCCESS) {
+		free(inst);
+		return gpo__err(gpo__vk_errno(r), "vulkan: vkCreateInstance: %s",
+			       gpo__vk_result_name(r));
+	}
+	inst->refs = 1;		/* probe's own, dropped below */
+
+	r = vkEnumeratePhysicalDevices(inst->instance, &n, NULL);
+	if (r == VK_SUCCESS && n) {
+		phys = calloc(n, sizeof(*phys));
+		if (!phys) {
+			ret = gpo__err(-ENOMEM, "out of memory");
+			goto out_put;
+		}
+		r = vkEnumeratePhysicalDevices(inst->instance, &n, phys);
+	}
+	if (r == VK_ERROR_INITIALIZATION_FAILED)
+		goto out_put;	/* a loader with no usable driver */
+	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+		ret = gpo__err(gpo__vk_errno(r), "vulkan: vkEnumeratePhysicalDevices: %s",
+			      gpo__vk_result_name(r));
+		goto out_put;
+	}
+	for (i = 0; i < n; i++)
+		if (probe_one(ctx, inst, phys[i], i))
+			gpo__ctx_log(ctx, "vulkan: device %u skipped: %s", i,
+				gpo_errmsg());
+out_put:
+	free(phys);
+	inst_put(inst);
+	return ret;
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+static void parse_debug(struct vk_debug *dbg)
+{
+	const char *env = getenv("GPUOPT_VULKAN_DEBUG");
+	char buf[256], *tok, *save;
+
+	memset(dbg, 0, sizeof(*dbg));
+	dbg->spin_us = -1;
+	if (!env)
+		return;
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "nopush"))
+			dbg->nopush = 1;
+		else if (!strcmp(tok, "nomap"))
+			dbg->nomap = 1;
+		else if (!strncmp(tok, "staging=", 8))
+			dbg->staging = strtoull(tok + 8, NULL, 0);
+		else if (!strncmp(tok, "range=", 6))
+			dbg->range = strtoull(tok + 6, NULL, 0);
+		else if (!strncmp(tok, "groups=", 7))
+			dbg->groups = strtoull(tok + 7, NULL, 0);
+		else if (!strncmp(tok, "spin=", 5))
+			dbg->spin_us = strtoll(tok + 5, NULL, 0);
+	}
+}
+
+/* Undo open; a partly opened device too. Leaves what probe set. */
+static void teardown(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+
+	if (vd->device) {
+		vkDeviceWaitIdle(vd->device);
+		/* saves the pipeline cache if pipelines were built */
+		gpo__vk_destroy_pipelines(dev);
+		gpo__vk_destroy_layout(vd);
+		gpo__vk_destroy_buffers(vd);
+		gpo__vk_destroy_commands(vd);
+		vkDestroyDevice(vd->device, NULL);
+	}
+	free(vd->desc_tab);
+	memset((char *)vd + offsetof(struct vk_dev, opened), 0,
+	       sizeof(*vd) - offsetof(struct vk_dev, opened));
+}
+
+static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
+{
+	struct vk_dev *vd = dev->priv;
+	const float prio = 1.0f;
+	VkDeviceQueueCreateInfo qci = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+		.queueFamilyIndex = vd->qfam,
+		.queueCount = 1,
+		.pQueuePriorities = &prio,
+	};
+	const char *exts[2];
+	VkDeviceCreateInfo dci = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+		.queueCreateInfoCount = 1,
+		.pQueueCreateInfos = &qci,
+		.ppEnabledExtensionNames = exts,
+	};
+	int push = vd->has_push_desc && !dbg->nopush;
+	VkResult r;
+
+	if (push)
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+	if (vd->has_budget)
+		exts[dci.enabledExtensionCount++] =
+			VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+	r = vkCreateDevice(vd->phys, &dci, NULL, &vd->device);
+	if (r != VK_SUCCESS)
+		return gpo__vk_fail(dev, r, "vkCreateDevice");
+	vkGetDeviceQueue(vd->device, vd->qfam, 0, &vd->queue);
+	if (push) {
+		vd->push_desc = (PFN_vkCmdPushDescriptorSetKHR)
+			vkGetDeviceProcAddr(vd->device,
+					    "vkCmdPushDescriptorSetKHR");
+		if (!vd->push_desc)
+			return gpo__err(-EIO, "%s (%s): no vkCmdPushDescriptorSetKHR",
+				       dev->info.id, dev->info.name);
+	}
+	return 0;
+}
+
+static int check_limits(struct gpo_device *dev)
+{
+	const VkPhysicalDeviceLimits *l =
+		&((struct vk_dev *)dev->priv)->props.limits;
+
+	if (l->maxComputeWorkGroupSize[0] < GPO_WG_SIZE ||
+	    l->maxComputeWorkGroupInvocations < GPO_WG_SIZE ||
+	    l->maxComputeSharedMemorySize < 2 * 4 * GPO_WG_SIZE ||
+	    l->maxPerStageDescriptorStorageBuffers < OP_MAX_BUF ||
+	    l->maxPushConstantsSize < GPO_ARGS_MAX)
+		return gpo__err(-ENODEV, "%s (%s): compute limits too small (workgroup %u, storage buffers %u)",
+			       dev->info.id, dev->info.name,
+			       l->maxComputeWorkGroupInvocations,
+			       l->maxPerStageDescriptorStorageBuffers);
+	return 0;
+}
+
+static int vk_open(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	const VkPhysicalDeviceLimits *l = &vd->props.limits;
+	struct vk_debug dbg;
+	int ret;
+
+	parse_debug(&dbg);
+	ret = check_limits(dev);
+	if (!ret)
+		ret = create_device(dev, &dbg);
+	if (!ret)
+		ret = gpo__vk_create_commands(dev);
+	if (!ret)
+		ret = gpo__vk_create_layout(dev);
+	if (!ret)
+		ret = gpo__vk_create_buffers(dev, &dbg);
+	if (ret)
+		goto out_teardown;
+
+	vd->max_range = l->maxStorageBufferRange;
+	if (dbg.range >= 1024 && dbg.range < vd->max_range)
+		vd->max_range = dbg.range;
+	vd->max_groups = l->maxComputeWorkGroupCount[0] < ELEM_MAX_GROUPS ?
+			 l->maxComputeWorkGroupCount[0] : ELEM_MAX_GROUPS;
+	if (dbg.groups)
+		vd->max_groups = dbg.groups < l->maxComputeWorkGroupCount[0] ?
+				 (uint32_t)dbg.groups :
+				 l->maxComputeWorkGroupCount[0];
+	/* group ops: rows of this many groups (group.glsl) */
+	vd->group_row = l->maxComputeWorkGroupCount[0] < GROUP_DIM_MAX ?
+			l->maxComputeWorkGroupCount[0] : GROUP_DIM_MAX;
+	if (vd->group_row > vd->max_groups)
+		vd->group_row = vd->max_groups;
+	vd->spin_ns = vd->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ?
+		      0 : SPIN_NS;
+	if (dbg.spin_us >= 0)
+		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
+	vd->opened = 1;
+
+	/* the dummy is bound for absent buffers: keep it zero */
+	ret = gpo__vk_batch_begin(dev);
+	if (!ret) {
+		vkCmdFillBuffer(vd->cmd, vd->dummy.buffer, 0, VK_DUMMY_BYTES,
+				0);
+		ret = gpo__vk_batch_flush(dev);
+	}
+	if (ret)
+		goto out_teardown;
+	vd->ns = 0;
+	dev->mem_align = l->minStorageBufferOffsetAlignment > 256 ?
+			 l->minStorageBufferOffsetAlignment : 256;
+	dev->max_alloc = vd->max_alloc;
+	return 0;
+
+out_teardown:
+	teardown(dev);
+	return ret;
+}
+
+static void vk_close(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+
+	if (!vd)
+		return;
+	/* also a device that was probed but never opened */
+	teardown(dev);
+	pthread_mutex_destroy(&vd->lock);
+	inst_put(vd->inst);
+	free(vd);
+	dev->priv = NULL;
+}
+
+const struct backend_ops gpo__vulkan_backend_ops = {
+	.name = "vulkan",
+	.probe = vk_probe,
+	.open = vk_open,
+	.close = vk_close,
+	.alloc = gpo__vk_alloc,
+	.free = gpo__vk_free,
+	.write = gpo__vk_write,
+	.read = gpo__vk_read,
+	.supports = gpo__vk_supports,
+	.launch = gpo__vk_launch,
+	.wait = gpo__vk_wait,
+	.mem_free = gpo__vk_mem_free,
+};
+

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+/*
+ * memory.c - the Vulkan backend's memory: the memory types of pool blocks
+ * and staging, blocks, the dummy buffer bound for absent buffers, host
+ * transfers, the heap budget
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "core/gpuopt_i.h"
+#include "backend/vulkan/vulkan_i.h"
+
+#define STAGING_BYTES		(32ull << 20)
+
+#define POOL_USAGE (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | \
+		    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | \
+		    VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+
+/* The largest DEVICE_LOCAL heap: the device's memory. */
+int gpo__vk_main_heap(const VkPhysicalDeviceMemoryProperties *mp)
+{
+	uint32_t i;
+	int best = -1;
+
+	for (i = 0; i < mp->memoryHeapCount; i++) {
+		const VkMemoryHeap *h = &mp->memoryHeaps[i];
+
+		if (!(h->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT))
+			continue;
+		if (best < 0 || h->size > mp->memoryHeaps[best].size)
+			best = (int)i;
+	}
+	return best;
+}
+
+
+static int find_type(const struct vk_dev *vd, uint32_t bits,
+		     VkMemoryPropertyFlags need, int heap)
+{
+	uint32_t i;
+
+	for (i = 0; i < vd->memprops.memoryTypeCount; i++) {
+		const VkMemoryType *t = &vd->memprops.memoryTypes[i];
+
+		if (!(bits & (1u << i)) || (t->propertyFlags & need) != need)
+			continue;
+		if (heap >= 0 && t->heapIndex != (uint32_t)heap)
+			continue;
+		return (int)i;
+	}
+	return -1;
+}
+
+static void mem_destroy(struct vk_dev *vd, struct dev_mem *mem)
+{
+	if (mem->map)
+		vkUnmapMemory(vd->device, mem->memory);
+	if (mem->buffer)
+		vkDestroyBuffer(vd->device, mem->buffer, NULL);
+	if (mem->memory)
+		vkFreeMemory(vd->device, mem->memory, NULL);
+	memset(mem, 0, sizeof(*mem));
+}
+
+/* buffer_create - a buffer of @bytes, no memory yet, and what it needs */
+static int buffer_create(struct gpo_device *dev, uint64_t bytes,
+			 VkBufferUsageFlags usage, VkBuffer *buf,
+			 VkMemoryRequirements *req)
+{
+	struct vk_dev *vd = dev->priv;
+	VkBufferCreateInfo bci = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = bytes,
+		.usage = usage,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	VkResult r;
+
+	r = vkCreateBuffer(vd->device, &bci, NULL, buf);
+	if (r != VK_SUCCESS)
+		return gpo__vk_fail(dev, r, "vkCreateBuffer");
+	vkGetBufferMemoryRequirements(vd->device, *buf, req);
+	return 0;
+}
+
+/*
+ * mem_create - a buffer of @bytes over its own allocation of memory type
+ * @type (-1: the pool's), mapped if @map
+ */
+static int mem_create(struct gpo_device *dev, uint64_t bytes,
+		      VkBufferUsageFlags usage, int type, int map,
+		      struct dev_mem *mem)
+{
+	struct vk_dev *vd = dev->priv;
+	VkMemoryAllocateInfo mai = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+	};
+
+	VkMemoryRequirements req;
+	void *p;
+	VkResult r;
+	int ret;
+
+	memset(mem, 0, sizeof(*mem));
+	ret = buffer_create(dev, bytes, usage, &mem->buffer, &req);
+	if (ret)
+		return ret;
+	if (type < 0)
+		type = (int)vd->pool_type;
+	if (!(req.memoryTypeBits & (1u << type))) {
+		ret = gpo__err(-EIO, "%s (%s): memory type %d cannot hold a buffer",
+			      dev->info.id, dev->info.name, type);
+		goto out_destroy;
+	}
+	mai.allocationSize = req.size;
+	mai.memoryTypeIndex = (uint32_t)type;
+
+	r = vkAllocateMemory(vd->device, &mai, NULL, &mem->memory);
+	if (r == VK_SUCCESS)
+		r = vkBindBufferMemory(vd->device, mem->buffer, mem->memory, 0);
+	if (r == VK_SUCCESS && map) {
+		r = vkMapMemory(vd->device, mem->memory, 0, VK_WHOLE_SIZE, 0,
+				&p);
+		if (r == VK_SUCCESS)
+			mem->map = p;
+	}
+	if (r != VK_SUCCESS) {
+		ret = gpo__vk_fail(dev, r, "vkAllocateMemory");
+		goto out_destroy;
+	}
+	mem->size = bytes;
+	return 0;
+
+out_destroy:
+	mem_destroy(vd, mem);
+	return ret;
+}
+
+/*
+ * choose_memory - the memory types of pool blocks and of the staging
+ * buffer. @bits: the types a pool buffer may use.
+ */
+static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
+{
+	struct vk_dev *vd = dev->priv;
+	const VkMemoryPropertyFlags vis = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+					  VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+	const VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+	int heap = gpo__vk_main_heap(&vd->memprops), t;
+
+	/* the whole device-local heap mappable: resizable BAR or UMA */
+	t = heap < 0 ? -1 : find_type(vd, bits, dl | vis, heap);
+	if (t >= 0 && !nomap) {
+		vd->pool_type = (uint32_t)t;
+		vd->pool_mapped = 1;
+		vd->direct_read = !!(vd->memprops.memoryTypes[t].propertyFlags &
+				     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+	} else {
+		t = heap < 0 ? -1 : find_type(vd, bits, dl, heap);
+		if (t < 0)
+			t = find_type(vd, bits, dl, -1);
+		if (t < 0)
+			t = find_type(vd, bits, 0, -1);
+		if (t < 0)
+			return gpo__err(-ENODEV, "%s (%s): no memory type for storage buffers",
+				       dev->info.id, dev->info.name);
+		vd->pool_type = (uint32_t)t;
+	}
+	/* readbacks want host-cached memory; uploads do not mind */
+	t = find_type(vd, ~0u, vis | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, -1);
+	if (t < 0)
+		t = find_type(vd, ~0u, vis, -1);
+	if (t < 0)
+		return gpo__err(-ENODEV, "%s (%s): no host-visible coherent memory",
+			       dev->info.id, dev->info.name);
+	vd->staging_type = (uint32_t)t;
+	return 0;
+}
+
+/* ---- transfers ----------------------------------------------------------- */
+
+static int check_range(struct gpo_device *dev, const struct dev_buf *b,
+		       uint64_t off, uint64_t bytes)
+{
+	if (!b->mem || off > b->size || bytes > b->size - off)
+		return gpo__err(-EINVAL, "%s: %llu bytes at %llu outside a buffer of %llu",
+			       dev->info.id, (unsigned long long)bytes,
+			       (unsigned long long)off,
+			       (unsigned long long)b->size);
+	return 0;
+}
+
+/*
+ * transfer - copy @bytes between @host and @b at @off: into @b if @write,
+ * else out of it. Mapped memory is copied directly once the kernels
+ * launched so far are done (they may read what a write replaces); a read
+ * only where that memory is host-cached. Otherwise through the staging
+ * buffer: a write's copies are queued in the batch, a read's go in the
+ * same submission as the kernels before it, so a small read (scal) costs
+ * one fence wait.
+ */
+static int transfer(struct gpo_device *dev, const struct dev_buf *b,
+		    uint64_t off, unsigned char *host, uint64_t bytes,
+		    int write)
+{
+	struct vk_dev *vd = dev->priv;
+	uint64_t chunk, pos;
+	unsigned char *map;
+	int ret;
+
+	ret = check_range(dev, b, off, bytes);
+	if (ret || !bytes)
+		return ret;
+	pthread_mutex_lock(&vd->lock);
+	if (vd->lost) {
+		ret = gpo__vk_lost(dev);
+		goto out_unlock;
+	}
+	if (b->mem->map && (write || vd->direct_read)) {
+		ret = gpo__vk_batch_flush(dev);
+		map = b->mem->map + b->off + off;
+		if (!ret)
+			memcpy(write ? map : host, write ? host : map, bytes);
+		goto out_unlock;
+	}
+	while (bytes) {
+		chunk = bytes < vd->staging_size ? bytes : vd->staging_size;
+		if (vd->staging_pos + chunk > vd->staging_size) {
+			ret = gpo__vk_batch_flush(dev);
+			if (ret)
+				break;
+		}
+		pos = vd->staging_pos;
+		if (write) {
+			memcpy(vd->staging.map + pos, host, chunk);
+			ret = gpo__vk_record_copy(dev, vd->staging.buffer, pos,
+					  b->mem->buffer, b->off + off, chunk);
+			if (!ret)
+				vd->staging_pos += (chunk + 15) & ~15ull;
+		} else {
+			ret = gpo__vk_record_copy(dev, b->mem->buffer, b->off + off,
+					  vd->staging.buffer, pos, chunk);
+			if (!ret)
+				ret = gpo__vk_batch_flush(dev);
+			if (!ret)
+				memcpy(host, vd->staging.map + pos, chunk);
+		}
+		if (ret)
+			break;
+		host += chunk;
+		off += chunk;
+		bytes -= chunk;
+	}
+out_unlock:
+	pthread_mutex_unlock(&vd->lock);
+	return ret;
+}
+
+int gpo__vk_write(struct gpo_device *dev, const struct dev_buf *dst,
+		  uint64_t off, const void *src, uint64_t bytes)
+{
+	/* transfer() only reads @src when it writes */
+	return transfer(dev, dst, off, (unsigned char *)src, bytes, 1);
+}
+
+int gpo__vk_read(struct gpo_device *dev, const struct dev_buf *src,
+		 uint64_t off, void *dst, uint64_t bytes)
+{
+	return transfer(dev, src, off, dst, bytes, 0);
+}
+
+int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
+		  struct dev_mem **out)
+{
+	struct vk_dev *vd = dev->priv;
+	struct dev_mem *mem;
+	int ret;
+
+	if (vd->lost)
+		return gpo__vk_lost(dev);
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return gpo__err(-ENOMEM, "out of memory");
+	ret = mem_create(dev, bytes, POOL_USAGE, -1, vd->pool_mapped, mem);
+	if (ret) {
+		free(mem);
+		return ret;
+	}
+	*out = mem;
+	return 0;
+}
+
+void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
+{
+	struct vk_dev *vd = dev->priv;
+
+	if (!mem)
+		return;
+	pthread_mutex_lock(&vd->lock);
+	/* nothing queued may still use it; a new buffer may get its handle */
+	gpo__vk_batch_flush(dev);
+	gpo__vk_desc_cache_clear(vd);
+	mem_destroy(vd, mem);
+	pthread_mutex_unlock(&vd->lock);
+	free(mem);
+}
+
+uint64_t gpo__vk_mem_free(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
+	};
+	VkPhysicalDeviceMemoryProperties2 mp = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+		.pNext = &budget,
+	};
+	int heap;
+
+	if (!vd || !vd->has_budget)
+		return 0;
+	vkGetPhysicalDeviceMemoryProperties2(vd->phys, &mp);
+	heap = gpo__vk_main_heap(&mp.memoryProperties);
+	if (heap < 0 || budget.heapBudget[heap] < budget.heapUsage[heap])
+		return 0;
+	return budget.heapBudget[heap] - budget.heapUsage[heap];
+}
+
+/* The dummy buffer (zeroed) and, where transfers need it, staging. */
+int gpo__vk_create_buffers(struct gpo_device *dev,
+			   const struct vk_debug *dbg)
+{
+	struct vk_dev *vd = dev->priv;
+	VkMemoryRequirements req;
+	VkBuffer probe;
+	int ret;
+
+	/*
+	 * Buffers of one usage accept the same memory types whatever their
+	 * size (the spec says so): one small buffer tells for the pool.
+	 */
+	ret = buffer_create(dev, VK_DUMMY_BYTES, POOL_USAGE, &probe, &req);
+	if (ret)
+		return ret;
+	vkDestroyBuffer(vd->device, probe, NULL);
+	ret = choose_memory(dev, req.memoryTypeBits, dbg->nomap);
+	if (ret)
+		return ret;
+	ret = mem_create(dev, VK_DUMMY_BYTES, POOL_USAGE, -1, 0, &vd->dummy);
+	if (ret)
+		return ret;
+
+	if (vd->pool_mapped && vd->direct_read)
+		return 0;
+	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~15ull :
+						  STAGING_BYTES;
+	return mem_create(dev, vd->staging_size,
+			  VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+			  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			  (int)vd->staging_type, 1, &vd->staging);
+}
+
+void gpo__vk_destroy_buffers(struct vk_dev *vd)
+{
+	mem_destroy(vd, &vd->staging);
+	mem_destroy(vd, &vd->dummy);
+}

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipeline.c - the Vulkan backend's pipelines: one per (op, dtype), built
+ * on first use from the embedded SPIR-V module "<op>.<dtype>", through
+ * one pipeline cache per device that lives on disk (diskcache "vulkan").
+ *
+ * The cache is read from disk with the first pipeline, so a device that
+ * runs nothing reads nothing, and written back at the wait() after
+ * pipelines were built (once per step that built any) and at close, when
+ * the driver's data differs from what is on disk. Its key covers the
+ * device, the driver and every embedded module, and the data's header is
+ * checked against the device before the driver sees it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/gpuopt_i.h"
+#include "core/diskcache_i.h"
+#include "backend/embedded_i.h"
+#include "backend/vulkan/vulkan_i.h"
+
+static const struct embedded_file *spv_find(enum gpo__op_id op,
+					    enum gpo_dtype dtype)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.%s", gpo__ops[op].name,
+		 gpo__vk_dtype_name(dtype));
+	return gpo__embedded_find(gpo__embedded_spv, name);
+}
+
+/*
+ * The dtypes whose shaders need nothing beyond Vulkan 1.1: f16/bf16
+ * (16-bit storage), u8 (8-bit storage) and i64 (shaderInt64) wait for
+ * probe to ask the device for those features.
+ */
+static int dtype_usable(const struct vk_dev *vd, enum gpo_dtype dtype)
+{
+	return dtype == GPO_F32 || dtype == GPO_I32;
+}
+
+int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
+		     enum gpo_dtype dtype)
+{
+	const struct embedded_file *f;
+
+	if ((unsigned int)op >= OP_COUNT || (unsigned int)dtype >= GPO_DTYPES)
+		return 0;
+	if (!dtype_usable(dev->priv, dtype))
+		return 0;
+	f = spv_find(op, dtype);
+	return f && f->size && !(f->size % 4);
+}
+
+static uint64_t cache_key(const struct vk_dev *vd)
+{
+	const VkPhysicalDeviceProperties *p = &vd->props;
+	uint64_t key = gpo__diskcache_key_str(0, "gpuopt vulkan pipelines 2");
+	const struct embedded_file *f;
+	int push = vd->push_desc != NULL;
+
+	key = gpo__diskcache_key(key, &p->vendorID, sizeof(p->vendorID));
+	key = gpo__diskcache_key(key, &p->deviceID, sizeof(p->deviceID));
+	key = gpo__diskcache_key(key, &p->driverVersion,
+				 sizeof(p->driverVersion));
+	key = gpo__diskcache_key(key, p->pipelineCacheUUID, VK_UUID_SIZE);
+	key = gpo__diskcache_key(key, &push, sizeof(push));
+	for (f = gpo__embedded_spv; f->name; f++) {
+		key = gpo__diskcache_key_str(key, f->name);
+		key = gpo__diskcache_key(key, f->data, f->size);
+	}
+	return key;
+}
+
+/*
+ * Is @data a pipeline cache this device wrote? Its header is little-endian
+ * whatever the host (the spec says so); gpuopt runs on little-endian hosts.
+ */
+static int cache_header_ok(const struct vk_dev *vd, const void *data,
+			   size_t size)
+{
+	VkPipelineCacheHeaderVersionOne h;
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, data, sizeof(h));
+	return h.headerSize >= sizeof(h) && h.headerSize <= size &&
+	       h.headerVersion == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
+	       h.vendorID == vd->props.vendorID &&
+	       h.deviceID == vd->props.deviceID &&
+	       !memcmp(h.pipelineCacheUUID, vd->props.pipelineCacheUUID,
+		       VK_UUID_SIZE);
+}
+
+/* cache_open - the pipeline cache, from the disk entry when it is valid */
+static int cache_open(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	VkPipelineCacheCreateInfo pcci = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+	};
+	void *old = NULL;
+	size_t old_size = 0;
+	VkResult r;
+
+	vd->cache_key = cache_key(vd);
+	vd->cache_hash = 0;
+	if (!gpo__diskcache_load("vulkan", vd->cache_key, &old, &old_size) &&
+	    cache_header_ok(vd, old, old_size)) {
+		pcci.initialDataSize = old_size;
+		pcci.pInitialData = old;
+	}
+	r = vkCreatePipelineCache(vd->device, &pcci, NULL, &vd->pipe_cache);
+	if (r != VK_SUCCESS && pcci.initialDataSize) {
+		/* a driver that refuses the data: start empty */
+		pcci.initialDataSize = 0;
+		pcci.pInitialData = NULL;
+		r = vkCreatePipelineCache(vd->device, &pcci, NULL,
+					  &vd->pipe_cache);
+	}
+	if (r == VK_SUCCESS && pcci.initialDataSize)
+		vd->cache_hash = gpo__diskcache_key(0, old, old_size);
+	free(old);
+	if (r != VK_SUCCESS) {
+		vd->pipe_cache = VK_NULL_HANDLE;
+		return gpo__vk_fail(dev, r, "vkCreatePipelineCache");
+	}
+	return 0;
+}
+
+/*
+ * gpo__vk_cache_save - write the pipeline cache to disk if pipelines were
+ * built since the last save and what the driver has differs from what is
+ * there. A failure only costs the next process the compile time.
+ */
+void gpo__vk_cache_save(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	void *data = NULL;
+	size_t size = 0;
+	uint64_t h;
+
+	if (!vd->pipe_cache || !vd->cache_dirty)
+		return;
+	vd->cache_dirty = 0;
+	if (vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+				   NULL) != VK_SUCCESS || !size)
+		return;
+	data = malloc(size);
+	if (data && vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+					   data) == VK_SUCCESS) {
+		h = gpo__diskcache_key(0, data, size);
+		if (h != vd->cache_hash &&
+		    !gpo__diskcache_store("vulkan", vd->cache_key, data, size))
+			vd->cache_hash = h;
+	}
+	free(data);
+}
+
+/*
+ * gpo__vk_pipeline - the pipeline of @op in @dtype, built on its first
+ * use. Called under vd->lock. Group ops get the device's grid row width
+ * as specialization constant 0 and may be dispatched with a base
+ * (launch.c); element ops ignore both.
+ */
+int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
+		     enum gpo_dtype dtype, VkPipeline *out)
+{
+	struct vk_dev *vd = dev->priv;
+	const struct gpo__op *o = &gpo__ops[op];
+	const struct embedded_file *f;
+	VkShaderModuleCreateInfo smci = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+	};
+	const VkSpecializationMapEntry row = {
+		.constantID = 0,
+		.offset = 0,
+		.size = sizeof(vd->group_row),
+	};
+	const VkSpecializationInfo spec = {
+		.mapEntryCount = 1,
+		.pMapEntries = &row,
+		.dataSize = sizeof(vd->group_row),
+		.pData = &vd->group_row,
+	};
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.flags = o->grid == GRID_GROUPS ?
+			 VK_PIPELINE_CREATE_DISPATCH_BASE_BIT : 0,
+		.stage = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.pName = "main",
+			.pSpecializationInfo = &spec,
+		},
+		.layout = vd->pipe_layout,
+	};
+	VkPipeline pipe;
+	VkResult r;
+	int ret;
+
+	if (vd->pipes[op][dtype]) {
+		*out = vd->pipes[op][dtype];
+		return 0;
+	}
+	f = spv_find(op, dtype);
+	if (!f || !f->size || f->size % 4)
+		return gpo__err(-ENOSYS, "%s: no SPIR-V for %s.%s",
+				dev->info.id, o->name,
+				gpo__vk_dtype_name(dtype));
+	if (!vd->pipe_cache) {
+		ret = cache_open(dev);
+		if (ret)
+			return ret;
+	}
+	smci.codeSize = f->size;
+	smci.pCode = (const uint32_t *)f->data;
+	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
+	if (r != VK_SUCCESS)
+		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
+	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,
+				     &pipe);
+	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
+	if (r != VK_SUCCESS)
+		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");
+	vd->pipes[op][dtype] = pipe;
+	vd->cache_dirty = 1;
+	*out = pipe;
+	return 0;
+}
+
+/* Save the cache, then destroy every pipeline and the cache. */
+void gpo__vk_destroy_pipelines(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	int op, t;
+
+	gpo__vk_cache_save(dev);
+	for (op = 0; op < OP_COUNT; op++)
+		for (t = 0; t < GPO_DTYPES; t++)
+			if (vd->pipes[op][t])
+				vkDestroyPipeline(vd->device,
+						  vd->pipes[op][t], NULL);
+	if (vd->pipe_cache)
+		vkDestroyPipelineCache(vd->device, vd->pipe_cache, NULL);
+}
