@@ -453,14 +453,18 @@ START_TEST(test_vulkan_fallback_paths_match_cpu)
 
 	/*
 	 * 40000 parameters: AdamW's views in 3 windows of 16384, transfers
-	 * in 10 chunks. Group ops bind whole views, so no norm pass here.
+	 * in 10 chunks; the norm pass's 10 groups of 4000 floats in runs
+	 * that fit 65536 bytes (optim.c)
 	 */
 	setenv("GPUOPT_VULKAN_DEBUG",
 	       "nopush,nomap,staging=16384,range=65536,groups=2", 1);
 	ctx = new_ctx();
 	n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		check_adam(devs[i], cpu, 40000, "");
+		check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
+		check_adam(devs[i], cpu, 40000, "grad_scale=64");
+	}
 	gpo_ctx_free(ctx);
 
 	/*

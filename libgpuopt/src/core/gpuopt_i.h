@@ -63,6 +63,12 @@ struct gpo_device {
 	pthread_mutex_t lock;
 	uint64_t mem_align;		/* sub-allocation alignment, set by open */
 	uint64_t max_alloc;		/* largest single allocation, by open */
+	/*
+	 * bytes one buffer argument of a group op may span, by open; 0: no
+	 * limit. Element ops are windowed by the backend; group ops bind what
+	 * they are given, so callers launch them in runs that fit.
+	 */
+	uint64_t max_binding;
 	struct pool pool;
 };
 

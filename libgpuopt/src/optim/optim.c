@@ -20,6 +20,9 @@
 #include "abi/norm.h"
 #include "abi/objective.h"
 
+/* norm groups per run of the partial-sum pass (launch_norm) */
+#define NORM_RUN	32
+
 const char *const gpo__optim_slot_names[SL_COUNT] = {
 	[SL_MOMENTUM] = "momentum_buffer",
 	[SL_EXP_AVG] = "exp_avg",
@@ -495,6 +498,13 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 		opt->norm_groups = GPO_NORM_MAX_GROUPS;
 	opt->norm_chunk = div_up(opt->total, opt->norm_groups);
 	opt->norm_chunk = (opt->norm_chunk + 3) / 4 * 4;
+	/* NORM_RUN groups must fit one binding (launch_norm): more groups */
+	if (dev->max_binding &&
+	    opt->norm_chunk > dev->max_binding / (4 * NORM_RUN) / 4 * 4 &&
+	    dev->max_binding >= 16 * NORM_RUN) {
+		opt->norm_chunk = dev->max_binding / (4 * NORM_RUN) / 4 * 4;
+		opt->norm_groups = div_up(opt->total, opt->norm_chunk);
+	}
 
 	ret = gpo__pool_alloc(dev, opt->total * 4, &opt->param);
 	if (!ret)
@@ -663,35 +673,66 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index)
 
 /* ---- the step ------------------------------------------------------------ */
 
-/* Queue the norm reduction; the update kernels then read scal. */
+/*
+ * Queue the norm reduction; the update kernels then read scal. The
+ * partial sums run in as few launches as the device's binding range
+ * allows: each a run of a multiple of NORM_RUN groups, so that the views
+ * of the gradient (NORM_RUN * chunk floats, chunk a multiple of 4) and of
+ * the partials (2 floats a group) start on 256 bytes, the largest
+ * binding alignment Vulkan allows.
+ */
+
 static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 {
+	struct gpo_device *dev = opt->dev;
+	uint64_t chunk = opt->norm_chunk, run = opt->norm_groups, first;
 	struct gpo_norm_args a = {
-		.n = (uint32_t)opt->total,
-		.groups = opt->norm_groups,
 		.chunk = opt->norm_chunk,
 		.inv_scale = (float)(1.0 / hp->grad_scale),
 		.clip_norm = (float)hp->clip_norm,
 	};
 	struct op_call call = {
-		.op = OP_NORM_PARTIAL, .dtype = GPO_F32,
-		.work = opt->norm_groups, .args = &a,
+		.op = OP_NORM_PARTIAL, .dtype = GPO_F32, .args = &a,
 	};
 	int ret;
 
 	if (hp->check_finite || hp->grad_scale != 1.0)
 		a.flags |= GPO_NORM_CHECK_FINITE;
-	call.buf[0] = opt->grad;
-	call.buf[1] = opt->partials;
-	ret = gpo__launch(opt->dev, &call);
-	if (ret)
-		return ret;
+	if (dev->max_binding && chunk * 4 * run > dev->max_binding)
+		run = dev->max_binding / (chunk * 4) / NORM_RUN * NORM_RUN;
+	if (!run)
+		return gpo__err(-ENOSYS, "%s: %u norm groups of %llu floats exceed one binding (%llu bytes)",
+				dev->info.id, NORM_RUN,
+				(unsigned long long)chunk,
+				(unsigned long long)dev->max_binding);
+	for (first = 0; first < opt->norm_groups; first += run) {
+		uint64_t groups = opt->norm_groups - first < run ?
+				  opt->norm_groups - first : run;
+		uint64_t lo = first * chunk, hi = (first + groups) * chunk;
+
+		if (hi > opt->total)
+			hi = opt->total;
+		a.n = (uint32_t)(hi - lo);
+		a.groups = (uint32_t)groups;
+		call.work = groups;
+		call.buf[0] = opt->grad;
+		call.buf[0].off += lo * sizeof(float);
+		call.buf[0].size = (hi - lo) * sizeof(float);
+		call.buf[1] = opt->partials;
+		call.buf[1].off += first * 2 * sizeof(float);
+		call.buf[1].size = groups * 2 * sizeof(float);
+		ret = gpo__launch(dev, &call);
+		if (ret)
+			return ret;
+	}
 	/* one workgroup sums the partials in a fixed order */
+	a.n = (uint32_t)opt->total;
+	a.groups = opt->norm_groups;
 	call.op = OP_NORM_FINAL;
 	call.work = 1;
 	call.buf[0] = opt->partials;
 	call.buf[1] = opt->scal;
-	return gpo__launch(opt->dev, &call);
+	return gpo__launch(dev, &call);
 }
 
 static int launch_step(struct gpo_optim *opt, uint64_t t, int use_norm)

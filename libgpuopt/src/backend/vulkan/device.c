@@ -597,6 +597,7 @@ static int vk_open(struct gpo_device *dev)
 	dev->mem_align = l->minStorageBufferOffsetAlignment > 256 ?
 			 l->minStorageBufferOffsetAlignment : 256;
 	dev->max_alloc = vd->max_alloc;
+	dev->max_binding = vd->max_range;
 	return 0;
 
 out_teardown:
