@@ -1,31 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * error.c - per-thread error messages behind gpo_errmsg()
+ * error.c - gpo_errmsg() and gpo_version()
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include "core/gpuopt_i.h"
 
-static __thread char errmsg[512];
-
-int gpo__err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-void gpo__err_clear(void)
-{
-	errmsg[0] = '\0';
-}
-
+/* the message itself is common/err.c's, set through gpo__err() */
 const char *gpo_errmsg(void)
 {
-	return errmsg;
+	return gpo__errmsg();
 }
 
 const char *gpo_version(void)
