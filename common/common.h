@@ -7,7 +7,7 @@
  *   num.c   numbers in the C locale whatever the process's locale:
  *           strict parsers, the shortest round-tripping formatter,
  *           snprintf in the C locale
- *   kv.c    the key=value tokenizer of settings texts
+ *   kv.c    the key=value tokenizer of settings texts (one for all)
  *   time.c  clocks in nanoseconds, the wall-clock stamp of logs
  *   dir.c   sorted directory listings
  *   sbuf.c  growable text buffers
@@ -89,12 +89,26 @@ int gpo__vsnprintf(char *buf, size_t len, const char *fmt, va_list ap);
 
 /* ---- kv.c ---------------------------------------------------------------- */
 
+/* One word of a settings text: pointers into the text, not terminated. */
+struct gpo__kv {
+	const char *key;
+	size_t klen;
+	const char *val;
+	size_t vlen;
+};
+
 /*
- * gpo__kv_next - split the next "key=value" word off *@pos of a settings
- * text (separated by blanks, newlines or ';'). Returns 1 with @key and
- * @value filled, 0 at the end, -EINVAL (gpo__err() set) for a word without
- * '=' or with an empty key, or a key or value longer than the buffers.
- * *@pos moves past the word in every case.
+ * gpo__kv_span - find the next "key=value" word at *@pos of a settings
+ * text. Words are separated by blanks, newlines or ';'; a word that starts
+ * with '#' begins a comment to the end of its line. Returns 1 with @w
+ * pointing into the text, 0 at the end, -EINVAL (gpo__err() set) for a
+ * word without '=' or with an empty key. *@pos moves past the word.
+ */
+int gpo__kv_span(const char **pos, struct gpo__kv *w);
+
+/*
+ * gpo__kv_next - gpo__kv_span() copied into @key and @value (NUL-ended);
+ * -EINVAL also for a key or value longer than the buffers.
  */
 int gpo__kv_next(const char **pos, char *key, size_t klen, char *value,
 		 size_t vlen);
