@@ -597,19 +597,11 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
 		      const struct kernel_args *args)
 {
 	struct cpu_dev *cd = dev->priv;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = gpo__now_ns();
 	uint32_t units;
 
 	if ((unsigned int)k >= K_COUNT)
@@ -627,7 +619,7 @@ static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
 	if (cd->nthreads == 1 || (gpo__kernel_table[k].grid == GRID_ELEMENTS &&
 				  units < 32768) || units == 1) {
 		cd->fn(args, 0, units);
-		cd->ns += now_ns() - t0;
+		cd->ns += gpo__now_ns() - t0;
 		return 0;
 	}
 	pthread_mutex_lock(&cd->lock);
@@ -640,7 +632,7 @@ static int cpu_launch(struct gpo_device *dev, enum kernel_id k,
 	while (cd->pending)
 		pthread_cond_wait(&cd->done_cv, &cd->lock);
 	pthread_mutex_unlock(&cd->lock);
-	cd->ns += now_ns() - t0;
+	cd->ns += gpo__now_ns() - t0;
 	return 0;
 }
 
