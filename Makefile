@@ -51,7 +51,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE \
-	-Ilibgpuopt/include -Ilibgpuopt/src -Ikernels -I$(BUILD)/gen
+	-I. -Ilibgpuopt/include -Ilibgpuopt/src -Ikernels -I$(BUILD)/gen
 ifeq ($(SANITIZE),1)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -65,10 +65,15 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 LIB_LIBS := $(if $(call have,opencl),-lOpenCL) $(if $(call have,vulkan),-lvulkan) \
 	-luring -ljansson -lm -lpthread
 
+# common/: the helpers of the library, the daemon and the tools, in the
+# library and, for gpuoptctl, alone in libgpocommon.a
+COMMON_SRCS := $(sort $(wildcard common/*.c))
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
+COMMON_LIB := $(BUILD)/lib/libgpocommon.a
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*/*.c libgpuopt/src/*/*/*.c))
 LIB_SRCS := $(filter-out $(foreach b,$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL)),\
 	libgpuopt/src/backend/$(b)/%),$(LIB_SRCS))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) \
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(COMMON_OBJS) \
 	$(if $(call have,opencl),$(BUILD)/gen/cl_sources.o) \
 	$(if $(call have,vulkan),$(BUILD)/gen/spv_sources.o)
 # OpenCL C: common.cl, one folder per op family, and the abi headers the
@@ -144,7 +149,7 @@ all: $(DEPS_STAMP)
 build-all: lib $(EXAMPLES) $(TOOLS) $(BENCHES) $(FSD_BIN) $(TEST_BINS)
 .PHONY: build-all
 
-lib: $(SOLIB) $(ALIB) $(BUILD)/lib/libgpuopt.so
+lib: $(SOLIB) $(ALIB) $(BUILD)/lib/libgpuopt.so $(COMMON_LIB)
 
 $(BUILD)/%.o: %.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
@@ -179,6 +184,11 @@ $(ALIB): $(LIB_OBJS) $(BUILD_CONF)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
 
+$(COMMON_LIB): $(COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
 # Programs link the static library so they run from the tree.
 $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
 	@mkdir -p $(dir $@)
@@ -188,10 +198,11 @@ $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
 
-# gpuoptctl only reads and writes the tree: it needs libc and libm alone.
-$(BUILD)/bin/gpuoptctl: tools/gpuoptctl.c
+# gpuoptctl only reads and writes the tree: it needs libc, libm and
+# common/ alone.
+$(BUILD)/bin/gpuoptctl: tools/gpuoptctl.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< -lm $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(COMMON_LIB) -lm $(LDSAN)
 
 $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 	@mkdir -p $(dir $@)
@@ -244,8 +255,9 @@ bench: all
 # clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 180
-FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/checkpoint.c optim/hparam.c core/parse.c)
-FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -Ilibgpuopt/include \
+FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/checkpoint.c \
+	optim/hparam.c) common/num.c common/kv.c
+FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -I. -Ilibgpuopt/include \
 	-Ilibgpuopt/src -g -O1 -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz: $(ALIB)

@@ -113,12 +113,12 @@ static int kv_equal(const struct kvlist *a, const struct kvlist *b)
 	return 1;
 }
 
-static int kv_text(const struct kvlist *l, struct sbuf *sb)
+static int kv_text(const struct kvlist *l, struct gpo__sbuf *sb)
 {
 	int i;
 
 	for (i = 0; i < l->n; i++)
-		sbuf_printf(sb, "%s%s=%s", i ? " " : "", l->v[i].key,
+		gpo__sbuf_printf(sb, "%s%s=%s", i ? " " : "", l->v[i].key,
 			    l->v[i].value);
 	return sb->err;
 }
@@ -302,31 +302,31 @@ static int model_parse_builtin(const char *spec, const char *arg,
 static int model_make_spec(struct model *m)
 {
 	char shape[200];
-	struct sbuf sb;
+	struct gpo__sbuf sb;
 	int i;
 
-	sbuf_init(&sb);
+	gpo__sbuf_init(&sb);
 	switch (m->kind) {
 	case MODEL_NONE:
-		sbuf_printf(&sb, "none");
+		gpo__sbuf_printf(&sb, "none");
 		break;
 	case MODEL_QUADRATIC:
 	case MODEL_ROSENBROCK:
-		sbuf_printf(&sb, "%s:%llu", m->kind == MODEL_QUADRATIC ?
+		gpo__sbuf_printf(&sb, "%s:%llu", m->kind == MODEL_QUADRATIC ?
 			    "quadratic" : "rosenbrock",
 			    (unsigned long long)m->numel);
 		break;
 	case MODEL_EXTERNAL:
-		sbuf_printf(&sb, "external:");
+		gpo__sbuf_printf(&sb, "external:");
 		for (i = 0; i < m->ntensors; i++) {
 			model_shape_text(&m->t[i], shape, sizeof(shape));
-			sbuf_printf(&sb, "%s%s:%s", i ? "," : "", m->t[i].name,
+			gpo__sbuf_printf(&sb, "%s%s:%s", i ? "," : "", m->t[i].name,
 				    shape);
 		}
 		break;
 	}
 	if (sb.err) {
-		sbuf_free(&sb);
+		gpo__sbuf_free(&sb);
 		return fs_err(-ENOMEM, "out of memory");
 	}
 	m->spec = sb.buf;
@@ -412,67 +412,34 @@ int config_uses_sched(const struct job_config *cfg)
 	return strcmp(cfg->schedule, "constant") || cfg->sched.n;
 }
 
-int config_hp_text(const struct job_config *cfg, struct sbuf *sb)
+int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb)
 {
 	return kv_text(&cfg->hp, sb);
 }
 
-int config_sched_text(const struct job_config *cfg, struct sbuf *sb)
+int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb)
 {
 	return kv_text(&cfg->sched, sb);
 }
 
-/* One word of a config text: key=value, value up to the next separator. */
-struct word {
-	const char *key;
-	size_t klen;
-	const char *val;
-	size_t vlen;
-};
-
-static int is_sep(char c)
+/* The next key=value word of a config text (common/kv.c's words). */
+static int next_word(const char **pos, struct gpo__kv *w)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';';
+	int ret = gpo__kv_span(pos, w);
+
+	if (ret < 0)
+		return fs_lib_err(ret);
+	if (ret && w->klen >= sizeof(((struct kv *)0)->key))
+		return fs_err(-EINVAL, "unknown key '%.*s'", 31, w->key);
+	return ret;
 }
 
-/* Returns 1 with @w filled, 0 at the end, or -EINVAL. */
-static int next_word(const char **pos, struct word *w)
-{
-	const char *p = *pos, *start, *eq;
-
-	for (;;) {
-		while (*p && is_sep(*p))
-			p++;
-		if (*p != '#')
-			break;
-		while (*p && *p != '\n')	/* a comment line */
-			p++;
-	}
-	if (!*p)
-		return 0;
-	start = p;
-	while (*p && !is_sep(*p))
-		p++;
-	*pos = p;
-	eq = memchr(start, '=', p - start);
-	if (!eq || eq == start)
-		return fs_err(-EINVAL, "'%.*s' is not key=value",
-			      (int)(p - start > 64 ? 64 : p - start), start);
-	w->key = start;
-	w->klen = eq - start;
-	w->val = eq + 1;
-	w->vlen = p - eq - 1;
-	if (w->klen >= sizeof(((struct kv *)0)->key))
-		return fs_err(-EINVAL, "unknown key '%.*s'", 31, start);
-	return 1;
-}
-
-static int word_is(const struct word *w, const char *key)
+static int word_is(const struct gpo__kv *w, const char *key)
 {
 	return w->klen == strlen(key) && !memcmp(w->key, key, w->klen);
 }
 
-static int word_value(const struct word *w, char *buf, size_t len)
+static int word_value(const struct gpo__kv *w, char *buf, size_t len)
 {
 	size_t i;
 
@@ -586,10 +553,10 @@ static int drop_foreign_hp(struct fsd *fs, struct job_config *cfg,
 static int validate_hp(struct fsd *fs, const struct job_config *cfg)
 {
 	struct gpo_optim *opt;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int ret;
 
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	ret = config_hp_text(cfg, &text);
 	if (ret)
 		goto out;
@@ -603,14 +570,14 @@ static int validate_hp(struct fsd *fs, const struct job_config *cfg)
 		fs_lib_err(ret);
 	gpo_optim_free(opt);
 out:
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return ret;
 }
 
 static int validate_sched(const struct job_config *cfg)
 {
 	struct gpo_sched *s;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int ret;
 
 	if (!config_uses_sched(cfg))
@@ -618,14 +585,14 @@ static int validate_sched(const struct job_config *cfg)
 	ret = gpo_sched_new(cfg->schedule, &s);
 	if (ret)
 		return fs_lib_err(ret);
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	ret = config_sched_text(cfg, &text);
 	if (!ret) {
 		ret = gpo_sched_configure(s, text.buf ? text.buf : "");
 		if (ret)
 			fs_lib_err(ret);
 	}
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	gpo_sched_free(s);
 	return ret;
 }
@@ -649,16 +616,16 @@ static int validate_device(struct fsd *fs, const char *spec)
 static int sched_saved(const struct job_config *cfg, char *buf, size_t len)
 {
 	struct gpo_sched *s = NULL;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int n = -1;
 
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	if (!config_sched_text(cfg, &text) &&
 	    !gpo_sched_new(cfg->schedule, &s) &&
 	    !gpo_sched_configure(s, text.buf ? text.buf : ""))
 		n = gpo_sched_save(s, buf, len);
 	gpo_sched_free(s);
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return n >= 0 && (size_t)n < len ? 0 : -1;
 }
 
@@ -700,7 +667,7 @@ static int parse_kinds(const char *text, struct job_config *cfg,
 		       int *new_sched)
 {
 	const char *pos = text;
-	struct word w;
+	struct gpo__kv w;
 	char value[128];
 	int ret, k;
 
@@ -733,7 +700,7 @@ static int parse_kinds(const char *text, struct job_config *cfg,
 	return ret;
 }
 
-static int parse_model_word(const struct word *w, struct job_config *cfg)
+static int parse_model_word(const struct gpo__kv *w, struct job_config *cfg)
 {
 	struct model m;
 	char *spec;
@@ -758,7 +725,7 @@ static int parse_model_word(const struct word *w, struct job_config *cfg)
 	return 0;
 }
 
-static int parse_other(struct job_config *cfg, const struct word *w,
+static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 		       struct kvlist *given_hp)
 {
 	char key[32], value[128];
@@ -790,7 +757,7 @@ static int parse_words(struct fsd *fs, const char *text,
 {
 	struct kvlist given = { NULL, 0 };
 	const char *pos = text;
-	struct word w;
+	struct gpo__kv w;
 	int ret;
 
 	while ((ret = next_word(&pos, &w)) > 0) {
@@ -842,10 +809,10 @@ out_free:
 double config_lr(struct fsd *fs, const struct job_config *cfg)
 {
 	struct gpo_optim *opt;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	double lr = NAN;
 
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	config_hp_text(cfg, &text);
 	pthread_rwlock_rdlock(&fs->ctx_lock);
 	if (!gpo_optim_new(fs->cpu, cfg->optimizer, &opt)) {
@@ -854,13 +821,13 @@ double config_lr(struct fsd *fs, const struct job_config *cfg)
 		gpo_optim_free(opt);
 	}
 	pthread_rwlock_unlock(&fs->ctx_lock);
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return lr;
 }
 
 /* ---- showing ------------------------------------------------------------- */
 
-static void show_hp_line(struct sbuf *sb, const char *line, double beta1)
+static void show_hp_line(struct gpo__sbuf *sb, const char *line, double beta1)
 {
 	const char *eq = strchr(line, '=');
 	char num[40];
@@ -868,30 +835,30 @@ static void show_hp_line(struct sbuf *sb, const char *line, double beta1)
 
 	if (!eq)
 		return;
-	v = strtod(eq + 1, NULL);
+	v = gpo__strtod(eq + 1, NULL);
 	if (!strncmp(line, "beta1=", 6))
 		return;
-	fmt_double(num, sizeof(num), v);
+	gpo__fmt_double(num, sizeof(num), v);
 	if (!strncmp(line, "beta2=", 6)) {
 		char b1[40];
 
-		fmt_double(b1, sizeof(b1), beta1);
-		sbuf_printf(sb, "betas=%s,%s\n", b1, num);
+		gpo__fmt_double(b1, sizeof(b1), beta1);
+		gpo__sbuf_printf(sb, "betas=%s,%s\n", b1, num);
 		return;
 	}
-	sbuf_printf(sb, "%.*s=%s\n", (int)(eq - line), line, num);
+	gpo__sbuf_printf(sb, "%.*s=%s\n", (int)(eq - line), line, num);
 }
 
 static int show_hp(struct fsd *fs, const struct job_config *cfg,
-		   struct gpo_optim *opt, struct sbuf *sb)
+		   struct gpo_optim *opt, struct gpo__sbuf *sb)
 {
 	struct gpo_optim *tmp = NULL;
 	char desc[2048], *line, *save = NULL;
 	double beta1 = 0;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int ret;
 
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	if (!opt) {
 		ret = gpo_optim_new(fs->cpu, cfg->optimizer, &tmp);
 		if (ret)
@@ -899,7 +866,7 @@ static int show_hp(struct fsd *fs, const struct job_config *cfg,
 		config_hp_text(cfg, &text);
 		/* validated when it was written */
 		gpo_optim_configure(tmp, -1, text.buf ? text.buf : "");
-		sbuf_free(&text);
+		gpo__sbuf_free(&text);
 		opt = tmp;
 	}
 	ret = gpo_optim_describe(opt, -1, desc, sizeof(desc));
@@ -914,29 +881,29 @@ static int show_hp(struct fsd *fs, const struct job_config *cfg,
 }
 
 /* key=value, a number in its shortest form that reads back the same */
-static void show_value(struct sbuf *sb, const char *key, const char *value)
+static void show_value(struct gpo__sbuf *sb, const char *key, const char *value)
 {
 	char num[40], *end;
 	double v;
 
-	v = strtod(value, &end);
+	v = gpo__strtod(value, &end);
 	if (end != value && !*end && strchr(value, '.')) {
-		fmt_double(num, sizeof(num), v);
+		gpo__fmt_double(num, sizeof(num), v);
 		value = num;
 	}
-	sbuf_printf(sb, "%s=%s\n", key, value);
+	gpo__sbuf_printf(sb, "%s=%s\n", key, value);
 }
 
 /* The schedule's settings: the library's where it can say them. */
-static void show_sched(const struct job_config *cfg, struct sbuf *sb)
+static void show_sched(const struct job_config *cfg, struct gpo__sbuf *sb)
 {
 	char saved[SCHED_LINE_MAX], *word, *save = NULL, *eq;
 	int i;
 
-	sbuf_printf(sb, "schedule=%s\n", cfg->schedule);
+	gpo__sbuf_printf(sb, "schedule=%s\n", cfg->schedule);
 	if (sched_saved(cfg, saved, sizeof(saved))) {
 		for (i = 0; i < cfg->sched.n; i++)
-			sbuf_printf(sb, "%s=%s\n", cfg->sched.v[i].key,
+			gpo__sbuf_printf(sb, "%s=%s\n", cfg->sched.v[i].key,
 				    cfg->sched.v[i].value);
 		return;
 	}
@@ -953,12 +920,12 @@ static void show_sched(const struct job_config *cfg, struct sbuf *sb)
 }
 
 int config_show(struct fsd *fs, const struct job_config *cfg,
-		struct gpo_optim *opt, struct sbuf *sb)
+		struct gpo_optim *opt, struct gpo__sbuf *sb)
 {
 	char max[24];
 	int ret;
 
-	sbuf_printf(sb, "optimizer=%s\n", gpo_optim_kind_name(cfg->optimizer));
+	gpo__sbuf_printf(sb, "optimizer=%s\n", gpo_optim_kind_name(cfg->optimizer));
 	pthread_rwlock_rdlock(&fs->ctx_lock);
 	ret = show_hp(fs, cfg, opt, sb);
 	pthread_rwlock_unlock(&fs->ctx_lock);
@@ -970,7 +937,7 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	else
 		snprintf(max, sizeof(max), "%llu",
 			 (unsigned long long)cfg->max_steps);
-	sbuf_printf(sb, "device=%s\nmodel=%s\nmax_steps=%s\nlog_every=%llu\n"
+	gpo__sbuf_printf(sb, "device=%s\nmodel=%s\nmax_steps=%s\nlog_every=%llu\n"
 		    "checkpoint_every=%llu\nkeep_checkpoints=%llu\nseed=%llu\n",
 		    cfg->device, cfg->model.spec ? cfg->model.spec : "none",
 		    max, (unsigned long long)cfg->log_every,

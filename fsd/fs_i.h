@@ -19,8 +19,9 @@
 #include <sys/types.h>
 #include <time.h>
 #include <gpuopt.h>
+/* ARRAY_SIZE, numbers in the C locale, gpo__sbuf, clocks, directories */
+#include "common/common.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FS_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 #define FS_STR_(x) #x
@@ -30,31 +31,8 @@
 
 struct job;
 
-/* ---- sbuf.c: growable text buffers and helpers --------------------------- */
+/* ---- err.c: the request's error message, mkdir -p ------------------------ */
 
-struct sbuf {
-	char *buf;
-	size_t len;
-	size_t cap;
-	int err;		/* -ENOMEM once an append failed */
-};
-
-void sbuf_init(struct sbuf *sb);
-void sbuf_free(struct sbuf *sb);
-void sbuf_reset(struct sbuf *sb);
-int sbuf_add(struct sbuf *sb, const void *data, size_t len);
-/* sbuf_resize - make room for @len bytes and set the length to @len */
-int sbuf_resize(struct sbuf *sb, size_t len);
-int sbuf_printf(struct sbuf *sb, const char *fmt, ...) FS_PRINTF(2, 3);
-int sbuf_vprintf(struct sbuf *sb, const char *fmt, va_list ap);
-/* sbuf_read - copy what @sb holds from @off, at most @size bytes */
-size_t sbuf_read(const struct sbuf *sb, char *buf, size_t size, off_t off);
-
-/* fmt_double - the shortest "%g" text that reads back as @v */
-void fmt_double(char *buf, size_t len, double v);
-/* fmt_time - the wall clock now as "2025-01-31T12:00:00.123Z" */
-void fmt_time(char *buf, size_t len);
-uint64_t now_ns(void);		/* CLOCK_MONOTONIC */
 /* fs_mkdirs - mkdir -p; 0 or -errno */
 int fs_mkdirs(const char *path, mode_t mode);
 
@@ -173,7 +151,7 @@ struct fs_file {
 	mode_t mode;
 	unsigned int flags;
 	int arg;			/* which field, for shared handlers */
-	int (*show)(struct fs_node *n, struct sbuf *sb);
+	int (*show)(struct fs_node *n, struct gpo__sbuf *sb);
 	int (*store)(struct fs_node *n, const char *text, uid_t uid);
 	int (*read_at)(struct fs_handle *h, char *buf, size_t size,
 		       off_t off);
@@ -203,7 +181,7 @@ struct fs_node {
 struct fs_handle {
 	struct fs_handle *prev, *next;	/* fs->handles, under fs->lock */
 	struct fs_node node;
-	struct sbuf snap;		/* text made by the last read at 0 */
+	struct gpo__sbuf snap;		/* text made by the last read at 0 */
 	int have_snap;
 	char *stage;			/* binary writes being assembled */
 	size_t stage_len;
@@ -236,6 +214,6 @@ const struct fs_file *fs_file_find(const struct fs_file *table,
 int fs_parse_u64(const char *text, uint64_t *out);
 
 /* metrics.c */
-int metrics_show(struct fsd *fs, struct sbuf *sb);
+int metrics_show(struct fsd *fs, struct gpo__sbuf *sb);
 
 #endif /* FS_I_H */

@@ -63,8 +63,8 @@ struct job {
 	char dev_id[32];
 	int dev_index;
 
-	struct sbuf events;
-	struct sbuf history;
+	struct gpo__sbuf events;
+	struct gpo__sbuf history;
 	time_t events_mtime;		/* of the last line */
 	time_t history_mtime;
 	int history_full;
@@ -154,7 +154,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 
 	if (j->events.len >= JOB_LOG_MAX)
 		return;
-	fmt_time(stamp, sizeof(stamp));
+	gpo__fmt_time(stamp, sizeof(stamp));
 	if (uid < 0)
 		snprintf(who, sizeof(who), "-");
 	else
@@ -163,7 +163,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
-	sbuf_printf(&j->events, "%s\n", line);
+	gpo__sbuf_printf(&j->events, "%s\n", line);
 	j->events_mtime = time(NULL);
 	notify_pollers(j);
 }
@@ -173,7 +173,7 @@ static void history_row(struct job *j)
 	double el = j->active_ns / 1e9;
 
 	if (j->run_since)
-		el += (now_ns() - j->run_since) / 1e9;
+		el += (gpo__now_ns() - j->run_since) / 1e9;
 	if (j->history.len >= JOB_LOG_MAX) {
 		if (!j->history_full)
 			job_event(j, -1, "history.csv is full (%u bytes)",
@@ -181,7 +181,7 @@ static void history_row(struct job *j)
 		j->history_full = 1;
 		return;
 	}
-	sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
+	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
 	j->history_mtime = time(NULL);
@@ -191,7 +191,7 @@ static void history_row(struct job *j)
 
 static void set_state(struct job *j, enum job_state s, long uid)
 {
-	uint64_t now = now_ns();
+	uint64_t now = gpo__now_ns();
 
 	if (j->state == s)
 		return;
@@ -307,7 +307,7 @@ static void built_free(struct fsd *fs, struct built *b)
 
 static int build_sched(const struct job_config *cfg, struct built *b)
 {
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int ret;
 
 	if (!config_uses_sched(cfg))
@@ -315,13 +315,13 @@ static int build_sched(const struct job_config *cfg, struct built *b)
 	ret = gpo_sched_new(cfg->schedule, &b->sched);
 	if (ret)
 		return fs_lib_err(ret);
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	ret = config_sched_text(cfg, &text);
 	if (!ret)
 		ret = gpo_sched_configure(b->sched, text.buf ? text.buf : "");
 	if (!ret)
 		ret = gpo_optim_attach_sched(b->opt, b->sched);
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return ret ? fs_lib_err(ret) : 0;
 }
 
@@ -352,7 +352,7 @@ out_free:
 static int build_tensors(const struct job_config *cfg, struct built *b)
 {
 	const struct model *m = &cfg->model;
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int i, ret;
 
 	for (i = 0; i < m->ntensors; i++) {
@@ -361,11 +361,11 @@ static int build_tensors(const struct job_config *cfg, struct built *b)
 		if (ret < 0)
 			return fs_lib_err(ret);
 	}
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	ret = config_hp_text(cfg, &text);
 	if (!ret)
 		ret = gpo_optim_configure(b->opt, -1, text.buf ? text.buf : "");
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return ret ? fs_lib_err(ret) : 0;
 }
 
@@ -453,16 +453,16 @@ static int ensure_built(struct job *j)
  */
 static int apply_hparams(struct job *j, const struct job_config *cfg)
 {
-	struct sbuf text;
+	struct gpo__sbuf text;
 	int ret;
 
-	sbuf_init(&text);
+	gpo__sbuf_init(&text);
 	ret = config_hp_text(cfg, &text);
 	if (!ret)
 		ret = gpo_optim_configure(j->opt, -1, text.buf ? text.buf : "");
 	if (!ret && j->sched)
 		ret = gpo_optim_attach_sched(j->opt, j->sched);
-	sbuf_free(&text);
+	gpo__sbuf_free(&text);
 	return ret ? fs_lib_err(ret) : 0;
 }
 
@@ -548,45 +548,30 @@ static int ckpt_path(struct job *j, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-static int name_cmp(const void *a, const void *b)
+static int is_auto_ckpt(const char *name, void *arg)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return !strncmp(name, CKPT_AUTO, strlen(CKPT_AUTO)) &&
+	       job_ckpt_valid(name);
 }
 
 /* Keep the newest @keep automatic checkpoints (0: all). */
 static void ckpt_prune(struct job *j, uint64_t keep)
 {
-	char dir[PATH_MAX], **names = NULL, **v;
-	size_t n = 0, i;
-	struct dirent *d;
-	DIR *dp;
+	char dir[PATH_MAX], **names;
+	int n, i, dfd;
 
 	if (!keep || ckpt_dir(j, dir, sizeof(dir)))
 		return;
-	dp = opendir(dir);
-	if (!dp)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return;
-	while ((d = readdir(dp))) {
-		if (strncmp(d->d_name, CKPT_AUTO, strlen(CKPT_AUTO)) ||
-		    !job_ckpt_valid(d->d_name))
-			continue;
-		v = realloc(names, (n + 1) * sizeof(*names));
-		if (!v)
-			break;
-		names = v;
-		names[n] = strdup(d->d_name);
-		if (names[n])
-			n++;
-	}
-	if (n)
-		qsort(names, n, sizeof(*names), name_cmp);
-	for (i = 0; i < n; i++) {
-		if (i + keep < n)
-			unlinkat(dirfd(dp), names[i], 0);
-		free(names[i]);
-	}
-	closedir(dp);
-	free(names);
+	/* the names carry the step, zero-padded: sorted is oldest first */
+	n = gpo__dir_list(dir, is_auto_ckpt, NULL, NULL, &names);
+	for (i = 0; i + (int)keep < n; i++)
+		unlinkat(dfd, names[i], 0);
+	if (n > 0)
+		gpo__dir_free(names, n);
+	close(dfd);
 }
 
 /* opt_lock held: save the optimizer as checkpoint @name */
@@ -773,7 +758,7 @@ static void ckpt_remove_all(struct job *j)
 
 static uint64_t active_ns(const struct job *j)
 {
-	return j->active_ns + (j->run_since ? now_ns() - j->run_since : 0);
+	return j->active_ns + (j->run_since ? gpo__now_ns() - j->run_since : 0);
 }
 
 /* j->lock held: a step finished (or failed) */
@@ -870,13 +855,13 @@ static void *runner_main(void *arg)
 
 		memset(&r, 0, sizeof(r));
 		fair_lock(&j->opt_lock);
-		r.t0 = now_ns();
+		r.t0 = gpo__now_ns();
 		r.ret = ensure_built(j);
 		if (!r.ret)
 			r.ret = device_check(j);
 		if (!r.ret)
 			r.ret = objective_step(j, &r);
-		r.t1 = now_ns();
+		r.t1 = gpo__now_ns();
 		if (!r.ret)
 			ckpt_auto(j, &r.info);
 		fair_unlock(&j->opt_lock);
@@ -1105,8 +1090,8 @@ static int ctl_reset(struct job *j, uid_t uid)
 	j->grad_norm = NAN;
 	j->active_ns = 0;
 	j->error[0] = '\0';
-	sbuf_reset(&j->history);
-	sbuf_printf(&j->history, HISTORY_HEADER);
+	gpo__sbuf_reset(&j->history);
+	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
 	j->history_mtime = time(NULL);
 	j->history_full = 0;
 	set_state(j, JOB_CREATED, uid);
@@ -1279,7 +1264,7 @@ int job_config_store(struct job *j, const char *text, uid_t uid)
 	return ret;
 }
 
-int job_config_show(struct job *j, struct sbuf *sb)
+int job_config_show(struct job *j, struct gpo__sbuf *sb)
 {
 	struct job_config cfg;
 	int ret;
@@ -1446,7 +1431,7 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 	}
 	if (ret)
 		goto out_unlock;
-	r.t0 = now_ns();
+	r.t0 = gpo__now_ns();
 	r.ret = device_check(j);
 	if (!r.ret) {
 		r.ret = gpo_optim_write(j->opt, "grad", NULL, src, bytes);
@@ -1455,7 +1440,7 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 		if (r.ret)
 			fs_lib_err(r.ret);
 	}
-	r.t1 = now_ns();
+	r.t1 = gpo__now_ns();
 	if (!r.ret)
 		ckpt_auto(j, &r.info);
 	pthread_mutex_lock(&j->lock);
@@ -1469,7 +1454,7 @@ out_unlock:
 
 /* ---- logs, stat, error --------------------------------------------------- */
 
-static struct sbuf *log_of(struct job *j, enum job_log which)
+static struct gpo__sbuf *log_of(struct job *j, enum job_log which)
 {
 	return which == LOG_EVENTS ? &j->events : &j->history;
 }
@@ -1500,7 +1485,7 @@ int job_log_read(struct job *j, enum job_log which, char *buf, size_t size,
 	size_t n;
 
 	pthread_mutex_lock(&j->lock);
-	n = sbuf_read(log_of(j, which), buf, size, off);
+	n = gpo__sbuf_read(log_of(j, which), buf, size, off);
 	pthread_mutex_unlock(&j->lock);
 	return n;
 }
@@ -1529,11 +1514,11 @@ int job_log_poll(struct job *j, enum job_log which, off_t pos,
 	return ready;
 }
 
-int job_error_show(struct job *j, struct sbuf *sb)
+int job_error_show(struct job *j, struct gpo__sbuf *sb)
 {
 	pthread_mutex_lock(&j->lock);
 	if (j->error[0])
-		sbuf_printf(sb, "%s\n", j->error);
+		gpo__sbuf_printf(sb, "%s\n", j->error);
 	pthread_mutex_unlock(&j->lock);
 	return sb->err;
 }
@@ -1615,8 +1600,8 @@ static void job_free(struct job *j)
 	while (j->npollers)
 		fuse_pollhandle_destroy(j->pollers[--j->npollers]);
 	config_free(&j->cfg);
-	sbuf_free(&j->events);
-	sbuf_free(&j->history);
+	gpo__sbuf_free(&j->events);
+	gpo__sbuf_free(&j->history);
 	fair_destroy(&j->opt_lock);
 	pthread_cond_destroy(&j->cond);
 	pthread_mutex_destroy(&j->lock);
@@ -1662,9 +1647,9 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->loss = NAN;
 	j->grad_norm = NAN;
 	j->dev_index = -1;
-	sbuf_init(&j->events);
-	sbuf_init(&j->history);
-	sbuf_printf(&j->history, HISTORY_HEADER);
+	gpo__sbuf_init(&j->events);
+	gpo__sbuf_init(&j->history);
+	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
 	j->history_mtime = time(NULL);
 	j->lr = config_lr(fs, &j->cfg);
 	return j;

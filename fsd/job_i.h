@@ -103,10 +103,10 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 		 unsigned int *changed);
 /* config_show - every key with its effective value; @opt may be NULL */
 int config_show(struct fsd *fs, const struct job_config *cfg,
-		struct gpo_optim *opt, struct sbuf *sb);
+		struct gpo_optim *opt, struct gpo__sbuf *sb);
 /* config_hp_text / config_sched_text - settings for the library */
-int config_hp_text(const struct job_config *cfg, struct sbuf *sb);
-int config_sched_text(const struct job_config *cfg, struct sbuf *sb);
+int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
+int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 /* config_lr - the lr group 0 starts with under @cfg */
 double config_lr(struct fsd *fs, const struct job_config *cfg);
 /* config_uses_sched - does the config need a library schedule? */
@@ -164,10 +164,10 @@ void job_list(struct fsd *fs, void (*fn)(void *arg, const char *name),
 int job_snapshots(struct fsd *fs, struct job_snapshot **out);
 void job_snapshot(struct job *j, struct job_snapshot *s);
 
-int job_config_show(struct job *j, struct sbuf *sb);
+int job_config_show(struct job *j, struct gpo__sbuf *sb);
 int job_config_store(struct job *j, const char *text, uid_t uid);
 int job_ctl(struct job *j, const char *verb, uid_t uid);
-int job_error_show(struct job *j, struct sbuf *sb);
+int job_error_show(struct job *j, struct gpo__sbuf *sb);
 /* job_note_error - a write to the job failed: its error file says why */
 void job_note_error(struct job *j, const char *msg);
 

@@ -65,12 +65,9 @@ static void usage(FILE *f)
 static int parse_uint(const char *s, unsigned int min, unsigned int max,
 		      unsigned int *out)
 {
-	unsigned long v;
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || end == s || v < min || v > max)
+	if (gpo__parse_u64(s, &v) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -399,7 +396,7 @@ void fs_debug(struct fsd *fs, const char *fmt, ...)
 
 	if (!fs->debug)
 		return;
-	fmt_time(stamp, sizeof(stamp));
+	gpo__fmt_time(stamp, sizeof(stamp));
 	va_start(ap, fmt);
 	flockfile(stderr);
 	fprintf(stderr, "gpuoptfs %s: ", stamp);
@@ -417,7 +414,7 @@ static void fs_setup(struct fsd *fs, const struct options *o)
 	fs->admin_gid = getegid();
 	fs->max_jobs_per_uid = o->max_jobs_per_uid;
 	fs->debug = o->debug;
-	fs->start_ns = now_ns();
+	fs->start_ns = gpo__now_ns();
 	snprintf(fs->default_device, sizeof(fs->default_device), "%s",
 		 env && *env ? env : "best");
 	pthread_rwlock_init(&fs->ctx_lock, NULL);

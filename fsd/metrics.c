@@ -24,7 +24,7 @@ struct dev_sample {
 
 struct metrics {
 	struct fsd *fs;
-	struct sbuf *sb;
+	struct gpo__sbuf *sb;
 	struct dev_sample *devs;
 	int ndevs;
 	struct job_snapshot *jobs;
@@ -32,19 +32,19 @@ struct metrics {
 };
 
 /* label values escape \ " and newline */
-static void put_label(struct sbuf *sb, const char *s)
+static void put_label(struct gpo__sbuf *sb, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
-			sbuf_printf(sb, "\\%c", *s);
+			gpo__sbuf_printf(sb, "\\%c", *s);
 		else if (*s == '\n')
-			sbuf_printf(sb, "\\n");
+			gpo__sbuf_printf(sb, "\\n");
 		else
-			sbuf_add(sb, s, 1);
+			gpo__sbuf_add(sb, s, 1);
 	}
 }
 
-static void put_value(struct sbuf *sb, double v)
+static void put_value(struct gpo__sbuf *sb, double v)
 {
 	char num[40];
 
@@ -53,43 +53,43 @@ static void put_value(struct sbuf *sb, double v)
 	else if (isinf(v))
 		snprintf(num, sizeof(num), v > 0 ? "+Inf" : "-Inf");
 	else if (v == floor(v) && fabs(v) < 0x1p53)
-		snprintf(num, sizeof(num), "%.0f", v);
+		gpo__snprintf(num, sizeof(num), "%.0f", v);
 	else
-		fmt_double(num, sizeof(num), v);
-	sbuf_printf(sb, " %s\n", num);
+		gpo__fmt_double(num, sizeof(num), v);
+	gpo__sbuf_printf(sb, " %s\n", num);
 }
 
-static void family(struct sbuf *sb, const char *name, const char *type,
+static void family(struct gpo__sbuf *sb, const char *name, const char *type,
 		   const char *help)
 {
-	sbuf_printf(sb, "# HELP gpuopt_%s %s\n# TYPE gpuopt_%s %s\n", name,
+	gpo__sbuf_printf(sb, "# HELP gpuopt_%s %s\n# TYPE gpuopt_%s %s\n", name,
 		    help, name, type);
 }
 
-static void dev_sample(struct sbuf *sb, const char *name,
+static void dev_sample(struct gpo__sbuf *sb, const char *name,
 		       const struct dev_sample *d, double v)
 {
-	sbuf_printf(sb, "gpuopt_%s{device=\"", name);
+	gpo__sbuf_printf(sb, "gpuopt_%s{device=\"", name);
 	put_label(sb, d->info.id);
-	sbuf_printf(sb, "\"}");
+	gpo__sbuf_printf(sb, "\"}");
 	put_value(sb, v);
 }
 
-static void job_sample(struct sbuf *sb, const char *name,
+static void job_sample(struct gpo__sbuf *sb, const char *name,
 		       const struct job_snapshot *j, double v)
 {
-	sbuf_printf(sb, "gpuopt_%s{job=\"", name);
+	gpo__sbuf_printf(sb, "gpuopt_%s{job=\"", name);
 	put_label(sb, j->name);
-	sbuf_printf(sb, "\",uid=\"%u\",device=\"", (unsigned int)j->uid);
+	gpo__sbuf_printf(sb, "\",uid=\"%u\",device=\"", (unsigned int)j->uid);
 	put_label(sb, j->device);
-	sbuf_printf(sb, "\"}");
+	gpo__sbuf_printf(sb, "\"}");
 	put_value(sb, v);
 }
 
 static void daemon_metrics(struct metrics *m)
 {
 	struct fsd *fs = m->fs;
-	struct sbuf *sb = m->sb;
+	struct gpo__sbuf *sb = m->sb;
 	unsigned int count[JOB_STATES] = { 0 };
 	uint64_t errors;
 	int i;
@@ -101,24 +101,24 @@ static void daemon_metrics(struct metrics *m)
 	pthread_mutex_unlock(&fs->lock);
 	family(sb, "uptime_seconds", "gauge",
 	       "Seconds since gpuoptfs started.");
-	sbuf_printf(sb, "gpuopt_uptime_seconds");
-	put_value(sb, (now_ns() - fs->start_ns) / 1e9);
+	gpo__sbuf_printf(sb, "gpuopt_uptime_seconds");
+	put_value(sb, (gpo__now_ns() - fs->start_ns) / 1e9);
 	family(sb, "jobs", "gauge", "Jobs by state.");
 	for (i = 0; i < JOB_STATES; i++)
-		sbuf_printf(sb, "gpuopt_jobs{state=\"%s\"} %u\n",
+		gpo__sbuf_printf(sb, "gpuopt_jobs{state=\"%s\"} %u\n",
 			    job_state_name(i), count[i]);
 	family(sb, "steps_total", "counter",
 	       "Optimizer steps run by all jobs since start.");
-	sbuf_printf(sb, "gpuopt_steps_total %llu\n", (unsigned long long)
+	gpo__sbuf_printf(sb, "gpuopt_steps_total %llu\n", (unsigned long long)
 		    __atomic_load_n(&fs->steps_total, __ATOMIC_RELAXED));
 	family(sb, "errors_total", "counter", "Failed writes since start.");
-	sbuf_printf(sb, "gpuopt_errors_total %llu\n",
+	gpo__sbuf_printf(sb, "gpuopt_errors_total %llu\n",
 		    (unsigned long long)errors);
 }
 
 static void device_metrics(struct metrics *m)
 {
-	struct sbuf *sb = m->sb;
+	struct gpo__sbuf *sb = m->sb;
 	const struct dev_sample *d;
 	int i;
 
@@ -126,15 +126,15 @@ static void device_metrics(struct metrics *m)
 	       "Devices the library found, with their names (value 1).");
 	for (i = 0; i < m->ndevs; i++) {
 		d = &m->devs[i];
-		sbuf_printf(sb, "gpuopt_device_info{device=\"");
+		gpo__sbuf_printf(sb, "gpuopt_device_info{device=\"");
 		put_label(sb, d->info.id);
-		sbuf_printf(sb, "\",index=\"%d\",name=\"", i);
+		gpo__sbuf_printf(sb, "\",index=\"%d\",name=\"", i);
 		put_label(sb, d->info.name);
-		sbuf_printf(sb, "\",backend=\"%s\",type=\"%s\",vendor=\"",
+		gpo__sbuf_printf(sb, "\",backend=\"%s\",type=\"%s\",vendor=\"",
 			    d->info.backend,
 			    gpo_device_type_name(d->info.type));
 		put_label(sb, d->info.vendor);
-		sbuf_printf(sb, "\"} 1\n");
+		gpo__sbuf_printf(sb, "\"} 1\n");
 	}
 #define DEV_FAMILY(name, type, help, expr)			\
 	do {							\
@@ -162,7 +162,7 @@ static void device_metrics(struct metrics *m)
 
 static void pool_metrics(struct metrics *m)
 {
-	struct sbuf *sb = m->sb;
+	struct gpo__sbuf *sb = m->sb;
 	const struct dev_sample *d;
 	int i;
 
@@ -198,16 +198,16 @@ static void pool_metrics(struct metrics *m)
 
 static void job_metrics(struct metrics *m)
 {
-	struct sbuf *sb = m->sb;
+	struct gpo__sbuf *sb = m->sb;
 	const struct job_snapshot *j;
 	int i, s;
 
 	family(sb, "job_state", "gauge", "1 for the state the job is in.");
 	for (i = 0; i < m->njobs; i++) {
 		for (s = 0; s < JOB_STATES; s++) {
-			sbuf_printf(sb, "gpuopt_job_state{job=\"");
+			gpo__sbuf_printf(sb, "gpuopt_job_state{job=\"");
 			put_label(sb, m->jobs[i].name);
-			sbuf_printf(sb, "\",state=\"%s\"} %d\n",
+			gpo__sbuf_printf(sb, "\",state=\"%s\"} %d\n",
 				    job_state_name(s),
 				    (int)m->jobs[i].state == s);
 		}
@@ -266,7 +266,7 @@ static int collect_devices(struct metrics *m)
 	return m->devs ? 0 : fs_err(-ENOMEM, "out of memory");
 }
 
-int metrics_show(struct fsd *fs, struct sbuf *sb)
+int metrics_show(struct fsd *fs, struct gpo__sbuf *sb)
 {
 	struct metrics m = { .fs = fs, .sb = sb };
 	int ret;

@@ -41,17 +41,16 @@ static int is_admin(struct fsd *fs, uid_t uid)
 
 int fs_parse_u64(const char *text, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
+	char num[64];
+	size_t n = strlen(text);
 
-	if (!isdigit((unsigned char)text[0]))
+	if (n && text[n - 1] == '\n')
+		n--;
+	if (n >= sizeof(num))
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	if (errno == ERANGE || (*end && strcmp(end, "\n")))
-		return -EINVAL;
-	*out = v;
-	return 0;
+	memcpy(num, text, n);
+	num[n] = '\0';
+	return gpo__parse_u64(num, out);
 }
 
 const struct fs_file *fs_file_find(const struct fs_file *table,
@@ -252,24 +251,24 @@ static mode_t dir_mode(enum fs_dir d)
  */
 static off_t file_size(struct fs_node *n)
 {
-	struct sbuf sb;
+	struct gpo__sbuf sb;
 	off_t size = 0;
 
 	if (n->file->size)
 		return n->file->size(n);
 	if (!n->file->show)
 		return 0;
-	sbuf_init(&sb);
+	gpo__sbuf_init(&sb);
 	if (!n->file->show(n, &sb) && !sb.err)
 		size = sb.len;
-	sbuf_free(&sb);
+	gpo__sbuf_free(&sb);
 	return size;
 }
 
 static void node_stat(struct fs_node *n, struct stat *st)
 {
 	struct fsd *fs = n->fs;
-	time_t t = time(NULL) - (now_ns() - fs->start_ns) / 1000000000ull;
+	time_t t = time(NULL) - (gpo__now_ns() - fs->start_ns) / 1000000000ull;
 
 	memset(st, 0, sizeof(*st));
 	st->st_uid = n->job ? job_uid(n->job) : fs->admin_uid;
@@ -510,7 +509,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	}
 	h->node = n;
 	h->fd = -1;
-	sbuf_init(&h->snap);
+	gpo__sbuf_init(&h->snap);
 	if (n.file->open) {
 		ret = n.file->open(h);
 		if (ret) {
@@ -530,7 +529,7 @@ static void handle_free(struct fs_handle *h)
 {
 	if (h->fd >= 0)
 		close(h->fd);
-	sbuf_free(&h->snap);
+	gpo__sbuf_free(&h->snap);
 	free(h->stage);
 	node_put(&h->node);
 	free(h);
@@ -568,7 +567,7 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	if (f->read_at)
 		return f->read_at(h, buf, size, off);
 	if (off == 0 || !h->have_snap) {
-		sbuf_reset(&h->snap);
+		gpo__sbuf_reset(&h->snap);
 		ret = f->show(&h->node, &h->snap);
 		if (!ret)
 			ret = h->snap.err;
@@ -576,7 +575,7 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 			return ret;
 		h->have_snap = 1;
 	}
-	return sbuf_read(&h->snap, buf, size, off);
+	return gpo__sbuf_read(&h->snap, buf, size, off);
 }
 
 static int store_text(struct fs_handle *h, const char *buf, size_t size,

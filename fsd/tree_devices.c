@@ -16,7 +16,7 @@ enum dev_field {
 	DF_PRESENT,
 };
 
-static int field_show(struct fs_node *n, struct sbuf *sb)
+static int field_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct fsd *fs = n->fs;
 	struct gpo_device_info d;
@@ -32,38 +32,38 @@ static int field_show(struct fs_node *n, struct sbuf *sb)
 		return fs_lib_err(ret);
 	switch (n->file->arg) {
 	case DF_ID:
-		return sbuf_printf(sb, "%s\n", d.id);
+		return gpo__sbuf_printf(sb, "%s\n", d.id);
 	case DF_NAME:
-		return sbuf_printf(sb, "%s\n", d.name);
+		return gpo__sbuf_printf(sb, "%s\n", d.name);
 	case DF_BACKEND:
-		return sbuf_printf(sb, "%s\n", d.backend);
+		return gpo__sbuf_printf(sb, "%s\n", d.backend);
 	case DF_VENDOR:
-		return sbuf_printf(sb, "%s\n", d.vendor);
+		return gpo__sbuf_printf(sb, "%s\n", d.vendor);
 	case DF_TYPE:
-		return sbuf_printf(sb, "%s\n", gpo_device_type_name(d.type));
+		return gpo__sbuf_printf(sb, "%s\n", gpo_device_type_name(d.type));
 	case DF_UUID:
-		return sbuf_printf(sb, "%s\n", d.uuid);
+		return gpo__sbuf_printf(sb, "%s\n", d.uuid);
 	case DF_DRIVER:
-		return sbuf_printf(sb, "%s\n", d.driver);
+		return gpo__sbuf_printf(sb, "%s\n", d.driver);
 	case DF_COMPUTE_UNITS:
-		return sbuf_printf(sb, "%u\n", d.compute_units);
+		return gpo__sbuf_printf(sb, "%u\n", d.compute_units);
 	case DF_MEM_TOTAL:
-		return sbuf_printf(sb, "%llu\n",
+		return gpo__sbuf_printf(sb, "%llu\n",
 				   (unsigned long long)d.mem_total_bytes);
 	case DF_MEM_USED:
-		return sbuf_printf(sb, "%llu\n",
+		return gpo__sbuf_printf(sb, "%llu\n",
 				   (unsigned long long)d.mem_used_bytes);
 	case DF_BUSY:
-		return sbuf_printf(sb, "%u\n", busy);
+		return gpo__sbuf_printf(sb, "%u\n", busy);
 	case DF_ENABLED:
-		return sbuf_printf(sb, "%d\n", d.enabled);
+		return gpo__sbuf_printf(sb, "%d\n", d.enabled);
 	case DF_PRESENT:
-		return sbuf_printf(sb, "%d\n", d.present);
+		return gpo__sbuf_printf(sb, "%d\n", d.present);
 	}
 	return -EINVAL;
 }
 
-static int stat_show(struct fs_node *n, struct sbuf *sb)
+static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct fsd *fs = n->fs;
 	struct gpo_device_info d;
@@ -92,7 +92,7 @@ static int stat_show(struct fs_node *n, struct sbuf *sb)
 		running += s[i].state == JOB_RUNNING;
 	}
 	free(s);
-	return sbuf_printf(sb,
+	return gpo__sbuf_printf(sb,
 			   "jobs %d\njobs_running %d\nsteps %llu\nbusy_ns %llu\n",
 			   jobs, running, (unsigned long long)steps,
 			   (unsigned long long)busy_ns);

@@ -31,7 +31,7 @@ int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid)
 
 /* ---- text files ---------------------------------------------------------- */
 
-static int cfg_file_show(struct fs_node *n, struct sbuf *sb)
+static int cfg_file_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	return job_config_show(n->job, sb);
 }
@@ -41,9 +41,9 @@ static int cfg_file_store(struct fs_node *n, const char *text, uid_t uid)
 	return job_config_store(n->job, text, uid);
 }
 
-static int ctl_show(struct fs_node *n, struct sbuf *sb)
+static int ctl_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
-	return sbuf_printf(sb, "start\npause\nresume\nstop\nstep N\n"
+	return gpo__sbuf_printf(sb, "start\npause\nresume\nstop\nstep N\n"
 			   "checkpoint [NAME]\nrestore NAME\nreset\n");
 }
 
@@ -52,46 +52,46 @@ static int ctl_store(struct fs_node *n, const char *text, uid_t uid)
 	return job_ctl(n->job, text, uid);
 }
 
-static int state_show(struct fs_node *n, struct sbuf *sb)
+static int state_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct job_snapshot s;
 
 	job_snapshot(n->job, &s);
-	return sbuf_printf(sb, "%s\n", job_state_name(s.state));
+	return gpo__sbuf_printf(sb, "%s\n", job_state_name(s.state));
 }
 
-static void put_double(struct sbuf *sb, const char *key, double v)
+static void put_double(struct gpo__sbuf *sb, const char *key, double v)
 {
-	sbuf_printf(sb, "%s %.9g\n", key, v);
+	gpo__sbuf_printf(sb, "%s %.9g\n", key, v);
 }
 
-static int stat_show(struct fs_node *n, struct sbuf *sb)
+static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct job_snapshot s;
 
 	job_snapshot(n->job, &s);
-	sbuf_printf(sb, "state %s\nstep %llu\n", job_state_name(s.state),
+	gpo__sbuf_printf(sb, "state %s\nstep %llu\n", job_state_name(s.state),
 		    (unsigned long long)s.step);
 	if (s.max_steps == MAX_STEPS_UNLIMITED)
-		sbuf_printf(sb, "max_steps max\n");
+		gpo__sbuf_printf(sb, "max_steps max\n");
 	else
-		sbuf_printf(sb, "max_steps %llu\n",
+		gpo__sbuf_printf(sb, "max_steps %llu\n",
 			    (unsigned long long)s.max_steps);
 	put_double(sb, "loss", s.loss);
 	put_double(sb, "lr", s.lr);
 	put_double(sb, "grad_norm", s.grad_norm);
-	sbuf_printf(sb, "skipped %llu\nsteps_per_sec %.2f\nelapsed_s %.3f\n",
+	gpo__sbuf_printf(sb, "skipped %llu\nsteps_per_sec %.2f\nelapsed_s %.3f\n",
 		    (unsigned long long)s.skipped, s.steps_per_sec,
 		    s.elapsed_s);
-	sbuf_printf(sb, "eta_s %.3f\n", s.eta_s);
-	return sbuf_printf(sb,
+	gpo__sbuf_printf(sb, "eta_s %.3f\n", s.eta_s);
+	return gpo__sbuf_printf(sb,
 			   "device %s\noptimizer %s\nmodel %s\nparams %llu\n"
 			   "param_bytes %llu\n", s.device, s.optimizer, s.model,
 			   (unsigned long long)s.params,
 			   (unsigned long long)s.param_bytes);
 }
 
-static int error_show(struct fs_node *n, struct sbuf *sb)
+static int error_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	return job_error_show(n->job, sb);
 }
@@ -135,7 +135,7 @@ static int tensor_read(struct fs_handle *h, char *buf, size_t size,
 	if (off == 0 || !h->have_snap) {
 		ret = job_tensor_info(h->node.job, h->node.tensor, &t);
 		if (!ret)
-			ret = sbuf_resize(&h->snap, t.numel * sizeof(float));
+			ret = gpo__sbuf_resize(&h->snap, t.numel * sizeof(float));
 		if (!ret)
 			ret = job_params_read(h->node.job, h->node.tensor,
 					      h->snap.buf, h->snap.len);
@@ -143,7 +143,7 @@ static int tensor_read(struct fs_handle *h, char *buf, size_t size,
 			return ret;
 		h->have_snap = 1;
 	}
-	return sbuf_read(&h->snap, buf, size, off);
+	return gpo__sbuf_read(&h->snap, buf, size, off);
 }
 
 static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
@@ -151,7 +151,7 @@ static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
 	int ret;
 
 	if (off == 0 || !h->have_snap) {
-		ret = sbuf_resize(&h->snap, job_grad_bytes(h->node.job));
+		ret = gpo__sbuf_resize(&h->snap, job_grad_bytes(h->node.job));
 		if (!ret)
 			ret = job_grad_read(h->node.job, h->snap.buf,
 					    h->snap.len);
@@ -159,7 +159,7 @@ static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
 			return ret;
 		h->have_snap = 1;
 	}
-	return sbuf_read(&h->snap, buf, size, off);
+	return gpo__sbuf_read(&h->snap, buf, size, off);
 }
 
 static void stage_drop(struct fs_handle *h)
@@ -268,7 +268,7 @@ static off_t grad_size(struct fs_node *n)
 	return job_grad_bytes(n->job);
 }
 
-static int index_show(struct fs_node *n, struct sbuf *sb)
+static int index_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct model_tensor t;
 	char shape[200];
@@ -278,7 +278,7 @@ static int index_show(struct fs_node *n, struct sbuf *sb)
 		if (job_tensor_info(n->job, i, &t))
 			break;
 		model_shape_text(&t, shape, sizeof(shape));
-		sbuf_printf(sb, "%s float32 %s %llu\n", t.name, shape,
+		gpo__sbuf_printf(sb, "%s float32 %s %llu\n", t.name, shape,
 			    (unsigned long long)t.numel * 4);
 	}
 	return sb->err;

@@ -32,7 +32,7 @@ static int get_stats(struct gpo_device *dev, void *arg)
 	return gpo_pool_stats(dev, arg);
 }
 
-static int stat_show(struct fs_node *n, struct sbuf *sb)
+static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct gpo_pool_stats st;
 	char limit[24];
@@ -46,7 +46,7 @@ static int stat_show(struct fs_node *n, struct sbuf *sb)
 	else
 		snprintf(limit, sizeof(limit), "%llu",
 			 (unsigned long long)st.limit_bytes);
-	return sbuf_printf(sb,
+	return gpo__sbuf_printf(sb,
 			   "capacity_bytes %llu\nused_bytes %llu\n"
 			   "cached_bytes %llu\npeak_bytes %llu\n"
 			   "limit_bytes %s\nallocs %llu\nfrees %llu\n"
@@ -60,7 +60,7 @@ static int stat_show(struct fs_node *n, struct sbuf *sb)
 			   (unsigned long long)st.failures);
 }
 
-static int max_show(struct fs_node *n, struct sbuf *sb)
+static int max_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct gpo_pool_stats st;
 	int ret;
@@ -69,8 +69,8 @@ static int max_show(struct fs_node *n, struct sbuf *sb)
 	if (ret)
 		return ret;
 	if (st.limit_bytes == UINT64_MAX)
-		return sbuf_printf(sb, "max\n");
-	return sbuf_printf(sb, "%llu\n", (unsigned long long)st.limit_bytes);
+		return gpo__sbuf_printf(sb, "max\n");
+	return gpo__sbuf_printf(sb, "%llu\n", (unsigned long long)st.limit_bytes);
 }
 
 static int set_limit(struct gpo_device *dev, void *arg)

@@ -133,7 +133,7 @@ out_unlock:
 /* the caller holds ctx_lock for reading */
 unsigned int fs_busy_percent(struct fsd *fs, int index)
 {
-	uint64_t now = now_ns(), e = now / BUSY_SLOT_NS, sum = 0, window;
+	uint64_t now = gpo__now_ns(), e = now / BUSY_SLOT_NS, sum = 0, window;
 	struct dev_slot *s = &fs->devs[index];
 	int k;
 
@@ -162,7 +162,7 @@ void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 	if (fs->errlog_count < ERRLOG_MAX)
 		fs->errlog_count++;
 	fs->errors_total++;
-	fmt_time(e->time, sizeof(e->time));
+	gpo__fmt_time(e->time, sizeof(e->time));
 	e->uid = uid;
 	snprintf(e->path, sizeof(e->path), "%s", path);
 	snprintf(e->msg, sizeof(e->msg), "%s", msg);
@@ -172,7 +172,7 @@ void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 	pthread_mutex_unlock(&fs->lock);
 }
 
-static int error_log_show(struct fs_node *n, struct sbuf *sb)
+static int error_log_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct fsd *fs = n->fs;
 	const struct errlog_entry *e;
@@ -182,7 +182,7 @@ static int error_log_show(struct fs_node *n, struct sbuf *sb)
 	first = (fs->errlog_next + ERRLOG_MAX - fs->errlog_count) % ERRLOG_MAX;
 	for (i = 0; i < fs->errlog_count; i++) {
 		e = &fs->errlog[(first + i) % ERRLOG_MAX];
-		sbuf_printf(sb, "%s %u %s %s\n", e->time, (unsigned int)e->uid,
+		gpo__sbuf_printf(sb, "%s %u %s %s\n", e->time, (unsigned int)e->uid,
 			    e->path, e->msg);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -191,13 +191,13 @@ static int error_log_show(struct fs_node *n, struct sbuf *sb)
 
 /* ---- files --------------------------------------------------------------- */
 
-static int version_show(struct fs_node *n, struct sbuf *sb)
+static int version_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
-	return sbuf_printf(sb, "gpuoptfs %s\nlibgpuopt %s\n", FSD_VERSION,
+	return gpo__sbuf_printf(sb, "gpuoptfs %s\nlibgpuopt %s\n", FSD_VERSION,
 			   gpo_version());
 }
 
-static int stat_show(struct fs_node *n, struct sbuf *sb)
+static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct fsd *fs = n->fs;
 	struct job_snapshot *s;
@@ -217,25 +217,25 @@ static int stat_show(struct fs_node *n, struct sbuf *sb)
 	pthread_mutex_lock(&fs->lock);
 	errors = fs->errors_total;
 	pthread_mutex_unlock(&fs->lock);
-	uptime = (now_ns() - fs->start_ns) / 1000000000ull;
+	uptime = (gpo__now_ns() - fs->start_ns) / 1000000000ull;
 	steps = __atomic_load_n(&fs->steps_total, __ATOMIC_RELAXED);
-	sbuf_printf(sb, "uptime_s %llu\ndevices %d\njobs %d\n",
+	gpo__sbuf_printf(sb, "uptime_s %llu\ndevices %d\njobs %d\n",
 		    (unsigned long long)uptime, ndevs, njobs);
 	for (i = 0; i < JOB_STATES; i++)
-		sbuf_printf(sb, "jobs_%s %u\n", job_state_name(i), count[i]);
-	return sbuf_printf(sb, "steps %llu\nerrors %llu\n",
+		gpo__sbuf_printf(sb, "jobs_%s %u\n", job_state_name(i), count[i]);
+	return gpo__sbuf_printf(sb, "steps %llu\nerrors %llu\n",
 			   (unsigned long long)steps,
 			   (unsigned long long)errors);
 }
 
-static int metrics_file_show(struct fs_node *n, struct sbuf *sb)
+static int metrics_file_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	return metrics_show(n->fs, sb);
 }
 
-static int ctl_show(struct fs_node *n, struct sbuf *sb)
+static int ctl_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
-	return sbuf_printf(sb, "rescan\n");
+	return gpo__sbuf_printf(sb, "rescan\n");
 }
 
 /*

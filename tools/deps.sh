@@ -12,7 +12,7 @@ libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
 libfuse3-dev fuse3
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
 check valgrind libxml2-utils util-linux bsdutils systemd
-clang libclang-rt-14-dev python3-numpy python3-pip"
+clang libclang-rt-14-dev python3-numpy python3-pip locales"
 PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
 case " ${BACKENDS:-opencl vulkan} " in
 *" opencl "*) ;;
@@ -24,6 +24,21 @@ case " ${BACKENDS:-opencl vulkan} " in
 *)	PKGS=$(echo $PKGS | sed -e 's/libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools//')
 	PCS=$(echo $PCS | sed 's/vulkan //') ;;
 esac
+
+# test_locale runs the library under de_DE.UTF-8 (a ',' decimal point):
+# make that locale when it is missing and we may. Never fatal: the test
+# skips without it.
+ensure_locale() {
+	locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8' && return 0
+	if [ "$(id -u)" = 0 ] && [ -z "$GPUOPT_NO_INSTALL" ] &&
+	   command -v localedef >/dev/null 2>&1; then
+		echo "deps.sh: making the de_DE.UTF-8 locale"
+		localedef -i de_DE -c -f UTF-8 de_DE.UTF-8 && return 0
+	fi
+	echo "deps.sh: no de_DE.UTF-8 locale (test_locale will skip); as" \
+	     "root: localedef -i de_DE -c -f UTF-8 de_DE.UTF-8" >&2
+	return 0
+}
 
 missing=""
 for p in $PKGS; do
@@ -38,7 +53,10 @@ for pc in $PCS; do
 	pkg-config --exists "$pc" 2>/dev/null || nopc="$nopc $pc"
 done
 
-[ -z "$missing" ] && [ -z "$nopc" ] && exit 0
+if [ -z "$missing" ] && [ -z "$nopc" ]; then
+	ensure_locale
+	exit 0
+fi
 
 line="apt-get install -y$missing"
 if [ -z "$missing" ]; then
@@ -56,6 +74,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 &&
 		echo "deps.sh: apt-get install failed; run: $line" >&2
 		exit 1
 	}
+	ensure_locale
 	exit 0
 fi
 echo "deps.sh: missing build dependencies. Run as root:" >&2

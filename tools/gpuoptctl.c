@@ -32,65 +32,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <gpuopt.h>		/* the version macros only */
+#include "common/common.h"	/* linked from libgpocommon.a */
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define CTL_VERSION STR(GPUOPT_VERSION_MAJOR) "." \
 	STR(GPUOPT_VERSION_MINOR) "." STR(GPUOPT_VERSION_PATCH)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 
 static const char *mnt = "/gpuopt";
-
-/* ---- text buffers -------------------------------------------------------- */
-
-struct buf {
-	char *p;
-	size_t len;
-	size_t cap;
-};
-
-static void buf_free(struct buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
-static int buf_grow(struct buf *b, size_t need)
-{
-	size_t cap = b->cap ? b->cap : 256;
-	char *p;
-
-	if (b->len + need + 1 <= b->cap)
-		return 0;
-	while (cap < b->len + need + 1)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-static void PRINTF(2, 3) buf_printf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || buf_grow(b, n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, n + 1, fmt, ap);
-	va_end(ap);
-	b->len += n;
-}
 
 /* ---- messages ------------------------------------------------------------ */
 
@@ -116,7 +69,7 @@ static int tree_path(char *out, size_t len, const char *rel)
 }
 
 /* read_rel - the whole of file @rel; 0 or -errno */
-static int read_rel(const char *rel, struct buf *b)
+static int read_rel(const char *rel, struct gpo__sbuf *b)
 {
 	char path[PATH_MAX];
 	ssize_t n;
@@ -130,11 +83,11 @@ static int read_rel(const char *rel, struct buf *b)
 	if (fd < 0)
 		return -errno;
 	for (;;) {
-		if (buf_grow(b, 65536)) {
+		if (gpo__sbuf_reserve(b, 65536)) {
 			ret = -ENOMEM;
 			break;
 		}
-		n = read(fd, b->p + b->len, 65536);
+		n = read(fd, b->buf + b->len, 65536);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -144,24 +97,24 @@ static int read_rel(const char *rel, struct buf *b)
 		b->len += n;
 	}
 	close(fd);
-	if (b->p)
-		b->p[b->len] = '\0';
+	if (b->buf)
+		b->buf[b->len] = '\0';
 	return ret;
 }
 
 /* read_value - one value of file @rel without its newline, "" on error */
 static int read_value(const char *rel, char *out, size_t len)
 {
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	int ret;
 
 	out[0] = '\0';
 	ret = read_rel(rel, &b);
-	if (!ret && b.p) {
-		b.p[strcspn(b.p, "\n")] = '\0';
-		snprintf(out, len, "%s", b.p);
+	if (!ret && b.buf) {
+		b.buf[strcspn(b.buf, "\n")] = '\0';
+		snprintf(out, len, "%s", b.buf);
 	}
-	buf_free(&b);
+	gpo__sbuf_free(&b);
 	return ret;
 }
 
@@ -189,19 +142,6 @@ static int kv_get(const char *text, const char *key, char *out, size_t len)
 	return -ENOENT;
 }
 
-/* now_stamp - the wall clock as error_log writes it, to the millisecond */
-static void now_stamp(char *out, size_t len)
-{
-	struct timespec ts;
-	struct tm tm;
-	char s[32];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, len, "%s.%03ldZ", s, ts.tv_nsec / 1000000);
-}
-
 /*
  * daemon_reason - what the daemon said about our failed operation on @rel
  * since @since: the last error_log line of our uid on that path. Lines are
@@ -212,15 +152,15 @@ static int daemon_reason(const char *rel, const char *since, char *out,
 {
 	char want[PATH_MAX + 2], time_s[48], path[PATH_MAX];
 	unsigned int uid;
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	const char *line, *next;
 	int found = 0, pos;
 
 	out[0] = '\0';
 	snprintf(want, sizeof(want), "/%s", rel);
-	if (read_rel("error_log", &b) || !b.p)
+	if (read_rel("error_log", &b) || !b.buf)
 		goto out;
-	for (line = b.p; *line; line = next) {
+	for (line = b.buf; *line; line = next) {
 		next = strchr(line, '\n');
 		next = next ? next + 1 : line + strlen(line);
 		pos = 0;
@@ -236,7 +176,7 @@ static int daemon_reason(const char *rel, const char *since, char *out,
 		found = 1;
 	}
 out:
-	buf_free(&b);
+	gpo__sbuf_free(&b);
 	return found;
 }
 
@@ -288,7 +228,7 @@ static int do_write(const char *what, const char *rel, const char *text)
 	char since[48];
 	int ret;
 
-	now_stamp(since, sizeof(since));
+	gpo__fmt_time(since, sizeof(since));
 	ret = write_rel(rel, text);
 	return ret ? fail_op(what, rel, since, ret) : 0;
 }
@@ -349,45 +289,23 @@ static int index_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int not_hidden(const char *name, void *arg)
+{
+	return name[0] != '.';
+}
+
 /* list_dir - the entries of @rel, sorted by @cmp; count or -errno */
 static int list_dir(const char *rel, char ***out,
 		    int (*cmp)(const void *, const void *))
 {
-	char path[PATH_MAX], **names = NULL, **v;
-	struct dirent *d;
-	int n = 0, ret;
-	DIR *dp;
+	char path[PATH_MAX];
+	int ret;
 
 	*out = NULL;
 	ret = tree_path(path, sizeof(path), rel);
 	if (ret)
 		return ret;
-	dp = opendir(path);
-	if (!dp)
-		return -errno;
-	while ((d = readdir(dp))) {
-		if (d->d_name[0] == '.')
-			continue;
-		v = realloc(names, (n + 1) * sizeof(*names));
-		if (!v)
-			break;
-		names = v;
-		names[n] = strdup(d->d_name);
-		if (names[n])
-			n++;
-	}
-	closedir(dp);
-	if (n)
-		qsort(names, n, sizeof(*names), cmp);
-	*out = names;
-	return n;
-}
-
-static void free_names(char **names, int n)
-{
-	while (n > 0)
-		free(names[--n]);
-	free(names);
+	return gpo__dir_list(path, not_hidden, NULL, cmp, out);
 }
 
 /* ---- formatting ---------------------------------------------------------- */
@@ -403,7 +321,7 @@ static void fmt_bytes(char *out, size_t len, const char *text)
 		snprintf(out, len, "%s", *text ? text : "-");
 		return;
 	}
-	v = strtod(text, &end);
+	v = gpo__strtod(text, &end);
 	if (end == text) {
 		snprintf(out, len, "%s", text);
 		return;
@@ -459,7 +377,7 @@ static double num_of(const char *s)
 
 	if (!*s || !strcmp(s, "-"))
 		return NAN;
-	v = strtod(s, &end);
+	v = gpo__strtod(s, &end);
 	return end == s ? NAN : v;
 }
 
@@ -487,7 +405,7 @@ struct job_stat {
 static int job_stat_read(const char *name, struct job_stat *js)
 {
 	char rel[128], v[64], path[PATH_MAX];
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	struct stat st;
 	int ret;
 
@@ -495,32 +413,34 @@ static int job_stat_read(const char *name, struct job_stat *js)
 	snprintf(js->name, sizeof(js->name), "%s", name);
 	snprintf(rel, sizeof(rel), "jobs/%s/stat", name);
 	ret = read_rel(rel, &b);
-	if (ret || !b.p) {
-		buf_free(&b);
+	if (ret || !b.buf) {
+		gpo__sbuf_free(&b);
 		return ret ? ret : -EIO;
 	}
-	kv_get(b.p, "state", js->state, sizeof(js->state));
-	kv_get(b.p, "step", v, sizeof(v));
-	js->step = strtoull(v, NULL, 10);
-	kv_get(b.p, "max_steps", v, sizeof(v));
+	kv_get(b.buf, "state", js->state, sizeof(js->state));
+	kv_get(b.buf, "step", v, sizeof(v));
+	if (gpo__parse_u64(v, &js->step))
+		js->step = 0;
+	kv_get(b.buf, "max_steps", v, sizeof(v));
 	js->unlimited = !strcmp(v, "max");
-	js->max_steps = strtoull(v, NULL, 10);
-	kv_get(b.p, "loss", v, sizeof(v));
+	if (gpo__parse_u64(v, &js->max_steps))
+		js->max_steps = 0;
+	kv_get(b.buf, "loss", v, sizeof(v));
 	js->loss = num_of(v);
-	kv_get(b.p, "lr", v, sizeof(v));
+	kv_get(b.buf, "lr", v, sizeof(v));
 	js->lr = num_of(v);
-	kv_get(b.p, "grad_norm", v, sizeof(v));
+	kv_get(b.buf, "grad_norm", v, sizeof(v));
 	js->grad_norm = num_of(v);
-	kv_get(b.p, "steps_per_sec", v, sizeof(v));
+	kv_get(b.buf, "steps_per_sec", v, sizeof(v));
 	js->steps_per_sec = num_of(v);
-	kv_get(b.p, "elapsed_s", v, sizeof(v));
+	kv_get(b.buf, "elapsed_s", v, sizeof(v));
 	js->elapsed_s = num_of(v);
-	kv_get(b.p, "eta_s", v, sizeof(v));
+	kv_get(b.buf, "eta_s", v, sizeof(v));
 	js->eta_s = num_of(v);
-	kv_get(b.p, "device", js->device, sizeof(js->device));
-	kv_get(b.p, "optimizer", js->optimizer, sizeof(js->optimizer));
-	kv_get(b.p, "model", js->model, sizeof(js->model));
-	buf_free(&b);
+	kv_get(b.buf, "device", js->device, sizeof(js->device));
+	kv_get(b.buf, "optimizer", js->optimizer, sizeof(js->optimizer));
+	kv_get(b.buf, "model", js->model, sizeof(js->model));
+	gpo__sbuf_free(&b);
 	snprintf(rel, sizeof(rel), "jobs/%s", name);
 	if (!tree_path(path, sizeof(path), rel) && !stat(path, &st))
 		js->uid = st.st_uid;
@@ -536,7 +456,7 @@ static void step_text(const struct job_stat *js, char *out, size_t len)
 			 (unsigned long long)js->max_steps);
 }
 
-static void jobs_table(struct buf *out, int width)
+static void jobs_table(struct gpo__sbuf *out, int width)
 {
 	char **names, steps[48], loss[24], lr[24], sps[24], eta[24],
 	     owner[32], line[512];
@@ -547,7 +467,7 @@ static void jobs_table(struct buf *out, int width)
 	snprintf(line, sizeof(line), "%-20s %-8s %-8s %17s %12s %10s %9s %8s %s",
 		 "JOB", "OWNER", "STATE", "STEP", "LOSS", "LR", "STEPS/S",
 		 "ETA", "DEVICE");
-	buf_printf(out, "%.*s\n", width, line);
+	gpo__sbuf_printf(out, "%.*s\n", width, line);
 	for (i = 0; i < n; i++) {
 		if (job_stat_read(names[i], &js))
 			continue;	/* removed meanwhile */
@@ -567,11 +487,11 @@ static void jobs_table(struct buf *out, int width)
 			 "%-20s %-8s %-8s %17s %12s %10s %9s %8s %s",
 			 js.name, owner, js.state, steps, loss, lr, sps, eta,
 			 js.device);
-		buf_printf(out, "%.*s\n", width, line);
+		gpo__sbuf_printf(out, "%.*s\n", width, line);
 	}
 	if (n <= 0)
-		buf_printf(out, "(no jobs)\n");
-	free_names(names, n > 0 ? n : 0);
+		gpo__sbuf_printf(out, "(no jobs)\n");
+	gpo__dir_free(names, n > 0 ? n : 0);
 }
 
 static void dev_value(const char *idx, const char *file, char *out,
@@ -584,7 +504,7 @@ static void dev_value(const char *idx, const char *file, char *out,
 		snprintf(out, len, "-");
 }
 
-static void devices_table(struct buf *out, int width)
+static void devices_table(struct gpo__sbuf *out, int width)
 {
 	char **idx, id[32], type[24], cus[16], total[32], used[32], busy[16],
 	     en[8], present[8], name[128], mt[32], mu[32], line[512];
@@ -594,7 +514,7 @@ static void devices_table(struct buf *out, int width)
 	snprintf(line, sizeof(line), "%-3s %-10s %-10s %5s %10s %10s %5s %4s %s",
 		 "IDX", "ID", "TYPE", "CUS", "MEMORY", "POOL", "BUSY", "EN",
 		 "NAME");
-	buf_printf(out, "%.*s\n", width, line);
+	gpo__sbuf_printf(out, "%.*s\n", width, line);
 	for (i = 0; i < n; i++) {
 		dev_value(idx[i], "id", id, sizeof(id));
 		dev_value(idx[i], "type", type, sizeof(type));
@@ -612,9 +532,9 @@ static void devices_table(struct buf *out, int width)
 		snprintf(line, sizeof(line),
 			 "%-3s %-10s %-10s %5s %10s %10s %4s%% %4s %s", idx[i],
 			 id, type, cus, total, used, busy, en, name);
-		buf_printf(out, "%.*s\n", width, line);
+		gpo__sbuf_printf(out, "%.*s\n", width, line);
 	}
-	free_names(idx, n > 0 ? n : 0);
+	gpo__dir_free(idx, n > 0 ? n : 0);
 }
 
 /* ---- usage --------------------------------------------------------------- */
@@ -719,9 +639,9 @@ static int operands(int argc, char **argv, int min, int max, int *status)
 
 /* devices and jobs: a table that top also draws, printed once */
 static int print_table(int argc, char **argv,
-		       void (*table)(struct buf *out, int width))
+		       void (*table)(struct gpo__sbuf *out, int width))
 {
-	struct buf out = { 0 };
+	struct gpo__sbuf out = { 0 };
 	int status;
 
 	if (operands(argc, argv, 0, 0, &status) < 0)
@@ -729,8 +649,8 @@ static int print_table(int argc, char **argv,
 	if (!tree_ok())
 		return 1;
 	table(&out, INT_MAX);
-	fwrite(out.p, 1, out.len, stdout);
-	buf_free(&out);
+	fwrite(out.buf, 1, out.len, stdout);
+	gpo__sbuf_free(&out);
 	return 0;
 }
 
@@ -743,7 +663,7 @@ static int cmd_pools(int argc, char **argv)
 {
 	char **idx, rel[128], id[32], cap[32], used[32], cached[32], peak[32],
 	     lim[32], v[64], allocs[24], fails[24];
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	int n, i, status, ret;
 
 	if (operands(argc, argv, 0, 0, &status) < 0)
@@ -759,28 +679,28 @@ static int cmd_pools(int argc, char **argv)
 		snprintf(rel, sizeof(rel), "pools/%s/stat", idx[i]);
 		/* reading a pool opens its device: a gone one says ENODEV */
 		ret = read_rel(rel, &b);
-		if (ret || !b.p) {
+		if (ret || !b.buf) {
 			printf("%-3s %-10s (%s)\n", idx[i], id,
 			       strerror(ret ? -ret : EIO));
 			continue;
 		}
-		kv_get(b.p, "capacity_bytes", v, sizeof(v));
+		kv_get(b.buf, "capacity_bytes", v, sizeof(v));
 		fmt_bytes(cap, sizeof(cap), v);
-		kv_get(b.p, "used_bytes", v, sizeof(v));
+		kv_get(b.buf, "used_bytes", v, sizeof(v));
 		fmt_bytes(used, sizeof(used), v);
-		kv_get(b.p, "cached_bytes", v, sizeof(v));
+		kv_get(b.buf, "cached_bytes", v, sizeof(v));
 		fmt_bytes(cached, sizeof(cached), v);
-		kv_get(b.p, "peak_bytes", v, sizeof(v));
+		kv_get(b.buf, "peak_bytes", v, sizeof(v));
 		fmt_bytes(peak, sizeof(peak), v);
-		kv_get(b.p, "limit_bytes", v, sizeof(v));
+		kv_get(b.buf, "limit_bytes", v, sizeof(v));
 		fmt_bytes(lim, sizeof(lim), v);
-		kv_get(b.p, "allocs", allocs, sizeof(allocs));
-		kv_get(b.p, "failures", fails, sizeof(fails));
+		kv_get(b.buf, "allocs", allocs, sizeof(allocs));
+		kv_get(b.buf, "failures", fails, sizeof(fails));
 		printf("%-3s %-10s %10s %10s %10s %10s %10s %8s %8s\n", idx[i],
 		       id, cap, used, cached, peak, lim, allocs, fails);
 	}
-	buf_free(&b);
-	free_names(idx, n > 0 ? n : 0);
+	gpo__sbuf_free(&b);
+	gpo__dir_free(idx, n > 0 ? n : 0);
 	return 0;
 }
 
@@ -792,7 +712,7 @@ static int cmd_jobs(int argc, char **argv)
 /* ---- making and changing jobs -------------------------------------------- */
 
 /* The key=value operands as one config text, one word a line. */
-static int config_text(int argc, char **argv, struct buf *text)
+static int config_text(int argc, char **argv, struct gpo__sbuf *text)
 {
 	int i;
 
@@ -801,7 +721,7 @@ static int config_text(int argc, char **argv, struct buf *text)
 			err("'%s' is not key=value", argv[i]);
 			return -EINVAL;
 		}
-		buf_printf(text, "%s\n", argv[i]);
+		gpo__sbuf_printf(text, "%s\n", argv[i]);
 	}
 	return 0;
 }
@@ -809,7 +729,7 @@ static int config_text(int argc, char **argv, struct buf *text)
 static int cmd_create(int argc, char **argv)
 {
 	char path[PATH_MAX], rel[128], what[160], since[48], reason[512];
-	struct buf text = { 0 };
+	struct gpo__sbuf text = { 0 };
 	int first, status, ret;
 
 	first = parse_opts(argc, argv, "", NULL, NULL, &status);
@@ -820,23 +740,23 @@ static int cmd_create(int argc, char **argv)
 	if (config_text(argc - first - 1, argv + first + 1, &text))
 		return EXIT_USAGE;
 	if (!tree_ok() || !job_name_ok(argv[first])) {
-		buf_free(&text);
+		gpo__sbuf_free(&text);
 		return 1;
 	}
 	snprintf(rel, sizeof(rel), "jobs/%s", argv[first]);
 	snprintf(what, sizeof(what), "create %s", argv[first]);
 	tree_path(path, sizeof(path), rel);
-	now_stamp(since, sizeof(since));
+	gpo__fmt_time(since, sizeof(since));
 	if (mkdir(path, 0755)) {
 		ret = -errno;
-		buf_free(&text);
+		gpo__sbuf_free(&text);
 		return fail_op(what, rel, since, ret);
 	}
 	if (!text.len)
 		return 0;
 	snprintf(rel, sizeof(rel), "jobs/%s/config", argv[first]);
-	ret = write_rel(rel, text.p);
-	buf_free(&text);
+	ret = write_rel(rel, text.buf);
+	gpo__sbuf_free(&text);
 	if (!ret)
 		return 0;
 	/* all or nothing: a job whose config was refused goes again */
@@ -850,7 +770,7 @@ static int cmd_create(int argc, char **argv)
 static int cmd_set(int argc, char **argv)
 {
 	char rel[128], what[160];
-	struct buf text = { 0 };
+	struct gpo__sbuf text = { 0 };
 	int first, status, ret;
 
 	first = operands(argc, argv, 2, INT_MAX, &status);
@@ -859,13 +779,13 @@ static int cmd_set(int argc, char **argv)
 	if (config_text(argc - first - 1, argv + first + 1, &text))
 		return EXIT_USAGE;
 	if (!tree_ok() || !job_exists(argv[first])) {
-		buf_free(&text);
+		gpo__sbuf_free(&text);
 		return 1;
 	}
 	snprintf(rel, sizeof(rel), "jobs/%s/config", argv[first]);
 	snprintf(what, sizeof(what), "set %s", argv[first]);
-	ret = do_write(what, rel, text.p);
-	buf_free(&text);
+	ret = do_write(what, rel, text.buf);
+	gpo__sbuf_free(&text);
 	return ret;
 }
 
@@ -887,7 +807,7 @@ static int cmd_rm(int argc, char **argv)
 		snprintf(rel, sizeof(rel), "jobs/%s", argv[i]);
 		snprintf(what, sizeof(what), "rm %s", argv[i]);
 		tree_path(path, sizeof(path), rel);
-		now_stamp(since, sizeof(since));
+		gpo__fmt_time(since, sizeof(since));
 		if (rmdir(path))
 			ret = fail_op(what, rel, since, -errno);
 	}
@@ -921,16 +841,13 @@ static int cmd_verb(int argc, char **argv)
 
 static int cmd_step(int argc, char **argv)
 {
-	const char *p;
 	int first, status;
+	uint64_t n;
 
 	first = operands(argc, argv, 2, 2, &status);
 	if (first < 0)
 		return status;
-	for (p = argv[first + 1]; *p; p++)
-		if (!isdigit((unsigned char)*p))
-			break;
-	if (*p || !*argv[first + 1]) {
+	if (gpo__parse_u64(argv[first + 1], &n)) {
 		err("step: N must be a whole number, not '%s'",
 		    argv[first + 1]);
 		return EXIT_USAGE;
@@ -990,13 +907,13 @@ static void list_ckpt(const char *job)
 		printf(" %s", names[i]);
 	}
 	printf("%s\n", n ? "" : " -");
-	free_names(names, n);
+	gpo__dir_free(names, n);
 }
 
 static int cmd_status(int argc, char **argv)
 {
 	char rel[128], owner[32], key[64], *p, *line, *save = NULL;
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	struct job_stat js;
 	const char *job;
 	int first, status, ret;
@@ -1016,8 +933,8 @@ static int cmd_status(int argc, char **argv)
 	printf("%-14s %s\n%-14s %s (uid %u)\n", "job", job, "owner", owner,
 	       (unsigned int)js.uid);
 	snprintf(rel, sizeof(rel), "jobs/%s/stat", job);
-	if (!read_rel(rel, &b) && b.p) {
-		for (line = strtok_r(b.p, "\n", &save); line;
+	if (!read_rel(rel, &b) && b.buf) {
+		for (line = strtok_r(b.buf, "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save)) {
 			p = strchr(line, ' ');
 			if (!p)
@@ -1029,10 +946,10 @@ static int cmd_status(int argc, char **argv)
 	}
 	snprintf(rel, sizeof(rel), "jobs/%s/error", job);
 	if (!read_rel(rel, &b) && b.len) {
-		b.p[strcspn(b.p, "\n")] = '\0';
-		printf("%-14s %s\n", "error", b.p);
+		b.buf[strcspn(b.buf, "\n")] = '\0';
+		printf("%-14s %s\n", "error", b.buf);
 	}
-	buf_free(&b);
+	gpo__sbuf_free(&b);
 	list_ckpt(job);
 	return 0;
 }
@@ -1193,7 +1110,7 @@ static int wait_opt(int c, const char *arg)
 		wait_explicit = 1;
 		return 0;
 	case 't':
-		wait_timeout = strtod(arg, &end);
+		wait_timeout = gpo__strtod(arg, &end);
 		if (*end || end == arg || wait_timeout < 0) {
 			err("wait: bad timeout '%s'", arg);
 			return -1;
@@ -1208,10 +1125,7 @@ static int wait_opt(int c, const char *arg)
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return gpo__now_ns() / 1e9;
 }
 
 static int term_width(int fd)
@@ -1368,14 +1282,15 @@ static double top_delay = 1;
 
 static int top_opt(int c, const char *arg)
 {
+	uint64_t n;
 	char *end;
 
 	if (c == 'n') {
-		top_iterations = (int)strtol(arg, &end, 10);
-		if (*end || end == arg || top_iterations < 1) {
+		if (gpo__parse_u64(arg, &n) || n < 1 || n > INT_MAX) {
 			err("top: bad count '%s'", arg);
 			return -1;
 		}
+		top_iterations = (int)n;
 		return 0;
 	}
 	if (c == '1') {
@@ -1383,7 +1298,7 @@ static int top_opt(int c, const char *arg)
 		return 0;
 	}
 	if (c == 'd') {
-		top_delay = strtod(arg, &end);
+		top_delay = gpo__strtod(arg, &end);
 		if (*end || end == arg || top_delay < 0.1 || top_delay > 3600) {
 			err("top: bad delay '%s' (0.1 to 3600 s)", arg);
 			return -1;
@@ -1393,28 +1308,28 @@ static int top_opt(int c, const char *arg)
 	return -1;
 }
 
-static void top_frame(struct buf *out, int width)
+static void top_frame(struct gpo__sbuf *out, int width)
 {
 	char stamp[32], uptime[24], v[64];
-	struct buf st = { 0 };
+	struct gpo__sbuf st = { 0 };
 	time_t now = time(NULL);
 	struct tm tm;
 
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
 	read_rel("stat", &st);
-	kv_get(st.p ? st.p : "", "uptime_s", v, sizeof(v));
+	kv_get(st.buf ? st.buf : "", "uptime_s", v, sizeof(v));
 	fmt_duration(uptime, sizeof(uptime), num_of(v));
-	buf_printf(out, "gpuoptctl top - %s  %s  up %s", stamp, mnt, uptime);
-	kv_get(st.p ? st.p : "", "jobs", v, sizeof(v));
-	buf_printf(out, "  jobs %s", *v ? v : "-");
-	kv_get(st.p ? st.p : "", "jobs_running", v, sizeof(v));
-	buf_printf(out, " (%s running)", *v ? v : "-");
-	kv_get(st.p ? st.p : "", "steps", v, sizeof(v));
-	buf_printf(out, "  steps %s\n\n", *v ? v : "-");
-	buf_free(&st);
+	gpo__sbuf_printf(out, "gpuoptctl top - %s  %s  up %s", stamp, mnt, uptime);
+	kv_get(st.buf ? st.buf : "", "jobs", v, sizeof(v));
+	gpo__sbuf_printf(out, "  jobs %s", *v ? v : "-");
+	kv_get(st.buf ? st.buf : "", "jobs_running", v, sizeof(v));
+	gpo__sbuf_printf(out, " (%s running)", *v ? v : "-");
+	kv_get(st.buf ? st.buf : "", "steps", v, sizeof(v));
+	gpo__sbuf_printf(out, "  steps %s\n\n", *v ? v : "-");
+	gpo__sbuf_free(&st);
 	devices_table(out, width);
-	buf_printf(out, "\n");
+	gpo__sbuf_printf(out, "\n");
 	jobs_table(out, width);
 }
 
@@ -1475,7 +1390,7 @@ static int cmd_top(int argc, char **argv)
 		{ "once", no_argument, NULL, '1' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct buf out = { 0 };
+	struct gpo__sbuf out = { 0 };
 	int first, status, tty, i, width, height, lines;
 	struct winsize ws;
 	char *p;
@@ -1510,11 +1425,11 @@ static int cmd_top(int argc, char **argv)
 		if (!tty) {
 			if (i)
 				putchar('\n');
-			fwrite(out.p, 1, out.len, stdout);
+			fwrite(out.buf, 1, out.len, stdout);
 		} else {
 			/* home, each line cleared to its end, the rest too */
 			fputs("\033[H", stdout);
-			for (p = out.p, lines = 0; p && *p && lines < height;
+			for (p = out.buf, lines = 0; p && *p && lines < height;
 			     lines++) {
 				size_t n = strcspn(p, "\n");
 
@@ -1540,7 +1455,7 @@ static int cmd_top(int argc, char **argv)
 		fflush(stdout);
 		tty_restore();
 	}
-	buf_free(&out);
+	gpo__sbuf_free(&out);
 	return 0;
 }
 
@@ -1565,13 +1480,13 @@ static int history_parse(const char *text, struct series *s)
 	while (p && *++p) {
 		char *end;
 
-		v[0] = strtod(p, &end);
+		v[0] = gpo__strtod(p, &end);
 		if (end == p || *end != ',')
 			goto next;
-		v[1] = strtod(end + 1, &end);
+		v[1] = gpo__strtod(end + 1, &end);
 		if (*end != ',')
 			goto next;
-		v[2] = strtod(end + 1, &end);
+		v[2] = gpo__strtod(end + 1, &end);
 		if (s->n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			a = realloc(s->step, cap * sizeof(double));
@@ -1856,7 +1771,7 @@ static int cmd_plot(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char rel[128], tmp[PATH_MAX];
-	struct buf b = { 0 };
+	struct gpo__sbuf b = { 0 };
 	struct series s;
 	int first, status, ret;
 	FILE *f = stdout;
@@ -1872,8 +1787,8 @@ static int cmd_plot(int argc, char **argv)
 	snprintf(rel, sizeof(rel), "jobs/%s/history.csv", argv[first]);
 	ret = read_rel(rel, &b);
 	if (!ret)
-		ret = history_parse(b.p ? b.p : "", &s);
-	buf_free(&b);
+		ret = history_parse(b.buf ? b.buf : "", &s);
+	gpo__sbuf_free(&b);
 	if (ret) {
 		err("plot %s: %s", argv[first], strerror(-ret));
 		return 1;

@@ -42,6 +42,8 @@ struct tbuf {
 	int exact;		/* compare bits (integers, flags) */
 	uint32_t *in;		/* the contents before the launch */
 	double *want;		/* expected after (NaN: must stay as in[]) */
+	double *mag;		/* NULL, or the size of each want[i]'s terms:
+				 * the error allowed where terms cancel */
 	uint32_t *got;		/* read back, guards included */
 };
 
@@ -113,6 +115,7 @@ static void tb_free(struct tbuf *b)
 	free(b->in);
 	free(b->want);
 	free(b->got);
+	free(b->mag);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -796,6 +799,8 @@ static void obj_ref(struct tcase *tc)
 	uint32_t grp;
 	uint64_t i, n = tc->n;
 
+	tc->b[1].mag = calloc(n, sizeof(double));
+	ck_assert(tc->b[1].mag);
 	for (grp = 0; grp < a->groups; grp++) {
 		uint64_t lo = (uint64_t)grp * a->chunk, hi = lo + a->chunk;
 		double loss = 0;
@@ -805,25 +810,33 @@ static void obj_ref(struct tcase *tc)
 		for (i = lo; i < hi; i++) {
 			double x = f(&tc->b[0], i), g = 0;
 
+			double mag = 0;
+
 			if (!rosen) {
 				double c = 1 + (double)(i % 7);
 
 				g = c * (x - 1);
+				mag = c * (fabs(x) + 1);
 				loss += 0.5 * c * (x - 1) * (x - 1);
 			} else {
 				if (i + 1 < n) {
-					double t = f(&tc->b[0], i + 1) - x * x;
+					double xn = f(&tc->b[0], i + 1);
+					double t = xn - x * x;
 
 					loss += 100 * t * t + (1 - x) * (1 - x);
 					g += -400 * x * t - 2 * (1 - x);
+					mag += 400 * fabs(x) * (fabs(xn) + x * x) +
+					       2 * (1 + fabs(x));
 				}
 				if (i > 0) {
 					double xp = f(&tc->b[0], i - 1);
 
 					g += 200 * (x - xp * xp);
+					mag += 200 * (fabs(x) + xp * xp);
 				}
 			}
 			tc->b[1].want[i] = g;
+			tc->b[1].mag[i] = mag;
 		}
 		tc->b[2].want[2 * grp] = loss;
 		tc->b[2].want[2 * grp + 1] = 0;
@@ -922,7 +935,8 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 			continue;
 		}
 		memcpy(&g, &got, 4);
-		if (!(fabs(g - want) <= tc->tol * fmax(fabs(want), 1.0)))
+		if (!(fabs(g - want) <= tc->tol * fmax(fmax(fabs(want), 1.0),
+						     b->mag ? b->mag[i] : 0)))
 			return "differs from the float64 reference";
 	}
 	return NULL;

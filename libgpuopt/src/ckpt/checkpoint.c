@@ -18,6 +18,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,11 @@ static void entry_name(const struct gpo_optim *opt,
 			 gpo__optim_slot_names[e->slot]);
 }
 
-/* gpo__hparams_describe()'s "key=value" lines as a JSON object of numbers */
+/*
+ * The hyperparameters as a JSON object of numbers: the keys are those
+ * gpo__hparams_describe() lists, the values the doubles themselves (never
+ * read back from its text, which is for people), integers for the flags.
+ */
 static json_t *hparams_json(const struct gpo_optim *opt,
 			    const struct hparams *hp)
 {
@@ -159,11 +164,14 @@ static json_t *hparams_json(const struct gpo_optim *opt,
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		eq = strchr(line, '=');
-		if (!eq || gpo__parse_double(eq + 1, &v))
+		if (!eq)
 			goto out_put;
 		*eq = '\0';
-		num = strpbrk(eq + 1, ".eEni") ? json_real(v) :
-						       json_integer((json_int_t)v);
+		if (gpo__hparams_get(opt->kind, hp, line, &v) || !isfinite(v))
+			goto out_put;
+		/* flags print as 0 or 1, numbers with a point or exponent */
+		num = strpbrk(eq + 1, ".,eEni") ? json_real(v) :
+						  json_integer((json_int_t)v);
 		if (json_object_set_new(o, line, num))
 			goto out_put;
 	}
@@ -419,11 +427,9 @@ static int split_path(struct target *tg, const char *path)
 static void temp_name(struct target *tg)
 {
 	static unsigned int seq;
-	struct timespec ts;
 	unsigned int x;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	x = (unsigned int)ts.tv_nsec ^
+	x = (unsigned int)(gpo__realtime_ns() % 1000000000u) ^
 	    __atomic_add_fetch(&seq, 0x9e3779b9u, __ATOMIC_RELAXED);
 	snprintf(tg->tmpname, sizeof(tg->tmpname), ".%.200s.tmp.%d.%08x",
 		 tg->base, (int)getpid(), x);

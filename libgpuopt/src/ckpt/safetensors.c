@@ -306,7 +306,7 @@ static int set_hparam(const struct ckpt *ck, int g, struct hparams *hp,
 		snprintf(text, sizeof(text), "%lld",
 			 (long long)json_integer_value(v));
 	else if (json_is_real(v))
-		snprintf(text, sizeof(text), "%.17g", json_real_value(v));
+		gpo__snprintf(text, sizeof(text), "%.17g", json_real_value(v));
 	else
 		return gpo__err(-EPROTO, "group %d: hparam '%.64s' is not a number",
 			       g, key);

@@ -10,27 +10,8 @@
 #include <stdint.h>
 #include "gpuopt.h"
 #include "backend/backend_i.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-#ifdef __GNUC__
-#define GPO_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define GPO_PRINTF(a, b)
-#endif
-
-/*
- * gpo__err - set this thread's error message and return @err, so that a
- * failure path reads "return gpo__err(-EINVAL, "lr %g < 0", lr);"
- */
-int gpo__err(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
-/*
- * gpo__err_prefix - put "<fmt...>: " in front of this thread's message
- * (the one a failing callee left) and return @err. Never pass gpo_errmsg()
- * to gpo__err() for this: that formats the buffer into itself.
- */
-int gpo__err_prefix(int err, const char *fmt, ...) GPO_PRINTF(2, 3);
-void gpo__err_clear(void);
+/* ARRAY_SIZE, GPO_PRINTF, gpo__err(), the parsers and gpo__kv_next() */
+#include "common/common.h"
 
 /* pool.c: sub-allocation from large device allocations */
 struct pool_block;
@@ -124,19 +105,6 @@ int gpo__hparams_get(enum gpo_optim_kind kind, const struct hparams *hp,
 int gpo__hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp);
 int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 		     char *buf, size_t len);
-
-/* parse.c: strict number parsing shared by configs */
-int gpo__parse_double(const char *s, double *out);
-int gpo__parse_bool(const char *s, int *out);
-int gpo__parse_u64(const char *s, uint64_t *out);
-/*
- * gpo__kv_next - split the next "key=value" word off *@pos of a settings text
- * (separated by whitespace, newlines or ';'). Returns 1 with @key and
- * @value filled, 0 at the end, -EINVAL for a word without '=' or a key or
- * value longer than the buffers.
- */
-int gpo__kv_next(const char **pos, char *key, size_t klen, char *value,
-	    size_t vlen);
 
 /* sched.c, used by optim.c */
 double gpo__sched_lr_for(struct gpo_sched *s, double base_lr);

@@ -222,20 +222,6 @@ int gpo__hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp)
 	return fam->validate ? fam->validate(hp) : 0;
 }
 
-/* the shortest text that reads back as exactly @v: 0.999, not 0.99899.. */
-static const char *shortest(double v, char *buf)
-{
-	int prec;
-
-	for (prec = 6; prec < 17; prec++) {
-		snprintf(buf, 32, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			return buf;
-	}
-	snprintf(buf, 32, "%.17g", v);
-	return buf;
-}
-
 int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 			   char *buf, size_t len)
 {
@@ -254,14 +240,14 @@ int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 
 		if (!fam_has(fam, d))
 			continue;
+		/* the shortest text that reads back exactly, C locale */
 		if (d->type == HP_BOOL)
-			n = snprintf(used < len ? buf + used : NULL,
-				     used < len ? len - used : 0, "%s=%d\n",
-				     d->name, *(const int *)p);
+			snprintf(num, sizeof(num), "%d", *(const int *)p);
 		else
-			n = snprintf(used < len ? buf + used : NULL,
-				     used < len ? len - used : 0, "%s=%s\n",
-				     d->name, shortest(*(const double *)p, num));
+			gpo__fmt_double(num, sizeof(num), *(const double *)p);
+		n = snprintf(used < len ? buf + used : NULL,
+			     used < len ? len - used : 0, "%s=%s\n", d->name,
+			     num);
 		if (n < 0)
 			return -EINVAL;
 		used += n;

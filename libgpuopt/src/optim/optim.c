@@ -305,7 +305,7 @@ int gpo_optim_set(struct gpo_optim *opt, int group, const char *key,
 		return gpo__err(-EINVAL, "bad option name '%.64s'", key);
 	if (!isfinite(value))
 		return gpo__err(-EINVAL, "%s: value must be finite", key);
-	snprintf(text, sizeof(text), "%s=%.17g", key, value);
+	gpo__snprintf(text, sizeof(text), "%s=%.17g", key, value);
 	return gpo_optim_configure(opt, group, text);
 }
 

@@ -250,8 +250,8 @@ static void out_add(struct outbuf *o, const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(room ? o->buf + o->used : NULL,
-		      room ? o->len - o->used : 0, fmt, ap);
+	n = gpo__vsnprintf(room ? o->buf + o->used : NULL,
+			   room ? o->len - o->used : 0, fmt, ap);
 	va_end(ap);
 	if (n > 0)
 		o->used += n;
@@ -291,7 +291,7 @@ static int parse_number(const struct sched_key *k, const char *text,
 	return 0;
 }
 
-/* %.17g reads back to the same double */
+/* %.17g (in the C locale) reads back to the same double */
 static void print_number(struct outbuf *o, const struct sched_key *k,
 			 const void *src)
 {

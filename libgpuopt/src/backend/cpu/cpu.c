@@ -648,20 +648,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static int cpu_launch(struct gpo_device *dev, const struct op_call *call)
 {
 	struct cpu_dev *cd = dev->priv;
 	const int elements = gpo__ops[call->op].grid == GRID_ELEMENTS;
 	uint32_t units = (uint32_t)call->work;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = gpo__now_ns();
 
 	cd->fn = op_kernel[call->op]->fn;
 	cd->call = call;
@@ -670,7 +662,7 @@ static int cpu_launch(struct gpo_device *dev, const struct op_call *call)
 	/* small launches are not worth waking threads for */
 	if (cd->nthreads == 1 || (elements && units < 32768) || units == 1) {
 		cd->fn(call, 0, units);
-		cd->ns += now_ns() - t0;
+		cd->ns += gpo__now_ns() - t0;
 		return 0;
 	}
 	pthread_mutex_lock(&cd->lock);
@@ -683,7 +675,7 @@ static int cpu_launch(struct gpo_device *dev, const struct op_call *call)
 	while (cd->pending)
 		pthread_cond_wait(&cd->done_cv, &cd->lock);
 	pthread_mutex_unlock(&cd->lock);
-	cd->ns += now_ns() - t0;
+	cd->ns += gpo__now_ns() - t0;
 	return 0;
 }
 

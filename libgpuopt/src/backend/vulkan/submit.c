@@ -80,14 +80,6 @@ void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n)
 }
 
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /*
  * fence_wait - wait for the batch. A blocking wait wakes 30-60 us late on
  * NVIDIA, so on GPUs: sleep through most of a batch as long as the last
@@ -95,7 +87,7 @@ static uint64_t now_ns(void)
  */
 static VkResult fence_wait(struct vk_dev *vd)
 {
-	uint64_t start = now_ns(), end;
+	uint64_t start = gpo__now_ns(), end;
 	VkResult r;
 
 	if (vd->spin_ns) {
@@ -111,7 +103,7 @@ static VkResult fence_wait(struct vk_dev *vd)
 			r = vkGetFenceStatus(vd->device, vd->fence);
 			if (r != VK_NOT_READY)
 				return r;
-		} while (now_ns() < end);
+		} while (gpo__now_ns() < end);
 	}
 	return vkWaitForFences(vd->device, 1, &vd->fence, VK_TRUE,
 			       UINT64_MAX);
