@@ -49,6 +49,39 @@ const char *gpo_version(void);
  */
 const char *gpo_errmsg(void);
 
+/* ---- element types ------------------------------------------------------ */
+
+/*
+ * The element type of a buffer: every buffer and optimizer slot has one
+ * (f32 unless set otherwise). Data is little-endian; f16 is IEEE 754
+ * binary16, bf16 the top half of a float32, u8 the bytes of 8-bit
+ * quantized state, i32/i64 two's complement (labels).
+ */
+enum gpo_dtype {
+	GPO_F32 = 0,
+	GPO_F16,
+	GPO_BF16,
+	GPO_U8,
+	GPO_I32,
+	GPO_I64,
+	GPO_DTYPES
+};
+
+/* gpo_dtype_size - bytes per element of @dt: 4, 2, 2, 1, 4, 8; 0 if invalid */
+size_t gpo_dtype_size(enum gpo_dtype dt);
+
+/*
+ * gpo_dtype_name - "f32", "f16", "bf16", "u8", "i32" or "i64"; "unknown"
+ * for an invalid @dt (never NULL, so it can go straight into a message)
+ */
+const char *gpo_dtype_name(enum gpo_dtype dt);
+
+/*
+ * gpo_dtype_parse - the dtype named @name, one of gpo_dtype_name()'s
+ * names in lower case, or -EINVAL
+ */
+int gpo_dtype_parse(const char *name);
+
 /* ---- contexts and devices ---------------------------------------------- */
 
 /*
