@@ -246,7 +246,8 @@ int gpo_pool_trim(struct gpo_device *dev);
  * the flat order is the order of gpo_optim_add_tensor() calls.
  *
  * Buffers are allocated on the first read, write or step; after that no
- * tensor can be added. All data is float32, little-endian.
+ * tensor can be added and no dtype changed. Each buffer holds elements of
+ * its dtype (gpo_optim_set_dtype(), float32 by default), little-endian.
  */
 
 enum gpo_optim_kind {
@@ -307,6 +308,7 @@ struct gpo_tensor_info {
 	uint64_t shape[8];
 	uint64_t numel;
 	uint64_t offset;		/* in elements, in the flat buffers */
+	enum gpo_dtype dtype;		/* of the parameters ("param") */
 };
 
 /* gpo_optim_tensor_count - the number of tensors, or -EINVAL */
@@ -398,11 +400,38 @@ int gpo_optim_slot_count(struct gpo_optim *opt);
 const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
 
 /*
+ * gpo_optim_set_dtype - choose the element type of a buffer
+ * @buffer: "param", "grad", or a state slot this kind can keep (whether or
+ *          not its configuration uses it now)
+ * @dt:     the dtype
+ *
+ * Only before the buffers are allocated (the first read, write, step or
+ * save). The step kernels are float32 only for now: gpo_optim_step() and
+ * gpo_optim_objective() refuse with -ENOSYS while a buffer they use is of
+ * another dtype; reads, writes, checkpoints and gpo_optim_reset() work
+ * with every dtype. A slot other than f32 starts as zero bytes; adagrad's
+ * sum in f16 or bf16 starts at initial_accumulator_value rounded to that
+ * dtype, in u8, i32 or i64 only at 0 (else its allocation fails with
+ * -ENOSYS). Returns 0; -EINVAL for a NULL pointer or an invalid @dt;
+ * -ENOENT for a buffer the kind has not; -EBUSY once the buffers are
+ * allocated. On failure nothing changes.
+ */
+int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
+			enum gpo_dtype dt);
+
+/*
+ * gpo_optim_dtype - the dtype of @buffer (names as gpo_optim_set_dtype()),
+ * or -EINVAL for a NULL pointer, -ENOENT for a buffer the kind has not
+ */
+int gpo_optim_dtype(struct gpo_optim *opt, const char *buffer);
+
+/*
  * gpo_optim_write - copy host data into a slot
  * @slot:   "param", "grad" or a state slot
  * @tensor: a tensor name, or NULL for the whole flat buffer
- * @src:    float32 data
- * @bytes:  exactly 4 * the tensor's (or the buffer's) element count
+ * @src:    elements of the slot's dtype (gpo_optim_dtype())
+ * @bytes:  exactly the tensor's (or the buffer's) element count times the
+ *          dtype's size
  *
  * Returns 0; -EINVAL for a NULL pointer or wrong size; -ENOENT for an
  * unknown slot or tensor; -ENOMEM if buffers cannot be allocated; -EIO or
@@ -434,7 +463,8 @@ struct gpo_step_info {
  * optional global-norm clip, then the fused update of every tensor.
  * The gradients are read, never modified. If a schedule is attached, the
  * step uses the schedule's current lr, and the schedule advances after it.
- * Returns 0; -ENOMEM if buffers cannot be allocated; -EIO if a kernel
+ * Returns 0; -ENOSYS (nothing done) if param, grad or a slot the step
+ * uses is not f32; -ENOMEM if buffers cannot be allocated; -EIO if a kernel
  * failed; -ENODEV if the device was lost. A step with non-finite gradients
  * (when checked) is skipped: it returns 0, sets info->skipped and leaves
  * parameters, state and the step count untouched.
@@ -470,7 +500,8 @@ int gpo_optim_reset(struct gpo_optim *opt);
  *
  * Writes the objective's gradient into the "grad" slot, so that a
  * following gpo_optim_step() descends it. Returns 0, -EINVAL for an
- * unknown name or an optimizer with several groups, or a device error.
+ * unknown name or an optimizer with several groups, -ENOSYS if param or
+ * grad is not f32, or a device error.
  */
 int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 			double *loss);
