@@ -634,7 +634,8 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *
  * A checkpoint is a safetensors file (readable by the safetensors package,
  * numpy and PyTorch): tensors "param/<name>" and "state/<name>/<slot>",
- * float32 ("F32"), and in "__metadata__" the strings "format": "pt",
+ * each in its buffer's dtype ("F32", "F16", "BF16", "U8", "I32", "I64"),
+ * and in "__metadata__" the strings "format": "pt",
  * "gpuopt.version": "1", "gpuopt.optimizer" (the kind),
  * "gpuopt.groups" (JSON: each group's tensors and hyperparameters),
  * "gpuopt.step", "gpuopt.skipped", "gpuopt.schedule" (gpo_sched_save()'s
@@ -658,8 +659,10 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *   -EBADE     a tensor's bytes do not match its checksum (ZFS's ECKSUM)
  *   -EINVAL    a well-formed file that does not fit the optimizer: another
  *              kind or number of groups, a tensor it lacks or in another
- *              group, another shape, a dtype other than F32, a slot the
- *              kind does not have; and bad arguments
+ *              group, another shape, a dtype other than the buffer's (no
+ *              conversion is done; a safetensors dtype gpuopt has no
+ *              gpo_dtype for, such as F64, never fits), a slot the kind
+ *              does not have; and bad arguments
  * and the filesystem's own (-EACCES, -EISDIR, -EIO, -ENOSPC, -EDQUOT...).
  */
 
@@ -693,7 +696,8 @@ int gpo_optim_save(struct gpo_optim *opt, const char *path,
 /*
  * gpo_optim_restore - load a checkpoint into @opt
  * @opt:   an optimizer with the same tensors (names, shapes, groups) as
- *         the one saved; any device
+ *         the one saved, and buffers of the same dtypes (set them with
+ *         gpo_optim_set_dtype() before restoring); any device
  * @path:  a file written by gpo_optim_save() (or, with GPO_CKPT_FOREIGN,
  *         by any safetensors writer)
  * @flags: 0, GPO_CKPT_BUFFERED, GPO_CKPT_FOREIGN

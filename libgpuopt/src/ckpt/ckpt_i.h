@@ -12,7 +12,8 @@
  *	         alignment if that is larger)
  *	data     the tensors back to back, in data_offsets order
  *
- * Tensors are "param/<name>" and "state/<name>/<slot>", all F32. The
+ * Tensors are "param/<name>" and "state/<name>/<slot>", each in its
+ * buffer's dtype (F32 F16 BF16 U8 I32 I64; restore converts nothing). The
  * "__metadata__" map (strings only, as the format demands) holds
  * "format": "pt" and the CKPT_META_* keys below; the ones holding JSON hold
  * it as text.
