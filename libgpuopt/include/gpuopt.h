@@ -651,8 +651,10 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *              shorter than its tensors (truncated)
  *   -EPROTO    the header is not the format: not JSON, not an object,
  *              duplicate keys, an entry without dtype/shape/data_offsets
- *              or with other fields, an unknown dtype, metadata that is
- *              not a string map, malformed gpuopt.* metadata
+ *              or with other fields, an unknown dtype (and, without
+ *              GPO_CKPT_FOREIGN, one gpuopt does not write: F64, BOOL,
+ *              I8, ...), metadata that is not a string map, malformed
+ *              gpuopt.* metadata
  *   -EPROTONOSUPPORT  a gpuopt.version this library does not know
  *   -ENODATA   gpuopt metadata or a tensor's checksum is missing (see
  *              GPO_CKPT_FOREIGN)

@@ -12,9 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "ckpt/ckpt_i.h"
+#include "ckpt_util.h"
 #include "core/dtype_i.h"
 
+#ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 
 static uint64_t next64(uint64_t *s)
 {
@@ -546,6 +550,77 @@ START_TEST(test_checkpoint_of_other_dtypes_is_einval_and_changes_nothing)
 }
 END_TEST
 
+/*
+ * The strict reader takes exactly gpuopt's six dtypes: param/b (F32 [3])
+ * turned into another dtype of the same 12 bytes in the file's own
+ * header (the header's checksum skipped, as the fuzz harness does).
+ */
+START_TEST(test_strict_reader_takes_only_gpuopt_dtypes)
+{
+	static const struct {
+		const char *entry;
+		int strict, foreign;
+	} cases[] = {
+		{ "\"param/b\":{\"dtype\":\"F32\",\"shape\":[3]", 0, 0 },
+		{ "\"param/b\":{\"dtype\":\"I32\",\"shape\":[3]", 0, 0 },
+		{ "\"param/b\":{\"dtype\":\"BF16\",\"shape\":[6]", 0, 0 },
+		{ "\"param/b\":{\"dtype\":\"U8\",\"shape\":[12]", 0, 0 },
+		{ "\"param/b\":{\"dtype\":\"I16\",\"shape\":[6]", -EPROTO, 0 },
+		{ "\"param/b\":{\"dtype\":\"U32\",\"shape\":[3]", -EPROTO, 0 },
+		{ "\"param/b\":{\"dtype\":\"BOOL\",\"shape\":[12]", -EPROTO,
+		  0 },
+		{ "\"param/b\":{\"dtype\":\"F8_E4M3\",\"shape\":[12]",
+		  -EPROTO, 0 },
+		{ "\"param/b\":{\"dtype\":\"F4\",\"shape\":[24]", -EPROTO,
+		  -EPROTO },
+	};
+	const char *orig = "\"param/b\":{\"dtype\":\"F32\",\"shape\":[3]";
+	struct gpo_optim *opt;
+	struct gpo_device *dev;
+	char path[128], *file, *at, *copy;
+	size_t len, k, hlen;
+
+	ck_assert_int_eq(gpo_device_select(tu_ctx(), "cpu", &dev), 0);
+	opt = make_opt(dev, GPO_SGD, 100);
+	make_dir();
+	snprintf(path, sizeof(path), "%s/x.safetensors", dir);
+	ck_assert_int_eq(gpo_optim_save(opt, path, 0), 0);
+	file = cu_slurp(path, &len);
+	at = strstr(file + 8, orig);
+	ck_assert_ptr_nonnull(at);
+	memcpy(&hlen, file, 8);
+	for (k = 0; k < ARRAY_SIZE(cases); k++) {
+		size_t pad = strlen(cases[k].entry) - strlen(orig);
+		size_t off = (size_t)(at - file);
+		int ret;
+
+		/* the header's trailing spaces make room for a longer entry */
+		ck_assert_uint_ge(strlen(cases[k].entry), strlen(orig));
+		ck_assert(file[8 + hlen - 1 - pad] == ' ');
+		copy = malloc(len);
+		memcpy(copy, file, off);
+		memcpy(copy + off, cases[k].entry, strlen(cases[k].entry));
+		memcpy(copy + off + strlen(cases[k].entry), at + strlen(orig),
+		       8 + hlen - off - strlen(orig) - pad);
+		memcpy(copy + 8 + hlen, file + 8 + hlen, len - 8 - hlen);
+		ret = gpo__ckpt_check_mem(copy, len, CKPT_NO_HEADER_SUM, NULL);
+		ck_assert_msg(ret == cases[k].strict, "%s: strict %d: %s",
+			      cases[k].entry, ret, gpo_errmsg());
+		if (ret)
+			ck_assert_msg(strstr(gpo_errmsg(), "param/b"), "%s",
+				      gpo_errmsg());
+		ret = gpo__ckpt_check_mem(copy, len, CKPT_NO_HEADER_SUM |
+					  GPO_CKPT_FOREIGN, NULL);
+		ck_assert_msg(ret == cases[k].foreign, "%s: foreign %d: %s",
+			      cases[k].entry, ret, gpo_errmsg());
+		free(copy);
+	}
+	free(file);
+	gpo_optim_free(opt);
+	remove_file_and_dir(path);
+}
+END_TEST
+
 /* ---- the step ------------------------------------------------------------- */
 
 struct refusal {
@@ -865,6 +940,7 @@ int main(void)
 	tcase_add_test(tc, test_every_dtype_round_trips_bit_exactly_every_device);
 	tcase_add_test(tc, test_checkpoint_keeps_each_dtype_bit_exactly);
 	tcase_add_test(tc, test_checkpoint_of_other_dtypes_is_einval_and_changes_nothing);
+	tcase_add_test(tc, test_strict_reader_takes_only_gpuopt_dtypes);
 	tcase_add_test(tc, test_step_on_non_f32_is_enosys_and_changes_nothing);
 	tcase_add_test(tc, test_objective_on_non_f32_is_enosys);
 	tcase_add_test(tc, test_unused_slot_in_another_dtype_does_not_stop_the_step);

@@ -92,19 +92,12 @@ static enum gpo_dtype slot_dtype(const struct gpo_optim *opt, int slot)
 	return slot == CKPT_SLOT_PARAM ? opt->param_dtype : opt->slot_dtype[slot];
 }
 
-/* Each gpo_dtype's safetensors name; no other dtype of the format fits. */
-static const enum ckpt_dtype file_dtype[GPO_DTYPES] = {
-	[GPO_F32] = DT_F32, [GPO_F16] = DT_F16, [GPO_BF16] = DT_BF16,
-	[GPO_U8] = DT_U8, [GPO_I32] = DT_I32, [GPO_I64] = DT_I64,
-};
-
 /* File order: param, then each slot in use; by group, then flat order. */
 static void plan_buffer(const struct gpo_optim *opt, int slot,
 			struct save_plan *p)
 {
-	int g, t;
-
 	uint64_t esize = gpo_dtype_size(slot_dtype(opt, slot));
+	int g, t;
 
 	for (g = 0; g < opt->ngroups; g++) {
 		const struct optim_group *grp = &opt->groups[g];
@@ -336,8 +329,8 @@ static json_t *tensor_json(const struct optim_tensor *t, enum gpo_dtype dt,
 		json_decref(offs);
 		return NULL;
 	}
-	json_object_set_new(o, "dtype",
-			    json_string(gpo__ckpt_dtype_names[file_dtype[dt]]));
+	json_object_set_new(o, "dtype", json_string(
+		gpo__ckpt_dtype_names[gpo__ckpt_file_dtype[dt]]));
 	json_object_set_new(o, "shape", shape);
 	json_object_set_new(o, "data_offsets", offs);
 	return o;
@@ -1178,12 +1171,12 @@ static int check_shape(const struct gpo_optim *opt,
 	int i, same = t->ndim == ot->ndim;
 
 	/* no conversion: a file of other dtypes needs an optimizer of those */
-	if (t->dtype != file_dtype[dt])
+	if (t->dtype != gpo__ckpt_file_dtype[dt])
 		return gpo__err(-EINVAL, "tensor '%.200s' is %s; the optimizer keeps %s in %s (%s)",
 			       t->name, gpo__ckpt_dtype_names[t->dtype],
 			       t->slot == CKPT_SLOT_PARAM ? "param" :
 			       gpo__optim_slot_names[t->slot], gpo_dtype_name(dt),
-			       gpo__ckpt_dtype_names[file_dtype[dt]]);
+			       gpo__ckpt_dtype_names[gpo__ckpt_file_dtype[dt]]);
 	for (i = 0; same && i < t->ndim; i++)
 		same = t->shape[i] == ot->shape[i];
 	if (!same)

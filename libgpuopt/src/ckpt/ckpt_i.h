@@ -63,6 +63,8 @@ enum ckpt_dtype {
 };
 
 extern const char *const gpo__ckpt_dtype_names[DT_COUNT];
+/* each gpo_dtype's safetensors dtype: the only ones a strict reader takes */
+extern const enum ckpt_dtype gpo__ckpt_file_dtype[GPO_DTYPES];
 
 /* what a tensor of a checkpoint maps to in an optimizer (restore) */
 #define CKPT_SLOT_PARAM	(-1)
