@@ -405,11 +405,11 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
  *          not its configuration uses it now)
  * @dt:     the dtype
  *
- * Only before the buffers are allocated (the first read, write, step or
- * save). The step kernels are float32 only for now: gpo_optim_step() and
- * gpo_optim_objective() refuse with -ENOSYS while a buffer they use is of
- * another dtype; reads, writes, checkpoints and gpo_optim_reset() work
- * with every dtype. A slot other than f32 starts as zero bytes; adagrad's
+ * Only before the buffers are allocated (the first read, write, step,
+ * save or restore). The step kernels are float32 only for now:
+ * gpo_optim_step() and gpo_optim_objective() refuse with -ENOSYS while a
+ * buffer they use is of another dtype; reads, writes, checkpoints and
+ * gpo_optim_reset() work with every dtype. A slot other than f32 starts as zero bytes; adagrad's
  * sum in f16 or bf16 starts at initial_accumulator_value rounded to that
  * dtype, in u8, i32 or i64 only at 0 (else its allocation fails with
  * -ENOSYS). Returns 0; -EINVAL for a NULL pointer or an invalid @dt;
