@@ -50,6 +50,39 @@ const char *gpo_version(void);
  */
 const char *gpo_errmsg(void);
 
+/* ---- element types ------------------------------------------------------ */
+
+/*
+ * The element type of a buffer: every buffer and optimizer slot has one
+ * (f32 unless set otherwise). Data is little-endian; f16 is IEEE 754
+ * binary16, bf16 the top half of a float32, u8 the bytes of 8-bit
+ * quantized state, i32/i64 two's complement (labels).
+ */
+enum gpo_dtype {
+	GPO_F32 = 0,
+	GPO_F16,
+	GPO_BF16,
+	GPO_U8,
+	GPO_I32,
+	GPO_I64,
+	GPO_DTYPES
+};
+
+/* gpo_dtype_size - bytes per element of @dt: 4, 2, 2, 1, 4, 8; 0 if invalid */
+size_t gpo_dtype_size(enum gpo_dtype dt);
+
+/*
+ * gpo_dtype_name - "f32", "f16", "bf16", "u8", "i32" or "i64"; "unknown"
+ * for an invalid @dt (never NULL, so it can go straight into a message)
+ */
+const char *gpo_dtype_name(enum gpo_dtype dt);
+
+/*
+ * gpo_dtype_parse - the dtype named @name, one of gpo_dtype_name()'s
+ * names in lower case, or -EINVAL
+ */
+int gpo_dtype_parse(const char *name);
+
 /* ---- contexts and devices ---------------------------------------------- */
 
 /*
@@ -214,22 +247,9 @@ int gpo_pool_trim(struct gpo_device *dev);
  * the flat order is the order of gpo_optim_add_tensor() calls.
  *
  * Buffers are allocated on the first read, write or step; after that no
- * tensor can be added. All data is float32, little-endian.
+ * tensor can be added and no dtype changed. Each buffer holds elements of
+ * its dtype (gpo_optim_set_dtype(), float32 by default), little-endian.
  */
-
-/*
- * Element types. Every buffer, tensor and optimizer slot has one; names
- * are the lower-case forms ("f32", "bf16", ...), safetensors' upper-case.
- */
-enum gpo_dtype {
-	GPO_F32 = 0,
-	GPO_F16,
-	GPO_BF16,
-	GPO_U8,
-	GPO_I32,
-	GPO_I64,
-	GPO_DTYPES
-};
 
 enum gpo_optim_kind {
 	GPO_SGD = 0,
@@ -289,6 +309,7 @@ struct gpo_tensor_info {
 	uint64_t shape[8];
 	uint64_t numel;
 	uint64_t offset;		/* in elements, in the flat buffers */
+	enum gpo_dtype dtype;		/* of the parameters ("param") */
 };
 
 /* gpo_optim_tensor_count - the number of tensors, or -EINVAL */
@@ -394,11 +415,38 @@ int gpo_optim_slot_count(struct gpo_optim *opt);
 const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
 
 /*
+ * gpo_optim_set_dtype - choose the element type of a buffer
+ * @buffer: "param", "grad", or a state slot this kind can keep (whether or
+ *          not its configuration uses it now)
+ * @dt:     the dtype
+ *
+ * Only before the buffers are allocated (the first read, write, step,
+ * save or restore). The step kernels are float32 only for now:
+ * gpo_optim_step() and gpo_optim_objective() refuse with -ENOSYS while a
+ * buffer they use is of another dtype; reads, writes, checkpoints and
+ * gpo_optim_reset() work with every dtype. A slot other than f32 starts as zero bytes; adagrad's
+ * sum in f16 or bf16 starts at initial_accumulator_value rounded to that
+ * dtype, in u8, i32 or i64 only at 0 (else its allocation fails with
+ * -ENOSYS). Returns 0; -EINVAL for a NULL pointer or an invalid @dt;
+ * -ENOENT for a buffer the kind has not; -EBUSY once the buffers are
+ * allocated. On failure nothing changes.
+ */
+int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
+			enum gpo_dtype dt);
+
+/*
+ * gpo_optim_dtype - the dtype of @buffer (names as gpo_optim_set_dtype()),
+ * or -EINVAL for a NULL pointer, -ENOENT for a buffer the kind has not
+ */
+int gpo_optim_dtype(struct gpo_optim *opt, const char *buffer);
+
+/*
  * gpo_optim_write - copy host data into a slot
  * @slot:   "param", "grad" or a state slot
  * @tensor: a tensor name, or NULL for the whole flat buffer
- * @src:    float32 data
- * @bytes:  exactly 4 * the tensor's (or the buffer's) element count
+ * @src:    elements of the slot's dtype (gpo_optim_dtype())
+ * @bytes:  exactly the tensor's (or the buffer's) element count times the
+ *          dtype's size
  *
  * Returns 0; -EINVAL for a NULL pointer or wrong size; -ENOENT for an
  * unknown slot or tensor; -ENOMEM if buffers cannot be allocated; -EIO or
@@ -430,7 +478,8 @@ struct gpo_step_info {
  * optional global-norm clip, then the fused update of every tensor.
  * The gradients are read, never modified. If a schedule is attached, the
  * step uses the schedule's current lr, and the schedule advances after it.
- * Returns 0; -ENOMEM if buffers cannot be allocated; -EIO if a kernel
+ * Returns 0; -ENOSYS (nothing done) if param, grad or a slot the step
+ * uses is not f32; -ENOMEM if buffers cannot be allocated; -EIO if a kernel
  * failed; -ENODEV if the device was lost. A step with non-finite gradients
  * (when checked) is skipped: it returns 0, sets info->skipped and leaves
  * parameters, state and the step count untouched.
@@ -468,7 +517,8 @@ int gpo_optim_reset(struct gpo_optim *opt);
  *
  * Writes the objective's gradient into the "grad" slot, so that a
  * following gpo_optim_step() descends it. Returns 0, -EINVAL for an
- * unknown name or an optimizer with several groups, or a device error.
+ * unknown name or an optimizer with several groups, -ENOSYS if param or
+ * grad is not f32, or a device error.
  */
 int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 			double *loss);
@@ -601,7 +651,8 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *
  * A checkpoint is a safetensors file (readable by the safetensors package,
  * numpy and PyTorch): tensors "param/<name>" and "state/<name>/<slot>",
- * float32 ("F32"), and in "__metadata__" the strings "format": "pt",
+ * each in its buffer's dtype ("F32", "F16", "BF16", "U8", "I32", "I64"),
+ * and in "__metadata__" the strings "format": "pt",
  * "gpuopt.version": "1", "gpuopt.optimizer" (the kind),
  * "gpuopt.groups" (JSON: each group's tensors and hyperparameters),
  * "gpuopt.step", "gpuopt.skipped", "gpuopt.schedule" (gpo_sched_save()'s
@@ -617,8 +668,10 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *              shorter than its tensors (truncated)
  *   -EPROTO    the header is not the format: not JSON, not an object,
  *              duplicate keys, an entry without dtype/shape/data_offsets
- *              or with other fields, an unknown dtype, metadata that is
- *              not a string map, malformed gpuopt.* metadata
+ *              or with other fields, an unknown dtype (and, without
+ *              GPO_CKPT_FOREIGN, one gpuopt does not write: F64, BOOL,
+ *              I8, ...), metadata that is not a string map, malformed
+ *              gpuopt.* metadata
  *   -EOVERFLOW gpuopt.step is 2^64-1: no step could follow it
  *   -EPROTONOSUPPORT  a gpuopt.version this library does not know
  *   -ENODATA   gpuopt metadata or a tensor's checksum is missing (see
@@ -626,8 +679,10 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric);
  *   -EBADE     a tensor's bytes do not match its checksum (ZFS's ECKSUM)
  *   -EINVAL    a well-formed file that does not fit the optimizer: another
  *              kind or number of groups, a tensor it lacks or in another
- *              group, another shape, a dtype other than F32, a slot the
- *              kind does not have; and bad arguments
+ *              group, another shape, a dtype other than the buffer's (no
+ *              conversion is done; a safetensors dtype gpuopt has no
+ *              gpo_dtype for, such as F64, never fits), a slot the kind
+ *              does not have; and bad arguments
  * and the filesystem's own (-EACCES, -EISDIR, -EIO, -ENOSPC, -EDQUOT...).
  */
 
@@ -661,7 +716,8 @@ int gpo_optim_save(struct gpo_optim *opt, const char *path,
 /*
  * gpo_optim_restore - load a checkpoint into @opt
  * @opt:   an optimizer with the same tensors (names, shapes, groups) as
- *         the one saved; any device
+ *         the one saved, and buffers of the same dtypes (set them with
+ *         gpo_optim_set_dtype() before restoring); any device
  * @path:  a file written by gpo_optim_save() (or, with GPO_CKPT_FOREIGN,
  *         by any safetensors writer)
  * @flags: 0, GPO_CKPT_BUFFERED, GPO_CKPT_FOREIGN

@@ -13,8 +13,13 @@
  *   -n NUMEL    about how many parameters (default 4096)
  *   -s STEPS    steps before saving (default 3)
  *   -d DEVICE   device (default cpu)
- *   -o DIR      dump every tensor as raw float32 into DIR/<name>.bin, with
- *               '/' in names as "__" (after the save, or after the load)
+ *   -o DIR      dump every tensor's raw bytes (in its dtype) into
+ *               DIR/<name>.bin, with '/' in names as "__" (after the
+ *               save, or after the load)
+ *   -T LIST     buffer dtypes, "param=f16,exp_avg=bf16,..."; save then
+ *               fills param and every slot in use with random bytes and
+ *               sets the step count instead of stepping (the step
+ *               kernels are f32 only)
  *   -f          GPO_CKPT_FOREIGN      -b  GPO_CKPT_BUFFERED
  *   -P          no fallocate (the write itself hits ENOSPC)
  *   -L          the fuzz harness's small layout (fuzz_ckpt.h) instead
@@ -39,6 +44,7 @@ struct args {
 	const char *dump;
 	int fuzz_layout;
 	const char *ready;
+	const char *dtypes;
 	uint64_t numel;
 	int steps;
 	unsigned int flags;
@@ -65,6 +71,33 @@ static int fail(const char *what, int ret)
 {
 	fprintf(stderr, "error: errno=%d %s: %s\n", -ret, what, gpo_errmsg());
 	return 1;
+}
+
+/* -T: "buffer=dtype,..." */
+static int set_dtypes(struct gpo_optim *opt, const char *list)
+{
+	char *copy = strdup(list), *item, *save, *eq;
+	int ret = copy ? 0 : -ENOMEM;
+
+	for (item = copy ? strtok_r(copy, ",", &save) : NULL; item && !ret;
+	     item = strtok_r(NULL, ",", &save)) {
+		eq = strchr(item, '=');
+		if (!eq)
+			ret = -EINVAL;
+		else
+			*eq = '\0';
+		if (!ret)
+			ret = gpo_dtype_parse(eq + 1);
+		if (ret >= 0)
+			ret = gpo_optim_set_dtype(opt, item, ret);
+	}
+	free(copy);
+	return ret;
+}
+
+static size_t elem_size(struct gpo_optim *opt, const char *slot)
+{
+	return gpo_dtype_size(gpo_optim_dtype(opt, slot));
 }
 
 /* Two groups: a.weight [r,7] a.bias [7] in 0, b.weight [r,3,5] b.bias [5]. */
@@ -105,6 +138,8 @@ out_configure:
 		ret = gpo_optim_configure(*opt, 0, settings(a->kind, 0));
 	if (!ret)
 		ret = gpo_optim_configure(*opt, 1, settings(a->kind, 1));
+	if (!ret && a->dtypes)
+		ret = set_dtypes(*opt, a->dtypes);
 	return ret < 0 ? fail("optimizer", ret) : 0;
 }
 
@@ -118,26 +153,43 @@ static float next_float(void)
 	return (float)((rng >> 11) * (1.0 / 9007199254740992.0) * 2 - 1);
 }
 
+/* random floats, or in a slot of another dtype random bytes */
 static int fill_slot(struct gpo_optim *opt, const char *slot, float value,
 		     int random)
 {
 	uint64_t i, n = gpo_optim_numel(opt);
-	float *x = malloc(n * 4);
+	size_t es = elem_size(opt, slot);
+	float *x;
 	int ret;
 
+	if (gpo_optim_dtype(opt, slot) != GPO_F32 && !random)
+		return -EINVAL;
+	x = malloc(n * es);
 	if (!x)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		x[i] = random ? next_float() : value;
-	ret = gpo_optim_write(opt, slot, NULL, x, n * 4);
+	if (gpo_optim_dtype(opt, slot) != GPO_F32) {
+		for (i = 0; i < n * es; i++) {
+			next_float();
+			((unsigned char *)x)[i] = (unsigned char)(rng >> 56);
+		}
+	} else {
+		for (i = 0; i < n; i++)
+			x[i] = random ? next_float() : value;
+	}
+	ret = gpo_optim_write(opt, slot, NULL, x, n * es);
 	free(x);
 	return ret;
 }
 
-static int take_steps(struct gpo_optim *opt, int steps)
+static int take_steps(struct gpo_optim *opt, int steps, int dtypes)
 {
 	int i, ret = fill_slot(opt, "param", 0, 1);
 
+	/* with other dtypes than f32 there is no kernel: state by hand */
+	for (i = 0; dtypes && i < gpo_optim_slot_count(opt) && !ret; i++)
+		ret = fill_slot(opt, gpo_optim_slot_name(opt, i), 0, 1);
+	if (dtypes)
+		return ret ? ret : gpo_optim_set_step(opt, (uint64_t)steps);
 	for (i = 0; i < steps && !ret; i++) {
 		ret = fill_slot(opt, "grad", 0, 1);
 		if (!ret)
@@ -149,21 +201,22 @@ static int take_steps(struct gpo_optim *opt, int steps)
 static int dump_one(struct gpo_optim *opt, const char *dir, const char *slot,
 		    const char *tensor, uint64_t numel)
 {
+	size_t es = elem_size(opt, slot);
 	char path[4096];
-	float *x = malloc(numel * 4);
+	char *x = malloc(numel * es);
 	FILE *f;
 	int ret;
 
 	if (!x)
 		return -ENOMEM;
-	ret = gpo_optim_read(opt, slot, tensor, x, numel * 4);
+	ret = gpo_optim_read(opt, slot, tensor, x, numel * es);
 	if (!strcmp(slot, "param"))
 		snprintf(path, sizeof(path), "%s/param__%s.bin", dir, tensor);
 	else
 		snprintf(path, sizeof(path), "%s/state__%s__%s.bin", dir,
 			 tensor, slot);
 	if (!ret && (!(f = fopen(path, "wb")) ||
-		     fwrite(x, 4, numel, f) != numel || fclose(f)))
+		     fwrite(x, es, numel, f) != numel || fclose(f)))
 		ret = -EIO;
 	free(x);
 	return ret;
@@ -235,7 +288,7 @@ static int run(const struct args *a, struct gpo_optim *opt)
 	int ret;
 
 	if (!strcmp(a->cmd, "save")) {
-		ret = take_steps(opt, a->steps);
+		ret = take_steps(opt, a->steps, a->dtypes != NULL);
 		if (ret)
 			return fail("steps", ret);
 		ret = gpo_optim_save(opt, a->path, a->flags);
@@ -269,7 +322,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->device = "cpu";
 	a->numel = 4096;
 	a->steps = 3;
-	while ((c = getopt(argc, argv, "k:n:s:d:o:fbPLR:")) != -1) {
+	while ((c = getopt(argc, argv, "k:n:s:d:o:fbPLR:T:")) != -1) {
 		switch (c) {
 		case 'k': a->kind = optarg; break;
 		case 'n': a->numel = strtoull(optarg, NULL, 0); break;
@@ -281,6 +334,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'P': gpo__ckpt_tune.no_prealloc = 1; break;
 		case 'L': a->fuzz_layout = 1; break;
 		case 'R': a->ready = optarg; break;
+		case 'T': a->dtypes = optarg; break;
 		default: return -1;
 		}
 	}
@@ -299,7 +353,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (parse_args(argc, argv, &a)) {
-		fprintf(stderr, "usage: %s save|load|loop|check PATH [-k KIND] [-n NUMEL] [-s STEPS] [-d DEV] [-o DIR] [-f] [-b] [-P]\n",
+		fprintf(stderr, "usage: %s save|load|loop|check PATH [-k KIND] [-n NUMEL] [-s STEPS] [-d DEV] [-o DIR] [-f] [-b] [-P] [-T DTYPES]\n",
 			argv[0]);
 		return 2;
 	}

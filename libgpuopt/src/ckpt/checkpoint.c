@@ -86,10 +86,16 @@ static const struct dev_buf *slot_buf(const struct gpo_optim *opt, int slot)
 	return slot == CKPT_SLOT_PARAM ? &opt->param : &opt->slot[slot];
 }
 
+static enum gpo_dtype slot_dtype(const struct gpo_optim *opt, int slot)
+{
+	return slot == CKPT_SLOT_PARAM ? opt->param_dtype : opt->slot_dtype[slot];
+}
+
 /* File order: param, then each slot in use; by group, then flat order. */
 static void plan_buffer(const struct gpo_optim *opt, int slot,
 			struct save_plan *p)
 {
+	uint64_t esize = gpo_dtype_size(slot_dtype(opt, slot));
 	int g, t;
 
 	for (g = 0; g < opt->ngroups; g++) {
@@ -98,14 +104,14 @@ static void plan_buffer(const struct gpo_optim *opt, int slot,
 		if (!grp->numel)
 			continue;
 		p->seg[p->nseg++] = (struct save_seg){ slot_buf(opt, slot),
-						       grp->start * 4,
-						       grp->numel * 4 };
+						       grp->start * esize,
+						       grp->numel * esize };
 		for (t = 0; t < opt->ntensors; t++) {
 			if (opt->tensors[t].group != g)
 				continue;
 			p->e[p->ne++] = (struct save_entry){
-				t, slot, opt->tensors[t].numel * 4, 0 };
-			p->data_len += opt->tensors[t].numel * 4;
+				t, slot, opt->tensors[t].numel * esize, 0 };
+			p->data_len += opt->tensors[t].numel * esize;
 		}
 	}
 }
@@ -311,8 +317,8 @@ static int build_meta(const struct gpo_optim *opt, const struct save_plan *p,
 	return ret;
 }
 
-static json_t *tensor_json(const struct optim_tensor *t, uint64_t begin,
-			   uint64_t end)
+static json_t *tensor_json(const struct optim_tensor *t, enum gpo_dtype dt,
+			   uint64_t begin, uint64_t end)
 {
 	json_t *o = json_object(), *shape = json_array(), *offs = json_array();
 	int i, bad = !o || !shape || !offs;
@@ -329,7 +335,8 @@ static json_t *tensor_json(const struct optim_tensor *t, uint64_t begin,
 		json_decref(offs);
 		return NULL;
 	}
-	json_object_set_new(o, "dtype", json_string("F32"));
+	json_object_set_new(o, "dtype", json_string(
+		gpo__ckpt_dtype_names[gpo__ckpt_file_dtype[dt]]));
 	json_object_set_new(o, "shape", shape);
 	json_object_set_new(o, "data_offsets", offs);
 	return o;
@@ -362,7 +369,8 @@ static char *build_header(const struct gpo_optim *opt,
 	for (i = 0; i < p->ne && !ret; i++) {
 		entry_name(opt, &p->e[i], name, sizeof(name));
 		ret = json_object_set_new(root, name,
-			tensor_json(&opt->tensors[p->e[i].tensor], pos,
+			tensor_json(&opt->tensors[p->e[i].tensor],
+				    slot_dtype(opt, p->e[i].slot), pos,
 				    pos + p->e[i].bytes));
 		pos += p->e[i].bytes;
 	}
@@ -910,7 +918,8 @@ static int upload(struct sink *sk, const struct ckpt_tensor *t,
 		  const char *src, uint64_t n)
 {
 	struct dev_buf *buf = sk->dst[t->slot + 1];
-	uint64_t off = sk->opt->tensors[t->tensor].offset * 4 + sk->tpos;
+	uint64_t esize = gpo_dtype_size(slot_dtype(sk->opt, t->slot));
+	uint64_t off = sk->opt->tensors[t->tensor].offset * esize + sk->tpos;
 	int ret;
 
 	if (sk->pend_len && buf == sk->pend_buf &&
@@ -1162,11 +1171,16 @@ static int check_shape(const struct gpo_optim *opt,
 		       const struct ckpt_tensor *t)
 {
 	const struct optim_tensor *ot = &opt->tensors[t->tensor];
+	enum gpo_dtype dt = slot_dtype(opt, t->slot);
 	int i, same = t->ndim == ot->ndim;
 
-	if (t->dtype != DT_F32)
-		return gpo__err(-EINVAL, "tensor '%.200s' is %s; gpuopt keeps F32",
-			       t->name, gpo__ckpt_dtype_names[t->dtype]);
+	/* no conversion: a file of other dtypes needs an optimizer of those */
+	if (t->dtype != gpo__ckpt_file_dtype[dt])
+		return gpo__err(-EINVAL, "tensor '%.200s' is %s; the optimizer keeps %s in %s (%s)",
+			       t->name, gpo__ckpt_dtype_names[t->dtype],
+			       t->slot == CKPT_SLOT_PARAM ? "param" :
+			       gpo__optim_slot_names[t->slot], gpo_dtype_name(dt),
+			       gpo__ckpt_dtype_names[gpo__ckpt_file_dtype[dt]]);
 	for (i = 0; same && i < t->ndim; i++)
 		same = t->shape[i] == ot->shape[i];
 	if (!same)
@@ -1312,40 +1326,46 @@ static void free_staged(struct restore_job *j)
 		gpo__pool_free(j->opt->dev, &j->staged[i]);
 }
 
+/* Zero bytes [@from, @to), multiples of 4, as float32 zeros. */
 static int fill_zero(struct gpo_device *dev, const struct dev_buf *buf,
 		     uint64_t from, uint64_t to)
 {
-	struct gpo_mem_args a = { .n = (uint32_t)(to - from), .value = 0 };
+	struct gpo_mem_args a = { .value = 0 };
 	struct op_call call = {
-		.op = OP_FILL, .dtype = GPO_F32, .work = to - from, .args = &a,
+		.op = OP_FILL, .dtype = GPO_F32, .args = &a,
 	};
 
 	if (from >= to)
 		return 0;
 	call.buf[0] = *buf;
-	call.buf[0].off += from * 4;
-	call.buf[0].size = (to - from) * 4;
+	call.buf[0].off += from;
+	call.buf[0].size = to - from;
+	a.n = (uint32_t)((to - from) / 4);
+	call.work = a.n;
 	return gpo__launch(dev, &call);
 }
 
 /*
  * Zero what the file does not fill: the padding after each group. The
- * fill starts at a GROUP_ALIGN boundary, a valid descriptor offset on
- * every device; the group's data it covers comes in afterwards.
+ * fill starts at a multiple of 256 bytes (GROUP_ALIGN float32s), a valid
+ * descriptor offset on every device; the data it covers (of this group or,
+ * with smaller elements, of groups before) comes in afterwards.
  */
-static int zero_padding(struct gpo_optim *opt, const struct dev_buf *buf)
+static int zero_padding(struct gpo_optim *opt, const struct dev_buf *buf,
+			uint64_t esize)
 {
+	const uint64_t align = GROUP_ALIGN * 4;
 	int g, ret = 0;
 
 	for (g = 0; g < opt->ngroups && !ret; g++) {
 		const struct optim_group *grp = &opt->groups[g];
-		uint64_t end = grp->start + grp->numel;
-		uint64_t next = g + 1 < opt->ngroups ?
-				opt->groups[g + 1].start : opt->total;
+		uint64_t end = (grp->start + grp->numel) * esize;
+		uint64_t next = (g + 1 < opt->ngroups ?
+				 opt->groups[g + 1].start : opt->total) * esize;
 
 		if (end < next)
-			ret = fill_zero(opt->dev, buf,
-					end / GROUP_ALIGN * GROUP_ALIGN, next);
+			ret = fill_zero(opt->dev, buf, end / align * align,
+					next);
 	}
 	return ret;
 }
@@ -1359,11 +1379,13 @@ static int stage(struct restore_job *j)
 
 	pthread_mutex_lock(&dev->lock);
 	for (i = 0; i <= SL_COUNT && !ret; i++) {
+		uint64_t esize = gpo_dtype_size(slot_dtype(opt, i - 1));
+
 		if (i && !j->have[i - 1])
 			continue;
-		ret = gpo__pool_alloc(dev, opt->total * 4, &j->staged[i]);
+		ret = gpo__pool_alloc(dev, opt->total * esize, &j->staged[i]);
 		if (!ret)
-			ret = zero_padding(opt, &j->staged[i]);
+			ret = zero_padding(opt, &j->staged[i], esize);
 	}
 	if (!ret)
 		ret = dev->ops->wait(dev, NULL);

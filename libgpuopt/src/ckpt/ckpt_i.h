@@ -12,7 +12,8 @@
  *	         alignment if that is larger)
  *	data     the tensors back to back, in data_offsets order
  *
- * Tensors are "param/<name>" and "state/<name>/<slot>", all F32. The
+ * Tensors are "param/<name>" and "state/<name>/<slot>", each in its
+ * buffer's dtype (F32 F16 BF16 U8 I32 I64; restore converts nothing). The
  * "__metadata__" map (strings only, as the format demands) holds
  * "format": "pt" and the CKPT_META_* keys below; the ones holding JSON hold
  * it as text.
@@ -62,6 +63,8 @@ enum ckpt_dtype {
 };
 
 extern const char *const gpo__ckpt_dtype_names[DT_COUNT];
+/* each gpo_dtype's safetensors dtype: the only ones a strict reader takes */
+extern const enum ckpt_dtype gpo__ckpt_file_dtype[GPO_DTYPES];
 
 /* what a tensor of a checkpoint maps to in an optimizer (restore) */
 #define CKPT_SLOT_PARAM	(-1)

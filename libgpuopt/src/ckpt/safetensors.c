@@ -23,6 +23,11 @@ const char *const gpo__ckpt_dtype_names[DT_COUNT] = {
 	[DT_F64] = "F64",
 };
 
+const enum ckpt_dtype gpo__ckpt_file_dtype[GPO_DTYPES] = {
+	[GPO_F32] = DT_F32, [GPO_F16] = DT_F16, [GPO_BF16] = DT_BF16,
+	[GPO_U8] = DT_U8, [GPO_I32] = DT_I32, [GPO_I64] = DT_I64,
+};
+
 static const unsigned int dtype_size[DT_COUNT] = {
 	[DT_BOOL] = 1, [DT_U8] = 1, [DT_I8] = 1, [DT_F8_E5M2] = 1,
 	[DT_F8_E4M3] = 1, [DT_I16] = 2, [DT_U16] = 2, [DT_F16] = 2,
@@ -529,6 +534,29 @@ static int check_complete(const struct ckpt *ck, unsigned int flags)
 	return 0;
 }
 
+/*
+ * Strict mode: only the dtypes gpuopt writes. A foreign file may hold any
+ * (gpo_ckpt_open() lists them); restore then refuses what fits no buffer.
+ */
+static int check_dtypes(const struct ckpt *ck, unsigned int flags)
+{
+	int i, d;
+
+	if (flags & GPO_CKPT_FOREIGN)
+		return 0;
+	for (i = 0; i < ck->ntensors; i++) {
+		for (d = 0; d < GPO_DTYPES; d++)
+			if (ck->t[i].dtype == gpo__ckpt_file_dtype[d])
+				break;
+		if (d == GPO_DTYPES)
+			return gpo__err(-EPROTO,
+				       "tensor '%.200s' is %s, not a dtype gpuopt writes (F32 F16 BF16 U8 I32 I64)",
+				       ck->t[i].name,
+				       gpo__ckpt_dtype_names[ck->t[i].dtype]);
+	}
+	return 0;
+}
+
 /* ---- the header's own checksum ------------------------------------------ */
 
 static int cmp_str(const void *a, const void *b)
@@ -690,6 +718,8 @@ static int parse_root(struct ckpt *ck, const char *json, uint64_t hlen,
 		ret = parse_gpuopt(ck);
 	if (!ret)
 		ret = check_complete(ck, flags);
+	if (!ret)
+		ret = check_dtypes(ck, flags);
 	return ret;
 }
 

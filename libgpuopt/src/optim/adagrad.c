@@ -25,7 +25,7 @@ static int adagrad_fill(struct gpo_optim *opt, struct optim_group *grp,
 	double clr = optim_group_lr(opt, grp) /
 		     (1.0 + (double)(t - 1) * hp->lr_decay);
 
-	call->buf[2] = optim_group_view(&opt->slot[SL_SUM], grp);
+	call->buf[2] = optim_slot_view(opt, SL_SUM, grp);
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;

@@ -39,13 +39,12 @@ static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
 				   1.0 / sqrt(bc2));
 	if (ret)
 		return ret;
-	call->buf[2] = optim_group_view(&opt->slot[SL_EXP_AVG], grp);
-	call->buf[3] = optim_group_view(&opt->slot[SL_EXP_AVG_SQ], grp);
+	call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
+	call->buf[3] = optim_slot_view(opt, SL_EXP_AVG_SQ, grp);
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
 	if (hp->amsgrad) {
-		call->buf[4] = optim_group_view(&opt->slot[SL_MAX_EXP_AVG_SQ],
-						grp);
+		call->buf[4] = optim_slot_view(opt, SL_MAX_EXP_AVG_SQ, grp);
 		a->flags |= GPO_ADAM_AMSGRAD;
 	}
 	call->buf[5] = opt->scal;

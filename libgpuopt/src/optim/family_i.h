@@ -49,17 +49,30 @@ extern const struct optim_family gpo__optim_lion;
 /* gpo__optim_family - the family of @kind, NULL for none */
 const struct optim_family *gpo__optim_family(enum gpo_optim_kind kind);
 
-/* @grp's part of a flat buffer (nothing if the buffer is absent) */
+/*
+ * @grp's part of a flat buffer of @dtype elements (nothing if the buffer
+ * is absent)
+ */
 static inline struct dev_buf optim_group_view(const struct dev_buf *buf,
+					      enum gpo_dtype dtype,
 					      const struct optim_group *grp)
 {
 	struct dev_buf v = *buf;
+	size_t es = gpo_dtype_size(dtype);
 
 	if (!v.mem)
 		return v;
-	v.off += grp->start * sizeof(float);
-	v.size = grp->numel * sizeof(float);
+	v.off += grp->start * es;
+	v.size = grp->numel * es;
 	return v;
+}
+
+/* @grp's part of state slot @s */
+static inline struct dev_buf optim_slot_view(const struct gpo_optim *opt,
+					     enum slot_id s,
+					     const struct optim_group *grp)
+{
+	return optim_group_view(&opt->slot[s], opt->slot_dtype[s], grp);
 }
 
 /* @grp's learning rate now: its lr through the schedule, if any */
@@ -116,11 +129,12 @@ static inline int optim_launch_groups(struct gpo_optim *opt,
 			continue;
 		memset(&call, 0, sizeof(call));
 		call.op = op;
-		call.dtype = GPO_F32;
+		call.dtype = opt->param_dtype;
 		call.work = grp->numel;
 		call.args = args;
-		call.buf[0] = optim_group_view(&opt->param, grp);
-		call.buf[1] = optim_group_view(&opt->grad, grp);
+		call.buf[0] = optim_group_view(&opt->param, opt->param_dtype,
+					       grp);
+		call.buf[1] = optim_group_view(&opt->grad, opt->grad_dtype, grp);
 		ret = fill(opt, grp, t, optim_upd_flags(grp, flags), &call,
 			   args);
 		if (!ret)

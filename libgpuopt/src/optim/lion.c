@@ -21,7 +21,7 @@ static int lion_fill(struct gpo_optim *opt, struct optim_group *grp,
 	struct gpo_lion_args *a = args;
 	double lr = optim_group_lr(opt, grp);
 
-	call->buf[2] = optim_group_view(&opt->slot[SL_EXP_AVG], grp);
+	call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;

@@ -51,6 +51,8 @@ struct gpo_optim {
 	struct dev_buf param;
 	struct dev_buf grad;
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
+	/* element types, fixed at allocation (0 = GPO_F32) */
+	enum gpo_dtype param_dtype, grad_dtype, slot_dtype[SL_COUNT];
 	struct dev_buf scal;		/* GPO_SCAL_COUNT floats: abi/abi.h */
 	struct dev_buf partials;	/* 2 floats per norm group */
 	uint32_t norm_groups, norm_chunk;

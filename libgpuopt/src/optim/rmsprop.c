@@ -30,15 +30,15 @@ static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
 	struct gpo_rmsprop_args *a = args;
 	double lr = optim_group_lr(opt, grp);
 
-	call->buf[2] = optim_group_view(&opt->slot[SL_SQUARE_AVG], grp);
+	call->buf[2] = optim_slot_view(opt, SL_SQUARE_AVG, grp);
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
 	if (hp->momentum > 0) {
-		call->buf[3] = optim_group_view(&opt->slot[SL_MOMENTUM], grp);
+		call->buf[3] = optim_slot_view(opt, SL_MOMENTUM, grp);
 		a->flags |= GPO_RMSPROP_MOMENTUM;
 	}
 	if (hp->centered) {
-		call->buf[4] = optim_group_view(&opt->slot[SL_GRAD_AVG], grp);
+		call->buf[4] = optim_slot_view(opt, SL_GRAD_AVG, grp);
 		a->flags |= GPO_RMSPROP_CENTERED;
 	}
 	call->buf[5] = opt->scal;

@@ -29,7 +29,7 @@ static int sgd_fill(struct gpo_optim *opt, struct optim_group *grp,
 	const struct hparams *hp = &grp->hp;
 	struct gpo_sgd_args *a = args;
 
-	call->buf[2] = optim_group_view(&opt->slot[SL_MOMENTUM], grp);
+	call->buf[2] = optim_slot_view(opt, SL_MOMENTUM, grp);
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
