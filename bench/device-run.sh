@@ -28,7 +28,7 @@ devs=cpu${nv_vk:+,$nv_vk}${nv_cl:+,$nv_cl}
 case ${DEVICE_RUN:-all} in
 tests|all)
 	GPUOPT_TEST_DEVICES=$devs GPUOPT_TEST_REQUIRE=opencl,vulkan \
-		tests/run-unit.sh "$build" "$build"/tests/test_* 2>&1 |
+		bash tests/run-unit.sh "$build" "$build"/tests/test_* 2>&1 |
 		tee "$out/unit.txt"
 	;;
 esac
