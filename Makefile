@@ -255,7 +255,7 @@ bench: all
 # clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 180
-FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/checkpoint.c \
+FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/meta.c ckpt/checkpoint.c \
 	optim/hparam.c) common/num.c common/kv.c
 FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -I. -Ilibgpuopt/include \
 	-Ilibgpuopt/src -g -O1 -fsanitize=address,undefined \

@@ -124,6 +124,15 @@ struct ckpt {
 int gpo__ckpt_parse_len(const void *le8, uint64_t file_size, uint64_t *hlen);
 
 /*
+ * gpo__st_parse - the safetensors format alone (safetensors.c): the JSON
+ * object of tensor entries and the __metadata__ string map into @ck, the
+ * layout checked against ck->data_len; *@root gets the parsed header
+ * (json_decref() it). gpuopt's metadata is checked by gpo__ckpt_parse().
+ */
+int gpo__st_parse(struct ckpt *ck, const char *json, uint64_t hlen,
+		  json_t **root);
+
+/*
  * gpo__ckpt_parse - validate a header completely
  * @json:      the @hlen header bytes (after the 8-byte length)
  * @file_size: the whole file's length, which the tensors must fill exactly
