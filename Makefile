@@ -258,7 +258,7 @@ FUZZ_TIME ?= 180
 FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/meta.c ckpt/checkpoint.c \
 	optim/hparam.c) common/num.c common/kv.c
 FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -I. -Ilibgpuopt/include \
-	-Ilibgpuopt/src -g -O1 -fsanitize=address,undefined \
+	-Ilibgpuopt/src -Ikernels -g -O1 -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz: $(ALIB)
 	@mkdir -p $(BUILD)/fuzz
