@@ -17,6 +17,10 @@
  * the push-constant block `args`. Members are 4-byte scalars only, so the
  * three layouts agree (std430 puts scalars at 4-byte strides).
  *
+ * The struct of an element op (GRID_ELEMENTS) starts with `gpo_u32 n`,
+ * the element count, equal to the launch's work: a backend that cuts a
+ * long view into windows rewrites it per window (gpo__launch() checks).
+ *
  * Element counts are 32-bit: one launch covers fewer than 2^32 elements.
  * The optimizer's flat state is limited below that (optim.c refuses more);
  * callers with more elements split them into several launches.

@@ -1116,6 +1116,9 @@ START_TEST(test_bad_launches_refused)
 		call.op = OP_FILL;
 		call.work = 1ull << 32;
 		ck_assert_int_eq(gpo__launch(dev, &call), -EINVAL);
+		/* an element struct's n that is not the launch's count */
+		call.work = 15;
+		ck_assert_int_eq(gpo__launch(dev, &call), -EINVAL);
 		gpo__pool_free(dev, &buf);
 	}
 }

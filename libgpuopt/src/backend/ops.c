@@ -119,6 +119,12 @@ int gpo__launch(struct gpo_device *dev, const struct op_call *call)
 	if (call->work > UINT32_MAX)
 		return gpo__err(-EINVAL, "%s: %llu work units (< 2^32 a launch)",
 				op->name, (unsigned long long)call->work);
+	/* element structs start with their count (abi.h) */
+	if (op->grid == GRID_ELEMENTS &&
+	    *(const uint32_t *)call->args != call->work)
+		return gpo__err(-EINVAL, "%s: n %u, but %llu elements launched",
+				op->name, *(const uint32_t *)call->args,
+				(unsigned long long)call->work);
 	return dev->ops->launch(dev, call);
 }
 
