@@ -245,18 +245,27 @@ static void fill_ref(struct tcase *tc)
 
 /* ---- norm ----------------------------------------------------------------- */
 
+/*
+ * An odd count of elements in groups of a random chunk (a multiple of 4),
+ * the last one partial, and random inputs for them in buffer 0
+ */
+static uint32_t chunked_setup(struct tcase *tc, uint32_t *n, uint32_t *chunk)
+{
+	uint64_t c = ((uint64_t)tu_rand(&tc->rng, 1, 600) + 3) / 4 * 4;
+
+	tc->n = odd_n(tc);
+	*n = (uint32_t)tc->n;
+	*chunk = (uint32_t)c;
+	tc->work = (tc->n + c - 1) / c;
+	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	return (uint32_t)tc->work;
+}
+
 static void norm_partial_setup(struct tcase *tc)
 {
 	struct gpo_norm_args *a = &tc->a.norm;
-	uint64_t chunk;
 
-	tc->n = odd_n(tc);
-	chunk = ((uint64_t)tu_rand(&tc->rng, 1, 600) + 3) / 4 * 4;
-	a->n = (uint32_t)tc->n;
-	a->chunk = (uint32_t)chunk;
-	a->groups = (uint32_t)((tc->n + chunk - 1) / chunk);
-	tc->work = a->groups;
-	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	a->groups = chunked_setup(tc, &a->n, &a->chunk);
 	if (VARIANT(tc))	/* one non-finite gradient */
 		put(&tc->b[0], (uint64_t)tu_rand(&tc->rng, 0, tc->n),
 		    VARIANT(tc) == 1 ? INFINITY : NAN);
@@ -779,15 +788,8 @@ static void lamb_apply_ref(struct tcase *tc)
 static void obj_setup(struct tcase *tc)
 {
 	struct gpo_objective_args *a = &tc->a.obj;
-	uint64_t chunk;
 
-	tc->n = odd_n(tc);
-	chunk = ((uint64_t)tu_rand(&tc->rng, 1, 600) + 3) / 4 * 4;
-	a->n = (uint32_t)tc->n;
-	a->chunk = (uint32_t)chunk;
-	a->groups = (uint32_t)((tc->n + chunk - 1) / chunk);
-	tc->work = a->groups;
-	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	a->groups = chunked_setup(tc, &a->n, &a->chunk);
 	tb_out(&tc->b[1], tc->n);
 	tb_out(&tc->b[2], 2 * a->groups);
 }
