@@ -56,7 +56,11 @@ ifeq ($(SANITIZE),1)
 BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
+# every program (never the library) keeps the CPU drivers resident, so
+# their own leaks keep their names (tests/unit/keep_drivers.c)
+SAN_KEEP := $(BUILD)/tests/unit/keep_drivers.o
 endif
+LDPROG = $(LDSAN) $(SAN_KEEP)
 # GPO_HAVE_OPENCL, GPO_HAVE_VULKAN: the backends built (device.c's list,
 # the tests that must know what was left out on purpose)
 BASE_CFLAGS += $(if $(call have,opencl),-DGPO_HAVE_OPENCL) \
@@ -179,12 +183,12 @@ $(SOLIB): $(LIB_OBJS) libgpuopt/libgpuopt.map $(BUILD_CONF)
 $(BUILD)/lib/libgpuopt.so: $(SOLIB)
 	ln -sf libgpuopt.so.$(VERSION) $@
 
-$(ALIB): $(LIB_OBJS) $(BUILD_CONF)
+$(ALIB): $(LIB_OBJS) $(BUILD_CONF) | $(SAN_KEEP)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJS)
 
-$(COMMON_LIB): $(COMMON_OBJS)
+$(COMMON_LIB): $(COMMON_OBJS) | $(SAN_KEEP)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
@@ -192,26 +196,26 @@ $(COMMON_LIB): $(COMMON_OBJS)
 # Programs link the static library so they run from the tree.
 $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
 $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
 # gpuoptctl only reads and writes the tree: it needs libc, libm and
 # common/ alone.
 $(BUILD)/bin/gpuoptctl: tools/gpuoptctl.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(COMMON_LIB) -lm $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(COMMON_LIB) -lm $(LDPROG)
 
 $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
 $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
-		$$(pkg-config --libs fuse3 libcap) $(LIB_LIBS) $(LDSAN)
+		$$(pkg-config --libs fuse3 libcap) $(LIB_LIBS) $(LDPROG)
 
 $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
@@ -220,12 +224,15 @@ $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(TEST_HELPER_OBJS) $(ALIB) \
-		$$(pkg-config --libs check) $(LIB_LIBS) $(LDSAN)
+		$$(pkg-config --libs check) $(LIB_LIBS) $(LDPROG)
 
 $(BUILD)/tests/%: tests/ops/%.c $(TEST_HELPER_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(TEST_HELPER_OBJS) $(ALIB) \
-		$$(pkg-config --libs check) $(LIB_LIBS) $(LDSAN)
+		$$(pkg-config --libs check) $(LIB_LIBS) $(LDPROG)
+
+# test helpers are linked again later (keep_drivers.o by LDPROG): keep them
+.SECONDARY: $(TEST_HELPER_OBJS)
 
 $(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
@@ -236,7 +243,7 @@ run: all
 
 check: all
 	@tests/run-unit.sh $(BUILD) $(TEST_BINS)
-	@CC="$(CC)" CKPT_CFLAGS="$(ALL_CFLAGS)" CKPT_LIBS="$(LIB_LIBS) $(LDSAN)" \
+	@CC="$(CC)" CKPT_CFLAGS="$(ALL_CFLAGS)" CKPT_LIBS="$(LIB_LIBS) $(LDPROG)" \
 		tests/ckpt/run.sh $(BUILD)
 	@if [ -n "$(FSD_BIN)" ] && [ -d tests/fs ] && \
 		ls tests/fs/*.sh >/dev/null 2>&1; then \

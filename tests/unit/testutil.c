@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <dirent.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,22 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
-
-/*
- * The CPU drivers of CI (lavapipe, PoCL) leak a little of their own, which
- * tests/lsan.supp and tests/valgrind.supp name by library. A driver that
- * the loader unloads when its last context goes leaves frames of an
- * "<unknown module>" that no suppression can match: keep them resident
- * for the life of the test program. Absent drivers are simply not loaded.
- */
-__attribute__((constructor)) static void tu_keep_drivers(void)
-{
-	static const char *const libs[] = { "libvulkan_lvp.so", "libpocl.so.2" };
-	size_t i;
-
-	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		dlopen(libs[i], RTLD_NOW | RTLD_NODELETE | RTLD_LOCAL);
-}
 
 static struct gpo_ctx *ctx;
 
