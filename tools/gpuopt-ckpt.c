@@ -60,22 +60,21 @@ static int bad_usage(void)
 }
 
 /*
- * fault - say on stderr why @path is invalid: @msg, with the library's
- * advice for C callers (GPO_CKPT_FOREIGN) spelled as this command's
- * option. @foreign_reads: --foreign would accept the file.
+ * advise - @msg in @buf, with the library's advice for C callers
+ * (GPO_CKPT_FOREIGN) spelled as this command's option, or that advice
+ * added where @foreign_reads: --foreign would accept the file.
  */
-static void fault(const char *path, const char *msg, int foreign_reads)
+static void advise(char *buf, size_t size, const char *msg, int foreign_reads)
 {
 	const char *c_flag = strstr(msg, "GPO_CKPT_FOREIGN");
 
 	if (c_flag)
-		fprintf(stderr, "%s: INVALID: %.*s--foreign%s\n", path,
-			(int)(c_flag - msg), msg, c_flag + 16);
+		snprintf(buf, size, "%.*s--foreign%s", (int)(c_flag - msg), msg,
+			 c_flag + strlen("GPO_CKPT_FOREIGN"));
 	else if (foreign_reads)
-		fprintf(stderr, "%s: INVALID: %s (--foreign reads it)\n", path,
-			msg);
+		snprintf(buf, size, "%s (--foreign reads it)", msg);
 	else
-		fprintf(stderr, "%s: INVALID: %s\n", path, msg);
+		snprintf(buf, size, "%s", msg);
 }
 
 /* gpo_errmsg() without the "PATH: " the library puts in front */
@@ -259,7 +258,7 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 	struct gpo_ckpt_info info;
 	struct gpo_ckpt *ck;
 	json_t *file = NULL;
-	char msg[1024];
+	char lib[1024], msg[1100];
 	int ret, vret = 0, unsummed = 0, i;
 
 	if (o->json) {
@@ -269,8 +268,9 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 	}
 	ret = gpo_ckpt_open(path, o->flags, &ck);
 	if (ret) {
-		errmsg(path, msg, sizeof(msg));
-		fault(path, msg, foreign_reads(path, o, ret));
+		errmsg(path, lib, sizeof(lib));
+		advise(msg, sizeof(msg), lib, foreign_reads(path, o, ret));
+		fprintf(stderr, "%s: INVALID: %s\n", path, msg);
 		if (o->json) {
 			set(file, "valid", json_false(), err);
 			set(file, "error", json_string(msg), err);
@@ -279,8 +279,9 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 	}
 	gpo_ckpt_info(ck, &info);
 	if (o->verify && (vret = gpo_ckpt_verify(ck))) {
-		errmsg(path, msg, sizeof(msg));
-		fault(path, msg, 0);
+		errmsg(path, lib, sizeof(lib));
+		advise(msg, sizeof(msg), lib, 0);
+		fprintf(stderr, "%s: INVALID: %s\n", path, msg);
 	}
 	if (o->json) {
 		set(file, "valid", json_boolean(!vret), err);
