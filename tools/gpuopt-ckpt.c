@@ -17,6 +17,7 @@
 #include <string.h>
 #include <jansson.h>
 #include <gpuopt.h>
+#include "common/common.h"
 
 #define EXIT_FAULT 1
 #define EXIT_USAGE 2
@@ -264,7 +265,7 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 	if (o->json) {
 		file = json_object();
 		append(files, file, err);
-		set(file, "path", json_string(path), err);
+		set(file, "path", gpo__json_str(path), err);
 	}
 	ret = gpo_ckpt_open(path, o->flags, &ck);
 	if (ret) {
@@ -273,7 +274,7 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 		fprintf(stderr, "%s: INVALID: %s\n", path, msg);
 		if (o->json) {
 			set(file, "valid", json_false(), err);
-			set(file, "error", json_string(msg), err);
+			set(file, "error", gpo__json_str(msg), err);
 		}
 		return EXIT_FAULT;
 	}
@@ -285,7 +286,7 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 	}
 	if (o->json) {
 		set(file, "valid", json_boolean(!vret), err);
-		set(file, "error", vret ? json_string(msg) : json_null(), err);
+		set(file, "error", vret ? gpo__json_str(msg) : json_null(), err);
 		header_json(file, ck, &info, o, err);
 		gpo_ckpt_close(ck);
 		return vret ? EXIT_FAULT : 0;

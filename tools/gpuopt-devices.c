@@ -11,6 +11,7 @@
 #include <string.h>
 #include <jansson.h>
 #include <gpuopt.h>
+#include "common/common.h"
 
 #define EXIT_USAGE 2
 
@@ -38,28 +39,6 @@ static int bad_usage(void)
 	return EXIT_USAGE;
 }
 
-/*
- * A JSON string of @s; bytes that are not UTF-8 (a driver's name could
- * hold any) become '?'. NULL only when out of memory.
- */
-static json_t *jstr(const char *s)
-{
-	json_t *j = json_string(s);
-	char *copy, *p;
-
-	if (j)
-		return j;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	for (p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
-
 /* Sets @key; a NULL @val (out of memory) is counted in *@err. */
 static void set(json_t *obj, const char *key, json_t *val, int *err)
 {
@@ -76,18 +55,18 @@ static json_t *device_json(const struct gpo_device_info *d, int *err)
 		return NULL;
 	}
 	set(o, "index", json_integer(d->index), err);
-	set(o, "id", jstr(d->id), err);
-	set(o, "backend", jstr(d->backend), err);
-	set(o, "type", jstr(gpo_device_type_name(d->type)), err);
+	set(o, "id", gpo__json_str(d->id), err);
+	set(o, "backend", gpo__json_str(d->backend), err);
+	set(o, "type", gpo__json_str(gpo_device_type_name(d->type)), err);
 	set(o, "compute_units", json_integer(d->compute_units), err);
 	set(o, "mem_total_bytes", json_integer((json_int_t)d->mem_total_bytes),
 	    err);
 	set(o, "mem_used_bytes", json_integer((json_int_t)d->mem_used_bytes),
 	    err);
-	set(o, "name", jstr(d->name), err);
-	set(o, "vendor", jstr(d->vendor), err);
-	set(o, "driver", jstr(d->driver), err);
-	set(o, "uuid", d->uuid[0] ? jstr(d->uuid) : json_null(), err);
+	set(o, "name", gpo__json_str(d->name), err);
+	set(o, "vendor", gpo__json_str(d->vendor), err);
+	set(o, "driver", gpo__json_str(d->driver), err);
+	set(o, "uuid", d->uuid[0] ? gpo__json_str(d->uuid) : json_null(), err);
 	set(o, "enabled", json_boolean(d->enabled), err);
 	set(o, "present", json_boolean(d->present), err);
 	return o;
@@ -109,7 +88,7 @@ static json_t *skipped_json(const char *log, int *err)
 		if (nl == log)
 			continue;
 		line = strndup(log, nl - log);
-		if (!line || json_array_append_new(a, jstr(line)))
+		if (!line || json_array_append_new(a, gpo__json_str(line)))
 			*err = 1;
 		free(line);
 	}

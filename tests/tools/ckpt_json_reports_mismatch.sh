@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpuopt-ckpt --json on several files: each has its verdict. A flipped
 # data byte makes that file "valid": false with the reason in "error" and
-# its tensor "mismatch"; a missing file has only path, valid and error;
+# its tensor "mismatch"; a missing file has only path, valid and error
+# (a name that is not UTF-8 still makes JSON, with '?' for its bytes);
 # the reasons also go to stderr, and the exit status is 1.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "no python3"
@@ -43,4 +44,12 @@ assert st[-1] == "mismatch" and set(st[:-1]) == {"ok"}, st
 assert list(missing) == ["path", "valid", "error"], list(missing)
 assert missing["valid"] is False and missing["error"], missing
 PY
+rc=0
+"$tool" --json "$T/$(printf 'bad\377').st" >"$T/odd.json" 2>/dev/null || rc=$?
+[ $rc -eq 1 ] || fail "a missing odd name: exit $rc, want 1"
+python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+assert f["path"].endswith("/bad?.st") and f["valid"] is False, f
+' "$T/odd.json" || fail "odd name: $(cat "$T/odd.json")"
 echo "ok"
