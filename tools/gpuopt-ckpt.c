@@ -307,11 +307,9 @@ static int inspect(const char *path, const struct opts *o, json_t *files,
 		if (!gpo_ckpt_tensor(ck, i, &t))
 			unsummed += !t.has_checksum;
 	}
-	if (vret)
-		;	/* said on stderr */
-	else if (!o->verify)
+	if (!vret && !o->verify)
 		printf("%s: OK (header only)\n", path);
-	else
+	else if (!vret)	/* a fault was said on stderr */
 		printf("%s: OK (%d checksums verified, %d tensors without one)\n",
 		       path, info.tensors - unsummed, unsummed);
 	gpo_ckpt_close(ck);
