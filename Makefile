@@ -1,7 +1,9 @@
 # gpuopt - top-level Makefile. Everything builds under $(BUILD).
 #   make            build the library, daemon, tools, tests and benchmarks
-#   make run        the main job (see README.md)
-#   make check      the test suite; SANITIZE=1 for ASan+UBSan
+#                   (missing dependencies: the apt-get line, never installs)
+#   make run        the main job (see README.md); installs its deps as root
+#   make check      the test suite; SANITIZE=1 for ASan+UBSan; installs the
+#                   tests' deps as root
 #   make valgrind   the unit tests under valgrind on the cpu device
 #   make bench      the benchmarks
 #   make install    PREFIX=/usr/local DESTDIR= (library, header, gpuopt.pc,
@@ -140,7 +142,8 @@ endif
 # The dependency check runs before anything else, for what the goals
 # need (tools/deps.sh's modes): `make` only checks the build's and prints
 # the apt-get line; run and check (valgrind, fuzz: check's; bench: run's)
-# also install their own as root. A stamp per set of modes.
+# also install their own as root. A stamp per set of modes; `make deps
+# DEPS_MODES=check` runs one by hand.
 DEPS_MODES := $(strip $(if $(filter run bench,$(MAKECMDGOALS)),run) \
 	$(if $(filter check valgrind fuzz,$(MAKECMDGOALS)),check))
 DEPS_MODES := $(or $(DEPS_MODES),build)
