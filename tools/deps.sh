@@ -33,7 +33,7 @@ OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 VULKAN_PKGS="libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools"
 
 [ $# -gt 0 ] || set -- build
-run= check=
+run='' check=''
 for mode; do
 	case $mode in
 	build) ;;

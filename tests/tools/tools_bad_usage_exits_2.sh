@@ -8,14 +8,14 @@ export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp"
 # usage_error TEXT TOOL ARG...
 usage_error()
 {
-	text=$1
-	shift
+	text=$1 tool=$2
+	shift 2
 	rc=0
-	"$BUILD/bin/$@" >"$T/out" 2>"$T/err" || rc=$?
-	[ $rc -eq 2 ] || fail "$*: exit $rc, want 2"
-	[ ! -s "$T/out" ] || fail "$*: stdout: $(cat "$T/out")"
-	grep -q -- "$text" "$T/err" || fail "$*: stderr lacks '$text': $(cat "$T/err")"
-	grep -q "^usage: " "$T/err" || fail "$*: no usage line on stderr"
+	"$BUILD/bin/$tool" "$@" >"$T/out" 2>"$T/err" || rc=$?
+	[ $rc -eq 2 ] || fail "$tool $*: exit $rc, want 2"
+	[ ! -s "$T/out" ] || fail "$tool $*: stdout: $(cat "$T/out")"
+	grep -q -- "$text" "$T/err" || fail "$tool $*: stderr lacks '$text': $(cat "$T/err")"
+	grep -q "^usage: " "$T/err" || fail "$tool $*: no usage line on stderr"
 }
 usage_error "unrecognized option '--no-such-option'" gpuopt-devices --no-such-option
 usage_error "invalid option -- 'z'" gpuopt-devices -z
