@@ -1,7 +1,9 @@
 # gpuopt - top-level Makefile. Everything builds under $(BUILD).
 #   make            build the library, daemon, tools, tests and benchmarks
-#   make run        the main job (see README.md)
-#   make check      the test suite; SANITIZE=1 for ASan+UBSan
+#                   (missing dependencies: the apt-get line, never installs)
+#   make run        the main job (see README.md); installs its deps as root
+#   make check      the test suite; SANITIZE=1 for ASan+UBSan; installs the
+#                   tests' deps as root
 #   make valgrind   the unit tests under valgrind on the cpu device
 #   make bench      the benchmarks
 #   make install    PREFIX=/usr/local DESTDIR= (library, header, gpuopt.pc,
@@ -141,10 +143,17 @@ $(shell mkdir -p $(BUILD) && \
 	mv -f $(BUILD_CONF).new $(BUILD_CONF); })
 endif
 
-# The dependency check runs before anything else (and installs as root).
-DEPS_STAMP := $(BUILD)/.deps-ok
+# The dependency check runs before anything else, for what the goals
+# need (tools/deps.sh's modes): `make` only checks the build's and prints
+# the apt-get line; run and check (valgrind, fuzz: check's; bench: run's)
+# also install their own as root. A stamp per set of modes; `make deps
+# DEPS_MODES=check` runs one by hand.
+DEPS_MODES := $(strip $(if $(filter run bench,$(MAKECMDGOALS)),run) \
+	$(if $(filter check valgrind fuzz,$(MAKECMDGOALS)),check))
+DEPS_MODES := $(or $(DEPS_MODES),build)
+DEPS_STAMP := $(BUILD)/.deps-$(subst $() ,-,$(DEPS_MODES))
 $(DEPS_STAMP): tools/deps.sh
-	@BACKENDS="$(BACKENDS_SET)" tools/deps.sh
+	@BACKENDS="$(BACKENDS_SET)" tools/deps.sh $(DEPS_MODES)
 	@mkdir -p $(BUILD) && touch $@
 deps: $(DEPS_STAMP)
 
@@ -267,7 +276,7 @@ FUZZ_SRCS := $(addprefix libgpuopt/src/,ckpt/safetensors.c ckpt/meta.c ckpt/chec
 FUZZ_FLAGS := -std=gnu11 $(WARN) -pthread -D_GNU_SOURCE -I. -Ilibgpuopt/include \
 	-Ilibgpuopt/src -Ikernels -g -O1 -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
-fuzz: $(ALIB)
+fuzz: $(DEPS_STAMP) $(ALIB)
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $(BUILD)/fuzz/fuzz_ckpt \
 		tests/fuzz/fuzz_ckpt.c $(FUZZ_SRCS) $(ALIB) $(LIB_LIBS)

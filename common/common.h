@@ -11,6 +11,7 @@
  *   time.c  clocks in nanoseconds, the wall-clock stamp of logs
  *   dir.c   sorted directory listings
  *   sbuf.c  growable text buffers
+ *   json.c  JSON strings from any bytes (jansson)
  *
  * The objects go into libgpuopt.a/.so and, for programs that do not link
  * the library (gpuoptctl), into build/lib/libgpocommon.a. Every global they
@@ -163,5 +164,14 @@ int gpo__sbuf_vprintf(struct gpo__sbuf *sb, const char *fmt, va_list ap);
 /* gpo__sbuf_read - copy what @sb holds from @off, at most @size bytes */
 size_t gpo__sbuf_read(const struct gpo__sbuf *sb, char *buf, size_t size,
 		      off_t off);
+
+/* ---- json.c -------------------------------------------------------------- */
+
+struct json_t;
+/*
+ * gpo__json_str - a jansson string of @s; where @s is not UTF-8 (a path,
+ * a driver's name), its bytes >= 0x80 become '?'. NULL when out of memory.
+ */
+struct json_t *gpo__json_str(const char *s);
 
 #endif /* GPO_COMMON_H */

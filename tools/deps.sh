@@ -1,27 +1,70 @@
 #!/bin/sh
-# deps.sh - check every build and test dependency of gpuopt.
+# deps.sh [build|run|check]... - check gpuopt's dependencies for what
+# make is about to do; several modes check the union of their packages.
 #
-# As root on a machine with apt-get, installs whatever is missing.
-# Otherwise prints the one apt-get line to run and fails.
-# GPUOPT_NO_INSTALL=1 only checks. BACKENDS (the Makefile's, e.g.
-# "cpu vulkan") leaves out what a left-out API needs.
+#   build  what `make` needs to compile everything (the default): only
+#          checks, never installs; when something is missing it prints
+#          the one apt-get line to run and fails
+#   run    build's, plus what `make run` needs: the OpenCL and Vulkan
+#          implementations for CPUs, FUSE's mount helper
+#   check  run's, plus what `make check` (and valgrind, fuzz) needs
+#
+# run and check, as root on a machine with apt-get, install whatever is
+# missing; otherwise they too print the line and fail. GPUOPT_NO_INSTALL=1
+# only checks. BACKENDS (the Makefile's, e.g. "cpu vulkan") leaves out
+# what a left-out API needs. GPUOPT_DEPS_EXTRA adds package names to
+# every mode (the tests use one that does not exist).
 
-PKGS="build-essential pkg-config
-ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
-libfuse3-dev fuse3
+BUILD_PKGS="build-essential pkg-config
+ocl-icd-opencl-dev opencl-c-headers
+libvulkan-dev glslc
+libfuse3-dev
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
-check valgrind libxml2-utils util-linux bsdutils systemd
+check"
+RUN_PKGS="pocl-opencl-icd
+mesa-vulkan-drivers
+fuse3 util-linux"
+CHECK_PKGS="clinfo vulkan-tools
+valgrind libxml2-utils bsdutils systemd groff-base
 clang libclang-rt-14-dev python3-numpy python3-pip locales"
 PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
+# what each API brings, for BACKENDS without it
+OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
+VULKAN_PKGS="libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools"
+
+[ $# -gt 0 ] || set -- build
+run='' check=''
+for mode; do
+	case $mode in
+	build) ;;
+	run) run=1 ;;
+	check) run=1 check=1 ;;
+	*)	echo "usage: deps.sh [build|run|check]..." >&2
+		exit 2 ;;
+	esac
+done
+PKGS="$BUILD_PKGS ${run:+$RUN_PKGS} ${check:+$CHECK_PKGS} $GPUOPT_DEPS_EXTRA"
+
+# drop: the words of $PKGS that are not in $1
+drop()
+{
+	out=
+	for p in $PKGS; do
+		case " $1 " in
+		*" $p "*) ;;
+		*) out="$out $p" ;;
+		esac
+	done
+	PKGS=$out
+}
 case " ${BACKENDS:-opencl vulkan} " in
 *" opencl "*) ;;
-*)	PKGS=$(echo $PKGS | sed -e 's/ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo//')
+*)	drop "$OPENCL_PKGS"
 	PCS=${PCS#OpenCL } ;;
 esac
 case " ${BACKENDS:-opencl vulkan} " in
 *" vulkan "*) ;;
-*)	PKGS=$(echo $PKGS | sed -e 's/libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools//')
+*)	drop "$VULKAN_PKGS"
 	PCS=$(echo $PCS | sed 's/vulkan //') ;;
 esac
 
@@ -40,6 +83,13 @@ ensure_locale() {
 	return 0
 }
 
+# done: what is needed is there; the locale only matters to the tests
+done_ok()
+{
+	[ -z "$check" ] || ensure_locale
+	exit 0
+}
+
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)
@@ -53,10 +103,7 @@ for pc in $PCS; do
 	pkg-config --exists "$pc" 2>/dev/null || nopc="$nopc $pc"
 done
 
-if [ -z "$missing" ] && [ -z "$nopc" ]; then
-	ensure_locale
-	exit 0
-fi
+[ -n "$missing" ] || [ -n "$nopc" ] || done_ok
 
 line="apt-get install -y$missing"
 if [ -z "$missing" ]; then
@@ -64,8 +111,8 @@ if [ -z "$missing" ]; then
 	     "check PKG_CONFIG_PATH)" >&2
 	exit 1
 fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 &&
-   [ -z "$GPUOPT_NO_INSTALL" ]; then
+if [ -n "$run" ] && [ "$(id -u)" = 0 ] &&
+   command -v apt-get >/dev/null 2>&1 && [ -z "$GPUOPT_NO_INSTALL" ]; then
 	echo "deps.sh: installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || { echo "deps.sh: apt-get update failed" >&2; exit 1; }
@@ -74,9 +121,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 &&
 		echo "deps.sh: apt-get install failed; run: $line" >&2
 		exit 1
 	}
-	ensure_locale
-	exit 0
+	done_ok
 fi
-echo "deps.sh: missing build dependencies. Run as root:" >&2
+if [ -n "$run" ]; then
+	echo "deps.sh: missing dependencies. Run as root:" >&2
+else
+	echo "deps.sh: missing build dependencies (make run and make check" \
+	     "install them as root). Run as root:" >&2
+fi
 echo "  $line" >&2
 exit 1

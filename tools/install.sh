@@ -35,6 +35,9 @@ for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi
 done
+for p in tools/gpuopt-ckpt.1 tools/gpuopt-devices.1; do
+	man_page "$p" "$root/share/man/man1"
+done
 man_page fsd/gpuoptfs.8 "$root/share/man/man8"
 man_page tools/gpuoptctl.1 "$root/share/man/man1"
 install -m 0644 tools/gpuoptctl.bash-completion \

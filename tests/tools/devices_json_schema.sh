@@ -1,0 +1,48 @@
+#!/bin/sh
+# gpuopt-devices --json is one JSON object that python3 -m json.tool
+# reads: "devices", one object per row of the table, in its order, with
+# every field the table prints (numbers as numbers, uuid null when
+# unknown), and "skipped", an array of strings.
+. "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || skip "no python3"
+export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp"
+tool=$BUILD/bin/gpuopt-devices
+
+"$tool" --json >"$T/out.json" 2>"$T/err" || fail "exit $?: $(cat "$T/err")"
+[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+python3 -m json.tool "$T/out.json" >/dev/null || fail "not JSON: $(cat "$T/out.json")"
+"$tool" >"$T/table" || fail "the table: exit $?"
+# the table's rows as the JSON would print them: idx id type CUs MiB
+tail -n +2 "$T/table" | awk '{ print $1, $2, $3, $4, $5 }' >"$T/rows"
+
+python3 - "$T/out.json" "$T/rows" <<'PY' || fail "schema"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = [l.split() for l in open(sys.argv[2])]
+assert sorted(doc) == ["devices", "skipped"], sorted(doc)
+assert isinstance(doc["skipped"], list)
+assert all(isinstance(s, str) for s in doc["skipped"])
+devs = doc["devices"]
+assert len(devs) == len(rows) >= 1, (len(devs), len(rows))
+keys = ["index", "id", "backend", "type", "compute_units",
+        "mem_total_bytes", "mem_used_bytes", "name", "vendor", "driver",
+        "uuid", "enabled", "present"]
+for d, r in zip(devs, rows):
+    assert list(d) == keys, list(d)
+    for k in ("index", "compute_units", "mem_total_bytes", "mem_used_bytes"):
+        assert type(d[k]) is int and d[k] >= 0, (k, d[k])
+    for k in ("id", "backend", "type", "name", "vendor", "driver"):
+        assert isinstance(d[k], str), (k, d[k])
+    assert d["uuid"] is None or (len(d["uuid"]) == 32 and
+                                 int(d["uuid"], 16) >= 0), d["uuid"]
+    assert type(d["enabled"]) is bool and type(d["present"]) is bool
+    assert d["id"].split(":")[0] == d["backend"], d
+    got = [str(d["index"]), d["id"], d["type"], str(d["compute_units"]),
+           str(d["mem_total_bytes"] >> 20)]
+    assert got == r, (got, r)
+assert any(d["id"] == "cpu:0" and d["type"] == "cpu" for d in devs)
+PY
+# -v changes nothing in JSON
+"$tool" -v --json >"$T/v.json" || fail "-v --json: exit $?"
+cmp -s "$T/out.json" "$T/v.json" || fail "-v changed the JSON"
+echo "ok: $(grep -c '"id"' "$T/out.json") devices"
