@@ -116,7 +116,9 @@ int fs_device(struct fsd *fs, int index, struct gpo_device **out);
 void fs_device_seen(struct fsd *fs, int index, struct gpo_device *dev);
 /* fs_busy_add - account device time [@t0, @t1) spent in a job's step */
 void fs_busy_add(struct fsd *fs, int index, uint64_t t0, uint64_t t1);
-/* fs_busy_percent - the share of the last second the device was busy */
+/* fs_busy_ratio - the share (0-1) of the last second the device was busy */
+double fs_busy_ratio(struct fsd *fs, int index);
+/* fs_busy_percent - the same in whole percent, for busy_percent */
 unsigned int fs_busy_percent(struct fsd *fs, int index);
 
 /* ---- the tree ------------------------------------------------------------ */
