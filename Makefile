@@ -211,7 +211,7 @@ $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
-		$$(pkg-config --libs fuse3 libcap) $(LIB_LIBS) $(LDSAN)
+		$$(pkg-config --libs fuse3 libcap libsystemd) $(LIB_LIBS) $(LDSAN)
 
 $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)

@@ -76,6 +76,7 @@ struct fsd {
 	gid_t admin_gid;
 	unsigned int max_jobs_per_uid;
 	char state_dir[4096];
+	char mountpoint[4096];
 	char default_device[64];
 	int debug;
 	uint64_t start_ns;
@@ -103,6 +104,18 @@ struct fsd {
 /* main.c */
 int fs_exiting(struct fsd *fs);
 void fs_debug(struct fsd *fs, const char *fmt, ...) FS_PRINTF(2, 3);
+
+/* notify.c: systemd's readiness protocol and journal */
+/* fs_notify_ready - from the init callback: READY=1 once the mount answers */
+void fs_notify_ready(struct fsd *fs);
+void fs_notify_stopping(struct fsd *fs);
+/*
+ * fs_journal_job - a line about a job for the operator: to the journal
+ * with GPUOPT_JOB= and GPUOPT_UID= under systemd, else to stderr.
+ * @priority is syslog's (LOG_INFO, LOG_ERR, ...).
+ */
+void fs_journal_job(struct fsd *fs, const char *job, uid_t uid, int priority,
+		    const char *fmt, ...) FS_PRINTF(5, 6);
 
 /* tree_root.c: the daemon-wide state */
 int fs_ctx_open(struct fsd *fs);

@@ -525,6 +525,7 @@ static int run_mounted(struct fsd *fs, const struct options *o,
 		ret = serve(fs, o->max_threads);
 		if (ret)
 			fprintf(stderr, "gpuoptfs: %s\n", strerror(-ret));
+		fs_notify_stopping(fs);
 		/* unmount first: nobody waits on a daemon that stops serving */
 		fs_unmount(fs, um);
 		fs_close_all(fs);
@@ -553,6 +554,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	snprintf(fs->mountpoint, sizeof(fs->mountpoint), "%s", mnt);
 	fs->fuse = fs_new(fs, &o);
 	if (!fs->fuse)
 		return 1;

@@ -802,6 +802,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->auto_cache = 0;
 	cfg->hard_remove = 1;
 	cfg->use_ino = 0;
+	fs_notify_ready(fs_get());
 	return fs_get();
 }
 

@@ -12,8 +12,9 @@ libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
 libfuse3-dev fuse3
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
 check valgrind libxml2-utils util-linux bsdutils systemd
-clang libclang-rt-14-dev python3-numpy python3-pip locales"
-PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
+clang libclang-rt-14-dev python3-numpy python3-pip locales
+libsystemd-dev prometheus python3-prometheus-client"
+PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd"
 case " ${BACKENDS:-opencl vulkan} " in
 *" opencl "*) ;;
 *)	PKGS=$(echo $PKGS | sed -e 's/ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo//')
