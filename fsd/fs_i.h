@@ -91,6 +91,7 @@ struct fsd {
 
 	pthread_mutex_t lock;		/* everything below */
 	struct job *jobs;		/* list, newest first */
+	struct timespec jobs_mtime;	/* a job was made or removed */
 	struct fs_handle *handles;	/* open files */
 	int njobs;
 	int dev_users;			/* jobs holding a device */
@@ -176,7 +177,8 @@ struct fs_file {
 	/* returns poll events ready now, keeping @ph when none are */
 	unsigned int (*poll)(struct fs_handle *h, struct fuse_pollhandle *ph);
 	off_t (*size)(struct fs_node *n);
-	time_t (*mtime)(struct fs_node *n);	/* else the daemon's start */
+	/* when the content last changed; else the daemon's start */
+	struct timespec (*mtime)(struct fs_node *n);
 	int (*open)(struct fs_handle *h);	/* a file of the disk */
 };
 
@@ -218,6 +220,9 @@ extern const struct fs_file params_tensor_file;
 extern const struct fs_file checkpoint_file;
 int jobs_mkdir(struct fsd *fs, const char *name, uid_t uid, gid_t gid);
 int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid);
+/* jobs_dir_mtime - the mtime of jobs/ or a directory of a job, 0 if it
+ * has one of its own, else -ENOENT */
+int jobs_dir_mtime(struct fs_node *n, struct timespec *ts);
 
 /* tree.c */
 extern const struct fuse_operations fs_ops;

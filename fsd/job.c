@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include "fs_i.h"
 #include "job_i.h"
 
@@ -65,9 +66,9 @@ struct job {
 
 	struct gpo__sbuf events;
 	struct gpo__sbuf history;
-	time_t events_mtime;		/* of the last line */
-	time_t history_mtime;
+	uint64_t history_step;		/* of the last row, 0 for none */
 	int history_full;
+	struct timespec mtime[JOB_TIMES];	/* see job_touch() */
 	struct fuse_pollhandle *pollers[POLLERS_MAX];
 	int npollers;
 	char error[512];
@@ -131,6 +132,22 @@ static void fair_unlock(struct fair_lock *l)
 
 /* ---- logs ---------------------------------------------------------------- */
 
+/*
+ * j->lock held: the files of @mask changed now. The job's directory
+ * changes with any of them, so `ls -t jobs` sorts by last activity.
+ */
+static void job_touch(struct job *j, unsigned int mask)
+{
+	struct timespec now;
+	int i;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	mask |= JOB_T(JOB_T_DIR);
+	for (i = 0; i < JOB_TIMES; i++)
+		if (mask & JOB_T(i))
+			j->mtime[i] = now;
+}
+
 static void notify_pollers(struct job *j)
 {
 	int i;
@@ -164,7 +181,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
 	gpo__sbuf_printf(&j->events, "%s\n", line);
-	j->events_mtime = time(NULL);
+	job_touch(j, JOB_T(JOB_T_EVENTS));
 	notify_pollers(j);
 }
 
@@ -184,7 +201,8 @@ static void history_row(struct job *j)
 	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
-	j->history_mtime = time(NULL);
+	j->history_step = j->step;
+	job_touch(j, JOB_T(JOB_T_HISTORY));
 	if (j->npollers)
 		notify_pollers(j);
 }
@@ -203,13 +221,25 @@ static void set_state(struct job *j, enum job_state s, long uid)
 		j->run_since = now;
 	job_event(j, uid, "state %s -> %s step=%llu", job_state_name(j->state),
 		  job_state_name(s), (unsigned long long)j->step);
+	fs_journal_job(j->fs, j->name, j->uid,
+		       s == JOB_FAILED ? LOG_ERR : LOG_INFO,
+		       "%s -> %s at step %llu%s%s", job_state_name(j->state),
+		       job_state_name(s), (unsigned long long)j->step,
+		       s == JOB_FAILED && j->error[0] ? ": " : "",
+		       s == JOB_FAILED ? j->error : "");
 	j->state = s;
+	job_touch(j, JOB_T(JOB_T_STATE) | JOB_T(JOB_T_STAT));
+	/* a job that ends has its last step in history.csv, logged or not */
+	if ((s == JOB_DONE || s == JOB_STOPPED || s == JOB_FAILED) &&
+	    j->cfg.log_every && j->step && j->step != j->history_step)
+		history_row(j);
 	pthread_cond_broadcast(&j->cond);
 }
 
 static void set_error(struct job *j, const char *msg)
 {
 	snprintf(j->error, sizeof(j->error), "%s", msg);
+	job_touch(j, JOB_T(JOB_T_ERROR));
 }
 
 static int wrong_state(struct job *j, const char *verb)
@@ -710,6 +740,17 @@ int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 	return 0;
 }
 
+int job_ckpt_dir_mtime(struct job *j, struct timespec *ts)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (ckpt_dir(j, dir, sizeof(dir)) || lstat(dir, &st))
+		return -ENOENT;
+	*ts = st.st_mtim;
+	return 0;
+}
+
 int job_ckpt_open(struct job *j, const char *file, struct stat *st)
 {
 	char path[PATH_MAX + 80];
@@ -785,6 +826,7 @@ static void after_step(struct job *j, const struct step_result *r)
 	j->lr = si->lr;
 	j->grad_norm = si->grad_norm;
 	j->steps_run++;
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 	__atomic_add_fetch(&j->fs->steps_total, 1, __ATOMIC_RELAXED);
 	if (!si->skipped && j->cfg.log_every && j->step % j->cfg.log_every == 0)
 		history_row(j);
@@ -1092,8 +1134,10 @@ static int ctl_reset(struct job *j, uid_t uid)
 	j->error[0] = '\0';
 	gpo__sbuf_reset(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
-	j->history_mtime = time(NULL);
+	j->history_step = 0;
 	j->history_full = 0;
+	job_touch(j, JOB_T(JOB_T_HISTORY) | JOB_T(JOB_T_STAT) |
+		  JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_ERROR));
 	set_state(j, JOB_CREATED, uid);
 out_unlock:
 	pthread_mutex_unlock(&j->lock);
@@ -1242,6 +1286,7 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		j->cfg = next;
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
+		job_touch(j, JOB_T(JOB_T_CONFIG) | JOB_T(JOB_T_STAT));
 		log_config(j, text, uid, 0);
 		pthread_cond_broadcast(&j->cond);
 		pthread_mutex_unlock(&j->lock);
@@ -1340,6 +1385,11 @@ static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 					     bytes);
 		if (ret)
 			fs_lib_err(ret);
+	}
+	if (!ret && write) {
+		pthread_mutex_lock(&j->lock);
+		job_touch(j, JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_STAT));
+		pthread_mutex_unlock(&j->lock);
 	}
 	fair_unlock(&j->opt_lock);
 	return ret;
@@ -1469,12 +1519,12 @@ size_t job_log_size(struct job *j, enum job_log which)
 	return n;
 }
 
-time_t job_log_mtime(struct job *j, enum job_log which)
+struct timespec job_mtime(struct job *j, enum job_time which)
 {
-	time_t t;
+	struct timespec t;
 
 	pthread_mutex_lock(&j->lock);
-	t = which == LOG_EVENTS ? j->events_mtime : j->history_mtime;
+	t = j->mtime[which];
 	pthread_mutex_unlock(&j->lock);
 	return t;
 }
@@ -1650,7 +1700,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
-	j->history_mtime = time(NULL);
+	job_touch(j, ~0u);
 	j->lr = config_lr(fs, &j->cfg);
 	return j;
 }
@@ -1678,6 +1728,7 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 		j->next = fs->jobs;
 		fs->jobs = j;
 		fs->njobs++;
+		clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (ret) {
@@ -1700,6 +1751,7 @@ static void unlink_locked(struct fsd *fs, struct job *j)
 		if (*pp == j) {
 			*pp = j->next;
 			fs->njobs--;
+			clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 			break;
 		}
 	}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include "fs_i.h"
 
 #define JOB_NAME_MAX 63
@@ -171,8 +172,24 @@ int job_error_show(struct job *j, struct gpo__sbuf *sb);
 /* job_note_error - a write to the job failed: its error file says why */
 void job_note_error(struct job *j, const char *msg);
 
+/* what a file's or directory's mtime follows */
+enum job_time {
+	JOB_T_DIR = 0,			/* any of the others */
+	JOB_T_CONFIG,
+	JOB_T_STATE,
+	JOB_T_STAT,			/* every step, state or config change */
+	JOB_T_ERROR,
+	JOB_T_EVENTS,
+	JOB_T_HISTORY,
+	JOB_T_PARAMS,			/* params/ and grad */
+	JOB_TIMES
+};
+#define JOB_T(t) (1u << (t))
+
+/* job_mtime - when the job's content @which last changed */
+struct timespec job_mtime(struct job *j, enum job_time which);
+
 size_t job_log_size(struct job *j, enum job_log which);
-time_t job_log_mtime(struct job *j, enum job_log which);
 int job_log_read(struct job *j, enum job_log which, char *buf, size_t size,
 		 off_t off);
 /* job_log_poll - 1 if the log is longer than @pos, else keep @ph */
@@ -194,6 +211,9 @@ int job_grad_step(struct job *j, const void *src, size_t bytes);
 int job_ckpt_valid(const char *file);
 int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 		  void *arg);
+/* job_ckpt_dir_mtime - the checkpoints directory's mtime; -ENOENT before
+ * the first checkpoint */
+int job_ckpt_dir_mtime(struct job *j, struct timespec *ts);
 /* job_ckpt_open - an fd for reading checkpoint @file, or -errno */
 int job_ckpt_open(struct job *j, const char *file, struct stat *st);
 

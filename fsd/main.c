@@ -415,6 +415,7 @@ static void fs_setup(struct fsd *fs, const struct options *o)
 	fs->max_jobs_per_uid = o->max_jobs_per_uid;
 	fs->debug = o->debug;
 	fs->start_ns = gpo__now_ns();
+	clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 	snprintf(fs->default_device, sizeof(fs->default_device), "%s",
 		 env && *env ? env : "best");
 	pthread_rwlock_init(&fs->ctx_lock, NULL);
