@@ -675,14 +675,27 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 	return ret;
 }
 
-static int ctl_restore(struct job *j, const char *arg, uid_t uid)
+/*
+ * restore NAME [foreign]: "foreign" lets the library read a safetensors
+ * file gpuopt did not write (no gpuopt metadata or checksums), matched to
+ * the optimizer by its tensors' names, shapes and dtypes alone.
+ */
+static int ctl_restore(struct job *j, const char *arg, const char *how,
+		       uid_t uid)
 {
 	char path[PATH_MAX + 80];
+	unsigned int flags = 0;
 	uint64_t step;
 	int ret;
 
 	if (!arg)
 		return fs_err(-EINVAL, "restore NAME: a name is needed");
+	if (how && strcmp(how, "foreign"))
+		return fs_err(-EINVAL,
+			      "restore NAME [foreign]: '%.32s' is not foreign",
+			      how);
+	if (how)
+		flags |= GPO_CKPT_FOREIGN;
 	ret = ckpt_path(j, arg, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -696,8 +709,11 @@ static int ctl_restore(struct job *j, const char *arg, uid_t uid)
 	if (!ret && access(path, F_OK))
 		ret = fs_err(-ENOENT, "restore: no checkpoint '%s'", arg);
 	if (!ret) {
-		ret = gpo_optim_restore(j->opt, path, 0);
-		if (ret)
+		ret = gpo_optim_restore(j->opt, path, flags);
+		if (ret == -ENODATA && !how)
+			fs_err(ret, "%s (write 'restore %s foreign' to read it anyway)",
+			       gpo_errmsg(), arg);
+		else if (ret)
 			fs_lib_err(ret);
 	}
 	/* config stays the truth about hyperparameters */
@@ -710,8 +726,10 @@ static int ctl_restore(struct job *j, const char *arg, uid_t uid)
 		j->loss = NAN;
 		j->grad_norm = NAN;
 		gpo_optim_get(j->opt, -1, "lr", &j->lr);
-		job_event(j, uid, "restored %s at step %llu",
-			  strrchr(path, '/') + 1, (unsigned long long)step);
+		job_event(j, uid, "restored %s%s at step %llu",
+			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
+			  (unsigned long long)step);
+		job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 		set_state(j, step ? JOB_PAUSED : JOB_CREATED, uid);
 		pthread_mutex_unlock(&j->lock);
 	}
@@ -1146,8 +1164,11 @@ out_unlock:
 }
 
 static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
-			uid_t uid)
+			const char *extra, uid_t uid)
 {
+	if (extra && strcmp(verb, "restore"))
+		return fs_err(-EINVAL, "ctl: '%s' takes at most one argument",
+			      verb);
 	int noarg = !arg;
 
 	if (!strcmp(verb, "start") && noarg)
@@ -1165,15 +1186,15 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 	if (!strcmp(verb, "checkpoint"))
 		return ctl_checkpoint(j, arg, uid);
 	if (!strcmp(verb, "restore"))
-		return ctl_restore(j, arg, uid);
+		return ctl_restore(j, arg, extra, uid);
 	return fs_err(-EINVAL,
-		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME reset)",
+		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset)",
 		      verb);
 }
 
 int job_ctl(struct job *j, const char *text, uid_t uid)
 {
-	char line[128], *verb, *arg, *extra, *save = NULL;
+	char line[128], *verb, *arg, *extra, *more, *save = NULL;
 	int ret;
 
 	if (strlen(text) >= sizeof(line))
@@ -1182,20 +1203,22 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 	verb = strtok_r(line, " \t\n", &save);
 	arg = verb ? strtok_r(NULL, " \t\n", &save) : NULL;
 	extra = arg ? strtok_r(NULL, " \t\n", &save) : NULL;
+	more = extra ? strtok_r(NULL, " \t\n", &save) : NULL;
 	if (!verb)
 		ret = fs_err(-EINVAL, "ctl: empty write");
-	else if (extra)
-		ret = fs_err(-EINVAL, "ctl: '%s' takes at most one argument",
-			     verb);
+	else if (more)
+		ret = fs_err(-EINVAL, "ctl: too many arguments to '%s'", verb);
 	else
-		ret = ctl_dispatch(j, verb, arg, uid);
+		ret = ctl_dispatch(j, verb, arg, extra, uid);
 	pthread_mutex_lock(&j->lock);
 	if (ret)
-		job_event(j, uid, "ctl %s%s%s: %s", verb ? verb : "",
-			  arg ? " " : "", arg ? arg : "", fs_errmsg());
+		job_event(j, uid, "ctl %s%s%s%s%s: %s", verb ? verb : "",
+			  arg ? " " : "", arg ? arg : "", extra ? " " : "",
+			  extra ? extra : "", fs_errmsg());
 	else
-		job_event(j, uid, "ctl %s%s%s", verb, arg ? " " : "",
-			  arg ? arg : "");
+		job_event(j, uid, "ctl %s%s%s%s%s", verb, arg ? " " : "",
+			  arg ? arg : "", extra ? " " : "",
+			  extra ? extra : "");
 	pthread_mutex_unlock(&j->lock);
 	return ret;
 }

@@ -67,7 +67,7 @@ static int cfg_file_store(struct fs_node *n, const char *text, uid_t uid)
 static int ctl_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	return gpo__sbuf_printf(sb, "start\npause\nresume\nstop\nstep N\n"
-			   "checkpoint [NAME]\nrestore NAME\nreset\n");
+			   "checkpoint [NAME]\nrestore NAME [foreign]\nreset\n");
 }
 
 static int ctl_store(struct fs_node *n, const char *text, uid_t uid)
