@@ -59,6 +59,7 @@ struct job {
 	double loss;
 	double lr;
 	double grad_norm;
+	double grad_scale;		/* as configured: there is no dynamic one */
 	uint64_t active_ns;		/* time spent running or stepping */
 	uint64_t run_since;		/* entered running, 0 when not */
 	char dev_id[32];
@@ -1309,6 +1310,7 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		j->cfg = next;
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
+		j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
 		job_touch(j, JOB_T(JOB_T_CONFIG) | JOB_T(JOB_T_STAT));
 		log_config(j, text, uid, 0);
 		pthread_cond_broadcast(&j->cond);
@@ -1625,6 +1627,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->loss = j->loss;
 	s->lr = j->lr;
 	s->grad_norm = j->grad_norm;
+	s->grad_scale = j->grad_scale;
 	el = active_ns(j) / 1e9;
 	s->elapsed_s = el;
 	s->steps_per_sec = el > 0 ? j->steps_run / el : 0;
@@ -1725,6 +1728,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
 	job_touch(j, ~0u);
 	j->lr = config_lr(fs, &j->cfg);
+	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
 	return j;
 }
 

@@ -110,6 +110,9 @@ int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 /* config_lr - the lr group 0 starts with under @cfg */
 double config_lr(struct fsd *fs, const struct job_config *cfg);
+/* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */
+double config_hp(struct fsd *fs, const struct job_config *cfg,
+		 const char *key);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
@@ -129,6 +132,7 @@ struct job_snapshot {
 	double loss;
 	double lr;
 	double grad_norm;
+	double grad_scale;		/* the loss scale gradients are unscaled by */
 	double steps_per_sec;
 	double elapsed_s;
 	double eta_s;

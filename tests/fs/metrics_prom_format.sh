@@ -7,6 +7,7 @@
 fs_start
 new_job m1 "model=quadratic:100 max_steps=5"
 new_job m2 "model=external:w:4"
+expect "grad_scale" "$(w "$M/jobs/m2/config" grad_scale=256)" OK
 expect start "$(w "$M/jobs/m1/ctl" start)" OK
 wait_for 10 grep -qx done "$M/jobs/m1/state" || fail "not done"
 cat "$M/pools/0/stat" >/dev/null
@@ -39,6 +40,8 @@ grep -q '^gpuopt_job_state{gpuopt_job="m2",uid="0",device="-",state="created"} 1
 awk '$1 == "gpuopt_device_busy_ratio{device=\"cpu:0\"}" {
 	n++; if (!($2 >= 0 && $2 <= 1)) exit 1 } END { exit n != 1 }' "$T/m" ||
 	fail "busy ratio: $(grep busy_ratio "$T/m")"
+grep -q '^gpuopt_job_grad_scale{gpuopt_job="m2",uid="0",device="-"} 256$' "$T/m" ||
+	fail "job m2 grad_scale"
 ! grep -q '[{,]job=' "$T/m" || fail "a job label"
 ! grep -q 'percent' "$T/m" || fail "a percent"
 grep -q '^gpuopt_device_info{device="cpu:0",' "$T/m" || fail "device info"
