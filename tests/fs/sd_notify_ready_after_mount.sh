@@ -1,23 +1,39 @@
 #!/bin/sh
 # With NOTIFY_SOCKET set (Type=notify), gpuoptfs sends READY=1 once, only
 # when the mount answers, and STOPPING=1 at SIGTERM, before it exits.
+# The listener freezes the sender (SIGSTOP) on READY=1 and looks in
+# mountinfo: a READY sent before the mount is caught, not raced.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "no python3"
 python3 - "$T/notify" "$M" >"$T/notify.log" 2>&1 <<'PYEOF' &
-import os, socket, sys
+import os, signal, socket, struct, sys
 path, mnt = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
 s.bind(path)
 s.settimeout(60)
+
+
+def mounted():
+    with open("/proc/self/mountinfo") as f:
+        return any(l.split()[4] == mnt for l in f)
+
+
 while True:
-    msg = s.recv(4096).decode()
-    for line in msg.splitlines():
+    data, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(12))
+    msg = data.decode().splitlines()
+    for line in msg:
         print(line, flush=True)
-    if "READY=1" in msg.splitlines():
-        # the daemon said so: the tree must answer now
-        ok = os.path.ismount(mnt) and open(mnt + "/version").read()
-        print("checked " + ("answers" if ok else "not-answering"), flush=True)
-    if "STOPPING=1" in msg.splitlines():
+    if "READY=1" in msg:
+        pid = [struct.unpack("3i", d)[0] for lvl, typ, d in anc
+               if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS][0]
+        # freeze the sender: what holds now held when it said READY
+        os.kill(pid, signal.SIGSTOP)
+        m = mounted()
+        os.kill(pid, signal.SIGCONT)
+        ok = m and open(mnt + "/version").read()
+        print("checked " + ("answers" if ok else "not-mounted"), flush=True)
+    if "STOPPING=1" in msg:
         break
 PYEOF
 LISTENER=$!
