@@ -18,13 +18,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include "fs_i.h"
 
-static int under_systemd(void)
+/* sd_journal_send() says nothing when journald is not there */
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+
+static int to_journal(void)
 {
-	return getenv("NOTIFY_SOCKET") || getenv("JOURNAL_STREAM");
+	return (getenv("NOTIFY_SOCKET") || getenv("JOURNAL_STREAM")) &&
+	       !access(JOURNAL_SOCKET, W_OK);
 }
 
 static void *ready_main(void *arg)
@@ -73,14 +78,13 @@ void fs_journal_job(struct fsd *fs, const char *job, uid_t uid, int priority,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (under_systemd()) {
-		sd_journal_send("MESSAGE=job %s: %s", job, msg,
-				"PRIORITY=%d", priority,
-				"GPUOPT_JOB=%s", job,
-				"GPUOPT_UID=%u", (unsigned int)uid,
-				"SYSLOG_IDENTIFIER=gpuoptfs", NULL);
+	if (to_journal() &&
+	    sd_journal_send("MESSAGE=job %s: %s", job, msg,
+			    "PRIORITY=%d", priority,
+			    "GPUOPT_JOB=%s", job,
+			    "GPUOPT_UID=%u", (unsigned int)uid,
+			    "SYSLOG_IDENTIFIER=gpuoptfs", NULL) >= 0)
 		return;
-	}
 	gpo__fmt_time(stamp, sizeof(stamp));
 	flockfile(stderr);
 	fprintf(stderr, "gpuoptfs %s: job %s uid=%u: %s\n", stamp, job,
