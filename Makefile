@@ -224,7 +224,7 @@ $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
-		$$(pkg-config --libs fuse3 libcap) $(LIB_LIBS) $(LDPROG)
+		$$(pkg-config --libs fuse3 libcap libsystemd) $(LIB_LIBS) $(LDPROG)
 
 $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)

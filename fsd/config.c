@@ -808,21 +808,27 @@ out_free:
 
 double config_lr(struct fsd *fs, const struct job_config *cfg)
 {
+	return config_hp(fs, cfg, "lr");
+}
+
+double config_hp(struct fsd *fs, const struct job_config *cfg,
+		 const char *key)
+{
 	struct gpo_optim *opt;
 	struct gpo__sbuf text;
-	double lr = NAN;
+	double v = NAN;
 
 	gpo__sbuf_init(&text);
 	config_hp_text(cfg, &text);
 	pthread_rwlock_rdlock(&fs->ctx_lock);
 	if (!gpo_optim_new(fs->cpu, cfg->optimizer, &opt)) {
 		gpo_optim_configure(opt, -1, text.buf ? text.buf : "");
-		gpo_optim_get(opt, -1, "lr", &lr);
+		gpo_optim_get(opt, -1, key, &v);
 		gpo_optim_free(opt);
 	}
 	pthread_rwlock_unlock(&fs->ctx_lock);
 	gpo__sbuf_free(&text);
-	return lr;
+	return v;
 }
 
 /* ---- showing ------------------------------------------------------------- */

@@ -76,6 +76,7 @@ struct fsd {
 	gid_t admin_gid;
 	unsigned int max_jobs_per_uid;
 	char state_dir[4096];
+	char mountpoint[4096];
 	char default_device[64];
 	int debug;
 	uint64_t start_ns;
@@ -90,6 +91,7 @@ struct fsd {
 
 	pthread_mutex_t lock;		/* everything below */
 	struct job *jobs;		/* list, newest first */
+	struct timespec jobs_mtime;	/* a job was made or removed */
 	struct fs_handle *handles;	/* open files */
 	int njobs;
 	int dev_users;			/* jobs holding a device */
@@ -104,6 +106,18 @@ struct fsd {
 int fs_exiting(struct fsd *fs);
 void fs_debug(struct fsd *fs, const char *fmt, ...) FS_PRINTF(2, 3);
 
+/* notify.c: systemd's readiness protocol and journal */
+/* fs_notify_ready - from the init callback: READY=1 once the mount answers */
+void fs_notify_ready(struct fsd *fs);
+void fs_notify_stopping(struct fsd *fs);
+/*
+ * fs_journal_job - a line about a job for the operator: to the journal
+ * with GPUOPT_JOB= and GPUOPT_UID= under systemd, else to stderr.
+ * @priority is syslog's (LOG_INFO, LOG_ERR, ...).
+ */
+void fs_journal_job(struct fsd *fs, const char *job, uid_t uid, int priority,
+		    const char *fmt, ...) FS_PRINTF(5, 6);
+
 /* tree_root.c: the daemon-wide state */
 int fs_ctx_open(struct fsd *fs);
 void fs_ctx_close(struct fsd *fs);
@@ -116,7 +130,9 @@ int fs_device(struct fsd *fs, int index, struct gpo_device **out);
 void fs_device_seen(struct fsd *fs, int index, struct gpo_device *dev);
 /* fs_busy_add - account device time [@t0, @t1) spent in a job's step */
 void fs_busy_add(struct fsd *fs, int index, uint64_t t0, uint64_t t1);
-/* fs_busy_percent - the share of the last second the device was busy */
+/* fs_busy_ratio - the share (0-1) of the last second the device was busy */
+double fs_busy_ratio(struct fsd *fs, int index);
+/* fs_busy_percent - the same in whole percent, for busy_percent */
 unsigned int fs_busy_percent(struct fsd *fs, int index);
 
 /* ---- the tree ------------------------------------------------------------ */
@@ -161,7 +177,8 @@ struct fs_file {
 	/* returns poll events ready now, keeping @ph when none are */
 	unsigned int (*poll)(struct fs_handle *h, struct fuse_pollhandle *ph);
 	off_t (*size)(struct fs_node *n);
-	time_t (*mtime)(struct fs_node *n);	/* else the daemon's start */
+	/* when the content last changed; else the daemon's start */
+	struct timespec (*mtime)(struct fs_node *n);
 	int (*open)(struct fs_handle *h);	/* a file of the disk */
 };
 
@@ -203,6 +220,9 @@ extern const struct fs_file params_tensor_file;
 extern const struct fs_file checkpoint_file;
 int jobs_mkdir(struct fsd *fs, const char *name, uid_t uid, gid_t gid);
 int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid);
+/* jobs_dir_mtime - the mtime of jobs/ or a directory of a job, 0 if it
+ * has one of its own, else -ENOENT */
+int jobs_dir_mtime(struct fs_node *n, struct timespec *ts);
 
 /* tree.c */
 extern const struct fuse_operations fs_ops;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include "fs_i.h"
 #include "job_i.h"
 
@@ -58,6 +59,7 @@ struct job {
 	double loss;
 	double lr;
 	double grad_norm;
+	double grad_scale;		/* as configured: there is no dynamic one */
 	uint64_t active_ns;		/* time spent running or stepping */
 	uint64_t run_since;		/* entered running, 0 when not */
 	char dev_id[32];
@@ -65,9 +67,9 @@ struct job {
 
 	struct gpo__sbuf events;
 	struct gpo__sbuf history;
-	time_t events_mtime;		/* of the last line */
-	time_t history_mtime;
+	uint64_t history_step;		/* of the last row, 0 for none */
 	int history_full;
+	struct timespec mtime[JOB_TIMES];	/* see job_touch() */
 	struct fuse_pollhandle *pollers[POLLERS_MAX];
 	int npollers;
 	char error[512];
@@ -131,6 +133,22 @@ static void fair_unlock(struct fair_lock *l)
 
 /* ---- logs ---------------------------------------------------------------- */
 
+/*
+ * j->lock held: the files of @mask changed now. The job's directory
+ * changes with any of them, so `ls -t jobs` sorts by last activity.
+ */
+static void job_touch(struct job *j, unsigned int mask)
+{
+	struct timespec now;
+	int i;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	mask |= JOB_T(JOB_T_DIR);
+	for (i = 0; i < JOB_TIMES; i++)
+		if (mask & JOB_T(i))
+			j->mtime[i] = now;
+}
+
 static void notify_pollers(struct job *j)
 {
 	int i;
@@ -164,7 +182,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
 	gpo__sbuf_printf(&j->events, "%s\n", line);
-	j->events_mtime = time(NULL);
+	job_touch(j, JOB_T(JOB_T_EVENTS));
 	notify_pollers(j);
 }
 
@@ -184,7 +202,8 @@ static void history_row(struct job *j)
 	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
-	j->history_mtime = time(NULL);
+	j->history_step = j->step;
+	job_touch(j, JOB_T(JOB_T_HISTORY));
 	if (j->npollers)
 		notify_pollers(j);
 }
@@ -203,13 +222,25 @@ static void set_state(struct job *j, enum job_state s, long uid)
 		j->run_since = now;
 	job_event(j, uid, "state %s -> %s step=%llu", job_state_name(j->state),
 		  job_state_name(s), (unsigned long long)j->step);
+	fs_journal_job(j->fs, j->name, j->uid,
+		       s == JOB_FAILED ? LOG_ERR : LOG_INFO,
+		       "%s -> %s at step %llu%s%s", job_state_name(j->state),
+		       job_state_name(s), (unsigned long long)j->step,
+		       s == JOB_FAILED && j->error[0] ? ": " : "",
+		       s == JOB_FAILED ? j->error : "");
 	j->state = s;
+	job_touch(j, JOB_T(JOB_T_STATE) | JOB_T(JOB_T_STAT));
+	/* a job that ends has its last step in history.csv, logged or not */
+	if ((s == JOB_DONE || s == JOB_STOPPED || s == JOB_FAILED) &&
+	    j->cfg.log_every && j->step && j->step != j->history_step)
+		history_row(j);
 	pthread_cond_broadcast(&j->cond);
 }
 
 static void set_error(struct job *j, const char *msg)
 {
 	snprintf(j->error, sizeof(j->error), "%s", msg);
+	job_touch(j, JOB_T(JOB_T_ERROR));
 }
 
 static int wrong_state(struct job *j, const char *verb)
@@ -645,14 +676,27 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 	return ret;
 }
 
-static int ctl_restore(struct job *j, const char *arg, uid_t uid)
+/*
+ * restore NAME [foreign]: "foreign" lets the library read a safetensors
+ * file gpuopt did not write (no gpuopt metadata or checksums), matched to
+ * the optimizer by its tensors' names, shapes and dtypes alone.
+ */
+static int ctl_restore(struct job *j, const char *arg, const char *how,
+		       uid_t uid)
 {
 	char path[PATH_MAX + 80];
+	unsigned int flags = 0;
 	uint64_t step;
 	int ret;
 
 	if (!arg)
 		return fs_err(-EINVAL, "restore NAME: a name is needed");
+	if (how && strcmp(how, "foreign"))
+		return fs_err(-EINVAL,
+			      "restore NAME [foreign]: '%.32s' is not foreign",
+			      how);
+	if (how)
+		flags |= GPO_CKPT_FOREIGN;
 	ret = ckpt_path(j, arg, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -666,8 +710,11 @@ static int ctl_restore(struct job *j, const char *arg, uid_t uid)
 	if (!ret && access(path, F_OK))
 		ret = fs_err(-ENOENT, "restore: no checkpoint '%s'", arg);
 	if (!ret) {
-		ret = gpo_optim_restore(j->opt, path, 0);
-		if (ret)
+		ret = gpo_optim_restore(j->opt, path, flags);
+		if (ret == -ENODATA && !how)
+			fs_err(ret, "%s (write 'restore %s foreign' to read it anyway)",
+			       gpo_errmsg(), arg);
+		else if (ret)
 			fs_lib_err(ret);
 	}
 	/* config stays the truth about hyperparameters */
@@ -680,8 +727,10 @@ static int ctl_restore(struct job *j, const char *arg, uid_t uid)
 		j->loss = NAN;
 		j->grad_norm = NAN;
 		gpo_optim_get(j->opt, -1, "lr", &j->lr);
-		job_event(j, uid, "restored %s at step %llu",
-			  strrchr(path, '/') + 1, (unsigned long long)step);
+		job_event(j, uid, "restored %s%s at step %llu",
+			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
+			  (unsigned long long)step);
+		job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 		set_state(j, step ? JOB_PAUSED : JOB_CREATED, uid);
 		pthread_mutex_unlock(&j->lock);
 	}
@@ -707,6 +756,17 @@ int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 		if (job_ckpt_valid(d->d_name))
 			fn(arg, d->d_name);
 	closedir(dp);
+	return 0;
+}
+
+int job_ckpt_dir_mtime(struct job *j, struct timespec *ts)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (ckpt_dir(j, dir, sizeof(dir)) || lstat(dir, &st))
+		return -ENOENT;
+	*ts = st.st_mtim;
 	return 0;
 }
 
@@ -785,6 +845,7 @@ static void after_step(struct job *j, const struct step_result *r)
 	j->lr = si->lr;
 	j->grad_norm = si->grad_norm;
 	j->steps_run++;
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 	__atomic_add_fetch(&j->fs->steps_total, 1, __ATOMIC_RELAXED);
 	if (!si->skipped && j->cfg.log_every && j->step % j->cfg.log_every == 0)
 		history_row(j);
@@ -1092,8 +1153,10 @@ static int ctl_reset(struct job *j, uid_t uid)
 	j->error[0] = '\0';
 	gpo__sbuf_reset(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
-	j->history_mtime = time(NULL);
+	j->history_step = 0;
 	j->history_full = 0;
+	job_touch(j, JOB_T(JOB_T_HISTORY) | JOB_T(JOB_T_STAT) |
+		  JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_ERROR));
 	set_state(j, JOB_CREATED, uid);
 out_unlock:
 	pthread_mutex_unlock(&j->lock);
@@ -1102,8 +1165,11 @@ out_unlock:
 }
 
 static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
-			uid_t uid)
+			const char *extra, uid_t uid)
 {
+	if (extra && strcmp(verb, "restore"))
+		return fs_err(-EINVAL, "ctl: '%s' takes at most one argument",
+			      verb);
 	int noarg = !arg;
 
 	if (!strcmp(verb, "start") && noarg)
@@ -1121,15 +1187,15 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 	if (!strcmp(verb, "checkpoint"))
 		return ctl_checkpoint(j, arg, uid);
 	if (!strcmp(verb, "restore"))
-		return ctl_restore(j, arg, uid);
+		return ctl_restore(j, arg, extra, uid);
 	return fs_err(-EINVAL,
-		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME reset)",
+		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset)",
 		      verb);
 }
 
 int job_ctl(struct job *j, const char *text, uid_t uid)
 {
-	char line[128], *verb, *arg, *extra, *save = NULL;
+	char line[128], *verb, *arg, *extra, *more, *save = NULL;
 	int ret;
 
 	if (strlen(text) >= sizeof(line))
@@ -1138,20 +1204,22 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 	verb = strtok_r(line, " \t\n", &save);
 	arg = verb ? strtok_r(NULL, " \t\n", &save) : NULL;
 	extra = arg ? strtok_r(NULL, " \t\n", &save) : NULL;
+	more = extra ? strtok_r(NULL, " \t\n", &save) : NULL;
 	if (!verb)
 		ret = fs_err(-EINVAL, "ctl: empty write");
-	else if (extra)
-		ret = fs_err(-EINVAL, "ctl: '%s' takes at most one argument",
-			     verb);
+	else if (more)
+		ret = fs_err(-EINVAL, "ctl: too many arguments to '%s'", verb);
 	else
-		ret = ctl_dispatch(j, verb, arg, uid);
+		ret = ctl_dispatch(j, verb, arg, extra, uid);
 	pthread_mutex_lock(&j->lock);
 	if (ret)
-		job_event(j, uid, "ctl %s%s%s: %s", verb ? verb : "",
-			  arg ? " " : "", arg ? arg : "", fs_errmsg());
+		job_event(j, uid, "ctl %s%s%s%s%s: %s", verb ? verb : "",
+			  arg ? " " : "", arg ? arg : "", extra ? " " : "",
+			  extra ? extra : "", fs_errmsg());
 	else
-		job_event(j, uid, "ctl %s%s%s", verb, arg ? " " : "",
-			  arg ? arg : "");
+		job_event(j, uid, "ctl %s%s%s%s%s", verb, arg ? " " : "",
+			  arg ? arg : "", extra ? " " : "",
+			  extra ? extra : "");
 	pthread_mutex_unlock(&j->lock);
 	return ret;
 }
@@ -1242,6 +1310,8 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		j->cfg = next;
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
+		j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
+		job_touch(j, JOB_T(JOB_T_CONFIG) | JOB_T(JOB_T_STAT));
 		log_config(j, text, uid, 0);
 		pthread_cond_broadcast(&j->cond);
 		pthread_mutex_unlock(&j->lock);
@@ -1340,6 +1410,11 @@ static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 					     bytes);
 		if (ret)
 			fs_lib_err(ret);
+	}
+	if (!ret && write) {
+		pthread_mutex_lock(&j->lock);
+		job_touch(j, JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_STAT));
+		pthread_mutex_unlock(&j->lock);
 	}
 	fair_unlock(&j->opt_lock);
 	return ret;
@@ -1469,12 +1544,12 @@ size_t job_log_size(struct job *j, enum job_log which)
 	return n;
 }
 
-time_t job_log_mtime(struct job *j, enum job_log which)
+struct timespec job_mtime(struct job *j, enum job_time which)
 {
-	time_t t;
+	struct timespec t;
 
 	pthread_mutex_lock(&j->lock);
-	t = which == LOG_EVENTS ? j->events_mtime : j->history_mtime;
+	t = j->mtime[which];
 	pthread_mutex_unlock(&j->lock);
 	return t;
 }
@@ -1552,6 +1627,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->loss = j->loss;
 	s->lr = j->lr;
 	s->grad_norm = j->grad_norm;
+	s->grad_scale = j->grad_scale;
 	el = active_ns(j) / 1e9;
 	s->elapsed_s = el;
 	s->steps_per_sec = el > 0 ? j->steps_run / el : 0;
@@ -1650,8 +1726,9 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
-	j->history_mtime = time(NULL);
+	job_touch(j, ~0u);
 	j->lr = config_lr(fs, &j->cfg);
+	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
 	return j;
 }
 
@@ -1678,6 +1755,7 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 		j->next = fs->jobs;
 		fs->jobs = j;
 		fs->njobs++;
+		clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (ret) {
@@ -1700,6 +1778,7 @@ static void unlink_locked(struct fsd *fs, struct job *j)
 		if (*pp == j) {
 			*pp = j->next;
 			fs->njobs--;
+			clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 			break;
 		}
 	}

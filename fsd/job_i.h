@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include "fs_i.h"
 
 #define JOB_NAME_MAX 63
@@ -109,6 +110,9 @@ int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 /* config_lr - the lr group 0 starts with under @cfg */
 double config_lr(struct fsd *fs, const struct job_config *cfg);
+/* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */
+double config_hp(struct fsd *fs, const struct job_config *cfg,
+		 const char *key);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
@@ -128,6 +132,7 @@ struct job_snapshot {
 	double loss;
 	double lr;
 	double grad_norm;
+	double grad_scale;		/* the loss scale gradients are unscaled by */
 	double steps_per_sec;
 	double elapsed_s;
 	double eta_s;
@@ -171,8 +176,24 @@ int job_error_show(struct job *j, struct gpo__sbuf *sb);
 /* job_note_error - a write to the job failed: its error file says why */
 void job_note_error(struct job *j, const char *msg);
 
+/* what a file's or directory's mtime follows */
+enum job_time {
+	JOB_T_DIR = 0,			/* any of the others */
+	JOB_T_CONFIG,
+	JOB_T_STATE,
+	JOB_T_STAT,			/* every step, state or config change */
+	JOB_T_ERROR,
+	JOB_T_EVENTS,
+	JOB_T_HISTORY,
+	JOB_T_PARAMS,			/* params/ and grad */
+	JOB_TIMES
+};
+#define JOB_T(t) (1u << (t))
+
+/* job_mtime - when the job's content @which last changed */
+struct timespec job_mtime(struct job *j, enum job_time which);
+
 size_t job_log_size(struct job *j, enum job_log which);
-time_t job_log_mtime(struct job *j, enum job_log which);
 int job_log_read(struct job *j, enum job_log which, char *buf, size_t size,
 		 off_t off);
 /* job_log_poll - 1 if the log is longer than @pos, else keep @ph */
@@ -194,6 +215,9 @@ int job_grad_step(struct job *j, const void *src, size_t bytes);
 int job_ckpt_valid(const char *file);
 int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 		  void *arg);
+/* job_ckpt_dir_mtime - the checkpoints directory's mtime; -ENOENT before
+ * the first checkpoint */
+int job_ckpt_dir_mtime(struct job *j, struct timespec *ts);
 /* job_ckpt_open - an fd for reading checkpoint @file, or -errno */
 int job_ckpt_open(struct job *j, const char *file, struct stat *st);
 

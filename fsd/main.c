@@ -415,6 +415,7 @@ static void fs_setup(struct fsd *fs, const struct options *o)
 	fs->max_jobs_per_uid = o->max_jobs_per_uid;
 	fs->debug = o->debug;
 	fs->start_ns = gpo__now_ns();
+	clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
 	snprintf(fs->default_device, sizeof(fs->default_device), "%s",
 		 env && *env ? env : "best");
 	pthread_rwlock_init(&fs->ctx_lock, NULL);
@@ -525,6 +526,7 @@ static int run_mounted(struct fsd *fs, const struct options *o,
 		ret = serve(fs, o->max_threads);
 		if (ret)
 			fprintf(stderr, "gpuoptfs: %s\n", strerror(-ret));
+		fs_notify_stopping(fs);
 		/* unmount first: nobody waits on a daemon that stops serving */
 		fs_unmount(fs, um);
 		fs_close_all(fs);
@@ -553,6 +555,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	snprintf(fs->mountpoint, sizeof(fs->mountpoint), "%s", mnt);
 	fs->fuse = fs_new(fs, &o);
 	if (!fs->fuse)
 		return 1;

@@ -3,7 +3,10 @@
  * metrics.c - metrics.prom: the Prometheus text exposition format (0.0.4)
  *
  * Every family gets its HELP and TYPE lines once, then one sample per
- * device, pool or job, labelled device="cpu:0" or job="name".
+ * device, pool or job, labelled device="cpu:0", or gpuopt_job="name" with
+ * the job's uid and device. The job's label is not "job": Prometheus puts
+ * job= on every scraped sample and would rename ours to exported_job.
+ * Shares of time are ratios 0-1, as Prometheus' base units want.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,7 +20,7 @@ struct dev_sample {
 	struct gpo_device_info info;
 	struct gpo_pool_stats pool;
 	int have_pool;
-	unsigned int busy;
+	double busy;
 	uint64_t steps;
 	uint64_t busy_ns;
 };
@@ -75,14 +78,22 @@ static void dev_sample(struct gpo__sbuf *sb, const char *name,
 	put_value(sb, v);
 }
 
-static void job_sample(struct gpo__sbuf *sb, const char *name,
-		       const struct job_snapshot *j, double v)
+/* name{gpuopt_job="...",uid="...",device="..." without the closing brace */
+static void job_labels(struct gpo__sbuf *sb, const char *name,
+		       const struct job_snapshot *j)
 {
-	gpo__sbuf_printf(sb, "gpuopt_%s{job=\"", name);
+	gpo__sbuf_printf(sb, "gpuopt_%s{gpuopt_job=\"", name);
 	put_label(sb, j->name);
 	gpo__sbuf_printf(sb, "\",uid=\"%u\",device=\"", (unsigned int)j->uid);
 	put_label(sb, j->device);
-	gpo__sbuf_printf(sb, "\"}");
+	gpo__sbuf_printf(sb, "\"");
+}
+
+static void job_sample(struct gpo__sbuf *sb, const char *name,
+		       const struct job_snapshot *j, double v)
+{
+	job_labels(sb, name, j);
+	gpo__sbuf_printf(sb, "}");
 	put_value(sb, v);
 }
 
@@ -151,8 +162,9 @@ static void device_metrics(struct metrics *m)
 	DEV_FAMILY("device_mem_used_bytes", "gauge",
 		   "Device memory held by the daemon's pool.",
 		   d->info.mem_used_bytes);
-	DEV_FAMILY("device_busy_percent", "gauge",
-		   "Share of the last second spent in job steps.", d->busy);
+	DEV_FAMILY("device_busy_ratio", "gauge",
+		   "Share of the last second spent in job steps (0-1).",
+		   d->busy);
 	DEV_FAMILY("device_steps_total", "counter",
 		   "Job steps run on the device.", d->steps);
 	DEV_FAMILY("device_busy_seconds_total", "counter",
@@ -205,9 +217,8 @@ static void job_metrics(struct metrics *m)
 	family(sb, "job_state", "gauge", "1 for the state the job is in.");
 	for (i = 0; i < m->njobs; i++) {
 		for (s = 0; s < JOB_STATES; s++) {
-			gpo__sbuf_printf(sb, "gpuopt_job_state{job=\"");
-			put_label(sb, m->jobs[i].name);
-			gpo__sbuf_printf(sb, "\",state=\"%s\"} %d\n",
+			job_labels(sb, "job_state", &m->jobs[i]);
+			gpo__sbuf_printf(sb, ",state=\"%s\"} %d\n",
 				    job_state_name(s),
 				    (int)m->jobs[i].state == s);
 		}
@@ -229,6 +240,9 @@ static void job_metrics(struct metrics *m)
 	JOB_FAMILY("job_grad_norm", "gauge",
 		   "Gradient 2-norm of the last step (NaN: not computed).",
 		   j->grad_norm);
+	JOB_FAMILY("job_grad_scale", "gauge",
+		   "Loss scale the gradients are divided by (1: none).",
+		   j->grad_scale);
 	JOB_FAMILY("job_skipped_total", "counter",
 		   "Steps skipped for non-finite gradients.", j->skipped);
 	JOB_FAMILY("job_steps_per_second", "gauge",
@@ -253,7 +267,7 @@ static int collect_devices(struct metrics *m)
 		struct dev_sample *d = &m->devs[i];
 
 		gpo_device_info(fs->ctx, i, &d->info);
-		d->busy = fs_busy_percent(fs, i);
+		d->busy = fs_busy_ratio(fs, i);
 		s = &fs->devs[i];
 		pthread_mutex_lock(&s->lock);
 		d->steps = s->steps;

@@ -278,13 +278,15 @@ static void node_stat(struct fs_node *n, struct stat *st)
 	if (n->dir != D_NONE) {
 		st->st_mode = S_IFDIR | dir_mode(n->dir);
 		st->st_nlink = 2;
+		if (!jobs_dir_mtime(n, &st->st_mtim))
+			st->st_ctim = st->st_mtim;
 		return;
 	}
 	st->st_mode = S_IFREG | n->file->mode;
 	st->st_nlink = 1;
 	st->st_size = file_size(n);
 	if (n->file->mtime)
-		st->st_mtime = n->file->mtime(n);
+		st->st_ctim = st->st_mtim = n->file->mtime(n);
 }
 
 static int fs_getattr(const char *path, struct stat *st,
@@ -802,6 +804,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->auto_cache = 0;
 	cfg->hard_remove = 1;
 	cfg->use_ino = 0;
+	fs_notify_ready(fs_get());
 	return fs_get();
 }
 

@@ -29,6 +29,29 @@ int jobs_rmdir(struct fsd *fs, const char *name, uid_t uid)
 	return ret;
 }
 
+int jobs_dir_mtime(struct fs_node *n, struct timespec *ts)
+{
+	struct fsd *fs = n->fs;
+
+	switch (n->dir) {
+	case D_JOBS:
+		pthread_mutex_lock(&fs->lock);
+		*ts = fs->jobs_mtime;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	case D_JOB:
+		*ts = job_mtime(n->job, JOB_T_DIR);
+		return 0;
+	case D_PARAMS:
+		*ts = job_mtime(n->job, JOB_T_PARAMS);
+		return 0;
+	case D_CHECKPOINTS:
+		return job_ckpt_dir_mtime(n->job, ts);
+	default:
+		return -ENOENT;
+	}
+}
+
 /* ---- text files ---------------------------------------------------------- */
 
 static int cfg_file_show(struct fs_node *n, struct gpo__sbuf *sb)
@@ -44,7 +67,7 @@ static int cfg_file_store(struct fs_node *n, const char *text, uid_t uid)
 static int ctl_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	return gpo__sbuf_printf(sb, "start\npause\nresume\nstop\nstep N\n"
-			   "checkpoint [NAME]\nrestore NAME\nreset\n");
+			   "checkpoint [NAME]\nrestore NAME [foreign]\nreset\n");
 }
 
 static int ctl_store(struct fs_node *n, const char *text, uid_t uid)
@@ -112,10 +135,23 @@ static off_t log_size(struct fs_node *n)
 	return job_log_size(n->job, n->file->arg);
 }
 
-static time_t log_mtime(struct fs_node *n)
+static struct timespec log_mtime(struct fs_node *n)
 {
-	return job_log_mtime(n->job, n->file->arg);
+	return job_mtime(n->job, n->file->arg == LOG_EVENTS ? JOB_T_EVENTS :
+			 JOB_T_HISTORY);
 }
+
+#define MTIME_OF(name, which)						\
+static struct timespec name(struct fs_node *n)				\
+{									\
+	return job_mtime(n->job, which);				\
+}
+MTIME_OF(config_mtime, JOB_T_CONFIG)
+MTIME_OF(state_mtime, JOB_T_STATE)
+MTIME_OF(stat_mtime, JOB_T_STAT)
+MTIME_OF(error_mtime, JOB_T_ERROR)
+MTIME_OF(params_mtime, JOB_T_PARAMS)
+#undef MTIME_OF
 
 static unsigned int log_poll(struct fs_handle *h, struct fuse_pollhandle *ph)
 {
@@ -312,35 +348,52 @@ static off_t ckpt_size(struct fs_node *n)
 	return st.st_size;
 }
 
+static struct timespec ckpt_mtime(struct fs_node *n)
+{
+	struct timespec t = { 0 };
+	struct stat st;
+	int fd = job_ckpt_open(n->job, n->ckpt, &st);
+
+	if (fd < 0)
+		return t;
+	close(fd);
+	return st.st_mtim;
+}
+
 const struct fs_file checkpoint_file = {
 	.name = "", .mode = 0444, .flags = F_PRIVATE, .open = ckpt_open,
-	.read_at = ckpt_read, .size = ckpt_size,
+	.read_at = ckpt_read, .size = ckpt_size, .mtime = ckpt_mtime,
 };
 
 const struct fs_file params_index_file = {
 	.name = "index", .mode = 0444, .flags = F_PRIVATE, .show = index_show,
+	.mtime = config_mtime,
 };
 
 const struct fs_file params_tensor_file = {
 	.name = "", .mode = 0600, .flags = F_PRIVATE, .read_at = tensor_read,
 	.write_at = tensor_write, .flush = stage_flush, .size = tensor_size,
+	.mtime = params_mtime,
 };
 
 const struct fs_file job_files[] = {
 	{ .name = "config", .mode = 0644, .show = cfg_file_show,
-	  .store = cfg_file_store },
+	  .store = cfg_file_store, .mtime = config_mtime },
 	{ .name = "ctl", .mode = 0644, .show = ctl_show, .store = ctl_store },
-	{ .name = "state", .mode = 0444, .show = state_show },
-	{ .name = "stat", .mode = 0444, .show = stat_show },
+	{ .name = "state", .mode = 0444, .show = state_show,
+	  .mtime = state_mtime },
+	{ .name = "stat", .mode = 0444, .show = stat_show,
+	  .mtime = stat_mtime },
 	{ .name = "history.csv", .mode = 0444, .flags = F_STREAM,
 	  .arg = LOG_HISTORY, .read_at = log_read, .size = log_size,
 	  .mtime = log_mtime, .poll = log_poll },
 	{ .name = "events", .mode = 0444, .flags = F_STREAM, .arg = LOG_EVENTS,
 	  .read_at = log_read, .size = log_size, .mtime = log_mtime,
 	  .poll = log_poll },
-	{ .name = "error", .mode = 0444, .show = error_show },
+	{ .name = "error", .mode = 0444, .show = error_show,
+	  .mtime = error_mtime },
 	{ .name = "grad", .mode = 0600, .flags = F_PRIVATE,
 	  .read_at = grad_read, .write_at = grad_write, .flush = stage_flush,
-	  .size = grad_size },
+	  .size = grad_size, .mtime = params_mtime },
 	{ .name = NULL },
 };

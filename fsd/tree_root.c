@@ -131,7 +131,7 @@ out_unlock:
 }
 
 /* the caller holds ctx_lock for reading */
-unsigned int fs_busy_percent(struct fsd *fs, int index)
+double fs_busy_ratio(struct fsd *fs, int index)
 {
 	uint64_t now = gpo__now_ns(), e = now / BUSY_SLOT_NS, sum = 0, window;
 	struct dev_slot *s = &fs->devs[index];
@@ -144,8 +144,12 @@ unsigned int fs_busy_percent(struct fsd *fs, int index)
 		if (s->busy_epoch[k] + BUSY_SLOTS > e && s->busy_epoch[k] <= e)
 			sum += s->busy_ns[k];
 	pthread_mutex_unlock(&s->lock);
-	sum = sum * 100 / window;
-	return sum > 100 ? 100 : (unsigned int)sum;
+	return sum >= window ? 1.0 : (double)sum / window;
+}
+
+unsigned int fs_busy_percent(struct fsd *fs, int index)
+{
+	return (unsigned int)(fs_busy_ratio(fs, index) * 100);
 }
 
 /* ---- the error log ------------------------------------------------------- */

@@ -20,14 +20,15 @@ ocl-icd-opencl-dev opencl-c-headers
 libvulkan-dev glslc
 libfuse3-dev
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
-check"
+check libsystemd-dev"
 RUN_PKGS="pocl-opencl-icd
 mesa-vulkan-drivers
 fuse3 util-linux"
 CHECK_PKGS="clinfo vulkan-tools
 valgrind libxml2-utils bsdutils systemd groff-base
-clang libclang-rt-14-dev python3-numpy python3-pip locales"
-PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
+clang libclang-rt-14-dev python3-numpy python3-pip locales
+prometheus python3-prometheus-client"
+PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd"
 # what each API brings, for BACKENDS without it
 OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 VULKAN_PKGS="libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools"

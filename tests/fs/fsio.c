@@ -32,6 +32,7 @@ static const struct {
 	{ EINTR, "EINTR" }, { ERANGE, "ERANGE" }, { ENOTDIR, "ENOTDIR" },
 	{ EISDIR, "EISDIR" }, { ENOTCONN, "ENOTCONN" }, { EROFS, "EROFS" },
 	{ ENOTEMPTY, "ENOTEMPTY" }, { EOVERFLOW, "EOVERFLOW" },
+	{ ENODATA, "ENODATA" }, { EBADE, "EBADE" },
 };
 
 static const char *errname(int err)

@@ -22,7 +22,8 @@ systemd-analyze verify --man=no "$T/bad.service" >"$T/verify" 2>&1
 key() { sed -n "s/^$1=//p" "$unit"; }
 expect "ExecStart" "$(key ExecStart)" \
 	"/usr/local/bin/gpuoptfs --foreground --state-dir /var/lib/gpuopt /gpuopt"
-expect "Type" "$(key Type)" exec
+expect "Type" "$(key Type)" notify
+expect "NotifyAccess" "$(key NotifyAccess)" main
 expect "NoNewPrivileges" "$(key NoNewPrivileges)" yes
 expect "CapabilityBoundingSet" "$(key CapabilityBoundingSet)" CAP_SYS_ADMIN
 expect "KillSignal" "$(key KillSignal)" ""	# SIGTERM: unmount, exit 0
