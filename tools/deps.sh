@@ -10,7 +10,7 @@ PKGS="build-essential pkg-config
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
 libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
 libfuse3-dev fuse3
-liburing-dev libcap-dev libxxhash-dev libjansson-dev
+liburing-dev libcap-dev libxxhash-dev libjansson-dev libsmartcols-dev
 check valgrind libxml2-utils util-linux bsdutils systemd
 clang libclang-rt-14-dev python3-numpy python3-pip locales"
 PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson"
