@@ -168,6 +168,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_pools(int argc, char **argv);
 int cmd_rescan(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
+int job_create(const char *name, const char *text);
 int cmd_create(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_verb(int argc, char **argv);

@@ -23,13 +23,13 @@ static const struct col_def job_cols[] = {
 	[J_JOB] = { "job", "JOB", 0, "" },
 	[J_OWNER] = { "owner", "OWNER", 0, "" },
 	[J_STATE] = { "state", "STATE", 0, "" },
-	[J_STEP] = { "step", "STEP", COL_RIGHT, "" },
+	[J_STEP] = { "step", "STEP", COL_RIGHT | COL_NUMBER, "" },
 	[J_LOSS] = { "loss", "LOSS", COL_RIGHT | COL_NUMBER, "" },
 	[J_LR] = { "lr", "LR", COL_RIGHT | COL_NUMBER, "" },
 	[J_SPS] = { "steps_per_sec", "STEPS/S", COL_RIGHT | COL_NUMBER, "" },
-	[J_ETA] = { "eta", "ETA", COL_RIGHT, "" },
+	[J_ETA] = { "eta", "ETA", COL_RIGHT | COL_NUMBER, "" },
 	[J_DEVICE] = { "device", "DEVICE", 0, "" },
-	[J_MAX_STEPS] = { "max_steps", "MAX_STEPS", COL_RIGHT, "" },
+	[J_MAX_STEPS] = { "max_steps", "MAX_STEPS", COL_RIGHT | COL_NUMBER, "" },
 	[J_EVAL_LOSS] = { "eval_loss", "EVAL_LOSS", COL_RIGHT | COL_NUMBER, "" },
 	[J_ACCURACY] = { "accuracy", "ACCURACY", COL_RIGHT | COL_NUMBER, "" },
 	[J_GRAD_NORM] = { "grad_norm", "GRAD_NORM", COL_RIGHT | COL_NUMBER, "" },
@@ -85,8 +85,8 @@ int jobs_table(struct gpo__sbuf *out, int live)
 		else
 			step_text(&js, v, sizeof(v));
 		table_set(&t, ln, J_STEP, v);
-		if (js.unlimited)
-			table_set(&t, ln, J_MAX_STEPS, "max");
+		if (js.unlimited)	/* JSON: null */
+			table_set(&t, ln, J_MAX_STEPS, tbl_json ? "" : "max");
 		else
 			table_setf(&t, ln, J_MAX_STEPS, "%llu",
 				   (unsigned long long)js.max_steps);
@@ -102,11 +102,14 @@ int jobs_table(struct gpo__sbuf *out, int live)
 			set_num(&t, ln, J_SPS, js.steps_per_sec, 6);
 		else
 			table_setf(&t, ln, J_SPS, "%.0f", js.steps_per_sec);
-		if (!strcmp(js.state, "running"))
+		if (tbl_json && !strcmp(js.state, "running"))
+			set_num(&t, ln, J_ETA, js.eta_s, 6);	/* seconds */
+		else if (!strcmp(js.state, "running"))
 			fmt_duration(v, sizeof(v), js.eta_s);
 		else
 			snprintf(v, sizeof(v), "-");
-		table_set(&t, ln, J_ETA, v);
+		if (!tbl_json || strcmp(js.state, "running"))
+			table_set(&t, ln, J_ETA, v);
 		table_set(&t, ln, J_DEVICE, js.device);
 		table_set(&t, ln, J_OPTIMIZER, js.optimizer);
 		table_set(&t, ln, J_MODEL, js.model);
@@ -158,43 +161,49 @@ static int config_text(int argc, char **argv, struct gpo__sbuf *text)
 	return 0;
 }
 
-int cmd_create(int argc, char **argv)
+/*
+ * job_create - make job @name with config @text (may be empty): all or
+ * nothing, a refused config removes the job again. The exit status.
+ */
+int job_create(const char *name, const char *text)
 {
 	char path[PATH_MAX], rel[128], what[160], since[48], reason[512];
+	int ret;
+
+	if (!job_name_ok(name))
+		return 1;
+	snprintf(rel, sizeof(rel), "jobs/%s", name);
+	snprintf(what, sizeof(what), "create %s", name);
+	tree_path(path, sizeof(path), rel);
+	gpo__fmt_time(since, sizeof(since));
+	if (mkdir(path, 0755))
+		return fail_op(what, rel, since, -errno);
+	if (!*text)
+		return 0;
+	snprintf(rel, sizeof(rel), "jobs/%s/config", name);
+	ret = write_rel(rel, text);
+	if (!ret)
+		return 0;
+	if (!daemon_reason(rel, since, reason, sizeof(reason)))
+		snprintf(reason, sizeof(reason), "the config");
+	rmdir(path);
+	err("%s: %s (%s)", what, reason, strerror(-ret));
+	return 1;
+}
+
+int cmd_create(int argc, char **argv)
+{
 	struct gpo__sbuf text = { 0 };
-	int status, ret;
+	int status;
 
 	status = operands(argc, 1, INT_MAX);
 	if (status)
 		return status;
 	if (config_text(argc - 1, argv + 1, &text))
 		return EXIT_USAGE;
-	if (!tree_ok() || !job_name_ok(argv[0])) {
-		gpo__sbuf_free(&text);
-		return 1;
-	}
-	snprintf(rel, sizeof(rel), "jobs/%s", argv[0]);
-	snprintf(what, sizeof(what), "create %s", argv[0]);
-	tree_path(path, sizeof(path), rel);
-	gpo__fmt_time(since, sizeof(since));
-	if (mkdir(path, 0755)) {
-		ret = -errno;
-		gpo__sbuf_free(&text);
-		return fail_op(what, rel, since, ret);
-	}
-	if (!text.len)
-		return 0;
-	snprintf(rel, sizeof(rel), "jobs/%s/config", argv[0]);
-	ret = write_rel(rel, text.buf);
+	status = tree_ok() ? job_create(argv[0], text.buf ? text.buf : "") : 1;
 	gpo__sbuf_free(&text);
-	if (!ret)
-		return 0;
-	/* all or nothing: a job whose config was refused goes again */
-	if (!daemon_reason(rel, since, reason, sizeof(reason)))
-		snprintf(reason, sizeof(reason), "the config");
-	rmdir(path);
-	err("%s: %s (%s)", what, reason, strerror(-ret));
-	return 1;
+	return status;
 }
 
 int cmd_set(int argc, char **argv)
