@@ -204,7 +204,8 @@ static double axis_pos(const struct axis *a, double v)
 static void tick_label(char *out, size_t len, const struct axis *a, double v)
 {
 	double big;
-	int digits;
+	int decimals, digits;
+	char *e, *z;
 
 	if (a->log || !a->step) {
 		gpo__snprintf(out, len, "%g", v);
@@ -213,12 +214,35 @@ static void tick_label(char *out, size_t len, const struct axis *a, double v)
 	if (fabs(v) < a->step * 1e-6)
 		v = 0;
 	big = fmax(fabs(a->lo), fabs(a->hi));
-	digits = (int)floor(log10(big)) - (int)floor(log10(a->step)) + 1;
-	if (digits < 1)
-		digits = 1;
-	if (digits > 15)
-		digits = 15;
-	gpo__snprintf(out, len, "%.*g", digits, v);
+	if (big < 1e-4 || big >= 1e7) {
+		/* an exponent; the mantissa's digits as the step needs */
+		digits = (int)floor(log10(big)) - (int)floor(log10(a->step));
+		if (digits < 0)
+			digits = 0;
+		if (digits > 15)
+			digits = 15;
+		gpo__snprintf(out, len, "%.*e", digits, v);
+		/* 2.50e-05 -> 2.5e-05, 1.0e+08 -> 1e+08 */
+		e = strchr(out, 'e');
+		z = e;
+		while (z && z > out && z[-1] == '0')
+			z--;
+		if (z && z > out && z[-1] == '.')
+			z--;
+		if (z && z != e)
+			memmove(z, e, strlen(e) + 1);
+		return;
+	}
+	/* steps are 1, 2 or 5 x 10^k: 10^k's decimals and no more */
+	decimals = a->step >= 1 ? 0 : (int)ceil(-log10(a->step) - 1e-9);
+	gpo__snprintf(out, len, "%.*f", decimals, v);
+	if (decimals) {		/* 0.0010 -> 0.001 */
+		z = out + strlen(out);
+		while (z[-1] == '0')
+			*--z = '\0';
+		if (z[-1] == '.')
+			z[-1] = '\0';
+	}
 }
 
 #define PW 800			/* the picture */
