@@ -52,11 +52,8 @@ static void set_bytes(struct table *t, struct libscols_line *ln, int col,
 	table_set(t, ln, col, h);
 }
 
-/*
- * devices_table - the devices; into @out for top (@live: the defaults,
- * whatever -o says), else printed
- */
-int devices_table(struct gpo__sbuf *out, int live)
+/* devices_table - the devices, into @out for top, else printed */
+int devices_table(struct gpo__sbuf *out)
 {
 	static const struct { int col; const char *file; } plain[] = {
 		{ D_ID, "id" }, { D_TYPE, "type" }, { D_CUS, "compute_units" },
@@ -98,7 +95,7 @@ int devices_table(struct gpo__sbuf *out, int live)
 		table_set(&t, ln, D_EN, strcmp(present, "0") ? v : "gone");
 	}
 	gpo__dir_free(idx, n > 0 ? n : 0);
-	ret = table_print(&t, stdout, out);
+	ret = table_print(&t, out);
 	table_free(&t);
 	return ret;
 }
@@ -117,7 +114,7 @@ int cmd_devices(int argc, char **argv)
 	table_free(&t);
 	if (!tree_ok())
 		return 1;
-	return devices_table(NULL, 0) ? 1 : 0;
+	return devices_table(NULL) ? 1 : 0;
 }
 
 enum { P_IDX, P_DEVICE, P_CAPACITY, P_USED, P_CACHED, P_PEAK, P_LIMIT,
@@ -189,7 +186,7 @@ int cmd_pools(int argc, char **argv)
 	}
 	gpo__sbuf_free(&b);
 	gpo__dir_free(idx, n > 0 ? n : 0);
-	ret = table_print(&t, stdout, NULL);
+	ret = table_print(&t, NULL);
 	table_free(&t);
 	return ret ? 1 : 0;
 }

@@ -152,15 +152,15 @@ void table_set(struct table *t, struct libscols_line *ln, int def,
 void table_setf(struct table *t, struct libscols_line *ln, int def,
 		const char *fmt, ...) CTL_PRINTF(4, 5);
 int table_shows(const struct table *t, int def);
-/* table_print - to @f, or into @out when @out is given */
-int table_print(struct table *t, FILE *f, struct gpo__sbuf *out);
+/* table_print - to stdout, or into @out when @out is given */
+int table_print(struct table *t, struct gpo__sbuf *out);
 void table_free(struct table *t);
 void table_list_columns(FILE *f, const struct col_def *defs, int ndefs);
 
 /* ---- the tables that top also draws -------------------------------------- */
 
-int devices_table(struct gpo__sbuf *out, int live);
-int jobs_table(struct gpo__sbuf *out, int live);
+int devices_table(struct gpo__sbuf *out);
+int jobs_table(struct gpo__sbuf *out);
 
 /* ---- the commands -------------------------------------------------------- */
 

@@ -56,7 +56,7 @@ static void set_num(struct table *t, struct libscols_line *ln, int col,
 }
 
 /* jobs_table - the jobs, into @out for top, else printed */
-int jobs_table(struct gpo__sbuf *out, int live)
+int jobs_table(struct gpo__sbuf *out)
 {
 	char **names, v[64];
 	struct libscols_line *ln;
@@ -116,7 +116,7 @@ int jobs_table(struct gpo__sbuf *out, int live)
 		table_setf(&t, ln, J_UID, "%u", (unsigned int)js.uid);
 	}
 	gpo__dir_free(names, n > 0 ? n : 0);
-	ret = table_print(&t, stdout, out);
+	ret = table_print(&t, out);
 	table_free(&t);
 	/* a bare header says nothing about why the table is empty */
 	if (!ret && !rows && !tbl_json && !tbl_raw && !tbl_noheadings) {
@@ -141,7 +141,7 @@ int cmd_jobs(int argc, char **argv)
 	table_free(&t);
 	if (!tree_ok())
 		return 1;
-	return jobs_table(NULL, 0) ? 1 : 0;
+	return jobs_table(NULL) ? 1 : 0;
 }
 
 /* ---- making and changing jobs -------------------------------------------- */

@@ -286,7 +286,7 @@ static int results_print(struct result_table *rt, struct point **order,
 		set_num(t, ln, r + R_LR, p->js.lr, 4);
 		set_num(t, ln, r + R_ELAPSED, p->js.elapsed_s, 4);
 	}
-	return table_print(t, stdout, NULL);
+	return table_print(t, NULL);
 }
 
 static void progress(const struct point *p, int finished, int running,

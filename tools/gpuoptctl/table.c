@@ -177,7 +177,7 @@ void table_setf(struct table *t, struct libscols_line *ln, int def,
 	table_set(t, ln, def, buf);
 }
 
-int table_print(struct table *t, FILE *f, struct gpo__sbuf *out)
+int table_print(struct table *t, struct gpo__sbuf *out)
 {
 	char *text = NULL;
 	int ret;
@@ -185,11 +185,9 @@ int table_print(struct table *t, FILE *f, struct gpo__sbuf *out)
 	if (!out)
 		return scols_print_table(t->tb) ? -EIO : 0;
 	ret = scols_print_table_to_string(t->tb, &text);
-	if (!ret && text) {
+	if (!ret && text)
 		gpo__sbuf_printf(out, "%s\n", text);
-	}
 	free(text);
-	(void)f;
 	return ret ? -EIO : 0;
 }
 

@@ -55,12 +55,12 @@ int top_opt(int c, const char *arg)
 
 /* A table cut to the terminal's width, as top has no room to wrap */
 static void top_table(struct gpo__sbuf *out, int width,
-		      int (*table)(struct gpo__sbuf *out, int live))
+		      int (*table)(struct gpo__sbuf *out))
 {
 	struct gpo__sbuf tb = { 0 };
 	const char *p, *nl;
 
-	table(&tb, 1);
+	table(&tb);
 	for (p = tb.buf; p && *p; p = nl + 1) {
 		nl = strchr(p, '\n');
 		if (!nl)
