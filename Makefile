@@ -211,11 +211,20 @@ $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
-# gpuoptctl only reads and writes the tree: it needs libc, libm and
-# common/ alone.
-$(BUILD)/bin/gpuoptctl: tools/gpuoptctl.c $(COMMON_LIB)
+# gpuoptctl only reads and writes the tree: it needs libc, libm,
+# libsmartcols (its tables) and common/ alone; one file per command family
+# in tools/gpuoptctl/.
+CTL_SRCS := $(sort $(wildcard tools/gpuoptctl/*.c))
+CTL_OBJS := $(CTL_SRCS:%.c=$(BUILD)/%.o)
+CTL_CFLAGS := $(shell pkg-config --cflags smartcols 2>/dev/null)
+CTL_LIBS := $(or $(shell pkg-config --libs smartcols 2>/dev/null),-lsmartcols)
+TOOLS += $(BUILD)/bin/gpuoptctl
+$(BUILD)/tools/gpuoptctl/%.o: tools/gpuoptctl/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(COMMON_LIB) -lm $(LDPROG)
+	$(CC) $(ALL_CFLAGS) $(CTL_CFLAGS) -MMD -MP -c -o $@ $<
+$(BUILD)/bin/gpuoptctl: $(CTL_OBJS) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(CTL_OBJS) $(COMMON_LIB) $(CTL_LIBS) -lm $(LDPROG)
 
 $(BUILD)/bin/bench_%: bench/%.c $(ALIB)
 	@mkdir -p $(dir $@)

@@ -20,7 +20,7 @@ ocl-icd-opencl-dev opencl-c-headers
 libvulkan-dev glslc
 libfuse3-dev
 liburing-dev libcap-dev libxxhash-dev libjansson-dev
-check libsystemd-dev"
+check libsystemd-dev libsmartcols-dev"
 RUN_PKGS="pocl-opencl-icd
 mesa-vulkan-drivers
 fuse3 util-linux"
@@ -28,7 +28,7 @@ CHECK_PKGS="clinfo vulkan-tools
 valgrind libxml2-utils bsdutils systemd groff-base
 clang libclang-rt-14-dev python3-numpy python3-pip locales
 prometheus python3-prometheus-client"
-PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd"
+PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd smartcols"
 # what each API brings, for BACKENDS without it
 OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 VULKAN_PKGS="libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools"

@@ -7,7 +7,7 @@ need_fuse
 
 cmds=$("$C" --help | awk '/^  [a-z]/ { print $1 }')
 expect "commands" "$(echo $cmds)" \
-	"devices pools jobs create set start pause resume stop reset step checkpoint restore status logs wait top plot rm rescan help"
+	"devices pools jobs create set start pause resume stop reset step checkpoint restore status logs wait top plot sweep rm rescan help"
 for c in $cmds; do
 	ok "$c" --help
 	expect "$c --help" "$(echo "$out" | head -n 1 | awk '{ print $1, $2, $3 }')" \

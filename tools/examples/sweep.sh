@@ -13,8 +13,9 @@
 #
 # Prints "lr state step loss" for each job and then "best lr=LR loss=LOSS".
 # A job that diverges fails (its error says why) and is left out of the
-# ranking. Everything goes through gpuoptctl (GPUOPTCTL, default from
-# PATH) and so through the tree at GPUOPT_MNT (default /gpuopt).
+# ranking. The work is one `gpuoptctl sweep` (GPUOPTCTL, default from
+# PATH) over a template job, and so through the tree at GPUOPT_MNT
+# (default /gpuopt); gpuoptctl sweep alone sweeps any keys on a grid.
 set -eu
 ctl=${GPUOPTCTL:-gpuoptctl}
 model=rosenbrock:1000 steps=2000 optimizer=adam prefix=sweep keep=0
@@ -39,48 +40,38 @@ done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || set -- 0.0003 0.001 0.003 0.01 0.03
 
-jobs=""
+# a template job holds the config every point starts from; the sweep
+# makes $prefix-0, $prefix-1, ... from it, one per lr, all running at once
+tmpl=$prefix-template
+made=0
 cleanup()
 {
+	[ "$made" = 1 ] && "$ctl" rm "$tmpl" 2>/dev/null
 	[ "$keep" = 1 ] && return
-	for j in $jobs; do
-		"$ctl" stop "$j" 2>/dev/null || true
-		"$ctl" rm "$j" || true
+	i=0
+	for lr in "$@"; do
+		"$ctl" stop "$prefix-$i" 2>/dev/null || true
+		"$ctl" rm "$prefix-$i" 2>/dev/null || true
+		i=$((i + 1))
 	done
 }
-trap cleanup EXIT
+trap 'cleanup "$@"' EXIT
 trap 'exit 1' INT TERM HUP
 
-# one job per lr; the config is checked as a whole when the job is made
-i=0
-for lr in "$@"; do
-	"$ctl" create "$prefix-$i" "optimizer=$optimizer" "lr=$lr" \
-		"model=$model" "max_steps=$steps"
-	jobs="$jobs $prefix-$i"
-	i=$((i + 1))
-done
-# start them all: they run side by side, on their own threads
-for j in $jobs; do
-	"$ctl" start "$j"
-done
-# wait for each; a failed one (it diverged) is reported, not fatal
-for j in $jobs; do
-	"$ctl" wait -q "$j" || true
-done
-
-# the results, as `gpuoptctl status` shows them
-results=$(i=0
-for lr in "$@"; do
-	"$ctl" status "$prefix-$i" | awk -v lr="$lr" '
-		$1 == "state" { state = $2 }
-		$1 == "step" { step = $2 }
-		$1 == "loss" { loss = $2 }
-		END { printf "%-12s %-8s %8s %s\n", lr, state, step, loss }'
-	i=$((i + 1))
-done)
+"$ctl" create "$tmpl" "optimizer=$optimizer" "model=$model" \
+	"max_steps=$steps"
+made=1
+lrs=$(echo "$@" | tr ' ' ',')
+# the table, best first; a job that diverged is failed and ranked last
+results=$("$ctl" sweep "lr=$lrs" --template "$tmpl" --prefix "$prefix" \
+	--parallel $# --quiet --raw --noheadings -o job,lr,state,step,loss) ||
+	true
+# in the order the rates were given, as "lr state step loss"
+results=$(printf '%s\n' "$results" | sed "s/^$prefix-//" | sort -n |
+	awk '{ printf "%-12s %-8s %8s %s\n", $2, $3, $4, $5 }')
 printf '%-12s %-8s %8s %s\n%s\n' lr state step loss "$results"
 best=$(printf '%s\n' "$results" | awk '
-	$2 == "done" && $4 != "nan" && (best == "" || $4 + 0 < min) {
+	$2 == "done" && $4 != "nan" && $4 != "-" && (best == "" || $4 + 0 < min) {
 		min = $4 + 0; best = $1; loss = $4
 	}
 	END { if (best != "") print "best lr=" best " loss=" loss }')
