@@ -121,7 +121,8 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
 EXAMPLES := $(patsubst libgpuopt/examples/%.c,$(BUILD)/bin/%,\
 	$(wildcard libgpuopt/examples/*.c))
-TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c))
+TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
+	$(BUILD)/bin/gpuoptctl
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
 FSD_SRCS := $(sort $(wildcard fsd/*.c))
 FSD_OBJS := $(FSD_SRCS:%.c=$(BUILD)/%.o)
@@ -218,7 +219,6 @@ CTL_SRCS := $(sort $(wildcard tools/gpuoptctl/*.c))
 CTL_OBJS := $(CTL_SRCS:%.c=$(BUILD)/%.o)
 CTL_CFLAGS := $(shell pkg-config --cflags smartcols 2>/dev/null)
 CTL_LIBS := $(or $(shell pkg-config --libs smartcols 2>/dev/null),-lsmartcols)
-TOOLS += $(BUILD)/bin/gpuoptctl
 $(BUILD)/tools/gpuoptctl/%.o: tools/gpuoptctl/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CTL_CFLAGS) -MMD -MP -c -o $@ $<
