@@ -129,22 +129,36 @@ awk -f "$T/check.awk" "$T/good.rules" 2>/dev/null ||
 
 # the rules
 awk -f "$T/check.awk" "$rules" 2>"$T/runs" || fail "$rules does not parse"
-grep -q 'KERNEL=="renderD\[0-9\]\*", GROUP="gpuopt", MODE="0660"' "$rules" ||
+# access is only added (udev_rules_only_add.sh checks it device by
+# device): an ACL entry for the gpuopt group, never GROUP or MODE (these
+# greps asserted GROUP="gpuopt", MODE="0660" before issue 15)
+acl='RUN+="/bin/setfacl -m g:gpuopt:rw $env{DEVNAME}"'
+grep -qF "SUBSYSTEM==\"drm\", KERNEL==\"renderD[0-9]*\", $acl" "$rules" ||
 	fail "render nodes"
-grep -q 'SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="gpuopt"' "$rules" || fail "kfd"
-grep -q 'KERNEL=="nvidia\[0-9\]\*|nvidiactl|' "$rules" || fail "nvidia"
-grep -q 'KERNEL=="fuse", GROUP="gpuopt", MODE="0660"' "$rules" || fail "fuse"
+grep -qF "SUBSYSTEM==\"kfd\", KERNEL==\"kfd\", $acl" "$rules" || fail "kfd"
+grep -qF "KERNEL==\"nvidia[0-9]*|nvidiactl|nvidia-uvm|nvidia-uvm-tools|nvidia-modeset\", $acl" \
+	"$rules" || fail "nvidia"
+! grep -q '^[^#]*KERNEL=="fuse"' "$rules" || fail "a rule for /dev/fuse"
+! grep -q '^[^#]*\(OWNER\|GROUP\|MODE\)[:+-]\?="' "$rules" ||
+	fail "OWNER, GROUP or MODE set"
 grep -q 'ACTION=="add|remove", SUBSYSTEM=="drm", KERNEL=="renderD\[0-9\]\*", RUN+=' \
 	"$rules" || fail "no rescan on render node add/remove"
-# every RUN program is the helper, and the helper is a shell script
-for r in $(sed -n 's/^RUN //p' "$T/runs"); do
+# every RUN program is the helper (a shell script here) or setfacl
+sed -n 's/^RUN //p' "$T/runs" >"$T/runlist"
+[ -s "$T/runlist" ] || fail "no RUN"
+while read -r r args; do
 	case $r in
+	/bin/setfacl)
+		[ "$args" = '-m g:gpuopt:rw $env{DEVNAME}' ] ||
+			fail "RUN $r $args: not the gpuopt grant"
+		continue ;;
 	/usr/local/lib/udev/*) h=$TOP/udev/${r##*/} ;;
-	*) fail "RUN $r: not under /usr/local/lib/udev" ;;
+	*) fail "RUN $r: neither setfacl nor under /usr/local/lib/udev" ;;
 	esac
+	[ -z "$args" ] || fail "RUN $r: arguments '$args'"
 	[ -x "$h" ] || fail "RUN $r: no executable $h"
 	sh -n "$h" || fail "$h: syntax"
-done
+done <"$T/runlist"
 
 # the helper: nothing mounted is fine; a live tree rescans
 GPUOPT_MNT=$T/nothing sh "$TOP/udev/gpuopt-rescan" || fail "helper without a tree"
