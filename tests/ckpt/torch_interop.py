@@ -291,23 +291,23 @@ def convert(*args):
     return rc
 
 
-def gpuopt_to_torch(tmp, kind, settings, kwargs):
-    what = "%s gpuopt->torch" % kind
+def gpuopt_to_torch(tmp, kind, settings, kwargs, nsteps=3):
+    what = "%s gpuopt->torch after %d steps" % (kind, nsteps)
     p0 = init_params()
-    grads = grads_for(3)
+    grads = grads_for(nsteps)
     extra = grads_for(1)[0]
     g = Gpo(kind, gpo_groups(settings))
     for n, t in p0.items():
         g.write("param", n, t)
     for gs in grads:
         g.step(gs)
-    ck = os.path.join(tmp, kind + ".safetensors")
-    pt = os.path.join(tmp, kind + ".pt")
+    ck = os.path.join(tmp, "%s-%d.safetensors" % (kind, nsteps))
+    pt = os.path.join(tmp, "%s-%d.pt" % (kind, nsteps))
     g.save(ck)
     if convert("to-torch", ck, pt):
         return
     saved = torch.load(pt)
-    check(saved["gpuopt"]["step"] == 3, what + ": gpuopt.step")
+    check(saved["gpuopt"]["step"] == nsteps, what + ": gpuopt.step")
     # the conversion is lossless
     check(list(saved["model"]) == [n for n, _ in SHAPES], what + ": names")
     for n, _ in SHAPES:
@@ -337,16 +337,16 @@ def gpuopt_to_torch(tmp, kind, settings, kwargs):
     g.free()
 
 
-def torch_to_gpuopt(tmp, kind, settings, kwargs):
-    what = "%s torch->gpuopt" % kind
+def torch_to_gpuopt(tmp, kind, settings, kwargs, nsteps=3):
+    what = "%s torch->gpuopt after %d steps" % (kind, nsteps)
     p0 = init_params()
-    grads = grads_for(3)
+    grads = grads_for(nsteps)
     extra = grads_for(1)[0]
     params = {n: t.clone().requires_grad_() for n, t in p0.items()}
     opt = torch_optim(kind, kwargs, params)
     torch_steps(opt, params, grads)
-    pt = os.path.join(tmp, kind + "-torch.pt")
-    ck = os.path.join(tmp, kind + "-torch.safetensors")
+    pt = os.path.join(tmp, "%s-torch-%d.pt" % (kind, nsteps))
+    ck = os.path.join(tmp, "%s-torch-%d.safetensors" % (kind, nsteps))
     model = {n: params[n].detach() for n, _ in SHAPES}
     torch.save({"model": model, "optimizer": opt.state_dict()}, pt)
     if convert("from-torch", pt, ck, "--optimizer", kind):
@@ -357,7 +357,7 @@ def torch_to_gpuopt(tmp, kind, settings, kwargs):
                  (what, -ret, lib.gpo_errmsg().decode())):
         return
     if kind != "sgd":
-        check(g.steps() == 3, "%s: step %d" % (what, g.steps()))
+        check(g.steps() == nsteps, "%s: step %d" % (what, g.steps()))
     for gi, kw in enumerate(kwargs):
         for k, v in kw.items():
             if k == "betas":
@@ -421,7 +421,7 @@ def round_trip(tmp, kind, settings):
 
 
 def command_line(tmp):
-    ck = os.path.join(tmp, "adamw.safetensors")
+    ck = os.path.join(tmp, "adamw-3.safetensors")
     r = run_tool("--help")
     check("to-torch" in r.stdout and not r.stderr, "--help on stdout")
     r = run_tool("--version")
@@ -449,7 +449,7 @@ def command_line(tmp):
     r = run_tool("to-torch", bad, os.path.join(tmp, "bad.pt"), code=1)
     check("header" in r.stderr, "corrupt header: " + r.stderr)
     # sgd without --optimizer: a torch file of its own says nothing
-    run_tool("from-torch", os.path.join(tmp, "sgd-torch.pt"),
+    run_tool("from-torch", os.path.join(tmp, "sgd-torch-3.pt"),
              os.path.join(tmp, "x.safetensors"), code=2)
     # the built-in reader and XXH64 agree with the package and libxxhash
     env = dict(os.environ, GPUOPT_TORCH_SAFETENSORS="0",
@@ -458,7 +458,7 @@ def command_line(tmp):
                         os.path.join(tmp, "builtin.pt")], env=env,
                        capture_output=True, text=True)
     check(r.returncode == 0, "built-in reader: " + r.stderr)
-    a = torch.load(os.path.join(tmp, "adamw.pt"))
+    a = torch.load(os.path.join(tmp, "adamw-3.pt"))
     b = torch.load(os.path.join(tmp, "builtin.pt"))
     for n in a["model"]:
         bits(a["model"][n], b["model"][n], "built-in reader: " + n)
@@ -474,6 +474,10 @@ def main():
             gpuopt_to_torch(tmp, kind, settings, kwargs)
             torch_to_gpuopt(tmp, kind, settings, kwargs)
             round_trip(tmp, kind, settings)
+        # before any step: torch keeps no state (but Adagrad's)
+        for kind, settings, kwargs in CASES:
+            gpuopt_to_torch(tmp, kind, settings, kwargs, 0)
+            torch_to_gpuopt(tmp, kind, settings, kwargs, 0)
         for kind in ("lamb", "lion"):
             round_trip(tmp, kind, ["lr=0.001 weight_decay=0.01", "lr=0.002"])
         command_line(tmp)
