@@ -34,7 +34,6 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -148,7 +147,7 @@ class Gpo:
         lib.gpo_optim_free(self.o)
 
 
-# ---- the cases ----------------------------------------------------------------
+# ---- the cases --------------------------------------------------------------
 
 SHAPES = [("w", [7, 5]), ("b", [5]), ("head.weight", [3, 5]),
           ("head.bias", [3])]
@@ -361,11 +360,12 @@ def torch_to_gpuopt(tmp, kind, settings, kwargs, nsteps=3):
     for gi, kw in enumerate(kwargs):
         for k, v in kw.items():
             if k == "betas":
-                check(g.get(gi, "beta1") == v[0] and g.get(gi, "beta2") == v[1],
+                check((g.get(gi, "beta1"), g.get(gi, "beta2")) == v,
                       "%s: group %d betas" % (what, gi))
             elif k != "params":
-                check(g.get(gi, k) == float(v), "%s: group %d %s = %r, torch %r"
-                      % (what, gi, k, g.get(gi, k), v))
+                check(g.get(gi, k) == float(v),
+                      "%s: group %d %s = %r, torch %r" %
+                      (what, gi, k, g.get(gi, k), v))
     sd = opt.state_dict()["state"]
     for i, (n, _) in enumerate(SHAPES):
         bits(g.read("param", n), model[n], what + ": param " + n)
