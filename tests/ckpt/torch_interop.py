@@ -16,9 +16,11 @@
 #    checksums); its parameters, state, step and hyperparameters are
 #    torch's, bit for bit; one more step on each side agrees.
 # 3. to-torch then from-torch gives back a file the library restores with
-#    the same bits, lamb and lion (not torch.optim's) included.
-# 4. the command line: exit codes, a corrupt file refused, the built-in
-#    safetensors reader and XXH64 agree with the package and libxxhash.
+#    the same bits, lamb and lion (not torch.optim's) included, and f16
+#    and bf16 buffers too; 1 and 2 again before any step.
+# 4. the command line: exit codes, a corrupt file refused, --help without
+#    torch, the built-in safetensors reader and XXH64 agree with the
+#    package and libxxhash.
 #
 # Tolerance: a step's float32 results may differ by a rounding or two:
 # the cpu backend computes without fma (-ffp-contract=off) while torch's
@@ -112,17 +114,22 @@ class Gpo:
                "configure " + settings)
 
     def write(self, slot, name, t):
-        t = t.detach().contiguous().float()
+        t = t.detach().contiguous()
         ok(lib.gpo_optim_write(self.o, slot.encode(), name.encode(),
-                               ctypes.c_void_p(t.data_ptr()), t.numel() * 4),
+                               ctypes.c_void_p(t.data_ptr()),
+                               t.numel() * t.element_size()),
            "write %s %s" % (slot, name))
 
-    def read(self, slot, name):
-        t = torch.empty(self.shapes[name], dtype=torch.float32)
+    def read(self, slot, name, dtype=torch.float32):
+        t = torch.empty(self.shapes[name], dtype=dtype)
         ok(lib.gpo_optim_read(self.o, slot.encode(), name.encode(),
-                              ctypes.c_void_p(t.data_ptr()), t.numel() * 4),
+                              ctypes.c_void_p(t.data_ptr()),
+                              t.numel() * t.element_size()),
            "read %s %s" % (slot, name))
         return t
+
+    def set_dtype(self, buf, dt):
+        ok(lib.gpo_optim_set_dtype(self.o, buf.encode(), dt), "set_dtype")
 
     def step(self, grads):
         for name, g in grads.items():
@@ -230,11 +237,11 @@ def close(a, b, what):
 
 
 def bits(a, b, what):
+    def raw(t):
+        t = t.contiguous()
+        return t.view(torch.uint8) if t.dtype.is_floating_point else t
     return check(a.dtype == b.dtype and a.shape == b.shape and
-                 torch.equal(a.contiguous().view(torch.int32)
-                             if a.dtype == torch.float32 else a,
-                             b.contiguous().view(torch.int32)
-                             if b.dtype == torch.float32 else b),
+                 torch.equal(raw(a), raw(b)),
                  "%s: not bit-identical" % what)
 
 
@@ -420,6 +427,50 @@ def round_trip(tmp, kind, settings):
     h.free()
 
 
+def dtypes(tmp):
+    """Buffers of other dtypes keep them both ways (no step: the kernels
+    are f32 only, so the state is written and the step count set)."""
+    what = "f16/bf16 round trip"
+    kinds = {"param": (1, torch.float16), "exp_avg": (2, torch.bfloat16),
+             "exp_avg_sq": (0, torch.float32)}
+
+    def make():
+        g = Gpo("adamw", gpo_groups(CASES[0][1]))
+        for buf, (dt, _) in kinds.items():
+            g.set_dtype(buf, dt)
+        return g
+    g = make()
+    for buf, (_, tdt) in kinds.items():
+        for n, shape in SHAPES:
+            g.write(buf, n, rand(shape).to(tdt))
+    ok(lib.gpo_optim_set_step(g.o, ctypes.c_uint64(5)), "set_step")
+    ck = os.path.join(tmp, "dt.safetensors")
+    pt = os.path.join(tmp, "dt.pt")
+    back = os.path.join(tmp, "dt2.safetensors")
+    g.save(ck)
+    if convert("to-torch", ck, pt) or convert("from-torch", pt, back):
+        return
+    saved = torch.load(pt)
+    for i, (n, _) in enumerate(SHAPES):
+        bits(saved["model"][n], g.read("param", n, torch.float16),
+             what + ": param " + n)
+        st = saved["optimizer"]["state"][i]
+        check(float(st["step"]) == 5, what + ": step")
+        for s in ("exp_avg", "exp_avg_sq"):
+            bits(st[s], g.read(s, n, kinds[s][1]), "%s: %s/%s" % (what, n, s))
+    h = make()
+    ret = h.restore(back, 0)
+    if check(ret == 0, "%s: strict restore: errno %d: %s" %
+             (what, -ret, lib.gpo_errmsg().decode())):
+        check(h.steps() == 5, what + ": step")
+        for buf, (_, tdt) in kinds.items():
+            for n, _ in SHAPES:
+                bits(h.read(buf, n, tdt), g.read(buf, n, tdt),
+                     "%s: restored %s/%s" % (what, n, buf))
+    g.free()
+    h.free()
+
+
 def command_line(tmp):
     ck = os.path.join(tmp, "adamw-3.safetensors")
     r = run_tool("--help")
@@ -451,6 +502,21 @@ def command_line(tmp):
     # sgd without --optimizer: a torch file of its own says nothing
     run_tool("from-torch", os.path.join(tmp, "sgd-torch-3.pt"),
              os.path.join(tmp, "x.safetensors"), code=2)
+    # torch only when a command runs: without it --help works, a command
+    # says what is missing
+    notorch = os.path.join(tmp, "notorch")
+    os.mkdir(notorch)
+    with open(os.path.join(notorch, "torch.py"), "w") as f:
+        f.write("raise ImportError('no torch here')\n")
+    env = dict(os.environ, PYTHONPATH=notorch)
+    for args, code in ((["--help"], 0), (["--version"], 0),
+                       (["to-torch", ck, os.path.join(tmp, "n.pt")], 1)):
+        r = subprocess.run([sys.executable, TOOL] + args, env=env,
+                           capture_output=True, text=True)
+        check(r.returncode == code and (code == 0 or "python3-torch" in
+                                        r.stderr),
+              "without torch: %s: exit %d: %s" % (args, r.returncode,
+                                                  r.stderr))
     # the built-in reader and XXH64 agree with the package and libxxhash
     env = dict(os.environ, GPUOPT_TORCH_SAFETENSORS="0",
                GPUOPT_TORCH_XXH64="python")
@@ -480,6 +546,7 @@ def main():
             torch_to_gpuopt(tmp, kind, settings, kwargs, 0)
         for kind in ("lamb", "lion"):
             round_trip(tmp, kind, ["lr=0.001 weight_decay=0.01", "lr=0.002"])
+        dtypes(tmp)
         command_line(tmp)
     lib.gpo_ctx_free(ctx)
     if failures:
