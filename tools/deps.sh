@@ -27,7 +27,8 @@ fuse3 util-linux"
 CHECK_PKGS="clinfo vulkan-tools
 valgrind libxml2-utils bsdutils systemd groff-base
 clang libclang-rt-14-dev python3-numpy python3-pip locales
-prometheus python3-prometheus-client"
+prometheus python3-prometheus-client
+acl udev python3-torch"
 PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd smartcols"
 # what each API brings, for BACKENDS without it
 OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"

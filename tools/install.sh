@@ -35,7 +35,11 @@ for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi
 done
-for p in tools/gpuopt-ckpt.1 tools/gpuopt-devices.1; do
+# gpuopt-torch: Python, needs torch only when run; the version stamped in
+sed "s/^VERSION = .*/VERSION = \"$version\"/" tools/gpuopt-torch \
+	>"$root/bin/gpuopt-torch"
+chmod 0755 "$root/bin/gpuopt-torch"
+for p in tools/gpuopt-ckpt.1 tools/gpuopt-devices.1 tools/gpuopt-torch.1; do
 	man_page "$p" "$root/share/man/man1"
 done
 man_page fsd/gpuoptfs.8 "$root/share/man/man8"
@@ -52,5 +56,6 @@ chmod 0644 "$root/lib/udev/rules.d/70-gpuopt.rules" \
 	"$root/lib/systemd/system/gpuoptfs.service"
 echo "installed into $root"
 if [ -z "$destdir" ] && ! getent group gpuopt >/dev/null 2>&1; then
-	echo "the udev rules give devices to the group gpuopt: groupadd -r gpuopt"
+	echo "the udev rules grant devices to the group gpuopt through ACLs" \
+	     "(package acl): groupadd -r gpuopt"
 fi

@@ -17,8 +17,9 @@ make -C "$TOP" --no-print-directory BUILD="$BUILD" DESTDIR="$dest" \
 	fail "make install: $(tail -n 20 "$T/install.log")"
 for f in lib/libgpuopt.so.0.1.0 lib/libgpuopt.so.0 lib/libgpuopt.so \
 	 lib/libgpuopt.a include/gpuopt.h lib/pkgconfig/gpuopt.pc \
-	 bin/gpuoptfs bin/gpuoptctl bin/gpuopt-ckpt \
-	 share/man/man1/gpuoptctl.1 share/man/man3/gpo_ctx_new.3 \
+	 bin/gpuoptfs bin/gpuoptctl bin/gpuopt-ckpt bin/gpuopt-torch \
+	 share/man/man1/gpuoptctl.1 share/man/man1/gpuopt-torch.1 \
+	 share/man/man3/gpo_ctx_new.3 \
 	 share/man/man3/gpo_optim_step.3 share/man/man3/gpo_version.3 \
 	 share/man/man8/gpuoptfs.8 \
 	 share/bash-completion/completions/gpuoptctl \
