@@ -70,7 +70,7 @@ refused 1 "create late: device vulkan:0 is gone" \
 [ ! -e "$M/jobs/late" ] || fail "late made"
 ok devices
 expect "devices row" "$(echo "$out" | awk -v i="$vi" '
-	NR == 1 { c = index($0, "   EN ") + 1 }
+	NR == 1 { c = index($0, " EN ") + 1 }
 	$1 == i { e = substr($0, c, 5); gsub(/ /, "", e); print $2, e }')" \
 	"vulkan:0 gone"
 
