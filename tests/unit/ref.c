@@ -333,11 +333,13 @@ void ref_reset(struct ref_optim *r)
 {
 	int i;
 
-	for (i = 0; i < r->ntensors; i++) {
+	/*
+	 * A reset keeps the parameters, so it keeps the elements whose Lion
+	 * sign was a coin toss before (unsure): their values may still
+	 * differ from the device's by those earlier steps.
+	 */
+	for (i = 0; i < r->ntensors; i++)
 		free_state(&r->t[i]);
-		memset(r->t[i].unsure, 0, r->t[i].n);
-		r->t[i].nunsure = 0;
-	}
 	r->step = 0;
 	r->skipped = 0;
 }
