@@ -9,13 +9,7 @@ command -v python3 >/dev/null || skip "no python3"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp"
 tool=$BUILD/bin/gpuopt-ckpt
 
-LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
-. "$BUILD/build.conf"
-# shellcheck disable=SC2086
-cc -std=gnu11 -O1 -pthread -D_GNU_SOURCE -I"$TOP" -I"$TOP/libgpuopt/include" \
-	-I"$TOP/libgpuopt/src" -I"$TOP/kernels" -o "$T/ckpt_helper" \
-	"$TOP/tests/ckpt/ckpt_helper.c" "$BUILD/lib/libgpuopt.a" $LIB_LIBS \
-	$LDSAN 2>"$T/cc.log" || fail "ckpt_helper: $(head -n 20 "$T/cc.log")"
+ckpt_helper_build "$T/ckpt_helper"
 "$T/ckpt_helper" save "$T/good.st" -k sgd >"$T/helper.log" 2>&1 ||
 	fail "save: $(cat "$T/helper.log")"
 cp "$T/good.st" "$T/flip.st"

@@ -10,13 +10,7 @@ export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp"
 tool=$BUILD/bin/gpuopt-ckpt
 
 # the checkpoint tests' helper, built against this build's library
-LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
-. "$BUILD/build.conf"
-# shellcheck disable=SC2086
-cc -std=gnu11 -O1 -pthread -D_GNU_SOURCE -I"$TOP" -I"$TOP/libgpuopt/include" \
-	-I"$TOP/libgpuopt/src" -I"$TOP/kernels" -o "$T/ckpt_helper" \
-	"$TOP/tests/ckpt/ckpt_helper.c" "$BUILD/lib/libgpuopt.a" $LIB_LIBS \
-	$LDSAN 2>"$T/cc.log" || fail "ckpt_helper: $(head -n 20 "$T/cc.log")"
+ckpt_helper_build "$T/ckpt_helper"
 "$T/ckpt_helper" save "$T/a.st" -k adamw -n 64 >"$T/helper.log" 2>&1 ||
 	fail "save: $(cat "$T/helper.log")"
 

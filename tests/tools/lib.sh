@@ -74,3 +74,21 @@ no_escapes()
 {
 	! grep -q "$(printf '\033')" "$1" && ! grep -q "$(printf '\r')" "$1"
 }
+
+# ckpt_helper_build OUT - tests/ckpt's helper program against this build's
+# library; a sanitizer build's keeps the CPU drivers resident, so that
+# tests/lsan.supp (exported here) names their own leaks
+ckpt_helper_build()
+{
+	LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
+	. "$BUILD/build.conf"
+	keep=
+	[ -n "$LDSAN" ] && keep=$BUILD/tests/unit/keep_drivers.o
+	export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp"
+	# shellcheck disable=SC2086
+	cc -std=gnu11 -O1 -pthread -D_GNU_SOURCE -I"$TOP" \
+		-I"$TOP/libgpuopt/include" -I"$TOP/libgpuopt/src" \
+		-I"$TOP/kernels" -o "$1" "$TOP/tests/ckpt/ckpt_helper.c" \
+		"$BUILD/lib/libgpuopt.a" $LIB_LIBS $LDSAN $keep 2>"$T/cc.log" ||
+		fail "ckpt_helper: $(head -n 20 "$T/cc.log")"
+}
