@@ -149,6 +149,9 @@ struct libscols_line *table_row(struct table *t);
 /* table_set - the cell of column @def in @ln, if it is shown */
 void table_set(struct table *t, struct libscols_line *ln, int def,
 	       const char *text);
+/* table_set_num - a number: @prec digits in a table, every digit in JSON */
+void table_set_num(struct table *t, struct libscols_line *ln, int def,
+		   double v, int prec);
 void table_setf(struct table *t, struct libscols_line *ln, int def,
 		const char *fmt, ...) CTL_PRINTF(4, 5);
 int table_shows(const struct table *t, int def);

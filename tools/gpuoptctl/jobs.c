@@ -42,18 +42,6 @@ static const struct col_def job_cols[] = {
 #define JOB_DEFAULT "job,owner,state,step,loss,lr,steps_per_sec,eta,device"
 #define JOB_JSON "job,owner,state,step,max_steps,loss,lr,steps_per_sec,eta,device"
 
-/* A number: "%.6g" in a table, every digit in JSON */
-static void set_num(struct table *t, struct libscols_line *ln, int col,
-		    double v, int prec)
-{
-	char s[32];
-
-	if (tbl_json && isfinite(v))
-		gpo__fmt_double(s, sizeof(s), v);
-	else
-		fmt_num(s, sizeof(s), v, prec);
-	table_set(t, ln, col, s);
-}
 
 /* jobs_table - the jobs, into @out for top, else printed */
 int jobs_table(struct gpo__sbuf *out)
@@ -90,20 +78,20 @@ int jobs_table(struct gpo__sbuf *out)
 		else
 			table_setf(&t, ln, J_MAX_STEPS, "%llu",
 				   (unsigned long long)js.max_steps);
-		set_num(&t, ln, J_LOSS, js.loss, 6);
-		set_num(&t, ln, J_LR, js.lr, 4);
-		set_num(&t, ln, J_EVAL_LOSS, js.eval_loss, 6);
-		set_num(&t, ln, J_ACCURACY, js.accuracy, 4);
-		set_num(&t, ln, J_GRAD_NORM, js.grad_norm, 6);
-		set_num(&t, ln, J_ELAPSED, js.elapsed_s, 6);
+		table_set_num(&t, ln, J_LOSS, js.loss, 6);
+		table_set_num(&t, ln, J_LR, js.lr, 4);
+		table_set_num(&t, ln, J_EVAL_LOSS, js.eval_loss, 6);
+		table_set_num(&t, ln, J_ACCURACY, js.accuracy, 4);
+		table_set_num(&t, ln, J_GRAD_NORM, js.grad_norm, 6);
+		table_set_num(&t, ln, J_ELAPSED, js.elapsed_s, 6);
 		if (isnan(js.steps_per_sec) || js.steps_per_sec <= 0)
 			table_set(&t, ln, J_SPS, "-");
 		else if (tbl_json)
-			set_num(&t, ln, J_SPS, js.steps_per_sec, 6);
+			table_set_num(&t, ln, J_SPS, js.steps_per_sec, 6);
 		else
 			table_setf(&t, ln, J_SPS, "%.0f", js.steps_per_sec);
 		if (tbl_json && !strcmp(js.state, "running"))
-			set_num(&t, ln, J_ETA, js.eta_s, 6);	/* seconds */
+			table_set_num(&t, ln, J_ETA, js.eta_s, 6);	/* seconds */
 		else if (!strcmp(js.state, "running"))
 			fmt_duration(v, sizeof(v), js.eta_s);
 		else

@@ -251,17 +251,6 @@ static int results_new(struct result_table *rt, const struct sweep_key *keys,
 			 rt->defaults, NULL);
 }
 
-static void set_num(struct table *t, struct libscols_line *ln, int col,
-		    double v, int prec)
-{
-	char s[32];
-
-	if (tbl_json && isfinite(v))
-		gpo__fmt_double(s, sizeof(s), v);
-	else
-		fmt_num(s, sizeof(s), v, prec);
-	table_set(t, ln, col, s);
-}
 
 static int results_print(struct result_table *rt, struct point **order,
 			 int n, const struct sweep_key *keys)
@@ -280,11 +269,11 @@ static int results_print(struct result_table *rt, struct point **order,
 		table_set(t, ln, r + R_STATE, p->js.state);
 		table_setf(t, ln, r + R_STEP, "%llu",
 			   (unsigned long long)p->js.step);
-		set_num(t, ln, r + R_LOSS, p->js.loss, 6);
-		set_num(t, ln, r + R_EVAL_LOSS, p->js.eval_loss, 6);
-		set_num(t, ln, r + R_ACCURACY, p->js.accuracy, 4);
-		set_num(t, ln, r + R_LR, p->js.lr, 4);
-		set_num(t, ln, r + R_ELAPSED, p->js.elapsed_s, 4);
+		table_set_num(t, ln, r + R_LOSS, p->js.loss, 6);
+		table_set_num(t, ln, r + R_EVAL_LOSS, p->js.eval_loss, 6);
+		table_set_num(t, ln, r + R_ACCURACY, p->js.accuracy, 4);
+		table_set_num(t, ln, r + R_LR, p->js.lr, 4);
+		table_set_num(t, ln, r + R_ELAPSED, p->js.elapsed_s, 4);
 	}
 	return table_print(t, NULL);
 }

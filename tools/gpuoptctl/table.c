@@ -4,6 +4,7 @@
  * lsblk and findmnt use): aligned columns whatever the widths, --json,
  * --raw, --noheadings and -o COLUMNS alike for all of them.
  */
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -161,6 +162,19 @@ void table_set(struct table *t, struct libscols_line *ln, int def,
 	    (!strcmp(text, "-") || !strcmp(text, "nan") || !*text))
 		return;
 	scols_line_set_data(ln, t->shown[def], text);
+}
+
+/* A number: @prec digits in a table, every digit in JSON */
+void table_set_num(struct table *t, struct libscols_line *ln, int def,
+		   double v, int prec)
+{
+	char s[32];
+
+	if (tbl_json && isfinite(v))
+		gpo__fmt_double(s, sizeof(s), v);
+	else
+		fmt_num(s, sizeof(s), v, prec);
+	table_set(t, ln, def, s);
 }
 
 void table_setf(struct table *t, struct libscols_line *ln, int def,
