@@ -8,15 +8,7 @@
 need_root
 command -v dpkg-query >/dev/null || skip "no dpkg-query"
 pkg=gpuopt-test-no-such-package
-mkdir "$T/bin"
-cat >"$T/bin/apt-get" <<EOS
-#!/bin/sh
-echo "apt-get \$*" >>"$T/apt.log"
-exit 0
-EOS
-chmod +x "$T/bin/apt-get"
-export PATH="$T/bin:$PATH" GPUOPT_DEPS_EXTRA=$pkg
-unset GPUOPT_NO_INSTALL
+fake_apt_get "$pkg"
 
 for m in run check; do
 	rm -f "$T/apt.log"

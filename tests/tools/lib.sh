@@ -92,3 +92,18 @@ ckpt_helper_build()
 		"$BUILD/lib/libgpuopt.a" $LIB_LIBS $LDSAN $keep 2>"$T/cc.log" ||
 		fail "ckpt_helper: $(head -n 20 "$T/cc.log")"
 }
+
+# fake_apt_get PKG - an apt-get on PATH that records each call in
+# $T/apt.log, and PKG (which does not exist) added to deps.sh's lists
+fake_apt_get()
+{
+	mkdir -p "$T/bin"
+	cat >"$T/bin/apt-get" <<EOS
+#!/bin/sh
+echo "apt-get \$*" >>"$T/apt.log"
+exit 0
+EOS
+	chmod +x "$T/bin/apt-get"
+	export PATH="$T/bin:$PATH" GPUOPT_DEPS_EXTRA=$1
+	unset GPUOPT_NO_INSTALL
+}

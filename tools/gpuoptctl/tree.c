@@ -4,6 +4,7 @@
  * for refusals (error_log), the jobs' stat, and the small formatters the
  * commands share.
  */
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -336,12 +337,28 @@ double num_of(const char *s)
 	return end == s ? NAN : v;
 }
 
+/* the numbers of a job's stat file: NAN where absent or "-" */
+static const struct {
+	const char *key;
+	size_t off;
+} stat_nums[] = {
+	{ "loss", offsetof(struct job_stat, loss) },
+	{ "lr", offsetof(struct job_stat, lr) },
+	{ "eval_loss", offsetof(struct job_stat, eval_loss) },
+	{ "accuracy", offsetof(struct job_stat, accuracy) },
+	{ "grad_norm", offsetof(struct job_stat, grad_norm) },
+	{ "steps_per_sec", offsetof(struct job_stat, steps_per_sec) },
+	{ "elapsed_s", offsetof(struct job_stat, elapsed_s) },
+	{ "eta_s", offsetof(struct job_stat, eta_s) },
+};
+
 /* job_stat_read - jobs/@name/stat, parsed; 0 or -errno */
 int job_stat_read(const char *name, struct job_stat *js)
 {
 	char rel[128], v[64], path[PATH_MAX];
 	struct gpo__sbuf b = { 0 };
 	struct stat st;
+	size_t i;
 	int ret;
 
 	memset(js, 0, sizeof(*js));
@@ -360,22 +377,10 @@ int job_stat_read(const char *name, struct job_stat *js)
 	js->unlimited = !strcmp(v, "max");
 	if (gpo__parse_u64(v, &js->max_steps))
 		js->max_steps = 0;
-	kv_get(b.buf, "loss", v, sizeof(v));
-	js->loss = num_of(v);
-	kv_get(b.buf, "lr", v, sizeof(v));
-	js->lr = num_of(v);
-	kv_get(b.buf, "eval_loss", v, sizeof(v));
-	js->eval_loss = num_of(v);
-	kv_get(b.buf, "accuracy", v, sizeof(v));
-	js->accuracy = num_of(v);
-	kv_get(b.buf, "grad_norm", v, sizeof(v));
-	js->grad_norm = num_of(v);
-	kv_get(b.buf, "steps_per_sec", v, sizeof(v));
-	js->steps_per_sec = num_of(v);
-	kv_get(b.buf, "elapsed_s", v, sizeof(v));
-	js->elapsed_s = num_of(v);
-	kv_get(b.buf, "eta_s", v, sizeof(v));
-	js->eta_s = num_of(v);
+	for (i = 0; i < ARRAY_SIZE(stat_nums); i++) {
+		kv_get(b.buf, stat_nums[i].key, v, sizeof(v));
+		*(double *)((char *)js + stat_nums[i].off) = num_of(v);
+	}
 	kv_get(b.buf, "device", js->device, sizeof(js->device));
 	kv_get(b.buf, "optimizer", js->optimizer, sizeof(js->optimizer));
 	kv_get(b.buf, "model", js->model, sizeof(js->model));
