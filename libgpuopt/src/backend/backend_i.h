@@ -82,6 +82,19 @@ enum gpo__op_id {
 	OP_LAMB_APPLY,
 	OP_OBJ_QUADRATIC,
 	OP_OBJ_ROSENBROCK,
+	/* the tensor engine's (kernels/abi/tensor.h) */
+	OP_MATMUL,
+	OP_UNARY,
+	OP_BINARY,
+	OP_UNARY_BWD,
+	OP_REDUCE,
+	OP_REDUCE_BWD,
+	OP_SOFTMAX,
+	OP_SOFTMAX_BWD,
+	OP_XENT,
+	OP_XENT_BWD,
+	OP_ACCURACY,
+	OP_GATHER_ROWS,
 	OP_COUNT
 };
 

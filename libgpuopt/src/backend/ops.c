@@ -20,6 +20,12 @@
 #include "abi/lion.h"
 #include "abi/lamb.h"
 #include "abi/objective.h"
+#include "abi/matmul.h"
+#include "abi/ew.h"
+#include "abi/reduce.h"
+#include "abi/softmax.h"
+#include "abi/loss.h"
+#include "abi/gather.h"
 
 #define P4	(OP_RW | OP_VEC4)	/* a parameter or state view */
 #define G4	(OP_R | OP_VEC4)	/* the gradient view */
@@ -75,6 +81,48 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_OBJ_ROSENBROCK] = { "obj_rosenbrock", "objective", GRID_GROUPS, 3,
 		{ { "x", OP_R }, { "g", OP_W }, { "partials", OP_W } },
 		sizeof(struct gpo_objective_args), DT(GPO_F32) },
+	/*
+	 * Tensor ops: every buffer bound from its block's start, tensors
+	 * found by element offsets in the struct (abi/tensor.h). An output
+	 * is OP_RW: with GPO_T_ACCUM it is read too.
+	 */
+	[OP_MATMUL] = { "matmul", "matmul", GRID_GROUPS, 3,
+		{ { "a", OP_R }, { "b", OP_R }, { "c", OP_RW } },
+		sizeof(struct gpo_matmul_args), DT(GPO_F32) },
+	[OP_UNARY] = { "unary", "ew", GRID_GROUPS, 2,
+		{ { "x", OP_R }, { "y", OP_RW } },
+		sizeof(struct gpo_ew_args), DT(GPO_F32) },
+	[OP_BINARY] = { "binary", "ew", GRID_GROUPS, 3,
+		{ { "a", OP_R }, { "b", OP_R }, { "y", OP_RW } },
+		sizeof(struct gpo_ew_args), DT(GPO_F32) },
+	[OP_UNARY_BWD] = { "unary_bwd", "ew", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "dy", OP_R }, { "dx", OP_RW } },
+		sizeof(struct gpo_ew_args), DT(GPO_F32) },
+	[OP_REDUCE] = { "reduce", "reduce", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "y", OP_RW }, { "idx", OP_W | OP_OPT } },
+		sizeof(struct gpo_reduce_args), DT(GPO_F32) },
+	[OP_REDUCE_BWD] = { "reduce_bwd", "reduce", GRID_GROUPS, 3,
+		{ { "dy", OP_R }, { "idx", OP_R | OP_OPT }, { "dx", OP_RW } },
+		sizeof(struct gpo_reduce_args), DT(GPO_F32) },
+	[OP_SOFTMAX] = { "softmax", "softmax", GRID_GROUPS, 2,
+		{ { "x", OP_R }, { "y", OP_W } },
+		sizeof(struct gpo_softmax_args), DT(GPO_F32) },
+	[OP_SOFTMAX_BWD] = { "softmax_bwd", "softmax", GRID_GROUPS, 3,
+		{ { "y", OP_R }, { "dy", OP_R }, { "dx", OP_RW } },
+		sizeof(struct gpo_softmax_args), DT(GPO_F32) },
+	[OP_XENT] = { "xent", "loss", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "lab", OP_R }, { "y", OP_W } },
+		sizeof(struct gpo_loss_args), DT(GPO_F32) },
+	[OP_XENT_BWD] = { "xent_bwd", "loss", GRID_GROUPS, 4,
+		{ { "x", OP_R }, { "lab", OP_R }, { "dl", OP_R },
+		  { "dx", OP_RW } },
+		sizeof(struct gpo_loss_args), DT(GPO_F32) },
+	[OP_ACCURACY] = { "accuracy", "loss", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "lab", OP_R }, { "y", OP_W } },
+		sizeof(struct gpo_loss_args), DT(GPO_F32) },
+	[OP_GATHER_ROWS] = { "gather_rows", "gather", GRID_GROUPS, 3,
+		{ { "src", OP_R }, { "idx", OP_R }, { "dst", OP_RW } },
+		sizeof(struct gpo_gather_args), DT(GPO_F32) | DT(GPO_I32) },
 };
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ew.h - element-wise ops: unary functions over strided (broadcast,
+ * transposed) views, binary arithmetic with broadcasting, and the unary
+ * functions' derivatives
+ *
+ * unary      groups  buf0 x (r), buf1 y (rw with ACCUM, else w)
+ *                    dtypes f32
+ *	y[off_y + i] (+)= alpha * f(x[xi(i)])                   i < n
+ * binary     groups  buf0 a (r), buf1 b (r), buf2 y (rw/w)   dtypes f32
+ *	y[off_y + i] (+)= alpha * (a[ai(i)] OP b[bi(i)])        i < n
+ * unary_bwd  groups  buf0 x (r), buf1 dy (r), buf2 dx (rw/w) dtypes f32
+ *	dx[off_y + i] (+)= alpha * dy[off_b + i] * f'(x[off_a + i])  i < n
+ *	(all three contiguous: shape and strides are not used)
+ *
+ * y is contiguous with shape[0..3] (innermost last, unused leading
+ * dimensions 1; n = the product). Output element i has the index
+ * (i0, i1, i2, i3) in that shape, and the inputs are read at
+ *	xi(i) = ai(i) = off_a + i0 * sa[0] + i1 * sa[1] + i2 * sa[2] + i3 * sa[3]
+ *	bi(i) = off_b + i0 * sb[0] + ... + i3 * sb[3]
+ * so a stride of 0 broadcasts, and swapped strides transpose. (For unary,
+ * x is buffer 0 and uses off_a and sa.)
+ *
+ * fn for unary and unary_bwd (f' in terms of x):
+ *	COPY       f = x                         f' = 1
+ *	RELU       f = max(x, 0)                 f' = x > 0 ? 1 : 0
+ *	GELU       f = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+ *	                                         f' = Phi(x) + x phi(x)
+ *	GELU_TANH  f = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+ *	           f' = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u)
+ *	                 * sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+ *	TANH       f = tanh x                    f' = 1 - tanh^2 x
+ *	SIGMOID    f = 1 / (1 + exp(-x))         f' = f (1 - f)
+ *	EXP        f = exp x                     f' = exp x
+ *	LOG        f = log x                     f' = 1 / x
+ *	SQUARE     f = x^2                       f' = 2 x
+ *	SQRT       f = sqrt x                    f' = 0.5 / sqrt x
+ * erf is the kernels' own (the same in every backend, accurate to 1e-6
+ * relative or better); tanh and sigmoid are computed so that they do not
+ * overflow for large |x| (tanh -> +-1, sigmoid -> 0 or 1).
+ *
+ * OP for binary: ADD a + b, SUB a - b, MUL a * b, DIV a / b.
+ */
+#ifndef GPO_ABI_EW_H
+#define GPO_ABI_EW_H
+#include "tensor.h"
+
+/* unary fn */
+#define GPO_EW_COPY		0u
+#define GPO_EW_RELU		1u
+#define GPO_EW_GELU		2u
+#define GPO_EW_GELU_TANH	3u
+#define GPO_EW_TANH		4u
+#define GPO_EW_SIGMOID		5u
+#define GPO_EW_EXP		6u
+#define GPO_EW_LOG		7u
+#define GPO_EW_SQUARE		8u
+#define GPO_EW_SQRT		9u
+#define GPO_EW_UNARY_COUNT	10u
+
+/* binary fn */
+#define GPO_EW_ADD		0u
+#define GPO_EW_SUB		1u
+#define GPO_EW_MUL		2u
+#define GPO_EW_DIV		3u
+#define GPO_EW_BINARY_COUNT	4u
+
+GPO_ARGS(gpo_ew_args)
+	gpo_u32 n;
+	gpo_u32 groups;
+	gpo_u32 fn;
+	gpo_u32 flags;
+	gpo_u32 shape[GPO_T_DIMS];
+	gpo_u32 sa[GPO_T_DIMS];
+	gpo_u32 sb[GPO_T_DIMS];
+	gpo_u32 off_a;
+	gpo_u32 off_b;
+	gpo_u32 off_y;
+	gpo_f32 alpha;
+GPO_ARGS_END(gpo_ew_args)
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * matmul.h - batched matrix products, no transposes materialised
+ *
+ * matmul  groups  buf0 a (r), buf1 b (r), buf2 c (rw with ACCUM, else w)
+ *                 dtypes f32
+ *
+ * For each batch index z < batch, with A_z at a[off_a + z * bsa],
+ * B_z at b[off_b + z * bsb] and C_z at c[off_c + z * bsc], all row-major:
+ *
+ *	op(A)[i][p] = A_z[i * lda + p]       (m x k)
+ *	            = A_z[p * lda + i]       with GPO_MM_TRANS_A (A is k x m)
+ *	op(B)[p][j] = B_z[p * ldb + j]       (k x n)
+ *	            = B_z[j * ldb + p]       with GPO_MM_TRANS_B (B is n x k)
+ *	C_z[i * ldc + j] (+)= alpha * sum_p op(A)[i][p] * op(B)[p][j]
+ *
+ * for i < m, j < n (GPO_T_ACCUM: +=). k may be 0 (the sum is 0).
+ *
+ * Grid: one workgroup per GPO_MM_TILE x GPO_MM_TILE tile of one C_z:
+ * work = batch * tiles_m * tiles_n, tiles_x = ceil(x / GPO_MM_TILE);
+ * group g computes z = g / (tiles_m * tiles_n), tile row
+ * (g % (tiles_m * tiles_n)) / tiles_n and tile column g % tiles_n. The
+ * edges are guarded: m, n and k need not be multiples of anything, and
+ * the sum over p runs in the same order for every element of a device.
+ * Kernels stage tiles of A and B in local (shared) memory.
+ */
+#ifndef GPO_ABI_MATMUL_H
+#define GPO_ABI_MATMUL_H
+#include "tensor.h"
+
+#define GPO_MM_TILE	64
+
+#define GPO_MM_TRANS_A	(1u << 8)
+#define GPO_MM_TRANS_B	(1u << 9)
+
+GPO_ARGS(gpo_matmul_args)
+	gpo_u32 m;
+	gpo_u32 n;
+	gpo_u32 k;
+	gpo_u32 batch;
+	gpo_u32 tiles_m;
+	gpo_u32 tiles_n;
+	gpo_u32 flags;
+	gpo_u32 lda;
+	gpo_u32 ldb;
+	gpo_u32 ldc;
+	gpo_u32 off_a;
+	gpo_u32 off_b;
+	gpo_u32 off_c;
+	gpo_u32 bsa;
+	gpo_u32 bsb;
+	gpo_u32 bsc;
+	gpo_f32 alpha;
+GPO_ARGS_END(gpo_matmul_args)
+
+#endif
