@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <gpuopt.h>
@@ -30,6 +31,7 @@
 	FS_STR(GPUOPT_VERSION_MINOR) "." FS_STR(GPUOPT_VERSION_PATCH)
 
 struct job;
+struct fsd;
 
 /* ---- err.c: the request's error message, mkdir -p ------------------------ */
 
@@ -46,6 +48,21 @@ int fs_err(int err, const char *fmt, ...) FS_PRINTF(2, 3);
 int fs_lib_err(int err);
 const char *fs_errmsg(void);
 void fs_err_clear(void);
+
+/* ---- statedir.c: the state directory, never through symlinks ------------- */
+
+/*
+ * fs_state_dirfd - an fd of STATE/@uid[/@job[/@sub]], each step opened
+ * with O_NOFOLLOW and made (0700) first when @create; or -errno
+ */
+int fs_state_dirfd(struct fsd *fs, uid_t uid, const char *job,
+		   const char *sub, int create);
+/* fs_state_open_file - @name under @dfd for reading, only a regular file
+ * and never through a link (-ENOENT otherwise); an fd or -errno */
+int fs_state_open_file(int dfd, const char *name, struct stat *st);
+/* fs_fd_path - a path naming fd @fd (and @name in it) for APIs that take
+ * paths: /proc/self/fd/N[/NAME] */
+void fs_fd_path(int fd, const char *name, char *buf, size_t len);
 
 /* ---- the daemon ---------------------------------------------------------- */
 

@@ -536,6 +536,12 @@ static int ckpt_dir(struct job *j, char *buf, size_t len)
 	return 0;
 }
 
+/* the job's checkpoint directory, never through a link; fd or -errno */
+static int ckpt_dirfd(struct job *j, int create)
+{
+	return fs_state_dirfd(j->fs, j->uid, j->name, "checkpoints", create);
+}
+
 /* NAME or NAME.safetensors, NAME a plain name: the file's name, or 0 */
 static int ckpt_file_name(const char *name, char *out, size_t len)
 {
@@ -589,14 +595,15 @@ static int is_auto_ckpt(const char *name, void *arg)
 /* Keep the newest @keep automatic checkpoints (0: all). */
 static void ckpt_prune(struct job *j, uint64_t keep)
 {
-	char dir[PATH_MAX], **names;
+	char dir[40], **names;
 	int n, i, dfd;
 
-	if (!keep || ckpt_dir(j, dir, sizeof(dir)))
+	if (!keep)
 		return;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = ckpt_dirfd(j, 0);
 	if (dfd < 0)
 		return;
+	fs_fd_path(dfd, NULL, dir, sizeof(dir));
 	/* the names carry the step, zero-padded: sorted is oldest first */
 	n = gpo__dir_list(dir, is_auto_ckpt, NULL, NULL, &names);
 	for (i = 0; i + (int)keep < n; i++)
@@ -609,18 +616,18 @@ static void ckpt_prune(struct job *j, uint64_t keep)
 /* opt_lock held: save the optimizer as checkpoint @name */
 static int ckpt_save(struct job *j, const char *name, long uid)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 80];
-	int ret;
+	char file[JOB_NAME_MAX + sizeof(CKPT_SUFFIX)], path[128];
+	int ret, dfd;
 
-	ret = ckpt_dir(j, dir, sizeof(dir));
-	if (!ret)
-		ret = ckpt_path(j, name, path, sizeof(path));
-	if (ret)
-		return ret;
-	ret = fs_mkdirs(dir, 0700);
-	if (ret)
-		return fs_err(ret, "%s: %s", dir, strerror(-ret));
+	if (!ckpt_file_name(name, file, sizeof(file)))
+		return ckpt_path(j, name, path, sizeof(path));	/* the error */
+	dfd = ckpt_dirfd(j, 1);
+	if (dfd < 0)
+		return fs_err(dfd, "the job's checkpoint directory: %s",
+			      strerror(-dfd));
+	fs_fd_path(dfd, file, path, sizeof(path));
 	ret = gpo_optim_save(j->opt, path, 0);
+	close(dfd);
 	if (ret)
 		return fs_lib_err(ret);
 	pthread_mutex_lock(&j->lock);
@@ -685,10 +692,11 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 static int ctl_restore(struct job *j, const char *arg, const char *how,
 		       uid_t uid)
 {
-	char path[PATH_MAX + 80];
+	char path[PATH_MAX + 80], file[JOB_NAME_MAX + sizeof(CKPT_SUFFIX)];
 	unsigned int flags = 0;
+	struct stat st;
 	uint64_t step;
-	int ret;
+	int ret, dfd, fd = -1;
 
 	if (!arg)
 		return fs_err(-EINVAL, "restore NAME: a name is needed");
@@ -708,8 +716,19 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 	pthread_mutex_unlock(&j->lock);
 	if (!ret)
 		ret = ensure_built(j);
-	if (!ret && access(path, F_OK))
-		ret = fs_err(-ENOENT, "restore: no checkpoint '%s'", arg);
+	if (!ret) {
+		/* only a regular file, never through a link, never blocking */
+		ckpt_file_name(arg, file, sizeof(file));
+		dfd = ckpt_dirfd(j, 0);
+		fd = dfd < 0 ? dfd : fs_state_open_file(dfd, file, &st);
+		if (dfd >= 0)
+			close(dfd);
+		if (fd < 0)
+			ret = fs_err(-ENOENT, "restore: no checkpoint '%s'",
+				     arg);
+		else
+			fs_fd_path(fd, NULL, path, sizeof(path));
+	}
 	if (!ret) {
 		ret = gpo_optim_restore(j->opt, path, flags);
 		if (ret == -ENODATA && !how)
@@ -728,33 +747,46 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 		j->loss = NAN;
 		j->grad_norm = NAN;
 		gpo_optim_get(j->opt, -1, "lr", &j->lr);
-		job_event(j, uid, "restored %s%s at step %llu",
-			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
+		job_event(j, uid, "restored %s%s at step %llu", file, how ? " (foreign)" : "",
 			  (unsigned long long)step);
 		job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 		set_state(j, step ? JOB_PAUSED : JOB_CREATED, uid);
 		pthread_mutex_unlock(&j->lock);
 	}
 	fair_unlock(&j->opt_lock);
+	if (fd >= 0)
+		close(fd);
 	return ret;
+}
+
+static int is_regular(int dfd, const struct dirent *d)
+{
+	struct stat st;
+
+	if (d->d_type != DT_UNKNOWN)
+		return d->d_type == DT_REG;
+	return !fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st.st_mode);
 }
 
 int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 		  void *arg)
 {
-	char dir[PATH_MAX];
 	struct dirent *d;
 	DIR *dp;
-	int ret;
+	int dfd;
 
-	ret = ckpt_dir(j, dir, sizeof(dir));
-	if (ret)
-		return ret;
-	dp = opendir(dir);
-	if (!dp)
+	dfd = ckpt_dirfd(j, 0);
+	if (dfd < 0)
 		return 0;	/* none yet */
+	dp = fdopendir(dfd);
+	if (!dp) {
+		close(dfd);
+		return 0;
+	}
+	/* only regular files are checkpoints: no FIFO, link or directory */
 	while ((d = readdir(dp)))
-		if (job_ckpt_valid(d->d_name))
+		if (job_ckpt_valid(d->d_name) && is_regular(dfd, d))
 			fn(arg, d->d_name);
 	closedir(dp);
 	return 0;
@@ -762,46 +794,45 @@ int job_ckpt_list(struct job *j, void (*fn)(void *arg, const char *name),
 
 int job_ckpt_dir_mtime(struct job *j, struct timespec *ts)
 {
-	char dir[PATH_MAX];
 	struct stat st;
+	int dfd = ckpt_dirfd(j, 0), ret;
 
-	if (ckpt_dir(j, dir, sizeof(dir)) || lstat(dir, &st))
+	if (dfd < 0)
 		return -ENOENT;
-	*ts = st.st_mtim;
-	return 0;
+	ret = fstat(dfd, &st) ? -ENOENT : 0;
+	close(dfd);
+	if (!ret)
+		*ts = st.st_mtim;
+	return ret;
 }
 
 int job_ckpt_open(struct job *j, const char *file, struct stat *st)
 {
-	char path[PATH_MAX + 80];
-	int fd, ret;
+	int fd, dfd;
 
 	if (!job_ckpt_valid(file))
 		return -ENOENT;
-	ret = ckpt_path(j, file, path, sizeof(path));
-	if (ret)
-		return ret;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
-		close(fd);
-		return -ENOENT;
-	}
+	dfd = ckpt_dirfd(j, 0);
+	if (dfd < 0)
+		return dfd;
+	fd = fs_state_open_file(dfd, file, st);
+	close(dfd);
 	return fd;
 }
 
-/* rmdir: the job's checkpoints go with it */
+/*
+ * rmdir: the job's checkpoints go with it. Everything is removed relative
+ * to directory fds opened without following links: a link planted in the
+ * state directory is removed itself, never what it points to.
+ */
 static void ckpt_remove_all(struct job *j)
 {
-	char dir[PATH_MAX];
 	struct dirent *d;
+	int dfd, jfd, ufd;
 	DIR *dp;
 
-	if (ckpt_dir(j, dir, sizeof(dir)))
-		return;
-	dp = opendir(dir);
-	if (dp) {
+	dfd = ckpt_dirfd(j, 0);
+	if (dfd >= 0 && (dp = fdopendir(dfd))) {
 		while ((d = readdir(dp))) {
 			if (d->d_name[0] == '.' && (!d->d_name[1] ||
 			    (d->d_name[1] == '.' && !d->d_name[2])))
@@ -809,10 +840,19 @@ static void ckpt_remove_all(struct job *j)
 			unlinkat(dirfd(dp), d->d_name, 0);
 		}
 		closedir(dp);
+	} else if (dfd >= 0) {
+		close(dfd);
 	}
-	rmdir(dir);
-	if (!job_dir(j, dir, sizeof(dir)))
-		rmdir(dir);
+	jfd = fs_state_dirfd(j->fs, j->uid, j->name, NULL, 0);
+	if (jfd >= 0) {
+		unlinkat(jfd, "checkpoints", AT_REMOVEDIR);
+		close(jfd);
+	}
+	ufd = fs_state_dirfd(j->fs, j->uid, NULL, NULL, 0);
+	if (ufd >= 0) {
+		unlinkat(ufd, j->name, AT_REMOVEDIR);
+		close(ufd);
+	}
 }
 
 /* ---- steps --------------------------------------------------------------- */
