@@ -335,19 +335,36 @@ static int index_show(struct fs_node *n, struct gpo__sbuf *sb)
 
 /* ---- checkpoints/: files of the state directory, read-only --------------- */
 
+/*
+ * A checkpoint is opened for each read, not held by the handle: open
+ * handles then cost the daemon no fd, and one user's thousands of them
+ * cannot make anyone's checkpoint fail with EMFILE.
+ */
 static int ckpt_open(struct fs_handle *h)
 {
 	struct stat st;
+	int fd = job_ckpt_open(h->node.job, h->node.ckpt, &st);
 
-	h->fd = job_ckpt_open(h->node.job, h->node.ckpt, &st);
-	return h->fd < 0 ? h->fd : 0;
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 static int ckpt_read(struct fs_handle *h, char *buf, size_t size, off_t off)
 {
-	ssize_t n = pread(h->fd, buf, size, off);
+	struct stat st;
+	ssize_t n;
+	int fd;
 
-	return n < 0 ? -errno : (int)n;
+	fd = job_ckpt_open(h->node.job, h->node.ckpt, &st);
+	if (fd < 0)
+		return fd;
+	n = pread(fd, buf, size, off);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return (int)n;
 }
 
 static off_t ckpt_size(struct fs_node *n)
