@@ -31,6 +31,41 @@ int fs_mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
+void fs_escape(char *dst, size_t len, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (!len)
+		return;
+	for (; *src; src++) {
+		unsigned char c = *src;
+		char e[5];
+		size_t k;
+
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+			e[0] = '\\';
+			e[1] = c == '\n' ? 'n' : c == '\t' ? 't' :
+			       c == '\r' ? 'r' : '\\';
+			k = 2;
+		} else if (c < 0x20 || c >= 0x7f) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			k = 4;
+		} else {
+			e[0] = c;
+			k = 1;
+		}
+		if (n + k >= len)	/* never half an escape */
+			break;
+		memcpy(dst + n, e, k);
+		n += k;
+	}
+	dst[n] = '\0';
+}
+
 static __thread char err_msg[512];
 
 int fs_err(int err, const char *fmt, ...)

@@ -47,6 +47,12 @@ int fs_err(int err, const char *fmt, ...) FS_PRINTF(2, 3);
 /* fs_lib_err - fs_err() with the library's gpo_errmsg() */
 int fs_lib_err(int err);
 const char *fs_errmsg(void);
+/*
+ * fs_escape - @src as one line of plain ASCII for logs others read:
+ * newline, tab, CR and backslash as \n \t \r \\, other control and
+ * non-ASCII bytes as \xHH, cut at a whole escape to fit @len
+ */
+void fs_escape(char *dst, size_t len, const char *src);
 void fs_err_clear(void);
 
 /* ---- statedir.c: the state directory, never through symlinks ------------- */

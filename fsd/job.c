@@ -167,7 +167,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 
 static void job_event(struct job *j, long uid, const char *fmt, ...)
 {
-	char line[512], stamp[40], who[24];
+	char line[512], safe[1024], stamp[40], who[24];
 	va_list ap;
 	int n;
 
@@ -182,7 +182,9 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
-	gpo__sbuf_printf(&j->events, "%s\n", line);
+	/* names and values come from users: one line, no raw escapes */
+	fs_escape(safe, sizeof(safe), line);
+	gpo__sbuf_printf(&j->events, "%s\n", safe);
 	job_touch(j, JOB_T(JOB_T_EVENTS));
 	notify_pollers(j);
 }
@@ -240,7 +242,7 @@ static void set_state(struct job *j, enum job_state s, long uid)
 
 static void set_error(struct job *j, const char *msg)
 {
-	snprintf(j->error, sizeof(j->error), "%s", msg);
+	fs_escape(j->error, sizeof(j->error), msg);
 	job_touch(j, JOB_T(JOB_T_ERROR));
 }
 

@@ -158,7 +158,6 @@ void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 		  const char *msg)
 {
 	struct errlog_entry *e;
-	char *p;
 
 	pthread_mutex_lock(&fs->lock);
 	e = &fs->errlog[fs->errlog_next];
@@ -168,11 +167,9 @@ void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 	fs->errors_total++;
 	gpo__fmt_time(e->time, sizeof(e->time));
 	e->uid = uid;
-	snprintf(e->path, sizeof(e->path), "%s", path);
-	snprintf(e->msg, sizeof(e->msg), "%s", msg);
-	for (p = e->msg; *p; p++)	/* one line per error */
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
+	/* one line per error, nothing a terminal would act on */
+	fs_escape(e->path, sizeof(e->path), path);
+	fs_escape(e->msg, sizeof(e->msg), msg);
 	pthread_mutex_unlock(&fs->lock);
 }
 
