@@ -114,6 +114,7 @@ struct fsd {
 
 	pthread_mutex_t lock;		/* everything below */
 	struct job *jobs;		/* list, newest first */
+	struct job *zombies;		/* removed, still referenced by handles */
 	struct timespec jobs_mtime;	/* a job was made or removed */
 	struct fs_handle *handles;	/* open files */
 	int njobs;

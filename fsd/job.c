@@ -41,7 +41,8 @@ struct job {
 	uid_t uid;
 	gid_t gid;
 	int refs;			/* under fs->lock */
-	int removed;
+	int removed;			/* out of the list, under fs->lock */
+	int gone;			/* by rmdir (not shutdown), fs->lock */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* state, in_step, steps_left */
@@ -470,6 +471,9 @@ static int ensure_built(struct job *j)
 
 	if (j->opt)
 		return 0;
+	/* a handle kept open after rmdir must not bring the memory back */
+	if (job_removed(j))
+		return fs_err(-ENOENT, "job '%s' was removed", j->name);
 	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
@@ -621,6 +625,9 @@ static int ckpt_save(struct job *j, const char *name, long uid)
 	char file[JOB_NAME_MAX + sizeof(CKPT_SUFFIX)], path[128];
 	int ret, dfd;
 
+	/* its files are gone with it: a later job of the name inherits none */
+	if (job_removed(j))
+		return fs_err(-ENOENT, "job '%s' was removed", j->name);
 	if (!ckpt_file_name(name, file, sizeof(file)))
 		return ckpt_path(j, name, path, sizeof(path));	/* the error */
 	dfd = ckpt_dirfd(j, 1);
@@ -1749,12 +1756,16 @@ static struct job *find_locked(struct fsd *fs, const char *name)
 	return NULL;
 }
 
+/* removed jobs still open count until released: handles kept open must
+ * not get round the limit */
 static int count_uid_locked(struct fsd *fs, uid_t uid)
 {
 	struct job *j;
 	int n = 0;
 
 	for (j = fs->jobs; j; j = j->next)
+		n += j->uid == uid;
+	for (j = fs->zombies; j; j = j->next)
 		n += j->uid == uid;
 	return n;
 }
@@ -1838,6 +1849,31 @@ static void unlink_locked(struct fsd *fs, struct job *j)
 		}
 	}
 	j->removed = 1;
+	j->next = fs->zombies;
+	fs->zombies = j;
+}
+
+/* fs->lock held: the last reference of a removed job is gone */
+static void zombie_unlink_locked(struct fsd *fs, struct job *j)
+{
+	struct job **pp;
+
+	for (pp = &fs->zombies; *pp; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	}
+}
+
+int job_removed(struct job *j)
+{
+	int removed;
+
+	pthread_mutex_lock(&j->fs->lock);
+	removed = j->gone;
+	pthread_mutex_unlock(&j->fs->lock);
+	return removed;
 }
 
 int job_remove(struct job *j, uid_t uid)
@@ -1862,11 +1898,20 @@ int job_remove(struct job *j, uid_t uid)
 		ret = fs_err(-ENOENT, "job '%s' is gone", j->name);
 	else
 		unlink_locked(fs, j);
+	j->gone = 1;
 	pthread_mutex_unlock(&fs->lock);
 	if (ret)
 		return ret;
 	fair_lock(&j->opt_lock);
 	ckpt_remove_all(j);
+	/* its memory goes now, not when the last handle is closed */
+	{
+		struct built b = { .opt = j->opt, .sched = j->sched };
+
+		built_free(fs, &b);
+		j->opt = NULL;
+		j->sched = NULL;
+	}
 	fair_unlock(&j->opt_lock);
 	job_put(j);	/* the list's reference */
 	return 0;
@@ -1943,6 +1988,8 @@ void job_put(struct job *j)
 	fs = j->fs;
 	pthread_mutex_lock(&fs->lock);
 	last = --j->refs == 0;
+	if (last && j->removed)
+		zombie_unlink_locked(fs, j);
 	pthread_mutex_unlock(&fs->lock);
 	if (last)
 		job_free(j);

@@ -153,6 +153,8 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 	       struct job **out);
 /* job_remove - take the job out of the tree (rmdir); EBUSY while running */
 int job_remove(struct job *j, uid_t uid);
+/* job_removed - rmdir took it: its handles serve nothing more */
+int job_removed(struct job *j);
 /* job_stop_all - stop every job at shutdown and free them */
 void job_stop_all(struct fsd *fs);
 

@@ -485,6 +485,15 @@ static int may_read(struct fs_node *n, uid_t uid)
 	return 0;
 }
 
+/* a handle of a job removed since it was opened serves nothing more */
+static int handle_alive(struct fs_handle *h)
+{
+	if (h->node.job && job_removed(h->node.job))
+		return fs_err(-ENOENT, "job '%s' was removed",
+			      job_name(h->node.job));
+	return 0;
+}
+
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_handle *h;
@@ -589,6 +598,9 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	fs_err_clear();
 	if (off < 0)
 		return -EINVAL;
+	ret = handle_alive(h);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&h->lock);
 	ret = read_locked(h, buf, size, off);
 	pthread_mutex_unlock(&h->lock);
@@ -630,6 +642,8 @@ static int fs_write(const char *path, const char *buf, size_t size,
 
 	fs_err_clear();
 	ret = may_write(&h->node, uid);
+	if (!ret)
+		ret = handle_alive(h);
 	if (!ret) {
 		pthread_mutex_lock(&h->lock);
 		if (f->write_at)
