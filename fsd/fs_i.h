@@ -180,6 +180,7 @@ struct fs_node;
 #define F_ADMIN		0x1	/* root (or the daemon's user) writes */
 #define F_PRIVATE	0x2	/* only the job's owner or root reads it */
 #define F_STREAM	0x4	/* append-only: not regenerated at 0 */
+#define F_LINES		0x8	/* store takes complete lines, collected */
 
 /*
  * One file of the tree. Text files have show (the whole content, made
@@ -233,6 +234,10 @@ struct fs_handle {
 	size_t stage_len;
 	size_t stage_total;
 	uint64_t stage_gen;		/* the job's model when it began */
+	char *lines;			/* F_LINES: the incomplete last line */
+	size_t lines_len;
+	uint64_t lines_next;		/* the offset the next write takes */
+	pid_t lines_pid;		/* who wrote the incomplete line */
 	off_t read_pos;			/* streams: how far it read */
 	int fd;				/* a file of the disk, or -1 */
 };

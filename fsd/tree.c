@@ -23,6 +23,7 @@
 #include "job_i.h"
 
 #define WRITE_MAX (256u << 10)		/* bytes of one text value */
+#define LINE_MAX_BYTES (1u << 20)	/* of one line of an F_LINES file */
 
 static struct fsd *fs_get(void)
 {
@@ -544,14 +545,24 @@ static void handle_free(struct fs_handle *h)
 		close(h->fd);
 	gpo__sbuf_free(&h->snap);
 	free(h->stage);
+	free(h->lines);
 	node_put(&h->node);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
+static int lines_flush(struct fs_handle *h, uid_t uid, int release);
+
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_handle *h = handle_of(fi);
+	uid_t uid = caller_uid();
+
+	/* a line its writer never closed: errors go to the logs only */
+	if ((h->node.file->flags & F_LINES) && h->lines_len) {
+		fs_err_clear();
+		report(&h->node, uid, "release", lines_flush(h, uid, 1));
+	}
 
 	handle_unlink(h);
 	handle_free(h);
@@ -632,6 +643,105 @@ static int store_text(struct fs_handle *h, const char *buf, size_t size,
 	return ret;
 }
 
+static void lines_drop(struct fs_handle *h)
+{
+	free(h->lines);
+	h->lines = NULL;
+	h->lines_len = 0;
+}
+
+/* apply @text (@len bytes of complete lines) as one all-or-nothing value */
+static int lines_apply(struct fs_handle *h, const char *text, size_t len,
+		       uid_t uid)
+{
+	char *copy = malloc(len + 1);
+	int ret;
+
+	if (!copy)
+		return fs_err(-ENOMEM, "out of memory");
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	ret = h->node.file->store(&h->node, copy, uid);
+	free(copy);
+	return ret;
+}
+
+/*
+ * F_LINES files (config) take what shells write: a value in any number of
+ * writes at increasing offsets, one line per write or one line across
+ * many. The lines a write completes are applied together, all or nothing;
+ * the incomplete last line waits for its newline or for close(2). A bad
+ * line fails that write and forgets what was pending, so no part of it
+ * applies later.
+ */
+static int store_lines(struct fs_handle *h, const char *buf, size_t size,
+		       off_t off, uid_t uid)
+{
+	const char *nl;
+	size_t keep;
+	char *p;
+	int ret;
+
+	if ((uint64_t)off != h->lines_next) {
+		lines_drop(h);
+		return fs_err(-EINVAL,
+			      "a write at offset %lld, expected offset %llu (writes to one open file continue where the last ended; nothing applied)",
+			      (long long)off,
+			      (unsigned long long)h->lines_next);
+	}
+	if (memchr(buf, '\0', size)) {
+		lines_drop(h);
+		return fs_err(-EINVAL, "a value is text, without NUL bytes");
+	}
+	nl = memrchr(buf, '\n', size);
+	if (h->lines_len + (nl ? 0 : size) > LINE_MAX_BYTES ||
+	    (nl && h->lines_len + (size_t)(nl - buf) > LINE_MAX_BYTES)) {
+		lines_drop(h);
+		return fs_err(-EINVAL, "a line is at most %u bytes",
+			      LINE_MAX_BYTES);
+	}
+	p = realloc(h->lines, h->lines_len + size + 1);
+	if (!p)
+		return fs_err(-ENOMEM, "out of memory");
+	h->lines = p;
+	memcpy(h->lines + h->lines_len, buf, size);
+	h->lines_len += size;
+	h->lines_next += size;
+	h->lines_pid = fuse_get_context()->pid;
+	if (!nl)
+		return 0;
+	keep = size - (size_t)(nl - buf) - 1;
+	ret = lines_apply(h, h->lines, h->lines_len - keep, uid);
+	if (ret) {
+		/* a failed write moves no file position */
+		h->lines_next -= size;
+		lines_drop(h);
+		return ret;
+	}
+	memmove(h->lines, h->lines + h->lines_len - keep, keep);
+	h->lines_len = keep;
+	return 0;
+}
+
+/*
+ * close(2) by the writer: a last line without its newline is applied now,
+ * and close returns its error. A close by another process sharing the fd
+ * (a child the writer forked, closing it at exec) leaves the line to its
+ * writer, or to the release of the handle.
+ */
+static int lines_flush(struct fs_handle *h, uid_t uid, int release)
+{
+	int ret = 0;
+
+	if (!h->lines_len)
+		return 0;
+	if (!release && fuse_get_context()->pid != h->lines_pid)
+		return 0;
+	ret = lines_apply(h, h->lines, h->lines_len, uid);
+	lines_drop(h);
+	return ret;
+}
+
 static int fs_write(const char *path, const char *buf, size_t size,
 		    off_t off, struct fuse_file_info *fi)
 {
@@ -648,6 +758,10 @@ static int fs_write(const char *path, const char *buf, size_t size,
 		pthread_mutex_lock(&h->lock);
 		if (f->write_at)
 			ret = f->write_at(h, buf, size, off, uid);
+		else if (f->flags & F_LINES)	/* ">>" goes on at the end */
+			ret = store_lines(h, buf, size,
+					  fi->flags & O_APPEND ?
+					  (off_t)h->lines_next : off, uid);
 		else	/* "echo >>" writes at the size: still one value */
 			ret = store_text(h, buf, size,
 					 fi->flags & O_APPEND ? 0 : off, uid);
@@ -669,10 +783,14 @@ static int fs_flush(const char *path, struct fuse_file_info *fi)
 	int ret;
 
 	fs_err_clear();
-	if (!h->node.file->flush)
+	if (!h->node.file->flush && !(h->node.file->flags & F_LINES))
 		return 0;
 	pthread_mutex_lock(&h->lock);
-	ret = h->node.file->flush(h, uid);
+	if (h->node.file->flags & F_LINES)
+		ret = lines_flush(h, uid, 0);
+	else
+		ret = h->node.file->flush(h, uid);
+	h->have_snap = 0;
 	pthread_mutex_unlock(&h->lock);
 	return report(&h->node, uid, "close", ret);
 }

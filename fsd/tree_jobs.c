@@ -407,7 +407,7 @@ const struct fs_file params_tensor_file = {
 };
 
 const struct fs_file job_files[] = {
-	{ .name = "config", .mode = 0644, .show = cfg_file_show,
+	{ .name = "config", .mode = 0644, .flags = F_LINES, .show = cfg_file_show,
 	  .store = cfg_file_store, .mtime = config_mtime },
 	{ .name = "ctl", .mode = 0644, .show = ctl_show, .store = ctl_store },
 	{ .name = "state", .mode = 0444, .show = state_show,
