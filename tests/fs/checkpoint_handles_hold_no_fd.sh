@@ -21,13 +21,14 @@ f=$M/jobs/n/checkpoints/c.safetensors
 mkdir "$T/sync" && chmod 777 "$T/sync"
 as_nobody "$FSIO" hold "$f" 600 "touch $T/sync/ready; \
 	while [ -e $T/sync/ready ] && [ ! -e $T/sync/done ]; do sleep 0.05; done" >"$T/held" &
+holder=$!
 wait_for 20 test -e "$T/sync/ready" || fail "the holder did not start"
 expect "root's checkpoint while 600 are open" \
 	"$(w "$M/jobs/r/ctl" checkpoint)" OK
 expect "the holder's own checkpoint" "$(as_nobody "$FSIO" write \
 	"$M/jobs/n/ctl" "checkpoint d")" OK
 touch "$T/sync/done"
-wait
+wait "$holder"
 expect "all opened" "$(cat "$T/held")" opened=600
 expect "still readable" "$(head -c 8 "$f" | wc -c)" 8
 fs_finish
