@@ -380,7 +380,7 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	snprintf(cfg->schedule, sizeof(cfg->schedule), "constant");
 	snprintf(cfg->device, sizeof(cfg->device), "%s", fs->default_device);
 	cfg->model.kind = MODEL_NONE;
-	cfg->max_steps = 1000;
+	cfg->max_steps = MAX_STEPS_DEFAULT;
 	cfg->log_every = 10;
 	cfg->keep_checkpoints = 3;
 }
@@ -475,6 +475,7 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 			 const char *value)
 {
 	if (!strcmp(key, "max_steps")) {
+		cfg->max_steps_set = 1;
 		if (!strcmp(value, "max")) {
 			cfg->max_steps = MAX_STEPS_UNLIMITED;
 			return 0;
@@ -799,6 +800,14 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	pthread_rwlock_unlock(&fs->ctx_lock);
 	if (ret)
 		goto out_free;
+	/*
+	 * Until max_steps is given, it follows the model: an external job
+	 * steps as long as gradients come, a built-in one stops at the
+	 * default.
+	 */
+	if (!out->max_steps_set)
+		out->max_steps = out->model.kind == MODEL_EXTERNAL ?
+				 MAX_STEPS_UNLIMITED : MAX_STEPS_DEFAULT;
 	*changed = config_diff(cur, out);
 	return 0;
 out_free:

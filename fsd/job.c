@@ -48,6 +48,7 @@ struct job {
 	pthread_cond_t cond;		/* state, in_step, steps_left */
 	struct job_config cfg;
 	uint64_t model_gen;		/* counts model changes */
+	double ext_loss;		/* external: written to loss, NaN if not */
 	enum job_state state;
 	uint64_t steps_left;		/* of a "step N" */
 	int in_step;			/* steps under way */
@@ -1551,10 +1552,11 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 	int ret;
 
 	memset(&r, 0, sizeof(r));
-	r.loss = NAN;
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
 	ret = grad_allowed(j, bytes);
+	/* the loss written for this step, if any, goes with it */
+	r.loss = j->ext_loss;
 	pthread_mutex_unlock(&j->lock);
 	/* failing to build refuses the gradient, it does not fail the job */
 	if (!ret)
@@ -1581,10 +1583,47 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 	if (!r.ret)
 		ckpt_auto(j, &r.info);
 	pthread_mutex_lock(&j->lock);
+	/* gradients arriving: the job runs until paused, stopped or done */
+	if (!r.ret && j->state == JOB_CREATED)
+		set_state(j, JOB_RUNNING, -1);
 	after_step(j, &r);
+	j->ext_loss = NAN;
 	pthread_mutex_unlock(&j->lock);
 	ret = r.ret;
 out_unlock:
+	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
+/*
+ * loss of an external job: the loss of the step the next gradient makes,
+ * for stat, history.csv and a plateau schedule.
+ */
+int job_loss_store(struct job *j, const char *text, uid_t uid)
+{
+	char *end;
+	double v;
+	int ret = 0;
+
+	errno = 0;
+	v = gpo__strtod(text, &end);
+	while (*end == '\n' || *end == ' ')
+		end++;
+	if (errno || end == text || *end || !isfinite(v))
+		return fs_err(-EINVAL, "loss takes one finite number");
+	fair_lock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	if (j->cfg.model.kind != MODEL_EXTERNAL)
+		ret = fs_err(-EINVAL,
+			     "loss is written for external models only (model=%s)",
+			     j->cfg.model.spec ? j->cfg.model.spec : "none");
+	else
+		j->ext_loss = v;
+	pthread_mutex_unlock(&j->lock);
+	if (!ret)
+		ret = ensure_built(j);
+	if (!ret)
+		gpo_optim_set_metric(j->opt, v);
 	fair_unlock(&j->opt_lock);
 	return ret;
 }
@@ -1788,6 +1827,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	config_init(fs, &j->cfg);
 	j->loss = NAN;
 	j->grad_norm = NAN;
+	j->ext_loss = NAN;
 	j->dev_index = -1;
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);

@@ -67,6 +67,7 @@ struct kvlist {
 };
 
 #define MAX_STEPS_UNLIMITED UINT64_MAX
+#define MAX_STEPS_DEFAULT 1000		/* model=external: unlimited */
 
 struct job_config {
 	int optimizer;			/* enum gpo_optim_kind */
@@ -76,6 +77,7 @@ struct job_config {
 	char device[64];
 	struct model model;
 	uint64_t max_steps;
+	int max_steps_set;		/* given, not the model's default */
 	uint64_t log_every;
 	uint64_t checkpoint_every;
 	uint64_t keep_checkpoints;
@@ -213,6 +215,9 @@ int job_params_write(struct job *j, int tensor, const void *src,
 uint64_t job_model_gen(struct job *j);
 uint64_t job_grad_bytes(struct job *j);
 int job_grad_read(struct job *j, void *dst, size_t bytes);
+/* job_loss_store - an external job's loss for the step its next
+ * gradient makes */
+int job_loss_store(struct job *j, const char *text, uid_t uid);
 /* job_grad_step - the whole flat gradient: runs exactly one step */
 int job_grad_step(struct job *j, const void *src, size_t bytes);
 

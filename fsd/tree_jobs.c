@@ -4,6 +4,7 @@
  * of jobs/<name>/ talk to the job through job_i.h
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,11 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 			    (unsigned long long)s.max_steps);
 	put_double(sb, "loss", s.loss);
 	put_double(sb, "lr", s.lr);
-	put_double(sb, "grad_norm", s.grad_norm);
+	/* "-": nothing measured it (no clipping, no step yet) */
+	if (isnan(s.grad_norm))
+		gpo__sbuf_printf(sb, "grad_norm -\n");
+	else
+		put_double(sb, "grad_norm", s.grad_norm);
 	gpo__sbuf_printf(sb, "skipped %llu\nsteps_per_sec %.2f\nelapsed_s %.3f\n",
 		    (unsigned long long)s.skipped, s.steps_per_sec,
 		    s.elapsed_s);
@@ -112,6 +117,19 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 			   "param_bytes %llu\n", s.device, s.optimizer, s.model,
 			   (unsigned long long)s.params,
 			   (unsigned long long)s.param_bytes);
+}
+
+static int loss_show(struct fs_node *n, struct gpo__sbuf *sb)
+{
+	struct job_snapshot s;
+
+	job_snapshot(n->job, &s);
+	return gpo__sbuf_printf(sb, "%.9g\n", s.loss);
+}
+
+static int loss_store(struct fs_node *n, const char *text, uid_t uid)
+{
+	return job_loss_store(n->job, text, uid);
 }
 
 static int error_show(struct fs_node *n, struct gpo__sbuf *sb)
@@ -420,6 +438,8 @@ const struct fs_file job_files[] = {
 	{ .name = "events", .mode = 0444, .flags = F_STREAM, .arg = LOG_EVENTS,
 	  .read_at = log_read, .size = log_size, .mtime = log_mtime,
 	  .poll = log_poll },
+	{ .name = "loss", .mode = 0644, .show = loss_show, .store = loss_store,
+	  .mtime = stat_mtime },
 	{ .name = "error", .mode = 0444, .show = error_show,
 	  .mtime = error_mtime },
 	{ .name = "grad", .mode = 0600, .flags = F_PRIVATE,

@@ -34,7 +34,7 @@ for i in 1 2 3; do
 	cat "$T/g$i" >"$M/jobs/ext/grad" || fail "write grad $i"
 	expect "step after grad $i" "$(stat_of ext step)" $i
 done
-expect state "$(cat "$M/jobs/ext/state")" created
+expect state "$(cat "$M/jobs/ext/state")" running
 cat "$M/jobs/ext/params/w" "$M/jobs/ext/params/b" "$M/jobs/ext/params/g" \
 	>"$T/p3.fs"
 "$EXTSTEP" step "w:16x8,b:8,g:2x3x4" adamw "$settings" "$T/p0" \

@@ -7,6 +7,8 @@ new_job done "model=quadratic:3000 max_steps=30 log_every=3"
 new_job ext "model=external:w:300x7,b:7"
 "$EXTSTEP" rand 2107 1 >"$T/g"
 cat "$T/g" >"$M/jobs/ext/grad" || fail "grad"
+# gradients make it run; paused, its stat stands still
+expect pause "$(w "$M/jobs/ext/ctl" pause)" OK
 expect start "$(w "$M/jobs/done/ctl" start)" OK
 wait_for 10 grep -qx done "$M/jobs/done/state" || fail "not done"
 expect "pool" "$(w "$M/pools/0/max" 123456789)" OK
