@@ -808,11 +808,26 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	if (!out->max_steps_set)
 		out->max_steps = out->model.kind == MODEL_EXTERNAL ?
 				 MAX_STEPS_UNLIMITED : MAX_STEPS_DEFAULT;
+	/* refused at the write, long before anything is allocated */
+	if (config_mem_bytes(out) > fs->max_job_bytes) {
+		ret = fs_err(-EDQUOT,
+			     "model=%.64s needs %llu bytes (16 per parameter), more than the %llu a job may have",
+			     out->model.spec ? out->model.spec : "?",
+			     (unsigned long long)config_mem_bytes(out),
+			     (unsigned long long)fs->max_job_bytes);
+		goto out_free;
+	}
 	*changed = config_diff(cur, out);
 	return 0;
 out_free:
 	config_free(out);
 	return ret;
+}
+
+uint64_t config_mem_bytes(const struct job_config *cfg)
+{
+	/* param, grad and up to two states of float32 per parameter */
+	return cfg->model.numel * 16;
 }
 
 double config_lr(struct fsd *fs, const struct job_config *cfg)

@@ -86,6 +86,11 @@ struct dev_slot {
 	uint64_t steps;
 };
 
+struct uid_mem {
+	uid_t uid;
+	uint64_t bytes;
+};
+
 struct errlog_entry {
 	char time[40];
 	uid_t uid;
@@ -98,6 +103,8 @@ struct fsd {
 	uid_t admin_uid;		/* owns root-only files: the daemon's */
 	gid_t admin_gid;
 	unsigned int max_jobs_per_uid;
+	uint64_t max_job_bytes;		/* of one job's state; UINT64_MAX: max */
+	uint64_t max_uid_bytes;		/* of one user's jobs together */
 	char state_dir[4096];
 	char mountpoint[4096];
 	char default_device[64];
@@ -121,6 +128,8 @@ struct fsd {
 	int dev_users;			/* jobs holding a device */
 	uint64_t steps_total;
 	uint64_t errors_total;
+	struct uid_mem *uid_mem;	/* bytes reserved per uid */
+	int n_uid_mem;
 	struct errlog_entry errlog[ERRLOG_MAX];
 	unsigned int errlog_next;
 	unsigned int errlog_count;
@@ -147,6 +156,12 @@ int fs_ctx_open(struct fsd *fs);
 void fs_ctx_close(struct fsd *fs);
 void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 		  const char *msg);
+/*
+ * fs_mem_reserve - count @bytes of a job's state against @uid's memory
+ * limit before any of it is allocated: 0, or -EDQUOT with the reason
+ */
+int fs_mem_reserve(struct fsd *fs, uid_t uid, uint64_t bytes);
+void fs_mem_release(struct fsd *fs, uid_t uid, uint64_t bytes);
 /* fs_device - the opened device @index (cached), or a negative errno;
  * the caller holds ctx_lock for reading. */
 int fs_device(struct fsd *fs, int index, struct gpo_device **out);

@@ -80,6 +80,7 @@ struct job {
 	struct fair_lock opt_lock;
 	struct gpo_optim *opt;
 	struct gpo_sched *sched;
+	uint64_t mem_bytes;		/* of opt, reserved for uid */
 };
 
 struct step_result {
@@ -325,6 +326,8 @@ struct built {
 	struct gpo_sched *sched;
 	char dev_id[32];
 	int dev_index;
+	uid_t uid;
+	uint64_t bytes;			/* reserved against the uid's limit */
 };
 
 static void built_free(struct fsd *fs, struct built *b)
@@ -336,6 +339,8 @@ static void built_free(struct fsd *fs, struct built *b)
 	gpo_sched_free(b->sched);
 	b->opt = NULL;
 	b->sched = NULL;
+	fs_mem_release(fs, b->uid, b->bytes);
+	b->bytes = 0;
 	pthread_mutex_lock(&fs->lock);
 	fs->dev_users--;
 	pthread_mutex_unlock(&fs->lock);
@@ -411,7 +416,7 @@ static int build_tensors(const struct job_config *cfg, struct built *b)
  * else from the model's start.
  */
 static int build(struct fsd *fs, const struct job_config *cfg,
-		 struct gpo_optim *old, struct built *b)
+		 struct gpo_optim *old, struct built *b, uid_t uid)
 {
 	struct gpo_device_info info;
 	struct gpo_device *dev;
@@ -420,6 +425,14 @@ static int build(struct fsd *fs, const struct job_config *cfg,
 	memset(b, 0, sizeof(*b));
 	if (cfg->model.kind == MODEL_NONE)
 		return fs_err(-EINVAL, "no model: write model=... to config");
+	/* the limits are checked before a byte of it is touched */
+	b->uid = uid;
+	b->bytes = config_mem_bytes(cfg);
+	ret = fs_mem_reserve(fs, uid, b->bytes);
+	if (ret) {
+		b->bytes = 0;
+		return ret;
+	}
 	pthread_rwlock_rdlock(&fs->ctx_lock);
 	ret = gpo_device_select(fs->ctx, cfg->device, &dev);
 	if (ret) {
@@ -429,6 +442,7 @@ static int build(struct fsd *fs, const struct job_config *cfg,
 	ret = gpo_optim_new(dev, cfg->optimizer, &b->opt);
 	if (ret) {
 		fs_lib_err(ret);
+		fs_mem_release(fs, uid, b->bytes);
 		goto out_unlock;
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -452,11 +466,13 @@ out_unlock:
 
 static void install(struct job *j, struct built *b)
 {
-	struct built old = { .opt = j->opt, .sched = j->sched };
+	struct built old = { .opt = j->opt, .sched = j->sched,
+			     .uid = j->uid, .bytes = j->mem_bytes };
 
 	built_free(j->fs, &old);
 	j->opt = b->opt;
 	j->sched = b->sched;
+	j->mem_bytes = b->bytes;
 	pthread_mutex_lock(&j->lock);
 	snprintf(j->dev_id, sizeof(j->dev_id), "%s", b->dev_id);
 	j->dev_index = b->dev_index;
@@ -478,7 +494,7 @@ static int ensure_built(struct job *j)
 	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
-	ret = build(j->fs, &cfg, NULL, &b);
+	ret = build(j->fs, &cfg, NULL, &b, j->uid);
 	config_free(&cfg);
 	if (ret)
 		return ret;
@@ -1293,7 +1309,7 @@ static int apply_config(struct job *j, const struct job_config *cfg,
 		return 0;
 	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED)) {
 		ret = build(j->fs, cfg, changed & CFG_MODEL ? NULL : j->opt,
-			    &b);
+			    &b, j->uid);
 		if (!ret)
 			install(j, &b);
 		return ret;
@@ -1765,7 +1781,8 @@ int job_name_valid(const char *name)
 
 static void job_free(struct job *j)
 {
-	struct built b = { .opt = j->opt, .sched = j->sched };
+	struct built b = { .opt = j->opt, .sched = j->sched, .uid = j->uid,
+			   .bytes = j->mem_bytes };
 
 	pthread_mutex_lock(&j->lock);
 	j->quit = 1;
@@ -1946,11 +1963,13 @@ int job_remove(struct job *j, uid_t uid)
 	ckpt_remove_all(j);
 	/* its memory goes now, not when the last handle is closed */
 	{
-		struct built b = { .opt = j->opt, .sched = j->sched };
+		struct built b = { .opt = j->opt, .sched = j->sched,
+				   .uid = j->uid, .bytes = j->mem_bytes };
 
 		built_free(fs, &b);
 		j->opt = NULL;
 		j->sched = NULL;
+		j->mem_bytes = 0;
 	}
 	fair_unlock(&j->opt_lock);
 	job_put(j);	/* the list's reference */

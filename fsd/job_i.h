@@ -110,6 +110,8 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 /* config_hp_text / config_sched_text - settings for the library */
 int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
+/* config_mem_bytes - what a job of @cfg counts against memory limits */
+uint64_t config_mem_bytes(const struct job_config *cfg);
 /* config_lr - the lr group 0 starts with under @cfg */
 double config_lr(struct fsd *fs, const struct job_config *cfg);
 /* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */

@@ -40,6 +40,8 @@ struct options {
 	int allow_other;
 	unsigned int max_jobs_per_uid;
 	unsigned int max_threads;
+	uint64_t max_job_bytes;
+	uint64_t max_uid_bytes;
 	const char *state_dir;
 	const char *mountpoint;
 };
@@ -48,7 +50,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gpuoptfs [-f] [-d] [--state-dir DIR] [--allow-other]\n"
-		"                [--max-jobs-per-uid N] [--max-threads N] MOUNTPOINT\n"
+		"                [--max-jobs-per-uid N] [--max-job-bytes N]\n"
+		"                [--max-uid-bytes N] [--max-threads N] MOUNTPOINT\n"
 		"\n"
 		"  -f, --foreground        stay in the foreground\n"
 		"  -d, --debug             log requests and errors on stderr (implies -f)\n"
@@ -56,6 +59,9 @@ static void usage(FILE *f)
 		"                          (/var/lib/gpuopt as root, else $XDG_STATE_HOME/gpuopt)\n"
 		"  --allow-other           let other users in (always as root)\n"
 		"  --max-jobs-per-uid N    jobs one user may have (64)\n"
+		"  --max-job-bytes N       memory one job may hold (half the RAM)\n"
+		"  --max-uid-bytes N       memory one user's jobs may hold together\n"
+		"                          (half the RAM); N in bytes or 'max'\n"
 		"  --max-threads N         requests served at once (16)\n"
 		"  -V, --version           print the version\n"
 		"  -h, --help              this help\n"
@@ -73,6 +79,25 @@ static int parse_uint(const char *s, unsigned int min, unsigned int max,
 	return 0;
 }
 
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	if (!strcmp(s, "max")) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	return gpo__parse_u64(s, out);
+}
+
+/* the default memory limits: half the machine's memory */
+static uint64_t half_ram(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || size <= 0)
+		return UINT64_MAX;
+	return (uint64_t)pages * (uint64_t)size / 2;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -82,6 +107,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "allow-other", no_argument, NULL, 'a' },
 		{ "max-jobs-per-uid", required_argument, NULL, 'j' },
 		{ "max-threads", required_argument, NULL, 't' },
+		{ "max-job-bytes", required_argument, NULL, 'J' },
+		{ "max-uid-bytes", required_argument, NULL, 'U' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -91,6 +118,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->max_jobs_per_uid = 64;
 	o->max_threads = 16;
+	o->max_job_bytes = half_ram();
+	o->max_uid_bytes = o->max_job_bytes;
 	while ((c = getopt_long(argc, argv, "fdVh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
@@ -113,6 +142,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 't':
 			if (parse_uint(optarg, 1, 1024, &o->max_threads))
+				goto bad;
+			break;
+		case 'J':
+		case 'U':
+			if (parse_bytes(optarg, c == 'J' ? &o->max_job_bytes :
+					&o->max_uid_bytes))
 				goto bad;
 			break;
 		case 'V':
@@ -450,6 +485,8 @@ static void fs_setup(struct fsd *fs, const struct options *o)
 	fs->admin_uid = geteuid();
 	fs->admin_gid = getegid();
 	fs->max_jobs_per_uid = o->max_jobs_per_uid;
+	fs->max_job_bytes = o->max_job_bytes;
+	fs->max_uid_bytes = o->max_uid_bytes;
 	fs->debug = o->debug;
 	fs->start_ns = gpo__now_ns();
 	clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);

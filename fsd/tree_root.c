@@ -154,6 +154,66 @@ unsigned int fs_busy_percent(struct fsd *fs, int index)
 
 /* ---- the error log ------------------------------------------------------- */
 
+static struct uid_mem *uid_mem_find(struct fsd *fs, uid_t uid)
+{
+	int i;
+
+	for (i = 0; i < fs->n_uid_mem; i++)
+		if (fs->uid_mem[i].uid == uid)
+			return &fs->uid_mem[i];
+	return NULL;
+}
+
+int fs_mem_reserve(struct fsd *fs, uid_t uid, uint64_t bytes)
+{
+	struct uid_mem *m, *grown;
+	int ret = 0;
+
+	if (bytes > fs->max_job_bytes)
+		return fs_err(-EDQUOT,
+			      "the job needs %llu bytes, more than the %llu a job may have",
+			      (unsigned long long)bytes,
+			      (unsigned long long)fs->max_job_bytes);
+	pthread_mutex_lock(&fs->lock);
+	m = uid_mem_find(fs, uid);
+	if (!m) {
+		grown = realloc(fs->uid_mem,
+				(fs->n_uid_mem + 1) * sizeof(*grown));
+		if (!grown) {
+			ret = fs_err(-ENOMEM, "out of memory");
+			goto out_unlock;
+		}
+		fs->uid_mem = grown;
+		m = &fs->uid_mem[fs->n_uid_mem++];
+		m->uid = uid;
+		m->bytes = 0;
+	}
+	if (bytes > fs->max_uid_bytes - m->bytes)
+		ret = fs_err(-EDQUOT,
+			     "uid %u has %llu bytes in jobs; %llu more would pass its limit of %llu",
+			     (unsigned int)uid, (unsigned long long)m->bytes,
+			     (unsigned long long)bytes,
+			     (unsigned long long)fs->max_uid_bytes);
+	else
+		m->bytes += bytes;
+out_unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+void fs_mem_release(struct fsd *fs, uid_t uid, uint64_t bytes)
+{
+	struct uid_mem *m;
+
+	if (!bytes)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	m = uid_mem_find(fs, uid);
+	if (m)
+		m->bytes -= bytes < m->bytes ? bytes : m->bytes;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 void fs_log_error(struct fsd *fs, uid_t uid, const char *path,
 		  const char *msg)
 {
