@@ -5,7 +5,9 @@
 # learns the interface by watching.
 #
 # The tree is mounted at /gpuopt when run as root and /gpuopt is free,
-# else on a temporary directory; it is always unmounted at the end.
+# else on a temporary directory ($GPUOPT_DEMO_MNT, if set, is used
+# instead); it is always unmounted at the end, on every way out: the end,
+# a failure, ^C, SIGTERM, SIGHUP, or SIGPIPE ("make run | head").
 set -u
 build=${1:-build}
 gpuoptfs=$build/bin/gpuoptfs
@@ -14,7 +16,9 @@ gpuoptfs=$build/bin/gpuoptfs
 tmp=$(mktemp -d /tmp/gpuopt-demo.XXXXXX) || exit 1
 made_gpuopt=
 pid=
-if [ "$(id -u)" = 0 ] && ! mountpoint -q /gpuopt 2>/dev/null &&
+if [ -n "${GPUOPT_DEMO_MNT-}" ]; then
+	mnt=$GPUOPT_DEMO_MNT
+elif [ "$(id -u)" = 0 ] && ! mountpoint -q /gpuopt 2>/dev/null &&
    { [ ! -e /gpuopt ] || [ -z "$(ls -A /gpuopt 2>/dev/null)" ]; }; then
 	[ -e /gpuopt ] || { mkdir /gpuopt && made_gpuopt=1; }
 	mnt=/gpuopt
@@ -25,9 +29,18 @@ fi
 
 cleanup()
 {
+	# stdout may be a closed pipe now: nothing more goes there
+	trap '' PIPE INT TERM HUP
+	exec >/dev/null
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid"
-		wait "$pid"
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
 	fi
 	if mountpoint -q "$mnt" 2>/dev/null; then
 		fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
@@ -36,7 +49,8 @@ cleanup()
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+# an untrapped signal would end the shell without its EXIT trap
+trap 'exit 1' INT TERM HUP PIPE
 
 # run CMD: print it as the shell would run it, then run it
 run()
