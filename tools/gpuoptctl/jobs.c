@@ -485,8 +485,11 @@ int cmd_logs(int argc, char **argv)
 			ret = -errno;
 		if (!ret && !got_signal)
 			ret = drain(fd);
-		if (!ret && stat(dir, &st))
-			break;	/* the job was removed */
+		/* the job was removed: its files answer ENOENT from then on */
+		if ((!ret || ret == -ENOENT) && stat(dir, &st)) {
+			ret = 0;
+			break;
+		}
 	}
 	close(fd);
 	if (ret && ret != -EPIPE && !got_signal) {
