@@ -809,4 +809,7 @@ int gpo_ckpt_verify(struct gpo_ckpt *ck);
 }
 #endif
 
+/* the tensor engine */
+#include "gpuopt/tensor.h"
+
 #endif /* GPUOPT_H */
