@@ -811,16 +811,10 @@ static int pass(struct gpo_graph *g)
 		if (ret)
 			return ret;
 	}
-	/* a parameter the loss does not reach has a zero gradient */
-	for (i = 0; i < g->nt; i++) {
-		struct gpo_tensor *t = g->t[i];
-
-		if (t->op == T_PARAM && t->grad && !t->grad_written) {
-			ret = fill(g, &g->bwd, &t->grad->st, t->numel, 0.0f);
-			if (ret)
-				return ret;
-		}
-	}
+	/*
+	 * A parameter the loss does not reach keeps its gradient as it is
+	 * (zero unless written), as torch leaves it None.
+	 */
 	return 0;
 }
 

@@ -45,4 +45,29 @@ struct gpo_dataset {
 int gpo__dataset_order(const struct gpo_dataset *ds, uint64_t seed,
 		       uint64_t epoch, int shuffle, uint32_t *order);
 
+/* ---- model.c: models from a spec ---------------------------------------- */
+
+enum model_act {
+	ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_TANH, ACT_SIGMOID, ACT_COUNT
+};
+
+enum model_loss { LOSS_XENT, LOSS_MSE };
+
+#define MODEL_MAX_WIDTHS	65
+
+struct gpo_model {
+	struct gpo_optim *opt;
+	char spec[256];
+	uint32_t width[MODEL_MAX_WIDTHS];	/* in, hidden..., out */
+	int nwidth;
+	enum model_act act;
+	enum model_loss loss;
+	uint64_t seed;
+};
+
+/* the model's loss of @logits against i32 @labels, in @g */
+struct gpo_tensor *gpo__model_loss(struct gpo_model *m, struct gpo_graph *g,
+				   struct gpo_tensor *logits,
+				   struct gpo_tensor *labels);
+
 #endif /* GPUOPT_TRAIN_I_H */
