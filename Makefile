@@ -170,7 +170,7 @@ $(BUILD)/%.o: %.c $(BUILD_CONF)
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 # The cpu backend's loops are where vectorisation matters.
-$(BUILD)/libgpuopt/src/backend/cpu/cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
+$(BUILD)/libgpuopt/src/backend/cpu/%.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)
