@@ -35,8 +35,37 @@ static inline uint view_at(const struct gpo_ew_args *a, const uint *s,
  * [2.5, 4.5), in 1/z beyond), good to a few 1e-6 relative, so that the
  * GELU of a large negative x keeps its digits. The fits are least
  * squares on Chebyshev nodes against mpmath, made for this file.
+ *
+ * erf_c1: erf(x) / x below 1, in x^2.
  */
-static inline float horner(const float *c, int deg, float u)
+__constant float erf_c1[8] = {
+	1.128379167e+00f, -3.761263859e-01f, 1.128378411e-01f,
+	-2.686551743e-02f, 5.221261463e-03f, -8.487267181e-04f,
+	1.128817030e-04f, -9.728394374e-06f,
+};
+
+/* erfc(z) exp(z^2): z - 1.75 on [1, 2.5), z - 3.5 on [2.5, 4.5), 1/z */
+__constant float erfc_c2[12] = {
+	2.849722347e-01f, -1.309763455e-01f, 5.576363196e-02f,
+	-2.225999655e-02f, 8.404280623e-03f, -3.020956200e-03f,
+	1.039494904e-03f, -3.436449294e-04f, 1.085226194e-04f,
+	-3.342910899e-05f, 1.159940278e-05f, -3.379768337e-06f,
+};
+
+__constant float erfc_c3[10] = {
+	1.552936558e-01f, -4.132357805e-02f, 1.066112373e-02f,
+	-2.673070031e-03f, 6.527614906e-04f, -1.554934241e-04f,
+	3.597375762e-05f, -8.182666528e-06f, 2.069196725e-06f,
+	-4.556968832e-07f,
+};
+
+__constant float erfc_c4[8] = {
+	5.641895859e-01f, -4.360751385e-07f, -2.820721355e-01f,
+	-5.006709834e-04f, 4.282281862e-01f, -1.620351050e-02f,
+	-1.179518324e+00f, 1.257030203e+00f,
+};
+
+static inline float horner(__constant const float *c, int deg, float u)
 {
 	float r = c[deg];
 
@@ -61,33 +90,16 @@ static inline float exp_neg_sq(float z)
 /* erfc(z) for z >= 1 (inf gives 0) */
 static inline float erfc_big(float z)
 {
-	const float c2[12] = {
-		2.849722347e-01f, -1.309763455e-01f, 5.576363196e-02f,
-		-2.225999655e-02f, 8.404280623e-03f, -3.020956200e-03f,
-		1.039494904e-03f, -3.436449294e-04f, 1.085226194e-04f,
-		-3.342910899e-05f, 1.159940278e-05f, -3.379768337e-06f,
-	};
-	const float c3[10] = {
-		1.552936558e-01f, -4.132357805e-02f, 1.066112373e-02f,
-		-2.673070031e-03f, 6.527614906e-04f, -1.554934241e-04f,
-		3.597375762e-05f, -8.182666528e-06f, 2.069196725e-06f,
-		-4.556968832e-07f,
-	};
-	const float c4[8] = {
-		5.641895859e-01f, -4.360751385e-07f, -2.820721355e-01f,
-		-5.006709834e-04f, 4.282281862e-01f, -1.620351050e-02f,
-		-1.179518324e+00f, 1.257030203e+00f,
-	};
 	float q;
 
 	if (z < 2.5f) {
-		q = horner(c2, 11, z - 1.75f);
+		q = horner(erfc_c2, 11, z - 1.75f);
 	} else if (z < 4.5f) {
-		q = horner(c3, 9, z - 3.5f);
+		q = horner(erfc_c3, 9, z - 3.5f);
 	} else {
 		float t = 1.0f / z;
 
-		q = horner(c4, 7, t) * t;
+		q = horner(erfc_c4, 7, t) * t;
 	}
 	return exp_neg_sq(z) * q;
 }
@@ -95,13 +107,7 @@ static inline float erfc_big(float z)
 /* erf(x) / x for |x| < 1, a polynomial in x^2 */
 static inline float erf_small(float x)
 {
-	const float c1[8] = {
-		1.128379167e+00f, -3.761263859e-01f, 1.128378411e-01f,
-		-2.686551743e-02f, 5.221261463e-03f, -8.487267181e-04f,
-		1.128817030e-04f, -9.728394374e-06f,
-	};
-
-	return horner(c1, 7, x * x);
+	return horner(erf_c1, 7, x * x);
 }
 
 static inline float my_erf(float x)
