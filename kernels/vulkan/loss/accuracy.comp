@@ -22,7 +22,8 @@ void main()
 
 	if (grp >= args.groups)
 		return;
-	for (uint r = grp; r < args.rows; r = row_next(r, args.rows, args.groups)) {
+	for (uint r = grp; r < args.rows;
+	     r = row_next(r, args.rows, args.groups)) {
 		uint xo = args.off_x + r * args.len, at = 0xffffffffu;
 		float v = -f_inf();
 		int l = row_label(r);
@@ -37,6 +38,7 @@ void main()
 		}
 		tree_argmax(v, at);
 		if (t == 0u)
-			y[args.off_y + r] = (l >= 0 && uint(l) == at) ? 1.0 : 0.0;
+			y[args.off_y + r] =
+				(l >= 0 && uint(l) == at) ? 1.0 : 0.0;
 	}
 }

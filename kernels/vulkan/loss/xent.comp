@@ -20,13 +20,18 @@ void main()
 
 	if (grp >= args.groups)
 		return;
-	for (uint r = grp; r < args.rows; r = row_next(r, args.rows, args.groups)) {
+	for (uint r = grp; r < args.rows;
+	     r = row_next(r, args.rows, args.groups)) {
 		int l = row_label(r);
-		float m, s;
+		float m, s, v;
 
 		row_lse(r, m, s);
-		if (gl_LocalInvocationID.x == 0u)
-			y[args.off_y + r] = l < 0 ? f_nan() :
-				log_acc(s) + m - x[args.off_x + r * args.len + uint(l)];
+		if (gl_LocalInvocationID.x != 0u)
+			continue;
+		v = f_nan();
+		if (l >= 0)
+			v = log_acc(s) + m -
+			    x[args.off_x + r * args.len + uint(l)];
+		y[args.off_y + r] = v;
 	}
 }

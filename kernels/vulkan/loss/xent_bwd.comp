@@ -23,8 +23,10 @@ void main()
 	if (grp >= args.groups)
 		return;
 	g = args.alpha * dl[args.off_dl];
-	for (uint r = grp; r < args.rows; r = row_next(r, args.rows, args.groups)) {
-		uint xo = args.off_x + r * args.len, yo = args.off_y + r * args.len;
+	for (uint r = grp; r < args.rows;
+	     r = row_next(r, args.rows, args.groups)) {
+		uint xo = args.off_x + r * args.len;
+		uint yo = args.off_y + r * args.len;
 		int l = row_label(r);
 		float m, s, inv;
 

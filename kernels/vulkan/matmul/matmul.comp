@@ -133,7 +133,8 @@ void main()
 	for (uint r = 0u; r < RB; r++)
 		acc[r] = vec4(0.0);
 	/* p0 + KS may pass 2^32 for a k near it: p0 never steps past k */
-	for (uint p0 = 0u; p0 < args.k; p0 = args.k - p0 > KS ? p0 + KS : args.k) {
+	for (uint p0 = 0u; p0 < args.k;
+	     p0 = args.k - p0 > KS ? p0 + KS : args.k) {
 		if (p0 == 0u)
 			fetch(0u, ra, rb);
 		stage(ra, rb);

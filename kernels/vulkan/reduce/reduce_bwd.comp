@@ -29,7 +29,8 @@ void main()
 		uint out_i = o * args.inner + i;
 		float g = args.alpha * dy[args.off_y + out_i];
 
-		if (args.fn == GPO_RED_MAX && idx[args.off_idx + out_i] != int(r))
+		if (args.fn == GPO_RED_MAX &&
+		    idx[args.off_idx + out_i] != int(r))
 			g = 0.0;
 		STORE(dx, args.off_x + k, g);
 	}

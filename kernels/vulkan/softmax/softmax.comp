@@ -21,8 +21,10 @@ void main()
 
 	if (grp >= args.groups)
 		return;
-	for (uint r = grp; r < args.rows; r = row_next(r, args.rows, args.groups)) {
-		uint xo = args.off_x + r * args.len, yo = args.off_y + r * args.len;
+	for (uint r = grp; r < args.rows;
+	     r = row_next(r, args.rows, args.groups)) {
+		uint xo = args.off_x + r * args.len;
+		uint yo = args.off_y + r * args.len;
 		float m = -f_inf(), s = 0.0;
 
 		for (uint j = t; j < args.len; j += WG_SIZE)

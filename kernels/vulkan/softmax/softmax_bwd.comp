@@ -24,7 +24,8 @@ void main()
 
 	if (grp >= args.groups)
 		return;
-	for (uint r = grp; r < args.rows; r = row_next(r, args.rows, args.groups)) {
+	for (uint r = grp; r < args.rows;
+	     r = row_next(r, args.rows, args.groups)) {
 		uint yo = args.off_x + r * args.len;
 		uint go = args.off_dy + r * args.len;
 		uint xo = args.off_y + r * args.len;
