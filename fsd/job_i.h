@@ -80,6 +80,8 @@ struct job_config {
 	uint64_t checkpoint_every;
 	uint64_t keep_checkpoints;
 	uint64_t seed;
+	uint64_t restart_on_failure;	/* worker restarts left to a job */
+	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
 };
 
 /* what a config write changed */
