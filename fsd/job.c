@@ -735,6 +735,22 @@ static int shm_reserve(struct job *j, uint64_t bytes)
 	return 0;
 }
 
+/* the devices an operator disabled (or a rescan lost), for the worker */
+static uint64_t disabled_devices(struct fsd *fs)
+{
+	struct gpo_device_info info;
+	uint64_t mask = 0;
+	int i, n;
+
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	n = gpo_device_count(fs->ctx);
+	for (i = 0; i < n && i < 64; i++)
+		if (!gpo_device_info(fs->ctx, i, &info) && !info.enabled)
+			mask |= 1ull << i;
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	return mask;
+}
+
 /* opt_lock held: the optimizer @cfg describes, made in the worker; its
  * params kept from the one it replaces when @keep (same model) */
 static int worker_build(struct job *j, const struct job_config *cfg, int keep)
@@ -775,6 +791,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 			 cfg->schedule);
 	b->seed = cfg->seed;
 	b->numel = m->numel;
+	b->disabled = disabled_devices(j->fs);
 	b->hp_len = hp.len;
 	b->sched_len = st.len;
 	t = (struct wp_tensor *)(b + 1);
@@ -2204,6 +2221,7 @@ int job_error_show(struct job *j, struct gpo__sbuf *sb)
 void job_snapshot(struct job *j, struct job_snapshot *s)
 {
 	double el;
+	int i;
 
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&j->lock);
@@ -2233,6 +2251,14 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 		 model_kind_name(j->cfg.model.kind));
 	s->params = j->cfg.model.numel;
 	s->param_bytes = j->cfg.model.numel * sizeof(float);
+	s->restarts = j->restarts;
+	s->worker_pid = __atomic_load_n(&j->w.pid, __ATOMIC_RELAXED);
+	s->nextra = j->nextra;
+	for (i = 0; i < (int)j->nextra && i < (int)ARRAY_SIZE(s->extra); i++) {
+		snprintf(s->extra[i].name, sizeof(s->extra[i].name), "%.23s",
+			 j->extra[i].name);
+		s->extra[i].value = j->extra[i].value;
+	}
 	pthread_mutex_unlock(&j->lock);
 }
 

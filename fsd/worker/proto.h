@@ -104,6 +104,7 @@ struct wp_build {
 	char schedule[32];	/* "" or "constant": none */
 	uint64_t seed;
 	uint64_t numel;
+	uint64_t disabled;	/* devices 0-63 the daemon disabled or lost */
 	uint32_t hp_len;
 	uint32_t sched_len;
 };

@@ -249,6 +249,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 			goto out_free;
 		}
 	}
+	/* the daemon's devices/<i>/enabled holds here too */
+	for (i = 0; i < 64 && (int)i < gpo_device_count(w->ctx); i++)
+		gpo_device_enable(w->ctx, i, !(b->disabled >> i & 1));
 	ret = gpo_device_select(w->ctx, b->device, &dev);
 	if (ret) {
 		wk_lib_err(w, ret);
