@@ -773,10 +773,9 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		ret = config_sched_text(cfg, &st);
 	if (ret)
 		goto out_free;
+	/* params and gradients grow it when they first cross */
 	need = sizeof(*b) + (uint64_t)m->ntensors * sizeof(*t) + hp.len +
 	       st.len;
-	if (need < m->numel * sizeof(float))
-		need = m->numel * sizeof(float);
 	ret = shm_reserve(j, need);
 	if (ret)
 		goto out_free;

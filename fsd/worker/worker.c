@@ -98,9 +98,9 @@ void wk_fault(struct wk *w)
 	}
 	if (w->fault & FAULT_OOM) {
 		/* touched, so it counts as an out-of-control driver's would */
-		while ((p = malloc(16u << 20))) {
-			memset(p, 1, 16u << 20);
-			total += 16u << 20;
+		while ((p = malloc(1u << 20))) {
+			memset(p, 1, 1u << 20);
+			total += 1u << 20;
 		}
 		fprintf(stderr, "gpuoptfs-worker: out of memory after %zu MiB\n",
 			total >> 20);
