@@ -1001,9 +1001,10 @@ static void ckpt_prune(struct job *j, uint64_t keep)
  * opt_lock held: an fd of the job's checkpoints directory, made if need
  * be, for the worker. The worker writes there as the job's owner but
  * reaches it only through this fd: the directories above are the daemon's
- * alone (0700), so other users never get in. Another owner's worker gets
- * write and search, not read (01733): it saves and restores by name and
- * removes only its own files; the daemon lists, reads and prunes.
+ * alone (0700), so no other user gets in by path, and by the worker's
+ * /proc/PID/fd only its owner does. The sticky bit (01777) lets the
+ * worker replace only its own files; the daemon, owning the directory,
+ * lists, reads, prunes and removes them.
  */
 static int ckpt_dir_fd(struct job *j)
 {
@@ -1019,7 +1020,7 @@ static int ckpt_dir_fd(struct job *j)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fs_err(-errno, "%s: %s", dir, strerror(errno));
-	if (j->uid != geteuid() && fchmod(fd, 01733)) {
+	if (j->uid != geteuid() && fchmod(fd, 01777)) {
 		ret = fs_err(-errno, "%s: %s", dir, strerror(errno));
 		close(fd);
 		return ret;
