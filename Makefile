@@ -37,7 +37,7 @@ endif
 PREFIX ?= /usr/local
 CC ?= cc
 GLSLC ?= glslc
-PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson
+PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson zlib
 
 # The version is written once, in gpuopt.h's GPUOPT_VERSION_* macros.
 version_part = $(shell sed -n 's/^\#define GPUOPT_VERSION_$(1)  *\([0-9][0-9]*\)$$/\1/p' \
@@ -69,7 +69,7 @@ BASE_CFLAGS += $(if $(call have,opencl),-DGPO_HAVE_OPENCL) \
 	$(if $(call have,vulkan),-DGPO_HAVE_VULKAN)
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 LIB_LIBS := $(if $(call have,opencl),-lOpenCL) $(if $(call have,vulkan),-lvulkan) \
-	-luring -ljansson -lm -lpthread
+	-luring -ljansson -lz -lm -lpthread
 
 # common/: the helpers of the library, the daemon and the tools, in the
 # library and, for gpuoptctl, alone in libgpocommon.a
@@ -172,7 +172,7 @@ $(BUILD)/%.o: %.c $(BUILD_CONF)
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 # The cpu backend's loops are where vectorisation matters.
-$(BUILD)/libgpuopt/src/backend/cpu/cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
+$(BUILD)/libgpuopt/src/backend/cpu/%.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)

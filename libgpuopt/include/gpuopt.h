@@ -809,4 +809,9 @@ int gpo_ckpt_verify(struct gpo_ckpt *ck);
 }
 #endif
 
+/* the sub-headers: one per part of the interface, all included from here */
+#include <gpuopt/tensor.h>	/* tensors and autodiff */
+#include <gpuopt/data.h>	/* datasets for training */
+#include <gpuopt/train.h>	/* models and training */
+
 #endif /* GPUOPT_H */

@@ -11,6 +11,7 @@ so=$BUILD/lib/libgpuopt.so
 a=$BUILD/lib/libgpuopt.a
 map=$TOP/libgpuopt/libgpuopt.map
 hdr=$TOP/libgpuopt/include/gpuopt.h
+hdrs=$TOP/libgpuopt/include/gpuopt	# the sub-headers gpuopt.h includes
 man=$TOP/libgpuopt/man
 [ -e "$so" ] && [ -e "$a" ] || fail "no $so or $a"
 command -v nm >/dev/null || skip "no nm (binutils)"
@@ -19,7 +20,7 @@ command -v nm >/dev/null || skip "no nm (binutils)"
 sed -e 's|/\*.*\*/||g' -e 's|^ *\*.*||' -e 's|^/\*.*||' "$map" |
 	awk '/global:/ { g = 1; next } /local:/ { g = 0 } g' |
 	tr -d ' \t;' | grep -v '^$' | sort -u >"$T/map"
-grep -Eo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" |
+grep -hEo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" "$hdrs"/*.h |
 	grep -Eo 'gpo_[a-z0-9_]+' | sort -u >"$T/hdr"
 nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' |
 	sort -u >"$T/so"
@@ -117,7 +118,7 @@ int main(void)
 	return strcmp(gpo_version(), "") ? 0 : 1;
 }
 EOF
-BACKENDS= LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
+BACKENDS= LIB_LIBS="-luring -ljansson -lz -lm -lpthread" LDSAN=
 . "$BUILD/build.conf"
 # a sanitizer build: the drivers stay resident, their leaks suppressed
 keep=
