@@ -797,7 +797,8 @@ static int pass(struct gpo_graph *g)
 		if (ret)
 			return ret;
 	}
-	if (!g->loss)
+	/* a loss that depends on no parameter has no backward pass */
+	if (!g->loss || !g->loss->grad)
 		return 0;
 	/* d loss / d loss = 1 */
 	ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);

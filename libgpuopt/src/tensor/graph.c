@@ -680,6 +680,9 @@ int gpo_graph_run(struct gpo_graph *g, unsigned int what)
 		return gpo__err(-EINVAL, "NULL graph");
 	if (!what || (what & ~(GPO_RUN_FORWARD | GPO_RUN_BACKWARD)))
 		return gpo__err(-EINVAL, "gpo_graph_run: what 0x%x", what);
+	/* an op that failed after the first run is not in the plan: refuse */
+	if (g->err)
+		return gpo_graph_status(g);
 	if ((what & GPO_RUN_BACKWARD) && !g->loss)
 		return gpo__err(-EINVAL, "no backward pass: call gpo_graph_backward() first");
 	pthread_mutex_lock(&g->dev->lock);
