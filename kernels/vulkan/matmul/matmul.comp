@@ -20,7 +20,6 @@
  * of C sums p = 0, 1, ..., k - 1 in order: the same order everywhere.
  */
 #version 450
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/matmul.h"
 #include "group.glsl"
@@ -69,7 +68,7 @@ void fetch(uint p0, out float ra[RB], out float rb[RB])
 {
 	uint t = gl_LocalInvocationID.x;
 
-	[[unroll]] for (uint q = 0u; q < RB; q++) {
+	for (uint q = 0u; q < RB; q++) {
 		uint il, pl, i, p;
 
 		if (FLAG(GPO_MM_TRANS_A)) {
@@ -87,7 +86,7 @@ void fetch(uint p0, out float ra[RB], out float rb[RB])
 				a[abase + p * args.lda + i] :
 				a[abase + i * args.lda + p];
 	}
-	[[unroll]] for (uint q = 0u; q < RB; q++) {
+	for (uint q = 0u; q < RB; q++) {
 		uint jl, pl, j, p;
 
 		if (FLAG(GPO_MM_TRANS_B)) {
@@ -112,7 +111,7 @@ void stage(float ra[RB], float rb[RB])
 {
 	uint t = gl_LocalInvocationID.x;
 
-	[[unroll]] for (uint q = 0u; q < RB; q++) {
+	for (uint q = 0u; q < RB; q++) {
 		if (FLAG(GPO_MM_TRANS_A))
 			SET(0u, t / TILE + 4u * q, t % TILE, ra[q]);
 		else
@@ -134,7 +133,7 @@ void fetch_big(uint p0, out float ra[8], out float rb[8])
 {
 	uint t = gl_LocalInvocationID.x;
 
-	[[unroll]] for (uint q = 0u; q < 8u; q++) {
+	for (uint q = 0u; q < 8u; q++) {
 		uint il, pl, i, p;
 
 		if (FLAG(GPO_MM_TRANS_A)) {
@@ -152,7 +151,7 @@ void fetch_big(uint p0, out float ra[8], out float rb[8])
 				a[abase + p * args.lda + i] :
 				a[abase + i * args.lda + p];
 	}
-	[[unroll]] for (uint q = 0u; q < 8u; q++) {
+	for (uint q = 0u; q < 8u; q++) {
 		uint jl, pl, j, p;
 
 		if (FLAG(GPO_MM_TRANS_B)) {
@@ -178,7 +177,7 @@ void stage_big(uint buf, float ra[8], float rb[8])
 	uint t = gl_LocalInvocationID.x, oa = buf * 2u * SLICEB;
 	uint ob = oa + SLICEB;
 
-	[[unroll]] for (uint q = 0u; q < 8u; q++) {
+	for (uint q = 0u; q < 8u; q++) {
 		if (FLAG(GPO_MM_TRANS_A))
 			SETB(oa, t / TILEB + 2u * q, t % TILEB, ra[q]);
 		else
@@ -209,7 +208,7 @@ void main_big(uint z, uint rem)
 	j0 = rem % args.tiles_n * TILEB;
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
-	[[unroll]] for (uint r = 0u; r < 16u; r++)
+	for (uint r = 0u; r < 16u; r++)
 		acc[r] = vec4(0.0);
 	if (args.k > 0u) {
 		fetch_big(0u, ra, rb);
@@ -224,7 +223,7 @@ void main_big(uint z, uint rem)
 		/* the next step's loads fly while this one multiplies */
 		if (more)
 			fetch_big(p0 + KS, ra, rb);
-		[[unroll]] for (uint p = 0u; p < KS; p++) {
+		for (uint p = 0u; p < KS; p++) {
 			uint rowv = p * LDSB / 4u;
 			vec4 a0 = sm4[oa + rowv + ty];
 			vec4 a1 = sm4[oa + rowv + 16u + ty];
@@ -253,14 +252,14 @@ void main_big(uint z, uint rem)
 		group_sync();
 		buf ^= 1u;
 	}
-	[[unroll]] for (uint r = 0u; r < 8u; r++) {
+	for (uint r = 0u; r < 8u; r++) {
 		uint i = i0 + (r < 4u ? 4u * ty + r : 64u + 4u * ty + r - 4u);
 		uint cb = args.off_c + z * args.bsc + i * args.ldc;
 
 		if (i >= args.m)
 			continue;
-		[[unroll]] for (uint h = 0u; h < 2u; h++)
-			[[unroll]] for (uint q = 0u; q < 4u; q++) {
+		for (uint h = 0u; h < 2u; h++)
+			for (uint q = 0u; q < 4u; q++) {
 				uint j = j0 + 64u * h + 4u * tx + q;
 
 				if (j < args.n)
@@ -290,7 +289,7 @@ void main()
 	j0 = rem % args.tiles_n * TILE;
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
-	[[unroll]] for (uint r = 0u; r < RB; r++)
+	for (uint r = 0u; r < RB; r++)
 		acc[r] = vec4(0.0);
 	/* p0 + KS may pass 2^32 for a k near it: p0 never steps past k */
 	for (uint p0 = 0u; p0 < args.k;
@@ -302,7 +301,7 @@ void main()
 		/* the next step's loads fly while this one multiplies */
 		if (args.k - p0 > KS)
 			fetch(p0 + KS, ra, rb);
-		[[unroll]] for (uint p = 0u; p < KS; p++) {
+		for (uint p = 0u; p < KS; p++) {
 			vec4 av = sm4[(p * LDS + RB * ty) >> 2];
 			vec4 bv = sm4[BS4 + ((p * LDS + RB * tx) >> 2)];
 
@@ -313,13 +312,13 @@ void main()
 		}
 		group_sync();
 	}
-	[[unroll]] for (uint r = 0u; r < RB; r++) {
+	for (uint r = 0u; r < RB; r++) {
 		uint i = i0 + RB * ty + r;
 		uint cb = args.off_c + z * args.bsc + i * args.ldc;
 
 		if (i >= args.m)
 			break;
-		[[unroll]] for (uint q = 0u; q < RB; q++) {
+		for (uint q = 0u; q < RB; q++) {
 			uint j = j0 + RB * tx + q;
 
 			if (j < args.n)
