@@ -16,11 +16,8 @@
  *
  * for i < m, j < n (GPO_T_ACCUM: +=). k may be 0 (the sum is 0).
  *
- * Grid: one workgroup per T x T tile of one C_z, T = GPO_MM_TILE, or
- * GPO_MM_TILE_BIG with GPO_MM_BIG (large products: a bigger tile reuses
- * each loaded element twice as often, and needs twice the tiles of the
- * small one along each side to fill a GPU, so small products keep it):
- * work = batch * tiles_m * tiles_n, tiles_x = ceil(x / T);
+ * Grid: one workgroup per GPO_MM_TILE x GPO_MM_TILE tile of one C_z:
+ * work = batch * tiles_m * tiles_n, tiles_x = ceil(x / GPO_MM_TILE);
  * group g computes z = g / (tiles_m * tiles_n), tile row
  * (g % (tiles_m * tiles_n)) / tiles_n and tile column g % tiles_n. The
  * edges are guarded: m, n and k need not be multiples of anything, and
@@ -32,11 +29,9 @@
 #include "tensor.h"
 
 #define GPO_MM_TILE	64
-#define GPO_MM_TILE_BIG	128
 
 #define GPO_MM_TRANS_A	(1u << 8)
 #define GPO_MM_TRANS_B	(1u << 9)
-#define GPO_MM_BIG	(1u << 10)	/* tiles of GPO_MM_TILE_BIG */
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

@@ -1224,7 +1224,7 @@ static uint32_t mm_operand(struct tcase *tc, struct tbuf *b, uint32_t rows,
 static void matmul_setup(struct tcase *tc)
 {
 	struct gpo_matmul_args *a = &tc->a.mm;
-	uint32_t z, i, j, tile;
+	uint32_t z, i, j;
 	uint64_t per;
 
 	a->flags = OP_FLAGS(tc);
@@ -1236,11 +1236,6 @@ static void matmul_setup(struct tcase *tc)
 		a->m = urand(tc, 1, 3);
 		a->n = urand(tc, 1, 3);
 		a->k = urand(tc, 1, 3);
-	} else if (a->flags & GPO_MM_BIG) {
-		/* a whole 128 x 128 tile and edge tiles, odd k */
-		a->m = urand(tc, 129, 300);
-		a->n = urand(tc, 129, 300);
-		a->k = urand(tc, 1, 100);
 	} else {
 		a->m = urand(tc, 1, 150);
 		a->n = urand(tc, 1, 150);
@@ -1250,9 +1245,8 @@ static void matmul_setup(struct tcase *tc)
 		a->k = 0;
 	a->batch = HAS(tc, MM_BATCH) ? urand(tc, 2, 4) : 1;
 	a->alpha = (float)srand2(tc, 0.5, 2);
-	tile = a->flags & GPO_MM_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
-	a->tiles_m = (a->m + tile - 1) / tile;
-	a->tiles_n = (a->n + tile - 1) / tile;
+	a->tiles_m = (a->m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	a->tiles_n = (a->n + GPO_MM_TILE - 1) / GPO_MM_TILE;
 	tc->work = (uint64_t)a->batch * a->tiles_m * a->tiles_n;
 	tc->n = (uint64_t)a->m * a->n * a->batch;
 	if (a->flags & GPO_MM_TRANS_A)
@@ -2227,17 +2221,6 @@ static const struct op_case cases[] = {
 	{ OP_MATMUL, "k 0", matmul_setup, matmul_ref, MM_K0 },
 	{ OP_MATMUL, "k 0 accum batch", matmul_setup, matmul_ref,
 	  MM_K0 | GPO_T_ACCUM | MM_BATCH },
-	{ OP_MATMUL, "big", matmul_setup, matmul_ref, GPO_MM_BIG },
-	{ OP_MATMUL, "big trans_a accum", matmul_setup, matmul_ref,
-	  GPO_MM_BIG | GPO_MM_TRANS_A | GPO_T_ACCUM },
-	{ OP_MATMUL, "big trans_b padded", matmul_setup, matmul_ref,
-	  GPO_MM_BIG | GPO_MM_TRANS_B | MM_PAD },
-	{ OP_MATMUL, "big batch trans_a trans_b", matmul_setup, matmul_ref,
-	  GPO_MM_BIG | MM_BATCH | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
-	{ OP_MATMUL, "big 67x131x45", matmul_setup, matmul_ref,
-	  GPO_MM_BIG | MM_ODD },
-	{ OP_MATMUL, "big k 0 accum", matmul_setup, matmul_ref,
-	  GPO_MM_BIG | MM_K0 | GPO_T_ACCUM },
 	UNARY(GPO_EW_COPY, "copy"),
 	UNARY(GPO_EW_RELU, "relu"),
 	UNARY(GPO_EW_GELU, "gelu"),

@@ -250,9 +250,6 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 	*cols = t->shape[t->ndim - 1];
 }
 
-/* 64-wide tiles from which a product takes the big ones (abi/matmul.h) */
-#define MM_BIG_MIN_TILES	1024
-
 /* c = op(x) op(y), batched over the leading dimension of 3-d operands */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -269,16 +266,6 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
 	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
 	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	/*
-	 * The big tile halves the loads per fma, but makes a quarter of the
-	 * workgroups: worth it only where those still fill a large GPU
-	 * (256 and more: about 2 per multiprocessor of an H100).
-	 */
-	if ((uint64_t)batch * tm * tn >= MM_BIG_MIN_TILES) {
-		flags |= GPO_MM_BIG;
-		tm = (m + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-		tn = (n + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-	}
 	L = push(g, l, OP_MATMUL, (uint64_t)batch * tm * tn);
 	if (!L)
 		return -ENOMEM;

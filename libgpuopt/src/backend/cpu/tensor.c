@@ -64,8 +64,7 @@ static void grid_ranges(const struct op_call *c, uint32_t lo, uint32_t hi,
 /* ---- matmul --------------------------------------------------------- */
 
 /*
- * One 64 x 64 tile of C_z per group (with GPO_MM_BIG, a 128 x 128 tile
- * as its four 64 x 64 quarters): op(A) and op(B) are staged a
+ * One 64 x 64 tile of C_z per group: op(A) and op(B) are staged a
  * KB-deep slab at a time into contiguous arrays (what makes the
  * transposes free and the inner loop unit-stride), and each element
  * sums p = 0, 1, ... in order.
@@ -80,14 +79,13 @@ void gpo__cpu_matmul(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const int ta = !!(a->flags & GPO_MM_TRANS_A);
 	const int tb = !!(a->flags & GPO_MM_TRANS_B);
 	const int accum = !!(a->flags & GPO_T_ACCUM);
-	const uint32_t span = a->flags & GPO_MM_BIG ? GPO_MM_TILE_BIG / TILE : 1;
 	float acc[TILE][TILE], as[TILE][KB], bs[KB][TILE];
-	uint32_t g, i, j, p, s;
+	uint32_t g, i, j, p;
 
-	for (g = lo; g < hi; g++) for (s = 0; s < span * span; s++) {
+	for (g = lo; g < hi; g++) {
 		const uint32_t z = g / tiles, t = g % tiles;
-		const uint32_t i0 = (t / a->tiles_n * span + s / span) * TILE;
-		const uint32_t j0 = (t % a->tiles_n * span + s % span) * TILE;
+		const uint32_t i0 = t / a->tiles_n * TILE;
+		const uint32_t j0 = t % a->tiles_n * TILE;
 		const float *az = A + a->off_a + (uint64_t)z * a->bsa;
 		const float *bz = B + a->off_b + (uint64_t)z * a->bsb;
 		float *cz = C + a->off_c + (uint64_t)z * a->bsc;
