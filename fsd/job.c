@@ -77,6 +77,7 @@ struct job {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* state, in_step, steps_left */
 	struct job_config cfg;
+	uint64_t model_gen;		/* counts model changes */
 	enum job_state state;
 	uint64_t steps_left;		/* of a "step N" */
 	int in_step;			/* steps under way */
@@ -1955,6 +1956,8 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		pthread_mutex_lock(&j->lock);
 		config_free(&j->cfg);
 		j->cfg = next;
+		if (changed & CFG_MODEL)
+			j->model_gen++;
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
 		j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
@@ -2088,6 +2091,16 @@ int job_params_write(struct job *j, int tensor, const void *src,
 		     size_t bytes)
 {
 	return tensor_io(j, tensor, (void *)src, bytes, 1);
+}
+
+uint64_t job_model_gen(struct job *j)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&j->lock);
+	n = j->model_gen;
+	pthread_mutex_unlock(&j->lock);
+	return n;
 }
 
 uint64_t job_grad_bytes(struct job *j)

@@ -239,6 +239,9 @@ int job_tensor_info(struct job *j, int index, struct model_tensor *t);
 int job_params_read(struct job *j, int tensor, void *dst, size_t bytes);
 int job_params_write(struct job *j, int tensor, const void *src,
 		     size_t bytes);
+/* job_model_gen - changes whenever the model does: partial writes of
+ * params or grad begun under another model are stale */
+uint64_t job_model_gen(struct job *j);
 uint64_t job_grad_bytes(struct job *j);
 int job_grad_read(struct job *j, void *dst, size_t bytes);
 /* job_grad_step - the whole flat gradient: runs exactly one step */
