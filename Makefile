@@ -130,7 +130,7 @@ FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs $(BUILD)/bin/gpuoptfs-worker)
 WORKER_SRCS := $(sort $(wildcard fsd/worker/*.c))
 WORKER_OBJS := $(WORKER_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps lib check check-unit check-fs run valgrind bench install \
+.PHONY: all deps lib check check-unit check-fs check-train run valgrind bench install \
 	clean fuzz
 .DEFAULT_GOAL := all
 
@@ -281,6 +281,13 @@ check: all
 
 valgrind: all
 	@VALGRIND=1 tests/run-unit.sh $(BUILD) $(TEST_BINS)
+
+# The Fashion-MNIST job of tests/fs on the GPU code paths too: PoCL and
+# lavapipe take minutes where the cpu backend (in make check) takes
+# seconds.
+check-train: all
+	@GPUOPT_FS_TRAIN_DEVICES="cpu opencl vulkan" \
+		tests/run-fs.sh $(BUILD) tests/fs/train_mlp_fashion_mnist.sh
 
 bench: all
 	@bench/run.sh $(BUILD)
