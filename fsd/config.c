@@ -872,8 +872,13 @@ static int parse_data(struct job_config *cfg, const struct gpo__kv *w)
 {
 	size_t i;
 
+	/* what config shows when none was given */
+	if (w->vlen == 4 && !memcmp(w->val, "none", 4)) {
+		cfg->train.data[0] = '\0';
+		return 0;
+	}
 	if (!w->vlen || w->vlen >= TRAIN_DATA_MAX || w->val[0] != '/')
-		return fs_err(-EINVAL, "data: an absolute path of fewer than %d bytes",
+		return fs_err(-EINVAL, "data: an absolute path of fewer than %d bytes, or none",
 			      TRAIN_DATA_MAX);
 	for (i = 0; i < w->vlen; i++)
 		if (!isgraph((unsigned char)w->val[i]))
@@ -1098,7 +1103,10 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	if (ret)
 		return ret;
 	show_sched(cfg, sb);
-	if (cfg->max_steps == MAX_STEPS_UNLIMITED)
+	/* epochs=N alone ends a data model's job: max_steps is then max */
+	if (cfg->max_steps == MAX_STEPS_UNLIMITED ||
+	    (cfg->model.kind == MODEL_MLP && cfg->train.epochs &&
+	     !cfg->max_steps_given))
 		snprintf(max, sizeof(max), "max");
 	else
 		snprintf(max, sizeof(max), "%llu",
