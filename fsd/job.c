@@ -2709,7 +2709,7 @@ static int rec_parse(const char *buf, size_t len, struct rec *r,
 	if (len < strlen(REC_MAGIC) || memcmp(buf, REC_MAGIC, strlen(REC_MAGIC)))
 		return -1;
 	*why = "truncated or corrupt: its checksum does not match";
-	tail = len >= 22 ? end - 22 : NULL;	/* "end " 16 hex digits "\n" */
+	tail = len >= 21 ? end - 21 : NULL;	/* "end " 16 hex digits "\n" */
 	if (!tail || memcmp(tail, "end ", 4) || end[-1] != '\n' ||
 	    sscanf(tail + 4, "%16" SCNx64, &h) != 1 || h != fnv1a(buf, tail - buf))
 		return -1;
