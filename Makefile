@@ -286,6 +286,7 @@ bench: all
 	@bench/run.sh $(BUILD)
 	@bench/ckpt.sh $(BUILD)
 	@bench/ctl.sh $(BUILD)
+	@bench/train.sh $(BUILD)
 
 # libFuzzer over the checkpoint reader: the reader's files built with
 # clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).

@@ -194,15 +194,21 @@ struct fs_node {
 	char path[128];			/* for messages */
 };
 
-/* An open file. */
+/*
+ * An open file. The kernel may send several requests for one handle at
+ * once (two threads reading one fd): @lock serializes them, since the
+ * snapshot and the staged writes below belong to the handle.
+ */
 struct fs_handle {
 	struct fs_handle *prev, *next;	/* fs->handles, under fs->lock */
 	struct fs_node node;
+	pthread_mutex_t lock;		/* everything below */
 	struct gpo__sbuf snap;		/* text made by the last read at 0 */
 	int have_snap;
 	char *stage;			/* binary writes being assembled */
 	size_t stage_len;
 	size_t stage_total;
+	uint64_t stage_gen;		/* the job's model when it began */
 	off_t read_pos;			/* streams: how far it read */
 	int fd;				/* a file of the disk, or -1 */
 };

@@ -37,6 +37,12 @@
 extern char **environ;
 
 #define HISTORY_HEADER "step,loss,lr,grad_norm,elapsed_s\n"
+/* models that learn from data add their own columns (the step's extras) */
+#define HISTORY_HEADER_DATA \
+	"step,loss,lr,grad_norm,elapsed_s,epoch,samples_per_sec,eval_loss,accuracy\n"
+static const char *const history_extras[] = {
+	"epoch", "samples_per_sec", "eval_loss", "accuracy",
+};
 #define POLLERS_MAX 64
 
 /* the job's worker process, under opt_lock */
@@ -72,6 +78,7 @@ struct job {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* state, in_step, steps_left */
 	struct job_config cfg;
+	uint64_t model_gen;		/* counts model changes */
 	enum job_state state;
 	uint64_t steps_left;		/* of a "step N" */
 	int in_step;			/* steps under way */
@@ -102,6 +109,7 @@ struct job {
 
 	int worker_died;		/* the last failure was its worker's */
 	uint64_t restarts;		/* by restart_on_failure */
+	uint64_t spe;			/* a data model's steps per epoch */
 	uint32_t nextra;		/* the model kind's own numbers */
 	struct wp_extra extra[WP_EXTRA_MAX];
 
@@ -238,9 +246,29 @@ static void history_row(struct job *j)
 		j->history_full = 1;
 		return;
 	}
-	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
+	if (j->cfg.model.kind == MODEL_MLP &&
+	    j->history.len == strlen(HISTORY_HEADER) &&
+	    !strcmp(j->history.buf, HISTORY_HEADER)) {
+		gpo__sbuf_reset(&j->history);
+		gpo__sbuf_printf(&j->history, HISTORY_HEADER_DATA);
+	}
+	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
+	if (j->cfg.model.kind == MODEL_MLP) {
+		size_t i;
+		uint32_t k;
+
+		for (i = 0; i < ARRAY_SIZE(history_extras); i++) {
+			double v = NAN;
+
+			for (k = 0; k < j->nextra; k++)
+				if (!strcmp(j->extra[k].name, history_extras[i]))
+					v = j->extra[k].value;
+			gpo__sbuf_printf(&j->history, ",%.9g", v);
+		}
+	}
+	gpo__sbuf_printf(&j->history, "\n");
 	j->history_step = j->step;
 	j->dirty = 1;
 	job_touch(j, JOB_T(JOB_T_HISTORY));
@@ -367,10 +395,21 @@ static void worker_setup(void)
 	snprintf(worker_exe, sizeof(worker_exe), "%s", GPUOPTFS_WORKER_PATH);
 }
 
-static const char *objective_name(enum model_kind k)
+/*
+ * The step that ends the job: max_steps; for a model trained on data with
+ * epochs=N, N epochs (max_steps then only when it was written)
+ */
+static uint64_t step_limit(const struct job *j)
 {
-	return k == MODEL_QUADRATIC ? "quadratic" :
-	       k == MODEL_ROSENBROCK ? "rosenbrock" : NULL;
+	uint64_t lim = j->cfg.max_steps, e = j->cfg.train.epochs;
+
+	if (j->cfg.model.kind != MODEL_MLP || !e)
+		return lim;
+	if (!j->cfg.max_steps_given)
+		lim = MAX_STEPS_UNLIMITED;
+	if (j->spe && e * j->spe < lim)
+		lim = e * j->spe;
+	return lim;
 }
 
 static const char *model_kind_name(enum model_kind k)
@@ -382,6 +421,8 @@ static const char *model_kind_name(enum model_kind k)
 		return "quadratic";
 	case MODEL_ROSENBROCK:
 		return "rosenbrock";
+	case MODEL_MLP:
+		return "mlp";
 	default:
 		return "none";
 	}
@@ -768,7 +809,7 @@ static uint64_t disabled_devices(struct fsd *fs)
 static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 {
 	const struct model *m = &cfg->model;
-	struct gpo__sbuf hp, st;
+	struct gpo__sbuf hp, st, mt;
 	struct wp_req rq = { .cmd = WP_BUILD };
 	struct wp_rep rp;
 	struct wp_build *b;
@@ -780,14 +821,17 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		return fs_err(-EINVAL, "no model: write model=... to config");
 	gpo__sbuf_init(&hp);
 	gpo__sbuf_init(&st);
+	gpo__sbuf_init(&mt);
 	ret = config_hp_text(cfg, &hp);
 	if (!ret && config_uses_sched(cfg))
 		ret = config_sched_text(cfg, &st);
+	if (!ret)
+		ret = config_model_text(cfg, &mt);
 	if (ret)
 		goto out_free;
 	/* params and gradients grow it when they first cross */
 	need = sizeof(*b) + (uint64_t)m->ntensors * sizeof(*t) + hp.len +
-	       st.len;
+	       st.len + mt.len;
 	ret = shm_reserve(j, need);
 	if (ret)
 		goto out_free;
@@ -805,6 +849,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	b->disabled = disabled_devices(j->fs);
 	b->hp_len = hp.len;
 	b->sched_len = st.len;
+	b->model_len = mt.len;
 	t = (struct wp_tensor *)(b + 1);
 	for (i = 0; i < m->ntensors; i++, t++) {
 		memset(t, 0, sizeof(*t));
@@ -816,6 +861,8 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		memcpy(t, hp.buf, hp.len);
 	if (st.len)
 		memcpy((char *)t + hp.len, st.buf, st.len);
+	if (mt.len)
+		memcpy((char *)t + hp.len + st.len, mt.buf, mt.len);
 	rq.flags = keep ? WP_F_KEEP_PARAMS : 0;
 	rq.bytes = need;
 	ret = worker_call(j, &rq, &rp, 1);
@@ -831,10 +878,12 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	pthread_mutex_lock(&j->lock);
 	snprintf(j->dev_id, sizeof(j->dev_id), "%s", rp.dev_id);
 	j->dev_index = rp.dev_index;
+	j->spe = rp.steps_per_epoch;
 	pthread_mutex_unlock(&j->lock);
 out_free:
 	gpo__sbuf_free(&hp);
 	gpo__sbuf_free(&st);
+	gpo__sbuf_free(&mt);
 	return ret;
 }
 
@@ -1343,7 +1392,7 @@ static void after_step(struct job *j, const struct step_result *r)
 		history_row(j);
 	if (j->steps_left && !--j->steps_left && j->state == JOB_RUNNING)
 		set_state(j, JOB_PAUSED, -1);
-	if (j->step >= j->cfg.max_steps &&
+	if (j->step >= step_limit(j) &&
 	    (j->state == JOB_RUNNING || j->state == JOB_PAUSED ||
 	     j->state == JOB_CREATED))
 		set_state(j, JOB_DONE, -1);
@@ -1472,11 +1521,11 @@ static void *runner_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		while (!j->quit && (j->state != JOB_RUNNING ||
-				    !objective_name(j->cfg.model.kind)))
+				    !config_steps_itself(&j->cfg)))
 			pthread_cond_wait(&j->cond, &j->lock);
 		if (j->quit)
 			break;
-		if (j->step >= j->cfg.max_steps) {
+		if (j->step >= step_limit(j)) {
 			set_state(j, JOB_DONE, -1);
 			continue;
 		}
@@ -1569,7 +1618,7 @@ static int ctl_start(struct job *j, uid_t uid)
 	ret = build_in_state(j, "start", STATE_BIT(JOB_CREATED));
 	if (ret)
 		return ret;
-	if (objective_name(j->cfg.model.kind)) {
+	if (config_steps_itself(&j->cfg)) {
 		ret = start_runner(j);
 		if (ret)
 			goto out_unlock;
@@ -1608,7 +1657,7 @@ static int ctl_resume(struct job *j, uid_t uid)
 	pthread_mutex_lock(&j->lock);
 	ret = in_state(j, "resume", STATE_BIT(JOB_PAUSED));
 	/* a job paused by restore has never run: it has no runner yet */
-	if (!ret && objective_name(j->cfg.model.kind))
+	if (!ret && config_steps_itself(&j->cfg))
 		ret = start_runner(j);
 	if (!ret)
 		set_state(j, JOB_RUNNING, uid);
@@ -1729,7 +1778,7 @@ static int ctl_step(struct job *j, const char *arg, uid_t uid)
 	if (!arg || fs_parse_u64(arg, &n) || !n)
 		return fs_err(-EINVAL, "step N: N must be a whole number >= 1");
 	pthread_mutex_lock(&j->lock);
-	ret = objective_name(j->cfg.model.kind) ? 0 :
+	ret = config_steps_itself(&j->cfg) ? 0 :
 	      fs_err(-EINVAL,
 		     "step N needs a built-in model; external models step on writes to grad");
 	pthread_mutex_unlock(&j->lock);
@@ -1984,6 +2033,8 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		pthread_mutex_lock(&j->lock);
 		config_free(&j->cfg);
 		j->cfg = next;
+		if (changed & CFG_MODEL)
+			j->model_gen++;
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
 		j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
@@ -2118,6 +2169,16 @@ int job_params_write(struct job *j, int tensor, const void *src,
 		     size_t bytes)
 {
 	return tensor_io(j, tensor, (void *)src, bytes, 1);
+}
+
+uint64_t job_model_gen(struct job *j)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&j->lock);
+	n = j->model_gen;
+	pthread_mutex_unlock(&j->lock);
+	return n;
 }
 
 uint64_t job_grad_bytes(struct job *j)
@@ -2307,7 +2368,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->uid = j->uid;
 	s->state = j->state;
 	s->step = j->step;
-	s->max_steps = j->cfg.max_steps;
+	s->max_steps = step_limit(j);
 	s->skipped = j->skipped;
 	s->loss = j->loss;
 	s->lr = j->lr;
@@ -2874,7 +2935,7 @@ static void rec_revive(struct job *j, int was_running)
 	}
 	if (!was_running || !j->cfg.autostart)
 		return;
-	if (objective_name(j->cfg.model.kind) && start_runner(j)) {
+	if (config_steps_itself(&j->cfg) && start_runner(j)) {
 		job_event(j, -1, "autostart: %s", fs_errmsg());
 		return;
 	}

@@ -41,6 +41,7 @@ enum model_kind {
 	MODEL_EXTERNAL,
 	MODEL_QUADRATIC,
 	MODEL_ROSENBROCK,
+	MODEL_MLP,			/* the tensor engine, on a dataset */
 };
 
 struct model_tensor {
@@ -69,6 +70,18 @@ struct kvlist {
 };
 
 #define MAX_STEPS_UNLIMITED UINT64_MAX
+#define TRAIN_DATA_MAX 4096
+
+/* how a model that learns from data trains (model=mlp:...) */
+struct train_config {
+	char activation[16];
+	char loss[8];
+	char data[TRAIN_DATA_MAX];	/* "": none given */
+	uint64_t batch_size;
+	uint64_t epochs;		/* 0: max_steps alone */
+	uint64_t eval_every;		/* steps; 0: once an epoch */
+	int shuffle;
+};
 
 struct job_config {
 	int optimizer;			/* enum gpo_optim_kind */
@@ -85,6 +98,8 @@ struct job_config {
 	uint64_t restart_on_failure;	/* worker restarts left to a job */
 	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
 	uint64_t autostart;		/* a daemon restart resumes the job */
+	int max_steps_given;		/* written, not the default */
+	struct train_config train;
 };
 
 /* what a config write changed */
@@ -118,6 +133,13 @@ double config_lr(struct fsd *fs, const struct job_config *cfg);
 /* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */
 double config_hp(struct fsd *fs, const struct job_config *cfg,
 		 const char *key);
+/*
+ * config_model_text - the model's own settings for the worker: its spec
+ * and, for models that learn from data, the train keys
+ */
+int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb);
+/* config_steps_itself - a model with its own loss (not external) */
+int config_steps_itself(const struct job_config *cfg);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
@@ -220,6 +242,9 @@ int job_tensor_info(struct job *j, int index, struct model_tensor *t);
 int job_params_read(struct job *j, int tensor, void *dst, size_t bytes);
 int job_params_write(struct job *j, int tensor, const void *src,
 		     size_t bytes);
+/* job_model_gen - changes whenever the model does: partial writes of
+ * params or grad begun under another model are stale */
+uint64_t job_model_gen(struct job *j);
 uint64_t job_grad_bytes(struct job *j);
 int job_grad_read(struct job *j, void *dst, size_t bytes);
 /* job_grad_step - the whole flat gradient: runs exactly one step */

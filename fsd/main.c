@@ -139,6 +139,41 @@ bad_usage:
 
 /* ---- the state directory ------------------------------------------------- */
 
+/*
+ * Checkpoints are made and removed under the state directory as the
+ * daemon's user: a directory another user owns or may write could hold
+ * links to files of someone else, so it is refused, not repaired.
+ */
+static int check_state_dir(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st)) {
+		fprintf(stderr, "gpuoptfs: state directory %s: %s\n", path,
+			strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "gpuoptfs: state directory %s: not a directory\n",
+			path);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		fprintf(stderr,
+			"gpuoptfs: state directory %s belongs to uid %u, not to the daemon's uid %u: refusing it (give it to uid %u or choose another with --state-dir)\n",
+			path, (unsigned int)st.st_uid,
+			(unsigned int)geteuid(), (unsigned int)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & 022) {
+		fprintf(stderr,
+			"gpuoptfs: state directory %s is writable by others (mode %04o): refusing it (chmod go-w)\n",
+			path, (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int setup_state_dir(struct fsd *fs, const struct options *o)
 {
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
@@ -158,10 +193,12 @@ static int setup_state_dir(struct fsd *fs, const struct options *o)
 	/* the daemon leaves for / when it goes into the background */
 	if (!ret && !realpath(path, fs->state_dir))
 		ret = -errno;
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "gpuoptfs: state directory %s: %s\n", path,
 			strerror(-ret));
-	return ret;
+		return ret;
+	}
+	return check_state_dir(fs->state_dir);
 }
 
 /* ---- stale mounts -------------------------------------------------------- */
@@ -553,6 +590,7 @@ int main(int argc, char **argv)
 	struct fsd *fs = &the_fs;
 	char mnt[PATH_MAX];
 	struct options o;
+	struct stat st;
 	int status = 1;
 
 	if (parse_args(argc, argv, &o))
@@ -563,6 +601,12 @@ int main(int argc, char **argv)
 	if (!realpath(o.mountpoint, mnt)) {
 		fprintf(stderr, "gpuoptfs: %s: %s\n", o.mountpoint,
 			strerror(errno));
+		return 1;
+	}
+	/* the kernel mounts on a file too, and then every access is EIO */
+	if (stat(mnt, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "gpuoptfs: mountpoint %s: not a directory\n",
+			o.mountpoint);
 		return 1;
 	}
 	snprintf(fs->mountpoint, sizeof(fs->mountpoint), "%s", mnt);

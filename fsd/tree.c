@@ -511,11 +511,13 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	}
 	h->node = n;
 	h->fd = -1;
+	pthread_mutex_init(&h->lock, NULL);
 	gpo__sbuf_init(&h->snap);
 	if (n.file->open) {
 		ret = n.file->open(h);
 		if (ret) {
 			node_put(&h->node);
+			pthread_mutex_destroy(&h->lock);
 			free(h);
 			return ret;
 		}
@@ -534,6 +536,7 @@ static void handle_free(struct fs_handle *h)
 	gpo__sbuf_free(&h->snap);
 	free(h->stage);
 	node_put(&h->node);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
@@ -556,20 +559,17 @@ void fs_close_all(struct fsd *fs)
 	}
 }
 
-static int fs_read(const char *path, char *buf, size_t size, off_t off,
-		   struct fuse_file_info *fi)
+static int read_locked(struct fs_handle *h, char *buf, size_t size,
+		       off_t off)
 {
-	struct fs_handle *h = handle_of(fi);
 	const struct fs_file *f = h->node.file;
 	int ret;
 
-	fs_err_clear();
-	if (off < 0)
-		return -EINVAL;
 	if (f->read_at)
 		return f->read_at(h, buf, size, off);
 	if (off == 0 || !h->have_snap) {
 		gpo__sbuf_reset(&h->snap);
+		h->have_snap = 0;
 		ret = f->show(&h->node, &h->snap);
 		if (!ret)
 			ret = h->snap.err;
@@ -578,6 +578,21 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		h->have_snap = 1;
 	}
 	return gpo__sbuf_read(&h->snap, buf, size, off);
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct fs_handle *h = handle_of(fi);
+	int ret;
+
+	fs_err_clear();
+	if (off < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&h->lock);
+	ret = read_locked(h, buf, size, off);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
 }
 
 static int store_text(struct fs_handle *h, const char *buf, size_t size,
@@ -616,13 +631,15 @@ static int fs_write(const char *path, const char *buf, size_t size,
 	fs_err_clear();
 	ret = may_write(&h->node, uid);
 	if (!ret) {
+		pthread_mutex_lock(&h->lock);
 		if (f->write_at)
 			ret = f->write_at(h, buf, size, off, uid);
 		else	/* "echo >>" writes at the size: still one value */
 			ret = store_text(h, buf, size,
 					 fi->flags & O_APPEND ? 0 : off, uid);
+		h->have_snap = 0;
+		pthread_mutex_unlock(&h->lock);
 	}
-	h->have_snap = 0;
 	if (ret)
 		return report(&h->node, uid, "write", ret);
 	fs_debug(h->node.fs, "write %s uid=%u: %zu bytes at %lld", path,
@@ -635,11 +652,15 @@ static int fs_flush(const char *path, struct fuse_file_info *fi)
 	struct fs_handle *h = handle_of(fi);
 	uid_t uid = caller_uid();
 
+	int ret;
+
 	fs_err_clear();
 	if (!h->node.file->flush)
 		return 0;
-	return report(&h->node, uid, "close",
-		      h->node.file->flush(h, uid));
+	pthread_mutex_lock(&h->lock);
+	ret = h->node.file->flush(h, uid);
+	pthread_mutex_unlock(&h->lock);
+	return report(&h->node, uid, "close", ret);
 }
 
 static int fs_truncate(const char *path, off_t size,
@@ -666,7 +687,9 @@ static int fs_poll(const char *path, struct fuse_file_info *fi,
 	struct fs_handle *h = handle_of(fi);
 
 	if (h->node.file->poll) {
+		pthread_mutex_lock(&h->lock);
 		*reventsp = h->node.file->poll(h, ph);
+		pthread_mutex_unlock(&h->lock);
 		return 0;
 	}
 	if (ph)

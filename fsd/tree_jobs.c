@@ -211,18 +211,30 @@ static void stage_drop(struct fs_handle *h)
 	h->stage = NULL;
 	h->stage_len = 0;
 	h->stage_total = 0;
+	h->stage_gen = 0;
 }
 
 /*
  * Binary files take one whole value, in one write or in writes at
  * increasing offsets (the kernel splits a large write() that way). The
  * value is used when the last byte arrives; anything out of order or past
- * the end is refused and forgets what came before.
+ * the end is refused and forgets what came before. The bytes staged so far
+ * belong to the model they were begun under: a model change in between
+ * (another size, or the same size meaning other tensors) makes them
+ * stale, and the next write fails with ESTALE instead of landing in a
+ * buffer of another size.
  */
 static int stage(struct fs_handle *h, const char *buf, size_t size,
 		 off_t off, size_t total, const char **whole)
 {
+	uint64_t gen = job_model_gen(h->node.job);
+
 	*whole = NULL;
+	if (h->stage && (h->stage_total != total || h->stage_gen != gen)) {
+		stage_drop(h);
+		return fs_err(-ESTALE,
+			      "the model changed during a write in parts (nothing applied; write the whole value again)");
+	}
 	if ((size_t)off != h->stage_len) {
 		stage_drop(h);
 		return fs_err(-EINVAL,
@@ -244,6 +256,7 @@ static int stage(struct fs_handle *h, const char *buf, size_t size,
 		if (!h->stage)
 			return fs_err(-ENOMEM, "out of memory");
 		h->stage_total = total;
+		h->stage_gen = gen;
 	}
 	memcpy(h->stage + h->stage_len, buf, size);
 	h->stage_len += size;

@@ -23,7 +23,7 @@ san=
 if readelf -d "$build/lib/libgpuopt.so" 2>/dev/null | grep -q asan; then
 	san="-fsanitize=address,undefined $build/tests/unit/keep_drivers.o"
 fi
-cc -std=gnu11 -O2 -Wall -Werror -o "$FSIO" "$top/tests/fs/fsio.c" ||
+cc -std=gnu11 -O2 -Wall -Werror -pthread -o "$FSIO" "$top/tests/fs/fsio.c" ||
 	{ echo "run-fs.sh: cannot build fsio" >&2; exit 1; }
 cc -std=gnu11 -O2 -Wall -Werror $san -I"$top/libgpuopt/include" \
 	-o "$EXTSTEP" "$top/tests/fs/extstep.c" -L"$build/lib" -lgpuopt \

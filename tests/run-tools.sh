@@ -17,7 +17,7 @@ export TOP="$top" BUILD="$build" GPUOPTFS="$build/bin/gpuoptfs" \
 for b in "$GPUOPTFS" "$GPUOPTCTL"; do
 	[ -x "$b" ] || { echo "run-tools.sh: no $b" >&2; exit 1; }
 done
-cc -std=gnu11 -O2 -Wall -Werror -o "$FSIO" "$top/tests/fs/fsio.c" ||
+cc -std=gnu11 -O2 -Wall -Werror -pthread -o "$FSIO" "$top/tests/fs/fsio.c" ||
 	{ echo "run-tools.sh: cannot build fsio" >&2; exit 1; }
 
 . "$top/tests/tally.sh"

@@ -23,7 +23,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	1
+#define WP_VERSION	2
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -82,6 +82,7 @@ struct wp_rep {
 	uint32_t pid;		/* HELLO */
 	uint32_t version;	/* HELLO */
 	char dev_id[32];	/* BUILD */
+	uint64_t steps_per_epoch; /* BUILD: a model trained on data; else 0 */
 	struct wp_stat st;
 	char msg[WP_MSG_MAX];	/* the error's words when ret < 0 */
 };
@@ -95,7 +96,9 @@ struct wp_tensor {
 
 /* WP_BUILD's description at the start of shm, followed by ntensors
  * struct wp_tensor, then hp_len bytes of hp text, then sched_len bytes of
- * schedule settings (neither NUL-terminated). */
+ * schedule settings, then model_len bytes of the model's own settings
+ * (the spec and key=value words: data, batch_size...; none of them
+ * NUL-terminated). */
 struct wp_build {
 	int32_t optimizer;	/* enum gpo_optim_kind */
 	uint32_t ntensors;
@@ -107,6 +110,8 @@ struct wp_build {
 	uint64_t disabled;	/* devices 0-63 the daemon disabled or lost */
 	uint32_t hp_len;
 	uint32_t sched_len;
+	uint32_t model_len;
+	uint32_t pad;
 };
 
 #endif /* WORKER_PROTO_H */

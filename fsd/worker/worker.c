@@ -160,6 +160,9 @@ static int shm_fits(struct wk *w, uint64_t bytes)
 
 static void opt_free(struct wk *w)
 {
+	if (w->mstate && w->model && w->model->release)
+		w->model->release(w->mstate);
+	w->mstate = NULL;
 	if (w->opt)
 		gpo_optim_attach_sched(w->opt, NULL);
 	gpo_optim_free(w->opt);
@@ -204,6 +207,30 @@ static char *text_of(const char *p, uint32_t len)
 	return s;
 }
 
+/* the tensors a model made are the ones the daemon lists */
+static int same_tensors(struct wk *w, struct gpo_optim *opt,
+			const struct wp_tensor *t, uint32_t n)
+{
+	struct gpo_tensor_info ti;
+	uint32_t i;
+	int d;
+
+	if (gpo_optim_tensor_count(opt) != (int)n)
+		return wk_err(w, -EPROTO, "the model made %d tensors, the daemon expects %u",
+			      gpo_optim_tensor_count(opt), n);
+	for (i = 0; i < n; i++) {
+		if (gpo_optim_tensor_info(opt, i, &ti) ||
+		    strcmp(ti.name, t[i].name) || ti.ndim != t[i].ndim)
+			return wk_err(w, -EPROTO, "the model's tensor %u is not the daemon's %s",
+				      i, t[i].name);
+		for (d = 0; d < ti.ndim; d++)
+			if (ti.shape[d] != t[i].shape[d])
+				return wk_err(w, -EPROTO, "tensor %s: shapes differ",
+					      t[i].name);
+	}
+	return 0;
+}
+
 static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
@@ -214,8 +241,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	struct gpo_optim *opt = NULL;
 	struct gpo_sched *sched = NULL;
 	struct wp_tensor *t = NULL;
-	char *hp = NULL, *st = NULL;
-	uint64_t need, numel = 0;
+	char *hp = NULL, *st = NULL, *mt = NULL;
+	void *mstate = NULL;
+	uint64_t need, numel = 0, spe = 0;
 	float *x = NULL;
 	uint32_t i;
 	int ret;
@@ -224,7 +252,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	if (ret)
 		return ret;
 	need = sizeof(*b) + (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
-	       b->sched_len;
+	       b->sched_len + b->model_len;
 	ret = shm_fits(w, need);
 	if (ret)
 		return ret;
@@ -237,7 +265,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     b->hp_len);
 	st = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
 		     b->hp_len, b->sched_len);
-	if (!t || !hp || !st) {
+	mt = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
+		     b->hp_len + b->sched_len, b->model_len);
+	if (!t || !hp || !st || !mt) {
 		ret = wk_err(w, -ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -262,7 +292,14 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		wk_lib_err(w, ret);
 		goto out_free;
 	}
-	for (i = 0; i < b->ntensors; i++) {
+	if (ops->setup) {
+		ret = ops->setup(w, b, opt, mt, &mstate, &spe);
+		if (!ret)
+			ret = same_tensors(w, opt, t, b->ntensors);
+		if (ret)
+			goto out_free;
+	}
+	for (i = 0; !ops->setup && i < b->ntensors; i++) {
 		ret = gpo_optim_add_tensor(opt, t[i].name, t[i].ndim,
 					   t[i].shape, 0);
 		if (ret < 0) {
@@ -279,6 +316,10 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	if (ret)
 		goto out_free;
 	numel = b->numel;
+	/* a model that made its own start params keeps them, unless kept */
+	if (ops->setup && !((rq->flags & WP_F_KEEP_PARAMS) && w->opt &&
+			    w->numel == numel))
+		goto built;
 	x = malloc(numel ? numel * sizeof(float) : 1);
 	if (!x) {
 		ret = wk_err(w, -ENOMEM, "out of memory for %llu bytes of params",
@@ -299,6 +340,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	}
 	if (ret)
 		goto out_free;
+built:
 	rp->dev_index = gpo_device_index(dev);
 	if (!gpo_device_info(w->ctx, rp->dev_index, &info))
 		snprintf(rp->dev_id, sizeof(rp->dev_id), "%s", info.id);
@@ -307,6 +349,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	w->opt = opt;
 	w->sched = sched;
 	w->model = ops;
+	w->mstate = mstate;
+	mstate = NULL;
+	rp->steps_per_epoch = spe;
 	w->t = t;
 	w->ntensors = b->ntensors;
 	w->numel = numel;
@@ -319,6 +364,8 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	rp->st.grad_norm = NAN;
 	gpo_optim_get(w->opt, -1, "lr", &rp->st.lr);
 out_free:
+	if (mstate)
+		ops->release(mstate);
 	if (opt)
 		gpo_optim_attach_sched(opt, NULL);
 	gpo_optim_free(opt);
@@ -327,6 +374,7 @@ out_free:
 	free(t);
 	free(hp);
 	free(st);
+	free(mt);
 	return ret;
 }
 

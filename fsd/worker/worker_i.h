@@ -19,6 +19,16 @@ struct model_ops {
 	const char *name;
 	/* fill the flat start params @x of @b->numel floats */
 	int (*init)(struct wk *w, const struct wp_build *b, float *x);
+	/*
+	 * or (when set, instead of the tensors of @b and init) make the
+	 * model's tensors and start params in @opt from the model text
+	 * @text, keeping what it needs in *@state
+	 */
+	int (*setup)(struct wk *w, const struct wp_build *b,
+		     struct gpo_optim *opt, const char *text, void **state,
+		     uint64_t *steps_per_epoch);
+	/* free *state of setup() (before its optimizer goes) */
+	void (*release)(void *state);
 	/* one step: measure the loss, step the optimizer, report in @st */
 	int (*step)(struct wk *w, struct wp_stat *st);
 	/* the loss now without stepping, or -ENOSYS */
@@ -33,6 +43,7 @@ struct wk {
 	struct gpo_optim *opt;
 	struct gpo_sched *sched;
 	const struct model_ops *model;
+	void *mstate;		/* the model's, from setup() */
 	char model_name[32];
 	struct wp_tensor *t;
 	uint32_t ntensors;

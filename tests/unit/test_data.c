@@ -454,6 +454,37 @@ START_TEST(test_data_fashion_mnist_installed)
 }
 END_TEST
 
+/* gpo_dataset_samples() hands out each part's own arrays, nothing else */
+START_TEST(test_data_samples_accessor)
+{
+	struct gpo_dataset *ds;
+	const float *x = NULL;
+	const int32_t *y = NULL;
+	char slice[512];
+	uint64_t n = 0;
+
+	tu_data_path(slice, sizeof(slice), "train/fmnist-slice.safetensors");
+	ck_assert_int_eq(gpo_dataset_open(slice, 0, &ds), 0);
+	ck_assert_int_eq(gpo_dataset_samples(ds, GPO_DATASET_TRAIN, &x, &y,
+					     &n), 0);
+	ck_assert(x == ds->train.x && y == ds->train.y);
+	ck_assert_uint_eq(n, ds->train.n);
+	ck_assert_int_eq(gpo_dataset_samples(ds, GPO_DATASET_EVAL, &x, &y,
+					     &n), 0);
+	ck_assert(x == ds->eval.x && y == ds->eval.y);
+	ck_assert_uint_eq(n, ds->eval.n);
+	ck_assert_int_eq(gpo_dataset_samples(ds, GPO_DATASET_TRAIN, NULL,
+					     NULL, &n), 0);
+	ck_assert_uint_eq(n, ds->train.n);
+	n = 7;
+	ck_assert_int_eq(gpo_dataset_samples(ds, 2, &x, &y, &n), -EINVAL);
+	tu_check_errmsg("gpo_dataset_samples");
+	ck_assert_uint_eq(n, 7);
+	ck_assert_int_eq(gpo_dataset_samples(NULL, 0, &x, &y, &n), -EINVAL);
+	gpo_dataset_free(ds);
+}
+END_TEST
+
 /* ---- safetensors --------------------------------------------------------- */
 
 struct st_tensor {
@@ -1013,6 +1044,7 @@ int main(void)
 	tcase_add_test(tc, test_data_idx_pair_path);
 	tcase_add_test(tc, test_data_idx_float_images);
 	tcase_add_test(tc, test_data_fashion_mnist_installed);
+	tcase_add_test(tc, test_data_samples_accessor);
 	tcase_add_test(tc, test_data_safetensors_slice_u8_with_test_set);
 	tcase_add_test(tc, test_data_safetensors_f32_i32_held_out);
 	tcase_add_test(tc, test_data_safetensors_u8_labels_u8_i64);

@@ -85,6 +85,25 @@ void gpo_dataset_free(struct gpo_dataset *ds);
 int gpo_dataset_info(const struct gpo_dataset *ds,
 		     struct gpo_dataset_info *info);
 
+/* the parts of a dataset, for gpo_dataset_samples() */
+#define GPO_DATASET_TRAIN	0
+#define GPO_DATASET_EVAL	1
+
+/*
+ * gpo_dataset_samples - the samples of one part of @ds, in host memory
+ * @part: GPO_DATASET_TRAIN or GPO_DATASET_EVAL
+ * @x:    set to the samples, f32 [n, features] row-major
+ * @y:    set to the labels, [n], each in 0 .. classes - 1
+ * @n:    set to the number of samples (0: an empty evaluation part)
+ *
+ * The arrays are the dataset's own, valid until gpo_dataset_free(); a
+ * program copies batches out of them (gpo_tensor_write()). Any of @x, @y
+ * and @n may be NULL. Returns 0, or -EINVAL for a NULL @ds or an unknown
+ * @part.
+ */
+int gpo_dataset_samples(const struct gpo_dataset *ds, int part,
+			const float **x, const int32_t **y, uint64_t *n);
+
 #ifdef __cplusplus
 }
 #endif

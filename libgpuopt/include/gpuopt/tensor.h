@@ -186,8 +186,9 @@ int gpo_tensor_write(struct gpo_tensor *t, const void *src, size_t bytes);
 int gpo_tensor_read(struct gpo_tensor *t, void *dst, size_t bytes);
 
 /*
- * gpo_tensor_grad - the gradient of @t after a backward run: a tensor to
- * read, or NULL when @t takes no gradient (or before gpo_graph_backward())
+ * gpo_tensor_grad - the gradient of @t: a tensor to read after a backward
+ * run, there from gpo_graph_backward() on; NULL when the loss does not
+ * depend on @t through a parameter (or before gpo_graph_backward())
  */
 struct gpo_tensor *gpo_tensor_grad(struct gpo_tensor *t);
 

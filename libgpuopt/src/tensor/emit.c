@@ -797,7 +797,8 @@ static int pass(struct gpo_graph *g)
 		if (ret)
 			return ret;
 	}
-	if (!g->loss)
+	/* a loss that depends on no parameter has no backward pass */
+	if (!g->loss || !g->loss->grad)
 		return 0;
 	/* d loss / d loss = 1 */
 	ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);
@@ -820,7 +821,7 @@ static int pass(struct gpo_graph *g)
 	return 0;
 }
 
-static int make_grads(struct gpo_graph *g)
+int gpo__graph_make_grads(struct gpo_graph *g)
 {
 	int i;
 
@@ -875,16 +876,6 @@ static int write_constants(struct gpo_graph *g)
 	return 0;
 }
 
-static void free_grads(struct gpo_graph *g)
-{
-	int i;
-
-	for (i = 0; i < g->nt; i++) {
-		free(g->t[i]->grad);
-		g->t[i]->grad = NULL;
-	}
-}
-
 /*
  * gpo__graph_reemit - the launches again, the arena as it is: an
  * optimizer's buffers moved (a checkpoint restore swaps in new ones)
@@ -911,7 +902,7 @@ int gpo__graph_emit(struct gpo_graph *g)
 	uint64_t need;
 	int i, ret;
 
-	ret = make_grads(g);
+	ret = gpo__graph_make_grads(g);
 	if (ret)
 		goto out_grads;
 	for (i = 0; i < g->nt; i++) {
@@ -953,6 +944,5 @@ out_arena:
 	memset(&g->arena, 0, sizeof(g->arena));
 	g->fwd.n = g->bwd.n = 0;
 out_grads:
-	free_grads(g);
 	return ret;
 }

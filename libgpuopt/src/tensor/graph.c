@@ -43,8 +43,13 @@ void gpo_graph_free(struct gpo_graph *g)
 	free(g->t);
 	free(g->fwd.v);
 	free(g->bwd.v);
-	if (g->arena.mem)
+	if (g->arena.mem) {
+		/* runs still queued may use the arena: let them finish */
+		pthread_mutex_lock(&g->dev->lock);
+		g->dev->ops->wait(g->dev, NULL);
 		gpo__pool_free(g->dev, &g->arena);
+		pthread_mutex_unlock(&g->dev->lock);
+	}
 	free(g);
 }
 
@@ -177,8 +182,10 @@ struct gpo_tensor *gpo_tensor_input(struct gpo_graph *g, const char *name,
 	struct gpo_tensor *t;
 	int i;
 
-	if (!g)
+	if (!g) {
+		gpo__err(-EINVAL, "NULL graph");
 		return NULL;
+	}
 	if (g->err)
 		return NULL;
 	if (dtype != GPO_F32 && dtype != GPO_I32)
@@ -495,7 +502,7 @@ static int check_labels(struct gpo_graph *g, const char *what,
 			struct gpo_tensor *logits, struct gpo_tensor *labels)
 {
 	if (!g)
-		return -EINVAL;
+		return gpo__err(-EINVAL, "%s: NULL graph", what);
 	if (g->err)
 		return g->err;
 	if (!logits || !labels || logits->g != g || labels->g != g) {
@@ -547,7 +554,11 @@ struct gpo_tensor *gpo_one_hot(struct gpo_graph *g, struct gpo_tensor *labels,
 	uint32_t s[2];
 	struct gpo_tensor *t;
 
-	if (!g || g->err)
+	if (!g) {
+		gpo__err(-EINVAL, "one_hot: NULL graph");
+		return NULL;
+	}
+	if (g->err)
 		return NULL;
 	if (!labels || labels->g != g || labels->dtype != GPO_I32 ||
 	    labels->ndim != 1)
@@ -579,7 +590,7 @@ struct gpo_tensor *gpo_mse(struct gpo_graph *g, struct gpo_tensor *a,
 
 int gpo_graph_backward(struct gpo_graph *g, struct gpo_tensor *loss)
 {
-	int i;
+	int i, ret;
 
 	if (!g)
 		return gpo__err(-EINVAL, "NULL graph");
@@ -603,7 +614,16 @@ int gpo_graph_backward(struct gpo_graph *g, struct gpo_tensor *loss)
 				t->src[s]->wants_grad = 1;
 	}
 	g->loss = loss;
-	return 0;
+	ret = gpo__graph_make_grads(g);
+	if (ret) {
+		g->loss = NULL;
+		for (i = 0; i < g->nt; i++) {
+			g->t[i]->wants_grad = 0;
+			free(g->t[i]->grad);
+			g->t[i]->grad = NULL;
+		}
+	}
+	return ret;
 }
 
 /* do the parameters' views still show their optimizers' buffers? */
@@ -680,6 +700,9 @@ int gpo_graph_run(struct gpo_graph *g, unsigned int what)
 		return gpo__err(-EINVAL, "NULL graph");
 	if (!what || (what & ~(GPO_RUN_FORWARD | GPO_RUN_BACKWARD)))
 		return gpo__err(-EINVAL, "gpo_graph_run: what 0x%x", what);
+	/* an op that failed after the first run is not in the plan: refuse */
+	if (g->err)
+		return gpo_graph_status(g);
 	if ((what & GPO_RUN_BACKWARD) && !g->loss)
 		return gpo__err(-EINVAL, "no backward pass: call gpo_graph_backward() first");
 	pthread_mutex_lock(&g->dev->lock);

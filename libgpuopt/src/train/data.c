@@ -972,6 +972,26 @@ int gpo_dataset_info(const struct gpo_dataset *ds,
 	return 0;
 }
 
+int gpo_dataset_samples(const struct gpo_dataset *ds, int part,
+			const float **x, const int32_t **y, uint64_t *n)
+{
+	const struct dataset_part *p;
+
+	if (!ds)
+		return gpo__err(-EINVAL, "gpo_dataset_samples: NULL dataset");
+	if (part != GPO_DATASET_TRAIN && part != GPO_DATASET_EVAL)
+		return gpo__err(-EINVAL, "gpo_dataset_samples: part %d (GPO_DATASET_TRAIN or GPO_DATASET_EVAL)",
+				part);
+	p = part == GPO_DATASET_TRAIN ? &ds->train : &ds->eval;
+	if (x)
+		*x = p->x;
+	if (y)
+		*y = p->y;
+	if (n)
+		*n = p->n;
+	return 0;
+}
+
 int gpo__dataset_order(const struct gpo_dataset *ds, uint64_t seed,
 		       uint64_t epoch, int shuffle, uint32_t *order)
 {

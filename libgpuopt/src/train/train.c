@@ -72,6 +72,10 @@ static int parse_opts(struct gpo_train *t, const char *opts)
 			t->shuffle = b;
 			continue;
 		}
+		if (strcmp(key, "seed") && strcmp(key, "batch_size") &&
+		    strcmp(key, "eval_batch"))
+			return gpo__err(-EINVAL, "unknown training setting '%s' (batch_size, shuffle, seed, eval_batch)",
+					key);
 		if (gpo__parse_u64(val, &v))
 			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
 					val);
