@@ -974,6 +974,80 @@ out_free:
 	return ret;
 }
 
+/* A saved schedule's settings into @cfg; its state words are no settings. */
+static int restored_sched(struct job_config *cfg, const char *line)
+{
+	const char *pos = line;
+	char key[32], value[128];
+	struct gpo__kv w;
+	int ret;
+
+	free(cfg->sched.v);
+	cfg->sched.v = NULL;
+	cfg->sched.n = 0;
+	snprintf(cfg->schedule, sizeof(cfg->schedule), "constant");
+	while ((ret = next_word(&pos, &w)) > 0) {
+		memcpy(key, w.key, w.klen);
+		key[w.klen] = '\0';
+		ret = word_value(&w, value, sizeof(value));
+		if (ret)
+			return ret;
+		if (!strcmp(key, "kind")) {
+			if (!in_list(sched_kinds, ARRAY_SIZE(sched_kinds),
+				     value))
+				return fs_err(-EINVAL,
+					      "the saved schedule's kind '%s' is unknown",
+					      value);
+			strcpy(cfg->schedule, value);
+		} else if (in_list(sched_keys, ARRAY_SIZE(sched_keys), key)) {
+			ret = kv_set(&cfg->sched, key, value);
+			if (ret)
+				return ret;
+		}
+	}
+	return ret;
+}
+
+int config_restored(struct fsd *fs, const struct job_config *cur,
+		    const char *hp, const char *sched, struct job_config *out)
+{
+	const char *pos = hp;
+	char key[32], value[128];
+	struct gpo__kv w;
+	int ret;
+
+	ret = config_copy(out, cur);
+	if (ret)
+		return ret;
+	free(out->hp.v);
+	out->hp.v = NULL;
+	out->hp.n = 0;
+	while ((ret = next_word(&pos, &w)) > 0) {
+		/* next_word() refused keys too long for @key */
+		memcpy(key, w.key, w.klen);
+		key[w.klen] = '\0';
+		ret = word_value(&w, value, sizeof(value));
+		if (!ret)
+			ret = kv_set(&out->hp, key, value);
+		if (ret)
+			break;
+	}
+	if (!ret)
+		ret = restored_sched(out, sched);
+	if (ret)
+		goto out_free;
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = validate_hp(fs, out);
+	if (!ret)
+		ret = validate_sched(out);
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	if (!ret)
+		return 0;
+out_free:
+	config_free(out);
+	return ret;
+}
+
 double config_lr(struct fsd *fs, const struct job_config *cfg)
 {
 	return config_hp(fs, cfg, "lr");

@@ -1175,8 +1175,48 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 	return ret;
 }
 
-/* opt_lock held: restore checkpoint file @file in the worker; the config
- * stays the truth about hyperparameters */
+/*
+ * opt_lock held: the settings a restore brought back (in shm, proto.h's
+ * WP_R_SAVED) become the job's config, as config shows them and its
+ * record keeps them. Should they not fit the config (they passed the
+ * library's checks, so they should), the configured ones go back to the
+ * worker instead.
+ */
+static int take_restored(struct job *j, const char *file)
+{
+	const char *hp = j->w.map, *sched, *end;
+	struct job_config next;
+	char msg[WP_MSG_MAX];
+	int ret = -EPROTO;
+
+	end = memchr(hp, '\0', WP_RESTORED_MAX);
+	sched = end ? end + 1 : NULL;
+	if (sched && memchr(sched, '\0', WP_RESTORED_MAX - (sched - hp)))
+		ret = config_restored(j->fs, &j->cfg, hp, sched, &next);
+	if (ret) {
+		snprintf(msg, sizeof(msg), "%s",
+			 ret == -EPROTO ? "a garbled reply" : fs_errmsg());
+		pthread_mutex_lock(&j->lock);
+		job_event(j, -1, "restore %s: its settings do not fit the config (%s); the configured ones stay",
+			  file, msg);
+		pthread_mutex_unlock(&j->lock);
+		return apply_hparams(j, &j->cfg, 0, NULL);
+	}
+	pthread_mutex_lock(&j->lock);
+	config_free(&j->cfg);
+	j->cfg = next;
+	j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
+	job_touch(j, JOB_T(JOB_T_CONFIG));
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+/*
+ * opt_lock held: restore checkpoint file @file in the worker. A file
+ * gpuopt wrote brings back its hyperparameters and schedule (as torch's
+ * load_state_dict): they replace the config's. A foreign one holds none:
+ * the configured ones stay.
+ */
 static int restore_file(struct job *j, const char *file, unsigned int flags,
 			struct wp_stat *st)
 {
@@ -1185,10 +1225,14 @@ static int restore_file(struct job *j, const char *file, unsigned int flags,
 	int ret;
 
 	snprintf(rq.name, sizeof(rq.name), "%s", file);
+	rq.bytes = WP_RESTORED_MAX;
+	ret = shm_reserve(j, rq.bytes);
+	if (ret)
+		return ret;
 	ret = worker_call(j, &rq, &rp, 1);
 	*st = rp.st;
-	if (!ret)
-		ret = apply_hparams(j, &j->cfg, 0, &st->lr);
+	if (!ret && (rp.flags & WP_R_SAVED))
+		ret = take_restored(j, file);
 	return ret;
 }
 

@@ -125,6 +125,16 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 /* config_show - every key with its effective value; @opt may be NULL */
 int config_show(struct fsd *fs, const struct job_config *cfg,
 		struct gpo_optim *opt, struct gpo__sbuf *sb);
+/*
+ * config_restored - @cur with what a restored checkpoint brought back:
+ * the optimizer settings @hp ("key=value" lines of gpo_optim_describe(),
+ * every key) in place of those given, and the schedule of @sched (a
+ * gpo_sched_save() line, "" for none: constant) with its settings; its
+ * state stays the worker's. Validated as config_parse() does; on failure
+ * @out is empty.
+ */
+int config_restored(struct fsd *fs, const struct job_config *cur,
+		    const char *hp, const char *sched, struct job_config *out);
 /* config_hp_text / config_sched_text - settings for the library */
 int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);

@@ -23,7 +23,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	2
+#define WP_VERSION	3
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -39,7 +39,8 @@ enum wp_cmd {
 	WP_PARAM_READ,		/* arg: tensor index -> shm: its params */
 	WP_PARAM_WRITE,		/* arg: tensor index, shm: its params */
 	WP_SAVE,		/* name: checkpoint file in WP_FD_CKPT */
-	WP_RESTORE,		/* name, flags WP_F_FOREIGN */
+	WP_RESTORE,		/* name, flags WP_F_FOREIGN -> shm: what the
+				 * file brought back (WP_R_SAVED) */
 	WP_RESET,		/* steps and state to 0, schedule restarted */
 	WP_QUIT,
 };
@@ -48,6 +49,15 @@ enum wp_cmd {
 #define WP_F_KEEP_PARAMS 0x1	/* BUILD: carry params over from the old */
 #define WP_F_FOREIGN	0x2	/* RESTORE: a safetensors file not ours */
 #define WP_F_RESTART_SCHED 0x4	/* HPARAMS: the schedule starts over */
+
+/*
+ * wp_rep.flags: RESTORE read a file gpuopt wrote, whose settings won. Shm
+ * then holds, within the request's bytes, the optimizer's settings after
+ * the restore (gpo_optim_describe() of group -1) and NUL, then the
+ * schedule it now has (gpo_sched_save()'s line, empty for none) and NUL.
+ */
+#define WP_R_SAVED	0x1
+#define WP_RESTORED_MAX	8192	/* the shm bytes a RESTORE request lends */
 
 struct wp_req {
 	uint32_t cmd;
@@ -81,6 +91,8 @@ struct wp_rep {
 	int32_t dev_index;	/* BUILD: the device's index */
 	uint32_t pid;		/* HELLO */
 	uint32_t version;	/* HELLO */
+	uint32_t flags;		/* WP_R_* */
+	uint32_t pad;
 	char dev_id[32];	/* BUILD */
 	uint64_t steps_per_epoch; /* BUILD: a model trained on data; else 0 */
 	struct wp_stat st;

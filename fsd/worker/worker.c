@@ -492,24 +492,138 @@ static int cmd_save(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	return 0;
 }
 
+/*
+ * The schedule line a checkpoint saved into @buf ("" for none), and
+ * *@ours: whether gpuopt wrote the file (a foreign one brings back
+ * nothing but tensors). The header is read again by the restore; next to
+ * the data that costs little.
+ */
+static int ckpt_saved_sched(struct wk *w, const char *path, unsigned int flags,
+			    char *buf, size_t len, int *ours)
+{
+	struct gpo_ckpt_info info;
+	struct gpo_ckpt *ck;
+	const char *key, *value;
+	int i, ret;
+
+	*buf = '\0';
+	ret = gpo_ckpt_open(path, flags, &ck);
+	if (ret)
+		return wk_lib_err(w, ret);
+	ret = gpo_ckpt_info(ck, &info);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_close;
+	}
+	*ours = info.gpuopt;
+	for (i = 0; *ours && !gpo_ckpt_metadata(ck, i, &key, &value); i++) {
+		if (strcmp(key, "gpuopt.schedule"))
+			continue;
+		if (strlen(value) >= len)
+			ret = wk_err(w, -EPROTO,
+				     "the checkpoint's schedule is over %zu bytes",
+				     len - 1);
+		else
+			snprintf(buf, len, "%s", value);
+		break;
+	}
+out_close:
+	gpo_ckpt_close(ck);
+	return ret;
+}
+
+/* A schedule made from a saved line: its kind is the line's own. */
+static int sched_from_line(struct wk *w, const char *line,
+			   struct gpo_sched **out)
+{
+	struct gpo_sched *s;
+	int ret;
+
+	ret = gpo_sched_new("constant", &s);
+	if (!ret) {
+		ret = gpo_sched_load(s, line);
+		if (ret)
+			gpo_sched_free(s);
+	}
+	if (ret)
+		return wk_lib_err(w, ret);
+	*out = s;
+	return 0;
+}
+
+/*
+ * After a restore the optimizer's settings and schedule are the file's,
+ * as torch's load_state_dict: hyperparameters of the groups (base lr
+ * included) and the schedule's settings and state. A file saved with a
+ * schedule gives a job without one that schedule; a file saved without
+ * one leaves the job without. Shm gets what the daemon shows in config.
+ */
 static int cmd_restore(struct wk *w, const struct wp_req *rq,
 		       struct wp_rep *rp)
 {
-	char path[160];
-	int ret;
+	unsigned int flags = rq->flags & WP_F_FOREIGN ? GPO_CKPT_FOREIGN : 0;
+	struct gpo_sched *made = NULL;
+	char path[160], line[4096];
+	const char *kind;
+	double base;
+	int ours = 0, n, ret;
 
-	ret = ckpt_path(w, rq->name, path, sizeof(path));
+	ret = shm_fits(w, rq->bytes);
+	if (!ret && rq->bytes < WP_RESTORED_MAX)
+		ret = wk_err(w, -EPROTO, "restore needs %d bytes of shm",
+			     WP_RESTORED_MAX);
+	if (!ret)
+		ret = ckpt_path(w, rq->name, path, sizeof(path));
 	if (ret)
 		return ret;
 	if (access(path, F_OK))
 		return wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
 			      rq->name);
-	ret = gpo_optim_restore(w->opt, path,
-				rq->flags & WP_F_FOREIGN ? GPO_CKPT_FOREIGN : 0);
+	ret = ckpt_saved_sched(w, path, flags, line, sizeof(line), &ours);
 	if (ret)
+		return ret;
+	/* the library loads a saved schedule into the one attached */
+	if (ours && line[0] && !w->sched) {
+		ret = sched_from_line(w, line, &made);
+		if (!ret)
+			ret = gpo_optim_attach_sched(w->opt, made);
+		if (ret) {
+			gpo_sched_free(made);
+			return wk_lib_err(w, ret);
+		}
+	}
+	ret = gpo_optim_restore(w->opt, path, flags);
+	if (ret) {
+		if (made) {
+			gpo_optim_attach_sched(w->opt, NULL);
+			gpo_sched_free(made);
+		}
 		return wk_lib_err(w, ret);
+	}
+	if (made)
+		w->sched = made;
+	if (ours && !line[0] && w->sched) {
+		gpo_optim_attach_sched(w->opt, NULL);
+		gpo_sched_free(w->sched);
+		w->sched = NULL;
+	}
+	if (ours) {
+		/* the kind= word comes first (gpo_sched_load() checked) */
+		kind = line[0] ? line + strlen("kind=") : "";
+		snprintf(w->schedule, sizeof(w->schedule), "%.*s",
+			 (int)strcspn(kind, " "), kind);
+		n = gpo_optim_describe(w->opt, -1, w->shm, rq->bytes);
+		if (n < 0 || (uint64_t)n + strlen(line) + 2 > rq->bytes)
+			return wk_err(w, -EPROTO,
+				      "the restored settings do not fit %llu bytes",
+				      (unsigned long long)rq->bytes);
+		memcpy((char *)w->shm + n + 1, line, strlen(line) + 1);
+		rp->flags = WP_R_SAVED;
+	}
 	rp->st.step = gpo_optim_steps_done(w->opt);
-	gpo_optim_get(w->opt, -1, "lr", &rp->st.lr);
+	/* stat's lr: the one the next step takes, the schedule's on the base */
+	gpo_optim_get(w->opt, -1, "lr", &base);
+	rp->st.lr = w->sched ? gpo_sched_lr(w->sched, base) : base;
 	return 0;
 }
 
