@@ -619,6 +619,8 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 	if (!strcmp(key, "restart_on_failure"))
 		return parse_count(key, value, 0, 1000,
 				   &cfg->restart_on_failure);
+	if (!strcmp(key, "autostart"))
+		return parse_count(key, value, 0, 1, &cfg->autostart);
 	if (!strcmp(key, "memory_limit_bytes")) {
 		if (!strcmp(value, "max")) {
 			cfg->memory_limit_bytes = 0;
@@ -796,6 +798,7 @@ static unsigned int config_diff(const struct job_config *a,
 	    a->checkpoint_every != b->checkpoint_every ||
 	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed ||
 	    a->restart_on_failure != b->restart_on_failure ||
+	    a->autostart != b->autostart ||
 	    a->memory_limit_bytes != b->memory_limit_bytes)
 		c |= CFG_RUN;
 	return c;
@@ -872,8 +875,13 @@ static int parse_data(struct job_config *cfg, const struct gpo__kv *w)
 {
 	size_t i;
 
+	/* what config shows when none was given */
+	if (w->vlen == 4 && !memcmp(w->val, "none", 4)) {
+		cfg->train.data[0] = '\0';
+		return 0;
+	}
 	if (!w->vlen || w->vlen >= TRAIN_DATA_MAX || w->val[0] != '/')
-		return fs_err(-EINVAL, "data: an absolute path of fewer than %d bytes",
+		return fs_err(-EINVAL, "data: an absolute path of fewer than %d bytes, or none",
 			      TRAIN_DATA_MAX);
 	for (i = 0; i < w->vlen; i++)
 		if (!isgraph((unsigned char)w->val[i]))
@@ -1098,7 +1106,10 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	if (ret)
 		return ret;
 	show_sched(cfg, sb);
-	if (cfg->max_steps == MAX_STEPS_UNLIMITED)
+	/* epochs=N alone ends a data model's job: max_steps is then max */
+	if (cfg->max_steps == MAX_STEPS_UNLIMITED ||
+	    (cfg->model.kind == MODEL_MLP && cfg->train.epochs &&
+	     !cfg->max_steps_given))
 		snprintf(max, sizeof(max), "max");
 	else
 		snprintf(max, sizeof(max), "%llu",
@@ -1119,8 +1130,9 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 				 (unsigned long long)cfg->train.epochs,
 				 (unsigned long long)cfg->train.eval_every,
 				 cfg->train.shuffle);
-	gpo__sbuf_printf(sb, "restart_on_failure=%llu\n",
-			 (unsigned long long)cfg->restart_on_failure);
+	gpo__sbuf_printf(sb, "restart_on_failure=%llu\nautostart=%llu\n",
+			 (unsigned long long)cfg->restart_on_failure,
+			 (unsigned long long)cfg->autostart);
 	if (cfg->memory_limit_bytes)
 		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
 				 (unsigned long long)cfg->memory_limit_bytes);

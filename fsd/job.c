@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -114,6 +115,15 @@ struct job {
 
 	struct fair_lock opt_lock;
 	struct wproc w;
+
+	/* its record in the state directory: see "records" below */
+	pthread_mutex_t save_lock;	/* one writer of the record at a time */
+	int dirty;			/* changed since it was saved */
+	int purged;			/* rmdir removed the record */
+	int was_running;		/* paused by the daemon's shutdown */
+	char restore_from[80];		/* a checkpoint the next build restores */
+	char last_ckpt[80];		/* the newest checkpoint saved or restored */
+	uint64_t last_ckpt_step;
 };
 
 struct step_result {
@@ -218,6 +228,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
 	gpo__sbuf_printf(&j->events, "%s\n", line);
+	j->dirty = 1;
 	job_touch(j, JOB_T(JOB_T_EVENTS));
 	notify_pollers(j);
 }
@@ -259,6 +270,7 @@ static void history_row(struct job *j)
 	}
 	gpo__sbuf_printf(&j->history, "\n");
 	j->history_step = j->step;
+	j->dirty = 1;
 	job_touch(j, JOB_T(JOB_T_HISTORY));
 	if (j->npollers)
 		notify_pollers(j);
@@ -875,6 +887,8 @@ out_free:
 	return ret;
 }
 
+static int restore_pending(struct job *j);
+
 /* The optimizer, built on first need, its worker started; opt_lock held. */
 static int ensure_built(struct job *j)
 {
@@ -899,6 +913,8 @@ static int ensure_built(struct job *j)
 		return ret;
 	ret = worker_build(j, &cfg, 0);
 	config_free(&cfg);
+	if (!ret && j->restore_from[0])
+		ret = restore_pending(j);
 	return ret;
 }
 
@@ -1093,6 +1109,8 @@ static int ckpt_save(struct job *j, const char *name, long uid)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&j->lock);
+	snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s", rq.name);
+	j->last_ckpt_step = rp.st.step;
 	job_event(j, uid, "checkpoint %s at step %llu", rq.name,
 		  (unsigned long long)rp.st.step);
 	pthread_mutex_unlock(&j->lock);
@@ -1219,6 +1237,9 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 		j->loss = NAN;
 		j->grad_norm = NAN;
 		j->lr = st.lr;
+		snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s",
+			 strrchr(path, '/') + 1);
+		j->last_ckpt_step = st.step;
 		job_event(j, uid, "restored %s%s at step %llu",
 			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
 			  (unsigned long long)st.step);
@@ -1282,28 +1303,52 @@ int job_ckpt_open(struct job *j, const char *file, struct stat *st)
 	return fd;
 }
 
-/* rmdir: the job's checkpoints go with it */
-static void ckpt_remove_all(struct job *j)
+static int rec_dir_open(struct fsd *fs, uid_t uid, const char *name,
+			int make);
+
+/* an fd of the job's checkpoints directory as it is, or -errno */
+static int ckpt_dir_open_nofollow(struct job *j)
 {
-	char dir[PATH_MAX];
+	int dfd, fd;
+
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 0);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, "checkpoints",
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
+}
+
+/*
+ * The job's checkpoint files: counted, or removed when @remove. Reached
+ * without following a symlink, so that rmdir or purge never removes
+ * files of a directory a link points to. Returns the count, or -errno.
+ */
+static int ckpt_files(struct job *j, int remove)
+{
 	struct dirent *d;
+	int fd, n = 0;
 	DIR *dp;
 
-	if (ckpt_dir(j, dir, sizeof(dir)))
-		return;
-	dp = opendir(dir);
-	if (dp) {
-		while ((d = readdir(dp))) {
-			if (d->d_name[0] == '.' && (!d->d_name[1] ||
-			    (d->d_name[1] == '.' && !d->d_name[2])))
-				continue;
-			unlinkat(dirfd(dp), d->d_name, 0);
-		}
-		closedir(dp);
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
 	}
-	rmdir(dir);
-	if (!job_dir(j, dir, sizeof(dir)))
-		rmdir(dir);
+	while ((d = readdir(dp))) {
+		if (!job_ckpt_valid(d->d_name))
+			continue;
+		if (!remove || !unlinkat(dirfd(dp), d->d_name, 0))
+			n++;
+	}
+	closedir(dp);
+	return n;
 }
 
 /* ---- steps --------------------------------------------------------------- */
@@ -1814,6 +1859,33 @@ out_unlock:
 	return ret;
 }
 
+/* purge: remove the job's checkpoints now, so that rmdir may follow */
+static int ctl_purge(struct job *j, uid_t uid)
+{
+	int ret = 0, n = 0;
+
+	fair_lock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	if (j->state == JOB_RUNNING || j->in_step)
+		ret = wrong_state(j, "purge");
+	pthread_mutex_unlock(&j->lock);
+	if (!ret) {
+		n = ckpt_files(j, 1);
+		if (n < 0)
+			ret = fs_err(n, "purge: the checkpoints: %s",
+				     strerror(-n));
+	}
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		j->last_ckpt[0] = '\0';
+		job_event(j, uid, "purge: %d checkpoints removed", n);
+		job_touch(j, JOB_T(JOB_T_DIR));
+		pthread_mutex_unlock(&j->lock);
+	}
+	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
 static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 			const char *extra, uid_t uid)
 {
@@ -1832,6 +1904,8 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 		return ctl_stop(j, uid);
 	if (!strcmp(verb, "reset") && noarg)
 		return ctl_reset(j, uid);
+	if (!strcmp(verb, "purge") && noarg)
+		return ctl_purge(j, uid);
 	if (!strcmp(verb, "step"))
 		return ctl_step(j, arg, uid);
 	if (!strcmp(verb, "checkpoint"))
@@ -1839,9 +1913,11 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 	if (!strcmp(verb, "restore"))
 		return ctl_restore(j, arg, extra, uid);
 	return fs_err(-EINVAL,
-		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset)",
+		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset purge)",
 		      verb);
 }
+
+static void job_save(struct job *j);
 
 int job_ctl(struct job *j, const char *text, uid_t uid)
 {
@@ -1877,6 +1953,7 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 			  arg ? arg : "", extra ? " " : "",
 			  extra ? extra : "");
 	pthread_mutex_unlock(&j->lock);
+	job_save(j);
 	return ret;
 }
 
@@ -1981,6 +2058,7 @@ int job_config_store(struct job *j, const char *text, uid_t uid)
 		log_config(j, text, uid, ret);
 		pthread_mutex_unlock(&j->lock);
 	}
+	job_save(j);
 	return ret;
 }
 
@@ -2323,6 +2401,795 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	pthread_mutex_unlock(&j->lock);
 }
 
+/* ---- records ---------------------------------------------------------------
+ *
+ * Each job has a record, STATE_DIR/<uid>/<name>/job, beside its checkpoints:
+ * its owner, config, state, numbers, error, events and history, so that
+ * jobs outlive the daemon. A record is written whole to job.tmp, synced,
+ * renamed over the old one and the directory synced: a crash leaves the
+ * old record or the new one, never half of one. mkdir, ctl and config
+ * writes and the shutdown save it before they return; what steps change
+ * (history rows, a job ending) the flusher saves within a second. Every
+ * directory under the state directory is opened one at a time with
+ * O_NOFOLLOW, so a symlink planted there leads nowhere.
+ *
+ * The format is text: "gpuoptfs-job 1", then "key value" lines, then the
+ * config, events, history and error as "key LENGTH" lines each followed
+ * by that many bytes and a newline, then "end HASH", the FNV-1a hash of
+ * everything before it.
+ */
+
+#define REC_FILE "job"
+#define REC_TMP "job.tmp"
+#define REC_MAGIC "gpuoptfs-job 1\n"
+#define REC_MAX (2ull * JOB_LOG_MAX + (4ull << 20))
+#define FLUSH_MS 1000
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* @name in directory @dfd, made first when @make: an fd, or -errno */
+static int subdir_open(int dfd, const char *name, int make)
+{
+	int fd;
+
+	if (make) {
+		if (!mkdirat(dfd, name, 0700))
+			fsync(dfd);	/* the new entry outlives a crash */
+		else if (errno != EEXIST)
+			return -errno;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* an fd of STATE_DIR/<uid>, made when @make; -errno */
+static int uid_dir_open(struct fsd *fs, uid_t uid, int make)
+{
+	char uname[16];
+	int top, fd;
+
+	top = open(fs->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return -errno;
+	snprintf(uname, sizeof(uname), "%u", (unsigned int)uid);
+	fd = subdir_open(top, uname, make);
+	close(top);
+	return fd;
+}
+
+/* an fd of STATE_DIR/<uid>/<name>, made when @make; -errno */
+static int rec_dir_open(struct fsd *fs, uid_t uid, const char *name,
+			int make)
+{
+	int mid, fd;
+
+	mid = uid_dir_open(fs, uid, make);
+	if (mid < 0)
+		return mid;
+	fd = subdir_open(mid, name, make);
+	close(mid);
+	return fd;
+}
+
+static void rec_blob(struct gpo__sbuf *sb, const char *key, const char *p,
+		     size_t n)
+{
+	gpo__sbuf_printf(sb, "%s %zu\n", key, n);
+	if (n)
+		gpo__sbuf_add(sb, p, n);
+	gpo__sbuf_add(sb, "\n", 1);
+}
+
+/* j->lock held: the record, its config left for later (@cfg, a copy) */
+static int rec_snapshot(struct job *j, struct gpo__sbuf *head,
+			struct gpo__sbuf *logs, struct job_config *cfg)
+{
+	enum job_state s = j->was_running ? JOB_RUNNING : j->state;
+
+	gpo__sbuf_printf(head, REC_MAGIC "name %s\nuid %u\ngid %u\nstate %s\n"
+			 "step %llu\nskipped %llu\nrestarts %llu\n"
+			 "active_ns %llu\nhistory_step %llu\nhistory_full %d\n"
+			 "ckpt %s %llu\n",
+			 j->name, (unsigned int)j->uid, (unsigned int)j->gid,
+			 job_state_name(s), (unsigned long long)j->step,
+			 (unsigned long long)j->skipped,
+			 (unsigned long long)j->restarts,
+			 (unsigned long long)active_ns(j),
+			 (unsigned long long)j->history_step, j->history_full,
+			 j->last_ckpt[0] ? j->last_ckpt : "-",
+			 (unsigned long long)j->last_ckpt_step);
+	rec_blob(logs, "events", j->events.buf, j->events.len);
+	rec_blob(logs, "history", j->history.buf, j->history.len);
+	rec_blob(logs, "error", j->error, strlen(j->error));
+	j->dirty = 0;
+	if (head->err || logs->err)
+		return fs_err(-ENOMEM, "out of memory");
+	return config_copy(cfg, &j->cfg);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* the record @rec (all of it) into the job's directory, atomically */
+static int rec_put(struct job *j, const struct gpo__sbuf *rec)
+{
+	int dfd, fd, ret;
+
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 1);
+	if (dfd < 0)
+		return dfd;
+	unlinkat(dfd, REC_TMP, 0);	/* a crash's leftover, or a planted link */
+	fd = openat(dfd, REC_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_dir;
+	}
+	ret = write_all(fd, rec->buf, rec->len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	if (!ret && renameat(dfd, REC_TMP, dfd, REC_FILE))
+		ret = -errno;
+	if (!ret && fsync(dfd))
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, REC_TMP, 0);
+out_dir:
+	close(dfd);
+	return ret;
+}
+
+/* save_lock held: write the job's record now */
+static int rec_write(struct job *j)
+{
+	struct gpo__sbuf head, logs, text;
+	struct job_config cfg;
+	char end[40];
+	int ret;
+
+	gpo__sbuf_init(&head);
+	gpo__sbuf_init(&logs);
+	gpo__sbuf_init(&text);
+	pthread_mutex_lock(&j->lock);
+	ret = rec_snapshot(j, &head, &logs, &cfg);
+	pthread_mutex_unlock(&j->lock);
+	if (ret)
+		goto out_free;
+	/* config's own words: what config shows, it reads back */
+	ret = config_show(j->fs, &cfg, NULL, &text);
+	config_free(&cfg);
+	if (ret)
+		goto out_free;
+	rec_blob(&head, "config", text.buf, text.len);
+	gpo__sbuf_add(&head, logs.buf, logs.len);
+	snprintf(end, sizeof(end), "end %016llx\n",
+		 (unsigned long long)fnv1a(head.buf, head.len));
+	gpo__sbuf_printf(&head, "%s", end);
+	ret = head.err ? -ENOMEM : rec_put(j, &head);
+out_free:
+	if (ret) {
+		pthread_mutex_lock(&j->lock);
+		j->dirty = 1;	/* the flusher tries again */
+		pthread_mutex_unlock(&j->lock);
+	}
+	gpo__sbuf_free(&head);
+	gpo__sbuf_free(&logs);
+	gpo__sbuf_free(&text);
+	return ret;
+}
+
+/* Save the job's record, unless rmdir removed it; a failure is logged. */
+static void job_save(struct job *j)
+{
+	char msg[256];
+	int ret = 0;
+
+	pthread_mutex_lock(&j->save_lock);
+	if (!j->purged)
+		ret = rec_write(j);
+	pthread_mutex_unlock(&j->save_lock);
+	if (ret) {
+		snprintf(msg, sizeof(msg), "cannot save the job's record: %s",
+			 strerror(-ret));
+		fs_journal_job(j->fs, j->name, j->uid, LOG_ERR, "%s", msg);
+	}
+}
+
+/* opt_lock held, the job out of the list: its record and directory go */
+static void rec_remove(struct job *j)
+{
+	struct dirent *d;
+	int dfd, fd;
+	DIR *dp;
+
+	pthread_mutex_lock(&j->save_lock);
+	j->purged = 1;
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 0);
+	if (dfd < 0)
+		goto out_unlock;
+	fd = openat(dfd, "checkpoints",
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dp = fd >= 0 ? fdopendir(fd) : NULL;
+	if (dp) {
+		/* what else the worker left there: temporary files */
+		while ((d = readdir(dp)))
+			if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+				unlinkat(dirfd(dp), d->d_name, 0);
+		closedir(dp);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	unlinkat(dfd, "checkpoints", AT_REMOVEDIR);
+	unlinkat(dfd, REC_FILE, 0);
+	unlinkat(dfd, REC_TMP, 0);
+	close(dfd);
+	dfd = uid_dir_open(j->fs, j->uid, 0);
+	if (dfd >= 0) {
+		unlinkat(dfd, j->name, AT_REMOVEDIR);
+		fsync(dfd);
+		close(dfd);
+	}
+out_unlock:
+	pthread_mutex_unlock(&j->save_lock);
+}
+
+/* ---- the flusher: what steps changed, saved within FLUSH_MS ---- */
+
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
+static int flush_quit;
+static int has_flusher;
+static pthread_t flusher;
+
+static void flush_dirty(struct fsd *fs)
+{
+	struct job **list = NULL, *j;
+	int n = 0, i, dirty;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->njobs)
+		list = malloc(fs->njobs * sizeof(*list));
+	for (j = fs->jobs; list && j; j = j->next) {
+		j->refs++;
+		list[n++] = j;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&list[i]->lock);
+		dirty = list[i]->dirty;
+		pthread_mutex_unlock(&list[i]->lock);
+		if (dirty)
+			job_save(list[i]);
+		job_put(list[i]);
+	}
+	free(list);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct fsd *fs = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&flush_lock);
+	while (!flush_quit) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += FLUSH_MS / 1000;
+		pthread_cond_timedwait(&flush_cond, &flush_lock, &ts);
+		if (flush_quit)
+			break;
+		pthread_mutex_unlock(&flush_lock);
+		flush_dirty(fs);
+		pthread_mutex_lock(&flush_lock);
+	}
+	pthread_mutex_unlock(&flush_lock);
+	return NULL;
+}
+
+static void flusher_stop(void)
+{
+	if (!has_flusher)
+		return;
+	pthread_mutex_lock(&flush_lock);
+	flush_quit = 1;
+	pthread_cond_broadcast(&flush_cond);
+	pthread_mutex_unlock(&flush_lock);
+	pthread_join(flusher, NULL);
+	has_flusher = 0;
+}
+
+/* ---- loading the records at start ---- */
+
+struct rec {
+	char name[JOB_NAME_MAX + 1];
+	uint64_t uid, gid, step, skipped, restarts, active_ns, history_step;
+	uint64_t history_full, ckpt_step;
+	int state;
+	char ckpt[80];
+	const char *blob[4];		/* config events history error */
+	size_t blob_len[4];
+};
+
+static const char *const rec_blobs[4] = {
+	"config", "events", "history", "error",
+};
+
+/* one "key value" line of @p (up to @end); its key and value, 0 or -1 */
+static int rec_line(const char **p, const char *end, char *key, size_t klen,
+		    char *val, size_t vlen)
+{
+	const char *nl = memchr(*p, '\n', end - *p), *sp;
+
+	if (!nl)
+		return -1;
+	sp = memchr(*p, ' ', nl - *p);
+	if (!sp || (size_t)(sp - *p) >= klen || (size_t)(nl - sp - 1) >= vlen)
+		return -1;
+	memcpy(key, *p, sp - *p);
+	key[sp - *p] = '\0';
+	memcpy(val, sp + 1, nl - sp - 1);
+	val[nl - sp - 1] = '\0';
+	*p = nl + 1;
+	return 0;
+}
+
+/* parse record @buf of @len bytes; 0, or -1 with @why said */
+static int rec_parse(const char *buf, size_t len, struct rec *r,
+		     const char **why)
+{
+	const char *p = buf, *end = buf + len, *tail;
+	char key[32], val[128];
+	uint64_t *num, h;
+	int i, st;
+
+	memset(r, 0, sizeof(*r));
+	r->state = -1;
+	*why = "not a gpuoptfs job record";
+	if (len < strlen(REC_MAGIC) || memcmp(buf, REC_MAGIC, strlen(REC_MAGIC)))
+		return -1;
+	*why = "truncated or corrupt: its checksum does not match";
+	tail = len >= 21 ? end - 21 : NULL;	/* "end " 16 hex digits "\n" */
+	if (!tail || memcmp(tail, "end ", 4) || end[-1] != '\n' ||
+	    sscanf(tail + 4, "%16" SCNx64, &h) != 1 || h != fnv1a(buf, tail - buf))
+		return -1;
+	*why = "a bad line";
+	p += strlen(REC_MAGIC);
+	while (p < tail) {
+		if (rec_line(&p, tail, key, sizeof(key), val, sizeof(val)))
+			return -1;
+		for (i = 0; i < 4; i++)
+			if (!strcmp(key, rec_blobs[i]))
+				break;
+		if (i < 4) {
+			uint64_t n;
+
+			if (fs_parse_u64(val, &n) || n >= (uint64_t)(tail - p) ||
+			    p[n] != '\n' ||
+			    (i && n > JOB_LOG_MAX))
+				return -1;
+			r->blob[i] = p;
+			r->blob_len[i] = n;
+			p += n + 1;
+			continue;
+		}
+		num = !strcmp(key, "uid") ? &r->uid :
+		      !strcmp(key, "gid") ? &r->gid :
+		      !strcmp(key, "step") ? &r->step :
+		      !strcmp(key, "skipped") ? &r->skipped :
+		      !strcmp(key, "restarts") ? &r->restarts :
+		      !strcmp(key, "active_ns") ? &r->active_ns :
+		      !strcmp(key, "history_step") ? &r->history_step :
+		      !strcmp(key, "history_full") ? &r->history_full : NULL;
+		if (num) {
+			if (fs_parse_u64(val, num))
+				return -1;
+		} else if (!strcmp(key, "name")) {
+			snprintf(r->name, sizeof(r->name), "%.63s", val);
+		} else if (!strcmp(key, "state")) {
+			for (st = 0; st < JOB_STATES; st++)
+				if (!strcmp(val, state_names[st]))
+					r->state = st;
+		} else if (!strcmp(key, "ckpt")) {
+			if (sscanf(val, "%79s %" SCNu64, r->ckpt,
+				   &r->ckpt_step) != 2)
+				return -1;
+		}
+		/* a key a newer daemon writes: left alone */
+	}
+	*why = "incomplete: no name, owner, state or config";
+	if (!r->name[0] || r->state < 0 || !r->blob[0] || !r->blob[1] ||
+	    !r->blob[2] || r->uid > UINT32_MAX - 1 || r->gid > UINT32_MAX - 1)
+		return -1;
+	return 0;
+}
+
+/* a record skipped at start: in error_log and the daemon's log */
+static void rec_skip(struct fsd *fs, uid_t uid, const char *path,
+		     const char *fmt, ...) FS_PRINTF(4, 5);
+
+static void rec_skip(struct fsd *fs, uid_t uid, const char *path,
+		     const char *fmt, ...)
+{
+	char msg[256], where[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(where, sizeof(where), "%s", path);
+	fs_log_error(fs, uid, where, msg);
+	fprintf(stderr, "gpuoptfs: %s: skipped: %s\n", path, msg);
+	fs_debug(fs, "%s: skipped: %s", path, msg);
+}
+
+/* the automatic checkpoint with the highest step, and that step */
+static int ckpt_newest_auto(struct job *j, char *out, size_t len,
+			    uint64_t *step)
+{
+	struct dirent *d;
+	uint64_t s, best = 0;
+	int fd, found = 0;
+	char digits[16];
+	DIR *dp;
+
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return 0;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return 0;
+	}
+	while ((d = readdir(dp))) {
+		if (!is_auto_ckpt(d->d_name, NULL))
+			continue;
+		snprintf(digits, sizeof(digits), "%.10s",
+			 d->d_name + strlen(CKPT_AUTO));
+		if (fs_parse_u64(digits, &s) || (found && s <= best))
+			continue;
+		best = s;
+		found = 1;
+		snprintf(out, len, "%.79s", d->d_name);
+	}
+	closedir(dp);
+	*step = best;
+	return found;
+}
+
+/* is checkpoint file @file there, a regular file? */
+static int ckpt_exists(struct job *j, const char *file)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (!job_ckpt_valid(file))
+		return 0;
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return 0;
+	ret = !fstatat(fd, file, &st, AT_SYMLINK_NOFOLLOW) &&
+	      S_ISREG(st.st_mode);
+	close(fd);
+	return ret;
+}
+
+/*
+ * A job loaded as running or paused: its worker and the params in it are
+ * gone, so it comes back paused at its newest checkpoint (restored when
+ * it is next built), or at created without one; autostart=1 resumes a
+ * job that was running.
+ */
+static void rec_revive(struct job *j, int was_running)
+{
+	char from[80] = "";
+	uint64_t step = 0, astep;
+	char aname[80];
+
+	if (j->last_ckpt[0] && ckpt_exists(j, j->last_ckpt)) {
+		snprintf(from, sizeof(from), "%s", j->last_ckpt);
+		step = j->last_ckpt_step;
+	}
+	if (ckpt_newest_auto(j, aname, sizeof(aname), &astep) &&
+	    (!from[0] || astep > step)) {
+		snprintf(from, sizeof(from), "%s", aname);
+		step = astep;
+	}
+	j->loss = NAN;
+	j->grad_norm = NAN;
+	j->lr = config_lr(j->fs, &j->cfg);
+	if (from[0]) {
+		snprintf(j->restore_from, sizeof(j->restore_from), "%s", from);
+		j->step = step;
+		j->state = JOB_PAUSED;
+		job_event(j, -1, "the daemon restarted: paused at checkpoint %s, step %llu (it was %s)",
+			  from, (unsigned long long)step,
+			  was_running ? "running" : "paused");
+	} else {
+		j->step = 0;
+		j->skipped = 0;
+		j->state = JOB_CREATED;
+		job_event(j, -1, "the daemon restarted: no checkpoint, so the job is created again at step 0 (it was %s)",
+			  was_running ? "running" : "paused");
+	}
+	if (!was_running || !j->cfg.autostart)
+		return;
+	if (config_steps_itself(&j->cfg) && start_runner(j)) {
+		job_event(j, -1, "autostart: %s", fs_errmsg());
+		return;
+	}
+	job_event(j, -1, "autostart=1: resuming");
+	set_state(j, JOB_RUNNING, -1);
+}
+
+static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
+			     gid_t gid);
+static struct job *find_locked(struct fsd *fs, const char *name);
+
+/* one record, read from @fd (already checked: ours, regular) */
+static int rec_load(struct fsd *fs, uid_t uid, const char *dname,
+		    const char *path, const char *buf, size_t len)
+{
+	struct job_config next;
+	unsigned int changed;
+	const char *why;
+	struct job *j;
+	struct rec r;
+	char *text;
+	int ret;
+
+	if (rec_parse(buf, len, &r, &why)) {
+		rec_skip(fs, uid, path, "%s", why);
+		return -EINVAL;
+	}
+	if (r.uid != uid || strcmp(r.name, dname) || !job_name_valid(r.name)) {
+		rec_skip(fs, uid, path,
+			 "foreign: it names job '%.64s' of uid %llu, not '%s' of uid %u",
+			 r.name, (unsigned long long)r.uid, dname,
+			 (unsigned int)uid);
+		return -EINVAL;
+	}
+	j = job_alloc(fs, r.name, r.uid, r.gid);
+	text = strndup(r.blob[0], r.blob_len[0]);
+	if (!j || !text) {
+		free(text);
+		if (j)
+			job_put(j);
+		rec_skip(fs, uid, path, "out of memory");
+		return -ENOMEM;
+	}
+	ret = config_parse(fs, &j->cfg, text, &next, &changed);
+	free(text);
+	if (ret) {
+		rec_skip(fs, uid, path, "its config: %s", fs_errmsg());
+		job_put(j);
+		return ret;
+	}
+	config_free(&j->cfg);
+	j->cfg = next;
+	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
+	gpo__sbuf_reset(&j->events);
+	gpo__sbuf_add(&j->events, r.blob[1], r.blob_len[1]);
+	gpo__sbuf_reset(&j->history);
+	gpo__sbuf_add(&j->history, r.blob[2], r.blob_len[2]);
+	if (r.blob[3])
+		snprintf(j->error, sizeof(j->error), "%.*s",
+			 (int)r.blob_len[3], r.blob[3]);
+	j->state = r.state;
+	j->step = r.step;
+	j->skipped = r.skipped;
+	j->restarts = r.restarts;
+	j->active_ns = r.active_ns;
+	j->history_step = r.history_step;
+	j->history_full = !!r.history_full;
+	j->lr = config_lr(fs, &j->cfg);
+	if (strcmp(r.ckpt, "-")) {
+		snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s", r.ckpt);
+		j->last_ckpt_step = r.ckpt_step;
+	}
+
+	pthread_mutex_lock(&fs->lock);
+	ret = find_locked(fs, r.name) ? -EEXIST : 0;
+	if (!ret) {
+		j->next = fs->jobs;
+		fs->jobs = j;
+		fs->njobs++;
+		clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (ret) {
+		rec_skip(fs, uid, path, "a job named '%s' is loaded already",
+			 r.name);
+		job_put(j);
+		return ret;
+	}
+	pthread_mutex_lock(&j->lock);
+	if (j->state == JOB_RUNNING || j->state == JOB_PAUSED)
+		rec_revive(j, j->state == JOB_RUNNING);
+	else
+		job_event(j, -1, "the daemon restarted: the job is %s at step %llu",
+			  job_state_name(j->state),
+			  (unsigned long long)j->step);
+	job_touch(j, ~0u);
+	pthread_mutex_unlock(&j->lock);
+	job_save(j);
+	fs_debug(fs, "job %s of uid %u loaded: %s at step %llu", j->name,
+		 (unsigned int)j->uid, job_state_name(j->state),
+		 (unsigned long long)j->step);
+	return 0;
+}
+
+/* the record in directory @dfd, checked before it is believed */
+static void rec_read(struct fsd *fs, uid_t uid, int dfd, const char *dname,
+		     const char *path)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	fd = openat(dfd, REC_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			fs_debug(fs, "%s: no record (checkpoints only)", path);
+		else
+			rec_skip(fs, uid, path, "%s", strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (uint64_t)st.st_size > REC_MAX) {
+		rec_skip(fs, uid, path,
+			 "foreign: not a regular file of the daemon's user under %llu bytes",
+			 (unsigned long long)REC_MAX);
+		close(fd);
+		return;
+	}
+	buf = malloc(st.st_size + 1);
+	while (buf && got < (size_t)st.st_size) {
+		n = read(fd, buf + got, st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(fd);
+	if (!buf)
+		rec_skip(fs, uid, path, "out of memory");
+	else
+		rec_load(fs, uid, dname, path, buf, got);
+	free(buf);
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s || strlen(s) > 10)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* the jobs of uid @uid's directory @ufd */
+static void load_uid(struct fsd *fs, uid_t uid, int ufd, const char *upath)
+{
+	char path[PATH_MAX + 80];
+	struct dirent *d;
+	DIR *dp;
+	int dfd;
+
+	dp = fdopendir(ufd);
+	if (!dp) {
+		close(ufd);
+		return;
+	}
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%.4000s/%.63s/" REC_FILE, upath,
+			 d->d_name);
+		if (!job_name_valid(d->d_name)) {
+			rec_skip(fs, uid, path, "foreign: not a job's name");
+			continue;
+		}
+		dfd = subdir_open(dirfd(dp), d->d_name, 0);
+		if (dfd < 0) {
+			rec_skip(fs, uid, path, "%s", strerror(-dfd));
+			continue;
+		}
+		rec_read(fs, uid, dfd, d->d_name, path);
+		close(dfd);
+	}
+	closedir(dp);
+}
+
+void job_load_all(struct fsd *fs)
+{
+	char upath[PATH_MAX + 16];
+	struct dirent *d;
+	uint64_t uid;
+	DIR *dp;
+	int ufd, ret;
+
+	dp = opendir(fs->state_dir);
+	while (dp && (d = readdir(dp))) {
+		if (!all_digits(d->d_name) || fs_parse_u64(d->d_name, &uid) ||
+		    uid >= UINT32_MAX)
+			continue;
+		snprintf(upath, sizeof(upath), "%s/%s", fs->state_dir,
+			 d->d_name);
+		ufd = subdir_open(dirfd(dp), d->d_name, 0);
+		if (ufd < 0) {
+			rec_skip(fs, uid, upath, "%s", strerror(-ufd));
+			continue;
+		}
+		load_uid(fs, uid, ufd, upath);
+	}
+	if (dp)
+		closedir(dp);
+	ret = pthread_create(&flusher, NULL, flusher_main, fs);
+	if (ret)
+		fprintf(stderr, "gpuoptfs: no record flusher: %s\n",
+			strerror(ret));
+	else
+		has_flusher = 1;
+}
+
+/* opt_lock held: the checkpoint a loaded job was paused at, now restored */
+static int restore_pending(struct job *j)
+{
+	char file[80];
+	struct wp_stat st;
+	int ret;
+
+	snprintf(file, sizeof(file), "%s", j->restore_from);
+	j->restore_from[0] = '\0';
+	ret = restore_file(j, file, 0, &st);
+	pthread_mutex_lock(&j->lock);
+	if (!ret) {
+		j->step = st.step;
+		j->lr = st.lr;
+		j->loss = NAN;
+		j->grad_norm = NAN;
+		job_event(j, -1, "restored %s at step %llu", file,
+			  (unsigned long long)st.step);
+	} else if (j->w.pid) {
+		/* built afresh: the job starts over */
+		job_event(j, -1, "cannot restore %s: %s", file, fs_errmsg());
+		set_error(j, fs_errmsg());
+		j->step = 0;
+		if (j->state == JOB_PAUSED)
+			set_state(j, JOB_CREATED, -1);
+	}
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
+	pthread_mutex_unlock(&j->lock);
+	return ret;
+}
+
 /* ---- life and death ------------------------------------------------------ */
 
 int job_name_valid(const char *name)
@@ -2353,6 +3220,7 @@ static void job_free(struct job *j)
 	gpo__sbuf_free(&j->events);
 	gpo__sbuf_free(&j->history);
 	fair_destroy(&j->opt_lock);
+	pthread_mutex_destroy(&j->save_lock);
 	pthread_cond_destroy(&j->cond);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
@@ -2392,6 +3260,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->refs = 1;
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
+	pthread_mutex_init(&j->save_lock, NULL);
 	fair_init(&j->opt_lock);
 	config_init(fs, &j->cfg);
 	j->loss = NAN;
@@ -2440,6 +3309,7 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 	pthread_mutex_lock(&j->lock);
 	job_event(j, uid, "created");
 	pthread_mutex_unlock(&j->lock);
+	job_save(j);
 	if (out)
 		*out = j;
 	return 0;
@@ -2463,31 +3333,52 @@ static void unlink_locked(struct fsd *fs, struct job *j)
 int job_remove(struct job *j, uid_t uid)
 {
 	struct fsd *fs = j->fs;
-	int ret = 0;
+	int ret = 0, n;
 
 	if (uid != 0 && uid != j->uid && uid != fs->admin_uid)
 		return fs_err(-EPERM, "job '%s' belongs to uid %u", j->name,
 			      (unsigned int)j->uid);
+	/* checkpoints are written under opt_lock: none comes while we look */
+	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
 	if (j->state == JOB_RUNNING || j->in_step)
 		ret = fs_err(-EBUSY, "job '%s' is running: stop it first",
 			     j->name);
-	else
-		j->quit = 1;	/* no new step may start */
 	pthread_mutex_unlock(&j->lock);
-	if (ret)
+	if (!ret) {
+		n = ckpt_files(j, 0);
+		if (n > 0)
+			ret = fs_err(-ENOTEMPTY,
+				     "job '%s' has %d checkpoints: write purge to its ctl first",
+				     j->name, n);
+		else if (n < 0)
+			ret = fs_err(n, "job '%s': its checkpoints: %s",
+				     j->name, strerror(-n));
+	}
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		if (j->state == JOB_RUNNING || j->in_step)
+			ret = fs_err(-EBUSY,
+				     "job '%s' is running: stop it first",
+				     j->name);
+		else
+			j->quit = 1;	/* no new step may start */
+		pthread_mutex_unlock(&j->lock);
+	}
+	if (!ret) {
+		pthread_mutex_lock(&fs->lock);
+		if (j->removed)
+			ret = fs_err(-ENOENT, "job '%s' is gone", j->name);
+		else
+			unlink_locked(fs, j);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (ret) {
+		fair_unlock(&j->opt_lock);
 		return ret;
-	pthread_mutex_lock(&fs->lock);
-	if (j->removed)
-		ret = fs_err(-ENOENT, "job '%s' is gone", j->name);
-	else
-		unlink_locked(fs, j);
-	pthread_mutex_unlock(&fs->lock);
-	if (ret)
-		return ret;
-	fair_lock(&j->opt_lock);
+	}
 	worker_stop(j);
-	ckpt_remove_all(j);
+	rec_remove(j);
 	fair_unlock(&j->opt_lock);
 	job_put(j);	/* the list's reference */
 	return 0;
@@ -2507,11 +3398,17 @@ static void ckpt_final(struct job *j)
 	fair_unlock(&j->opt_lock);
 }
 
+/*
+ * At shutdown each job's record is saved as it stands: a running job is
+ * paused (recorded as running, so that autostart=1 resumes it) after one
+ * last checkpoint when it checkpoints at all.
+ */
 void job_stop_all(struct fsd *fs)
 {
 	struct job *j;
 	int save;
 
+	flusher_stop();
 	for (;;) {
 		pthread_mutex_lock(&fs->lock);
 		j = fs->jobs;
@@ -2523,14 +3420,17 @@ void job_stop_all(struct fsd *fs)
 		pthread_mutex_lock(&j->lock);
 		save = j->cfg.checkpoint_every &&
 		       (j->state == JOB_RUNNING || j->state == JOB_PAUSED);
-		if (j->state == JOB_RUNNING || j->state == JOB_PAUSED) {
+		j->steps_left = 0;
+		if (j->state == JOB_RUNNING) {
 			job_event(j, -1, "the daemon is stopping");
-			set_state(j, JOB_STOPPED, -1);
+			set_state(j, JOB_PAUSED, -1);
+			j->was_running = 1;
 		}
 		wait_idle(j);
 		pthread_mutex_unlock(&j->lock);
 		if (save)
 			ckpt_final(j);
+		job_save(j);
 		job_put(j);
 	}
 }

@@ -97,6 +97,7 @@ struct job_config {
 	uint64_t seed;
 	uint64_t restart_on_failure;	/* worker restarts left to a job */
 	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
+	uint64_t autostart;		/* a daemon restart resumes the job */
 	int max_steps_given;		/* written, not the default */
 	struct train_config train;
 };
@@ -186,8 +187,10 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 	       struct job **out);
 /* job_remove - take the job out of the tree (rmdir); EBUSY while running */
 int job_remove(struct job *j, uid_t uid);
-/* job_stop_all - stop every job at shutdown and free them */
+/* job_stop_all - pause every job at shutdown, save and free them */
 void job_stop_all(struct fsd *fs);
+/* job_load_all - at start: the jobs the state directory's records keep */
+void job_load_all(struct fsd *fs);
 
 struct job *job_lookup(struct fsd *fs, const char *name);
 void job_get(struct job *j);

@@ -565,6 +565,8 @@ static int run_mounted(struct fsd *fs, const struct options *o,
 	if (drop_privileges() || fuse_set_signal_handlers(se))
 		return -1;
 	ret = open_library(fs);
+	if (!ret)
+		job_load_all(fs);
 	if (!ret) {
 		fs_debug(fs, "serving %s as uid %u", mnt,
 			 (unsigned int)fs->admin_uid);

@@ -42,6 +42,8 @@ expect "restore" "$(as_nobody "$FSIO" write "$M/jobs/theirs/ctl" "restore keep")
 # nobody cannot reach the state directory on disk
 as_nobody ls "$(dirname "$f")" >/dev/null 2>&1 && fail "nobody lists $f's dir"
 expect "stop" "$(as_nobody "$FSIO" write "$M/jobs/theirs/ctl" stop)" OK
+expect "rmdir" "$(as_nobody "$FSIO" rmdir "$M/jobs/theirs")" ENOTEMPTY
+expect "purge" "$(as_nobody "$FSIO" write "$M/jobs/theirs/ctl" purge)" OK
 expect "rmdir" "$(as_nobody "$FSIO" rmdir "$M/jobs/theirs")" OK
 [ ! -e "$f" ] || fail "rmdir left $f"
 kill -0 "$pid" 2>/dev/null && fail "the worker outlived its job"

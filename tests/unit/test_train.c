@@ -245,6 +245,61 @@ START_TEST(test_checkpoint_resumes_same_bytes)
 }
 END_TEST
 
+/*
+ * A dataset that does not fit the pool: batches go from host memory, and
+ * the run is the same, bit for bit, as with the data on the device.
+ */
+START_TEST(test_dataset_beyond_the_pool_same_bytes)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, i;
+	const char *opts = "batch_size=32 shuffle=1 seed=5";
+
+	for (d = 0; d < ndev; d++) {
+		struct gpo_pool_stats st;
+		struct gpo_device *small;
+		struct gpo_ctx *ctx;
+		struct run a, b;
+		size_t n;
+		float *pa, *pb;
+
+		run_open(&a, devs[d], GPO_SGD, "lr=0.05 momentum=0.9", NULL,
+			 opts);
+		for (i = 0; i < 30; i++)
+			ck_assert(!gpo_train_step(a.t, NULL));
+		/*
+		 * the same device in a context of its own, its pool held to
+		 * 2 MB: room for the model and its graphs, not for the 2.5 MB
+		 * of training samples
+		 */
+		ck_assert(!gpo_ctx_new(&ctx, 0));
+		ck_assert(!gpo_device_select(ctx, tu_device_id(devs[d]),
+					     &small));
+		ck_assert(!gpo_pool_set_limit(small, 2u << 20));
+		run_open(&b, small, GPO_SGD, "lr=0.05 momentum=0.9", NULL,
+			 opts);
+		ck_assert(!gpo_pool_stats(small, &st));
+		ck_assert_uint_lt(st.used_bytes, 800 * 784 * 4);
+		for (i = 0; i < 30; i++)
+			ck_assert_msg(!gpo_train_step(b.t, NULL), "%s: %s",
+				      tu_device_id(devs[d]), gpo_errmsg());
+		n = gpo_optim_numel(a.opt);
+		pa = malloc(n * 4);
+		pb = malloc(n * 4);
+		ck_assert(pa && pb);
+		read_params(a.opt, pa, n);
+		read_params(b.opt, pb, n);
+		ck_assert_msg(!memcmp(pa, pb, n * 4),
+			      "%s: host-fed batches differ", tu_device_id(devs[d]));
+		free(pa);
+		free(pb);
+		run_close(&a);
+		run_close(&b);
+		gpo_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* a trainer's evaluation: the 200 test samples, loss finite, 0..1 */
 START_TEST(test_eval_covers_the_test_set)
 {
@@ -372,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, test_mlp_adamw_clipped_follows_torch);
 	tcase_add_test(tc, test_checkpoint_resumes_same_bytes);
 	tcase_add_test(tc, test_eval_covers_the_test_set);
+	tcase_add_test(tc, test_dataset_beyond_the_pool_same_bytes);
 	tcase_add_test(tc, test_bad_models_refused);
 	tcase_add_test(tc, test_model_too_large_for_pool);
 	tcase_add_test(tc, test_bad_trainers_refused);
