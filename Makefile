@@ -126,7 +126,9 @@ TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
 FSD_SRCS := $(sort $(wildcard fsd/*.c))
 FSD_OBJS := $(FSD_SRCS:%.c=$(BUILD)/%.o)
-FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs)
+FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs $(BUILD)/bin/gpuoptfs-worker)
+WORKER_SRCS := $(sort $(wildcard fsd/worker/*.c))
+WORKER_OBJS := $(WORKER_SRCS:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps lib check check-unit check-fs run valgrind bench install \
 	clean fuzz
@@ -234,6 +236,15 @@ $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
 		$$(pkg-config --libs fuse3 libcap libsystemd) $(LIB_LIBS) $(LDPROG)
+
+# one job's device work, run by gpuoptfs as the job's owner: no FUSE here
+$(BUILD)/bin/gpuoptfs-worker: $(WORKER_OBJS) $(ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(WORKER_OBJS) $(ALIB) $(LIB_LIBS) $(LDPROG)
+
+$(BUILD)/fsd/worker/%.o: fsd/worker/%.c $(BUILD_CONF)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)

@@ -492,6 +492,18 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 				   &cfg->keep_checkpoints);
 	if (!strcmp(key, "seed"))
 		return parse_count(key, value, 0, UINT64_MAX, &cfg->seed);
+	if (!strcmp(key, "restart_on_failure"))
+		return parse_count(key, value, 0, 1000,
+				   &cfg->restart_on_failure);
+	if (!strcmp(key, "memory_limit_bytes")) {
+		if (!strcmp(value, "max")) {
+			cfg->memory_limit_bytes = 0;
+			return 0;
+		}
+		/* below this no worker can even load its drivers */
+		return parse_count(key, value, 16u << 20, UINT64_MAX,
+				   &cfg->memory_limit_bytes);
+	}
 	return 1;
 }
 
@@ -657,7 +669,9 @@ static unsigned int config_diff(const struct job_config *a,
 		c |= CFG_MODEL;
 	if (a->max_steps != b->max_steps || a->log_every != b->log_every ||
 	    a->checkpoint_every != b->checkpoint_every ||
-	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed)
+	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed ||
+	    a->restart_on_failure != b->restart_on_failure ||
+	    a->memory_limit_bytes != b->memory_limit_bytes)
 		c |= CFG_RUN;
 	return c;
 }
@@ -950,5 +964,12 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 		    (unsigned long long)cfg->checkpoint_every,
 		    (unsigned long long)cfg->keep_checkpoints,
 		    (unsigned long long)cfg->seed);
+	gpo__sbuf_printf(sb, "restart_on_failure=%llu\n",
+			 (unsigned long long)cfg->restart_on_failure);
+	if (cfg->memory_limit_bytes)
+		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
+				 (unsigned long long)cfg->memory_limit_bytes);
+	else
+		gpo__sbuf_printf(sb, "memory_limit_bytes=max\n");
 	return sb->err;
 }

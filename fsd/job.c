@@ -14,18 +14,43 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include "fs_i.h"
 #include "job_i.h"
+#include "worker/proto.h"
+
+extern char **environ;
 
 #define HISTORY_HEADER "step,loss,lr,grad_norm,elapsed_s\n"
 #define POLLERS_MAX 64
+
+/* the job's worker process, under opt_lock */
+struct wproc {
+	pid_t pid;			/* 0: none */
+	int sock;			/* our end of the socketpair */
+	int shm;			/* the memfd */
+	int err;			/* its stderr, non-blocking */
+	void *map;			/* shm, mapped */
+	uint64_t size;
+	int built;			/* it holds the optimizer */
+	int holds_dev;			/* counted in fs->dev_users */
+	char tail[2048];		/* the newest bytes of its stderr */
+	size_t tail_len;
+};
 
 struct fair_lock {
 	pthread_mutex_t mutex;
@@ -74,14 +99,17 @@ struct job {
 	int npollers;
 	char error[512];
 
+	int worker_died;		/* the last failure was its worker's */
+	uint64_t restarts;		/* by restart_on_failure */
+	uint32_t nextra;		/* the model kind's own numbers */
+	struct wp_extra extra[WP_EXTRA_MAX];
+
 	struct fair_lock opt_lock;
-	struct gpo_optim *opt;
-	struct gpo_sched *sched;
+	struct wproc w;
 };
 
 struct step_result {
-	struct gpo_step_info info;
-	double loss;
+	struct wp_stat st;
 	uint64_t t0;
 	uint64_t t1;
 	int ret;
@@ -276,37 +304,55 @@ static int config_get(struct job *j, struct job_config *cfg)
 	return ret;
 }
 
-/* ---- the optimizer ------------------------------------------------------- */
+/* ---- the worker ----------------------------------------------------------
+ *
+ * A job's optimizer lives in its own gpuoptfs-worker process (fsd/worker/),
+ * started as the job's owner when the job first needs it and speaking
+ * fsd/worker/proto.h. Calls go one at a time under opt_lock. A worker that
+ * dies, or gives no answer within its watchdog time, fails its job alone,
+ * with the cause and the last lines of its stderr in error and events.
+ */
 
-static uint64_t splitmix64(uint64_t *s)
+#ifndef GPUOPTFS_WORKER_PATH
+#define GPUOPTFS_WORKER_PATH "/usr/local/libexec/gpuoptfs-worker"
+#endif
+#define WORKER_TIMEOUT_S 30	/* one step, one read or write of params */
+#define WORKER_SLOW 10		/* builds and checkpoints: kernels compile */
+#define WORKER_NOFILE 256
+#define WORKER_TAIL_LINES 3
+
+static char worker_exe[PATH_MAX];
+static int worker_timeout = WORKER_TIMEOUT_S;
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+
+/*
+ * The worker beside the daemon's own executable (a build tree, or an
+ * install that put both in bin/), else the compiled-in path.
+ * GPUOPTFS_WORKER_TIMEOUT (seconds) shortens the watchdog for tests.
+ */
+static void worker_setup(void)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	char self[PATH_MAX], *slash;
+	const char *t = getenv("GPUOPTFS_WORKER_TIMEOUT");
+	ssize_t n;
+	uint64_t v;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* The start of a model: rosenbrock's classic point, a seeded random one
- * in [-2, 2) for quadratic, zeros for external models. */
-static void model_init(const struct job_config *cfg, float *x)
-{
-	uint64_t i, n = cfg->model.numel, s = cfg->seed;
-
-	for (i = 0; i < n; i++) {
-		switch (cfg->model.kind) {
-		case MODEL_ROSENBROCK:
-			x[i] = i % 2 ? 1.0f : -1.2f;
-			break;
-		case MODEL_QUADRATIC:
-			x[i] = (float)((splitmix64(&s) >> 40) * 0x1p-24 * 4 -
-				       2);
-			break;
-		default:
-			x[i] = 0;
-			break;
+	if (t && !fs_parse_u64(t, &v) && v >= 1 && v <= 3600)
+		worker_timeout = v;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(worker_exe, sizeof(worker_exe),
+				     "%s/gpuoptfs-worker", self) <
+			    (int)sizeof(worker_exe) &&
+			    !access(worker_exe, X_OK))
+				return;
 		}
 	}
+	snprintf(worker_exe, sizeof(worker_exe), "%s", GPUOPTFS_WORKER_PATH);
 }
 
 static const char *objective_name(enum model_kind k)
@@ -315,186 +361,532 @@ static const char *objective_name(enum model_kind k)
 	       k == MODEL_ROSENBROCK ? "rosenbrock" : NULL;
 }
 
-struct built {
-	struct gpo_optim *opt;
-	struct gpo_sched *sched;
-	char dev_id[32];
-	int dev_index;
-};
-
-static void built_free(struct fsd *fs, struct built *b)
+static const char *model_kind_name(enum model_kind k)
 {
-	if (!b->opt)
+	switch (k) {
+	case MODEL_EXTERNAL:
+		return "external";
+	case MODEL_QUADRATIC:
+		return "quadratic";
+	case MODEL_ROSENBROCK:
+		return "rosenbrock";
+	default:
+		return "none";
+	}
+}
+
+/* keep the newest bytes of the worker's stderr, for the failure's cause */
+static void stderr_drain(struct job *j)
+{
+	struct wproc *w = &j->w;
+	char buf[4096];
+	size_t keep;
+	ssize_t n;
+
+	if (w->err < 0)
 		return;
-	gpo_optim_attach_sched(b->opt, NULL);
-	gpo_optim_free(b->opt);
-	gpo_sched_free(b->sched);
-	b->opt = NULL;
-	b->sched = NULL;
-	pthread_mutex_lock(&fs->lock);
-	fs->dev_users--;
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static int build_sched(const struct job_config *cfg, struct built *b)
-{
-	struct gpo__sbuf text;
-	int ret;
-
-	if (!config_uses_sched(cfg))
-		return 0;
-	ret = gpo_sched_new(cfg->schedule, &b->sched);
-	if (ret)
-		return fs_lib_err(ret);
-	gpo__sbuf_init(&text);
-	ret = config_sched_text(cfg, &text);
-	if (!ret)
-		ret = gpo_sched_configure(b->sched, text.buf ? text.buf : "");
-	if (!ret)
-		ret = gpo_optim_attach_sched(b->opt, b->sched);
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
-}
-
-static int build_params(const struct job_config *cfg, struct built *b,
-			struct gpo_optim *old)
-{
-	size_t bytes = cfg->model.numel * sizeof(float);
-	float *x;
-	int ret;
-
-	x = malloc(bytes);
-	if (!x)
-		return fs_err(-ENOMEM, "out of memory for %zu bytes of params",
-			      bytes);
-	if (old) {
-		ret = gpo_optim_read(old, "param", NULL, x, bytes);
-		if (ret)
-			goto out_free;
-	} else {
-		model_init(cfg, x);
+	while ((n = read(w->err, buf, sizeof(buf))) > 0) {
+		if ((size_t)n >= sizeof(w->tail)) {
+			memcpy(w->tail, buf + n - sizeof(w->tail),
+			       sizeof(w->tail));
+			w->tail_len = sizeof(w->tail);
+			continue;
+		}
+		keep = sizeof(w->tail) - n;
+		if (w->tail_len > keep) {
+			memmove(w->tail, w->tail + w->tail_len - keep, keep);
+			w->tail_len = keep;
+		}
+		memcpy(w->tail + w->tail_len, buf, n);
+		w->tail_len += n;
 	}
-	ret = gpo_optim_write(b->opt, "param", NULL, x, bytes);
-out_free:
-	free(x);
-	return ret ? fs_lib_err(ret) : 0;
 }
 
-static int build_tensors(const struct job_config *cfg, struct built *b)
+/* the last lines of the worker's stderr, joined by " | ", made printable */
+static void stderr_tail(struct job *j, char *out, size_t len)
 {
-	const struct model *m = &cfg->model;
-	struct gpo__sbuf text;
-	int i, ret;
+	struct wproc *w = &j->w;
+	size_t i, start, o = 0;
+	int lines = 0;
 
-	for (i = 0; i < m->ntensors; i++) {
-		ret = gpo_optim_add_tensor(b->opt, m->t[i].name, m->t[i].ndim,
-					   m->t[i].shape, 0);
-		if (ret < 0)
-			return fs_lib_err(ret);
+	start = w->tail_len;
+	while (start > 0 && w->tail[start - 1] == '\n')
+		start--;
+	i = start;
+	while (i > 0) {
+		if (w->tail[i - 1] == '\n' && ++lines == WORKER_TAIL_LINES)
+			break;
+		i--;
 	}
-	gpo__sbuf_init(&text);
-	ret = config_hp_text(cfg, &text);
-	if (!ret)
-		ret = gpo_optim_configure(b->opt, -1, text.buf ? text.buf : "");
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
+	for (; i < start && o + 4 < len; i++) {
+		unsigned char c = w->tail[i];
+
+		if (c == '\n') {
+			memcpy(out + o, " | ", 3);
+			o += 3;
+		} else {
+			out[o++] = c >= 0x20 && c < 0x7f ? c : '?';
+		}
+	}
+	out[o] = '\0';
+}
+
+static void worker_close(struct job *j)
+{
+	struct wproc *w = &j->w;
+
+	if (w->map)
+		munmap(w->map, w->size);
+	if (w->sock >= 0)
+		close(w->sock);
+	if (w->shm >= 0)
+		close(w->shm);
+	if (w->err >= 0)
+		close(w->err);
+	w->map = NULL;
+	w->size = 0;
+	w->sock = w->shm = w->err = -1;
+	w->pid = 0;
+	w->built = 0;
+	if (w->holds_dev) {
+		pthread_mutex_lock(&j->fs->lock);
+		j->fs->dev_users--;
+		pthread_mutex_unlock(&j->fs->lock);
+		w->holds_dev = 0;
+	}
+}
+
+/* wait up to @ms for the worker to exit; 1 with its status, else 0 */
+static int reap(pid_t pid, int *status, int ms)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return r == pid;
+		if (ms <= 0)
+			return 0;
+		usleep(10000);
+		ms -= 10;
+	}
+}
+
+/* opt_lock held: end the worker, quietly (rmdir, shutdown, rebuild) */
+static void worker_stop(struct job *j)
+{
+	struct wproc *w = &j->w;
+	struct wp_req rq = { .cmd = WP_QUIT };
+	int status;
+
+	if (!w->pid)
+		return;
+	send(w->sock, &rq, sizeof(rq), MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(w->sock, SHUT_RDWR);
+	if (!reap(w->pid, &status, 2000)) {
+		kill(w->pid, SIGKILL);
+		reap(w->pid, &status, 60000);
+	}
+	worker_close(j);
 }
 
 /*
- * Make the optimizer @cfg describes. Params come from @old when it holds
- * the same model (a device or optimizer change before the first step),
- * else from the model's start.
+ * opt_lock held: the worker died, or stopped answering after @hung_s
+ * seconds. Its job fails with the cause; the error returned says it too.
  */
-static int build(struct fsd *fs, const struct job_config *cfg,
-		 struct gpo_optim *old, struct built *b)
+static int worker_lost(struct job *j, int hung_s)
 {
-	struct gpo_device_info info;
-	struct gpo_device *dev;
-	int ret;
+	struct wproc *w = &j->w;
+	char cause[160], tail[300], msg[512];
+	const char *sig;
+	int status = 0;
 
-	memset(b, 0, sizeof(*b));
-	if (cfg->model.kind == MODEL_NONE)
-		return fs_err(-EINVAL, "no model: write model=... to config");
-	pthread_rwlock_rdlock(&fs->ctx_lock);
-	ret = gpo_device_select(fs->ctx, cfg->device, &dev);
-	if (ret) {
-		fs_lib_err(ret);
-		goto out_unlock;
+	if (hung_s)
+		kill(w->pid, SIGKILL);
+	if (!reap(w->pid, &status, 2000)) {
+		kill(w->pid, SIGKILL);
+		reap(w->pid, &status, 60000);
 	}
-	ret = gpo_optim_new(dev, cfg->optimizer, &b->opt);
-	if (ret) {
-		fs_lib_err(ret);
-		goto out_unlock;
+	if (hung_s) {
+		snprintf(cause, sizeof(cause),
+			 "worker stopped answering after %d s", hung_s);
+	} else if (WIFSIGNALED(status)) {
+		sig = sigabbrev_np(WTERMSIG(status));
+		snprintf(cause, sizeof(cause), "worker killed by SIG%s",
+			 sig ? sig : "?");
+	} else if (WIFEXITED(status)) {
+		snprintf(cause, sizeof(cause), "worker exited with status %d",
+			 WEXITSTATUS(status));
+	} else {
+		snprintf(cause, sizeof(cause), "worker lost");
 	}
-	pthread_mutex_lock(&fs->lock);
-	fs->dev_users++;
-	pthread_mutex_unlock(&fs->lock);
-	b->dev_index = gpo_device_index(dev);
-	fs_device_seen(fs, b->dev_index, dev);
-	gpo_device_info(fs->ctx, b->dev_index, &info);
-	snprintf(b->dev_id, sizeof(b->dev_id), "%s", info.id);
-	ret = build_tensors(cfg, b);
-	if (!ret)
-		ret = build_sched(cfg, b);
-	if (!ret)
-		ret = build_params(cfg, b, old);
-	if (ret)
-		built_free(fs, b);
-out_unlock:
-	pthread_rwlock_unlock(&fs->ctx_lock);
+	stderr_drain(j);
+	stderr_tail(j, tail, sizeof(tail));
+	snprintf(msg, sizeof(msg), "%s%s%s", cause, tail[0] ? ": " : "", tail);
+	fs_debug(j->fs, "job %s: %s", j->name, msg);
+	worker_close(j);
+	w->tail_len = 0;
+	pthread_mutex_lock(&j->lock);
+	set_error(j, msg);
+	job_event(j, -1, "%s", msg);
+	j->worker_died = 1;
+	if (j->state == JOB_CREATED || j->state == JOB_RUNNING ||
+	    j->state == JOB_PAUSED)
+		set_state(j, JOB_FAILED, -1);
+	pthread_mutex_unlock(&j->lock);
+	return fs_err(-EIO, "%s", msg);
+}
+
+/*
+ * opt_lock held: one command and its reply. @slow gives builds and
+ * checkpoints their longer watchdog.
+ */
+static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
+		       int slow)
+{
+	struct wproc *w = &j->w;
+	int timeout = worker_timeout * (slow ? WORKER_SLOW : 1);
+	struct pollfd pfd = { .fd = w->sock, .events = POLLIN };
+	uint64_t t0 = gpo__now_ns();
+	ssize_t n;
+	int r;
+
+	if (!w->pid)
+		return fs_err(-EIO, "the job has no worker");
+	rq->shm_size = w->size;
+	n = send(w->sock, rq, sizeof(*rq), MSG_NOSIGNAL);
+	if (n != sizeof(*rq))
+		return worker_lost(j, 0);
+	for (;;) {
+		int left = timeout * 1000 - (int)((gpo__now_ns() - t0) / 1000000);
+
+		if (left <= 0)
+			return worker_lost(j, timeout);
+		/* slices, so the worker's stderr never fills its pipe */
+		r = poll(&pfd, 1, left < 1000 ? left : 1000);
+		if (r < 0 && errno != EINTR)
+			return worker_lost(j, 0);
+		if (r > 0)
+			break;
+		stderr_drain(j);
+	}
+	n = recv(w->sock, rp, sizeof(*rp), 0);
+	if (n != sizeof(*rp))
+		return worker_lost(j, 0);
+	stderr_drain(j);
+	rp->msg[sizeof(rp->msg) - 1] = '\0';
+	rp->dev_id[sizeof(rp->dev_id) - 1] = '\0';
+	if (rp->st.nextra > WP_EXTRA_MAX)
+		rp->st.nextra = WP_EXTRA_MAX;
+	if (rp->ret)
+		return fs_err(rp->ret < 0 ? rp->ret : -EIO, "%s", rp->msg);
+	return 0;
+}
+
+/* the worker's half of the fork: become the owner, limited, then exec */
+static void __attribute__((noreturn))
+worker_child(struct job *j, int fds[6], uint64_t mem_limit)
+{
+	struct rlimit rl = { WORKER_NOFILE, WORKER_NOFILE };
+	char *argv[] = { "gpuoptfs-worker", j->name, NULL };
+	gid_t gid = j->gid;
+	uid_t uid = j->uid;
+	sigset_t all;
+	int i, hi[6];
+
+	/* above 5 first, so that no dup2 below overwrites another */
+	for (i = 0; i < 6; i++) {
+		hi[i] = fds[i] < 0 ? -1 : fcntl(fds[i], F_DUPFD, 10);
+		if (fds[i] >= 0 && hi[i] < 0)
+			_exit(126);
+	}
+	for (i = 0; i < 6; i++)
+		if (hi[i] >= 0 && dup2(hi[i], i) < 0)
+			_exit(126);
+	close_range(hi[5] >= 0 ? 6 : 5, ~0u, 0);
+	if (geteuid() == 0 && (uid != 0 || gid != 0)) {
+		if (syscall(SYS_setgroups, 1, &gid) ||
+		    syscall(SYS_setresgid, gid, gid, gid) ||
+		    syscall(SYS_setresuid, uid, uid, uid))
+			_exit(126);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(126);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	if (mem_limit) {
+		rl.rlim_cur = rl.rlim_max = mem_limit;
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(126);
+	}
+	umask(022);
+	setsid();
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	execve(worker_exe, argv, environ);
+	_exit(127);
+}
+
+/* opt_lock held: the job's checkpoints directory, for the worker */
+static int ckpt_dir_fd(struct job *j);
+
+/* opt_lock held: start the job's worker and check that it answers */
+static int worker_spawn(struct job *j)
+{
+	struct wproc *w = &j->w;
+	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int shm = -1, ck = -1, nul = -1, ret;
+	struct wp_req rq = { .cmd = WP_HELLO };
+	struct wp_rep rp;
+	uint64_t mem_limit;
+	pid_t pid;
+
+	pthread_once(&worker_once, worker_setup);
+	pthread_mutex_lock(&j->lock);
+	mem_limit = j->cfg.memory_limit_bytes;
+	pthread_mutex_unlock(&j->lock);
+	ck = ckpt_dir_fd(j);
+	if (ck < 0)
+		return ck;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
+	    pipe2(ep, O_CLOEXEC)) {
+		ret = fs_err(-errno, "cannot start a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	shm = memfd_create("gpuoptfs-job", MFD_CLOEXEC);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (shm < 0 || nul < 0) {
+		ret = fs_err(-errno, "cannot start a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	pid = fork();
+	if (pid < 0) {
+		ret = fs_err(-errno, "cannot fork a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	if (pid == 0) {
+		int fds[6] = { nul, nul, ep[1], sv[1], shm, ck };
+
+		worker_child(j, fds, mem_limit);
+	}
+	close(sv[1]);
+	close(ep[1]);
+	close(nul);
+	close(ck);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	w->pid = pid;
+	w->sock = sv[0];
+	w->err = ep[0];
+	w->shm = shm;
+	w->tail_len = 0;
+	ret = worker_call(j, &rq, &rp, 1);
+	if (!ret && rp.version != WP_VERSION)
+		ret = fs_err(-EPROTO, "%s speaks protocol %u, not %u",
+			     worker_exe, rp.version, WP_VERSION);
+	if (ret && w->pid)
+		worker_stop(j);
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		job_event(j, -1, "worker %d started as uid %u",
+			  (int)pid, (unsigned int)j->uid);
+		pthread_mutex_unlock(&j->lock);
+	}
+	return ret;
+
+out_close:
+	close(sv[0]);
+	close(sv[1]);
+	close(ep[0]);
+	close(ep[1]);
+	if (shm >= 0)
+		close(shm);
+	if (nul >= 0)
+		close(nul);
+	close(ck);
 	return ret;
 }
 
-static void install(struct job *j, struct built *b)
+/* opt_lock held: make the shared mapping at least @bytes long */
+static int shm_reserve(struct job *j, uint64_t bytes)
 {
-	struct built old = { .opt = j->opt, .sched = j->sched };
+	struct wproc *w = &j->w;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t size = (bytes + page - 1) / page * page;
+	void *p;
 
-	built_free(j->fs, &old);
-	j->opt = b->opt;
-	j->sched = b->sched;
-	pthread_mutex_lock(&j->lock);
-	snprintf(j->dev_id, sizeof(j->dev_id), "%s", b->dev_id);
-	j->dev_index = b->dev_index;
-	pthread_mutex_unlock(&j->lock);
+	if (!size)
+		size = page;
+	if (size <= w->size)
+		return 0;
+	if (ftruncate(w->shm, size))
+		return fs_err(-errno, "shared memory of %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm, 0);
+	if (p == MAP_FAILED)
+		return fs_err(-errno, "shared memory of %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	if (w->map)
+		munmap(w->map, w->size);
+	w->map = p;
+	w->size = size;
+	return 0;
 }
 
-/* The optimizer, built on first need; opt_lock held. */
+/* the devices an operator disabled (or a rescan lost), for the worker */
+static uint64_t disabled_devices(struct fsd *fs)
+{
+	struct gpo_device_info info;
+	uint64_t mask = 0;
+	int i, n;
+
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	n = gpo_device_count(fs->ctx);
+	for (i = 0; i < n && i < 64; i++)
+		if (!gpo_device_info(fs->ctx, i, &info) && !info.enabled)
+			mask |= 1ull << i;
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	return mask;
+}
+
+/* opt_lock held: the optimizer @cfg describes, made in the worker; its
+ * params kept from the one it replaces when @keep (same model) */
+static int worker_build(struct job *j, const struct job_config *cfg, int keep)
+{
+	const struct model *m = &cfg->model;
+	struct gpo__sbuf hp, st;
+	struct wp_req rq = { .cmd = WP_BUILD };
+	struct wp_rep rp;
+	struct wp_build *b;
+	struct wp_tensor *t;
+	uint64_t need;
+	int i, ret;
+
+	if (m->kind == MODEL_NONE)
+		return fs_err(-EINVAL, "no model: write model=... to config");
+	gpo__sbuf_init(&hp);
+	gpo__sbuf_init(&st);
+	ret = config_hp_text(cfg, &hp);
+	if (!ret && config_uses_sched(cfg))
+		ret = config_sched_text(cfg, &st);
+	if (ret)
+		goto out_free;
+	/* params and gradients grow it when they first cross */
+	need = sizeof(*b) + (uint64_t)m->ntensors * sizeof(*t) + hp.len +
+	       st.len;
+	ret = shm_reserve(j, need);
+	if (ret)
+		goto out_free;
+	b = j->w.map;
+	memset(b, 0, sizeof(*b));
+	b->optimizer = cfg->optimizer;
+	b->ntensors = m->ntensors;
+	snprintf(b->model, sizeof(b->model), "%s", model_kind_name(m->kind));
+	snprintf(b->device, sizeof(b->device), "%s", cfg->device);
+	if (config_uses_sched(cfg))
+		snprintf(b->schedule, sizeof(b->schedule), "%s",
+			 cfg->schedule);
+	b->seed = cfg->seed;
+	b->numel = m->numel;
+	b->disabled = disabled_devices(j->fs);
+	b->hp_len = hp.len;
+	b->sched_len = st.len;
+	t = (struct wp_tensor *)(b + 1);
+	for (i = 0; i < m->ntensors; i++, t++) {
+		memset(t, 0, sizeof(*t));
+		snprintf(t->name, sizeof(t->name), "%s", m->t[i].name);
+		t->ndim = m->t[i].ndim;
+		memcpy(t->shape, m->t[i].shape, sizeof(t->shape));
+	}
+	if (hp.len)
+		memcpy(t, hp.buf, hp.len);
+	if (st.len)
+		memcpy((char *)t + hp.len, st.buf, st.len);
+	rq.flags = keep ? WP_F_KEEP_PARAMS : 0;
+	rq.bytes = need;
+	ret = worker_call(j, &rq, &rp, 1);
+	if (ret)
+		goto out_free;
+	j->w.built = 1;
+	if (!j->w.holds_dev) {
+		pthread_mutex_lock(&j->fs->lock);
+		j->fs->dev_users++;
+		pthread_mutex_unlock(&j->fs->lock);
+		j->w.holds_dev = 1;
+	}
+	pthread_mutex_lock(&j->lock);
+	snprintf(j->dev_id, sizeof(j->dev_id), "%s", rp.dev_id);
+	j->dev_index = rp.dev_index;
+	pthread_mutex_unlock(&j->lock);
+out_free:
+	gpo__sbuf_free(&hp);
+	gpo__sbuf_free(&st);
+	return ret;
+}
+
+/* The optimizer, built on first need, its worker started; opt_lock held. */
 static int ensure_built(struct job *j)
 {
 	struct job_config cfg;
-	struct built b;
 	int ret;
 
-	if (j->opt)
+	if (j->w.built)
 		return 0;
+	pthread_mutex_lock(&j->lock);
+	ret = j->quit ? fs_err(-ENOENT, "job '%s' is gone (rmdir)", j->name) :
+	      0;
+	pthread_mutex_unlock(&j->lock);
+	if (ret)
+		return ret;
+	if (!j->w.pid) {
+		ret = worker_spawn(j);
+		if (ret)
+			return ret;
+	}
 	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
-	ret = build(j->fs, &cfg, NULL, &b);
+	ret = worker_build(j, &cfg, 0);
 	config_free(&cfg);
-	if (ret)
-		return ret;
-	install(j, &b);
-	return 0;
+	return ret;
 }
 
 /*
  * opt_lock held: the configured hyperparameters, from the next step. A
- * schedule then scales the configured lr.
+ * schedule then scales the configured lr; @flags WP_F_RESTART_SCHED
+ * starts it over.
  */
-static int apply_hparams(struct job *j, const struct job_config *cfg)
+static int apply_hparams(struct job *j, const struct job_config *cfg,
+			 unsigned int flags, double *lr)
 {
-	struct gpo__sbuf text;
+	struct wp_req rq = { .cmd = WP_HPARAMS, .flags = flags };
+	struct gpo__sbuf hp, st;
+	struct wp_rep rp;
 	int ret;
 
-	gpo__sbuf_init(&text);
-	ret = config_hp_text(cfg, &text);
+	gpo__sbuf_init(&hp);
+	gpo__sbuf_init(&st);
+	ret = config_hp_text(cfg, &hp);
+	if (!ret && config_uses_sched(cfg))
+		ret = config_sched_text(cfg, &st);
 	if (!ret)
-		ret = gpo_optim_configure(j->opt, -1, text.buf ? text.buf : "");
-	if (!ret && j->sched)
-		ret = gpo_optim_attach_sched(j->opt, j->sched);
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
+		ret = shm_reserve(j, hp.len + st.len);
+	if (!ret) {
+		if (hp.len)
+			memcpy(j->w.map, hp.buf, hp.len);
+		if (st.len)
+			memcpy((char *)j->w.map + hp.len, st.buf, st.len);
+		rq.arg = hp.len;
+		rq.bytes = hp.len + st.len;
+		ret = worker_call(j, &rq, &rp, 0);
+	}
+	if (!ret && lr)
+		*lr = rp.st.lr;
+	gpo__sbuf_free(&hp);
+	gpo__sbuf_free(&st);
+	return ret;
 }
 
 /* ---- checkpoints ------------------------------------------------------------
@@ -605,49 +997,79 @@ static void ckpt_prune(struct job *j, uint64_t keep)
 	close(dfd);
 }
 
-/* opt_lock held: save the optimizer as checkpoint @name */
-static int ckpt_save(struct job *j, const char *name, long uid)
+/*
+ * opt_lock held: an fd of the job's checkpoints directory, made if need
+ * be, for the worker. The worker writes there as the job's owner but
+ * reaches it only through this fd: the directories above are the daemon's
+ * alone (0700), so no other user gets in by path, and by the worker's
+ * /proc/PID/fd only its owner does. The sticky bit (01777) lets the
+ * worker replace only its own files; the daemon, owning the directory,
+ * lists, reads, prunes and removes them.
+ */
+static int ckpt_dir_fd(struct job *j)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 80];
-	int ret;
+	char dir[PATH_MAX];
+	int ret, fd;
 
 	ret = ckpt_dir(j, dir, sizeof(dir));
-	if (!ret)
-		ret = ckpt_path(j, name, path, sizeof(path));
 	if (ret)
 		return ret;
 	ret = fs_mkdirs(dir, 0700);
 	if (ret)
 		return fs_err(ret, "%s: %s", dir, strerror(-ret));
-	ret = gpo_optim_save(j->opt, path, 0);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fs_err(-errno, "%s: %s", dir, strerror(errno));
+	if (j->uid != geteuid() && fchmod(fd, 01777)) {
+		ret = fs_err(-errno, "%s: %s", dir, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* opt_lock held: save the optimizer as checkpoint @name, in the worker */
+static int ckpt_save(struct job *j, const char *name, long uid)
+{
+	char path[PATH_MAX + 80];
+	struct wp_req rq = { .cmd = WP_SAVE };
+	struct wp_rep rp;
+	int ret;
+
+	ret = ckpt_path(j, name, path, sizeof(path));
 	if (ret)
-		return fs_lib_err(ret);
+		return ret;
+	snprintf(rq.name, sizeof(rq.name), "%s", strrchr(path, '/') + 1);
+	ret = worker_call(j, &rq, &rp, 1);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&j->lock);
-	job_event(j, uid, "checkpoint %s at step %llu", strrchr(path, '/') + 1,
-		  (unsigned long long)gpo_optim_steps_done(j->opt));
+	job_event(j, uid, "checkpoint %s at step %llu", rq.name,
+		  (unsigned long long)rp.st.step);
 	pthread_mutex_unlock(&j->lock);
 	return 0;
 }
 
-static void auto_name(struct job *j, char *buf, size_t len)
+static void auto_name(uint64_t step, char *buf, size_t len)
 {
-	snprintf(buf, len, CKPT_AUTO "%010llu",
-		 (unsigned long long)gpo_optim_steps_done(j->opt));
+	snprintf(buf, len, CKPT_AUTO "%010llu", (unsigned long long)step);
 }
 
 /*
  * opt_lock held, after a step: the automatic checkpoint, if one is due.
  * Its failure is reported but does not stop the job.
  */
-static void ckpt_auto(struct job *j, const struct gpo_step_info *si)
+static void ckpt_auto(struct job *j, const struct wp_stat *si)
 {
 	uint64_t every = j->cfg.checkpoint_every;
 	char name[32], msg[512];
 
 	if (!every || si->skipped || si->step % every)
 		return;
-	auto_name(j, name, sizeof(name));
+	auto_name(si->step, name, sizeof(name));
 	if (ckpt_save(j, name, -1)) {
+		if (!j->w.pid)
+			return;		/* the worker died: the job failed */
 		snprintf(msg, sizeof(msg), "checkpoint %s: %s", name,
 			 fs_errmsg());
 		pthread_mutex_lock(&j->lock);
@@ -659,6 +1081,16 @@ static void ckpt_auto(struct job *j, const struct gpo_step_info *si)
 	ckpt_prune(j, j->cfg.keep_checkpoints);
 }
 
+static uint64_t job_step(struct job *j)
+{
+	uint64_t step;
+
+	pthread_mutex_lock(&j->lock);
+	step = j->step;
+	pthread_mutex_unlock(&j->lock);
+	return step;
+}
+
 static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 {
 	char name[32];
@@ -667,12 +1099,29 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 	fair_lock(&j->opt_lock);
 	ret = ensure_built(j);
 	if (!ret && !arg)
-		auto_name(j, name, sizeof(name));
+		auto_name(job_step(j), name, sizeof(name));
 	if (!ret)
 		ret = ckpt_save(j, arg ? arg : name, uid);
 	if (!ret && !arg)
 		ckpt_prune(j, j->cfg.keep_checkpoints);
 	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
+/* opt_lock held: restore checkpoint file @file in the worker; the config
+ * stays the truth about hyperparameters */
+static int restore_file(struct job *j, const char *file, unsigned int flags,
+			struct wp_stat *st)
+{
+	struct wp_req rq = { .cmd = WP_RESTORE, .flags = flags };
+	struct wp_rep rp;
+	int ret;
+
+	snprintf(rq.name, sizeof(rq.name), "%s", file);
+	ret = worker_call(j, &rq, &rp, 1);
+	*st = rp.st;
+	if (!ret)
+		ret = apply_hparams(j, &j->cfg, 0, &st->lr);
 	return ret;
 }
 
@@ -684,9 +1133,8 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 static int ctl_restore(struct job *j, const char *arg, const char *how,
 		       uid_t uid)
 {
-	char path[PATH_MAX + 80];
-	unsigned int flags = 0;
-	uint64_t step;
+	char path[PATH_MAX + 80], msg[WP_MSG_MAX];
+	struct wp_stat st;
 	int ret;
 
 	if (!arg)
@@ -695,8 +1143,6 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 		return fs_err(-EINVAL,
 			      "restore NAME [foreign]: '%.32s' is not foreign",
 			      how);
-	if (how)
-		flags |= GPO_CKPT_FOREIGN;
 	ret = ckpt_path(j, arg, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -710,28 +1156,25 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 	if (!ret && access(path, F_OK))
 		ret = fs_err(-ENOENT, "restore: no checkpoint '%s'", arg);
 	if (!ret) {
-		ret = gpo_optim_restore(j->opt, path, flags);
-		if (ret == -ENODATA && !how)
+		ret = restore_file(j, strrchr(path, '/') + 1,
+				   how ? WP_F_FOREIGN : 0, &st);
+		if (ret == -ENODATA && !how) {
+			snprintf(msg, sizeof(msg), "%s", fs_errmsg());
 			fs_err(ret, "%s (write 'restore %s foreign' to read it anyway)",
-			       gpo_errmsg(), arg);
-		else if (ret)
-			fs_lib_err(ret);
+			       msg, arg);
+		}
 	}
-	/* config stays the truth about hyperparameters */
-	if (!ret)
-		ret = apply_hparams(j, &j->cfg);
 	if (!ret) {
-		step = gpo_optim_steps_done(j->opt);
 		pthread_mutex_lock(&j->lock);
-		j->step = step;
+		j->step = st.step;
 		j->loss = NAN;
 		j->grad_norm = NAN;
-		gpo_optim_get(j->opt, -1, "lr", &j->lr);
+		j->lr = st.lr;
 		job_event(j, uid, "restored %s%s at step %llu",
 			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
-			  (unsigned long long)step);
+			  (unsigned long long)st.step);
 		job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
-		set_state(j, step ? JOB_PAUSED : JOB_CREATED, uid);
+		set_state(j, st.step ? JOB_PAUSED : JOB_CREATED, uid);
 		pthread_mutex_unlock(&j->lock);
 	}
 	fair_unlock(&j->opt_lock);
@@ -824,13 +1267,15 @@ static uint64_t active_ns(const struct job *j)
 /* j->lock held: a step finished (or failed) */
 static void after_step(struct job *j, const struct step_result *r)
 {
-	const struct gpo_step_info *si = &r->info;
+	const struct wp_stat *si = &r->st;
 
 	j->in_step--;
 	pthread_cond_broadcast(&j->cond);
 	if (r->t1 && j->dev_index >= 0)
 		fs_busy_add(j->fs, j->dev_index, r->t0, r->t1);
 	if (r->ret) {
+		if (j->state == JOB_FAILED)
+			return;		/* its worker died: said already */
 		set_error(j, fs_errmsg());
 		job_event(j, -1, "failed at step %llu: %s",
 			  (unsigned long long)j->step, fs_errmsg());
@@ -841,9 +1286,11 @@ static void after_step(struct job *j, const struct step_result *r)
 		j->active_ns += r->t1 - r->t0;
 	j->step = si->step;
 	j->skipped = si->skipped_total;
-	j->loss = r->loss;
+	j->loss = si->loss;
 	j->lr = si->lr;
 	j->grad_norm = si->grad_norm;
+	j->nextra = si->nextra;
+	memcpy(j->extra, si->extra, si->nextra * sizeof(si->extra[0]));
 	j->steps_run++;
 	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 	__atomic_add_fetch(&j->fs->steps_total, 1, __ATOMIC_RELAXED);
@@ -877,22 +1324,99 @@ static int device_check(struct job *j)
 	return ret ? fs_lib_err(ret) : 0;
 }
 
-/* One step of a built-in objective; opt_lock held. */
+/* One step of a built-in model, in the worker; opt_lock held. */
 static int objective_step(struct job *j, struct step_result *r)
 {
-	const char *name = objective_name(j->cfg.model.kind);
+	struct wp_req rq = { .cmd = WP_STEP };
+	struct wp_rep rp;
 	int ret;
 
-	ret = gpo_optim_objective(j->opt, name, &r->loss);
+	ret = worker_call(j, &rq, &rp, 0);
+	r->st = rp.st;
+	return ret;
+}
+
+/* the newest automatic checkpoint's file name, or "" for none */
+static void ckpt_newest(struct job *j, char *out, size_t len)
+{
+	char dir[PATH_MAX], **names;
+	int n;
+
+	out[0] = '\0';
+	if (ckpt_dir(j, dir, sizeof(dir)))
+		return;
+	n = gpo__dir_list(dir, is_auto_ckpt, NULL, NULL, &names);
+	if (n > 0) {
+		snprintf(out, len, "%s", names[n - 1]);
+		gpo__dir_free(names, n);
+	}
+}
+
+/*
+ * opt_lock held: restart_on_failure: a new worker, at the newest automatic
+ * checkpoint (or at the start when there is none).
+ */
+static int worker_restart(struct job *j, char *from, size_t len)
+{
+	struct wp_stat st;
+	int ret;
+
+	ckpt_newest(j, from, len);
+	ret = ensure_built(j);
+	if (ret || !from[0]) {
+		if (!from[0])
+			snprintf(from, len, "the start");
+		memset(&st, 0, sizeof(st));
+		st.loss = NAN;
+		st.grad_norm = NAN;
+		st.lr = config_lr(j->fs, &j->cfg);
+	} else {
+		ret = restore_file(j, from, 0, &st);
+	}
 	if (ret)
-		return fs_lib_err(ret);
-	if (!isfinite(r->loss))
-		return fs_err(-ERANGE, "the loss is %g: the run diverged",
-			      r->loss);
-	if (j->sched)
-		gpo_optim_set_metric(j->opt, r->loss);
-	ret = gpo_optim_step(j->opt, &r->info);
-	return ret ? fs_lib_err(ret) : 0;
+		return ret;
+	pthread_mutex_lock(&j->lock);
+	j->step = st.step;
+	j->lr = st.lr;
+	j->loss = NAN;
+	j->grad_norm = NAN;
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+/* j->lock held: after a worker's death, restart it if the config says so */
+static void maybe_restart(struct job *j)
+{
+	char from[80], msg[512];
+	int ret;
+
+	if (j->state != JOB_FAILED || !j->worker_died || j->quit ||
+	    j->restarts >= j->cfg.restart_on_failure)
+		return;
+	j->worker_died = 0;
+	j->restarts++;
+	j->in_step++;		/* rmdir and reset wait for it */
+	pthread_mutex_unlock(&j->lock);
+	fair_lock(&j->opt_lock);
+	ret = worker_restart(j, from, sizeof(from));
+	if (ret)
+		snprintf(msg, sizeof(msg), "%s", fs_errmsg());
+	fair_unlock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	j->in_step--;
+	pthread_cond_broadcast(&j->cond);
+	if (ret) {
+		job_event(j, -1, "restart %llu of %llu failed: %s",
+			  (unsigned long long)j->restarts,
+			  (unsigned long long)j->cfg.restart_on_failure, msg);
+		return;
+	}
+	job_event(j, -1, "restart %llu of %llu: a new worker from %s at step %llu",
+		  (unsigned long long)j->restarts,
+		  (unsigned long long)j->cfg.restart_on_failure, from,
+		  (unsigned long long)j->step);
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
+	set_state(j, JOB_RUNNING, -1);
 }
 
 static void *runner_main(void *arg)
@@ -924,11 +1448,12 @@ static void *runner_main(void *arg)
 			r.ret = objective_step(j, &r);
 		r.t1 = gpo__now_ns();
 		if (!r.ret)
-			ckpt_auto(j, &r.info);
+			ckpt_auto(j, &r.st);
 		fair_unlock(&j->opt_lock);
 
 		pthread_mutex_lock(&j->lock);
 		after_step(j, &r);
+		maybe_restart(j);
 	}
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
@@ -1053,14 +1578,85 @@ static int ctl_stop(struct job *j, uid_t uid)
 			JOB_STOPPED);
 }
 
-/* j->lock held: wait for a "step N" to end, waking for shutdown */
+/*
+ * A "step N" write waits in a FUSE thread. So that one user's waits never
+ * take the threads everyone's reads need, at most STEP_WAITERS_UID of
+ * them wait per uid and STEP_WAITERS in all (the daemon runs 16 threads
+ * by default); more get EAGAIN.
+ */
+#define STEP_WAITERS 8
+#define STEP_WAITERS_UID 4
+
+static pthread_mutex_t waiters_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uid_t uid; int n; } waiters[STEP_WAITERS];
+static int waiters_total;
+
+static int waiter_enter(uid_t uid)
+{
+	int i, free_slot = -1, ret = 0;
+
+	pthread_mutex_lock(&waiters_lock);
+	for (i = 0; i < STEP_WAITERS; i++) {
+		if (waiters[i].n && waiters[i].uid == uid)
+			break;
+		if (!waiters[i].n && free_slot < 0)
+			free_slot = i;
+	}
+	if (waiters_total >= STEP_WAITERS)
+		ret = fs_err(-EAGAIN,
+			     "step N: %d writes wait already, the most at once (write start, or try again later)",
+			     waiters_total);
+	else if (i < STEP_WAITERS && waiters[i].n >= STEP_WAITERS_UID)
+		ret = fs_err(-EAGAIN,
+			     "step N: uid %u has %d writes waiting, the most at once (write start, or try again later)",
+			     (unsigned int)uid, waiters[i].n);
+	if (!ret) {
+		if (i == STEP_WAITERS) {
+			i = free_slot;
+			waiters[i].uid = uid;
+		}
+		waiters[i].n++;
+		waiters_total++;
+	}
+	pthread_mutex_unlock(&waiters_lock);
+	return ret;
+}
+
+static void waiter_leave(uid_t uid)
+{
+	int i;
+
+	pthread_mutex_lock(&waiters_lock);
+	for (i = 0; i < STEP_WAITERS; i++) {
+		if (waiters[i].n && waiters[i].uid == uid) {
+			waiters[i].n--;
+			waiters_total--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&waiters_lock);
+}
+
+/*
+ * j->lock held: wait for a "step N" to end, waking every 100 ms for
+ * shutdown, rmdir and the writer's signals: an interrupted writer gets
+ * EINTR at once (the steps go on; the job pauses after them).
+ */
 static int wait_steps(struct job *j)
 {
 	struct timespec ts;
+	uint64_t n;
 
 	while (j->state == JOB_RUNNING && j->steps_left) {
-		if (fs_exiting(j->fs))
+		if (fs_exiting(j->fs)) {
+			j->steps_left = 0;
 			return fs_err(-EINTR, "the daemon is stopping");
+		}
+		if (fuse_interrupted())
+			return fs_err(-EINTR,
+				      "interrupted at step %llu: the job pauses after its %llu steps left",
+				      (unsigned long long)j->step,
+				      (unsigned long long)j->steps_left);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100000000;
 		if (ts.tv_nsec >= 1000000000) {
@@ -1069,10 +1665,12 @@ static int wait_steps(struct job *j)
 		}
 		pthread_cond_timedwait(&j->cond, &j->lock, &ts);
 	}
+	n = j->steps_left;
+	j->steps_left = 0;
 	if (j->state == JOB_FAILED)
 		return fs_err(-EIO, "%s", j->error);
 	/* max_steps ending it early is success */
-	if (j->steps_left && j->state != JOB_DONE)
+	if (n && j->state != JOB_DONE)
 		return fs_err(-EINTR, "interrupted: the job is %s",
 			      job_state_name(j->state));
 	return 0;
@@ -1090,35 +1688,41 @@ static int ctl_step(struct job *j, const char *arg, uid_t uid)
 	      fs_err(-EINVAL,
 		     "step N needs a built-in model; external models step on writes to grad");
 	pthread_mutex_unlock(&j->lock);
-	if (!ret)
-		ret = build_in_state(j, "step", STATE_BIT(JOB_CREATED) |
-				     STATE_BIT(JOB_PAUSED));
 	if (ret)
 		return ret;
+	ret = waiter_enter(uid);
+	if (ret)
+		return ret;
+	ret = build_in_state(j, "step", STATE_BIT(JOB_CREATED) |
+			     STATE_BIT(JOB_PAUSED));
+	if (ret)
+		goto out_leave;
 	ret = start_runner(j);
 	if (ret)
 		goto out_unlock;
 	j->steps_left = n;
 	set_state(j, JOB_RUNNING, uid);
 	ret = wait_steps(j);
-	j->steps_left = 0;
 out_unlock:
 	pthread_mutex_unlock(&j->lock);
+out_leave:
+	waiter_leave(uid);
 	return ret;
 }
 
-/* opt_lock held: a job that starts over starts its schedule over */
-static int restart_sched(struct job *j)
+/* opt_lock held: the worker's optimizer back to step 0, its schedule
+ * started over */
+static int reset_worker(struct job *j)
 {
-	struct built b = { .opt = j->opt };
+	struct wp_req rq = { .cmd = WP_RESET };
+	struct wp_rep rp;
 	int ret;
 
-	if (!j->sched)
+	if (!j->w.built)
 		return 0;
-	gpo_optim_attach_sched(j->opt, NULL);
-	gpo_sched_free(j->sched);
-	ret = build_sched(&j->cfg, &b);
-	j->sched = b.sched;
+	ret = worker_call(j, &rq, &rp, 0);
+	if (!ret)
+		ret = apply_hparams(j, &j->cfg, WP_F_RESTART_SCHED, NULL);
 	return ret;
 }
 
@@ -1128,22 +1732,19 @@ static int ctl_reset(struct job *j, uid_t uid)
 
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
-	if (j->state == JOB_RUNNING || j->in_step) {
+	if (j->state == JOB_RUNNING || j->in_step)
 		ret = wrong_state(j, "reset");
+	pthread_mutex_unlock(&j->lock);
+	if (!ret)
+		ret = reset_worker(j);
+	pthread_mutex_lock(&j->lock);
+	if (!ret && (j->state == JOB_RUNNING || j->in_step))
+		ret = wrong_state(j, "reset");
+	if (ret)
 		goto out_unlock;
-	}
-	if (j->opt) {
-		ret = gpo_optim_reset(j->opt);
-		if (ret) {
-			fs_lib_err(ret);
-			goto out_unlock;
-		}
-		ret = apply_hparams(j, &j->cfg);
-		if (!ret)
-			ret = restart_sched(j);
-		if (ret)
-			goto out_unlock;
-	}
+	j->worker_died = 0;
+	j->restarts = 0;
+	j->nextra = 0;
 	j->step = 0;
 	j->steps_run = 0;
 	j->skipped = 0;
@@ -1200,6 +1801,12 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 
 	if (strlen(text) >= sizeof(line))
 		return fs_err(-EINVAL, "ctl: too long");
+	pthread_mutex_lock(&j->fs->lock);
+	ret = j->removed ? fs_err(-ENOENT, "job '%s' is gone (rmdir)",
+				  j->name) : 0;
+	pthread_mutex_unlock(&j->fs->lock);
+	if (ret)
+		return ret;
 	snprintf(line, sizeof(line), "%s", text);
 	verb = strtok_r(line, " \t\n", &save);
 	arg = verb ? strtok_r(NULL, " \t\n", &save) : NULL;
@@ -1235,21 +1842,13 @@ static int started(const struct job *j)
 static int apply_config(struct job *j, const struct job_config *cfg,
 			unsigned int changed)
 {
-	struct built b;
-	int ret;
-
-	if (!j->opt)
+	if (!j->w.built)
 		return 0;
-	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED)) {
-		ret = build(j->fs, cfg, changed & CFG_MODEL ? NULL : j->opt,
-			    &b);
-		if (!ret)
-			install(j, &b);
-		return ret;
-	}
+	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED))
+		return worker_build(j, cfg, !(changed & CFG_MODEL));
 	if (!(changed & CFG_HP))
 		return 0;
-	return apply_hparams(j, cfg);
+	return apply_hparams(j, cfg, 0, NULL);
 }
 
 /* j->lock held */
@@ -1387,6 +1986,25 @@ int job_tensor_info(struct job *j, int index, struct model_tensor *t)
 	return ret;
 }
 
+/* opt_lock held: move @bytes between @buf and the worker's slot */
+static int worker_io(struct job *j, enum wp_cmd cmd, int tensor, void *buf,
+		     size_t bytes)
+{
+	struct wp_req rq = { .cmd = cmd, .arg = tensor, .bytes = bytes };
+	struct wp_rep rp;
+	int ret;
+
+	ret = shm_reserve(j, bytes);
+	if (ret)
+		return ret;
+	if (cmd == WP_PARAM_WRITE || cmd == WP_GRAD_STEP)
+		memcpy(j->w.map, buf, bytes);
+	ret = worker_call(j, &rq, &rp, 0);
+	if (!ret && (cmd == WP_PARAM_READ || cmd == WP_GRAD_READ))
+		memcpy(buf, j->w.map, bytes);
+	return ret;
+}
+
 static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 		     int write)
 {
@@ -1401,16 +2019,9 @@ static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 			     t.name, (unsigned long long)t.numel * 4, bytes);
 	if (!ret)
 		ret = ensure_built(j);
-	if (!ret) {
-		if (write)
-			ret = gpo_optim_write(j->opt, "param", t.name, buf,
-					      bytes);
-		else
-			ret = gpo_optim_read(j->opt, "param", t.name, buf,
-					     bytes);
-		if (ret)
-			fs_lib_err(ret);
-	}
+	if (!ret)
+		ret = worker_io(j, write ? WP_PARAM_WRITE : WP_PARAM_READ,
+				tensor, buf, bytes);
 	if (!ret && write) {
 		pthread_mutex_lock(&j->lock);
 		job_touch(j, JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_STAT));
@@ -1451,11 +2062,8 @@ int job_grad_read(struct job *j, void *dst, size_t bytes)
 		     (unsigned long long)job_grad_bytes(j));
 	if (!ret)
 		ret = ensure_built(j);
-	if (!ret) {
-		ret = gpo_optim_read(j->opt, "grad", NULL, dst, bytes);
-		if (ret)
-			fs_lib_err(ret);
-	}
+	if (!ret)
+		ret = worker_io(j, WP_GRAD_READ, 0, dst, bytes);
 	fair_unlock(&j->opt_lock);
 	return ret;
 }
@@ -1483,13 +2091,30 @@ static int grad_allowed(struct job *j, size_t bytes)
 	return 0;
 }
 
+/* opt_lock held: one step on the gradient @src, in the worker */
+static int grad_step(struct job *j, const void *src, size_t bytes,
+		     struct wp_stat *st)
+{
+	struct wp_req rq = { .cmd = WP_GRAD_STEP, .bytes = bytes };
+	struct wp_rep rp;
+	int ret;
+
+	ret = shm_reserve(j, bytes);
+	if (ret)
+		return ret;
+	memcpy(j->w.map, src, bytes);
+	ret = worker_call(j, &rq, &rp, 0);
+	*st = rp.st;
+	return ret;
+}
+
 int job_grad_step(struct job *j, const void *src, size_t bytes)
 {
 	struct step_result r;
 	int ret;
 
 	memset(&r, 0, sizeof(r));
-	r.loss = NAN;
+	r.st.loss = NAN;
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
 	ret = grad_allowed(j, bytes);
@@ -1508,16 +2133,11 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 		goto out_unlock;
 	r.t0 = gpo__now_ns();
 	r.ret = device_check(j);
-	if (!r.ret) {
-		r.ret = gpo_optim_write(j->opt, "grad", NULL, src, bytes);
-		if (!r.ret)
-			r.ret = gpo_optim_step(j->opt, &r.info);
-		if (r.ret)
-			fs_lib_err(r.ret);
-	}
+	if (!r.ret)
+		r.ret = grad_step(j, src, bytes, &r.st);
 	r.t1 = gpo__now_ns();
 	if (!r.ret)
-		ckpt_auto(j, &r.info);
+		ckpt_auto(j, &r.st);
 	pthread_mutex_lock(&j->lock);
 	after_step(j, &r);
 	pthread_mutex_unlock(&j->lock);
@@ -1598,23 +2218,10 @@ int job_error_show(struct job *j, struct gpo__sbuf *sb)
 	return sb->err;
 }
 
-static const char *model_kind_name(enum model_kind k)
-{
-	switch (k) {
-	case MODEL_EXTERNAL:
-		return "external";
-	case MODEL_QUADRATIC:
-		return "quadratic";
-	case MODEL_ROSENBROCK:
-		return "rosenbrock";
-	default:
-		return "none";
-	}
-}
-
 void job_snapshot(struct job *j, struct job_snapshot *s)
 {
 	double el;
+	int i;
 
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&j->lock);
@@ -1644,6 +2251,14 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 		 model_kind_name(j->cfg.model.kind));
 	s->params = j->cfg.model.numel;
 	s->param_bytes = j->cfg.model.numel * sizeof(float);
+	s->restarts = j->restarts;
+	s->worker_pid = __atomic_load_n(&j->w.pid, __ATOMIC_RELAXED);
+	s->nextra = j->nextra;
+	for (i = 0; i < (int)j->nextra && i < (int)ARRAY_SIZE(s->extra); i++) {
+		snprintf(s->extra[i].name, sizeof(s->extra[i].name), "%.23s",
+			 j->extra[i].name);
+		s->extra[i].value = j->extra[i].value;
+	}
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -1664,15 +2279,13 @@ int job_name_valid(const char *name)
 
 static void job_free(struct job *j)
 {
-	struct built b = { .opt = j->opt, .sched = j->sched };
-
 	pthread_mutex_lock(&j->lock);
 	j->quit = 1;
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	if (j->has_runner)
 		pthread_join(j->runner, NULL);
-	built_free(j->fs, &b);
+	worker_stop(j);
 	while (j->npollers)
 		fuse_pollhandle_destroy(j->pollers[--j->npollers]);
 	config_free(&j->cfg);
@@ -1723,6 +2336,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->loss = NAN;
 	j->grad_norm = NAN;
 	j->dev_index = -1;
+	j->w.sock = j->w.shm = j->w.err = -1;
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
@@ -1811,6 +2425,7 @@ int job_remove(struct job *j, uid_t uid)
 	if (ret)
 		return ret;
 	fair_lock(&j->opt_lock);
+	worker_stop(j);
 	ckpt_remove_all(j);
 	fair_unlock(&j->opt_lock);
 	job_put(j);	/* the list's reference */
@@ -1823,8 +2438,8 @@ static void ckpt_final(struct job *j)
 	char name[32];
 
 	fair_lock(&j->opt_lock);
-	if (j->opt) {
-		auto_name(j, name, sizeof(name));
+	if (j->w.built) {
+		auto_name(job_step(j), name, sizeof(name));
 		if (!ckpt_save(j, name, -1))
 			ckpt_prune(j, j->cfg.keep_checkpoints);
 	}

@@ -3,10 +3,12 @@
  * job_i.h - the job runner's interface
  *
  * The tree asks a job for everything through these calls and never sees
- * its optimizer, so the runner can later move into a worker process per
- * job with these calls as its messages. Every call returns 0 or a negative
- * errno with fs_err() set; none blocks longer than one step, except
- * "step N", which returns when its steps are done.
+ * its optimizer: that lives in the job's worker process (fsd/worker/,
+ * speaking fsd/worker/proto.h), and job.c turns these calls into its
+ * messages. Every call returns 0 or a negative errno with fs_err() set;
+ * none blocks longer than one step (or a worker's watchdog time), except
+ * "step N", which returns when its steps are done or its writer is
+ * interrupted.
  */
 #ifndef JOB_I_H
 #define JOB_I_H
@@ -80,6 +82,8 @@ struct job_config {
 	uint64_t checkpoint_every;
 	uint64_t keep_checkpoints;
 	uint64_t seed;
+	uint64_t restart_on_failure;	/* worker restarts left to a job */
+	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
 };
 
 /* what a config write changed */
@@ -141,6 +145,13 @@ struct job_snapshot {
 	char model[64];			/* model kind */
 	uint64_t params;
 	uint64_t param_bytes;
+	uint64_t restarts;		/* workers restart_on_failure started */
+	int worker_pid;			/* 0 when the job has no worker */
+	int nextra;			/* a model kind's own numbers */
+	struct {
+		char name[24];
+		double value;
+	} extra[8];
 };
 
 enum job_log {

@@ -32,7 +32,7 @@ static const struct {
 	{ EINTR, "EINTR" }, { ERANGE, "ERANGE" }, { ENOTDIR, "ENOTDIR" },
 	{ EISDIR, "EISDIR" }, { ENOTCONN, "ENOTCONN" }, { EROFS, "EROFS" },
 	{ ENOTEMPTY, "ENOTEMPTY" }, { EOVERFLOW, "EOVERFLOW" },
-	{ ENODATA, "ENODATA" }, { EBADE, "EBADE" },
+	{ ENODATA, "ENODATA" }, { EBADE, "EBADE" }, { EAGAIN, "EAGAIN" },
 };
 
 static const char *errname(int err)

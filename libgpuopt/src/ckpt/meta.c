@@ -143,13 +143,52 @@ out_put:
 	return ret;
 }
 
-static int find_tensor(const struct ckpt *ck, const char *name)
+/*
+ * Checksums name their tensors: look them up in an index sorted by name,
+ * so a header of n tensors costs n log n, not n^2 (120 000 tensors took
+ * 35 s with a linear search each).
+ */
+struct name_index {
+	const struct ckpt *ck;
+	int *order;
+};
+
+static int cmp_names(const void *a, const void *b, void *arg)
+{
+	const struct ckpt *ck = arg;
+
+	return strcmp(ck->t[*(const int *)a].name, ck->t[*(const int *)b].name);
+}
+
+static int index_names(const struct ckpt *ck, struct name_index *ix)
 {
 	int i;
 
+	ix->ck = ck;
+	ix->order = malloc((ck->ntensors ? ck->ntensors : 1) * sizeof(int));
+	if (!ix->order)
+		return nomem();
 	for (i = 0; i < ck->ntensors; i++)
-		if (!strcmp(ck->t[i].name, name))
-			return i;
+		ix->order[i] = i;
+	/* ck->t stays in offset order: sort indices, not the tensors */
+	qsort_r(ix->order, ck->ntensors, sizeof(int), cmp_names, (void *)ck);
+	return 0;
+}
+
+static int find_tensor(const struct name_index *ix, const char *name)
+{
+	int lo = 0, hi = ix->ck->ntensors, mid, c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(ix->ck->t[ix->order[mid]].name, name);
+		if (!c)
+			return ix->order[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
@@ -176,6 +215,7 @@ static int parse_hex64(const char *s, uint64_t *out)
 
 static int parse_checksums(struct ckpt *ck, const char *text)
 {
+	struct name_index ix = { 0 };
 	const char *key;
 	json_t *j, *v;
 	int i, ret;
@@ -183,6 +223,9 @@ static int parse_checksums(struct ckpt *ck, const char *text)
 	j = load_meta_json(ck, CKPT_META_XXH64, text, &ret);
 	if (!j)
 		return ret;
+	ret = index_names(ck, &ix);
+	if (ret)
+		goto out_put;
 	if (!json_is_object(j)) {
 		ret = gpo__err(-EPROTO, "metadata '%s' is not an object",
 			      CKPT_META_XXH64);
@@ -191,7 +234,7 @@ static int parse_checksums(struct ckpt *ck, const char *text)
 	json_object_foreach(j, key, v) {
 		const char *s = json_string_value(v);
 
-		i = find_tensor(ck, key);
+		i = find_tensor(&ix, key);
 		if (i < 0) {
 			ret = gpo__err(-EPROTO, "checksum for '%.200s', which is no tensor",
 				      key);
@@ -206,6 +249,7 @@ static int parse_checksums(struct ckpt *ck, const char *text)
 		ck->t[i].has_sum = 1;
 	}
 out_put:
+	free(ix.order);
 	json_decref(j);
 	return ret;
 }

@@ -767,8 +767,10 @@ static void param_views(struct gpo_tensor *t)
 
 	t->st.blk = opt->param;
 	t->st.elem = off;
-	t->grad->st.blk = opt->grad;
-	t->grad->st.elem = off;
+	if (t->grad) {
+		t->grad->st.blk = opt->grad;
+		t->grad->st.elem = off;
+	}
 }
 
 static int pass(struct gpo_graph *g)
@@ -881,6 +883,27 @@ static void free_grads(struct gpo_graph *g)
 		free(g->t[i]->grad);
 		g->t[i]->grad = NULL;
 	}
+}
+
+/*
+ * gpo__graph_reemit - the launches again, the arena as it is: an
+ * optimizer's buffers moved (a checkpoint restore swaps in new ones)
+ */
+int gpo__graph_reemit(struct gpo_graph *g)
+{
+	int i, ret;
+
+	for (i = 0; i < g->nt; i++) {
+		if (g->t[i]->op != T_PARAM)
+			continue;
+		ret = gpo__optim_ensure_allocated(g->t[i]->opt);
+		if (ret)
+			return ret;
+	}
+	ret = pass(g);
+	if (ret)
+		g->fwd.n = g->bwd.n = 0;
+	return ret;
 }
 
 int gpo__graph_emit(struct gpo_graph *g)

@@ -606,12 +606,30 @@ int gpo_graph_backward(struct gpo_graph *g, struct gpo_tensor *loss)
 	return 0;
 }
 
+/* do the parameters' views still show their optimizers' buffers? */
+static int params_moved(struct gpo_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i];
+
+		if (t->op == T_PARAM &&
+		    (t->st.blk.mem != t->opt->param.mem ||
+		     t->st.blk.off != t->opt->param.off ||
+		     (t->grad && (t->grad->st.blk.mem != t->opt->grad.mem ||
+				  t->grad->st.blk.off != t->opt->grad.off))))
+			return 1;
+	}
+	return 0;
+}
+
 int gpo__graph_plan(struct gpo_graph *g)
 {
 	int ret;
 
 	if (g->planned)
-		return 0;
+		return params_moved(g) ? gpo__graph_reemit(g) : 0;
 	if (g->err)
 		return gpo_graph_status(g);
 	if (!g->nt)

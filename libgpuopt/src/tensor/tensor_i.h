@@ -124,6 +124,7 @@ int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
 
 /* emit.c */
 int gpo__graph_emit(struct gpo_graph *g);
+int gpo__graph_reemit(struct gpo_graph *g);
 /* the binding of @n elements at @v (a 256-byte aligned window) */
 void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
 		    uint32_t *off);

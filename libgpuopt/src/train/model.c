@@ -164,11 +164,11 @@ int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 
 		snprintf(name, sizeof(name), "fc%d.weight", l);
 		ret = gpo_optim_add_tensor(opt, name, 2, ws, 0);
-		if (ret)
+		if (ret < 0)
 			goto out_tensors;
 		snprintf(name, sizeof(name), "fc%d.bias", l);
 		ret = gpo_optim_add_tensor(opt, name, 1, &ws[0], 0);
-		if (ret)
+		if (ret < 0)
 			goto out_tensors;
 	}
 	ret = init_params(m);
