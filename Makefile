@@ -37,7 +37,7 @@ endif
 PREFIX ?= /usr/local
 CC ?= cc
 GLSLC ?= glslc
-PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson
+PKGS := OpenCL vulkan fuse3 liburing libcap check libxxhash jansson zlib
 
 # The version is written once, in gpuopt.h's GPUOPT_VERSION_* macros.
 version_part = $(shell sed -n 's/^\#define GPUOPT_VERSION_$(1)  *\([0-9][0-9]*\)$$/\1/p' \
@@ -69,7 +69,7 @@ BASE_CFLAGS += $(if $(call have,opencl),-DGPO_HAVE_OPENCL) \
 	$(if $(call have,vulkan),-DGPO_HAVE_VULKAN)
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
 LIB_LIBS := $(if $(call have,opencl),-lOpenCL) $(if $(call have,vulkan),-lvulkan) \
-	-luring -ljansson -lm -lpthread
+	-luring -ljansson -lz -lm -lpthread
 
 # common/: the helpers of the library, the daemon and the tools, in the
 # library and, for gpuoptctl, alone in libgpocommon.a
@@ -126,9 +126,11 @@ TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
 FSD_SRCS := $(sort $(wildcard fsd/*.c))
 FSD_OBJS := $(FSD_SRCS:%.c=$(BUILD)/%.o)
-FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs)
+FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs $(BUILD)/bin/gpuoptfs-worker)
+WORKER_SRCS := $(sort $(wildcard fsd/worker/*.c))
+WORKER_OBJS := $(WORKER_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps lib check check-unit check-fs run valgrind bench install \
+.PHONY: all deps lib check check-unit check-fs check-train run valgrind bench install \
 	clean fuzz
 .DEFAULT_GOAL := all
 
@@ -170,7 +172,7 @@ $(BUILD)/%.o: %.c $(BUILD_CONF)
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 # The cpu backend's loops are where vectorisation matters.
-$(BUILD)/libgpuopt/src/backend/cpu/cpu.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
+$(BUILD)/libgpuopt/src/backend/cpu/%.o: CFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRCS) tools/embed.sh
 	@mkdir -p $(dir $@)
@@ -235,6 +237,15 @@ $(BUILD)/bin/gpuoptfs: $(FSD_OBJS) $(ALIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $(FSD_OBJS) $(ALIB) \
 		$$(pkg-config --libs fuse3 libcap libsystemd) $(LIB_LIBS) $(LDPROG)
 
+# one job's device work, run by gpuoptfs as the job's owner: no FUSE here
+$(BUILD)/bin/gpuoptfs-worker: $(WORKER_OBJS) $(ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(WORKER_OBJS) $(ALIB) $(LIB_LIBS) $(LDPROG)
+
+$(BUILD)/fsd/worker/%.o: fsd/worker/%.c $(BUILD_CONF)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(BUILD)/fsd/%.o: fsd/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $$(pkg-config --cflags fuse3) -MMD -MP -c -o $@ $<
@@ -271,10 +282,18 @@ check: all
 valgrind: all
 	@VALGRIND=1 tests/run-unit.sh $(BUILD) $(TEST_BINS)
 
+# The Fashion-MNIST job of tests/fs on the GPU code paths too: PoCL and
+# lavapipe take minutes where the cpu backend (in make check) takes
+# seconds.
+check-train: all
+	@GPUOPT_FS_TRAIN_DEVICES="cpu opencl vulkan" \
+		tests/run-fs.sh $(BUILD) tests/fs/train_mlp_fashion_mnist.sh
+
 bench: all
 	@bench/run.sh $(BUILD)
 	@bench/ckpt.sh $(BUILD)
 	@bench/ctl.sh $(BUILD)
+	@bench/train.sh $(BUILD)
 
 # libFuzzer over the checkpoint reader: the reader's files built with
 # clang's coverage, the rest from $(ALIB). FUZZ_TIME seconds (default 180).

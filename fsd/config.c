@@ -299,6 +299,58 @@ static int model_parse_builtin(const char *spec, const char *arg,
 	return model_add(m, &t);
 }
 
+/* "784x256x10": fc<l>.weight [out, in] and fc<l>.bias [out], as torch */
+static int model_parse_mlp(const char *arg, struct model *m)
+{
+	uint64_t w[65], n = 0;
+	const char *p = arg;
+	char *end;
+	int k = 0, l, ret;
+
+	for (;;) {
+		if (k == 65 || !isdigit((unsigned char)*p))
+			goto bad;
+		w[k] = strtoull(p, &end, 10);
+		if (!w[k] || w[k] > (1u << 24) || end - p > 9)
+			goto bad;
+		k++;
+		p = end;
+		if (!*p)
+			break;
+		if (*p++ != 'x')
+			goto bad;
+	}
+	if (k < 2)
+		goto bad;
+	for (l = 0; l + 1 < k; l++) {
+		struct model_tensor t = { .ndim = 2 };
+
+		snprintf(t.name, sizeof(t.name), "fc%d.weight", l);
+		t.shape[0] = w[l + 1];
+		t.shape[1] = w[l];
+		t.numel = w[l + 1] * w[l];
+		n += t.numel + w[l + 1];
+		if (n > MODEL_NUMEL_MAX)
+			return fs_err(-EINVAL, "mlp:%s: more than %llu parameters",
+				      arg, MODEL_NUMEL_MAX);
+		ret = model_add(m, &t);
+		if (ret)
+			return ret;
+		memset(&t, 0, sizeof(t));
+		t.ndim = 1;
+		snprintf(t.name, sizeof(t.name), "fc%d.bias", l);
+		t.shape[0] = w[l + 1];
+		t.numel = w[l + 1];
+		ret = model_add(m, &t);
+		if (ret)
+			return ret;
+	}
+	return 0;
+bad:
+	return fs_err(-EINVAL, "mlp:%.64s: widths are whole numbers 1..16777216 joined by x, an input and an output at least, 64 layers at most (mlp:784x256x10)",
+		      arg);
+}
+
 static int model_make_spec(struct model *m)
 {
 	char shape[200];
@@ -315,6 +367,13 @@ static int model_make_spec(struct model *m)
 		gpo__sbuf_printf(&sb, "%s:%llu", m->kind == MODEL_QUADRATIC ?
 			    "quadratic" : "rosenbrock",
 			    (unsigned long long)m->numel);
+		break;
+	case MODEL_MLP:
+		gpo__sbuf_printf(&sb, "mlp:%llu",
+				 (unsigned long long)m->t[0].shape[1]);
+		for (i = 0; i < m->ntensors; i += 2)
+			gpo__sbuf_printf(&sb, "x%llu",
+					 (unsigned long long)m->t[i].shape[0]);
 		break;
 	case MODEL_EXTERNAL:
 		gpo__sbuf_printf(&sb, "external:");
@@ -357,9 +416,14 @@ int model_parse(const char *spec, struct model *m)
 					  "rosenbrock", colon + 1, m);
 		if (ret)
 			goto out_free;
+	} else if (colon && klen == 3 && !memcmp(spec, "mlp", 3)) {
+		m->kind = MODEL_MLP;
+		ret = model_parse_mlp(colon + 1, m);
+		if (ret)
+			goto out_free;
 	} else {
 		return fs_err(-EINVAL,
-			      "unknown '%.64s' (external:NAME:SHAPE,..., quadratic:N, rosenbrock:N, none)",
+			      "unknown '%.64s' (mlp:IN x..x OUT, external:NAME:SHAPE,..., quadratic:N, rosenbrock:N, none)",
 			      spec);
 	}
 	ret = model_make_spec(m);
@@ -383,6 +447,30 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	cfg->max_steps = MAX_STEPS_DEFAULT;
 	cfg->log_every = 10;
 	cfg->keep_checkpoints = 3;
+	snprintf(cfg->train.activation, sizeof(cfg->train.activation), "relu");
+	snprintf(cfg->train.loss, sizeof(cfg->train.loss), "xent");
+	cfg->train.batch_size = 64;
+	cfg->train.shuffle = 1;
+}
+
+int config_steps_itself(const struct job_config *cfg)
+{
+	return cfg->model.kind == MODEL_QUADRATIC ||
+	       cfg->model.kind == MODEL_ROSENBROCK ||
+	       cfg->model.kind == MODEL_MLP;
+}
+
+int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb)
+{
+	const struct train_config *t = &cfg->train;
+
+	gpo__sbuf_printf(sb, "%s", cfg->model.spec ? cfg->model.spec : "none");
+	if (cfg->model.kind == MODEL_MLP)
+		gpo__sbuf_printf(sb, " activation=%s loss=%s data=%s batch_size=%llu shuffle=%d eval_every=%llu",
+				 t->activation, t->loss, t->data,
+				 (unsigned long long)t->batch_size, t->shuffle,
+				 (unsigned long long)t->eval_every);
+	return sb->err ? fs_err(-ENOMEM, "out of memory") : 0;
 }
 
 void config_free(struct job_config *cfg)
@@ -475,7 +563,7 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 			 const char *value)
 {
 	if (!strcmp(key, "max_steps")) {
-		cfg->max_steps_set = 1;
+		cfg->max_steps_given = 1;
 		if (!strcmp(value, "max")) {
 			cfg->max_steps = MAX_STEPS_UNLIMITED;
 			return 0;
@@ -493,6 +581,55 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 				   &cfg->keep_checkpoints);
 	if (!strcmp(key, "seed"))
 		return parse_count(key, value, 0, UINT64_MAX, &cfg->seed);
+	if (!strcmp(key, "batch_size"))
+		return parse_count(key, value, 1, 1u << 24,
+				   &cfg->train.batch_size);
+	if (!strcmp(key, "epochs"))
+		return parse_count(key, value, 0, UINT64_MAX / 2,
+				   &cfg->train.epochs);
+	if (!strcmp(key, "eval_every"))
+		return parse_count(key, value, 0, UINT64_MAX,
+				   &cfg->train.eval_every);
+	if (!strcmp(key, "shuffle")) {
+		uint64_t v;
+		int ret = parse_count(key, value, 0, 1, &v);
+
+		cfg->train.shuffle = (int)v;
+		return ret;
+	}
+	if (!strcmp(key, "activation")) {
+		static const char *const acts[] = {
+			"relu", "gelu", "gelu_tanh", "tanh", "sigmoid",
+		};
+
+		if (!in_list(acts, ARRAY_SIZE(acts), value))
+			return fs_err(-EINVAL, "activation: unknown '%s' (relu gelu gelu_tanh tanh sigmoid)",
+				      value);
+		snprintf(cfg->train.activation, sizeof(cfg->train.activation),
+			 "%.15s", value);
+		return 0;
+	}
+	if (!strcmp(key, "loss")) {
+		if (strcmp(value, "xent") && strcmp(value, "mse"))
+			return fs_err(-EINVAL, "loss: unknown '%s' (xent mse)",
+				      value);
+		snprintf(cfg->train.loss, sizeof(cfg->train.loss), "%.7s", value);
+		return 0;
+	}
+	if (!strcmp(key, "restart_on_failure"))
+		return parse_count(key, value, 0, 1000,
+				   &cfg->restart_on_failure);
+	if (!strcmp(key, "autostart"))
+		return parse_count(key, value, 0, 1, &cfg->autostart);
+	if (!strcmp(key, "memory_limit_bytes")) {
+		if (!strcmp(value, "max")) {
+			cfg->memory_limit_bytes = 0;
+			return 0;
+		}
+		/* below this no worker can even load its drivers */
+		return parse_count(key, value, 16u << 20, UINT64_MAX,
+				   &cfg->memory_limit_bytes);
+	}
 	return 1;
 }
 
@@ -654,11 +791,15 @@ static unsigned int config_diff(const struct job_config *a,
 		c |= CFG_SCHED;
 	if (strcmp(a->device, b->device))
 		c |= CFG_DEVICE;
-	if (!model_equal(&a->model, &b->model))
+	if (!model_equal(&a->model, &b->model) ||
+	    memcmp(&a->train, &b->train, sizeof(a->train)))
 		c |= CFG_MODEL;
 	if (a->max_steps != b->max_steps || a->log_every != b->log_every ||
 	    a->checkpoint_every != b->checkpoint_every ||
-	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed)
+	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed ||
+	    a->restart_on_failure != b->restart_on_failure ||
+	    a->autostart != b->autostart ||
+	    a->memory_limit_bytes != b->memory_limit_bytes)
 		c |= CFG_RUN;
 	return c;
 }
@@ -726,6 +867,30 @@ static int parse_model_word(const struct gpo__kv *w, struct job_config *cfg)
 	return 0;
 }
 
+/*
+ * data=PATH: an absolute path of printable characters, checked for what
+ * it names only by the worker, which opens it as the job's owner
+ */
+static int parse_data(struct job_config *cfg, const struct gpo__kv *w)
+{
+	size_t i;
+
+	/* what config shows when none was given */
+	if (w->vlen == 4 && !memcmp(w->val, "none", 4)) {
+		cfg->train.data[0] = '\0';
+		return 0;
+	}
+	if (!w->vlen || w->vlen >= TRAIN_DATA_MAX || w->val[0] != '/')
+		return fs_err(-EINVAL, "data: an absolute path of fewer than %d bytes, or none",
+			      TRAIN_DATA_MAX);
+	for (i = 0; i < w->vlen; i++)
+		if (!isgraph((unsigned char)w->val[i]))
+			return fs_err(-EINVAL, "data: the path has a blank or control character");
+	memcpy(cfg->train.data, w->val, w->vlen);
+	cfg->train.data[w->vlen] = '\0';
+	return 0;
+}
+
 static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 		       struct kvlist *given_hp)
 {
@@ -738,6 +903,8 @@ static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 		return 0;
 	if (!strcmp(key, "model"))
 		return parse_model_word(w, cfg);
+	if (!strcmp(key, "data"))
+		return parse_data(cfg, w);
 	ret = word_value(w, value, sizeof(value));
 	if (ret)
 		return ret;
@@ -805,7 +972,7 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	 * steps as long as gradients come, a built-in one stops at the
 	 * default.
 	 */
-	if (!out->max_steps_set)
+	if (!out->max_steps_given)
 		out->max_steps = out->model.kind == MODEL_EXTERNAL ?
 				 MAX_STEPS_UNLIMITED : MAX_STEPS_DEFAULT;
 	/* refused at the write, long before anything is allocated */
@@ -828,6 +995,80 @@ uint64_t config_mem_bytes(const struct job_config *cfg)
 {
 	/* param, grad and up to two states of float32 per parameter */
 	return cfg->model.numel * 16;
+}
+
+/* A saved schedule's settings into @cfg; its state words are no settings. */
+static int restored_sched(struct job_config *cfg, const char *line)
+{
+	const char *pos = line;
+	char key[32], value[128];
+	struct gpo__kv w;
+	int ret;
+
+	free(cfg->sched.v);
+	cfg->sched.v = NULL;
+	cfg->sched.n = 0;
+	snprintf(cfg->schedule, sizeof(cfg->schedule), "constant");
+	while ((ret = next_word(&pos, &w)) > 0) {
+		memcpy(key, w.key, w.klen);
+		key[w.klen] = '\0';
+		ret = word_value(&w, value, sizeof(value));
+		if (ret)
+			return ret;
+		if (!strcmp(key, "kind")) {
+			if (!in_list(sched_kinds, ARRAY_SIZE(sched_kinds),
+				     value))
+				return fs_err(-EINVAL,
+					      "the saved schedule's kind '%s' is unknown",
+					      value);
+			strcpy(cfg->schedule, value);
+		} else if (in_list(sched_keys, ARRAY_SIZE(sched_keys), key)) {
+			ret = kv_set(&cfg->sched, key, value);
+			if (ret)
+				return ret;
+		}
+	}
+	return ret;
+}
+
+int config_restored(struct fsd *fs, const struct job_config *cur,
+		    const char *hp, const char *sched, struct job_config *out)
+{
+	const char *pos = hp;
+	char key[32], value[128];
+	struct gpo__kv w;
+	int ret;
+
+	ret = config_copy(out, cur);
+	if (ret)
+		return ret;
+	free(out->hp.v);
+	out->hp.v = NULL;
+	out->hp.n = 0;
+	while ((ret = next_word(&pos, &w)) > 0) {
+		/* next_word() refused keys too long for @key */
+		memcpy(key, w.key, w.klen);
+		key[w.klen] = '\0';
+		ret = word_value(&w, value, sizeof(value));
+		if (!ret)
+			ret = kv_set(&out->hp, key, value);
+		if (ret)
+			break;
+	}
+	if (!ret)
+		ret = restored_sched(out, sched);
+	if (ret)
+		goto out_free;
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = validate_hp(fs, out);
+	if (!ret)
+		ret = validate_sched(out);
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	if (!ret)
+		return 0;
+out_free:
+	config_free(out);
+	return ret;
 }
 
 double config_lr(struct fsd *fs, const struct job_config *cfg)
@@ -962,7 +1203,10 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	if (ret)
 		return ret;
 	show_sched(cfg, sb);
-	if (cfg->max_steps == MAX_STEPS_UNLIMITED)
+	/* epochs=N alone ends a data model's job: max_steps is then max */
+	if (cfg->max_steps == MAX_STEPS_UNLIMITED ||
+	    (cfg->model.kind == MODEL_MLP && cfg->train.epochs &&
+	     !cfg->max_steps_given))
 		snprintf(max, sizeof(max), "max");
 	else
 		snprintf(max, sizeof(max), "%llu",
@@ -974,5 +1218,22 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 		    (unsigned long long)cfg->checkpoint_every,
 		    (unsigned long long)cfg->keep_checkpoints,
 		    (unsigned long long)cfg->seed);
+	if (cfg->model.kind == MODEL_MLP)
+		gpo__sbuf_printf(sb, "activation=%s\nloss=%s\ndata=%s\nbatch_size=%llu\n"
+				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n",
+				 cfg->train.activation, cfg->train.loss,
+				 cfg->train.data[0] ? cfg->train.data : "none",
+				 (unsigned long long)cfg->train.batch_size,
+				 (unsigned long long)cfg->train.epochs,
+				 (unsigned long long)cfg->train.eval_every,
+				 cfg->train.shuffle);
+	gpo__sbuf_printf(sb, "restart_on_failure=%llu\nautostart=%llu\n",
+			 (unsigned long long)cfg->restart_on_failure,
+			 (unsigned long long)cfg->autostart);
+	if (cfg->memory_limit_bytes)
+		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
+				 (unsigned long long)cfg->memory_limit_bytes);
+	else
+		gpo__sbuf_printf(sb, "memory_limit_bytes=max\n");
 	return sb->err;
 }

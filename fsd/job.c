@@ -11,21 +11,53 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include "fs_i.h"
 #include "job_i.h"
+#include "worker/proto.h"
+
+extern char **environ;
 
 #define HISTORY_HEADER "step,loss,lr,grad_norm,elapsed_s\n"
+/* models that learn from data add their own columns (the step's extras) */
+#define HISTORY_HEADER_DATA \
+	"step,loss,lr,grad_norm,elapsed_s,epoch,samples_per_sec,eval_loss,accuracy\n"
+static const char *const history_extras[] = {
+	"epoch", "samples_per_sec", "eval_loss", "accuracy",
+};
 #define POLLERS_MAX 64
+
+/* the job's worker process, under opt_lock */
+struct wproc {
+	pid_t pid;			/* 0: none */
+	int sock;			/* our end of the socketpair */
+	int shm;			/* the memfd */
+	int err;			/* its stderr, non-blocking */
+	void *map;			/* shm, mapped */
+	uint64_t size;
+	int built;			/* it holds the optimizer */
+	int holds_dev;			/* counted in fs->dev_users */
+	char tail[2048];		/* the newest bytes of its stderr */
+	size_t tail_len;
+};
 
 struct fair_lock {
 	pthread_mutex_t mutex;
@@ -49,6 +81,7 @@ struct job {
 	struct job_config cfg;
 	uint64_t model_gen;		/* counts model changes */
 	double ext_loss;		/* external: written to loss, NaN if not */
+	uint64_t mem_bytes;		/* of its worker's state, reserved for uid */
 	enum job_state state;
 	uint64_t steps_left;		/* of a "step N" */
 	int in_step;			/* steps under way */
@@ -77,15 +110,27 @@ struct job {
 	int npollers;
 	char error[512];
 
+	int worker_died;		/* the last failure was its worker's */
+	uint64_t restarts;		/* by restart_on_failure */
+	uint64_t spe;			/* a data model's steps per epoch */
+	uint32_t nextra;		/* the model kind's own numbers */
+	struct wp_extra extra[WP_EXTRA_MAX];
+
 	struct fair_lock opt_lock;
-	struct gpo_optim *opt;
-	struct gpo_sched *sched;
-	uint64_t mem_bytes;		/* of opt, reserved for uid */
+	struct wproc w;
+
+	/* its record in the state directory: see "records" below */
+	pthread_mutex_t save_lock;	/* one writer of the record at a time */
+	int dirty;			/* changed since it was saved */
+	int purged;			/* rmdir removed the record */
+	int was_running;		/* paused by the daemon's shutdown */
+	char restore_from[80];		/* a checkpoint the next build restores */
+	char last_ckpt[80];		/* the newest checkpoint saved or restored */
+	uint64_t last_ckpt_step;
 };
 
 struct step_result {
-	struct gpo_step_info info;
-	double loss;
+	struct wp_stat st;
 	uint64_t t0;
 	uint64_t t1;
 	int ret;
@@ -188,6 +233,7 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 	/* names and values come from users: one line, no raw escapes */
 	fs_escape(safe, sizeof(safe), line);
 	gpo__sbuf_printf(&j->events, "%s\n", safe);
+	j->dirty = 1;
 	job_touch(j, JOB_T(JOB_T_EVENTS));
 	notify_pollers(j);
 }
@@ -205,10 +251,31 @@ static void history_row(struct job *j)
 		j->history_full = 1;
 		return;
 	}
-	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f\n",
+	if (j->cfg.model.kind == MODEL_MLP &&
+	    j->history.len == strlen(HISTORY_HEADER) &&
+	    !strcmp(j->history.buf, HISTORY_HEADER)) {
+		gpo__sbuf_reset(&j->history);
+		gpo__sbuf_printf(&j->history, HISTORY_HEADER_DATA);
+	}
+	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
+	if (j->cfg.model.kind == MODEL_MLP) {
+		size_t i;
+		uint32_t k;
+
+		for (i = 0; i < ARRAY_SIZE(history_extras); i++) {
+			double v = NAN;
+
+			for (k = 0; k < j->nextra; k++)
+				if (!strcmp(j->extra[k].name, history_extras[i]))
+					v = j->extra[k].value;
+			gpo__sbuf_printf(&j->history, ",%.9g", v);
+		}
+	}
+	gpo__sbuf_printf(&j->history, "\n");
 	j->history_step = j->step;
+	j->dirty = 1;
 	job_touch(j, JOB_T(JOB_T_HISTORY));
 	if (j->npollers)
 		notify_pollers(j);
@@ -282,243 +349,628 @@ static int config_get(struct job *j, struct job_config *cfg)
 	return ret;
 }
 
-/* ---- the optimizer ------------------------------------------------------- */
+/* ---- the worker ----------------------------------------------------------
+ *
+ * A job's optimizer lives in its own gpuoptfs-worker process (fsd/worker/),
+ * started as the job's owner when the job first needs it and speaking
+ * fsd/worker/proto.h. Calls go one at a time under opt_lock. A worker that
+ * dies, or gives no answer within its watchdog time, fails its job alone,
+ * with the cause and the last lines of its stderr in error and events.
+ */
 
-static uint64_t splitmix64(uint64_t *s)
+#ifndef GPUOPTFS_WORKER_PATH
+#define GPUOPTFS_WORKER_PATH "/usr/local/libexec/gpuoptfs-worker"
+#endif
+#define WORKER_TIMEOUT_S 30	/* one step, one read or write of params */
+#define WORKER_SLOW 10		/* builds and checkpoints: kernels compile */
+#define WORKER_NOFILE 256
+#define WORKER_TAIL_LINES 3
+
+static char worker_exe[PATH_MAX];
+static int worker_timeout = WORKER_TIMEOUT_S;
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+
+/*
+ * The worker beside the daemon's own executable (a build tree, or an
+ * install that put both in bin/), else the compiled-in path.
+ * GPUOPTFS_WORKER_TIMEOUT (seconds) shortens the watchdog for tests.
+ */
+static void worker_setup(void)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	char self[PATH_MAX], *slash;
+	const char *t = getenv("GPUOPTFS_WORKER_TIMEOUT");
+	ssize_t n;
+	uint64_t v;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* The start of a model: rosenbrock's classic point, a seeded random one
- * in [-2, 2) for quadratic, zeros for external models. */
-static void model_init(const struct job_config *cfg, float *x)
-{
-	uint64_t i, n = cfg->model.numel, s = cfg->seed;
-
-	for (i = 0; i < n; i++) {
-		switch (cfg->model.kind) {
-		case MODEL_ROSENBROCK:
-			x[i] = i % 2 ? 1.0f : -1.2f;
-			break;
-		case MODEL_QUADRATIC:
-			x[i] = (float)((splitmix64(&s) >> 40) * 0x1p-24 * 4 -
-				       2);
-			break;
-		default:
-			x[i] = 0;
-			break;
+	if (t && !fs_parse_u64(t, &v) && v >= 1 && v <= 3600)
+		worker_timeout = v;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(worker_exe, sizeof(worker_exe),
+				     "%s/gpuoptfs-worker", self) <
+			    (int)sizeof(worker_exe) &&
+			    !access(worker_exe, X_OK))
+				return;
 		}
 	}
-}
-
-static const char *objective_name(enum model_kind k)
-{
-	return k == MODEL_QUADRATIC ? "quadratic" :
-	       k == MODEL_ROSENBROCK ? "rosenbrock" : NULL;
-}
-
-struct built {
-	struct gpo_optim *opt;
-	struct gpo_sched *sched;
-	char dev_id[32];
-	int dev_index;
-	uid_t uid;
-	uint64_t bytes;			/* reserved against the uid's limit */
-};
-
-static void built_free(struct fsd *fs, struct built *b)
-{
-	if (!b->opt)
-		return;
-	gpo_optim_attach_sched(b->opt, NULL);
-	gpo_optim_free(b->opt);
-	gpo_sched_free(b->sched);
-	b->opt = NULL;
-	b->sched = NULL;
-	fs_mem_release(fs, b->uid, b->bytes);
-	b->bytes = 0;
-	pthread_mutex_lock(&fs->lock);
-	fs->dev_users--;
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static int build_sched(const struct job_config *cfg, struct built *b)
-{
-	struct gpo__sbuf text;
-	int ret;
-
-	if (!config_uses_sched(cfg))
-		return 0;
-	ret = gpo_sched_new(cfg->schedule, &b->sched);
-	if (ret)
-		return fs_lib_err(ret);
-	gpo__sbuf_init(&text);
-	ret = config_sched_text(cfg, &text);
-	if (!ret)
-		ret = gpo_sched_configure(b->sched, text.buf ? text.buf : "");
-	if (!ret)
-		ret = gpo_optim_attach_sched(b->opt, b->sched);
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
-}
-
-static int build_params(const struct job_config *cfg, struct built *b,
-			struct gpo_optim *old)
-{
-	size_t bytes = cfg->model.numel * sizeof(float);
-	float *x;
-	int ret;
-
-	x = malloc(bytes);
-	if (!x)
-		return fs_err(-ENOMEM, "out of memory for %zu bytes of params",
-			      bytes);
-	if (old) {
-		ret = gpo_optim_read(old, "param", NULL, x, bytes);
-		if (ret)
-			goto out_free;
-	} else {
-		model_init(cfg, x);
-	}
-	ret = gpo_optim_write(b->opt, "param", NULL, x, bytes);
-out_free:
-	free(x);
-	return ret ? fs_lib_err(ret) : 0;
-}
-
-static int build_tensors(const struct job_config *cfg, struct built *b)
-{
-	const struct model *m = &cfg->model;
-	struct gpo__sbuf text;
-	int i, ret;
-
-	for (i = 0; i < m->ntensors; i++) {
-		ret = gpo_optim_add_tensor(b->opt, m->t[i].name, m->t[i].ndim,
-					   m->t[i].shape, 0);
-		if (ret < 0)
-			return fs_lib_err(ret);
-	}
-	gpo__sbuf_init(&text);
-	ret = config_hp_text(cfg, &text);
-	if (!ret)
-		ret = gpo_optim_configure(b->opt, -1, text.buf ? text.buf : "");
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
+	snprintf(worker_exe, sizeof(worker_exe), "%s", GPUOPTFS_WORKER_PATH);
 }
 
 /*
- * Make the optimizer @cfg describes. Params come from @old when it holds
- * the same model (a device or optimizer change before the first step),
- * else from the model's start.
+ * The step that ends the job: max_steps; for a model trained on data with
+ * epochs=N, N epochs (max_steps then only when it was written)
  */
-static int build(struct fsd *fs, const struct job_config *cfg,
-		 struct gpo_optim *old, struct built *b, uid_t uid)
+static uint64_t step_limit(const struct job *j)
 {
-	struct gpo_device_info info;
-	struct gpo_device *dev;
-	int ret;
+	uint64_t lim = j->cfg.max_steps, e = j->cfg.train.epochs;
 
-	memset(b, 0, sizeof(*b));
-	if (cfg->model.kind == MODEL_NONE)
-		return fs_err(-EINVAL, "no model: write model=... to config");
-	/* the limits are checked before a byte of it is touched */
-	b->uid = uid;
-	b->bytes = config_mem_bytes(cfg);
-	ret = fs_mem_reserve(fs, uid, b->bytes);
-	if (ret) {
-		b->bytes = 0;
-		return ret;
+	if (j->cfg.model.kind != MODEL_MLP || !e)
+		return lim;
+	if (!j->cfg.max_steps_given)
+		lim = MAX_STEPS_UNLIMITED;
+	if (j->spe && e * j->spe < lim)
+		lim = e * j->spe;
+	return lim;
+}
+
+static const char *model_kind_name(enum model_kind k)
+{
+	switch (k) {
+	case MODEL_EXTERNAL:
+		return "external";
+	case MODEL_QUADRATIC:
+		return "quadratic";
+	case MODEL_ROSENBROCK:
+		return "rosenbrock";
+	case MODEL_MLP:
+		return "mlp";
+	default:
+		return "none";
 	}
-	pthread_rwlock_rdlock(&fs->ctx_lock);
-	ret = gpo_device_select(fs->ctx, cfg->device, &dev);
-	if (ret) {
-		fs_lib_err(ret);
-		goto out_unlock;
+}
+
+/* keep the newest bytes of the worker's stderr, for the failure's cause */
+static void stderr_drain(struct job *j)
+{
+	struct wproc *w = &j->w;
+	char buf[4096];
+	size_t keep;
+	ssize_t n;
+
+	if (w->err < 0)
+		return;
+	while ((n = read(w->err, buf, sizeof(buf))) > 0) {
+		if ((size_t)n >= sizeof(w->tail)) {
+			memcpy(w->tail, buf + n - sizeof(w->tail),
+			       sizeof(w->tail));
+			w->tail_len = sizeof(w->tail);
+			continue;
+		}
+		keep = sizeof(w->tail) - n;
+		if (w->tail_len > keep) {
+			memmove(w->tail, w->tail + w->tail_len - keep, keep);
+			w->tail_len = keep;
+		}
+		memcpy(w->tail + w->tail_len, buf, n);
+		w->tail_len += n;
 	}
-	ret = gpo_optim_new(dev, cfg->optimizer, &b->opt);
-	if (ret) {
-		fs_lib_err(ret);
-		fs_mem_release(fs, uid, b->bytes);
-		goto out_unlock;
+}
+
+/* the last lines of the worker's stderr, joined by " | ", made printable */
+static void stderr_tail(struct job *j, char *out, size_t len)
+{
+	struct wproc *w = &j->w;
+	size_t i, start, o = 0;
+	int lines = 0;
+
+	start = w->tail_len;
+	while (start > 0 && w->tail[start - 1] == '\n')
+		start--;
+	i = start;
+	while (i > 0) {
+		if (w->tail[i - 1] == '\n' && ++lines == WORKER_TAIL_LINES)
+			break;
+		i--;
 	}
-	pthread_mutex_lock(&fs->lock);
-	fs->dev_users++;
-	pthread_mutex_unlock(&fs->lock);
-	b->dev_index = gpo_device_index(dev);
-	fs_device_seen(fs, b->dev_index, dev);
-	gpo_device_info(fs->ctx, b->dev_index, &info);
-	snprintf(b->dev_id, sizeof(b->dev_id), "%s", info.id);
-	ret = build_tensors(cfg, b);
-	if (!ret)
-		ret = build_sched(cfg, b);
-	if (!ret)
-		ret = build_params(cfg, b, old);
-	if (ret)
-		built_free(fs, b);
-out_unlock:
-	pthread_rwlock_unlock(&fs->ctx_lock);
+	for (; i < start && o + 4 < len; i++) {
+		unsigned char c = w->tail[i];
+
+		if (c == '\n') {
+			memcpy(out + o, " | ", 3);
+			o += 3;
+		} else {
+			out[o++] = c >= 0x20 && c < 0x7f ? c : '?';
+		}
+	}
+	out[o] = '\0';
+}
+
+static void worker_close(struct job *j)
+{
+	struct wproc *w = &j->w;
+
+	if (w->map)
+		munmap(w->map, w->size);
+	if (w->sock >= 0)
+		close(w->sock);
+	if (w->shm >= 0)
+		close(w->shm);
+	if (w->err >= 0)
+		close(w->err);
+	w->map = NULL;
+	w->size = 0;
+	w->sock = w->shm = w->err = -1;
+	w->pid = 0;
+	w->built = 0;
+	fs_mem_release(j->fs, j->uid, j->mem_bytes);
+	j->mem_bytes = 0;
+	if (w->holds_dev) {
+		pthread_mutex_lock(&j->fs->lock);
+		j->fs->dev_users--;
+		pthread_mutex_unlock(&j->fs->lock);
+		w->holds_dev = 0;
+	}
+}
+
+/* wait up to @ms for the worker to exit; 1 with its status, else 0 */
+static int reap(pid_t pid, int *status, int ms)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return r == pid;
+		if (ms <= 0)
+			return 0;
+		usleep(10000);
+		ms -= 10;
+	}
+}
+
+/* opt_lock held: end the worker, quietly (rmdir, shutdown, rebuild) */
+static void worker_stop(struct job *j)
+{
+	struct wproc *w = &j->w;
+	struct wp_req rq = { .cmd = WP_QUIT };
+	int status;
+
+	if (!w->pid)
+		return;
+	send(w->sock, &rq, sizeof(rq), MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(w->sock, SHUT_RDWR);
+	if (!reap(w->pid, &status, 2000)) {
+		kill(w->pid, SIGKILL);
+		reap(w->pid, &status, 60000);
+	}
+	worker_close(j);
+}
+
+/*
+ * opt_lock held: the worker died, or stopped answering after @hung_s
+ * seconds. Its job fails with the cause; the error returned says it too.
+ */
+static int worker_lost(struct job *j, int hung_s)
+{
+	struct wproc *w = &j->w;
+	char cause[160], tail[300], msg[512];
+	const char *sig;
+	int status = 0;
+
+	if (hung_s)
+		kill(w->pid, SIGKILL);
+	if (!reap(w->pid, &status, 2000)) {
+		kill(w->pid, SIGKILL);
+		reap(w->pid, &status, 60000);
+	}
+	if (hung_s) {
+		snprintf(cause, sizeof(cause),
+			 "worker stopped answering after %d s", hung_s);
+	} else if (WIFSIGNALED(status)) {
+		sig = sigabbrev_np(WTERMSIG(status));
+		snprintf(cause, sizeof(cause), "worker killed by SIG%s",
+			 sig ? sig : "?");
+	} else if (WIFEXITED(status)) {
+		snprintf(cause, sizeof(cause), "worker exited with status %d",
+			 WEXITSTATUS(status));
+	} else {
+		snprintf(cause, sizeof(cause), "worker lost");
+	}
+	stderr_drain(j);
+	stderr_tail(j, tail, sizeof(tail));
+	snprintf(msg, sizeof(msg), "%s%s%s", cause, tail[0] ? ": " : "", tail);
+	fs_debug(j->fs, "job %s: %s", j->name, msg);
+	worker_close(j);
+	w->tail_len = 0;
+	pthread_mutex_lock(&j->lock);
+	set_error(j, msg);
+	job_event(j, -1, "%s", msg);
+	j->worker_died = 1;
+	if (j->state == JOB_CREATED || j->state == JOB_RUNNING ||
+	    j->state == JOB_PAUSED)
+		set_state(j, JOB_FAILED, -1);
+	pthread_mutex_unlock(&j->lock);
+	return fs_err(-EIO, "%s", msg);
+}
+
+/*
+ * opt_lock held: one command and its reply. @slow gives builds and
+ * checkpoints their longer watchdog.
+ */
+static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
+		       int slow)
+{
+	struct wproc *w = &j->w;
+	int timeout = worker_timeout * (slow ? WORKER_SLOW : 1);
+	struct pollfd pfd = { .fd = w->sock, .events = POLLIN };
+	uint64_t t0 = gpo__now_ns();
+	ssize_t n;
+	int r;
+
+	if (!w->pid)
+		return fs_err(-EIO, "the job has no worker");
+	rq->shm_size = w->size;
+	n = send(w->sock, rq, sizeof(*rq), MSG_NOSIGNAL);
+	if (n != sizeof(*rq))
+		return worker_lost(j, 0);
+	for (;;) {
+		int left = timeout * 1000 - (int)((gpo__now_ns() - t0) / 1000000);
+
+		if (left <= 0)
+			return worker_lost(j, timeout);
+		/* slices, so the worker's stderr never fills its pipe */
+		r = poll(&pfd, 1, left < 1000 ? left : 1000);
+		if (r < 0 && errno != EINTR)
+			return worker_lost(j, 0);
+		if (r > 0)
+			break;
+		stderr_drain(j);
+	}
+	n = recv(w->sock, rp, sizeof(*rp), 0);
+	if (n != sizeof(*rp))
+		return worker_lost(j, 0);
+	stderr_drain(j);
+	rp->msg[sizeof(rp->msg) - 1] = '\0';
+	rp->dev_id[sizeof(rp->dev_id) - 1] = '\0';
+	if (rp->st.nextra > WP_EXTRA_MAX)
+		rp->st.nextra = WP_EXTRA_MAX;
+	if (rp->ret)
+		return fs_err(rp->ret < 0 ? rp->ret : -EIO, "%s", rp->msg);
+	return 0;
+}
+
+/* the worker's half of the fork: become the owner, limited, then exec */
+static void __attribute__((noreturn))
+worker_child(struct job *j, int fds[6], uint64_t mem_limit)
+{
+	struct rlimit rl = { WORKER_NOFILE, WORKER_NOFILE };
+	char *argv[] = { "gpuoptfs-worker", j->name, NULL };
+	gid_t gid = j->gid;
+	uid_t uid = j->uid;
+	sigset_t all;
+	int i, hi[6];
+
+	/* above 5 first, so that no dup2 below overwrites another */
+	for (i = 0; i < 6; i++) {
+		hi[i] = fds[i] < 0 ? -1 : fcntl(fds[i], F_DUPFD, 10);
+		if (fds[i] >= 0 && hi[i] < 0)
+			_exit(126);
+	}
+	for (i = 0; i < 6; i++)
+		if (hi[i] >= 0 && dup2(hi[i], i) < 0)
+			_exit(126);
+	close_range(hi[5] >= 0 ? 6 : 5, ~0u, 0);
+	if (geteuid() == 0 && (uid != 0 || gid != 0)) {
+		if (syscall(SYS_setgroups, 1, &gid) ||
+		    syscall(SYS_setresgid, gid, gid, gid) ||
+		    syscall(SYS_setresuid, uid, uid, uid))
+			_exit(126);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(126);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	if (mem_limit) {
+		rl.rlim_cur = rl.rlim_max = mem_limit;
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(126);
+	}
+	umask(022);
+	setsid();
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	execve(worker_exe, argv, environ);
+	_exit(127);
+}
+
+/* opt_lock held: the job's checkpoints directory, for the worker */
+static int ckpt_dir_fd(struct job *j);
+
+/* opt_lock held: start the job's worker and check that it answers */
+static int worker_spawn(struct job *j)
+{
+	struct wproc *w = &j->w;
+	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int shm = -1, ck = -1, nul = -1, ret;
+	struct wp_req rq = { .cmd = WP_HELLO };
+	struct wp_rep rp;
+	uint64_t mem_limit;
+	pid_t pid;
+
+	pthread_once(&worker_once, worker_setup);
+	pthread_mutex_lock(&j->lock);
+	mem_limit = j->cfg.memory_limit_bytes;
+	pthread_mutex_unlock(&j->lock);
+	ck = ckpt_dir_fd(j);
+	if (ck < 0)
+		return ck;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
+	    pipe2(ep, O_CLOEXEC)) {
+		ret = fs_err(-errno, "cannot start a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	shm = memfd_create("gpuoptfs-job", MFD_CLOEXEC);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (shm < 0 || nul < 0) {
+		ret = fs_err(-errno, "cannot start a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	pid = fork();
+	if (pid < 0) {
+		ret = fs_err(-errno, "cannot fork a worker: %s",
+			     strerror(errno));
+		goto out_close;
+	}
+	if (pid == 0) {
+		int fds[6] = { nul, nul, ep[1], sv[1], shm, ck };
+
+		worker_child(j, fds, mem_limit);
+	}
+	close(sv[1]);
+	close(ep[1]);
+	close(nul);
+	close(ck);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	w->pid = pid;
+	w->sock = sv[0];
+	w->err = ep[0];
+	w->shm = shm;
+	w->tail_len = 0;
+	ret = worker_call(j, &rq, &rp, 1);
+	if (!ret && rp.version != WP_VERSION)
+		ret = fs_err(-EPROTO, "%s speaks protocol %u, not %u",
+			     worker_exe, rp.version, WP_VERSION);
+	if (ret && w->pid)
+		worker_stop(j);
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		job_event(j, -1, "worker %d started as uid %u",
+			  (int)pid, (unsigned int)j->uid);
+		pthread_mutex_unlock(&j->lock);
+	}
+	return ret;
+
+out_close:
+	close(sv[0]);
+	close(sv[1]);
+	close(ep[0]);
+	close(ep[1]);
+	if (shm >= 0)
+		close(shm);
+	if (nul >= 0)
+		close(nul);
+	close(ck);
 	return ret;
 }
 
-static void install(struct job *j, struct built *b)
+/* opt_lock held: make the shared mapping at least @bytes long */
+static int shm_reserve(struct job *j, uint64_t bytes)
 {
-	struct built old = { .opt = j->opt, .sched = j->sched,
-			     .uid = j->uid, .bytes = j->mem_bytes };
+	struct wproc *w = &j->w;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t size = (bytes + page - 1) / page * page;
+	void *p;
 
-	built_free(j->fs, &old);
-	j->opt = b->opt;
-	j->sched = b->sched;
-	j->mem_bytes = b->bytes;
-	pthread_mutex_lock(&j->lock);
-	snprintf(j->dev_id, sizeof(j->dev_id), "%s", b->dev_id);
-	j->dev_index = b->dev_index;
-	pthread_mutex_unlock(&j->lock);
+	if (!size)
+		size = page;
+	if (size <= w->size)
+		return 0;
+	if (ftruncate(w->shm, size))
+		return fs_err(-errno, "shared memory of %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm, 0);
+	if (p == MAP_FAILED)
+		return fs_err(-errno, "shared memory of %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	if (w->map)
+		munmap(w->map, w->size);
+	w->map = p;
+	w->size = size;
+	return 0;
 }
 
-/* The optimizer, built on first need; opt_lock held. */
+/* the devices an operator disabled (or a rescan lost), for the worker */
+static uint64_t disabled_devices(struct fsd *fs)
+{
+	struct gpo_device_info info;
+	uint64_t mask = 0;
+	int i, n;
+
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	n = gpo_device_count(fs->ctx);
+	for (i = 0; i < n && i < 64; i++)
+		if (!gpo_device_info(fs->ctx, i, &info) && !info.enabled)
+			mask |= 1ull << i;
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	return mask;
+}
+
+/* opt_lock held: the optimizer @cfg describes, made in the worker; its
+ * params kept from the one it replaces when @keep (same model) */
+static int worker_build(struct job *j, const struct job_config *cfg, int keep)
+{
+	const struct model *m = &cfg->model;
+	struct gpo__sbuf hp, st, mt;
+	struct wp_req rq = { .cmd = WP_BUILD };
+	struct wp_rep rp;
+	struct wp_build *b;
+	struct wp_tensor *t;
+	uint64_t need, mem = config_mem_bytes(cfg), more = 0;
+	int i, ret;
+
+	if (m->kind == MODEL_NONE)
+		return fs_err(-EINVAL, "no model: write model=... to config");
+	/* the uid's limit is checked before the worker touches a byte */
+	if (mem > j->mem_bytes) {
+		more = mem - j->mem_bytes;
+		ret = fs_mem_reserve(j->fs, j->uid, more);
+		if (ret)
+			return ret;
+	}
+	gpo__sbuf_init(&hp);
+	gpo__sbuf_init(&st);
+	gpo__sbuf_init(&mt);
+	ret = config_hp_text(cfg, &hp);
+	if (!ret && config_uses_sched(cfg))
+		ret = config_sched_text(cfg, &st);
+	if (!ret)
+		ret = config_model_text(cfg, &mt);
+	if (ret)
+		goto out_free;
+	/* params and gradients grow it when they first cross */
+	need = sizeof(*b) + (uint64_t)m->ntensors * sizeof(*t) + hp.len +
+	       st.len + mt.len;
+	ret = shm_reserve(j, need);
+	if (ret)
+		goto out_free;
+	b = j->w.map;
+	memset(b, 0, sizeof(*b));
+	b->optimizer = cfg->optimizer;
+	b->ntensors = m->ntensors;
+	snprintf(b->model, sizeof(b->model), "%s", model_kind_name(m->kind));
+	snprintf(b->device, sizeof(b->device), "%s", cfg->device);
+	if (config_uses_sched(cfg))
+		snprintf(b->schedule, sizeof(b->schedule), "%s",
+			 cfg->schedule);
+	b->seed = cfg->seed;
+	b->numel = m->numel;
+	b->disabled = disabled_devices(j->fs);
+	b->hp_len = hp.len;
+	b->sched_len = st.len;
+	b->model_len = mt.len;
+	t = (struct wp_tensor *)(b + 1);
+	for (i = 0; i < m->ntensors; i++, t++) {
+		memset(t, 0, sizeof(*t));
+		snprintf(t->name, sizeof(t->name), "%s", m->t[i].name);
+		t->ndim = m->t[i].ndim;
+		memcpy(t->shape, m->t[i].shape, sizeof(t->shape));
+	}
+	if (hp.len)
+		memcpy(t, hp.buf, hp.len);
+	if (st.len)
+		memcpy((char *)t + hp.len, st.buf, st.len);
+	if (mt.len)
+		memcpy((char *)t + hp.len + st.len, mt.buf, mt.len);
+	rq.flags = keep ? WP_F_KEEP_PARAMS : 0;
+	rq.bytes = need;
+	ret = worker_call(j, &rq, &rp, 1);
+	if (ret)
+		goto out_free;
+	if (mem < j->mem_bytes)
+		fs_mem_release(j->fs, j->uid, j->mem_bytes - mem);
+	j->mem_bytes = mem;
+	more = 0;
+	j->w.built = 1;
+	if (!j->w.holds_dev) {
+		pthread_mutex_lock(&j->fs->lock);
+		j->fs->dev_users++;
+		pthread_mutex_unlock(&j->fs->lock);
+		j->w.holds_dev = 1;
+	}
+	pthread_mutex_lock(&j->lock);
+	snprintf(j->dev_id, sizeof(j->dev_id), "%s", rp.dev_id);
+	j->dev_index = rp.dev_index;
+	j->spe = rp.steps_per_epoch;
+	pthread_mutex_unlock(&j->lock);
+out_free:
+	fs_mem_release(j->fs, j->uid, more);
+	gpo__sbuf_free(&hp);
+	gpo__sbuf_free(&st);
+	gpo__sbuf_free(&mt);
+	return ret;
+}
+
+static int restore_pending(struct job *j);
+
+/* The optimizer, built on first need, its worker started; opt_lock held. */
 static int ensure_built(struct job *j)
 {
 	struct job_config cfg;
-	struct built b;
 	int ret;
 
-	if (j->opt)
+	if (j->w.built)
 		return 0;
-	/* a handle kept open after rmdir must not bring the memory back */
-	if (job_removed(j))
-		return fs_err(-ENOENT, "job '%s' was removed", j->name);
+	pthread_mutex_lock(&j->lock);
+	ret = j->quit ? fs_err(-ENOENT, "job '%s' is gone (rmdir)", j->name) :
+	      0;
+	pthread_mutex_unlock(&j->lock);
+	if (ret)
+		return ret;
+	if (!j->w.pid) {
+		ret = worker_spawn(j);
+		if (ret)
+			return ret;
+	}
 	ret = config_get(j, &cfg);
 	if (ret)
 		return ret;
-	ret = build(j->fs, &cfg, NULL, &b, j->uid);
+	ret = worker_build(j, &cfg, 0);
 	config_free(&cfg);
-	if (ret)
-		return ret;
-	install(j, &b);
-	return 0;
+	if (!ret && j->restore_from[0])
+		ret = restore_pending(j);
+	return ret;
 }
 
 /*
  * opt_lock held: the configured hyperparameters, from the next step. A
- * schedule then scales the configured lr.
+ * schedule then scales the configured lr; @flags WP_F_RESTART_SCHED
+ * starts it over.
  */
-static int apply_hparams(struct job *j, const struct job_config *cfg)
+static int apply_hparams(struct job *j, const struct job_config *cfg,
+			 unsigned int flags, double *lr)
 {
-	struct gpo__sbuf text;
+	struct wp_req rq = { .cmd = WP_HPARAMS, .flags = flags };
+	struct gpo__sbuf hp, st;
+	struct wp_rep rp;
 	int ret;
 
-	gpo__sbuf_init(&text);
-	ret = config_hp_text(cfg, &text);
+	gpo__sbuf_init(&hp);
+	gpo__sbuf_init(&st);
+	ret = config_hp_text(cfg, &hp);
+	if (!ret && config_uses_sched(cfg))
+		ret = config_sched_text(cfg, &st);
 	if (!ret)
-		ret = gpo_optim_configure(j->opt, -1, text.buf ? text.buf : "");
-	if (!ret && j->sched)
-		ret = gpo_optim_attach_sched(j->opt, j->sched);
-	gpo__sbuf_free(&text);
-	return ret ? fs_lib_err(ret) : 0;
+		ret = shm_reserve(j, hp.len + st.len);
+	if (!ret) {
+		if (hp.len)
+			memcpy(j->w.map, hp.buf, hp.len);
+		if (st.len)
+			memcpy((char *)j->w.map + hp.len, st.buf, st.len);
+		rq.arg = hp.len;
+		rq.bytes = hp.len + st.len;
+		ret = worker_call(j, &rq, &rp, 0);
+	}
+	if (!ret && lr)
+		*lr = rp.st.lr;
+	gpo__sbuf_free(&hp);
+	gpo__sbuf_free(&st);
+	return ret;
 }
 
 /* ---- checkpoints ------------------------------------------------------------
@@ -636,52 +1088,79 @@ static void ckpt_prune(struct job *j, uint64_t keep)
 	close(dfd);
 }
 
-/* opt_lock held: save the optimizer as checkpoint @name */
+/*
+ * opt_lock held: an fd of the job's checkpoints directory, made if need
+ * be, for the worker. The worker writes there as the job's owner but
+ * reaches it only through this fd: the directories above are the daemon's
+ * alone (0700), so no other user gets in by path, and by the worker's
+ * /proc/PID/fd only its owner does. The sticky bit (01777) lets the
+ * worker replace only its own files; the daemon, owning the directory,
+ * lists, reads, prunes and removes them.
+ */
+static int ckpt_dir_fd(struct job *j)
+{
+	char dir[PATH_MAX];
+	int ret, fd;
+
+	/* made and opened a step at a time, never through a link */
+	ret = ckpt_dir(j, dir, sizeof(dir));
+	if (ret)
+		return ret;
+	fd = ckpt_dirfd(j, 1);
+	if (fd < 0)
+		return fs_err(fd, "%s: %s", dir, strerror(-fd));
+	if (j->uid != geteuid() && fchmod(fd, 01777)) {
+		ret = fs_err(-errno, "%s: %s", dir, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* opt_lock held: save the optimizer as checkpoint @name, in the worker */
 static int ckpt_save(struct job *j, const char *name, long uid)
 {
-	char file[JOB_NAME_MAX + sizeof(CKPT_SUFFIX)], path[128];
-	int ret, dfd;
+	char path[PATH_MAX + 80];
+	struct wp_req rq = { .cmd = WP_SAVE };
+	struct wp_rep rp;
+	int ret;
 
-	/* its files are gone with it: a later job of the name inherits none */
-	if (job_removed(j))
-		return fs_err(-ENOENT, "job '%s' was removed", j->name);
-	if (!ckpt_file_name(name, file, sizeof(file)))
-		return ckpt_path(j, name, path, sizeof(path));	/* the error */
-	dfd = ckpt_dirfd(j, 1);
-	if (dfd < 0)
-		return fs_err(dfd, "the job's checkpoint directory: %s",
-			      strerror(-dfd));
-	fs_fd_path(dfd, file, path, sizeof(path));
-	ret = gpo_optim_save(j->opt, path, 0);
-	close(dfd);
+	ret = ckpt_path(j, name, path, sizeof(path));
 	if (ret)
-		return fs_lib_err(ret);
+		return ret;
+	snprintf(rq.name, sizeof(rq.name), "%s", strrchr(path, '/') + 1);
+	ret = worker_call(j, &rq, &rp, 1);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&j->lock);
-	job_event(j, uid, "checkpoint %s at step %llu", strrchr(path, '/') + 1,
-		  (unsigned long long)gpo_optim_steps_done(j->opt));
+	snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s", rq.name);
+	j->last_ckpt_step = rp.st.step;
+	job_event(j, uid, "checkpoint %s at step %llu", rq.name,
+		  (unsigned long long)rp.st.step);
 	pthread_mutex_unlock(&j->lock);
 	return 0;
 }
 
-static void auto_name(struct job *j, char *buf, size_t len)
+static void auto_name(uint64_t step, char *buf, size_t len)
 {
-	snprintf(buf, len, CKPT_AUTO "%010llu",
-		 (unsigned long long)gpo_optim_steps_done(j->opt));
+	snprintf(buf, len, CKPT_AUTO "%010llu", (unsigned long long)step);
 }
 
 /*
  * opt_lock held, after a step: the automatic checkpoint, if one is due.
  * Its failure is reported but does not stop the job.
  */
-static void ckpt_auto(struct job *j, const struct gpo_step_info *si)
+static void ckpt_auto(struct job *j, const struct wp_stat *si)
 {
 	uint64_t every = j->cfg.checkpoint_every;
 	char name[32], msg[512];
 
 	if (!every || si->skipped || si->step % every)
 		return;
-	auto_name(j, name, sizeof(name));
+	auto_name(si->step, name, sizeof(name));
 	if (ckpt_save(j, name, -1)) {
+		if (!j->w.pid)
+			return;		/* the worker died: the job failed */
 		snprintf(msg, sizeof(msg), "checkpoint %s: %s", name,
 			 fs_errmsg());
 		pthread_mutex_lock(&j->lock);
@@ -693,6 +1172,16 @@ static void ckpt_auto(struct job *j, const struct gpo_step_info *si)
 	ckpt_prune(j, j->cfg.keep_checkpoints);
 }
 
+static uint64_t job_step(struct job *j)
+{
+	uint64_t step;
+
+	pthread_mutex_lock(&j->lock);
+	step = j->step;
+	pthread_mutex_unlock(&j->lock);
+	return step;
+}
+
 static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 {
 	char name[32];
@@ -701,12 +1190,73 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 	fair_lock(&j->opt_lock);
 	ret = ensure_built(j);
 	if (!ret && !arg)
-		auto_name(j, name, sizeof(name));
+		auto_name(job_step(j), name, sizeof(name));
 	if (!ret)
 		ret = ckpt_save(j, arg ? arg : name, uid);
 	if (!ret && !arg)
 		ckpt_prune(j, j->cfg.keep_checkpoints);
 	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
+/*
+ * opt_lock held: the settings a restore brought back (in shm, proto.h's
+ * WP_R_SAVED) become the job's config, as config shows them and its
+ * record keeps them. Should they not fit the config (they passed the
+ * library's checks, so they should), the configured ones go back to the
+ * worker instead.
+ */
+static int take_restored(struct job *j, const char *file)
+{
+	const char *hp = j->w.map, *sched, *end;
+	struct job_config next;
+	char msg[WP_MSG_MAX];
+	int ret = -EPROTO;
+
+	end = memchr(hp, '\0', WP_RESTORED_MAX);
+	sched = end ? end + 1 : NULL;
+	if (sched && memchr(sched, '\0', WP_RESTORED_MAX - (sched - hp)))
+		ret = config_restored(j->fs, &j->cfg, hp, sched, &next);
+	if (ret) {
+		snprintf(msg, sizeof(msg), "%s",
+			 ret == -EPROTO ? "a garbled reply" : fs_errmsg());
+		pthread_mutex_lock(&j->lock);
+		job_event(j, -1, "restore %s: its settings do not fit the config (%s); the configured ones stay",
+			  file, msg);
+		pthread_mutex_unlock(&j->lock);
+		return apply_hparams(j, &j->cfg, 0, NULL);
+	}
+	pthread_mutex_lock(&j->lock);
+	config_free(&j->cfg);
+	j->cfg = next;
+	j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
+	job_touch(j, JOB_T(JOB_T_CONFIG));
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+/*
+ * opt_lock held: restore checkpoint file @file in the worker. A file
+ * gpuopt wrote brings back its hyperparameters and schedule (as torch's
+ * load_state_dict): they replace the config's. A foreign one holds none:
+ * the configured ones stay.
+ */
+static int restore_file(struct job *j, const char *file, unsigned int flags,
+			struct wp_stat *st)
+{
+	struct wp_req rq = { .cmd = WP_RESTORE, .flags = flags };
+	struct wp_rep rp;
+	int ret;
+
+	snprintf(rq.name, sizeof(rq.name), "%s", file);
+	rq.bytes = WP_RESTORED_MAX;
+	ret = shm_reserve(j, rq.bytes);
+	if (ret)
+		return ret;
+	ret = worker_call(j, &rq, &rp, 1);
+	*st = rp.st;
+	if (!ret && (rp.flags & WP_R_SAVED))
+		ret = take_restored(j, file);
 	return ret;
 }
 
@@ -718,11 +1268,9 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
 static int ctl_restore(struct job *j, const char *arg, const char *how,
 		       uid_t uid)
 {
-	char path[PATH_MAX + 80], file[JOB_NAME_MAX + sizeof(CKPT_SUFFIX)];
-	unsigned int flags = 0;
-	struct stat st;
-	uint64_t step;
-	int ret, dfd, fd = -1;
+	char path[PATH_MAX + 80], msg[WP_MSG_MAX];
+	struct wp_stat st;
+	int ret;
 
 	if (!arg)
 		return fs_err(-EINVAL, "restore NAME: a name is needed");
@@ -730,8 +1278,6 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 		return fs_err(-EINVAL,
 			      "restore NAME [foreign]: '%.32s' is not foreign",
 			      how);
-	if (how)
-		flags |= GPO_CKPT_FOREIGN;
 	ret = ckpt_path(j, arg, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -742,46 +1288,34 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 	pthread_mutex_unlock(&j->lock);
 	if (!ret)
 		ret = ensure_built(j);
+	if (!ret && access(path, F_OK))
+		ret = fs_err(-ENOENT, "restore: no checkpoint '%s'", arg);
 	if (!ret) {
-		/* only a regular file, never through a link, never blocking */
-		ckpt_file_name(arg, file, sizeof(file));
-		dfd = ckpt_dirfd(j, 0);
-		fd = dfd < 0 ? dfd : fs_state_open_file(dfd, file, &st);
-		if (dfd >= 0)
-			close(dfd);
-		if (fd < 0)
-			ret = fs_err(-ENOENT, "restore: no checkpoint '%s'",
-				     arg);
-		else
-			fs_fd_path(fd, NULL, path, sizeof(path));
-	}
-	if (!ret) {
-		ret = gpo_optim_restore(j->opt, path, flags);
-		if (ret == -ENODATA && !how)
+		ret = restore_file(j, strrchr(path, '/') + 1,
+				   how ? WP_F_FOREIGN : 0, &st);
+		if (ret == -ENODATA && !how) {
+			snprintf(msg, sizeof(msg), "%s", fs_errmsg());
 			fs_err(ret, "%s (write 'restore %s foreign' to read it anyway)",
-			       gpo_errmsg(), arg);
-		else if (ret)
-			fs_lib_err(ret);
+			       msg, arg);
+		}
 	}
-	/* config stays the truth about hyperparameters */
-	if (!ret)
-		ret = apply_hparams(j, &j->cfg);
 	if (!ret) {
-		step = gpo_optim_steps_done(j->opt);
 		pthread_mutex_lock(&j->lock);
-		j->step = step;
+		j->step = st.step;
 		j->loss = NAN;
 		j->grad_norm = NAN;
-		gpo_optim_get(j->opt, -1, "lr", &j->lr);
-		job_event(j, uid, "restored %s%s at step %llu", file, how ? " (foreign)" : "",
-			  (unsigned long long)step);
+		j->lr = st.lr;
+		snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s",
+			 strrchr(path, '/') + 1);
+		j->last_ckpt_step = st.step;
+		job_event(j, uid, "restored %s%s at step %llu",
+			  strrchr(path, '/') + 1, how ? " (foreign)" : "",
+			  (unsigned long long)st.step);
 		job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
-		set_state(j, step ? JOB_PAUSED : JOB_CREATED, uid);
+		set_state(j, st.step ? JOB_PAUSED : JOB_CREATED, uid);
 		pthread_mutex_unlock(&j->lock);
 	}
 	fair_unlock(&j->opt_lock);
-	if (fd >= 0)
-		close(fd);
 	return ret;
 }
 
@@ -846,39 +1380,52 @@ int job_ckpt_open(struct job *j, const char *file, struct stat *st)
 	return fd;
 }
 
+static int rec_dir_open(struct fsd *fs, uid_t uid, const char *name,
+			int make);
+
+/* an fd of the job's checkpoints directory as it is, or -errno */
+static int ckpt_dir_open_nofollow(struct job *j)
+{
+	int dfd, fd;
+
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 0);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, "checkpoints",
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
+}
+
 /*
- * rmdir: the job's checkpoints go with it. Everything is removed relative
- * to directory fds opened without following links: a link planted in the
- * state directory is removed itself, never what it points to.
+ * The job's checkpoint files: counted, or removed when @remove. Reached
+ * without following a symlink, so that rmdir or purge never removes
+ * files of a directory a link points to. Returns the count, or -errno.
  */
-static void ckpt_remove_all(struct job *j)
+static int ckpt_files(struct job *j, int remove)
 {
 	struct dirent *d;
-	int dfd, jfd, ufd;
+	int fd, n = 0;
 	DIR *dp;
 
-	dfd = ckpt_dirfd(j, 0);
-	if (dfd >= 0 && (dp = fdopendir(dfd))) {
-		while ((d = readdir(dp))) {
-			if (d->d_name[0] == '.' && (!d->d_name[1] ||
-			    (d->d_name[1] == '.' && !d->d_name[2])))
-				continue;
-			unlinkat(dirfd(dp), d->d_name, 0);
-		}
-		closedir(dp);
-	} else if (dfd >= 0) {
-		close(dfd);
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
 	}
-	jfd = fs_state_dirfd(j->fs, j->uid, j->name, NULL, 0);
-	if (jfd >= 0) {
-		unlinkat(jfd, "checkpoints", AT_REMOVEDIR);
-		close(jfd);
+	while ((d = readdir(dp))) {
+		if (!job_ckpt_valid(d->d_name))
+			continue;
+		if (!remove || !unlinkat(dirfd(dp), d->d_name, 0))
+			n++;
 	}
-	ufd = fs_state_dirfd(j->fs, j->uid, NULL, NULL, 0);
-	if (ufd >= 0) {
-		unlinkat(ufd, j->name, AT_REMOVEDIR);
-		close(ufd);
-	}
+	closedir(dp);
+	return n;
 }
 
 /* ---- steps --------------------------------------------------------------- */
@@ -891,13 +1438,15 @@ static uint64_t active_ns(const struct job *j)
 /* j->lock held: a step finished (or failed) */
 static void after_step(struct job *j, const struct step_result *r)
 {
-	const struct gpo_step_info *si = &r->info;
+	const struct wp_stat *si = &r->st;
 
 	j->in_step--;
 	pthread_cond_broadcast(&j->cond);
 	if (r->t1 && j->dev_index >= 0)
 		fs_busy_add(j->fs, j->dev_index, r->t0, r->t1);
 	if (r->ret) {
+		if (j->state == JOB_FAILED)
+			return;		/* its worker died: said already */
 		set_error(j, fs_errmsg());
 		job_event(j, -1, "failed at step %llu: %s",
 			  (unsigned long long)j->step, fs_errmsg());
@@ -908,9 +1457,11 @@ static void after_step(struct job *j, const struct step_result *r)
 		j->active_ns += r->t1 - r->t0;
 	j->step = si->step;
 	j->skipped = si->skipped_total;
-	j->loss = r->loss;
+	j->loss = si->loss;
 	j->lr = si->lr;
 	j->grad_norm = si->grad_norm;
+	j->nextra = si->nextra;
+	memcpy(j->extra, si->extra, si->nextra * sizeof(si->extra[0]));
 	j->steps_run++;
 	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
 	__atomic_add_fetch(&j->fs->steps_total, 1, __ATOMIC_RELAXED);
@@ -918,7 +1469,7 @@ static void after_step(struct job *j, const struct step_result *r)
 		history_row(j);
 	if (j->steps_left && !--j->steps_left && j->state == JOB_RUNNING)
 		set_state(j, JOB_PAUSED, -1);
-	if (j->step >= j->cfg.max_steps &&
+	if (j->step >= step_limit(j) &&
 	    (j->state == JOB_RUNNING || j->state == JOB_PAUSED ||
 	     j->state == JOB_CREATED))
 		set_state(j, JOB_DONE, -1);
@@ -944,22 +1495,99 @@ static int device_check(struct job *j)
 	return ret ? fs_lib_err(ret) : 0;
 }
 
-/* One step of a built-in objective; opt_lock held. */
+/* One step of a built-in model, in the worker; opt_lock held. */
 static int objective_step(struct job *j, struct step_result *r)
 {
-	const char *name = objective_name(j->cfg.model.kind);
+	struct wp_req rq = { .cmd = WP_STEP };
+	struct wp_rep rp;
 	int ret;
 
-	ret = gpo_optim_objective(j->opt, name, &r->loss);
+	ret = worker_call(j, &rq, &rp, 0);
+	r->st = rp.st;
+	return ret;
+}
+
+/* the newest automatic checkpoint's file name, or "" for none */
+static void ckpt_newest(struct job *j, char *out, size_t len)
+{
+	char dir[PATH_MAX], **names;
+	int n;
+
+	out[0] = '\0';
+	if (ckpt_dir(j, dir, sizeof(dir)))
+		return;
+	n = gpo__dir_list(dir, is_auto_ckpt, NULL, NULL, &names);
+	if (n > 0) {
+		snprintf(out, len, "%s", names[n - 1]);
+		gpo__dir_free(names, n);
+	}
+}
+
+/*
+ * opt_lock held: restart_on_failure: a new worker, at the newest automatic
+ * checkpoint (or at the start when there is none).
+ */
+static int worker_restart(struct job *j, char *from, size_t len)
+{
+	struct wp_stat st;
+	int ret;
+
+	ckpt_newest(j, from, len);
+	ret = ensure_built(j);
+	if (ret || !from[0]) {
+		if (!from[0])
+			snprintf(from, len, "the start");
+		memset(&st, 0, sizeof(st));
+		st.loss = NAN;
+		st.grad_norm = NAN;
+		st.lr = config_lr(j->fs, &j->cfg);
+	} else {
+		ret = restore_file(j, from, 0, &st);
+	}
 	if (ret)
-		return fs_lib_err(ret);
-	if (!isfinite(r->loss))
-		return fs_err(-ERANGE, "the loss is %g: the run diverged",
-			      r->loss);
-	if (j->sched)
-		gpo_optim_set_metric(j->opt, r->loss);
-	ret = gpo_optim_step(j->opt, &r->info);
-	return ret ? fs_lib_err(ret) : 0;
+		return ret;
+	pthread_mutex_lock(&j->lock);
+	j->step = st.step;
+	j->lr = st.lr;
+	j->loss = NAN;
+	j->grad_norm = NAN;
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+/* j->lock held: after a worker's death, restart it if the config says so */
+static void maybe_restart(struct job *j)
+{
+	char from[80], msg[512];
+	int ret;
+
+	if (j->state != JOB_FAILED || !j->worker_died || j->quit ||
+	    j->restarts >= j->cfg.restart_on_failure)
+		return;
+	j->worker_died = 0;
+	j->restarts++;
+	j->in_step++;		/* rmdir and reset wait for it */
+	pthread_mutex_unlock(&j->lock);
+	fair_lock(&j->opt_lock);
+	ret = worker_restart(j, from, sizeof(from));
+	if (ret)
+		snprintf(msg, sizeof(msg), "%s", fs_errmsg());
+	fair_unlock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	j->in_step--;
+	pthread_cond_broadcast(&j->cond);
+	if (ret) {
+		job_event(j, -1, "restart %llu of %llu failed: %s",
+			  (unsigned long long)j->restarts,
+			  (unsigned long long)j->cfg.restart_on_failure, msg);
+		return;
+	}
+	job_event(j, -1, "restart %llu of %llu: a new worker from %s at step %llu",
+		  (unsigned long long)j->restarts,
+		  (unsigned long long)j->cfg.restart_on_failure, from,
+		  (unsigned long long)j->step);
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
+	set_state(j, JOB_RUNNING, -1);
 }
 
 static void *runner_main(void *arg)
@@ -970,11 +1598,11 @@ static void *runner_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		while (!j->quit && (j->state != JOB_RUNNING ||
-				    !objective_name(j->cfg.model.kind)))
+				    !config_steps_itself(&j->cfg)))
 			pthread_cond_wait(&j->cond, &j->lock);
 		if (j->quit)
 			break;
-		if (j->step >= j->cfg.max_steps) {
+		if (j->step >= step_limit(j)) {
 			set_state(j, JOB_DONE, -1);
 			continue;
 		}
@@ -991,11 +1619,12 @@ static void *runner_main(void *arg)
 			r.ret = objective_step(j, &r);
 		r.t1 = gpo__now_ns();
 		if (!r.ret)
-			ckpt_auto(j, &r.info);
+			ckpt_auto(j, &r.st);
 		fair_unlock(&j->opt_lock);
 
 		pthread_mutex_lock(&j->lock);
 		after_step(j, &r);
+		maybe_restart(j);
 	}
 	pthread_mutex_unlock(&j->lock);
 	return NULL;
@@ -1066,7 +1695,7 @@ static int ctl_start(struct job *j, uid_t uid)
 	ret = build_in_state(j, "start", STATE_BIT(JOB_CREATED));
 	if (ret)
 		return ret;
-	if (objective_name(j->cfg.model.kind)) {
+	if (config_steps_itself(&j->cfg)) {
 		ret = start_runner(j);
 		if (ret)
 			goto out_unlock;
@@ -1105,7 +1734,7 @@ static int ctl_resume(struct job *j, uid_t uid)
 	pthread_mutex_lock(&j->lock);
 	ret = in_state(j, "resume", STATE_BIT(JOB_PAUSED));
 	/* a job paused by restore has never run: it has no runner yet */
-	if (!ret && objective_name(j->cfg.model.kind))
+	if (!ret && config_steps_itself(&j->cfg))
 		ret = start_runner(j);
 	if (!ret)
 		set_state(j, JOB_RUNNING, uid);
@@ -1120,14 +1749,85 @@ static int ctl_stop(struct job *j, uid_t uid)
 			JOB_STOPPED);
 }
 
-/* j->lock held: wait for a "step N" to end, waking for shutdown */
+/*
+ * A "step N" write waits in a FUSE thread. So that one user's waits never
+ * take the threads everyone's reads need, at most STEP_WAITERS_UID of
+ * them wait per uid and STEP_WAITERS in all (the daemon runs 16 threads
+ * by default); more get EAGAIN.
+ */
+#define STEP_WAITERS 8
+#define STEP_WAITERS_UID 4
+
+static pthread_mutex_t waiters_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uid_t uid; int n; } waiters[STEP_WAITERS];
+static int waiters_total;
+
+static int waiter_enter(uid_t uid)
+{
+	int i, free_slot = -1, ret = 0;
+
+	pthread_mutex_lock(&waiters_lock);
+	for (i = 0; i < STEP_WAITERS; i++) {
+		if (waiters[i].n && waiters[i].uid == uid)
+			break;
+		if (!waiters[i].n && free_slot < 0)
+			free_slot = i;
+	}
+	if (waiters_total >= STEP_WAITERS)
+		ret = fs_err(-EAGAIN,
+			     "step N: %d writes wait already, the most at once (write start, or try again later)",
+			     waiters_total);
+	else if (i < STEP_WAITERS && waiters[i].n >= STEP_WAITERS_UID)
+		ret = fs_err(-EAGAIN,
+			     "step N: uid %u has %d writes waiting, the most at once (write start, or try again later)",
+			     (unsigned int)uid, waiters[i].n);
+	if (!ret) {
+		if (i == STEP_WAITERS) {
+			i = free_slot;
+			waiters[i].uid = uid;
+		}
+		waiters[i].n++;
+		waiters_total++;
+	}
+	pthread_mutex_unlock(&waiters_lock);
+	return ret;
+}
+
+static void waiter_leave(uid_t uid)
+{
+	int i;
+
+	pthread_mutex_lock(&waiters_lock);
+	for (i = 0; i < STEP_WAITERS; i++) {
+		if (waiters[i].n && waiters[i].uid == uid) {
+			waiters[i].n--;
+			waiters_total--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&waiters_lock);
+}
+
+/*
+ * j->lock held: wait for a "step N" to end, waking every 100 ms for
+ * shutdown, rmdir and the writer's signals: an interrupted writer gets
+ * EINTR at once (the steps go on; the job pauses after them).
+ */
 static int wait_steps(struct job *j)
 {
 	struct timespec ts;
+	uint64_t n;
 
 	while (j->state == JOB_RUNNING && j->steps_left) {
-		if (fs_exiting(j->fs))
+		if (fs_exiting(j->fs)) {
+			j->steps_left = 0;
 			return fs_err(-EINTR, "the daemon is stopping");
+		}
+		if (fuse_interrupted())
+			return fs_err(-EINTR,
+				      "interrupted at step %llu: the job pauses after its %llu steps left",
+				      (unsigned long long)j->step,
+				      (unsigned long long)j->steps_left);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100000000;
 		if (ts.tv_nsec >= 1000000000) {
@@ -1136,10 +1836,12 @@ static int wait_steps(struct job *j)
 		}
 		pthread_cond_timedwait(&j->cond, &j->lock, &ts);
 	}
+	n = j->steps_left;
+	j->steps_left = 0;
 	if (j->state == JOB_FAILED)
 		return fs_err(-EIO, "%s", j->error);
 	/* max_steps ending it early is success */
-	if (j->steps_left && j->state != JOB_DONE)
+	if (n && j->state != JOB_DONE)
 		return fs_err(-EINTR, "interrupted: the job is %s",
 			      job_state_name(j->state));
 	return 0;
@@ -1153,39 +1855,45 @@ static int ctl_step(struct job *j, const char *arg, uid_t uid)
 	if (!arg || fs_parse_u64(arg, &n) || !n)
 		return fs_err(-EINVAL, "step N: N must be a whole number >= 1");
 	pthread_mutex_lock(&j->lock);
-	ret = objective_name(j->cfg.model.kind) ? 0 :
+	ret = config_steps_itself(&j->cfg) ? 0 :
 	      fs_err(-EINVAL,
 		     "step N needs a built-in model; external models step on writes to grad");
 	pthread_mutex_unlock(&j->lock);
-	if (!ret)
-		ret = build_in_state(j, "step", STATE_BIT(JOB_CREATED) |
-				     STATE_BIT(JOB_PAUSED));
 	if (ret)
 		return ret;
+	ret = waiter_enter(uid);
+	if (ret)
+		return ret;
+	ret = build_in_state(j, "step", STATE_BIT(JOB_CREATED) |
+			     STATE_BIT(JOB_PAUSED));
+	if (ret)
+		goto out_leave;
 	ret = start_runner(j);
 	if (ret)
 		goto out_unlock;
 	j->steps_left = n;
 	set_state(j, JOB_RUNNING, uid);
 	ret = wait_steps(j);
-	j->steps_left = 0;
 out_unlock:
 	pthread_mutex_unlock(&j->lock);
+out_leave:
+	waiter_leave(uid);
 	return ret;
 }
 
-/* opt_lock held: a job that starts over starts its schedule over */
-static int restart_sched(struct job *j)
+/* opt_lock held: the worker's optimizer back to step 0, its schedule
+ * started over */
+static int reset_worker(struct job *j)
 {
-	struct built b = { .opt = j->opt };
+	struct wp_req rq = { .cmd = WP_RESET };
+	struct wp_rep rp;
 	int ret;
 
-	if (!j->sched)
+	if (!j->w.built)
 		return 0;
-	gpo_optim_attach_sched(j->opt, NULL);
-	gpo_sched_free(j->sched);
-	ret = build_sched(&j->cfg, &b);
-	j->sched = b.sched;
+	ret = worker_call(j, &rq, &rp, 0);
+	if (!ret)
+		ret = apply_hparams(j, &j->cfg, WP_F_RESTART_SCHED, NULL);
 	return ret;
 }
 
@@ -1195,22 +1903,19 @@ static int ctl_reset(struct job *j, uid_t uid)
 
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
-	if (j->state == JOB_RUNNING || j->in_step) {
+	if (j->state == JOB_RUNNING || j->in_step)
 		ret = wrong_state(j, "reset");
+	pthread_mutex_unlock(&j->lock);
+	if (!ret)
+		ret = reset_worker(j);
+	pthread_mutex_lock(&j->lock);
+	if (!ret && (j->state == JOB_RUNNING || j->in_step))
+		ret = wrong_state(j, "reset");
+	if (ret)
 		goto out_unlock;
-	}
-	if (j->opt) {
-		ret = gpo_optim_reset(j->opt);
-		if (ret) {
-			fs_lib_err(ret);
-			goto out_unlock;
-		}
-		ret = apply_hparams(j, &j->cfg);
-		if (!ret)
-			ret = restart_sched(j);
-		if (ret)
-			goto out_unlock;
-	}
+	j->worker_died = 0;
+	j->restarts = 0;
+	j->nextra = 0;
 	j->step = 0;
 	j->steps_run = 0;
 	j->skipped = 0;
@@ -1227,6 +1932,33 @@ static int ctl_reset(struct job *j, uid_t uid)
 	set_state(j, JOB_CREATED, uid);
 out_unlock:
 	pthread_mutex_unlock(&j->lock);
+	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
+/* purge: remove the job's checkpoints now, so that rmdir may follow */
+static int ctl_purge(struct job *j, uid_t uid)
+{
+	int ret = 0, n = 0;
+
+	fair_lock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	if (j->state == JOB_RUNNING || j->in_step)
+		ret = wrong_state(j, "purge");
+	pthread_mutex_unlock(&j->lock);
+	if (!ret) {
+		n = ckpt_files(j, 1);
+		if (n < 0)
+			ret = fs_err(n, "purge: the checkpoints: %s",
+				     strerror(-n));
+	}
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		j->last_ckpt[0] = '\0';
+		job_event(j, uid, "purge: %d checkpoints removed", n);
+		job_touch(j, JOB_T(JOB_T_DIR));
+		pthread_mutex_unlock(&j->lock);
+	}
 	fair_unlock(&j->opt_lock);
 	return ret;
 }
@@ -1249,6 +1981,8 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 		return ctl_stop(j, uid);
 	if (!strcmp(verb, "reset") && noarg)
 		return ctl_reset(j, uid);
+	if (!strcmp(verb, "purge") && noarg)
+		return ctl_purge(j, uid);
 	if (!strcmp(verb, "step"))
 		return ctl_step(j, arg, uid);
 	if (!strcmp(verb, "checkpoint"))
@@ -1256,9 +1990,11 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 	if (!strcmp(verb, "restore"))
 		return ctl_restore(j, arg, extra, uid);
 	return fs_err(-EINVAL,
-		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset)",
+		      "unknown verb '%.32s' (start pause resume stop step N checkpoint [NAME] restore NAME [foreign] reset purge)",
 		      verb);
 }
+
+static void job_save(struct job *j);
 
 int job_ctl(struct job *j, const char *text, uid_t uid)
 {
@@ -1267,6 +2003,12 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 
 	if (strlen(text) >= sizeof(line))
 		return fs_err(-EINVAL, "ctl: too long");
+	pthread_mutex_lock(&j->fs->lock);
+	ret = j->removed ? fs_err(-ENOENT, "job '%s' is gone (rmdir)",
+				  j->name) : 0;
+	pthread_mutex_unlock(&j->fs->lock);
+	if (ret)
+		return ret;
 	snprintf(line, sizeof(line), "%s", text);
 	verb = strtok_r(line, " \t\n", &save);
 	arg = verb ? strtok_r(NULL, " \t\n", &save) : NULL;
@@ -1288,6 +2030,7 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 			  arg ? arg : "", extra ? " " : "",
 			  extra ? extra : "");
 	pthread_mutex_unlock(&j->lock);
+	job_save(j);
 	return ret;
 }
 
@@ -1302,21 +2045,13 @@ static int started(const struct job *j)
 static int apply_config(struct job *j, const struct job_config *cfg,
 			unsigned int changed)
 {
-	struct built b;
-	int ret;
-
-	if (!j->opt)
+	if (!j->w.built)
 		return 0;
-	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED)) {
-		ret = build(j->fs, cfg, changed & CFG_MODEL ? NULL : j->opt,
-			    &b, j->uid);
-		if (!ret)
-			install(j, &b);
-		return ret;
-	}
+	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED))
+		return worker_build(j, cfg, !(changed & CFG_MODEL));
 	if (!(changed & CFG_HP))
 		return 0;
-	return apply_hparams(j, cfg);
+	return apply_hparams(j, cfg, 0, NULL);
 }
 
 /* j->lock held */
@@ -1400,6 +2135,7 @@ int job_config_store(struct job *j, const char *text, uid_t uid)
 		log_config(j, text, uid, ret);
 		pthread_mutex_unlock(&j->lock);
 	}
+	job_save(j);
 	return ret;
 }
 
@@ -1456,6 +2192,25 @@ int job_tensor_info(struct job *j, int index, struct model_tensor *t)
 	return ret;
 }
 
+/* opt_lock held: move @bytes between @buf and the worker's slot */
+static int worker_io(struct job *j, enum wp_cmd cmd, int tensor, void *buf,
+		     size_t bytes)
+{
+	struct wp_req rq = { .cmd = cmd, .arg = tensor, .bytes = bytes };
+	struct wp_rep rp;
+	int ret;
+
+	ret = shm_reserve(j, bytes);
+	if (ret)
+		return ret;
+	if (cmd == WP_PARAM_WRITE || cmd == WP_GRAD_STEP)
+		memcpy(j->w.map, buf, bytes);
+	ret = worker_call(j, &rq, &rp, 0);
+	if (!ret && (cmd == WP_PARAM_READ || cmd == WP_GRAD_READ))
+		memcpy(buf, j->w.map, bytes);
+	return ret;
+}
+
 static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 		     int write)
 {
@@ -1470,16 +2225,9 @@ static int tensor_io(struct job *j, int tensor, void *buf, size_t bytes,
 			     t.name, (unsigned long long)t.numel * 4, bytes);
 	if (!ret)
 		ret = ensure_built(j);
-	if (!ret) {
-		if (write)
-			ret = gpo_optim_write(j->opt, "param", t.name, buf,
-					      bytes);
-		else
-			ret = gpo_optim_read(j->opt, "param", t.name, buf,
-					     bytes);
-		if (ret)
-			fs_lib_err(ret);
-	}
+	if (!ret)
+		ret = worker_io(j, write ? WP_PARAM_WRITE : WP_PARAM_READ,
+				tensor, buf, bytes);
 	if (!ret && write) {
 		pthread_mutex_lock(&j->lock);
 		job_touch(j, JOB_T(JOB_T_PARAMS) | JOB_T(JOB_T_STAT));
@@ -1530,11 +2278,8 @@ int job_grad_read(struct job *j, void *dst, size_t bytes)
 		     (unsigned long long)job_grad_bytes(j));
 	if (!ret)
 		ret = ensure_built(j);
-	if (!ret) {
-		ret = gpo_optim_read(j->opt, "grad", NULL, dst, bytes);
-		if (ret)
-			fs_lib_err(ret);
-	}
+	if (!ret)
+		ret = worker_io(j, WP_GRAD_READ, 0, dst, bytes);
 	fair_unlock(&j->opt_lock);
 	return ret;
 }
@@ -1562,17 +2307,40 @@ static int grad_allowed(struct job *j, size_t bytes)
 	return 0;
 }
 
+/* opt_lock held: one step on the gradient @src, in the worker */
+static int grad_step(struct job *j, const void *src, size_t bytes,
+		     double loss, struct wp_stat *st)
+{
+	struct wp_req rq = { .cmd = WP_GRAD_STEP, .bytes = bytes };
+	struct wp_rep rp;
+	int ret;
+
+	/* the loss written to the loss file goes with its gradient */
+	if (!isnan(loss)) {
+		rq.flags |= WP_F_LOSS;
+		memcpy(&rq.arg, &loss, sizeof(loss));
+	}
+	ret = shm_reserve(j, bytes);
+	if (ret)
+		return ret;
+	memcpy(j->w.map, src, bytes);
+	ret = worker_call(j, &rq, &rp, 0);
+	*st = rp.st;
+	return ret;
+}
+
 int job_grad_step(struct job *j, const void *src, size_t bytes)
 {
 	struct step_result r;
+	double loss;
 	int ret;
 
 	memset(&r, 0, sizeof(r));
+	r.st.loss = NAN;
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
 	ret = grad_allowed(j, bytes);
-	/* the loss written for this step, if any, goes with it */
-	r.loss = j->ext_loss;
+	loss = j->ext_loss;
 	pthread_mutex_unlock(&j->lock);
 	/* failing to build refuses the gradient, it does not fail the job */
 	if (!ret)
@@ -1588,16 +2356,11 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 		goto out_unlock;
 	r.t0 = gpo__now_ns();
 	r.ret = device_check(j);
-	if (!r.ret) {
-		r.ret = gpo_optim_write(j->opt, "grad", NULL, src, bytes);
-		if (!r.ret)
-			r.ret = gpo_optim_step(j->opt, &r.info);
-		if (r.ret)
-			fs_lib_err(r.ret);
-	}
+	if (!r.ret)
+		r.ret = grad_step(j, src, bytes, loss, &r.st);
 	r.t1 = gpo__now_ns();
 	if (!r.ret)
-		ckpt_auto(j, &r.info);
+		ckpt_auto(j, &r.st);
 	pthread_mutex_lock(&j->lock);
 	/* gradients arriving: the job runs until paused, stopped or done */
 	if (!r.ret && j->state == JOB_CREATED)
@@ -1636,10 +2399,6 @@ int job_loss_store(struct job *j, const char *text, uid_t uid)
 	else
 		j->ext_loss = v;
 	pthread_mutex_unlock(&j->lock);
-	if (!ret)
-		ret = ensure_built(j);
-	if (!ret)
-		gpo_optim_set_metric(j->opt, v);
 	fair_unlock(&j->opt_lock);
 	return ret;
 }
@@ -1715,23 +2474,10 @@ int job_error_show(struct job *j, struct gpo__sbuf *sb)
 	return sb->err;
 }
 
-static const char *model_kind_name(enum model_kind k)
-{
-	switch (k) {
-	case MODEL_EXTERNAL:
-		return "external";
-	case MODEL_QUADRATIC:
-		return "quadratic";
-	case MODEL_ROSENBROCK:
-		return "rosenbrock";
-	default:
-		return "none";
-	}
-}
-
 void job_snapshot(struct job *j, struct job_snapshot *s)
 {
 	double el;
+	int i;
 
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&j->lock);
@@ -1739,7 +2485,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->uid = j->uid;
 	s->state = j->state;
 	s->step = j->step;
-	s->max_steps = j->cfg.max_steps;
+	s->max_steps = step_limit(j);
 	s->skipped = j->skipped;
 	s->loss = j->loss;
 	s->lr = j->lr;
@@ -1761,7 +2507,804 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 		 model_kind_name(j->cfg.model.kind));
 	s->params = j->cfg.model.numel;
 	s->param_bytes = j->cfg.model.numel * sizeof(float);
+	s->restarts = j->restarts;
+	s->worker_pid = __atomic_load_n(&j->w.pid, __ATOMIC_RELAXED);
+	s->nextra = j->nextra;
+	for (i = 0; i < (int)j->nextra && i < (int)ARRAY_SIZE(s->extra); i++) {
+		snprintf(s->extra[i].name, sizeof(s->extra[i].name), "%.23s",
+			 j->extra[i].name);
+		s->extra[i].value = j->extra[i].value;
+	}
 	pthread_mutex_unlock(&j->lock);
+}
+
+/* ---- records ---------------------------------------------------------------
+ *
+ * Each job has a record, STATE_DIR/<uid>/<name>/job, beside its checkpoints:
+ * its owner, config, state, numbers, error, events and history, so that
+ * jobs outlive the daemon. A record is written whole to job.tmp, synced,
+ * renamed over the old one and the directory synced: a crash leaves the
+ * old record or the new one, never half of one. mkdir, ctl and config
+ * writes and the shutdown save it before they return; what steps change
+ * (history rows, a job ending) the flusher saves within a second. Every
+ * directory under the state directory is opened one at a time with
+ * O_NOFOLLOW, so a symlink planted there leads nowhere.
+ *
+ * The format is text: "gpuoptfs-job 1", then "key value" lines, then the
+ * config, events, history and error as "key LENGTH" lines each followed
+ * by that many bytes and a newline, then "end HASH", the FNV-1a hash of
+ * everything before it.
+ */
+
+#define REC_FILE "job"
+#define REC_TMP "job.tmp"
+#define REC_MAGIC "gpuoptfs-job 1\n"
+#define REC_MAX (2ull * JOB_LOG_MAX + (4ull << 20))
+#define FLUSH_MS 1000
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* @name in directory @dfd, made first when @make: an fd, or -errno */
+static int subdir_open(int dfd, const char *name, int make)
+{
+	int fd;
+
+	if (make) {
+		if (!mkdirat(dfd, name, 0700))
+			fsync(dfd);	/* the new entry outlives a crash */
+		else if (errno != EEXIST)
+			return -errno;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* an fd of STATE_DIR/<uid>, made when @make; -errno */
+static int uid_dir_open(struct fsd *fs, uid_t uid, int make)
+{
+	char uname[16];
+	int top, fd;
+
+	top = open(fs->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return -errno;
+	snprintf(uname, sizeof(uname), "%u", (unsigned int)uid);
+	fd = subdir_open(top, uname, make);
+	close(top);
+	return fd;
+}
+
+/* an fd of STATE_DIR/<uid>/<name>, made when @make; -errno */
+static int rec_dir_open(struct fsd *fs, uid_t uid, const char *name,
+			int make)
+{
+	int mid, fd;
+
+	mid = uid_dir_open(fs, uid, make);
+	if (mid < 0)
+		return mid;
+	fd = subdir_open(mid, name, make);
+	close(mid);
+	return fd;
+}
+
+static void rec_blob(struct gpo__sbuf *sb, const char *key, const char *p,
+		     size_t n)
+{
+	gpo__sbuf_printf(sb, "%s %zu\n", key, n);
+	if (n)
+		gpo__sbuf_add(sb, p, n);
+	gpo__sbuf_add(sb, "\n", 1);
+}
+
+/* j->lock held: the record, its config left for later (@cfg, a copy) */
+static int rec_snapshot(struct job *j, struct gpo__sbuf *head,
+			struct gpo__sbuf *logs, struct job_config *cfg)
+{
+	enum job_state s = j->was_running ? JOB_RUNNING : j->state;
+
+	gpo__sbuf_printf(head, REC_MAGIC "name %s\nuid %u\ngid %u\nstate %s\n"
+			 "step %llu\nskipped %llu\nrestarts %llu\n"
+			 "active_ns %llu\nhistory_step %llu\nhistory_full %d\n"
+			 "ckpt %s %llu\n",
+			 j->name, (unsigned int)j->uid, (unsigned int)j->gid,
+			 job_state_name(s), (unsigned long long)j->step,
+			 (unsigned long long)j->skipped,
+			 (unsigned long long)j->restarts,
+			 (unsigned long long)active_ns(j),
+			 (unsigned long long)j->history_step, j->history_full,
+			 j->last_ckpt[0] ? j->last_ckpt : "-",
+			 (unsigned long long)j->last_ckpt_step);
+	rec_blob(logs, "events", j->events.buf, j->events.len);
+	rec_blob(logs, "history", j->history.buf, j->history.len);
+	rec_blob(logs, "error", j->error, strlen(j->error));
+	j->dirty = 0;
+	if (head->err || logs->err)
+		return fs_err(-ENOMEM, "out of memory");
+	return config_copy(cfg, &j->cfg);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* the record @rec (all of it) into the job's directory, atomically */
+static int rec_put(struct job *j, const struct gpo__sbuf *rec)
+{
+	int dfd, fd, ret;
+
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 1);
+	if (dfd < 0)
+		return dfd;
+	unlinkat(dfd, REC_TMP, 0);	/* a crash's leftover, or a planted link */
+	fd = openat(dfd, REC_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_dir;
+	}
+	ret = write_all(fd, rec->buf, rec->len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	if (!ret && renameat(dfd, REC_TMP, dfd, REC_FILE))
+		ret = -errno;
+	if (!ret && fsync(dfd))
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, REC_TMP, 0);
+out_dir:
+	close(dfd);
+	return ret;
+}
+
+/* save_lock held: write the job's record now */
+static int rec_write(struct job *j)
+{
+	struct gpo__sbuf head, logs, text;
+	struct job_config cfg;
+	char end[40];
+	int ret;
+
+	gpo__sbuf_init(&head);
+	gpo__sbuf_init(&logs);
+	gpo__sbuf_init(&text);
+	pthread_mutex_lock(&j->lock);
+	ret = rec_snapshot(j, &head, &logs, &cfg);
+	pthread_mutex_unlock(&j->lock);
+	if (ret)
+		goto out_free;
+	/* config's own words: what config shows, it reads back */
+	ret = config_show(j->fs, &cfg, NULL, &text);
+	config_free(&cfg);
+	if (ret)
+		goto out_free;
+	rec_blob(&head, "config", text.buf, text.len);
+	gpo__sbuf_add(&head, logs.buf, logs.len);
+	snprintf(end, sizeof(end), "end %016llx\n",
+		 (unsigned long long)fnv1a(head.buf, head.len));
+	gpo__sbuf_printf(&head, "%s", end);
+	ret = head.err ? -ENOMEM : rec_put(j, &head);
+out_free:
+	if (ret) {
+		pthread_mutex_lock(&j->lock);
+		j->dirty = 1;	/* the flusher tries again */
+		pthread_mutex_unlock(&j->lock);
+	}
+	gpo__sbuf_free(&head);
+	gpo__sbuf_free(&logs);
+	gpo__sbuf_free(&text);
+	return ret;
+}
+
+/* Save the job's record, unless rmdir removed it; a failure is logged. */
+static void job_save(struct job *j)
+{
+	char msg[256];
+	int ret = 0;
+
+	pthread_mutex_lock(&j->save_lock);
+	if (!j->purged)
+		ret = rec_write(j);
+	pthread_mutex_unlock(&j->save_lock);
+	if (ret) {
+		snprintf(msg, sizeof(msg), "cannot save the job's record: %s",
+			 strerror(-ret));
+		fs_journal_job(j->fs, j->name, j->uid, LOG_ERR, "%s", msg);
+	}
+}
+
+/* opt_lock held, the job out of the list: its record and directory go */
+static void rec_remove(struct job *j)
+{
+	struct dirent *d;
+	int dfd, fd;
+	DIR *dp;
+
+	pthread_mutex_lock(&j->save_lock);
+	j->purged = 1;
+	dfd = rec_dir_open(j->fs, j->uid, j->name, 0);
+	if (dfd < 0)
+		goto out_unlock;
+	fd = openat(dfd, "checkpoints",
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dp = fd >= 0 ? fdopendir(fd) : NULL;
+	if (dp) {
+		/* what else the worker left there: temporary files */
+		while ((d = readdir(dp)))
+			if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+				unlinkat(dirfd(dp), d->d_name, 0);
+		closedir(dp);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	unlinkat(dfd, "checkpoints", AT_REMOVEDIR);
+	unlinkat(dfd, REC_FILE, 0);
+	unlinkat(dfd, REC_TMP, 0);
+	close(dfd);
+	dfd = uid_dir_open(j->fs, j->uid, 0);
+	if (dfd >= 0) {
+		unlinkat(dfd, j->name, AT_REMOVEDIR);
+		fsync(dfd);
+		close(dfd);
+	}
+out_unlock:
+	pthread_mutex_unlock(&j->save_lock);
+}
+
+/* ---- the flusher: what steps changed, saved within FLUSH_MS ---- */
+
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
+static int flush_quit;
+static int has_flusher;
+static pthread_t flusher;
+
+static void flush_dirty(struct fsd *fs)
+{
+	struct job **list = NULL, *j;
+	int n = 0, i, dirty;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->njobs)
+		list = malloc(fs->njobs * sizeof(*list));
+	for (j = fs->jobs; list && j; j = j->next) {
+		j->refs++;
+		list[n++] = j;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&list[i]->lock);
+		dirty = list[i]->dirty;
+		pthread_mutex_unlock(&list[i]->lock);
+		if (dirty)
+			job_save(list[i]);
+		job_put(list[i]);
+	}
+	free(list);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct fsd *fs = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&flush_lock);
+	while (!flush_quit) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += FLUSH_MS / 1000;
+		pthread_cond_timedwait(&flush_cond, &flush_lock, &ts);
+		if (flush_quit)
+			break;
+		pthread_mutex_unlock(&flush_lock);
+		flush_dirty(fs);
+		pthread_mutex_lock(&flush_lock);
+	}
+	pthread_mutex_unlock(&flush_lock);
+	return NULL;
+}
+
+static void flusher_stop(void)
+{
+	if (!has_flusher)
+		return;
+	pthread_mutex_lock(&flush_lock);
+	flush_quit = 1;
+	pthread_cond_broadcast(&flush_cond);
+	pthread_mutex_unlock(&flush_lock);
+	pthread_join(flusher, NULL);
+	has_flusher = 0;
+}
+
+/* ---- loading the records at start ---- */
+
+struct rec {
+	char name[JOB_NAME_MAX + 1];
+	uint64_t uid, gid, step, skipped, restarts, active_ns, history_step;
+	uint64_t history_full, ckpt_step;
+	int state;
+	char ckpt[80];
+	const char *blob[4];		/* config events history error */
+	size_t blob_len[4];
+};
+
+static const char *const rec_blobs[4] = {
+	"config", "events", "history", "error",
+};
+
+/* one "key value" line of @p (up to @end); its key and value, 0 or -1 */
+static int rec_line(const char **p, const char *end, char *key, size_t klen,
+		    char *val, size_t vlen)
+{
+	const char *nl = memchr(*p, '\n', end - *p), *sp;
+
+	if (!nl)
+		return -1;
+	sp = memchr(*p, ' ', nl - *p);
+	if (!sp || (size_t)(sp - *p) >= klen || (size_t)(nl - sp - 1) >= vlen)
+		return -1;
+	memcpy(key, *p, sp - *p);
+	key[sp - *p] = '\0';
+	memcpy(val, sp + 1, nl - sp - 1);
+	val[nl - sp - 1] = '\0';
+	*p = nl + 1;
+	return 0;
+}
+
+/* parse record @buf of @len bytes; 0, or -1 with @why said */
+static int rec_parse(const char *buf, size_t len, struct rec *r,
+		     const char **why)
+{
+	const char *p = buf, *end = buf + len, *tail;
+	char key[32], val[128];
+	uint64_t *num, h;
+	int i, st;
+
+	memset(r, 0, sizeof(*r));
+	r->state = -1;
+	*why = "not a gpuoptfs job record";
+	if (len < strlen(REC_MAGIC) || memcmp(buf, REC_MAGIC, strlen(REC_MAGIC)))
+		return -1;
+	*why = "truncated or corrupt: its checksum does not match";
+	tail = len >= 21 ? end - 21 : NULL;	/* "end " 16 hex digits "\n" */
+	if (!tail || memcmp(tail, "end ", 4) || end[-1] != '\n' ||
+	    sscanf(tail + 4, "%16" SCNx64, &h) != 1 || h != fnv1a(buf, tail - buf))
+		return -1;
+	*why = "a bad line";
+	p += strlen(REC_MAGIC);
+	while (p < tail) {
+		if (rec_line(&p, tail, key, sizeof(key), val, sizeof(val)))
+			return -1;
+		for (i = 0; i < 4; i++)
+			if (!strcmp(key, rec_blobs[i]))
+				break;
+		if (i < 4) {
+			uint64_t n;
+
+			if (fs_parse_u64(val, &n) || n >= (uint64_t)(tail - p) ||
+			    p[n] != '\n' ||
+			    (i && n > JOB_LOG_MAX))
+				return -1;
+			r->blob[i] = p;
+			r->blob_len[i] = n;
+			p += n + 1;
+			continue;
+		}
+		num = !strcmp(key, "uid") ? &r->uid :
+		      !strcmp(key, "gid") ? &r->gid :
+		      !strcmp(key, "step") ? &r->step :
+		      !strcmp(key, "skipped") ? &r->skipped :
+		      !strcmp(key, "restarts") ? &r->restarts :
+		      !strcmp(key, "active_ns") ? &r->active_ns :
+		      !strcmp(key, "history_step") ? &r->history_step :
+		      !strcmp(key, "history_full") ? &r->history_full : NULL;
+		if (num) {
+			if (fs_parse_u64(val, num))
+				return -1;
+		} else if (!strcmp(key, "name")) {
+			snprintf(r->name, sizeof(r->name), "%.63s", val);
+		} else if (!strcmp(key, "state")) {
+			for (st = 0; st < JOB_STATES; st++)
+				if (!strcmp(val, state_names[st]))
+					r->state = st;
+		} else if (!strcmp(key, "ckpt")) {
+			if (sscanf(val, "%79s %" SCNu64, r->ckpt,
+				   &r->ckpt_step) != 2)
+				return -1;
+		}
+		/* a key a newer daemon writes: left alone */
+	}
+	*why = "incomplete: no name, owner, state or config";
+	if (!r->name[0] || r->state < 0 || !r->blob[0] || !r->blob[1] ||
+	    !r->blob[2] || r->uid > UINT32_MAX - 1 || r->gid > UINT32_MAX - 1)
+		return -1;
+	return 0;
+}
+
+/* a record skipped at start: in error_log and the daemon's log */
+static void rec_skip(struct fsd *fs, uid_t uid, const char *path,
+		     const char *fmt, ...) FS_PRINTF(4, 5);
+
+static void rec_skip(struct fsd *fs, uid_t uid, const char *path,
+		     const char *fmt, ...)
+{
+	char msg[256], where[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(where, sizeof(where), "%s", path);
+	fs_log_error(fs, uid, where, msg);
+	fprintf(stderr, "gpuoptfs: %s: skipped: %s\n", path, msg);
+	fs_debug(fs, "%s: skipped: %s", path, msg);
+}
+
+/* the automatic checkpoint with the highest step, and that step */
+static int ckpt_newest_auto(struct job *j, char *out, size_t len,
+			    uint64_t *step)
+{
+	struct dirent *d;
+	uint64_t s, best = 0;
+	int fd, found = 0;
+	char digits[16];
+	DIR *dp;
+
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return 0;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return 0;
+	}
+	while ((d = readdir(dp))) {
+		if (!is_auto_ckpt(d->d_name, NULL))
+			continue;
+		snprintf(digits, sizeof(digits), "%.10s",
+			 d->d_name + strlen(CKPT_AUTO));
+		if (fs_parse_u64(digits, &s) || (found && s <= best))
+			continue;
+		best = s;
+		found = 1;
+		snprintf(out, len, "%.79s", d->d_name);
+	}
+	closedir(dp);
+	*step = best;
+	return found;
+}
+
+/* is checkpoint file @file there, a regular file? */
+static int ckpt_exists(struct job *j, const char *file)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (!job_ckpt_valid(file))
+		return 0;
+	fd = ckpt_dir_open_nofollow(j);
+	if (fd < 0)
+		return 0;
+	ret = !fstatat(fd, file, &st, AT_SYMLINK_NOFOLLOW) &&
+	      S_ISREG(st.st_mode);
+	close(fd);
+	return ret;
+}
+
+/*
+ * A job loaded as running or paused: its worker and the params in it are
+ * gone, so it comes back paused at its newest checkpoint (restored when
+ * it is next built), or at created without one; autostart=1 resumes a
+ * job that was running.
+ */
+static void rec_revive(struct job *j, int was_running)
+{
+	char from[80] = "";
+	uint64_t step = 0, astep;
+	char aname[80];
+
+	if (j->last_ckpt[0] && ckpt_exists(j, j->last_ckpt)) {
+		snprintf(from, sizeof(from), "%s", j->last_ckpt);
+		step = j->last_ckpt_step;
+	}
+	if (ckpt_newest_auto(j, aname, sizeof(aname), &astep) &&
+	    (!from[0] || astep > step)) {
+		snprintf(from, sizeof(from), "%s", aname);
+		step = astep;
+	}
+	j->loss = NAN;
+	j->grad_norm = NAN;
+	j->lr = config_lr(j->fs, &j->cfg);
+	if (from[0]) {
+		snprintf(j->restore_from, sizeof(j->restore_from), "%s", from);
+		j->step = step;
+		j->state = JOB_PAUSED;
+		job_event(j, -1, "the daemon restarted: paused at checkpoint %s, step %llu (it was %s)",
+			  from, (unsigned long long)step,
+			  was_running ? "running" : "paused");
+	} else {
+		j->step = 0;
+		j->skipped = 0;
+		j->state = JOB_CREATED;
+		job_event(j, -1, "the daemon restarted: no checkpoint, so the job is created again at step 0 (it was %s)",
+			  was_running ? "running" : "paused");
+	}
+	if (!was_running || !j->cfg.autostart)
+		return;
+	if (config_steps_itself(&j->cfg) && start_runner(j)) {
+		job_event(j, -1, "autostart: %s", fs_errmsg());
+		return;
+	}
+	job_event(j, -1, "autostart=1: resuming");
+	set_state(j, JOB_RUNNING, -1);
+}
+
+static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
+			     gid_t gid);
+static struct job *find_locked(struct fsd *fs, const char *name);
+
+/* one record, read from @fd (already checked: ours, regular) */
+static int rec_load(struct fsd *fs, uid_t uid, const char *dname,
+		    const char *path, const char *buf, size_t len)
+{
+	struct job_config next;
+	unsigned int changed;
+	const char *why;
+	struct job *j;
+	struct rec r;
+	char *text;
+	int ret;
+
+	if (rec_parse(buf, len, &r, &why)) {
+		rec_skip(fs, uid, path, "%s", why);
+		return -EINVAL;
+	}
+	if (r.uid != uid || strcmp(r.name, dname) || !job_name_valid(r.name)) {
+		rec_skip(fs, uid, path,
+			 "foreign: it names job '%.64s' of uid %llu, not '%s' of uid %u",
+			 r.name, (unsigned long long)r.uid, dname,
+			 (unsigned int)uid);
+		return -EINVAL;
+	}
+	j = job_alloc(fs, r.name, r.uid, r.gid);
+	text = strndup(r.blob[0], r.blob_len[0]);
+	if (!j || !text) {
+		free(text);
+		if (j)
+			job_put(j);
+		rec_skip(fs, uid, path, "out of memory");
+		return -ENOMEM;
+	}
+	ret = config_parse(fs, &j->cfg, text, &next, &changed);
+	free(text);
+	if (ret) {
+		rec_skip(fs, uid, path, "its config: %s", fs_errmsg());
+		job_put(j);
+		return ret;
+	}
+	config_free(&j->cfg);
+	j->cfg = next;
+	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
+	gpo__sbuf_reset(&j->events);
+	gpo__sbuf_add(&j->events, r.blob[1], r.blob_len[1]);
+	gpo__sbuf_reset(&j->history);
+	gpo__sbuf_add(&j->history, r.blob[2], r.blob_len[2]);
+	if (r.blob[3])
+		snprintf(j->error, sizeof(j->error), "%.*s",
+			 (int)r.blob_len[3], r.blob[3]);
+	j->state = r.state;
+	j->step = r.step;
+	j->skipped = r.skipped;
+	j->restarts = r.restarts;
+	j->active_ns = r.active_ns;
+	j->history_step = r.history_step;
+	j->history_full = !!r.history_full;
+	j->lr = config_lr(fs, &j->cfg);
+	if (strcmp(r.ckpt, "-")) {
+		snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s", r.ckpt);
+		j->last_ckpt_step = r.ckpt_step;
+	}
+
+	pthread_mutex_lock(&fs->lock);
+	ret = find_locked(fs, r.name) ? -EEXIST : 0;
+	if (!ret) {
+		j->next = fs->jobs;
+		fs->jobs = j;
+		fs->njobs++;
+		clock_gettime(CLOCK_REALTIME, &fs->jobs_mtime);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (ret) {
+		rec_skip(fs, uid, path, "a job named '%s' is loaded already",
+			 r.name);
+		job_put(j);
+		return ret;
+	}
+	pthread_mutex_lock(&j->lock);
+	if (j->state == JOB_RUNNING || j->state == JOB_PAUSED)
+		rec_revive(j, j->state == JOB_RUNNING);
+	else
+		job_event(j, -1, "the daemon restarted: the job is %s at step %llu",
+			  job_state_name(j->state),
+			  (unsigned long long)j->step);
+	job_touch(j, ~0u);
+	pthread_mutex_unlock(&j->lock);
+	job_save(j);
+	fs_debug(fs, "job %s of uid %u loaded: %s at step %llu", j->name,
+		 (unsigned int)j->uid, job_state_name(j->state),
+		 (unsigned long long)j->step);
+	return 0;
+}
+
+/* the record in directory @dfd, checked before it is believed */
+static void rec_read(struct fsd *fs, uid_t uid, int dfd, const char *dname,
+		     const char *path)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	fd = openat(dfd, REC_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			fs_debug(fs, "%s: no record (checkpoints only)", path);
+		else
+			rec_skip(fs, uid, path, "%s", strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (uint64_t)st.st_size > REC_MAX) {
+		rec_skip(fs, uid, path,
+			 "foreign: not a regular file of the daemon's user under %llu bytes",
+			 (unsigned long long)REC_MAX);
+		close(fd);
+		return;
+	}
+	buf = malloc(st.st_size + 1);
+	while (buf && got < (size_t)st.st_size) {
+		n = read(fd, buf + got, st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(fd);
+	if (!buf)
+		rec_skip(fs, uid, path, "out of memory");
+	else
+		rec_load(fs, uid, dname, path, buf, got);
+	free(buf);
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s || strlen(s) > 10)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* the jobs of uid @uid's directory @ufd */
+static void load_uid(struct fsd *fs, uid_t uid, int ufd, const char *upath)
+{
+	char path[PATH_MAX + 80];
+	struct dirent *d;
+	DIR *dp;
+	int dfd;
+
+	dp = fdopendir(ufd);
+	if (!dp) {
+		close(ufd);
+		return;
+	}
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%.4000s/%.63s/" REC_FILE, upath,
+			 d->d_name);
+		if (!job_name_valid(d->d_name)) {
+			rec_skip(fs, uid, path, "foreign: not a job's name");
+			continue;
+		}
+		dfd = subdir_open(dirfd(dp), d->d_name, 0);
+		if (dfd < 0) {
+			rec_skip(fs, uid, path, "%s", strerror(-dfd));
+			continue;
+		}
+		rec_read(fs, uid, dfd, d->d_name, path);
+		close(dfd);
+	}
+	closedir(dp);
+}
+
+void job_load_all(struct fsd *fs)
+{
+	char upath[PATH_MAX + 16];
+	struct dirent *d;
+	uint64_t uid;
+	DIR *dp;
+	int ufd, ret;
+
+	dp = opendir(fs->state_dir);
+	while (dp && (d = readdir(dp))) {
+		if (!all_digits(d->d_name) || fs_parse_u64(d->d_name, &uid) ||
+		    uid >= UINT32_MAX)
+			continue;
+		snprintf(upath, sizeof(upath), "%s/%s", fs->state_dir,
+			 d->d_name);
+		ufd = subdir_open(dirfd(dp), d->d_name, 0);
+		if (ufd < 0) {
+			rec_skip(fs, uid, upath, "%s", strerror(-ufd));
+			continue;
+		}
+		load_uid(fs, uid, ufd, upath);
+	}
+	if (dp)
+		closedir(dp);
+	ret = pthread_create(&flusher, NULL, flusher_main, fs);
+	if (ret)
+		fprintf(stderr, "gpuoptfs: no record flusher: %s\n",
+			strerror(ret));
+	else
+		has_flusher = 1;
+}
+
+/* opt_lock held: the checkpoint a loaded job was paused at, now restored */
+static int restore_pending(struct job *j)
+{
+	char file[80];
+	struct wp_stat st;
+	int ret;
+
+	snprintf(file, sizeof(file), "%s", j->restore_from);
+	j->restore_from[0] = '\0';
+	ret = restore_file(j, file, 0, &st);
+	pthread_mutex_lock(&j->lock);
+	if (!ret) {
+		j->step = st.step;
+		j->lr = st.lr;
+		j->loss = NAN;
+		j->grad_norm = NAN;
+		job_event(j, -1, "restored %s at step %llu", file,
+			  (unsigned long long)st.step);
+	} else if (j->w.pid) {
+		/* built afresh: the job starts over */
+		job_event(j, -1, "cannot restore %s: %s", file, fs_errmsg());
+		set_error(j, fs_errmsg());
+		j->step = 0;
+		if (j->state == JOB_PAUSED)
+			set_state(j, JOB_CREATED, -1);
+	}
+	job_touch(j, JOB_T(JOB_T_STAT) | JOB_T(JOB_T_PARAMS));
+	pthread_mutex_unlock(&j->lock);
+	return ret;
 }
 
 /* ---- life and death ------------------------------------------------------ */
@@ -1781,22 +3324,20 @@ int job_name_valid(const char *name)
 
 static void job_free(struct job *j)
 {
-	struct built b = { .opt = j->opt, .sched = j->sched, .uid = j->uid,
-			   .bytes = j->mem_bytes };
-
 	pthread_mutex_lock(&j->lock);
 	j->quit = 1;
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	if (j->has_runner)
 		pthread_join(j->runner, NULL);
-	built_free(j->fs, &b);
+	worker_stop(j);
 	while (j->npollers)
 		fuse_pollhandle_destroy(j->pollers[--j->npollers]);
 	config_free(&j->cfg);
 	gpo__sbuf_free(&j->events);
 	gpo__sbuf_free(&j->history);
 	fair_destroy(&j->opt_lock);
+	pthread_mutex_destroy(&j->save_lock);
 	pthread_cond_destroy(&j->cond);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
@@ -1840,12 +3381,14 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->refs = 1;
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
+	pthread_mutex_init(&j->save_lock, NULL);
 	fair_init(&j->opt_lock);
 	config_init(fs, &j->cfg);
 	j->loss = NAN;
 	j->grad_norm = NAN;
 	j->ext_loss = NAN;
 	j->dev_index = -1;
+	j->w.sock = j->w.shm = j->w.err = -1;
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
@@ -1888,6 +3431,7 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 	pthread_mutex_lock(&j->lock);
 	job_event(j, uid, "created");
 	pthread_mutex_unlock(&j->lock);
+	job_save(j);
 	if (out)
 		*out = j;
 	return 0;
@@ -1936,41 +3480,53 @@ int job_removed(struct job *j)
 int job_remove(struct job *j, uid_t uid)
 {
 	struct fsd *fs = j->fs;
-	int ret = 0;
+	int ret = 0, n;
 
 	if (uid != 0 && uid != j->uid && uid != fs->admin_uid)
 		return fs_err(-EPERM, "job '%s' belongs to uid %u", j->name,
 			      (unsigned int)j->uid);
+	/* checkpoints are written under opt_lock: none comes while we look */
+	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
 	if (j->state == JOB_RUNNING || j->in_step)
 		ret = fs_err(-EBUSY, "job '%s' is running: stop it first",
 			     j->name);
-	else
-		j->quit = 1;	/* no new step may start */
 	pthread_mutex_unlock(&j->lock);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&fs->lock);
-	if (j->removed)
-		ret = fs_err(-ENOENT, "job '%s' is gone", j->name);
-	else
-		unlink_locked(fs, j);
-	j->gone = 1;
-	pthread_mutex_unlock(&fs->lock);
-	if (ret)
-		return ret;
-	fair_lock(&j->opt_lock);
-	ckpt_remove_all(j);
-	/* its memory goes now, not when the last handle is closed */
-	{
-		struct built b = { .opt = j->opt, .sched = j->sched,
-				   .uid = j->uid, .bytes = j->mem_bytes };
-
-		built_free(fs, &b);
-		j->opt = NULL;
-		j->sched = NULL;
-		j->mem_bytes = 0;
+	if (!ret) {
+		n = ckpt_files(j, 0);
+		if (n > 0)
+			ret = fs_err(-ENOTEMPTY,
+				     "job '%s' has %d checkpoints: write purge to its ctl first",
+				     j->name, n);
+		else if (n < 0)
+			ret = fs_err(n, "job '%s': its checkpoints: %s",
+				     j->name, strerror(-n));
 	}
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		if (j->state == JOB_RUNNING || j->in_step)
+			ret = fs_err(-EBUSY,
+				     "job '%s' is running: stop it first",
+				     j->name);
+		else
+			j->quit = 1;	/* no new step may start */
+		pthread_mutex_unlock(&j->lock);
+	}
+	if (!ret) {
+		pthread_mutex_lock(&fs->lock);
+		if (j->removed)
+			ret = fs_err(-ENOENT, "job '%s' is gone", j->name);
+		else
+			unlink_locked(fs, j);
+		j->gone = 1;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (ret) {
+		fair_unlock(&j->opt_lock);
+		return ret;
+	}
+	worker_stop(j);
+	rec_remove(j);
 	fair_unlock(&j->opt_lock);
 	job_put(j);	/* the list's reference */
 	return 0;
@@ -1982,19 +3538,25 @@ static void ckpt_final(struct job *j)
 	char name[32];
 
 	fair_lock(&j->opt_lock);
-	if (j->opt) {
-		auto_name(j, name, sizeof(name));
+	if (j->w.built) {
+		auto_name(job_step(j), name, sizeof(name));
 		if (!ckpt_save(j, name, -1))
 			ckpt_prune(j, j->cfg.keep_checkpoints);
 	}
 	fair_unlock(&j->opt_lock);
 }
 
+/*
+ * At shutdown each job's record is saved as it stands: a running job is
+ * paused (recorded as running, so that autostart=1 resumes it) after one
+ * last checkpoint when it checkpoints at all.
+ */
 void job_stop_all(struct fsd *fs)
 {
 	struct job *j;
 	int save;
 
+	flusher_stop();
 	for (;;) {
 		pthread_mutex_lock(&fs->lock);
 		j = fs->jobs;
@@ -2006,14 +3568,17 @@ void job_stop_all(struct fsd *fs)
 		pthread_mutex_lock(&j->lock);
 		save = j->cfg.checkpoint_every &&
 		       (j->state == JOB_RUNNING || j->state == JOB_PAUSED);
-		if (j->state == JOB_RUNNING || j->state == JOB_PAUSED) {
+		j->steps_left = 0;
+		if (j->state == JOB_RUNNING) {
 			job_event(j, -1, "the daemon is stopping");
-			set_state(j, JOB_STOPPED, -1);
+			set_state(j, JOB_PAUSED, -1);
+			j->was_running = 1;
 		}
 		wait_idle(j);
 		pthread_mutex_unlock(&j->lock);
 		if (save)
 			ckpt_final(j);
+		job_save(j);
 		job_put(j);
 	}
 }

@@ -3,10 +3,12 @@
  * job_i.h - the job runner's interface
  *
  * The tree asks a job for everything through these calls and never sees
- * its optimizer, so the runner can later move into a worker process per
- * job with these calls as its messages. Every call returns 0 or a negative
- * errno with fs_err() set; none blocks longer than one step, except
- * "step N", which returns when its steps are done.
+ * its optimizer: that lives in the job's worker process (fsd/worker/,
+ * speaking fsd/worker/proto.h), and job.c turns these calls into its
+ * messages. Every call returns 0 or a negative errno with fs_err() set;
+ * none blocks longer than one step (or a worker's watchdog time), except
+ * "step N", which returns when its steps are done or its writer is
+ * interrupted.
  */
 #ifndef JOB_I_H
 #define JOB_I_H
@@ -39,6 +41,7 @@ enum model_kind {
 	MODEL_EXTERNAL,
 	MODEL_QUADRATIC,
 	MODEL_ROSENBROCK,
+	MODEL_MLP,			/* the tensor engine, on a dataset */
 };
 
 struct model_tensor {
@@ -68,6 +71,18 @@ struct kvlist {
 
 #define MAX_STEPS_UNLIMITED UINT64_MAX
 #define MAX_STEPS_DEFAULT 1000		/* model=external: unlimited */
+#define TRAIN_DATA_MAX 4096
+
+/* how a model that learns from data trains (model=mlp:...) */
+struct train_config {
+	char activation[16];
+	char loss[8];
+	char data[TRAIN_DATA_MAX];	/* "": none given */
+	uint64_t batch_size;
+	uint64_t epochs;		/* 0: max_steps alone */
+	uint64_t eval_every;		/* steps; 0: once an epoch */
+	int shuffle;
+};
 
 struct job_config {
 	int optimizer;			/* enum gpo_optim_kind */
@@ -77,11 +92,15 @@ struct job_config {
 	char device[64];
 	struct model model;
 	uint64_t max_steps;
-	int max_steps_set;		/* given, not the model's default */
 	uint64_t log_every;
 	uint64_t checkpoint_every;
 	uint64_t keep_checkpoints;
 	uint64_t seed;
+	uint64_t restart_on_failure;	/* worker restarts left to a job */
+	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
+	uint64_t autostart;		/* a daemon restart resumes the job */
+	int max_steps_given;		/* written, not the default */
+	struct train_config train;
 };
 
 /* what a config write changed */
@@ -107,6 +126,16 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 /* config_show - every key with its effective value; @opt may be NULL */
 int config_show(struct fsd *fs, const struct job_config *cfg,
 		struct gpo_optim *opt, struct gpo__sbuf *sb);
+/*
+ * config_restored - @cur with what a restored checkpoint brought back:
+ * the optimizer settings @hp ("key=value" lines of gpo_optim_describe(),
+ * every key) in place of those given, and the schedule of @sched (a
+ * gpo_sched_save() line, "" for none: constant) with its settings; its
+ * state stays the worker's. Validated as config_parse() does; on failure
+ * @out is empty.
+ */
+int config_restored(struct fsd *fs, const struct job_config *cur,
+		    const char *hp, const char *sched, struct job_config *out);
 /* config_hp_text / config_sched_text - settings for the library */
 int config_hp_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
@@ -117,6 +146,13 @@ double config_lr(struct fsd *fs, const struct job_config *cfg);
 /* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */
 double config_hp(struct fsd *fs, const struct job_config *cfg,
 		 const char *key);
+/*
+ * config_model_text - the model's own settings for the worker: its spec
+ * and, for models that learn from data, the train keys
+ */
+int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb);
+/* config_steps_itself - a model with its own loss (not external) */
+int config_steps_itself(const struct job_config *cfg);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
@@ -145,6 +181,13 @@ struct job_snapshot {
 	char model[64];			/* model kind */
 	uint64_t params;
 	uint64_t param_bytes;
+	uint64_t restarts;		/* workers restart_on_failure started */
+	int worker_pid;			/* 0 when the job has no worker */
+	int nextra;			/* a model kind's own numbers */
+	struct {
+		char name[24];
+		double value;
+	} extra[8];
 };
 
 enum job_log {
@@ -159,8 +202,10 @@ int job_create(struct fsd *fs, const char *name, uid_t uid, gid_t gid,
 int job_remove(struct job *j, uid_t uid);
 /* job_removed - rmdir took it: its handles serve nothing more */
 int job_removed(struct job *j);
-/* job_stop_all - stop every job at shutdown and free them */
+/* job_stop_all - pause every job at shutdown, save and free them */
 void job_stop_all(struct fsd *fs);
+/* job_load_all - at start: the jobs the state directory's records keep */
+void job_load_all(struct fsd *fs);
 
 struct job *job_lookup(struct fsd *fs, const char *name);
 void job_get(struct job *j);

@@ -328,24 +328,28 @@ static int have_cap(cap_value_t cap)
 	return v == CAP_SET;
 }
 
-/* Keep @keep (or nothing, for -1) and make sure exec gains nothing. */
-static int limit_caps(int keep)
+#define CAP_BIT(c) (1ull << (c))
+
+/* Keep the capabilities of mask @keep (CAP_BIT()s) and no others. */
+static int limit_caps(uint64_t keep)
 {
-	cap_value_t c, max = cap_max_bits(), k = keep;
+	cap_value_t c, max = cap_max_bits();
 	cap_t caps;
 	int ret = 0;
 
 	if (have_cap(CAP_SETPCAP))
 		for (c = 0; c < max; c++)
-			if (c != k)
+			if (!(keep & CAP_BIT(c)))
 				cap_drop_bound(c);
 	cap_reset_ambient();
 	caps = cap_init();
 	if (!caps)
 		return -errno;
-	if (keep >= 0 && have_cap(k)) {
-		cap_set_flag(caps, CAP_PERMITTED, 1, &k, CAP_SET);
-		cap_set_flag(caps, CAP_EFFECTIVE, 1, &k, CAP_SET);
+	for (c = 0; c < max && c < 64; c++) {
+		if (!(keep & CAP_BIT(c)) || !have_cap(c))
+			continue;
+		cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET);
+		cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET);
 	}
 	if (cap_set_proc(caps))
 		ret = -errno;
@@ -353,9 +357,13 @@ static int limit_caps(int keep)
 	return ret;
 }
 
+/*
+ * Everything but setuid and setgid, which start each job's worker process
+ * as the job's owner (job.c); the workers keep no capability at all.
+ */
 static int drop_privileges(void)
 {
-	int ret = limit_caps(-1);
+	int ret = limit_caps(CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETGID));
 
 	if (ret) {
 		fprintf(stderr, "gpuoptfs: cannot drop capabilities: %s\n",
@@ -390,7 +398,7 @@ static void umounter_main(const char *mnt, int fd)
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	prctl(PR_SET_NAME, "gpuoptfs-umount", 0, 0, 0);
-	limit_caps(CAP_SYS_ADMIN);
+	limit_caps(CAP_BIT(CAP_SYS_ADMIN));
 	while (read(fd, &c, 1) < 0 && errno == EINTR)
 		;
 	if (geteuid() == 0)
@@ -594,6 +602,8 @@ static int run_mounted(struct fsd *fs, const struct options *o,
 	if (drop_privileges() || fuse_set_signal_handlers(se))
 		return -1;
 	ret = open_library(fs);
+	if (!ret)
+		job_load_all(fs);
 	if (!ret) {
 		fs_debug(fs, "serving %s as uid %u", mnt,
 			 (unsigned int)fs->admin_uid);

@@ -92,6 +92,7 @@ static void put_double(struct gpo__sbuf *sb, const char *key, double v)
 static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct job_snapshot s;
+	int i;
 
 	job_snapshot(n->job, &s);
 	gpo__sbuf_printf(sb, "state %s\nstep %llu\n", job_state_name(s.state),
@@ -112,11 +113,17 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 		    (unsigned long long)s.skipped, s.steps_per_sec,
 		    s.elapsed_s);
 	gpo__sbuf_printf(sb, "eta_s %.3f\n", s.eta_s);
-	return gpo__sbuf_printf(sb,
-			   "device %s\noptimizer %s\nmodel %s\nparams %llu\n"
-			   "param_bytes %llu\n", s.device, s.optimizer, s.model,
-			   (unsigned long long)s.params,
-			   (unsigned long long)s.param_bytes);
+	gpo__sbuf_printf(sb,
+		    "device %s\noptimizer %s\nmodel %s\nparams %llu\n"
+		    "param_bytes %llu\n", s.device, s.optimizer, s.model,
+		    (unsigned long long)s.params,
+		    (unsigned long long)s.param_bytes);
+	gpo__sbuf_printf(sb, "worker_pid %d\nrestarts %llu\n", s.worker_pid,
+		    (unsigned long long)s.restarts);
+	/* a model kind's own numbers: epoch, eval_loss, accuracy... */
+	for (i = 0; i < s.nextra; i++)
+		put_double(sb, s.extra[i].name, s.extra[i].value);
+	return sb->err;
 }
 
 static int loss_show(struct fs_node *n, struct gpo__sbuf *sb)

@@ -1,10 +1,16 @@
 #!/bin/sh
-# run-fs.sh BUILD - run the filesystem tests (tests/fs/*.sh) against real
-# FUSE mounts of BUILD/bin/gpuoptfs; report each, fail loudly.
+# run-fs.sh BUILD [TEST...] - run the filesystem tests (tests/fs/*.sh, or
+# the TESTs named) against real FUSE mounts of BUILD/bin/gpuoptfs; report
+# each, fail loudly.
 # A test exiting 77 is skipped (it says why). Needs /dev/fuse and
 # fusermount3; most tests need root (mounting with allow_other, setpriv).
 build=${1:-build}
+[ $# -gt 0 ] && shift
 top=$(cd "$(dirname "$0")/.." && pwd)
+only="$*"
+for t in $only; do
+	[ -f "$t" ] || { echo "run-fs.sh: no test $t" >&2; exit 1; }
+done
 case $build in
 /*) ;;
 *) build=$top/$build ;;
@@ -31,7 +37,7 @@ cc -std=gnu11 -O2 -Wall -Werror $san -I"$top/libgpuopt/include" \
 	{ echo "run-fs.sh: cannot build extstep" >&2; exit 1; }
 
 . "$top/tests/tally.sh"
-for t in "$top"/tests/fs/*.sh; do
+for t in ${only:-"$top"/tests/fs/*.sh}; do
 	name=$(basename "$t" .sh)
 	[ "$name" = lib ] && continue
 	log=$out/$name.log

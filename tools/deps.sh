@@ -19,17 +19,17 @@ BUILD_PKGS="build-essential pkg-config
 ocl-icd-opencl-dev opencl-c-headers
 libvulkan-dev glslc
 libfuse3-dev
-liburing-dev libcap-dev libxxhash-dev libjansson-dev
+liburing-dev libcap-dev libxxhash-dev libjansson-dev zlib1g-dev
 check libsystemd-dev libsmartcols-dev"
 RUN_PKGS="pocl-opencl-icd
 mesa-vulkan-drivers
-fuse3 util-linux"
+fuse3 util-linux dataset-fashion-mnist"
 CHECK_PKGS="clinfo vulkan-tools
 valgrind libxml2-utils bsdutils systemd groff-base
 clang libclang-rt-14-dev python3-numpy python3-pip locales
 prometheus python3-prometheus-client
 acl udev python3-torch"
-PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson libsystemd smartcols"
+PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson zlib libsystemd smartcols"
 # what each API brings, for BACKENDS without it
 OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 VULKAN_PKGS="libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools"

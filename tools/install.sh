@@ -6,7 +6,7 @@
 # /usr/local: they are installed with that rewritten to PREFIX.
 set -e
 build=$1 destdir=$2 prefix=$3 version=$4 sover=$5
-libs=${6:--lOpenCL -lvulkan -luring -ljansson -lm -lpthread}
+libs=${6:--lOpenCL -lvulkan -luring -ljansson -lz -lm -lpthread}
 root=$destdir$prefix
 install -d "$root/lib/pkgconfig" "$root/include" "$root/bin" \
 	"$root/share/man/man1" "$root/share/man/man3" "$root/share/man/man8" \
@@ -18,6 +18,9 @@ ln -sf "libgpuopt.so.$version" "$root/lib/libgpuopt.so.$sover"
 ln -sf "libgpuopt.so.$sover" "$root/lib/libgpuopt.so"
 install -m 0644 "$build/lib/libgpuopt.a" "$root/lib/"
 install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
+# the sub-headers gpuopt.h includes, under include/gpuopt/
+install -d "$root/include/gpuopt"
+install -m 0644 libgpuopt/include/gpuopt/*.h "$root/include/gpuopt/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \
 	-e "s|@LIBS_PRIVATE@|$libs|" \
 	libgpuopt/gpuopt.pc.in >"$root/lib/pkgconfig/gpuopt.pc"
@@ -30,7 +33,7 @@ man_page()
 for p in libgpuopt/man/*.3; do
 	man_page "$p" "$root/share/man/man3"
 done
-for b in gpuoptfs gpuoptctl gpuopt-devices gpuopt-ckpt; do
+for b in gpuoptfs gpuoptfs-worker gpuoptctl gpuopt-devices gpuopt-ckpt; do
 	if [ -x "$build/bin/$b" ]; then
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi

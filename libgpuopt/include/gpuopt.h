@@ -190,9 +190,10 @@ int gpo_device_get(struct gpo_ctx *ctx, int index, struct gpo_device **out);
  *        device), or an id ("vulkan:0"); NULL or "" means the environment
  *        variable GPUOPT_DEVICE, and "best" when that is unset.
  *
- * "best" prefers a discrete GPU, then an integrated or virtual one, then an
- * OpenCL or Vulkan implementation on the CPU, then the cpu backend; within a
- * kind Vulkan before OpenCL. A device that fails to open is skipped by
+ * "best" prefers a discrete GPU, then an integrated or virtual one, then the
+ * cpu backend, then an OpenCL or Vulkan implementation on the CPU (PoCL,
+ * lavapipe: several times slower than the cpu backend); within a kind
+ * Vulkan before OpenCL. A device that fails to open is skipped by
  * "best" (and noted in the probe log) but is an error when named.
  * Returns 0, -EINVAL for a malformed @spec, -ENODEV when no device matches.
  */
@@ -808,5 +809,10 @@ int gpo_ckpt_verify(struct gpo_ckpt *ck);
 #ifdef __cplusplus
 }
 #endif
+
+/* the sub-headers: one per part of the interface, all included from here */
+#include <gpuopt/tensor.h>	/* tensors and autodiff */
+#include <gpuopt/data.h>	/* datasets for training */
+#include <gpuopt/train.h>	/* models and training */
 
 #endif /* GPUOPT_H */

@@ -2,7 +2,8 @@
 # checkpoint [NAME] saves the job under checkpoints/ (a safetensors file),
 # restore NAME brings params and step back; checkpoint_every saves on its
 # own and keep_checkpoints prunes; a stopping daemon checkpoints such jobs
-# once more; checkpoints outlive the daemon and go with rmdir.
+# once more; checkpoints outlive the daemon (the job too) and go with
+# purge and rmdir.
 . "$(dirname "$0")/lib.sh"
 fs_start
 J=$M/jobs/ck
@@ -38,7 +39,7 @@ expect "not a dir to write" "$("$FSIO" open "$J/checkpoints/best.safetensors" w)
 expect "resume" "$(w "$J/ctl" resume)" OK
 fs_finish
 fs_start
-new_job ck "model=quadratic:500"
+expect "back paused" "$(cat "$J/state")" paused
 ls "$J/checkpoints" >"$T/after"
 grep -qx best.safetensors "$T/after" || fail "best did not survive: $(cat "$T/after")"
 [ "$(grep -c '^step-' "$T/after")" -eq 2 ] || fail "keep_checkpoints: $(cat "$T/after")"
@@ -46,6 +47,8 @@ last=$(grep '^step-' "$T/after" | tail -n 1)
 [ "$last" != step-0000000030.safetensors ] || fail "no final checkpoint"
 expect "restore last" "$(w "$J/ctl" "restore $last")" OK
 [ "$(stat_of ck step)" -gt 35 ] || fail "final checkpoint step"
+expect "rmdir with checkpoints" "$("$FSIO" rmdir "$J")" ENOTEMPTY
+expect purge "$(w "$J/ctl" purge)" OK
 expect rmdir "$("$FSIO" rmdir "$J")" OK
 [ -z "$(ls -A "$S")" ] || [ -z "$(find "$S" -type f)" ] ||
 	fail "rmdir left files: $(find "$S" -type f)"

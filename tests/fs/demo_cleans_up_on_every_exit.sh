@@ -24,8 +24,10 @@ expect "head" "$(wc -l <"$T/head.txt")" 2
 for sig in TERM HUP; do
 	GPUOPT_DEMO_MNT=$D "$top/tools/run-demo.sh" "$build" >"$T/out.txt" 2>&1 &
 	demo=$!
-	wait_for 20 grep -q 'cat .*/stat' "$T/out.txt" ||
-		fail "$sig: the demo did not get going"
+	if ! wait_for 30 grep -q 'mkdir ' "$T/out.txt"; then
+		kill -KILL $demo
+		fail "$sig: the demo did not get going: $(cat "$T/out.txt")"
+	fi
 	kill -$sig $demo
 	wait $demo
 	wait_for 20 demo_gone || fail "$sig: still mounted or running"

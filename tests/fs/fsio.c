@@ -47,8 +47,8 @@ static const struct {
 	{ EINTR, "EINTR" }, { ERANGE, "ERANGE" }, { ENOTDIR, "ENOTDIR" },
 	{ EISDIR, "EISDIR" }, { ENOTCONN, "ENOTCONN" }, { EROFS, "EROFS" },
 	{ ENOTEMPTY, "ENOTEMPTY" }, { EOVERFLOW, "EOVERFLOW" },
-	{ ENODATA, "ENODATA" }, { EBADE, "EBADE" }, { ESTALE, "ESTALE" },
-	{ EMFILE, "EMFILE" },
+	{ ENODATA, "ENODATA" }, { EBADE, "EBADE" }, { EAGAIN, "EAGAIN" },
+	{ ESTALE, "ESTALE" }, { EMFILE, "EMFILE" },
 };
 
 static const char *errname(int err)

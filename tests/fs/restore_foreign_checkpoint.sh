@@ -2,7 +2,9 @@
 # "restore NAME foreign" restores a safetensors file another writer made
 # (here the safetensors package, no gpuopt metadata), put in the job's
 # checkpoints directory under the state directory by the daemon's admin;
-# plain "restore NAME" still refuses it with the reader's error.
+# plain "restore NAME" still refuses it with the reader's error. A
+# foreign file holds no settings: the configured ones stay; gpuopt's own
+# file brings its saved ones back, foreign or not.
 . "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 build=$(cd "$(dirname "$GPUOPTFS")/.." && pwd)
@@ -40,6 +42,9 @@ if len(params) != 1:
 fresh[params[0]].tofile(sys.argv[3])
 PYEOF
 cat "$J/params/x" >"$T/before"
+grep -qx 'lr=0.001' "$J/config" || fail "adam's lr: $(cat "$J/config")"
+expect "configured since" "$(w "$J/config" "lr=0.123 betas=0.8,0.9")" OK
+cat "$J/config" >"$T/config"
 ls "$J/checkpoints" | grep -qx ext.safetensors || fail "ext not listed"
 
 expect "strict" "$(w "$J/ctl" "restore ext")" ENODATA
@@ -52,10 +57,14 @@ expect "other verbs" "$(w "$J/ctl" "checkpoint a foreign")" EINVAL
 
 expect "foreign" "$(w "$J/ctl" "restore ext foreign")" OK
 cmp "$T/x.bin" "$J/params/x" || fail "params are not the file's"
+diff "$T/config" "$J/config" >"$T/diff" ||
+	fail "a foreign restore changed config: $(cat "$T/diff")"
 grep -q 'restored ext.safetensors (foreign)' "$J/events" ||
 	fail "no event for the foreign restore"
 # gpuopt's own files restore with foreign too
 expect "own foreign" "$(w "$J/ctl" "restore own foreign")" OK
 expect "step" "$(stat_of f step)" 5
 cmp -s "$T/x.bin" "$J/params/x" && fail "own restore left the foreign params"
+grep -qx 'lr=0.001' "$J/config" || fail "own: the saved lr is not back"
+grep -qx 'betas=0.9,0.999' "$J/config" || fail "own: the saved betas are not back"
 fs_finish

@@ -31,10 +31,17 @@
 #include "abi/lion.h"
 #include "abi/lamb.h"
 #include "abi/objective.h"
+#include "abi/matmul.h"
+#include "abi/ew.h"
+#include "abi/reduce.h"
+#include "abi/softmax.h"
+#include "abi/loss.h"
+#include "abi/gather.h"
 
 #define GUARD		64	/* elements of poison before and after */
 #define POISON		0x7fa5a5a5u
 #define DONTCARE	1e300
+#define MUSTNAN		(-1e300)	/* want: written, and NaN */
 
 struct tbuf {
 	uint64_t n;		/* elements the op may touch (4 bytes each) */
@@ -57,6 +64,12 @@ union targs {
 	struct gpo_lion_args lion;
 	struct gpo_lamb_args lamb;
 	struct gpo_objective_args obj;
+	struct gpo_matmul_args mm;
+	struct gpo_ew_args ew;
+	struct gpo_reduce_args reduce;
+	struct gpo_softmax_args sm;
+	struct gpo_loss_args loss;
+	struct gpo_gather_args gather;
 };
 
 struct tcase {
@@ -845,7 +858,1309 @@ static void obj_ref(struct tcase *tc)
 	}
 }
 
+/* ---- the tensor ops (abi/tensor.h) ---------------------------------------- */
+
+/*
+ * A variant's bits in op_case.flags: the op's own flags as they are
+ * (GPO_T_ACCUM, GPO_MM_TRANS_*, GPO_RED_IDX), V_* for the shapes and
+ * inputs a setup draws, and the fn in the top bits.
+ */
+#define V_A		(1u << 16)
+#define V_B		(1u << 17)
+#define V_C		(1u << 18)
+#define V_D		(1u << 19)
+#define V_E		(1u << 20)
+#define V_FN(fn)	((uint32_t)(fn) << 24)
+#define FN_OF(tc)	(((tc)->oc->flags >> 24) & 0x7f)
+#define HAS(tc, v)	(!!((tc)->oc->flags & (v)))
+#define OP_FLAGS(tc)	((tc)->oc->flags & 0xffffu)
+
+/* where an op's tensor starts in its buffer: odd, so nothing is aligned */
+static uint32_t odd_off(struct tcase *tc)
+{
+	return 2 * (uint32_t)tu_rand(&tc->rng, 0, 6) + 1;
+}
+
+static uint64_t tail(struct tcase *tc)
+{
+	return (uint64_t)tu_rand(&tc->rng, 1, 5);
+}
+
+static uint32_t urand(struct tcase *tc, uint32_t lo, uint32_t hi)
+{
+	return (uint32_t)tu_rand(&tc->rng, lo, hi + 1);	/* [lo, hi] */
+}
+
+/* a random value in [lo, hi) with a random sign */
+static double srand2(struct tcase *tc, double lo, double hi)
+{
+	double v = tu_rand(&tc->rng, lo, hi);
+
+	return tu_rand(&tc->rng, 0, 1) < 0.5 ? -v : v;
+}
+
+/* an input of @len elements at an odd offset; its padding random too */
+static uint32_t tb_in_at(struct tcase *tc, struct tbuf *b, uint64_t len,
+			 double lo, double hi)
+{
+	uint32_t off = odd_off(tc);
+
+	tb_random(tc, b, off + len + tail(tc), lo, hi);
+	return off;
+}
+
+/* an output of @len elements at an odd offset, poisoned everywhere */
+static uint32_t tb_out_at(struct tcase *tc, struct tbuf *b, uint64_t len)
+{
+	uint32_t off = odd_off(tc);
+
+	tb_alloc(b, off + len + tail(tc));
+	return off;
+}
+
+/* an i32 buffer of @len words at an odd offset, random bits everywhere */
+static uint32_t tb_int_at(struct tcase *tc, struct tbuf *b, uint64_t len)
+{
+	uint32_t off = odd_off(tc);
+	uint64_t i;
+
+	tb_alloc(b, off + len + tail(tc));
+	for (i = 0; i < b->n; i++)
+		b->in[i] = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+	b->exact = 1;
+	return off;
+}
+
+/* with GPO_T_ACCUM, output element @i starts from a random value */
+static void accum_start(struct tcase *tc, struct tbuf *b, uint64_t i)
+{
+	if (tc->oc->flags & GPO_T_ACCUM)
+		put(b, i, (float)tu_rand(&tc->rng, -1, 1));
+}
+
+static void tb_mag(struct tbuf *b)
+{
+	b->mag = calloc(b->n + 1, sizeof(double));
+	ck_assert(b->mag);
+}
+
+/*
+ * The expected value of output element @i: the op's result @r (whose
+ * terms are of size @mag), added to the element's old value with
+ * GPO_T_ACCUM.
+ */
+static void want_res(struct tcase *tc, struct tbuf *b, uint64_t i, double r,
+		     double mag)
+{
+	double w = r;
+
+	if (tc->oc->flags & GPO_T_ACCUM) {
+		w += f(b, i);
+		mag += fabs(f(b, i));
+	}
+	b->want[i] = isnan(w) ? MUSTNAN : w;
+	if (b->mag)
+		b->mag[i] = mag;
+}
+
+/* the inputs as doubles, for the references below */
+static double *tb_d(const struct tbuf *b)
+{
+	double *d = malloc((b->n + 1) * sizeof(double));
+	uint64_t i;
+
+	ck_assert(d);
+	for (i = 0; i < b->n; i++)
+		d[i] = f(b, i);
+	return d;
+}
+
+static int32_t tb_i(const struct tbuf *b, uint64_t i)
+{
+	return (int32_t)b->in[i];
+}
+
+/*
+ * The float64 references, on plain arrays so that the finite-difference
+ * test below can check the backward ones against the forward ones.
+ */
+
+static double phi_cdf(double x)
+{
+	return 0.5 * (1 + erf(x / sqrt(2.0)));
+}
+
+#define GELU_K	0.7978845608028654	/* sqrt(2 / pi) */
+
+static double un_f(uint32_t fn, double x)
+{
+	switch (fn) {
+	case GPO_EW_COPY:	return x;
+	case GPO_EW_RELU:	return x > 0 ? x : 0;
+	case GPO_EW_GELU:	return x * phi_cdf(x);
+	case GPO_EW_GELU_TANH:
+		return 0.5 * x * (1 + tanh(GELU_K * (x + 0.044715 * x * x * x)));
+	case GPO_EW_TANH:	return tanh(x);
+	case GPO_EW_SIGMOID:	return 1 / (1 + exp(-x));
+	case GPO_EW_EXP:	return exp(x);
+	case GPO_EW_LOG:	return log(x);
+	case GPO_EW_SQUARE:	return x * x;
+	case GPO_EW_SQRT:	return sqrt(x);
+	}
+	ck_abort_msg("unary fn %u", fn);
+	return 0;
+}
+
+static double un_df(uint32_t fn, double x)
+{
+	double t, s;
+
+	switch (fn) {
+	case GPO_EW_COPY:	return 1;
+	case GPO_EW_RELU:	return x > 0 ? 1 : 0;
+	case GPO_EW_GELU:
+		return phi_cdf(x) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+	case GPO_EW_GELU_TANH:
+		t = tanh(GELU_K * (x + 0.044715 * x * x * x));
+		return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_K *
+		       (1 + 3 * 0.044715 * x * x);
+	case GPO_EW_TANH:
+		t = tanh(x);
+		return 1 - t * t;
+	case GPO_EW_SIGMOID:
+		s = 1 / (1 + exp(-x));
+		return s * (1 - s);
+	case GPO_EW_EXP:	return exp(x);
+	case GPO_EW_LOG:	return 1 / x;
+	case GPO_EW_SQUARE:	return 2 * x;
+	case GPO_EW_SQRT:	return 0.5 / sqrt(x);
+	}
+	ck_abort_msg("unary fn %u", fn);
+	return 0;
+}
+
+static double bin_f(uint32_t fn, double a, double b)
+{
+	switch (fn) {
+	case GPO_EW_ADD:	return a + b;
+	case GPO_EW_SUB:	return a - b;
+	case GPO_EW_MUL:	return a * b;
+	case GPO_EW_DIV:	return a / b;
+	}
+	ck_abort_msg("binary fn %u", fn);
+	return 0;
+}
+
+/* C_z (i, j) = alpha * sum_p op(A)(i, p) op(B)(p, j), into c[] (and mag[]) */
+static void mm_d(const struct gpo_matmul_args *a, const double *A,
+		 const double *B, double *C, double *mag)
+{
+	uint32_t z, i, j, p;
+
+	for (z = 0; z < a->batch; z++) {
+		const double *az = A + a->off_a + (uint64_t)z * a->bsa;
+		const double *bz = B + a->off_b + (uint64_t)z * a->bsb;
+
+		for (i = 0; i < a->m; i++)
+			for (j = 0; j < a->n; j++) {
+				uint64_t o = a->off_c + (uint64_t)z * a->bsc +
+					     (uint64_t)i * a->ldc + j;
+				double s = 0, m = 0;
+
+				for (p = 0; p < a->k; p++) {
+					double x = a->flags & GPO_MM_TRANS_A ?
+						   az[(uint64_t)p * a->lda + i] :
+						   az[(uint64_t)i * a->lda + p];
+					double y = a->flags & GPO_MM_TRANS_B ?
+						   bz[(uint64_t)j * a->ldb + p] :
+						   bz[(uint64_t)p * a->ldb + j];
+
+					s += x * y;
+					m += fabs(x * y);
+				}
+				C[o] = a->alpha * s;
+				if (mag)
+					mag[o] = fabs(a->alpha) * m;
+			}
+	}
+}
+
+/* y(o, i) = alpha * sum or max over r; idx (may be NULL) the argmax */
+static void red_d(const struct gpo_reduce_args *a, const double *x, double *y,
+		  double *idx, double *mag)
+{
+	uint32_t o, i, r;
+
+	for (o = 0; o < a->outer; o++)
+		for (i = 0; i < a->inner; i++) {
+			uint64_t yo = (uint64_t)o * a->inner + i;
+			double s = 0, m = 0, best = -INFINITY;
+			uint32_t bi = 0;
+
+			for (r = 0; r < a->len; r++) {
+				double v = x[a->off_x + ((uint64_t)o * a->len + r) *
+					     a->inner + i];
+
+				s += v;
+				m += fabs(v);
+				/* NaN is larger than everything; first wins */
+				if (!isnan(best) && (isnan(v) || v > best)) {
+					best = v;
+					bi = r;
+				}
+			}
+			y[a->off_y + yo] = a->alpha * (a->fn == GPO_RED_SUM ?
+						       s : best);
+			if (mag)
+				mag[a->off_y + yo] = fabs(a->alpha) * m;
+			if (idx)
+				idx[a->off_idx + yo] = bi;
+		}
+}
+
+static void red_bwd_d(const struct gpo_reduce_args *a, const double *dy,
+		      const double *idx, double *dx)
+{
+	uint32_t o, i, r;
+
+	for (o = 0; o < a->outer; o++)
+		for (r = 0; r < a->len; r++)
+			for (i = 0; i < a->inner; i++) {
+				uint64_t yo = (uint64_t)o * a->inner + i;
+				double g = a->alpha * dy[a->off_y + yo];
+
+				if (a->fn == GPO_RED_MAX &&
+				    idx[a->off_idx + yo] != r)
+					g = 0;
+				dx[a->off_x + ((uint64_t)o * a->len + r) *
+				   a->inner + i] = g;
+			}
+}
+
+static void sm_d(uint32_t fn, const double *x, uint32_t len, double *y)
+{
+	double m = -INFINITY, s = 0;
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		m = fmax(m, x[j]);
+	for (j = 0; j < len; j++)
+		s += exp(x[j] - m);
+	for (j = 0; j < len; j++)
+		y[j] = fn == GPO_SM_SOFTMAX ? exp(x[j] - m) / s :
+		       x[j] - m - log(s);
+}
+
+static void sm_bwd_d(uint32_t fn, const double *y, const double *dy,
+		     uint32_t len, double alpha, double *dx, double *mag)
+{
+	double s = 0, sa = 0;
+	uint32_t j;
+
+	for (j = 0; j < len; j++) {
+		s += fn == GPO_SM_SOFTMAX ? dy[j] * y[j] : dy[j];
+		sa += fabs(fn == GPO_SM_SOFTMAX ? dy[j] * y[j] : dy[j]);
+	}
+	for (j = 0; j < len; j++) {
+		if (fn == GPO_SM_SOFTMAX) {
+			dx[j] = alpha * y[j] * (dy[j] - s);
+			if (mag)
+				mag[j] = fabs(alpha * y[j]) * (fabs(dy[j]) + sa);
+		} else {
+			dx[j] = alpha * (dy[j] - exp(y[j]) * s);
+			if (mag)
+				mag[j] = fabs(alpha) * (fabs(dy[j]) +
+							exp(y[j]) * sa);
+		}
+	}
+}
+
+static double xent_d(const double *x, uint32_t len, int32_t lab)
+{
+	double m = -INFINITY, s = 0;
+	uint32_t j;
+
+	if (lab < 0 || (uint32_t)lab >= len)
+		return NAN;
+	for (j = 0; j < len; j++)
+		m = fmax(m, x[j]);
+	for (j = 0; j < len; j++)
+		s += exp(x[j] - m);
+	return log(s) + m - x[lab];
+}
+
+/* dx_j = scale * (softmax(x)_j - (j == lab)) */
+static void xent_bwd_d(const double *x, uint32_t len, int32_t lab,
+		       double scale, double *dx)
+{
+	uint32_t j;
+
+	sm_d(GPO_SM_SOFTMAX, x, len, dx);
+	for (j = 0; j < len; j++)
+		dx[j] = scale * (dx[j] - ((int32_t)j == lab));
+}
+
+/* ---- matmul ---- */
+
+#define MM_BATCH	V_A
+#define MM_PAD		V_B
+#define MM_ODD		V_C	/* m 67, n 131, k 45 */
+#define MM_TINY		V_D	/* 1 to 3 */
+#define MM_K0		V_E
+
+/* a stored matrix of @rows x @cols with row stride @ld, @batch of them */
+static uint32_t mm_operand(struct tcase *tc, struct tbuf *b, uint32_t rows,
+			   uint32_t cols, uint32_t *ld, uint32_t *bs)
+{
+	uint32_t batch = tc->a.mm.batch;
+	uint64_t per;
+
+	*ld = cols + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
+	per = (uint64_t)rows * *ld;
+	*bs = (uint32_t)per + (batch > 1 ? urand(tc, 0, 7) : urand(tc, 0, 99));
+	return tb_in_at(tc, b, (uint64_t)(batch - 1) * *bs + per, -1, 1);
+}
+
+static void matmul_setup(struct tcase *tc)
+{
+	struct gpo_matmul_args *a = &tc->a.mm;
+	uint32_t z, i, j;
+	uint64_t per;
+
+	a->flags = OP_FLAGS(tc);
+	if (HAS(tc, MM_ODD)) {
+		a->m = 67;
+		a->n = 131;
+		a->k = 45;
+	} else if (HAS(tc, MM_TINY)) {
+		a->m = urand(tc, 1, 3);
+		a->n = urand(tc, 1, 3);
+		a->k = urand(tc, 1, 3);
+	} else {
+		a->m = urand(tc, 1, 150);
+		a->n = urand(tc, 1, 150);
+		a->k = urand(tc, 1, 100);
+	}
+	if (HAS(tc, MM_K0))
+		a->k = 0;
+	a->batch = HAS(tc, MM_BATCH) ? urand(tc, 2, 4) : 1;
+	a->alpha = (float)srand2(tc, 0.5, 2);
+	a->tiles_m = (a->m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	a->tiles_n = (a->n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	tc->work = (uint64_t)a->batch * a->tiles_m * a->tiles_n;
+	tc->n = (uint64_t)a->m * a->n * a->batch;
+	if (a->flags & GPO_MM_TRANS_A)
+		a->off_a = mm_operand(tc, &tc->b[0], a->k, a->m, &a->lda, &a->bsa);
+	else
+		a->off_a = mm_operand(tc, &tc->b[0], a->m, a->k, &a->lda, &a->bsa);
+	if (a->flags & GPO_MM_TRANS_B)
+		a->off_b = mm_operand(tc, &tc->b[1], a->n, a->k, &a->ldb, &a->bsb);
+	else
+		a->off_b = mm_operand(tc, &tc->b[1], a->k, a->n, &a->ldb, &a->bsb);
+	a->ldc = a->n + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
+	per = (uint64_t)a->m * a->ldc;
+	a->bsc = (uint32_t)per + (a->batch > 1 ? urand(tc, 0, 7) : 0);
+	a->off_c = tb_out_at(tc, &tc->b[2], (uint64_t)(a->batch - 1) * a->bsc +
+			     per);
+	for (z = 0; z < a->batch; z++)
+		for (i = 0; i < a->m; i++)
+			for (j = 0; j < a->n; j++)
+				accum_start(tc, &tc->b[2], a->off_c +
+					    (uint64_t)z * a->bsc +
+					    (uint64_t)i * a->ldc + j);
+}
+
+static void matmul_ref(struct tcase *tc)
+{
+	const struct gpo_matmul_args *a = &tc->a.mm;
+	double *A = tb_d(&tc->b[0]), *B = tb_d(&tc->b[1]);
+	double *C = calloc(tc->b[2].n + 1, sizeof(double));
+	double *M = calloc(tc->b[2].n + 1, sizeof(double));
+	uint32_t z, i, j;
+
+	ck_assert(C && M);
+	tb_mag(&tc->b[2]);
+	mm_d(a, A, B, C, M);
+	for (z = 0; z < a->batch; z++)
+		for (i = 0; i < a->m; i++)
+			for (j = 0; j < a->n; j++) {
+				uint64_t o = a->off_c + (uint64_t)z * a->bsc +
+					     (uint64_t)i * a->ldc + j;
+
+				want_res(tc, &tc->b[2], o, C[o], M[o]);
+			}
+	free(A);
+	free(B);
+	free(C);
+	free(M);
+}
+
+/* ---- element-wise ---- */
+
+#define EW_TRANSP	V_A	/* unary: x read transposed */
+#define EW_BCAST	V_B	/* unary: x a row broadcast over rows */
+#define EW_BIAS		V_A	/* binary: b a [cols] row, broadcast */
+#define EW_COL		V_B	/* binary: a a [rows, 1] column, broadcast */
+
+static void contiguous(const uint32_t *shape, uint32_t *s)
+{
+	int d;
+
+	s[GPO_T_DIMS - 1] = 1;
+	for (d = GPO_T_DIMS - 2; d >= 0; d--)
+		s[d] = s[d + 1] * shape[d + 1];
+}
+
+/* elements a view with strides @s over @shape reaches, from its offset */
+static uint64_t extent(const uint32_t *shape, const uint32_t *s)
+{
+	uint64_t e = 1;
+	int d;
+
+	for (d = 0; d < GPO_T_DIMS; d++)
+		e += (uint64_t)(shape[d] - 1) * s[d];
+	return e;
+}
+
+/* a 4-d shape, or a 2-d one [1, 1, rows, cols] */
+static void ew_shape(struct tcase *tc, struct gpo_ew_args *a, int two_d)
+{
+	a->shape[0] = two_d ? 1 : urand(tc, 1, 3);
+	a->shape[1] = two_d ? 1 : urand(tc, 1, 4);
+	a->shape[2] = urand(tc, 1, two_d ? 70 : 30);
+	a->shape[3] = urand(tc, 1, two_d ? 90 : 60);
+	a->n = a->shape[0] * a->shape[1] * a->shape[2] * a->shape[3];
+	tc->n = a->n;
+	/* some launches fewer groups than the elements need: grid-stride */
+	a->groups = urand(tc, 1, (a->n + GPO_WG_SIZE - 1) / GPO_WG_SIZE + 1);
+	tc->work = a->groups;
+	a->alpha = (float)srand2(tc, 0.5, 2);
+	a->flags = OP_FLAGS(tc);
+}
+
+/* an input value in the domain of unary fn @fn */
+static double un_input(struct tcase *tc, uint32_t fn)
+{
+	switch (fn) {
+	case GPO_EW_LOG:
+	case GPO_EW_SQRT:
+		return tu_rand(&tc->rng, 0.05, 5);
+	case GPO_EW_RELU:
+		/* around 0, and 0 itself */
+		return tu_rand(&tc->rng, 0, 1) < 0.1 ? 0 : tu_rand(&tc->rng, -1, 1);
+	case GPO_EW_GELU:
+	case GPO_EW_GELU_TANH:
+	case GPO_EW_TANH:
+	case GPO_EW_SIGMOID:
+		/* large |x| too: must saturate, not overflow */
+		return tu_rand(&tc->rng, 0, 1) < 0.3 ? srand2(tc, 10, 90) :
+		       tu_rand(&tc->rng, -4, 4);
+	case GPO_EW_EXP:
+	case GPO_EW_SQUARE:
+		return tu_rand(&tc->rng, -10, 10);
+	}
+	return tu_rand(&tc->rng, -100, 100);
+}
+
+static void unary_setup(struct tcase *tc)
+{
+	struct gpo_ew_args *a = &tc->a.ew;
+	uint32_t fn = FN_OF(tc);
+	uint64_t i;
+
+	ew_shape(tc, a, HAS(tc, EW_TRANSP | EW_BCAST));
+	a->fn = fn;
+	contiguous(a->shape, a->sa);
+	if (HAS(tc, EW_TRANSP)) {	/* x is [cols, rows] */
+		a->sa[2] = 1;
+		a->sa[3] = a->shape[2];
+	} else if (HAS(tc, EW_BCAST)) {	/* x is one row */
+		a->sa[2] = 0;
+	}
+	a->off_a = tb_in_at(tc, &tc->b[0], extent(a->shape, a->sa), -1, 1);
+	for (i = 0; i < tc->b[0].n; i++)
+		put(&tc->b[0], i, (float)un_input(tc, fn));
+	a->off_y = tb_out_at(tc, &tc->b[1], a->n);
+	for (i = 0; i < a->n; i++)
+		accum_start(tc, &tc->b[1], a->off_y + i);
+	/* a buffer the op does not take stays untouched: b's fields unused */
+	a->off_b = 0xdeadbeef;
+}
+
+/* the input index of output element @i of a view with strides @s */
+static uint64_t ew_index(const struct gpo_ew_args *a, const uint32_t *s,
+			 uint32_t off, uint64_t i)
+{
+	uint64_t idx = off;
+	int d;
+
+	for (d = GPO_T_DIMS - 1; d >= 0; d--) {
+		idx += (i % a->shape[d]) * s[d];
+		i /= a->shape[d];
+	}
+	return idx;
+}
+
+static void unary_ref(struct tcase *tc)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	uint64_t i;
+
+	for (i = 0; i < a->n; i++) {
+		double x = f(&tc->b[0], ew_index(a, a->sa, a->off_a, i));
+
+		want_res(tc, &tc->b[1], a->off_y + i,
+			 a->alpha * un_f(a->fn, x), 0);
+	}
+}
+
+static void binary_setup(struct tcase *tc)
+{
+	struct gpo_ew_args *a = &tc->a.ew;
+	uint64_t i;
+
+	ew_shape(tc, a, HAS(tc, EW_BIAS | EW_COL));
+	a->fn = FN_OF(tc);
+	contiguous(a->shape, a->sa);
+	contiguous(a->shape, a->sb);
+	if (HAS(tc, EW_BIAS))
+		a->sb[2] = 0;
+	if (HAS(tc, EW_COL))
+		a->sa[3] = 0, a->sa[2] = 1;
+	a->off_a = tb_in_at(tc, &tc->b[0], extent(a->shape, a->sa), -2, 2);
+	a->off_b = tb_in_at(tc, &tc->b[1], extent(a->shape, a->sb), -2, 2);
+	if (a->fn == GPO_EW_DIV)	/* denominators away from 0 */
+		for (i = 0; i < tc->b[1].n; i++)
+			put(&tc->b[1], i, (float)srand2(tc, 0.5, 2));
+	a->off_y = tb_out_at(tc, &tc->b[2], a->n);
+	for (i = 0; i < a->n; i++)
+		accum_start(tc, &tc->b[2], a->off_y + i);
+}
+
+static void binary_ref(struct tcase *tc)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	uint64_t i;
+
+	for (i = 0; i < a->n; i++) {
+		double x = f(&tc->b[0], ew_index(a, a->sa, a->off_a, i));
+		double y = f(&tc->b[1], ew_index(a, a->sb, a->off_b, i));
+
+		want_res(tc, &tc->b[2], a->off_y + i,
+			 a->alpha * bin_f(a->fn, x, y), 0);
+	}
+}
+
+static void unary_bwd_setup(struct tcase *tc)
+{
+	struct gpo_ew_args *a = &tc->a.ew;
+	uint64_t i;
+
+	ew_shape(tc, a, 0);
+	a->fn = FN_OF(tc);
+	contiguous(a->shape, a->sa);
+	contiguous(a->shape, a->sb);
+	a->off_a = tb_in_at(tc, &tc->b[0], a->n, -1, 1);
+	for (i = 0; i < tc->b[0].n; i++)
+		put(&tc->b[0], i, (float)un_input(tc, a->fn));
+	a->off_b = tb_in_at(tc, &tc->b[1], a->n, -1, 1);
+	a->off_y = tb_out_at(tc, &tc->b[2], a->n);
+	for (i = 0; i < a->n; i++)
+		accum_start(tc, &tc->b[2], a->off_y + i);
+}
+
+static void unary_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	uint64_t i;
+
+	for (i = 0; i < a->n; i++) {
+		double x = f(&tc->b[0], a->off_a + i);
+		double dy = f(&tc->b[1], a->off_b + i);
+
+		want_res(tc, &tc->b[2], a->off_y + i,
+			 a->alpha * dy * un_df(a->fn, x), 0);
+	}
+}
+
+/* ---- reduce ---- */
+
+#define RED_INNER	V_A	/* inner > 1 */
+#define RED_MEAN	V_B	/* alpha = 1 / len */
+#define RED_TIES	V_C	/* inputs from {-1, 0, 1} */
+#define RED_NAN		V_D	/* a NaN in one slice */
+#define RED_LEN0	V_E
+
+static void reduce_shape(struct tcase *tc, struct gpo_reduce_args *a)
+{
+	a->fn = FN_OF(tc);
+	a->flags = OP_FLAGS(tc);
+	a->outer = urand(tc, 1, 40);
+	a->len = HAS(tc, RED_LEN0) ? 0 : urand(tc, 1, 300);
+	a->inner = HAS(tc, RED_INNER) ? urand(tc, 2, 20) : 1;
+	a->n = a->outer * a->inner;
+	tc->n = a->n;
+	if (a->inner == 1)	/* a group per output, fewer at times */
+		a->groups = urand(tc, 1, a->outer);
+	else
+		a->groups = urand(tc, 1, (a->n + GPO_WG_SIZE - 1) /
+				  GPO_WG_SIZE + 1);
+	tc->work = a->groups;
+	if (HAS(tc, RED_MEAN))
+		a->alpha = 1.0f / (float)a->len;
+	else if (a->fn == GPO_RED_MAX)
+		a->alpha = (float)tu_rand(&tc->rng, 0.5, 2);
+	else
+		a->alpha = (float)srand2(tc, 0.5, 2);
+}
+
+static void reduce_setup(struct tcase *tc)
+{
+	struct gpo_reduce_args *a = &tc->a.reduce;
+	uint64_t i, nx;
+
+	reduce_shape(tc, a);
+	nx = (uint64_t)a->outer * a->len * a->inner;
+	a->off_x = tb_in_at(tc, &tc->b[0], nx, -1, 1);
+	if (HAS(tc, RED_TIES))
+		for (i = 0; i < tc->b[0].n; i++)
+			put(&tc->b[0], i, (float)(int)tu_rand(&tc->rng, -1, 2));
+	if (HAS(tc, RED_NAN) && nx)
+		put(&tc->b[0], a->off_x + (uint64_t)tu_rand(&tc->rng, 0, nx),
+		    NAN);
+	a->off_y = tb_out_at(tc, &tc->b[1], a->n);
+	for (i = 0; i < a->n; i++)
+		accum_start(tc, &tc->b[1], a->off_y + i);
+	a->off_idx = tb_out_at(tc, &tc->b[2], a->n);
+	tc->b[2].exact = 1;
+	tc->b[2].unused = !(a->flags & GPO_RED_IDX);
+}
+
+static void reduce_ref(struct tcase *tc)
+{
+	const struct gpo_reduce_args *a = &tc->a.reduce;
+	double *x = tb_d(&tc->b[0]);
+	double *y = calloc(tc->b[1].n + 1, sizeof(double));
+	double *m = calloc(tc->b[1].n + 1, sizeof(double));
+	double *idx = calloc(tc->b[2].n + 1, sizeof(double));
+	uint64_t i;
+
+	ck_assert(y && m && idx);
+	tb_mag(&tc->b[1]);
+	red_d(a, x, y, idx, m);
+	for (i = 0; i < a->n; i++) {
+		want_res(tc, &tc->b[1], a->off_y + i, y[a->off_y + i],
+			 m[a->off_y + i]);
+		if (a->flags & GPO_RED_IDX)
+			tc->b[2].want[a->off_idx + i] = idx[a->off_idx + i];
+	}
+	free(x);
+	free(y);
+	free(m);
+	free(idx);
+}
+
+static void reduce_bwd_setup(struct tcase *tc)
+{
+	struct gpo_reduce_args *a = &tc->a.reduce;
+	uint64_t i, nx;
+
+	reduce_shape(tc, a);
+	nx = (uint64_t)a->outer * a->len * a->inner;
+	/* the grid is over the x elements */
+	a->n = (uint32_t)nx;
+	tc->n = nx;
+	a->groups = urand(tc, 1, (a->n + GPO_WG_SIZE - 1) / GPO_WG_SIZE + 1);
+	tc->work = a->groups;
+	a->off_y = tb_in_at(tc, &tc->b[0], (uint64_t)a->outer * a->inner, -1, 1);
+	a->off_idx = tb_int_at(tc, &tc->b[1], (uint64_t)a->outer * a->inner);
+	for (i = 0; i < tc->b[1].n; i++)
+		tc->b[1].in[i] = (uint32_t)tu_rand(&tc->rng, 0, a->len);
+	tc->b[1].unused = a->fn != GPO_RED_MAX;
+	a->off_x = tb_out_at(tc, &tc->b[2], nx);
+	for (i = 0; i < nx; i++)
+		accum_start(tc, &tc->b[2], a->off_x + i);
+}
+
+static void reduce_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_reduce_args *a = &tc->a.reduce;
+	double *dy = tb_d(&tc->b[0]);
+	double *idx = calloc(tc->b[1].n + 1, sizeof(double));
+	double *dx = calloc(tc->b[2].n + 1, sizeof(double));
+	uint64_t i;
+
+	ck_assert(idx && dx);
+	for (i = 0; i < tc->b[1].n; i++)
+		idx[i] = tb_i(&tc->b[1], i);
+	red_bwd_d(a, dy, idx, dx);
+	for (i = 0; i < a->n; i++)
+		want_res(tc, &tc->b[2], a->off_x + i, dx[a->off_x + i], 0);
+	free(dy);
+	free(idx);
+	free(dx);
+}
+
+/* ---- softmax and the losses ---- */
+
+#define SM_BIG		V_A	/* rows around +-80: must subtract the max */
+#define SM_MANY		V_B	/* many rows, few groups */
+#define SM_BADLAB	V_C	/* xent: a label out of range */
+#define SM_TIES		V_D	/* accuracy: inputs from {0, 1, 2} */
+
+/* rows x len logits at x's offset, and the launch's groups */
+static void rows_setup(struct tcase *tc, uint32_t *rows, uint32_t *len,
+		       uint32_t *groups, struct tbuf *x, uint32_t *off_x)
+{
+	uint32_t r, j;
+
+	*rows = HAS(tc, SM_MANY) ? urand(tc, 300, 700) : urand(tc, 1, 40);
+	*len = urand(tc, 1, 300);
+	*groups = HAS(tc, SM_MANY) ? urand(tc, 1, *rows / 5) :
+		  urand(tc, 1, *rows);
+	tc->work = *groups;
+	tc->n = (uint64_t)*rows * *len;
+	*off_x = tb_in_at(tc, x, tc->n, -5, 5);
+	for (r = 0; r < *rows; r++) {
+		double c = HAS(tc, SM_BIG) ? srand2(tc, 75, 80) : 0;
+		int spread = HAS(tc, SM_BIG) && r % 3 == 0;
+
+		for (j = 0; j < *len; j++) {
+			double v = spread ? tu_rand(&tc->rng, -80, 80) :
+				   c + tu_rand(&tc->rng, -5, 5);
+
+			if (HAS(tc, SM_TIES))
+				v = (int)tu_rand(&tc->rng, 0, 3);
+			put(x, *off_x + (uint64_t)r * *len + j, (float)v);
+		}
+	}
+}
+
+static void softmax_setup(struct tcase *tc)
+{
+	struct gpo_softmax_args *a = &tc->a.sm;
+
+	a->fn = FN_OF(tc);
+	a->flags = OP_FLAGS(tc);
+	rows_setup(tc, &a->rows, &a->len, &a->groups, &tc->b[0], &a->off_x);
+	a->off_y = tb_out_at(tc, &tc->b[1], tc->n);
+	a->alpha = 1;
+	a->off_dy = 0xdeadbeef;
+}
+
+static void softmax_ref(struct tcase *tc)
+{
+	const struct gpo_softmax_args *a = &tc->a.sm;
+	double *x = tb_d(&tc->b[0]);
+	double *y = malloc((a->len + 1) * sizeof(double));
+	uint32_t r, j;
+
+	ck_assert(y);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = (uint64_t)r * a->len;
+
+		sm_d(a->fn, x + a->off_x + o, a->len, y);
+		for (j = 0; j < a->len; j++)
+			tc->b[1].want[a->off_y + o + j] = y[j];
+	}
+	free(x);
+	free(y);
+}
+
+static void softmax_bwd_setup(struct tcase *tc)
+{
+	struct gpo_softmax_args *a = &tc->a.sm;
+	double *x, *y;
+	uint64_t i;
+	uint32_t r;
+
+	a->fn = FN_OF(tc);
+	a->flags = OP_FLAGS(tc);
+	a->alpha = (float)srand2(tc, 0.5, 2);
+	/* y is a forward's output: softmax of random logits */
+	rows_setup(tc, &a->rows, &a->len, &a->groups, &tc->b[0], &a->off_x);
+	x = tb_d(&tc->b[0]);
+	y = malloc((a->len + 1) * sizeof(double));
+	ck_assert(y);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = a->off_x + (uint64_t)r * a->len, j;
+
+		sm_d(a->fn, x + o, a->len, y);
+		for (j = 0; j < a->len; j++)
+			put(&tc->b[0], o + j, (float)y[j]);
+	}
+	free(x);
+	free(y);
+	a->off_dy = tb_in_at(tc, &tc->b[1], tc->n, -1, 1);
+	a->off_y = tb_out_at(tc, &tc->b[2], tc->n);
+	for (i = 0; i < tc->n; i++)
+		accum_start(tc, &tc->b[2], a->off_y + i);
+}
+
+static void softmax_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_softmax_args *a = &tc->a.sm;
+	double *y = tb_d(&tc->b[0]), *dy = tb_d(&tc->b[1]);
+	double *dx = malloc((a->len + 1) * sizeof(double));
+	double *m = malloc((a->len + 1) * sizeof(double));
+	uint32_t r, j;
+
+	ck_assert(dx && m);
+	tb_mag(&tc->b[2]);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = (uint64_t)r * a->len;
+
+		sm_bwd_d(a->fn, y + a->off_x + o, dy + a->off_dy + o, a->len,
+			 a->alpha, dx, m);
+		for (j = 0; j < a->len; j++)
+			want_res(tc, &tc->b[2], a->off_y + o + j, dx[j], m[j]);
+	}
+	free(y);
+	free(dy);
+	free(dx);
+	free(m);
+}
+
+/* labels in [0, len), one out of range with SM_BADLAB */
+static void labels_setup(struct tcase *tc, struct tbuf *b, uint32_t rows,
+			 uint32_t len, uint32_t *off)
+{
+	uint32_t r;
+
+	*off = tb_int_at(tc, b, rows);
+	for (r = 0; r < rows; r++)
+		b->in[*off + r] = (uint32_t)tu_rand(&tc->rng, 0, len);
+	if (HAS(tc, SM_BADLAB))
+		b->in[*off + (uint32_t)tu_rand(&tc->rng, 0, rows)] =
+			tu_rand(&tc->rng, 0, 1) < 0.5 ? len : (uint32_t)-1;
+}
+
+static void xent_setup(struct tcase *tc)
+{
+	struct gpo_loss_args *a = &tc->a.loss;
+
+	a->flags = OP_FLAGS(tc);
+	rows_setup(tc, &a->rows, &a->len, &a->groups, &tc->b[0], &a->off_x);
+	labels_setup(tc, &tc->b[1], a->rows, a->len, &a->off_lab);
+	a->off_y = tb_out_at(tc, &tc->b[2], a->rows);
+	a->alpha = 1;
+	a->off_dl = 0xdeadbeef;
+}
+
+static void xent_ref(struct tcase *tc)
+{
+	const struct gpo_loss_args *a = &tc->a.loss;
+	double *x = tb_d(&tc->b[0]);
+	uint32_t r;
+
+	for (r = 0; r < a->rows; r++) {
+		const double *row = x + a->off_x + (uint64_t)r * a->len;
+		int32_t lab = tb_i(&tc->b[1], a->off_lab + r);
+
+		want_res(tc, &tc->b[2], a->off_y + r, xent_d(row, a->len, lab),
+			 0);
+	}
+	free(x);
+}
+
+static void xent_bwd_setup(struct tcase *tc)
+{
+	struct gpo_loss_args *a = &tc->a.loss;
+	uint64_t i;
+
+	a->flags = OP_FLAGS(tc);
+	rows_setup(tc, &a->rows, &a->len, &a->groups, &tc->b[0], &a->off_x);
+	labels_setup(tc, &tc->b[1], a->rows, a->len, &a->off_lab);
+	a->off_dl = tb_in_at(tc, &tc->b[2], 1, 0.5, 3);
+	a->alpha = 1.0f / (float)a->rows;
+	a->off_y = tb_out_at(tc, &tc->b[3], tc->n);
+	for (i = 0; i < tc->n; i++)
+		accum_start(tc, &tc->b[3], a->off_y + i);
+}
+
+static void xent_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_loss_args *a = &tc->a.loss;
+	double *x = tb_d(&tc->b[0]);
+	double *dx = malloc((a->len + 1) * sizeof(double));
+	double scale = a->alpha * f(&tc->b[2], a->off_dl);
+	uint32_t r, j;
+
+	ck_assert(dx);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = (uint64_t)r * a->len;
+
+		xent_bwd_d(x + a->off_x + o, a->len,
+			   tb_i(&tc->b[1], a->off_lab + r), scale, dx);
+		for (j = 0; j < a->len; j++)
+			want_res(tc, &tc->b[3], a->off_y + o + j, dx[j], 0);
+	}
+	free(x);
+	free(dx);
+}
+
+static void accuracy_setup(struct tcase *tc)
+{
+	struct gpo_loss_args *a = &tc->a.loss;
+	uint32_t r, j;
+
+	a->flags = OP_FLAGS(tc);
+	rows_setup(tc, &a->rows, &a->len, &a->groups, &tc->b[0], &a->off_x);
+	labels_setup(tc, &tc->b[1], a->rows, a->len, &a->off_lab);
+	/* with ties, label the first maximum or the last one at times */
+	for (r = 0; r < a->rows && HAS(tc, SM_TIES); r++) {
+		const uint64_t o = a->off_x + (uint64_t)r * a->len;
+		uint32_t first = 0, last = 0;
+		double pick = tu_rand(&tc->rng, 0, 3);
+
+		for (j = 1; j < a->len; j++) {
+			if (f(&tc->b[0], o + j) > f(&tc->b[0], o + first))
+				first = last = j;
+			else if (f(&tc->b[0], o + j) == f(&tc->b[0], o + first))
+				last = j;
+		}
+		if (pick < 1)
+			tc->b[1].in[a->off_lab + r] = first;
+		else if (pick < 2)
+			tc->b[1].in[a->off_lab + r] = last;
+	}
+	a->off_y = tb_out_at(tc, &tc->b[2], a->rows);
+	a->alpha = 1;
+	a->off_dl = 0xdeadbeef;
+}
+
+static void accuracy_ref(struct tcase *tc)
+{
+	const struct gpo_loss_args *a = &tc->a.loss;
+	uint32_t r, j;
+
+	for (r = 0; r < a->rows; r++) {
+		const uint64_t o = a->off_x + (uint64_t)r * a->len;
+		uint32_t best = 0;
+
+		for (j = 1; j < a->len; j++)
+			if (f(&tc->b[0], o + j) > f(&tc->b[0], o + best))
+				best = j;
+		tc->b[2].want[a->off_y + r] =
+			tb_i(&tc->b[1], a->off_lab + r) == (int32_t)best;
+	}
+}
+
+/* ---- gather ---- */
+
+static void gather_setup(struct tcase *tc)
+{
+	struct gpo_gather_args *a = &tc->a.gather;
+	uint32_t nsrc, b;
+	uint64_t i;
+
+	a->rows = urand(tc, 1, 200);
+	a->width = urand(tc, 1, 70);
+	a->row_lo = urand(tc, 0, 20);
+	nsrc = urand(tc, 1, 50);
+	a->row_hi = a->row_lo + nsrc;
+	a->n = a->rows * a->width;
+	a->groups = urand(tc, 1, (a->n + GPO_WG_SIZE - 1) / GPO_WG_SIZE + 1);
+	tc->n = a->n;
+	tc->work = a->groups;
+	a->off_src = tb_int_at(tc, &tc->b[0], (uint64_t)nsrc * a->width);
+	if (tc->dtype == GPO_F32)
+		for (i = 0; i < tc->b[0].n; i++)
+			put(&tc->b[0], i, (float)tu_rand(&tc->rng, -1e3, 1e3));
+	/* indices below, inside and above the window, negative ones too */
+	a->off_idx = tb_int_at(tc, &tc->b[1], a->rows);
+	for (b = 0; b < a->rows; b++)
+		tc->b[1].in[a->off_idx + b] =
+			(uint32_t)(int32_t)tu_rand(&tc->rng, -3,
+						   a->row_hi + 6);
+	/* dst holds an earlier block's rows: left as they are */
+	a->off_dst = tb_int_at(tc, &tc->b[2], a->n);
+}
+
+static void gather_ref(struct tcase *tc)
+{
+	const struct gpo_gather_args *a = &tc->a.gather;
+	uint32_t b, j;
+
+	for (b = 0; b < a->rows; b++) {
+		int64_t r = (int64_t)tb_i(&tc->b[1], a->off_idx + b) - a->row_lo;
+
+		if (r < 0 || r >= (int64_t)(a->row_hi - a->row_lo))
+			continue;
+		for (j = 0; j < a->width; j++)
+			tc->b[2].want[a->off_dst + (uint64_t)b * a->width + j] =
+				tc->b[0].in[a->off_src + r * a->width + j];
+	}
+}
+
+
+/* ---- the backward references against finite differences ----------------- */
+
+/*
+ * The backward references above are only as good as their formulas: each
+ * is checked here against central differences of its forward reference,
+ * d/dx_k sum_i w_i fwd(x)_i, in float64 on small random inputs.
+ */
+#define FD_H	1e-6
+
+static void fd_check(const char *what, double analytic, double numeric)
+{
+	ck_assert_msg(fabs(analytic - numeric) <=
+		      1e-6 * fmax(1.0, fabs(numeric)),
+		      "%s: backward %.12g, finite differences %.12g", what,
+		      analytic, numeric);
+}
+
+static void fd_unary(uint64_t *rng)
+{
+	uint32_t fn;
+	int t;
+
+	for (fn = 0; fn < GPO_EW_UNARY_COUNT; fn++)
+		for (t = 0; t < 50; t++) {
+			struct tcase tc = { .rng = *rng };
+			double x = un_input(&tc, fn), h = FD_H * fmax(1, fabs(x));
+			char what[64];
+
+			*rng = tc.rng;
+			/* relu's kink, and the saturated tails, say nothing */
+			if ((fn == GPO_EW_RELU && fabs(x) < 1e-3) || fabs(x) > 9)
+				continue;
+			snprintf(what, sizeof(what), "unary_bwd fn %u x %g", fn, x);
+			fd_check(what, un_df(fn, x),
+				 (un_f(fn, x + h) - un_f(fn, x - h)) / (2 * h));
+		}
+}
+
+static double *fd_rand(uint64_t *rng, uint64_t n, double lo, double hi)
+{
+	double *v = malloc((n + 1) * sizeof(double));
+	uint64_t i;
+
+	ck_assert(v);
+	for (i = 0; i < n; i++)
+		v[i] = tu_rand(rng, lo, hi);
+	return v;
+}
+
+static double dot(const double *a, const double *b, uint64_t n)
+{
+	double s = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+static double fd_red_loss(const struct gpo_reduce_args *a, const double *x,
+			  const double *w, double *y)
+{
+	red_d(a, x, y, NULL, NULL);
+	return dot(w, y, (uint64_t)a->outer * a->inner);
+}
+
+static void fd_reduce(uint64_t *rng)
+{
+	uint32_t fn;
+
+	for (fn = GPO_RED_SUM; fn <= GPO_RED_MAX; fn++) {
+		struct gpo_reduce_args a = {
+			.fn = fn, .outer = 3, .len = 5, .inner = 4,
+			.alpha = (float)tu_rand(rng, 0.5, 2),
+		};
+		uint64_t ny = 12, nx = 60, k;
+		/* distinct values: no ties where max is not differentiable */
+		double *x = fd_rand(rng, nx, -1, 1), *w = fd_rand(rng, ny, -1, 1);
+		double *y = fd_rand(rng, ny, 0, 1), *idx = fd_rand(rng, ny, 0, 1);
+		double *dx = fd_rand(rng, nx, 0, 1);
+
+		red_d(&a, x, y, idx, NULL);
+		red_bwd_d(&a, w, idx, dx);
+		for (k = 0; k < nx; k++) {
+			double x0 = x[k], lp, lm;
+
+			x[k] = x0 + FD_H;
+			lp = fd_red_loss(&a, x, w, y);
+			x[k] = x0 - FD_H;
+			lm = fd_red_loss(&a, x, w, y);
+			x[k] = x0;
+			fd_check(fn == GPO_RED_SUM ? "reduce_bwd sum" :
+				 "reduce_bwd max", dx[k], (lp - lm) / (2 * FD_H));
+		}
+		free(x);
+		free(w);
+		free(y);
+		free(idx);
+		free(dx);
+	}
+}
+
+static void fd_softmax(uint64_t *rng)
+{
+	const uint32_t len = 7;
+	uint32_t fn, k;
+
+	for (fn = GPO_SM_SOFTMAX; fn <= GPO_SM_LOG_SOFTMAX; fn++) {
+		double *x = fd_rand(rng, len, -3, 3), *w = fd_rand(rng, len, -1, 1);
+		double *y = fd_rand(rng, len, 0, 1), *dx = fd_rand(rng, len, 0, 1);
+		double alpha = tu_rand(rng, 0.5, 2);
+
+		sm_d(fn, x, len, y);
+		sm_bwd_d(fn, y, w, len, alpha, dx, NULL);
+		for (k = 0; k < len; k++) {
+			double x0 = x[k], lp, lm;
+
+			x[k] = x0 + FD_H;
+			sm_d(fn, x, len, y);
+			lp = alpha * dot(w, y, len);
+			x[k] = x0 - FD_H;
+			sm_d(fn, x, len, y);
+			lm = alpha * dot(w, y, len);
+			x[k] = x0;
+			fd_check(fn == GPO_SM_SOFTMAX ? "softmax_bwd" :
+				 "softmax_bwd log", dx[k], (lp - lm) / (2 * FD_H));
+		}
+		free(x);
+		free(w);
+		free(y);
+		free(dx);
+	}
+}
+
+static void fd_xent(uint64_t *rng)
+{
+	const uint32_t len = 9;
+	double *x = fd_rand(rng, len, -3, 3), *dx = fd_rand(rng, len, 0, 1);
+	double scale = tu_rand(rng, 0.1, 3);
+	int32_t lab = (int32_t)tu_rand(rng, 0, len);
+	uint32_t k;
+
+	xent_bwd_d(x, len, lab, scale, dx);
+	for (k = 0; k < len; k++) {
+		double x0 = x[k], lp, lm;
+
+		x[k] = x0 + FD_H;
+		lp = scale * xent_d(x, len, lab);
+		x[k] = x0 - FD_H;
+		lm = scale * xent_d(x, len, lab);
+		x[k] = x0;
+		fd_check("xent_bwd", dx[k], (lp - lm) / (2 * FD_H));
+	}
+	free(x);
+	free(dx);
+}
+
+/*
+ * C = alpha op(A) op(B) for each TRANS combination, L = sum W .* C: the
+ * gradients as the engine will launch them, matmuls of W with the
+ * operands, transposes done by the flags alone:
+ *	dop(A) = alpha W op(B)^T   dA = dop(A), or its transpose with TRANS_A
+ *	dop(B) = alpha op(A)^T W   dB = dop(B), or its transpose with TRANS_B
+ */
+static void fd_matmul(uint64_t *rng)
+{
+	const uint32_t m = 4, n = 5, k = 3;
+	uint32_t fl;
+
+	for (fl = 0; fl < 4; fl++) {
+		const uint32_t ta = fl & 1 ? GPO_MM_TRANS_A : 0;
+		const uint32_t tb = fl & 2 ? GPO_MM_TRANS_B : 0;
+		struct gpo_matmul_args fw = {
+			.m = m, .n = n, .k = k, .batch = 1, .flags = ta | tb,
+			.lda = ta ? m : k, .ldb = tb ? k : n, .ldc = n,
+			.alpha = (float)tu_rand(rng, 0.5, 2),
+		};
+		struct gpo_matmul_args ga = fw, gb = fw;
+		double *A = fd_rand(rng, m * k, -1, 1), *B = fd_rand(rng, k * n, -1, 1);
+		double *W = fd_rand(rng, m * n, -1, 1), *C = fd_rand(rng, m * n, 0, 1);
+		double *dA = fd_rand(rng, m * k, 0, 1), *dB = fd_rand(rng, k * n, 0, 1);
+		uint32_t i;
+
+		/* dA: m x k = W (m x n) op(B)^T, or k x m = op(B) W^T */
+		if (!ta) {
+			ga.m = m, ga.n = k, ga.k = n;
+			ga.flags = tb ? 0 : GPO_MM_TRANS_B;
+			ga.lda = n, ga.ldb = tb ? k : n, ga.ldc = k;
+			mm_d(&ga, W, B, dA, NULL);
+		} else {
+			ga.m = k, ga.n = m, ga.k = n;
+			ga.flags = (tb ? GPO_MM_TRANS_A : 0) | GPO_MM_TRANS_B;
+			ga.lda = tb ? k : n, ga.ldb = n, ga.ldc = m;
+			mm_d(&ga, B, W, dA, NULL);
+		}
+		/* dB: k x n = op(A)^T W, or n x k = W^T op(A) */
+		if (!tb) {
+			gb.m = k, gb.n = n, gb.k = m;
+			gb.flags = ta ? 0 : GPO_MM_TRANS_A;
+			gb.lda = ta ? m : k, gb.ldb = n, gb.ldc = n;
+			mm_d(&gb, A, W, dB, NULL);
+		} else {
+			gb.m = n, gb.n = k, gb.k = m;
+			gb.flags = GPO_MM_TRANS_A | (ta ? GPO_MM_TRANS_B : 0);
+			gb.lda = n, gb.ldb = ta ? m : k, gb.ldc = k;
+			mm_d(&gb, W, A, dB, NULL);
+		}
+		for (i = 0; i < m * k + k * n; i++) {
+			double *v = i < m * k ? &A[i] : &B[i - m * k];
+			double v0 = *v, lp, lm;
+			char what[64];
+
+			*v = v0 + FD_H;
+			mm_d(&fw, A, B, C, NULL);
+			lp = dot(W, C, m * n);
+			*v = v0 - FD_H;
+			mm_d(&fw, A, B, C, NULL);
+			lm = dot(W, C, m * n);
+			*v = v0;
+			snprintf(what, sizeof(what), "matmul flags %#x d%s[%u]",
+				 fw.flags, i < m * k ? "A" : "B",
+				 i < m * k ? i : i - m * k);
+			fd_check(what, i < m * k ? dA[i] : dB[i - m * k],
+				 (lp - lm) / (2 * FD_H));
+		}
+		free(A);
+		free(B);
+		free(W);
+		free(C);
+		free(dA);
+		free(dB);
+	}
+}
+
+START_TEST(test_backward_refs_match_finite_differences)
+{
+	uint64_t rng = tu_rng("ops-fd");
+	int rep;
+
+	for (rep = 0; rep < 5; rep++) {
+		fd_unary(&rng);
+		fd_reduce(&rng);
+		fd_softmax(&rng);
+		fd_xent(&rng);
+		fd_matmul(&rng);
+	}
+}
+END_TEST
+
 /* ---- the table ------------------------------------------------------------ */
+
+/* a unary fn forward and backward, without and with GPO_T_ACCUM */
+#define UNARY(fn, name) \
+	{ OP_UNARY, name, unary_setup, unary_ref, V_FN(fn) }, \
+	{ OP_UNARY, name " accum", unary_setup, unary_ref, \
+	  V_FN(fn) | GPO_T_ACCUM }, \
+	{ OP_UNARY_BWD, name, unary_bwd_setup, unary_bwd_ref, V_FN(fn) }, \
+	{ OP_UNARY_BWD, name " accum", unary_bwd_setup, unary_bwd_ref, \
+	  V_FN(fn) | GPO_T_ACCUM }
+
+/* a binary op on full shapes, a bias row and a column */
+#define BINARY(fn, name) \
+	{ OP_BINARY, name, binary_setup, binary_ref, V_FN(fn) }, \
+	{ OP_BINARY, name " bias accum", binary_setup, binary_ref, \
+	  V_FN(fn) | EW_BIAS | GPO_T_ACCUM }, \
+	{ OP_BINARY, name " column", binary_setup, binary_ref, \
+	  V_FN(fn) | EW_COL }
 
 static const struct op_case cases[] = {
 	{ OP_COPY, "", copy_setup, copy_ref, 0 },
@@ -883,6 +2198,117 @@ static const struct op_case cases[] = {
 	{ OP_LAMB_APPLY, "skip", lamb_apply_setup, lamb_apply_ref, SKIP_FLAG },
 	{ OP_OBJ_QUADRATIC, "", obj_setup, obj_ref, 0 },
 	{ OP_OBJ_ROSENBROCK, "", obj_setup, obj_ref, 0 },
+	{ OP_MATMUL, "", matmul_setup, matmul_ref, 0 },
+	{ OP_MATMUL, "accum", matmul_setup, matmul_ref, GPO_T_ACCUM },
+	{ OP_MATMUL, "trans_a", matmul_setup, matmul_ref, GPO_MM_TRANS_A },
+	{ OP_MATMUL, "trans_b accum", matmul_setup, matmul_ref,
+	  GPO_MM_TRANS_B | GPO_T_ACCUM },
+	{ OP_MATMUL, "trans_a trans_b", matmul_setup, matmul_ref,
+	  GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL, "batch padded", matmul_setup, matmul_ref,
+	  MM_BATCH | MM_PAD },
+	{ OP_MATMUL, "batch padded trans_a accum", matmul_setup, matmul_ref,
+	  MM_BATCH | MM_PAD | GPO_MM_TRANS_A | GPO_T_ACCUM },
+	{ OP_MATMUL, "batch trans_b", matmul_setup, matmul_ref,
+	  MM_BATCH | GPO_MM_TRANS_B },
+	{ OP_MATMUL, "67x131x45 padded", matmul_setup, matmul_ref,
+	  MM_ODD | MM_PAD },
+	{ OP_MATMUL, "67x131x45 trans_a trans_b accum", matmul_setup,
+	  matmul_ref, MM_ODD | GPO_MM_TRANS_A | GPO_MM_TRANS_B | GPO_T_ACCUM },
+	{ OP_MATMUL, "tiny", matmul_setup, matmul_ref, MM_TINY },
+	{ OP_MATMUL, "tiny batch trans_a", matmul_setup, matmul_ref,
+	  MM_TINY | MM_BATCH | GPO_MM_TRANS_A },
+	{ OP_MATMUL, "k 0", matmul_setup, matmul_ref, MM_K0 },
+	{ OP_MATMUL, "k 0 accum batch", matmul_setup, matmul_ref,
+	  MM_K0 | GPO_T_ACCUM | MM_BATCH },
+	UNARY(GPO_EW_COPY, "copy"),
+	UNARY(GPO_EW_RELU, "relu"),
+	UNARY(GPO_EW_GELU, "gelu"),
+	UNARY(GPO_EW_GELU_TANH, "gelu_tanh"),
+	UNARY(GPO_EW_TANH, "tanh"),
+	UNARY(GPO_EW_SIGMOID, "sigmoid"),
+	UNARY(GPO_EW_EXP, "exp"),
+	UNARY(GPO_EW_LOG, "log"),
+	UNARY(GPO_EW_SQUARE, "square"),
+	UNARY(GPO_EW_SQRT, "sqrt"),
+	{ OP_UNARY, "copy transposed", unary_setup, unary_ref,
+	  V_FN(GPO_EW_COPY) | EW_TRANSP },
+	{ OP_UNARY, "gelu transposed accum", unary_setup, unary_ref,
+	  V_FN(GPO_EW_GELU) | EW_TRANSP | GPO_T_ACCUM },
+	{ OP_UNARY, "copy broadcast", unary_setup, unary_ref,
+	  V_FN(GPO_EW_COPY) | EW_BCAST },
+	{ OP_UNARY, "exp broadcast accum", unary_setup, unary_ref,
+	  V_FN(GPO_EW_EXP) | EW_BCAST | GPO_T_ACCUM },
+	BINARY(GPO_EW_ADD, "add"),
+	BINARY(GPO_EW_SUB, "sub"),
+	BINARY(GPO_EW_MUL, "mul"),
+	BINARY(GPO_EW_DIV, "div"),
+	{ OP_REDUCE, "sum", reduce_setup, reduce_ref, V_FN(GPO_RED_SUM) },
+	{ OP_REDUCE, "sum accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | GPO_T_ACCUM },
+	{ OP_REDUCE, "sum inner", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_INNER },
+	{ OP_REDUCE, "mean", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_MEAN },
+	{ OP_REDUCE, "mean inner accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_MEAN | RED_INNER | GPO_T_ACCUM },
+	{ OP_REDUCE, "sum len 0", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_LEN0 },
+	{ OP_REDUCE, "sum inner len 0 accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_LEN0 | RED_INNER | GPO_T_ACCUM },
+	{ OP_REDUCE, "max", reduce_setup, reduce_ref, V_FN(GPO_RED_MAX) },
+	{ OP_REDUCE, "max inner accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | RED_INNER | GPO_T_ACCUM },
+	{ OP_REDUCE, "max idx ties", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_TIES },
+	{ OP_REDUCE, "max inner idx ties", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_TIES | RED_INNER },
+	{ OP_REDUCE, "max idx nan", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_NAN },
+	{ OP_REDUCE, "max inner idx nan accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_NAN | RED_INNER |
+	  GPO_T_ACCUM },
+	{ OP_REDUCE, "max idx len 0", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_LEN0 },
+	{ OP_REDUCE, "max inner idx len 0", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_MAX) | GPO_RED_IDX | RED_LEN0 | RED_INNER },
+	{ OP_REDUCE_BWD, "sum", reduce_bwd_setup, reduce_bwd_ref,
+	  V_FN(GPO_RED_SUM) },
+	{ OP_REDUCE_BWD, "sum inner accum", reduce_bwd_setup, reduce_bwd_ref,
+	  V_FN(GPO_RED_SUM) | RED_INNER | GPO_T_ACCUM },
+	{ OP_REDUCE_BWD, "max", reduce_bwd_setup, reduce_bwd_ref,
+	  V_FN(GPO_RED_MAX) },
+	{ OP_REDUCE_BWD, "max inner accum", reduce_bwd_setup, reduce_bwd_ref,
+	  V_FN(GPO_RED_MAX) | RED_INNER | GPO_T_ACCUM },
+	{ OP_SOFTMAX, "softmax", softmax_setup, softmax_ref,
+	  V_FN(GPO_SM_SOFTMAX) },
+	{ OP_SOFTMAX, "softmax big", softmax_setup, softmax_ref,
+	  V_FN(GPO_SM_SOFTMAX) | SM_BIG },
+	{ OP_SOFTMAX, "softmax many rows", softmax_setup, softmax_ref,
+	  V_FN(GPO_SM_SOFTMAX) | SM_MANY },
+	{ OP_SOFTMAX, "log_softmax", softmax_setup, softmax_ref,
+	  V_FN(GPO_SM_LOG_SOFTMAX) },
+	{ OP_SOFTMAX, "log_softmax big many rows", softmax_setup, softmax_ref,
+	  V_FN(GPO_SM_LOG_SOFTMAX) | SM_BIG | SM_MANY },
+	{ OP_SOFTMAX_BWD, "softmax", softmax_bwd_setup, softmax_bwd_ref,
+	  V_FN(GPO_SM_SOFTMAX) },
+	{ OP_SOFTMAX_BWD, "softmax many rows accum", softmax_bwd_setup,
+	  softmax_bwd_ref, V_FN(GPO_SM_SOFTMAX) | SM_MANY | GPO_T_ACCUM },
+	{ OP_SOFTMAX_BWD, "log_softmax accum", softmax_bwd_setup,
+	  softmax_bwd_ref, V_FN(GPO_SM_LOG_SOFTMAX) | GPO_T_ACCUM },
+	{ OP_SOFTMAX_BWD, "log_softmax big many rows", softmax_bwd_setup,
+	  softmax_bwd_ref, V_FN(GPO_SM_LOG_SOFTMAX) | SM_BIG | SM_MANY },
+	{ OP_XENT, "", xent_setup, xent_ref, 0 },
+	{ OP_XENT, "big many rows", xent_setup, xent_ref, SM_BIG | SM_MANY },
+	{ OP_XENT, "bad label", xent_setup, xent_ref, SM_BADLAB },
+	{ OP_XENT_BWD, "", xent_bwd_setup, xent_bwd_ref, 0 },
+	{ OP_XENT_BWD, "big many rows accum", xent_bwd_setup, xent_bwd_ref,
+	  SM_BIG | SM_MANY | GPO_T_ACCUM },
+	{ OP_ACCURACY, "", accuracy_setup, accuracy_ref, 0 },
+	{ OP_ACCURACY, "ties", accuracy_setup, accuracy_ref, SM_TIES },
+	{ OP_ACCURACY, "ties many rows bad label", accuracy_setup,
+	  accuracy_ref, SM_TIES | SM_MANY | SM_BADLAB },
+	{ OP_GATHER_ROWS, "", gather_setup, gather_ref, 0 },
 };
 
 /* ---- the harness ---------------------------------------------------------- */
@@ -898,7 +2324,8 @@ static void tc_free(struct tcase *tc)
 /*
  * Compare one buffer; returns a failure text or NULL. want[i] is NaN where
  * the op must leave the element as it was, DONTCARE where it must write
- * something but its value is not defined (a sum over an inf and a NaN).
+ * something but its value is not defined (a sum over an inf and a NaN),
+ * MUSTNAN where it must write a NaN; infinities must match exactly.
  */
 static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 			     unsigned int role, uint64_t *where)
@@ -937,6 +2364,16 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 			continue;
 		}
 		memcpy(&g, &got, 4);
+		if (want == MUSTNAN) {
+			if (!isnan(g))
+				return "not NaN, as the reference";
+			continue;
+		}
+		if (isinf(want)) {
+			if (g != want)
+				return "not the reference's infinity";
+			continue;
+		}
 		if (!(fabs(g - want) <= tc->tol * fmax(fmax(fabs(want), 1.0),
 						     b->mag ? b->mag[i] : 0)))
 			return "differs from the float64 reference";
@@ -1132,6 +2569,7 @@ int main(void)
 	TCase *tc = tcase_create("ops");
 
 	tcase_add_test(tc, test_descriptors_are_consistent);
+	tcase_add_test(tc, test_backward_refs_match_finite_differences);
 	tcase_add_test(tc, test_bad_launches_refused);
 	tcase_add_test(tc, test_every_op_every_device);
 	suite_add_tcase(s, tc);

@@ -16,7 +16,8 @@ make -C "$TOP" --no-print-directory BUILD="$BUILD" DESTDIR="$dest" \
 	PREFIX="$prefix" $san install >"$T/install.log" 2>&1 ||
 	fail "make install: $(tail -n 20 "$T/install.log")"
 for f in lib/libgpuopt.so.0.1.0 lib/libgpuopt.so.0 lib/libgpuopt.so \
-	 lib/libgpuopt.a include/gpuopt.h lib/pkgconfig/gpuopt.pc \
+	 lib/libgpuopt.a include/gpuopt.h include/gpuopt/data.h \
+	 lib/pkgconfig/gpuopt.pc \
 	 bin/gpuoptfs bin/gpuoptctl bin/gpuopt-ckpt bin/gpuopt-torch \
 	 share/man/man1/gpuoptctl.1 share/man/man1/gpuopt-torch.1 \
 	 share/man/man3/gpo_ctx_new.3 \

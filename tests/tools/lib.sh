@@ -80,7 +80,7 @@ no_escapes()
 # tests/lsan.supp (exported here) names their own leaks
 ckpt_helper_build()
 {
-	LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
+	LIB_LIBS="-luring -ljansson -lz -lm -lpthread" LDSAN=
 	. "$BUILD/build.conf"
 	keep=
 	[ -n "$LDSAN" ] && keep=$BUILD/tests/unit/keep_drivers.o

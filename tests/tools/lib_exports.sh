@@ -11,6 +11,7 @@ so=$BUILD/lib/libgpuopt.so
 a=$BUILD/lib/libgpuopt.a
 map=$TOP/libgpuopt/libgpuopt.map
 hdr=$TOP/libgpuopt/include/gpuopt.h
+hdrs=$TOP/libgpuopt/include/gpuopt	# the sub-headers gpuopt.h includes
 man=$TOP/libgpuopt/man
 [ -e "$so" ] && [ -e "$a" ] || fail "no $so or $a"
 command -v nm >/dev/null || skip "no nm (binutils)"
@@ -19,8 +20,9 @@ command -v nm >/dev/null || skip "no nm (binutils)"
 sed -e 's|/\*.*\*/||g' -e 's|^ *\*.*||' -e 's|^/\*.*||' "$map" |
 	awk '/global:/ { g = 1; next } /local:/ { g = 0 } g' |
 	tr -d ' \t;' | grep -v '^$' | sort -u >"$T/map"
-grep -Eo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" |
-	grep -Eo 'gpo_[a-z0-9_]+' | sort -u >"$T/hdr"
+# (the function's name is the last gpo_ word: "struct gpo_tensor *gpo_add(")
+grep -hEo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" "$hdrs"/*.h |
+	grep -Eo 'gpo_[a-z0-9_]+\($' | tr -d '(' | sort -u >"$T/hdr"
 nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' |
 	sort -u >"$T/so"
 [ -s "$T/map" ] && [ -s "$T/hdr" ] && [ -s "$T/so" ] || fail "empty lists"
@@ -117,7 +119,7 @@ int main(void)
 	return strcmp(gpo_version(), "") ? 0 : 1;
 }
 EOF
-BACKENDS= LIB_LIBS="-luring -ljansson -lm -lpthread" LDSAN=
+BACKENDS= LIB_LIBS="-luring -ljansson -lz -lm -lpthread" LDSAN=
 . "$BUILD/build.conf"
 # a sanitizer build: the drivers stay resident, their leaks suppressed
 keep=

@@ -72,6 +72,7 @@ static char *make_file(size_t *len)
 	free(hdr);
 	free(data);
 	json_decref(sums);
+	json_decref(groups);
 	json_decref(root);
 	return buf;
 }

@@ -83,10 +83,10 @@ static int rank(const struct gpo_device_info *info)
 		r = 1;
 		break;
 	case GPO_DEVICE_CPU_IMPL:
-		r = 2;
+		r = 3;		/* after the cpu backend: PoCL, lavapipe */
 		break;
 	default:
-		r = 3;
+		r = 2;
 		break;
 	}
 	return r * 2 + (strcmp(info->backend, "vulkan") ? 1 : 0);

@@ -95,6 +95,9 @@ struct job_stat {
 	double steps_per_sec;
 	double elapsed_s;
 	double eta_s;
+	double epoch;		/* models trained on data; else NAN */
+	double samples_per_sec;
+	double train_accuracy;
 	char device[32];
 	char optimizer[16];
 	char model[64];

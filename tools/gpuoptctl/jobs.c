@@ -17,7 +17,7 @@
 
 enum { J_JOB, J_OWNER, J_STATE, J_STEP, J_LOSS, J_LR, J_SPS, J_ETA, J_DEVICE,
        J_MAX_STEPS, J_EVAL_LOSS, J_ACCURACY, J_GRAD_NORM, J_ELAPSED,
-       J_OPTIMIZER, J_MODEL, J_UID };
+       J_OPTIMIZER, J_MODEL, J_UID, J_EPOCH, J_SAMPLES_PS, J_TRAIN_ACC };
 
 static const struct col_def job_cols[] = {
 	[J_JOB] = { "job", "JOB", 0, "" },
@@ -37,6 +37,12 @@ static const struct col_def job_cols[] = {
 	[J_OPTIMIZER] = { "optimizer", "OPTIMIZER", 0, "" },
 	[J_MODEL] = { "model", "MODEL", 0, "" },
 	[J_UID] = { "uid", "UID", COL_RIGHT | COL_NUMBER, "" },
+	/* what a model trained on data reports: "-" for the others */
+	[J_EPOCH] = { "epoch", "EPOCH", COL_RIGHT | COL_NUMBER, "" },
+	[J_SAMPLES_PS] = { "samples_per_sec", "SAMPLES/S",
+			   COL_RIGHT | COL_NUMBER, "" },
+	[J_TRAIN_ACC] = { "train_accuracy", "TRAIN_ACC",
+			  COL_RIGHT | COL_NUMBER, "" },
 };
 
 #define JOB_DEFAULT "job,owner,state,step,loss,lr,steps_per_sec,eta,device"
@@ -83,6 +89,13 @@ int jobs_table(struct gpo__sbuf *out)
 		table_set_num(&t, ln, J_EVAL_LOSS, js.eval_loss, 6);
 		table_set_num(&t, ln, J_ACCURACY, js.accuracy, 4);
 		table_set_num(&t, ln, J_GRAD_NORM, js.grad_norm, 6);
+		table_set_num(&t, ln, J_EPOCH, js.epoch, 20);
+		table_set_num(&t, ln, J_TRAIN_ACC, js.train_accuracy, 4);
+		if (isnan(js.samples_per_sec) || tbl_json)
+			table_set_num(&t, ln, J_SAMPLES_PS, js.samples_per_sec, 6);
+		else
+			table_setf(&t, ln, J_SAMPLES_PS, "%.0f",
+				   js.samples_per_sec);
 		table_set_num(&t, ln, J_ELAPSED, js.elapsed_s, 6);
 		if (isnan(js.steps_per_sec) || js.steps_per_sec <= 0)
 			table_set(&t, ln, J_SPS, "-");

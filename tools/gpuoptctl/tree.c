@@ -350,6 +350,9 @@ static const struct {
 	{ "steps_per_sec", offsetof(struct job_stat, steps_per_sec) },
 	{ "elapsed_s", offsetof(struct job_stat, elapsed_s) },
 	{ "eta_s", offsetof(struct job_stat, eta_s) },
+	{ "epoch", offsetof(struct job_stat, epoch) },
+	{ "samples_per_sec", offsetof(struct job_stat, samples_per_sec) },
+	{ "train_accuracy", offsetof(struct job_stat, train_accuracy) },
 };
 
 /* job_stat_read - jobs/@name/stat, parsed; 0 or -errno */

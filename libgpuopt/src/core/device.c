@@ -335,10 +335,14 @@ static int device_rank(const struct gpo_device *dev)
 		rank = 1;
 		break;
 	case GPO_DEVICE_CPU_IMPL:
-		rank = 2;
+		/*
+		 * OpenCL or Vulkan run on the CPU (PoCL, lavapipe): after the
+		 * cpu backend, which does the same work several times faster
+		 */
+		rank = 3;
 		break;
 	default:
-		rank = 3;
+		rank = 2;
 		break;
 	}
 	/* Vulkan before OpenCL within a kind */

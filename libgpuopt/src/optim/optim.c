@@ -59,6 +59,8 @@ int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 	return 0;
 }
 
+static int layout(struct gpo_optim *opt);
+
 static void free_buffers(struct gpo_optim *opt)
 {
 	struct gpo_device *dev = opt->dev;
@@ -85,6 +87,16 @@ void gpo_optim_free(struct gpo_optim *opt)
 	free(opt->groups);
 	free(opt->tensors);
 	free(opt);
+}
+
+void gpo__optim_drop_tensors(struct gpo_optim *opt)
+{
+	free_buffers(opt);
+	free(opt->tensors);
+	opt->tensors = NULL;
+	opt->ntensors = 0;
+	opt->numel = 0;
+	layout(opt);
 }
 
 int gpo_optim_add_group(struct gpo_optim *opt)
@@ -917,6 +929,12 @@ static int launch_step(struct gpo_optim *opt, uint64_t t, int use_norm)
 
 int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 {
+	return gpo__optim_step(opt, info, 1);
+}
+
+int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
+		    int sync)
+{
 	struct gpo_device *dev;
 	const struct hparams *hp;
 	float scal[GPO_SCAL_COUNT] = { 1.0f, 0.0f, NAN, 0.0f };
@@ -938,9 +956,10 @@ int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 	if (ret)
 		goto out_unlock;
 	ret = launch_step(opt, opt->step + 1, use_norm);
+	/* without the norm pass no step is skipped: nothing to learn */
 	if (!ret && use_norm)
 		ret = dev->ops->read(dev, &opt->scal, 0, scal, sizeof(scal));
-	if (!ret)
+	if (!ret && (sync || use_norm))
 		ret = dev->ops->wait(dev, &ns);
 	if (ret)
 		goto out_unlock;

@@ -84,4 +84,17 @@ int gpo__optim_slot_possible(enum gpo_optim_kind kind, int s);
 int gpo__optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
 		      int s);
 
+/* gpo__optim_drop_tensors - back to no tensors and no buffers (a failed model) */
+void gpo__optim_drop_tensors(struct gpo_optim *opt);
+
+/*
+ * gpo__optim_step - gpo_optim_step(), which is this with @sync 1. With
+ * @sync 0 a step that needs no norm pass (no clipping, no loss scale, no
+ * finite check: it cannot be skipped) is only queued, behind the launches
+ * before it, and info->device_ns is 0; one with the norm pass still reads
+ * its scalars (whether it was skipped) and so waits.
+ */
+int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
+		    int sync);
+
 #endif /* GPUOPT_OPTIM_I_H */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/gpuopt_i.h"
+#include "backend/cpu/cpu_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -29,15 +30,7 @@
 #define CPU_MAX_THREADS 256
 #define SLICE_ALIGN	16	/* elements: slices start on cache lines */
 
-struct dev_mem {
-	float *ptr;
-	uint64_t size;
-};
-
 struct cpu_dev;
-
-/* a kernel runs elements or groups [lo, hi) of a launch */
-typedef void (*slice_fn)(const struct op_call *c, uint32_t lo, uint32_t hi);
 
 struct cpu_dev {
 	int nthreads;
@@ -55,20 +48,6 @@ struct cpu_dev {
 	uint32_t align;			/* slice boundaries */
 	uint64_t ns;			/* time of launches since last wait */
 };
-
-static inline float *bp(const struct op_call *c, int i)
-{
-	const struct dev_buf *b = &c->buf[i];
-
-	if (!b->mem)
-		return NULL;
-	return (float *)((char *)b->mem->ptr + b->off);
-}
-
-static inline const uint32_t *bu(const struct op_call *c, int i)
-{
-	return (const uint32_t *)bp(c, i);
-}
 
 /*
  * The gradient multiplier: scal[0] (unscale and clip) when the norm pass
@@ -562,8 +541,8 @@ static void k_obj_rosenbrock(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 /*
  * The cpu kernels by op name: the backend finds an op's kernel here and
- * knows nothing else about it. Each works on f32 (copy on any 4-byte
- * type).
+ * knows nothing else about it. Each works on f32 (copy and gather_rows
+ * on any 4-byte type). The tensor ops are in tensor.c.
  */
 static const struct cpu_kernel {
 	const char *name;
@@ -584,6 +563,18 @@ static const struct cpu_kernel {
 	{ "lamb_apply", k_lamb_apply, DT(GPO_F32) },
 	{ "obj_quadratic", k_obj_quadratic, DT(GPO_F32) },
 	{ "obj_rosenbrock", k_obj_rosenbrock, DT(GPO_F32) },
+	{ "matmul", gpo__cpu_matmul, DT(GPO_F32) },
+	{ "unary", gpo__cpu_unary, DT(GPO_F32) },
+	{ "binary", gpo__cpu_binary, DT(GPO_F32) },
+	{ "unary_bwd", gpo__cpu_unary_bwd, DT(GPO_F32) },
+	{ "reduce", gpo__cpu_reduce, DT(GPO_F32) },
+	{ "reduce_bwd", gpo__cpu_reduce_bwd, DT(GPO_F32) },
+	{ "softmax", gpo__cpu_softmax, DT(GPO_F32) },
+	{ "softmax_bwd", gpo__cpu_softmax_bwd, DT(GPO_F32) },
+	{ "xent", gpo__cpu_xent, DT(GPO_F32) },
+	{ "xent_bwd", gpo__cpu_xent_bwd, DT(GPO_F32) },
+	{ "accuracy", gpo__cpu_accuracy, DT(GPO_F32) },
+	{ "gather_rows", gpo__cpu_gather_rows, DT(GPO_F32) | DT(GPO_I32) },
 };
 
 /* the kernel of each op, looked up by name once */

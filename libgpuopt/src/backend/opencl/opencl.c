@@ -68,6 +68,8 @@ struct ocl_dev {
 	pthread_mutex_t lock;
 	cl_program programs[OP_COUNT][GPO_DTYPES];
 	cl_kernel kernels[OP_COUNT][GPO_DTYPES];
+	/* from probe: the op's kernel is in its embedded source (supports) */
+	unsigned char has_kernel[OP_COUNT][GPO_DTYPES];
 	/* the first and the last launch since the previous wait */
 	cl_event first;
 	cl_event last;
@@ -157,6 +159,8 @@ static int cl_fail(const struct gpo_device *dev, cl_int err, int alloc,
 		       dev->info.id, dev->info.name, what, cl_err_name(err),
 		       (int)err);
 }
+
+static void kernel_table(struct ocl_dev *od);
 
 /* ---- probe --------------------------------------------------------------- */
 
@@ -309,6 +313,7 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 	}
 	od->platform = plat;
 	od->device = d;
+	kernel_table(od);
 	pthread_mutex_init(&od->lock, NULL);
 	ret = gpo__ctx_add_device(ctx, &gpo__opencl_backend_ops, &info, od);
 	if (ret) {
@@ -585,6 +590,159 @@ static const char *const dtype_define[GPO_DTYPES] = {
 	[GPO_F32] = "GPO_DTYPE_F32",
 	[GPO_I32] = "GPO_DTYPE_I32",
 };
+
+/*
+ * What supports() answers, found without building: whether the kernel of
+ * an op is in its family's embedded source (opencl/<family>/<family>.cl,
+ * not the files it includes) for a dtype. A kernel is a line starting
+ * `KERNEL void <name>(` (or `__kernel`), and counts unless it sits in a
+ * branch of an #if on GPO_DTYPE_xxx that the dtype's build leaves out:
+ * conditions of the forms #ifdef, #ifndef, #if [!]defined(GPO_DTYPE_xxx)
+ * and #elif of that are followed; any other condition may be true or not,
+ * and neither its branches nor its #else hide a kernel.
+ */
+enum cond { COND_FALSE, COND_TRUE, COND_UNKNOWN };
+
+#define IF_DEPTH_MAX	16
+
+/* @p points at the macro name of a condition on @define (or not) */
+static enum cond cond_name(const char *p, const char *end, const char *define,
+			   int negate, int paren)
+{
+	const char *q = p;
+	enum cond c;
+
+	while (q < end && (*q == '_' || (*q >= 'A' && *q <= 'Z') ||
+			   (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9')))
+		q++;
+	if (q == p || q - p < 10 || strncmp(p, "GPO_DTYPE_", 10))
+		return COND_UNKNOWN;
+	c = (size_t)(q - p) == strlen(define) && !strncmp(p, define, q - p) ?
+	    COND_TRUE : COND_FALSE;
+	q = skip_blanks(q, end);
+	if (paren) {
+		if (q == end || *q != ')')
+			return COND_UNKNOWN;
+		q = skip_blanks(q + 1, end);
+	}
+	/* anything after the name (&&, ||, a comment) is not followed */
+	if (q != end)
+		return COND_UNKNOWN;
+	return negate ? (c == COND_TRUE ? COND_FALSE : COND_TRUE) : c;
+}
+
+/* The expression of an #if or #elif: [!]defined(NAME) or defined NAME */
+static enum cond cond_expr(const char *p, const char *end, const char *define)
+{
+	int negate = 0, paren = 0;
+
+	p = skip_blanks(p, end);
+	if (p < end && *p == '!') {
+		negate = 1;
+		p = skip_blanks(p + 1, end);
+	}
+	if (end - p < 7 || strncmp(p, "defined", 7))
+		return COND_UNKNOWN;
+	p = skip_blanks(p + 7, end);
+	if (p < end && *p == '(') {
+		paren = 1;
+		p = skip_blanks(p + 1, end);
+	}
+	return cond_name(p, end, define, negate, paren);
+}
+
+/* Does the line [p, end) start with @word, then a blank or the end? */
+static const char *word_at(const char *p, const char *end, const char *word)
+{
+	size_t len = strlen(word);
+
+	if ((size_t)(end - p) < len || strncmp(p, word, len))
+		return NULL;
+	p += len;
+	if (p < end && *p != ' ' && *p != '\t' && *p != '(')
+		return NULL;
+	return p;
+}
+
+static int kernel_in_source(const struct embedded_file *f, const char *name,
+			    const char *define)
+{
+	const char *p = (const char *)f->data, *end = p + f->size;
+	/* per #if level: a branch of it may be compiled; one surely was */
+	unsigned char possible[IF_DEPTH_MAX], taken[IF_DEPTH_MAX];
+	int depth = 0, hidden = 0, i;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', end - p);
+		const char *next = eol ? eol + 1 : end, *q, *r;
+		enum cond c = COND_UNKNOWN;
+
+		if (!eol)
+			eol = end;
+		q = skip_blanks(p, eol);
+		if (q < eol && *q == '#') {
+			q = skip_blanks(q + 1, eol);
+			if ((r = word_at(q, eol, "ifdef")) ||
+			    (r = word_at(q, eol, "ifndef"))) {
+				c = cond_name(skip_blanks(r, eol), eol, define,
+					      q[2] == 'n', 0);
+				goto push;
+			} else if ((r = word_at(q, eol, "if"))) {
+				c = cond_expr(r, eol, define);
+push:
+				if (depth == IF_DEPTH_MAX)
+					return 1;	/* unknown: say yes */
+				possible[depth] = c != COND_FALSE;
+				taken[depth++] = c == COND_TRUE;
+			} else if ((r = word_at(q, eol, "elif")) && depth) {
+				c = cond_expr(r, eol, define);
+				possible[depth - 1] = !taken[depth - 1] &&
+						      c != COND_FALSE;
+				taken[depth - 1] |= c == COND_TRUE;
+			} else if (word_at(q, eol, "else") && depth) {
+				possible[depth - 1] = !taken[depth - 1];
+				taken[depth - 1] = 1;
+			} else if (word_at(q, eol, "endif") && depth) {
+				depth--;
+			}
+			hidden = 0;
+			for (i = 0; i < depth; i++)
+				hidden |= !possible[i];
+		} else if (!hidden && ((r = word_at(q, eol, "KERNEL")) ||
+				       (r = word_at(q, eol, "__kernel")))) {
+			r = skip_blanks(r, eol);
+			if ((r = word_at(r, eol, "void"))) {
+				r = skip_blanks(r, eol);
+				if ((r = word_at(r, eol, name)) &&
+				    (r = skip_blanks(r, eol)) < eol && *r == '(')
+					return 1;
+			}
+		}
+		p = next;
+	}
+	return 0;
+}
+
+/* Fill od->has_kernel from the embedded sources (at probe) */
+static void kernel_table(struct ocl_dev *od)
+{
+	char path[SRC_NAME_MAX];
+	int op, dt;
+
+	if (!gpo__embedded_find(gpo__embedded_cl, "opencl/common.cl"))
+		return;
+	for (op = 0; op < OP_COUNT; op++) {
+		const struct embedded_file *fam;
+
+		snprintf(path, sizeof(path), "opencl/%s/%s.cl",
+			 gpo__ops[op].family, gpo__ops[op].family);
+		fam = gpo__embedded_find(gpo__embedded_cl, path);
+		for (dt = 0; fam && dt < GPO_DTYPES; dt++)
+			od->has_kernel[op][dt] = dtype_define[dt] &&
+				kernel_in_source(fam, gpo__ops[op].name,
+						 dtype_define[dt]);
+	}
+}
 
 static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 			  size_t len)
@@ -972,12 +1130,17 @@ static uint64_t ocl_mem_free(struct gpo_device *dev)
 
 /* ---- launches --------------------------------------------------------- */
 
-/* 1 when @dtype's kernels can be built here: answered without building */
+/*
+ * 1 when @op's kernel is in its family's source for @dtype (kernel_table),
+ * answered without building: a build can still fail, at the first launch.
+ */
 static int ocl_supports(struct gpo_device *dev, enum gpo__op_id op,
 			enum gpo_dtype dtype)
 {
+	struct ocl_dev *od = dev->priv;
+
 	return (unsigned int)op < OP_COUNT &&
-	       (unsigned int)dtype < GPO_DTYPES && dtype_define[dtype];
+	       (unsigned int)dtype < GPO_DTYPES && od->has_kernel[op][dtype];
 }
 
 /* The global size of a launch of @op over @work (> 0). */

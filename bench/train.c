@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench/train.c - the tensor engine's matrix product and training step
+ *
+ * For each device: SGEMM (C = A B, f32, square) through the public graph
+ * API at each size, in TFLOP/s, against the limit measured in the same
+ * run (cuBLAS through torch with TF32 off: the peer file's torch_sgemm);
+ * then one training step (forward, cross-entropy, backward, AdamW) of
+ * each MLP on a synthetic safetensors dataset written to /tmp, wall time
+ * per step, beside torch's eager step and its step captured in a CUDA
+ * graph (bench/train_torch.py writes the peer file).
+ *
+ * Times are on the wall clock over many queued runs (steps) and the one
+ * read (result) that waits for them, so that submission and completion
+ * are counted; after WARMUP_S of warm-up; the median of -r rounds.
+ *
+ *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-r ROUNDS]
+ *               [-p PEERFILE] [-q]
+ *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
+ *   -m  MLPs as SPEC@BATCH, e.g. 784x256x10@128,784x1024x1024x10@4096
+ *       (none: -m 0)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "gpuopt.h"
+#include "bench_i.h"
+
+#define WARMUP_S	0.3
+#define ROUND_S		0.25	/* the least time a round of runs takes */
+#define MAX_PEERS	64
+
+struct peer {
+	char label[64];
+	char key[64];
+	double ms;
+};
+
+static struct peer peers[MAX_PEERS];
+static int npeers;
+static int rounds = 5;
+static int quiet;
+
+/*
+ * Peer file lines: "label key ms", e.g. "torch_sgemm sgemm:4096 2.66" or
+ * "torch_graph mlp:784x256x10@128 0.111"; '#' starts a comment.
+ */
+static void load_peers(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+
+	if (!f) {
+		fprintf(stderr, "bench_train: no peer file %s\n", path);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) && npeers < MAX_PEERS) {
+		struct peer *p = &peers[npeers];
+
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%63s %63s %lf", p->label, p->key, &p->ms) == 3)
+			npeers++;
+	}
+	fclose(f);
+}
+
+/* the peer @label for @key (NULL label: the fastest of any label) */
+static const struct peer *find_peer(const char *label, const char *key)
+{
+	const struct peer *best = NULL;
+	int i;
+
+	for (i = 0; i < npeers; i++)
+		if (!strcmp(peers[i].key, key) &&
+		    (!label || !strcmp(peers[i].label, label)) &&
+		    (!best || peers[i].ms < best->ms))
+			best = &peers[i];
+	return best;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* uniform in [-0.5, 0.5): never time on zeros */
+static void fill_random(float *v, uint64_t n, uint64_t seed)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = (float)((rng_next(&seed) >> 40) * (1.0 / 16777216.0) -
+			       0.5);
+}
+
+static void print_header(void)
+{
+	printf("%-10s %-22s %6s %10s %10s %9s %9s %7s  %s\n", "device",
+	       "case", "size", "wall_ms", "us/step", "TFLOP/s", "limit",
+	       "ratio", "peer");
+}
+
+/* ---- SGEMM -------------------------------------------------------- */
+
+#define SEED_A	0x9e3779b97f4a7c15ull
+#define SEED_B	0x2545f4914f6cdd1dull
+
+/* a few elements of C = A B (as bench_sgemm fills them) against double */
+static int spot_check(const float *c, uint32_t n, const char *id)
+{
+	const uint64_t numel = (uint64_t)n * n;
+	float *av = malloc(numel * 4), *bv = malloc(numel * 4);
+	int i, ret = 0;
+
+	if (!av || !bv) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	fill_random(av, numel, SEED_A);
+	fill_random(bv, numel, SEED_B);
+	for (i = 0; i < 8 && !ret; i++) {
+		uint32_t row = (uint32_t)((i * 2654435761u) % n);
+		uint32_t col = (uint32_t)((i * 40503u + 7) % n), k;
+		double ref = 0, mag = 0;
+
+		for (k = 0; k < n; k++) {
+			double v = (double)av[(uint64_t)row * n + k] *
+				   bv[(uint64_t)k * n + col];
+
+			ref += v;
+			mag += fabs(v);
+		}
+		if (fabs(c[(uint64_t)row * n + col] - ref) > 1e-5 * mag) {
+			fprintf(stderr, "sgemm %u on %s: C[%u][%u] = %g, not %g\n",
+				n, id, row, col, c[(uint64_t)row * n + col], ref);
+			ret = -EIO;
+		}
+	}
+out:
+	free(av);
+	free(bv);
+	return ret;
+}
+
+
+/*
+ * C = A B at n x n: rounds of R runs queued back to back and one read of
+ * C, R chosen from the warm-up so that a round takes about ROUND_S.
+ */
+static int bench_sgemm(struct gpo_device *dev, const char *id, uint32_t n)
+{
+	const uint64_t shape[2] = { n, n };
+	const uint64_t numel = (uint64_t)n * n;
+	double flops = 2.0 * n * n * (double)n, per, t0, t;
+	double *round_t = calloc(rounds, sizeof(double));
+	struct gpo_tensor *a, *b, *c;
+	struct gpo_graph *g = NULL;
+	float *host = malloc(numel * sizeof(float));
+	const struct peer *p;
+	char key[64], peer[96] = "", limit[16] = "-", ratio[16] = "-";
+	int ret = -ENOMEM, i, r, reps, warm = 0;
+
+	if (!round_t || !host)
+		goto out;
+	ret = gpo_graph_new(dev, &g);
+	if (ret)
+		goto out;
+	a = gpo_tensor_input(g, "a", GPO_F32, 2, shape);
+	b = gpo_tensor_input(g, "b", GPO_F32, 2, shape);
+	c = gpo_matmul(g, a, b, 0);
+	ret = gpo_graph_status(g);
+	if (ret)
+		goto out;
+	fill_random(host, numel, SEED_A);
+	ret = gpo_tensor_write(a, host, numel * 4);
+	if (!ret) {
+		fill_random(host, numel, SEED_B);
+		ret = gpo_tensor_write(b, host, numel * 4);
+	}
+	if (ret)
+		goto out;
+	t0 = now_s();
+	do {
+		ret = gpo_graph_run(g, GPO_RUN_FORWARD);
+		if (!ret)
+			ret = gpo_tensor_read(c, host, numel * 4);
+		if (ret)
+			goto out;
+		warm++;
+	} while (now_s() - t0 < WARMUP_S || warm < 2);
+	/* one run's time, the read included: too high, which is safe */
+	per = (now_s() - t0) / warm;
+	reps = (int)(ROUND_S / per) + 1;
+	for (r = 0; r < rounds; r++) {
+		t0 = now_s();
+		for (i = 0; i < reps && !ret; i++)
+			ret = gpo_graph_run(g, GPO_RUN_FORWARD);
+		if (!ret)
+			ret = gpo_tensor_read(c, host, numel * 4);
+		if (ret)
+			goto out;
+		round_t[r] = (now_s() - t0) / reps;
+	}
+	t = median(round_t, rounds);
+	/* never a figure for a wrong result: spot checks against double */
+	ret = spot_check(host, n, id);
+	if (ret)
+		goto out;
+	snprintf(key, sizeof(key), "sgemm:%u", n);
+	p = find_peer("torch_sgemm", key);
+	if (p) {
+		double lim = flops / (p->ms * 1e-3);
+
+		snprintf(limit, sizeof(limit), "%.2f", lim / 1e12);
+		snprintf(ratio, sizeof(ratio), "%.1f%%",
+			 100.0 * (flops / t) / lim);
+		snprintf(peer, sizeof(peer), "%s %.3f ms (%.2fx)", p->label,
+			 p->ms, p->ms / (t * 1e3));
+	}
+	printf("%-10s %-22s %6u %10.3f %10s %9.2f %9s %7s  %s\n", id, "sgemm",
+	       n, t * 1e3, "-", flops / t / 1e12, limit, ratio, peer);
+	fflush(stdout);
+out:
+	if (ret)
+		fprintf(stderr, "sgemm %u on %s: %s\n", n, id, gpo_errmsg());
+	gpo_graph_free(g);
+	free(host);
+	free(round_t);
+	return ret;
+}
+
+/* ---- the MLP training step ---------------------------------------- */
+
+/*
+ * A safetensors dataset of @n samples of @in features (x, F32) and labels
+ * below @classes (y, I32), and a small x_test/y_test so that every sample
+ * trains. Written once per shape to /tmp.
+ */
+static int write_dataset(const char *path, uint64_t n, uint32_t in,
+			 uint32_t classes)
+{
+	const uint64_t ntest = 16;
+	uint64_t xb = n * in * 4, yb = n * 4, tb = ntest * in * 4,
+		 ub = ntest * 4, hlen, i, seed = 0x853c49e6748fea9bull;
+	char hdr[512];
+	float *x = NULL;
+	int32_t *y = NULL;
+	FILE *f;
+	int len, ret = -EIO;
+
+	len = snprintf(hdr, sizeof(hdr),
+		       "{\"x\":{\"dtype\":\"F32\",\"shape\":[%llu,%u],\"data_offsets\":[0,%llu]},"
+		       "\"y\":{\"dtype\":\"I32\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]},"
+		       "\"x_test\":{\"dtype\":\"F32\",\"shape\":[%llu,%u],\"data_offsets\":[%llu,%llu]},"
+		       "\"y_test\":{\"dtype\":\"I32\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]}}",
+		       (unsigned long long)n, in, (unsigned long long)xb,
+		       (unsigned long long)n, (unsigned long long)xb,
+		       (unsigned long long)(xb + yb),
+		       (unsigned long long)ntest, in,
+		       (unsigned long long)(xb + yb),
+		       (unsigned long long)(xb + yb + tb),
+		       (unsigned long long)ntest,
+		       (unsigned long long)(xb + yb + tb),
+		       (unsigned long long)(xb + yb + tb + ub));
+	/* the header is padded with spaces to a multiple of 8 */
+	while (len % 8)
+		hdr[len++] = ' ';
+	hlen = len;
+	x = malloc(xb);
+	y = malloc(yb);
+	f = fopen(path, "wb");
+	if (!x || !y || !f)
+		goto out;
+	fill_random(x, n * in, seed);
+	for (i = 0; i < n; i++)
+		y[i] = (int32_t)(rng_next(&seed) % classes);
+	if (fwrite(&hlen, 8, 1, f) != 1 || fwrite(hdr, 1, len, f) != (size_t)len ||
+	    fwrite(x, 1, xb, f) != xb || fwrite(y, 1, yb, f) != yb ||
+	    fwrite(x, 1, tb, f) != tb || fwrite(y, 1, ub, f) != ub)
+		goto out;
+	ret = 0;
+out:
+	if (f && fclose(f))
+		ret = -EIO;
+	if (ret)
+		fprintf(stderr, "bench_train: cannot write %s\n", path);
+	free(x);
+	free(y);
+	return ret;
+}
+
+/* "784x256x10": the first and last sizes, and 2 * the weights (flop/sample) */
+static int parse_mlp(const char *spec, uint32_t *in, uint32_t *out,
+		     double *fwd_flop)
+{
+	char buf[128], *tok, *save;
+	uint32_t prev = 0, v = 0;
+	int layers = -1;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	*fwd_flop = 0;
+	for (tok = strtok_r(buf, "x", &save); tok;
+	     tok = strtok_r(NULL, "x", &save)) {
+		v = (uint32_t)strtoul(tok, NULL, 10);
+		if (!v)
+			return -EINVAL;
+		if (layers < 0)
+			*in = v;
+		else
+			*fwd_flop += 2.0 * prev * v;
+		prev = v;
+		layers++;
+	}
+	*out = v;
+	return layers > 0 ? 0 : -EINVAL;
+}
+
+/*
+ * Rounds of R steps queued with no result and one step that asks for its
+ * result (so waits for all of them): wall time per step.
+ */
+static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
+		     uint32_t batch)
+{
+	struct gpo_dataset *ds = NULL;
+	struct gpo_optim *opt = NULL;
+	struct gpo_model *m = NULL;
+	struct gpo_train *t = NULL;
+	struct gpo_train_result res;
+	double *round_t = calloc(rounds, sizeof(double));
+	double flop, t0, per, step;
+	uint32_t in, out;
+	uint64_t n;
+	char path[128], mspec[160], opts[64], key[200], name[64];
+	char peer[160] = "", *pp = peer;
+	static const char *const plabels[] = { "torch_eager", "torch_graph" };
+	int ret = -EINVAL, i, r, reps, warm = 0;
+
+	if (!round_t)
+		goto out;
+	if (parse_mlp(spec, &in, &out, &flop)) {
+		fprintf(stderr, "bench_train: bad MLP %s\n", spec);
+		goto out;
+	}
+	/* 16 batches, at least 4096 samples */
+	n = (uint64_t)batch * 16 < 4096 ? 4096 : (uint64_t)batch * 16;
+	snprintf(path, sizeof(path), "/tmp/gpuopt-bench-train-%u-%u-%llu.safetensors",
+		 (unsigned int)getpid(), in, (unsigned long long)n);
+	ret = write_dataset(path, n, in, out);
+	if (ret)
+		goto out;
+	ret = gpo_dataset_open(path, 0, &ds);
+	unlink(path);
+	if (ret)
+		goto out;
+	ret = gpo_optim_new(dev, GPO_ADAMW, &opt);
+	if (ret)
+		goto out;
+	snprintf(mspec, sizeof(mspec), "mlp:%s", spec);
+	ret = gpo_model_new(opt, mspec, "activation=relu seed=1", &m);
+	if (!ret)
+		ret = gpo_optim_configure(opt, -1, "lr=0.001 weight_decay=0.01");
+	if (ret)
+		goto out;
+	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0", batch);
+	ret = gpo_train_new(m, ds, opts, &t);
+	if (ret)
+		goto out;
+	t0 = now_s();
+	do {
+		ret = gpo_train_step(t, &res);
+		if (ret)
+			goto out;
+		warm++;
+	} while (now_s() - t0 < WARMUP_S || warm < 3);
+	if (!isfinite(res.loss)) {
+		fprintf(stderr, "mlp %s on %s: loss %g\n", spec, id, res.loss);
+		ret = -EIO;
+		goto out;
+	}
+	per = (now_s() - t0) / warm;
+	reps = (int)(ROUND_S / per) + 1;
+	for (r = 0; r < rounds; r++) {
+		t0 = now_s();
+		for (i = 0; i < reps && !ret; i++)
+			ret = gpo_train_step(t, NULL);
+		if (!ret)
+			ret = gpo_train_step(t, &res);
+		if (ret)
+			goto out;
+		round_t[r] = (now_s() - t0) / (reps + 1);
+	}
+	step = median(round_t, rounds);
+	snprintf(key, sizeof(key), "mlp:%s@%u", spec, batch);
+	for (i = 0; i < 2; i++) {
+		const struct peer *p = find_peer(plabels[i], key);
+
+		if (p)
+			pp += snprintf(pp, peer + sizeof(peer) - pp,
+				       "%s%s %.1f us (%.2fx)", i ? ", " : "",
+				       p->label, p->ms * 1e3,
+				       p->ms / (step * 1e3));
+	}
+	snprintf(name, sizeof(name), "mlp%s", spec);
+	/* forward 2 flop a weight and sample, backward 4 */
+	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
+	       batch, step * 1e3, step * 1e6, 3.0 * flop * batch / step / 1e12,
+	       "-", "-", peer);
+	fflush(stdout);
+out:
+	if (ret)
+		fprintf(stderr, "mlp %s@%u on %s: %s\n", spec, batch, id,
+			gpo_errmsg());
+	gpo_train_free(t);
+	gpo_model_free(m);
+	gpo_optim_free(opt);
+	gpo_dataset_free(ds);
+	free(round_t);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *devs = "best", *sizes_arg = "1024,4096,8192";
+	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
+	struct gpo_ctx *ctx;
+	char buf[512], mbuf[512], *tok, *save, *mtok, *msave;
+	int c, ret;
+
+	while ((c = getopt(argc, argv, "d:s:m:r:p:qh")) != -1) {
+		switch (c) {
+		case 'd': devs = optarg; break;
+		case 's': sizes_arg = optarg; break;
+		case 'm': mlps_arg = optarg; break;
+		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 5; break;
+		case 'p': load_peers(optarg); break;
+		case 'q': quiet = 1; break;
+		default:
+			fprintf(stderr,
+				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				argv[0]);
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	ret = gpo_ctx_new(&ctx, 0);
+	if (ret) {
+		fprintf(stderr, "bench_train: %s\n", gpo_errmsg());
+		return 1;
+	}
+	print_header();
+	snprintf(buf, sizeof(buf), "%s", devs);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct gpo_device_info info;
+		struct gpo_device *dev;
+		char sbuf[256], *stok, *ssave;
+
+		if (gpo_device_select(ctx, tok, &dev)) {
+			fprintf(stderr, "bench_train: %s: %s\n", tok,
+				gpo_errmsg());
+			continue;
+		}
+		gpo_device_info(ctx, gpo_device_index(dev), &info);
+		if (!quiet)
+			printf("# %s: %s (%s, %s)\n", info.id, info.name,
+			       info.driver, gpo_device_type_name(info.type));
+		snprintf(sbuf, sizeof(sbuf), "%s", sizes_arg);
+		for (stok = strtok_r(sbuf, ",", &ssave); stok;
+		     stok = strtok_r(NULL, ",", &ssave)) {
+			uint32_t n = (uint32_t)parse_size(stok);
+
+			if (n)
+				bench_sgemm(dev, info.id, n);
+			gpo_pool_trim(dev);
+		}
+		snprintf(mbuf, sizeof(mbuf), "%s", mlps_arg);
+		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
+		     mtok = strtok_r(NULL, ",", &msave)) {
+			char *at = strchr(mtok, '@');
+
+			if (!at)
+				continue;
+			*at = '\0';
+			bench_mlp(dev, info.id, mtok,
+				  (uint32_t)strtoul(at + 1, NULL, 10));
+			gpo_pool_trim(dev);
+		}
+	}
+	gpo_ctx_free(ctx);
+	return 0;
+}

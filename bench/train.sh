@@ -1,0 +1,37 @@
+#!/bin/sh
+# train.sh BUILD - bench_train's table: SGEMM and MLP training steps beside
+# PyTorch on the same device.
+#   BENCH_DEVICES   devices to measure (default: cpu)
+#   BENCH_SIZES     SGEMM sizes (default 1024,4096,8192; cpu: 256,512)
+#   BENCH_MLPS      default 784x256x10@128,784x1024x1024x10@4096
+#                   (cpu: 784x256x10@128)
+#   BENCH_PYTHON    a python with torch (default: /usr/bin/python3, Debian's)
+# The peer runs on CUDA when the devices are GPUs and torch has CUDA, else
+# on the CPU with as many threads as the cpu backend uses.
+set -e
+build=${1:-build}
+devs=${BENCH_DEVICES:-cpu}
+if [ "$devs" = cpu ]; then
+	sizes=${BENCH_SIZES:-256,512}
+	mlps=${BENCH_MLPS:-784x256x10@128}
+else
+	sizes=${BENCH_SIZES:-1024,4096,8192}
+	mlps=${BENCH_MLPS:-784x256x10@128,784x1024x1024x10@4096}
+fi
+py=${BENCH_PYTHON:-/usr/bin/python3}
+peers=$(mktemp)
+trap 'rm -f "$peers"' EXIT
+echo "# gpuopt bench_train, $(date -u +%Y-%m-%d), $(uname -n), $(nproc) cores"
+if "$py" -c 'import torch' 2>/dev/null; then
+	pdev=cpu
+	if [ "$devs" != cpu ] &&
+		"$py" -c 'import torch,sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+		pdev=cuda
+	fi
+	"$py" bench/train_torch.py --device $pdev --sizes "$sizes" \
+		--mlps "$mlps" >>"$peers" || true
+	cat "$peers"
+else
+	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
+fi
+"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -p "$peers" $BENCH_FLAGS

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""train_torch.py - PyTorch's SGEMM and MLP training step, bench_train's peer.
+
+Prints lines "label key ms" that bench_train -p reads:
+    torch_sgemm sgemm:4096 2.66        C = A B, f32, TF32 off (the limit)
+    torch_eager mlp:784x256x10@128 0.881
+    torch_graph mlp:784x256x10@128 0.111
+    train_torch.py [--device cuda] [--sizes 1024,4096,8192]
+                   [--mlps 784x256x10@128,784x1024x1024x10@4096]
+The MLP step is zero_grad, forward (Linear and ReLU), cross-entropy,
+backward and AdamW (lr 1e-3, weight decay 0.01) on the next batch of a
+dataset already on the device, as bench_train's. Eager: the foreach
+AdamW; graph: the whole step captured in a CUDA graph (capturable AdamW)
+and replayed. Times: many steps (products) queued, one synchronisation,
+the median of --rounds rounds.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+ROUND_S = 0.25
+
+
+def timed(fn, sync, rounds):
+    t0 = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t0 < 0.3 or n < 3:
+        fn()
+        sync()
+        n += 1
+    reps = int(ROUND_S / ((time.perf_counter() - t0) / n)) + 1
+    times = []
+    for _ in range(rounds):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) / reps)
+    return statistics.median(times) * 1e3
+
+
+def sgemm(n, device, rounds, sync):
+    gen = torch.Generator().manual_seed(1)
+    a = (torch.rand(n, n, generator=gen) - 0.5).to(device)
+    b = (torch.rand(n, n, generator=gen) - 0.5).to(device)
+    c = torch.empty(n, n, device=device)
+    return timed(lambda: torch.mm(a, b, out=c), sync, rounds)
+
+
+def mlp_step_fn(sizes, batch, device, graph):
+    torch.manual_seed(1)
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers).to(device)
+    n = max(4096, batch * 16)
+    x = torch.rand(n, sizes[0], device=device) - 0.5
+    y = torch.randint(0, sizes[-1], (n,), device=device)
+    kw = {"capturable": True} if graph else {"foreach": True}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01,
+                            **kw)
+    lossf = torch.nn.CrossEntropyLoss()
+    nb = n // batch
+    pos = [0]
+
+    def step(xb, yb):
+        opt.zero_grad(set_to_none=False)
+        loss = lossf(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if not graph:
+        def eager():
+            k = pos[0] % nb
+            pos[0] += 1
+            step(x[k * batch:(k + 1) * batch], y[k * batch:(k + 1) * batch])
+        return eager
+
+    sx = x[:batch].clone()
+    sy = y[:batch].clone()
+    # warm up on a side stream before capture, as torch's docs do
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step(sx, sy)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(sx, sy)
+
+    def replay():
+        k = pos[0] % nb
+        pos[0] += 1
+        # the next batch into the captured inputs: part of the step
+        sx.copy_(x[k * batch:(k + 1) * batch], non_blocking=True)
+        sy.copy_(y[k * batch:(k + 1) * batch], non_blocking=True)
+        g.replay()
+    return replay
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--sizes", default="1024,4096,8192")
+    ap.add_argument("--mlps", default="784x256x10@128,784x1024x1024x10@4096")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    cuda = a.device == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    name = torch.cuda.get_device_name() if cuda else "cpu"
+    print("# torch %s on %s (%s), %d threads, tf32 off" %
+          (torch.__version__, a.device, name, a.threads), flush=True)
+    for s in filter(None, a.sizes.split(",")):
+        n = int(s)
+        if n:
+            print("torch_sgemm sgemm:%d %.4f" % (n, sgemm(n, a.device,
+                                                            a.rounds, sync)),
+                  flush=True)
+    for m in filter(None, a.mlps.split(",")):
+        if "@" not in m:
+            continue
+        spec, batch = m.split("@")
+        sizes = [int(v) for v in spec.split("x")]
+        for label, graph in (("torch_eager", False), ("torch_graph", True)):
+            if graph and not cuda:
+                continue
+            try:
+                fn = mlp_step_fn(sizes, int(batch), a.device, graph)
+                ms = timed(fn, sync, a.rounds)
+            except (RuntimeError, TypeError) as e:
+                print("# %s %s: %s" % (label, m, e), file=sys.stderr)
+                continue
+            print("%s mlp:%s %.4f" % (label, m, ms), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: MIT
+/*
+ * worker.c - gpuoptfs-worker: one job's device work, as the job's owner
+ *
+ * gpuoptfs starts one per job with the fds of proto.h, already running
+ * as the job's owner with no_new_privs and its limits set. It answers one
+ * command at a time until the socket closes. Whatever a driver does here
+ * (abort, hang, run out of memory) ends this process only: the daemon
+ * sees it and fails this job alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include "worker_i.h"
+
+int wk_err(struct wk *w, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->msg, sizeof(w->msg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int wk_lib_err(struct wk *w, int err)
+{
+	const char *m = gpo_errmsg();
+
+	return wk_err(w, err, "%s", m && *m ? m : strerror(-err));
+}
+
+void wk_step_info(struct wk *w, const struct gpo_step_info *si,
+		  struct wp_stat *st)
+{
+	st->step = si->step;
+	st->skipped_total = si->skipped_total;
+	st->skipped = si->skipped;
+	st->lr = si->lr;
+	st->grad_norm = si->grad_norm;
+}
+
+/*
+ * GPUOPTFS_WORKER_FAULT=KIND[:JOB] (the daemon passes its own environment
+ * on): the first step of job JOB (of every job without one) aborts as a
+ * driver would, hangs, exits 3, or allocates until its memory limit stops
+ * it. For the fault-injection tests; documented in gpuoptfs(8).
+ */
+static unsigned int fault_parse(const char *job)
+{
+	static const struct { const char *name; unsigned int bit; } kinds[] = {
+		{ "abort-on-launch", FAULT_ABORT }, { "hang", FAULT_HANG },
+		{ "exit", FAULT_EXIT }, { "oom", FAULT_OOM },
+	};
+	const char *v = getenv("GPUOPTFS_WORKER_FAULT"), *colon;
+	size_t i, n;
+
+	if (!v || !*v)
+		return 0;
+	colon = strchr(v, ':');
+	n = colon ? (size_t)(colon - v) : strlen(v);
+	if (colon && strcmp(colon + 1, job))
+		return 0;
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strlen(kinds[i].name) == n && !strncmp(v, kinds[i].name, n))
+			return kinds[i].bit;
+	return 0;
+}
+
+void wk_fault(struct wk *w)
+{
+	size_t total = 0;
+	char *p;
+
+	if (w->fault & FAULT_ABORT) {
+		fprintf(stderr, "gpuoptfs-worker: injected fault: abort in a kernel launch\n");
+		abort();
+	}
+	if (w->fault & FAULT_EXIT) {
+		fprintf(stderr, "gpuoptfs-worker: injected fault: exit 3\n");
+		exit(3);
+	}
+	if (w->fault & FAULT_HANG) {
+		fprintf(stderr, "gpuoptfs-worker: injected fault: hang\n");
+		for (;;)
+			pause();
+	}
+	if (w->fault & FAULT_OOM) {
+		/* touched, so it counts as an out-of-control driver's would */
+		while ((p = malloc(1u << 20))) {
+			memset(p, 1, 1u << 20);
+			total += 1u << 20;
+		}
+		fprintf(stderr, "gpuoptfs-worker: out of memory after %zu MiB\n",
+			total >> 20);
+		abort();
+	}
+}
+
+/* The daemon's uid is root only for root's own jobs: keep no capability. */
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d))
+		return -errno;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? -errno : 0;
+}
+
+/* ---- shared memory ------------------------------------------------------- */
+
+static int shm_map(struct wk *w, uint64_t size)
+{
+	void *p;
+
+	if (size == w->shm_size)
+		return 0;
+	if (w->shm)
+		munmap(w->shm, w->shm_size);
+	w->shm = NULL;
+	w->shm_size = 0;
+	if (!size)
+		return 0;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, WP_FD_SHM, 0);
+	if (p == MAP_FAILED)
+		return wk_err(w, -errno, "cannot map %llu bytes of shared memory: %s",
+			      (unsigned long long)size, strerror(errno));
+	w->shm = p;
+	w->shm_size = size;
+	return 0;
+}
+
+/* does [0, @bytes) fit the mapping? */
+static int shm_fits(struct wk *w, uint64_t bytes)
+{
+	if (bytes > w->shm_size)
+		return wk_err(w, -EPROTO,
+			      "the command's %llu bytes exceed the shared %llu",
+			      (unsigned long long)bytes,
+			      (unsigned long long)w->shm_size);
+	return 0;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static void opt_free(struct wk *w)
+{
+	if (w->mstate && w->model && w->model->release)
+		w->model->release(w->mstate);
+	w->mstate = NULL;
+	if (w->opt)
+		gpo_optim_attach_sched(w->opt, NULL);
+	gpo_optim_free(w->opt);
+	gpo_sched_free(w->sched);
+	w->opt = NULL;
+	w->sched = NULL;
+}
+
+static int sched_make(struct wk *w, struct gpo_optim *opt, const char *name,
+		      const char *text, struct gpo_sched **out)
+{
+	struct gpo_sched *s;
+	int ret;
+
+	*out = NULL;
+	if (!*name)
+		return 0;
+	ret = gpo_sched_new(name, &s);
+	if (ret)
+		return wk_lib_err(w, ret);
+	ret = gpo_sched_configure(s, text);
+	if (!ret)
+		ret = gpo_optim_attach_sched(opt, s);
+	if (ret) {
+		wk_lib_err(w, ret);
+		gpo_sched_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+/* text of @len bytes at @p, as a string; NULL when out of memory */
+static char *text_of(const char *p, uint32_t len)
+{
+	char *s = malloc(len + 1);
+
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = '\0';
+	}
+	return s;
+}
+
+/* the tensors a model made are the ones the daemon lists */
+static int same_tensors(struct wk *w, struct gpo_optim *opt,
+			const struct wp_tensor *t, uint32_t n)
+{
+	struct gpo_tensor_info ti;
+	uint32_t i;
+	int d;
+
+	if (gpo_optim_tensor_count(opt) != (int)n)
+		return wk_err(w, -EPROTO, "the model made %d tensors, the daemon expects %u",
+			      gpo_optim_tensor_count(opt), n);
+	for (i = 0; i < n; i++) {
+		if (gpo_optim_tensor_info(opt, i, &ti) ||
+		    strcmp(ti.name, t[i].name) || ti.ndim != t[i].ndim)
+			return wk_err(w, -EPROTO, "the model's tensor %u is not the daemon's %s",
+				      i, t[i].name);
+		for (d = 0; d < ti.ndim; d++)
+			if (ti.shape[d] != t[i].shape[d])
+				return wk_err(w, -EPROTO, "tensor %s: shapes differ",
+					      t[i].name);
+	}
+	return 0;
+}
+
+static int cmd_build(struct wk *w, const struct wp_req *rq,
+		     struct wp_rep *rp)
+{
+	const struct wp_build *b = w->shm;
+	const struct model_ops *ops;
+	struct gpo_device_info info;
+	struct gpo_device *dev;
+	struct gpo_optim *opt = NULL;
+	struct gpo_sched *sched = NULL;
+	struct wp_tensor *t = NULL;
+	char *hp = NULL, *st = NULL, *mt = NULL;
+	void *mstate = NULL;
+	uint64_t need, numel = 0, spe = 0;
+	float *x = NULL;
+	uint32_t i;
+	int ret;
+
+	ret = shm_fits(w, sizeof(*b));
+	if (ret)
+		return ret;
+	need = sizeof(*b) + (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
+	       b->sched_len + b->model_len;
+	ret = shm_fits(w, need);
+	if (ret)
+		return ret;
+	ops = model_ops_find(b->model);
+	if (!ops)
+		return wk_err(w, -EINVAL, "no model kind '%.32s' in this worker",
+			      b->model);
+	t = malloc((b->ntensors ? b->ntensors : 1) * sizeof(*t));
+	hp = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t),
+		     b->hp_len);
+	st = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
+		     b->hp_len, b->sched_len);
+	mt = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
+		     b->hp_len + b->sched_len, b->model_len);
+	if (!t || !hp || !st || !mt) {
+		ret = wk_err(w, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	memcpy(t, b + 1, b->ntensors * sizeof(*t));
+	for (i = 0; i < b->ntensors; i++) {
+		t[i].name[WP_TENSOR_NAME - 1] = '\0';
+		if (t[i].ndim < 0 || t[i].ndim > WP_NDIM_MAX) {
+			ret = wk_err(w, -EPROTO, "bad tensor description");
+			goto out_free;
+		}
+	}
+	/* the daemon's devices/<i>/enabled holds here too */
+	for (i = 0; i < 64 && (int)i < gpo_device_count(w->ctx); i++)
+		gpo_device_enable(w->ctx, i, !(b->disabled >> i & 1));
+	ret = gpo_device_select(w->ctx, b->device, &dev);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_free;
+	}
+	ret = gpo_optim_new(dev, b->optimizer, &opt);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_free;
+	}
+	if (ops->setup) {
+		ret = ops->setup(w, b, opt, mt, &mstate, &spe);
+		if (!ret)
+			ret = same_tensors(w, opt, t, b->ntensors);
+		if (ret)
+			goto out_free;
+	}
+	for (i = 0; !ops->setup && i < b->ntensors; i++) {
+		ret = gpo_optim_add_tensor(opt, t[i].name, t[i].ndim,
+					   t[i].shape, 0);
+		if (ret < 0) {
+			wk_lib_err(w, ret);
+			goto out_free;
+		}
+	}
+	ret = gpo_optim_configure(opt, -1, hp);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_free;
+	}
+	ret = sched_make(w, opt, b->schedule, st, &sched);
+	if (ret)
+		goto out_free;
+	numel = b->numel;
+	/* a model that made its own start params keeps them, unless kept */
+	if (ops->setup && !((rq->flags & WP_F_KEEP_PARAMS) && w->opt &&
+			    w->numel == numel))
+		goto built;
+	x = malloc(numel ? numel * sizeof(float) : 1);
+	if (!x) {
+		ret = wk_err(w, -ENOMEM, "out of memory for %llu bytes of params",
+			     (unsigned long long)numel * 4);
+		goto out_free;
+	}
+	if ((rq->flags & WP_F_KEEP_PARAMS) && w->opt && w->numel == numel) {
+		ret = gpo_optim_read(w->opt, "param", NULL, x, numel * 4);
+		if (ret)
+			wk_lib_err(w, ret);
+	} else {
+		ret = ops->init(w, b, x);
+	}
+	if (!ret) {
+		ret = gpo_optim_write(opt, "param", NULL, x, numel * 4);
+		if (ret)
+			wk_lib_err(w, ret);
+	}
+	if (ret)
+		goto out_free;
+built:
+	rp->dev_index = gpo_device_index(dev);
+	if (!gpo_device_info(w->ctx, rp->dev_index, &info))
+		snprintf(rp->dev_id, sizeof(rp->dev_id), "%s", info.id);
+	opt_free(w);
+	free(w->t);
+	w->opt = opt;
+	w->sched = sched;
+	w->model = ops;
+	w->mstate = mstate;
+	mstate = NULL;
+	rp->steps_per_epoch = spe;
+	w->t = t;
+	w->ntensors = b->ntensors;
+	w->numel = numel;
+	snprintf(w->schedule, sizeof(w->schedule), "%s", b->schedule);
+	opt = NULL;
+	sched = NULL;
+	t = NULL;
+	rp->st.step = gpo_optim_steps_done(w->opt);
+	rp->st.loss = NAN;
+	rp->st.grad_norm = NAN;
+	gpo_optim_get(w->opt, -1, "lr", &rp->st.lr);
+out_free:
+	if (mstate)
+		ops->release(mstate);
+	if (opt)
+		gpo_optim_attach_sched(opt, NULL);
+	gpo_optim_free(opt);
+	gpo_sched_free(sched);
+	free(x);
+	free(t);
+	free(hp);
+	free(st);
+	free(mt);
+	return ret;
+}
+
+static int cmd_hparams(struct wk *w, const struct wp_req *rq,
+		       struct wp_rep *rp)
+{
+	struct gpo_sched *s;
+	char *hp, *st;
+	int ret;
+
+	ret = shm_fits(w, rq->bytes);
+	if (!ret && rq->arg > rq->bytes)
+		ret = wk_err(w, -EPROTO, "bad settings lengths");
+	if (ret)
+		return ret;
+	hp = text_of(w->shm, rq->arg);
+	st = text_of((char *)w->shm + rq->arg, rq->bytes - rq->arg);
+	if (!hp || !st) {
+		ret = wk_err(w, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	ret = gpo_optim_configure(w->opt, -1, hp);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_free;
+	}
+	if ((rq->flags & WP_F_RESTART_SCHED) && w->sched) {
+		gpo_optim_attach_sched(w->opt, NULL);
+		gpo_sched_free(w->sched);
+		w->sched = NULL;
+		ret = sched_make(w, w->opt, w->schedule, st, &s);
+		if (ret)
+			goto out_free;
+		w->sched = s;
+	} else if (w->sched) {
+		/* the schedule scales the lr just configured */
+		ret = gpo_optim_attach_sched(w->opt, w->sched);
+		if (ret)
+			wk_lib_err(w, ret);
+	}
+	gpo_optim_get(w->opt, -1, "lr", &rp->st.lr);
+	rp->st.step = gpo_optim_steps_done(w->opt);
+out_free:
+	free(hp);
+	free(st);
+	return ret;
+}
+
+static int cmd_grad_step(struct wk *w, const struct wp_req *rq,
+			 struct wp_rep *rp)
+{
+	struct gpo_step_info si;
+	double loss = NAN;
+	int ret;
+
+	ret = shm_fits(w, rq->bytes);
+	if (ret)
+		return ret;
+	wk_fault(w);
+	if (rq->flags & WP_F_LOSS) {
+		memcpy(&loss, &rq->arg, sizeof(loss));
+		gpo_optim_set_metric(w->opt, loss);
+	}
+	ret = gpo_optim_write(w->opt, "grad", NULL, w->shm, rq->bytes);
+	if (!ret)
+		ret = gpo_optim_step(w->opt, &si);
+	if (ret)
+		return wk_lib_err(w, ret);
+	wk_step_info(w, &si, &rp->st);
+	rp->st.loss = loss;
+	return 0;
+}
+
+static int cmd_io(struct wk *w, const struct wp_req *rq, int write)
+{
+	const char *slot = rq->cmd == WP_GRAD_READ ? "grad" : "param";
+	const char *tensor = NULL;
+	int ret;
+
+	ret = shm_fits(w, rq->bytes);
+	if (ret)
+		return ret;
+	if (rq->cmd != WP_GRAD_READ) {
+		if (rq->arg >= w->ntensors)
+			return wk_err(w, -ENOENT, "no such tensor");
+		tensor = w->t[rq->arg].name;
+	}
+	if (write)
+		ret = gpo_optim_write(w->opt, slot, tensor, w->shm, rq->bytes);
+	else
+		ret = gpo_optim_read(w->opt, slot, tensor, w->shm, rq->bytes);
+	return ret ? wk_lib_err(w, ret) : 0;
+}
+
+/* checkpoints live in the directory the daemon handed over as an fd */
+static int ckpt_path(struct wk *w, const char *name, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (fstat(WP_FD_CKPT, &st) || !S_ISDIR(st.st_mode))
+		return wk_err(w, -ENOENT, "the job has no checkpoints directory");
+	if (!*name || strchr(name, '/') || name[0] == '.')
+		return wk_err(w, -EINVAL, "bad checkpoint name");
+	snprintf(buf, len, "/proc/self/fd/%d/%s", WP_FD_CKPT, name);
+	return 0;
+}
+
+static int cmd_save(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
+{
+	char path[160];
+	int ret;
+
+	ret = ckpt_path(w, rq->name, path, sizeof(path));
+	if (ret)
+		return ret;
+	ret = gpo_optim_save(w->opt, path, 0);
+	if (ret)
+		return wk_lib_err(w, ret);
+	rp->st.step = gpo_optim_steps_done(w->opt);
+	return 0;
+}
+
+/*
+ * The schedule line a checkpoint saved into @buf ("" for none), and
+ * *@ours: whether gpuopt wrote the file (a foreign one brings back
+ * nothing but tensors). The header is read again by the restore; next to
+ * the data that costs little.
+ */
+static int ckpt_saved_sched(struct wk *w, const char *path, unsigned int flags,
+			    char *buf, size_t len, int *ours)
+{
+	struct gpo_ckpt_info info;
+	struct gpo_ckpt *ck;
+	const char *key, *value;
+	int i, ret;
+
+	*buf = '\0';
+	ret = gpo_ckpt_open(path, flags, &ck);
+	if (ret)
+		return wk_lib_err(w, ret);
+	ret = gpo_ckpt_info(ck, &info);
+	if (ret) {
+		wk_lib_err(w, ret);
+		goto out_close;
+	}
+	*ours = info.gpuopt;
+	for (i = 0; *ours && !gpo_ckpt_metadata(ck, i, &key, &value); i++) {
+		if (strcmp(key, "gpuopt.schedule"))
+			continue;
+		if (strlen(value) >= len)
+			ret = wk_err(w, -EPROTO,
+				     "the checkpoint's schedule is over %zu bytes",
+				     len - 1);
+		else
+			snprintf(buf, len, "%s", value);
+		break;
+	}
+out_close:
+	gpo_ckpt_close(ck);
+	return ret;
+}
+
+/* A schedule made from a saved line: its kind is the line's own. */
+static int sched_from_line(struct wk *w, const char *line,
+			   struct gpo_sched **out)
+{
+	struct gpo_sched *s;
+	int ret;
+
+	ret = gpo_sched_new("constant", &s);
+	if (!ret) {
+		ret = gpo_sched_load(s, line);
+		if (ret)
+			gpo_sched_free(s);
+	}
+	if (ret)
+		return wk_lib_err(w, ret);
+	*out = s;
+	return 0;
+}
+
+/*
+ * After a restore the optimizer's settings and schedule are the file's,
+ * as torch's load_state_dict: hyperparameters of the groups (base lr
+ * included) and the schedule's settings and state. A file saved with a
+ * schedule gives a job without one that schedule; a file saved without
+ * one leaves the job without. Shm gets what the daemon shows in config.
+ */
+/* cmd_restore's work on the checkpoint at @path, opened and checked */
+static int restore_path(struct wk *w, const struct wp_req *rq,
+			struct wp_rep *rp, const char *path, unsigned int flags)
+{
+	struct gpo_sched *made = NULL;
+	char line[4096];
+	const char *kind;
+	double base;
+	int ours = 0, n, ret;
+
+	ret = ckpt_saved_sched(w, path, flags, line, sizeof(line), &ours);
+	if (ret)
+		return ret;
+	/* the library loads a saved schedule into the one attached */
+	if (ours && line[0] && !w->sched) {
+		ret = sched_from_line(w, line, &made);
+		if (!ret)
+			ret = gpo_optim_attach_sched(w->opt, made);
+		if (ret) {
+			gpo_sched_free(made);
+			return wk_lib_err(w, ret);
+		}
+	}
+	ret = gpo_optim_restore(w->opt, path, flags);
+	if (ret) {
+		if (made) {
+			gpo_optim_attach_sched(w->opt, NULL);
+			gpo_sched_free(made);
+		}
+		return wk_lib_err(w, ret);
+	}
+	if (made)
+		w->sched = made;
+	if (ours && !line[0] && w->sched) {
+		gpo_optim_attach_sched(w->opt, NULL);
+		gpo_sched_free(w->sched);
+		w->sched = NULL;
+	}
+	if (ours) {
+		/* the kind= word comes first (gpo_sched_load() checked) */
+		kind = line[0] ? line + strlen("kind=") : "";
+		snprintf(w->schedule, sizeof(w->schedule), "%.*s",
+			 (int)strcspn(kind, " "), kind);
+		n = gpo_optim_describe(w->opt, -1, w->shm, rq->bytes);
+		if (n < 0 || (uint64_t)n + strlen(line) + 2 > rq->bytes)
+			return wk_err(w, -EPROTO,
+				      "the restored settings do not fit %llu bytes",
+				      (unsigned long long)rq->bytes);
+		memcpy((char *)w->shm + n + 1, line, strlen(line) + 1);
+		rp->flags = WP_R_SAVED;
+	}
+	rp->st.step = gpo_optim_steps_done(w->opt);
+	/* stat's lr: the one the next step takes, the schedule's on the base */
+	gpo_optim_get(w->opt, -1, "lr", &base);
+	rp->st.lr = w->sched ? gpo_sched_lr(w->sched, base) : base;
+	return 0;
+}
+static int cmd_restore(struct wk *w, const struct wp_req *rq,
+		       struct wp_rep *rp)
+{
+	unsigned int flags = rq->flags & WP_F_FOREIGN ? GPO_CKPT_FOREIGN : 0;
+	char path[160];
+	struct stat sb;
+	int ret, fd;
+
+	ret = shm_fits(w, rq->bytes);
+	if (!ret && rq->bytes < WP_RESTORED_MAX)
+		ret = wk_err(w, -EPROTO, "restore needs %d bytes of shm",
+			     WP_RESTORED_MAX);
+	if (!ret)
+		ret = ckpt_path(w, rq->name, path, sizeof(path));
+	if (ret)
+		return ret;
+	/*
+	 * Only a regular file, never through a link; O_NONBLOCK so that a
+	 * FIFO planted there cannot hold the worker. The library then reads
+	 * that very file through /proc.
+	 */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		return wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
+			      rq->name);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ret = restore_path(w, rq, rp, path, flags);
+	close(fd);
+	return ret;
+}
+
+static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
+{
+	int ret;
+
+	if (rq->cmd == WP_HELLO) {
+		rp->pid = getpid();
+		rp->version = WP_VERSION;
+		return 0;
+	}
+	ret = shm_map(w, rq->shm_size);
+	if (ret)
+		return ret;
+	if (rq->cmd == WP_BUILD)
+		return cmd_build(w, rq, rp);
+	if (!w->opt)
+		return wk_err(w, -EPROTO, "the worker has no optimizer yet");
+	switch (rq->cmd) {
+	case WP_HPARAMS:
+		return cmd_hparams(w, rq, rp);
+	case WP_STEP:
+		return w->model->step(w, &rp->st);
+	case WP_GRAD_STEP:
+		return cmd_grad_step(w, rq, rp);
+	case WP_GRAD_READ:
+	case WP_PARAM_READ:
+		return cmd_io(w, rq, 0);
+	case WP_PARAM_WRITE:
+		return cmd_io(w, rq, 1);
+	case WP_SAVE:
+		return cmd_save(w, rq, rp);
+	case WP_RESTORE:
+		return cmd_restore(w, rq, rp);
+	case WP_RESET:
+		ret = gpo_optim_reset(w->opt);
+		return ret ? wk_lib_err(w, ret) : 0;
+	default:
+		return wk_err(w, -EPROTO, "unknown command %u", rq->cmd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct wk w;
+	struct wp_req rq;
+	struct wp_rep rp;
+	ssize_t n;
+	int ret;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: gpuoptfs-worker JOB (started by gpuoptfs)\n");
+		return 2;
+	}
+	ret = drop_caps();
+	if (ret) {
+		fprintf(stderr, "gpuoptfs-worker: cannot drop privileges: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	memset(&w, 0, sizeof(w));
+	w.job = argv[1];
+	w.fault = fault_parse(w.job);
+	prctl(PR_SET_NAME, "gpuoptfs-work", 0, 0, 0);
+	ret = gpo_ctx_new(&w.ctx, 0);
+	if (ret) {
+		fprintf(stderr, "gpuoptfs-worker: no library context: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	for (;;) {
+		n = recv(WP_FD_SOCK, &rq, sizeof(rq), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;		/* the daemon closed its end */
+		memset(&rp, 0, sizeof(rp));
+		rp.dev_index = -1;
+		rp.st.loss = NAN;
+		rp.st.grad_norm = NAN;
+		rp.st.lr = NAN;
+		w.msg[0] = '\0';
+		rq.name[sizeof(rq.name) - 1] = '\0';
+		if (n != sizeof(rq))
+			ret = wk_err(&w, -EPROTO, "a request of %zd bytes", n);
+		else if (rq.cmd == WP_QUIT)
+			break;
+		else
+			ret = serve(&w, &rq, &rp);
+		rp.ret = ret;
+		if (ret)
+			snprintf(rp.msg, sizeof(rp.msg), "%s",
+				 w.msg[0] ? w.msg : strerror(-ret));
+		if (send(WP_FD_SOCK, &rp, sizeof(rp), MSG_NOSIGNAL) < 0)
+			break;
+	}
+	opt_free(&w);
+	free(w.t);
+	gpo_ctx_free(w.ctx);
+	return 0;
+}

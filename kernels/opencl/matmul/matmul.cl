@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * matmul.cl - batched C (+)= alpha op(A) op(B) (abi/matmul.h), tiled.
+ *
+ * A workgroup computes one 64 x 64 tile of C. Its 256 work-items form a
+ * 16 x 16 grid; work-item (tx, ty) holds the 4 x 4 block of rows
+ * 4 ty .. 4 ty + 3 and columns 4 tx .. 4 tx + 3 in registers. The sum
+ * over p runs in steps of KS: each step stages op(A)'s 64 x KS and
+ * op(B)'s KS x 64 slices in local memory, both stored p-major (as[p][i],
+ * bs[p][j]), so that the inner loop reads one float4 of each per p and
+ * does 16 fmas with them. While a step computes, the next one's global
+ * loads are already in registers (one step of prefetch).
+ *
+ * Transposes are only load indexing: each slice is read along the
+ * direction that is contiguous in memory (p for plain A and transposed
+ * B, i or j for the others), so that consecutive work-items read
+ * consecutive words; out-of-range elements load as 0, and only those
+ * multiply each other (p >= k), so they add exact zeros. Every element
+ * of C is a chain of fma over p = 0, 1, ..., k - 1 in order: the same
+ * order everywhere, whatever the tile.
+ *
+ * Local rows are padded to LDS floats: the float4 reads stay aligned,
+ * and the column-wise stores of plain A and transposed B fall on
+ * different banks.
+ */
+#include "abi/matmul.h"
+#include "opencl/tensor.cl"
+
+#define TS	GPO_MM_TILE	/* C tile side */
+#define KS	16		/* p per staged step */
+#define LDS	(TS + 4)	/* local row stride, floats */
+#define TPR	(TS / 4)	/* work-items per tile row: 16 */
+
+/*
+ * This work-item's 4 elements of the next step of op(A) (or op(B), the
+ * same with i for j), from @m: @mn rows (i), @k columns (p) of op(M),
+ * stored with leading dimension @ld, transposed or not.
+ */
+static inline void load_step(__global const float *mat, uint ld, int trans,
+			     uint mn, uint k, uint i0, uint p0, float r[4])
+{
+	uint lid = get_local_id(0);
+
+	for (uint q = 0; q < 4; q++) {
+		uint i, p;
+
+		if (trans) {
+			/* M[p * ld + i]: consecutive work-items, i */
+			i = lid % TS;
+			p = lid / TS + q * (GPO_WG_SIZE / TS);
+		} else {
+			/* M[i * ld + p]: consecutive work-items, p */
+			p = lid % KS;
+			i = lid / KS + q * (GPO_WG_SIZE / KS);
+		}
+		i += i0;
+		p += p0;
+		r[q] = 0.0f;
+		if (i < mn && p < k)
+			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
+	}
+}
+
+/* Where load_step's elements go in the p-major local slice */
+static inline void store_step(__local float *s, int trans, const float r[4])
+{
+	uint lid = get_local_id(0);
+
+	for (uint q = 0; q < 4; q++) {
+		if (trans)
+			s[(lid / TS + q * (GPO_WG_SIZE / TS)) * LDS + lid % TS] =
+				r[q];
+		else
+			s[(lid % KS) * LDS + lid / KS +
+			  q * (GPO_WG_SIZE / KS)] = r[q];
+	}
+}
+
+KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
+		   struct gpo_matmul_args a)
+{
+	__local float as[KS * LDS] __attribute__((aligned(16)));
+	__local float bs[KS * LDS] __attribute__((aligned(16)));
+	uint g = get_group_id(0), lid = get_local_id(0);
+	uint tiles = a.tiles_m * a.tiles_n, z, t, i0, j0;
+	uint tx = lid % TPR, ty = lid / TPR;
+	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
+	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
+	float4 c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+	float ra[4], rb[4];
+
+	VIEW(A);
+	VIEW(B);
+	VIEW(C);
+	/* a group past the work does nothing (abi/tensor.h) */
+	if (!tiles || g / tiles >= a.batch)
+		return;
+	z = g / tiles;
+	t = g % tiles;
+	i0 = t / a.tiles_n * TS;
+	j0 = t % a.tiles_n * TS;
+	A += a.off_a + z * a.bsa;
+	B += a.off_b + z * a.bsb;
+	C += a.off_c + z * a.bsc;
+
+	load_step(A, a.lda, ta, a.m, a.k, i0, 0, ra);
+	load_step(B, a.ldb, !tb, a.n, a.k, j0, 0, rb);
+	for (uint p0 = 0; p0 < a.k; p0 += KS) {
+		store_step(as, ta, ra);
+		store_step(bs, !tb, rb);
+		barrier(CLK_LOCAL_MEM_FENCE);
+		/* the next step's loads are in flight while this one sums */
+		if (p0 + KS < a.k) {
+			load_step(A, a.lda, ta, a.m, a.k, i0, p0 + KS, ra);
+			load_step(B, a.ldb, !tb, a.n, a.k, j0, p0 + KS, rb);
+		}
+#pragma unroll
+		for (uint p = 0; p < KS; p++) {
+			float4 av = *(__local const float4 *)(as + p * LDS +
+							     4 * ty);
+			float4 bv = *(__local const float4 *)(bs + p * LDS +
+							     4 * tx);
+
+			c0 = fma((float4)(av.x), bv, c0);
+			c1 = fma((float4)(av.y), bv, c1);
+			c2 = fma((float4)(av.z), bv, c2);
+			c3 = fma((float4)(av.w), bv, c3);
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+
+	for (uint r = 0; r < 4; r++) {
+		uint i = i0 + 4 * ty + r;
+		float4 v = r == 0 ? c0 : r == 1 ? c1 : r == 2 ? c2 : c3;
+		float e[4] = { v.x, v.y, v.z, v.w };
+
+		if (i >= a.m)
+			break;
+		for (uint q = 0; q < 4; q++) {
+			uint j = j0 + 4 * tx + q;
+
+			if (j < a.n)
+				out_put(C, i * a.ldc + j, a.flags,
+					a.alpha * e[q]);
+		}
+	}
+}

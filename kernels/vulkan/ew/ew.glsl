@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ew.glsl - what the element-wise kernels share (abi/ew.h): an output
+ * element's input offset in a strided view, and the unary functions with
+ * their derivatives (math.glsl does the hard parts).
+ */
+
+/*
+ * The offset of output element @i of the contiguous shape args.shape in
+ * a view with strides @s: i split into (i0, i1, i2, i3), innermost last.
+ * The sum wraps like the C reference's uint32 would, and cannot for any
+ * view the engine hands out (its elements lie below 2^32).
+ */
+uint ew_offset(uint i, uint s0, uint s1, uint s2, uint s3)
+{
+	uint i3 = i % args.shape[3], q = i / args.shape[3];
+	uint i2 = q % args.shape[2], i1, i0;
+
+	q /= args.shape[2];
+	i1 = q % args.shape[1];
+	i0 = q / args.shape[1];
+	return i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3;
+}
+
+/* GELU_TANH's u = sqrt(2/pi) (x + 0.044715 x^3) */
+float gelu_u(float x)
+{
+	return M_SQRT2_PI * (x + 0.044715 * x * x * x);
+}
+
+float ew_unary(uint fn, float x)
+{
+	float s, sc;
+
+	switch (fn) {
+	case GPO_EW_COPY:
+		return x;
+	case GPO_EW_RELU:
+		return x > 0.0 ? x : (is_nan(x) ? x : 0.0);
+	case GPO_EW_GELU:
+		return x * phi_cdf(x);
+	case GPO_EW_GELU_TANH:
+		/* 0.5 (1 + tanh u) = sigmoid(2u): no 1 - 1 for x << 0 */
+		sigmoid2(2.0 * gelu_u(x), s, sc);
+		return x * s;
+	case GPO_EW_TANH:
+		return tanh_acc(x);
+	case GPO_EW_SIGMOID:
+		sigmoid2(x, s, sc);
+		return s;
+	case GPO_EW_EXP:
+		return exp_acc(x);
+	case GPO_EW_LOG:
+		return log_acc(x);
+	case GPO_EW_SQUARE:
+		return x * x;
+	case GPO_EW_SQRT:
+		return sqrt(x);
+	}
+	return f_nan();
+}
+
+/* f'(x) of ew.h's table */
+float ew_unary_dx(uint fn, float x)
+{
+	float s, sc;
+
+	switch (fn) {
+	case GPO_EW_COPY:
+		return 1.0;
+	case GPO_EW_RELU:
+		return x > 0.0 ? 1.0 : 0.0;
+	case GPO_EW_GELU:
+		return phi_cdf(x) + x * phi_pdf(x);
+	case GPO_EW_GELU_TANH:
+		/* 0.5 (1 + tanh u) = s, 1 - tanh^2 u = 4 s (1 - s) */
+		sigmoid2(2.0 * gelu_u(x), s, sc);
+		return s + 2.0 * x * s * sc * M_SQRT2_PI *
+		       (1.0 + 3.0 * 0.044715 * x * x);
+	case GPO_EW_TANH:
+		return tanh_dx(x);
+	case GPO_EW_SIGMOID:
+		sigmoid2(x, s, sc);
+		return s * sc;
+	case GPO_EW_EXP:
+		return exp_acc(x);
+	case GPO_EW_LOG:
+		return 1.0 / x;
+	case GPO_EW_SQUARE:
+		return 2.0 * x;
+	case GPO_EW_SQRT:
+		return 0.5 / sqrt(x);
+	}
+	return f_nan();
+}

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// dtypes: f32
+/*
+ * unary.comp - unary: y[off_y + i] (+)= alpha * f(x[xi(i)]) for i < n,
+ * x read through its strides (abi/ew.h), grid-stride over i.
+ */
+#version 450
+#include "common.glsl"
+#include "abi/ew.h"
+#include "group.glsl"
+#include "tensor.glsl"
+#include "ew.glsl"
+
+FLOAT_IN(0, x);
+FLOAT_BUF(1, y);
+
+void main()
+{
+	uint grp = group_index();
+
+	if (grp >= args.groups)
+		return;
+	for (uint i = grid_first(grp, args.n); i < args.n;
+	     i = grid_next(i, args.n, args.groups)) {
+		uint xi = args.off_a + ew_offset(i, args.sa[0], args.sa[1],
+						 args.sa[2], args.sa[3]);
+		float r = args.alpha * ew_unary(args.fn, x[xi]);
+
+		STORE(y, args.off_y + i, r);
+	}
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuopt/tensor.h - tensors on a device and reverse-mode autodiff
+ * (included by gpuopt.h)
+ *
+ * A graph is built once, by calling the op functions below, and then run
+ * as often as wanted: its launches are worked out on the first run and
+ * replayed after, with no allocation and no host round trip. Tensors are
+ * row-major and contiguous, of at most GPO_TENSOR_DIMS dimensions; every
+ * tensor but parameters lives in one arena the graph takes from the
+ * device's pool on its first run.
+ *
+ * The op functions return the new tensor, or NULL on failure. A failure
+ * is kept by the graph: later ops given a NULL return NULL too, and
+ * gpo_graph_status() (or the first run) returns the first error, with
+ * gpo_errmsg() describing it. So a model is written as expressions, and
+ * checked once:
+ *
+ *	h = gpo_relu(g, gpo_add(g, gpo_matmul(g, x, w, GPO_MATMUL_TB), b));
+ *	loss = gpo_cross_entropy(g, h, y);
+ *	ret = gpo_graph_backward(g, loss);
+ *
+ * Parameters are views of an optimizer's tensors: backward writes their
+ * gradients where gpo_optim_step() reads them. f32 tensors, i32 labels.
+ * Calls on one graph must not run concurrently.
+ */
+#ifndef GPUOPT_TENSOR_H
+#define GPUOPT_TENSOR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gpo_graph;
+struct gpo_tensor;
+
+#define GPO_TENSOR_DIMS	4
+
+/*
+ * gpo_graph_new - an empty graph on @dev
+ * Returns 0, -EINVAL or -ENOMEM.
+ */
+int gpo_graph_new(struct gpo_device *dev, struct gpo_graph **out);
+
+/* gpo_graph_free - free @g, its tensors and its arena (NULL: nothing) */
+void gpo_graph_free(struct gpo_graph *g);
+
+/*
+ * gpo_graph_status - the first error met while building @g, or 0
+ * gpo_errmsg() is set to its message again.
+ */
+int gpo_graph_status(struct gpo_graph *g);
+
+/*
+ * gpo_tensor_input - a tensor the caller fills (gpo_tensor_write())
+ * @name:  for messages (may be NULL)
+ * @dtype: GPO_F32, or GPO_I32 for labels
+ * @shape: @ndim sizes (1..GPO_TENSOR_DIMS), each >= 1
+ */
+struct gpo_tensor *gpo_tensor_input(struct gpo_graph *g, const char *name,
+				    enum gpo_dtype dtype, int ndim,
+				    const uint64_t *shape);
+
+/*
+ * gpo_tensor_param - the optimizer tensor @name of @opt, as a tensor that
+ * takes gradients; @opt must be on the graph's device and in f32
+ */
+struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
+				    struct gpo_optim *opt, const char *name);
+
+/* flags of gpo_matmul(): use the transpose of a (b) as stored */
+#define GPO_MATMUL_TA	(1u << 0)
+#define GPO_MATMUL_TB	(1u << 1)
+
+/*
+ * gpo_matmul - op(a) · op(b), with op() the transpose when asked
+ * a and b have 2 dimensions, or 3 with equal leading (batch) sizes.
+ */
+struct gpo_tensor *gpo_matmul(struct gpo_graph *g, struct gpo_tensor *a,
+			      struct gpo_tensor *b, unsigned int flags);
+
+/* gpo_transpose - @x with dimensions @d0 and @d1 swapped (a copy) */
+struct gpo_tensor *gpo_transpose(struct gpo_graph *g, struct gpo_tensor *x,
+				 int d0, int d1);
+
+/*
+ * Element-wise arithmetic with broadcasting (numpy's and torch's rules:
+ * shapes aligned at the right, a size of 1 stretches). gpo_add() of a
+ * [rows, cols] matrix and a [cols] vector adds a bias.
+ */
+struct gpo_tensor *gpo_add(struct gpo_graph *g, struct gpo_tensor *a,
+			   struct gpo_tensor *b);
+struct gpo_tensor *gpo_sub(struct gpo_graph *g, struct gpo_tensor *a,
+			   struct gpo_tensor *b);
+struct gpo_tensor *gpo_mul(struct gpo_graph *g, struct gpo_tensor *a,
+			   struct gpo_tensor *b);
+struct gpo_tensor *gpo_div(struct gpo_graph *g, struct gpo_tensor *a,
+			   struct gpo_tensor *b);
+
+/* gpo_scale - alpha * x */
+struct gpo_tensor *gpo_scale(struct gpo_graph *g, struct gpo_tensor *x,
+			     double alpha);
+
+/*
+ * Element-wise functions. gpo_gelu() is torch's default (erf) form,
+ * gpo_gelu_tanh() its approximate='tanh' form.
+ */
+struct gpo_tensor *gpo_relu(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_gelu(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_gelu_tanh(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_tanh(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_sigmoid(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_exp(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_log(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_square(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_sqrt(struct gpo_graph *g, struct gpo_tensor *x);
+
+/* softmax and log-softmax over the last dimension, stable */
+struct gpo_tensor *gpo_softmax(struct gpo_graph *g, struct gpo_tensor *x);
+struct gpo_tensor *gpo_log_softmax(struct gpo_graph *g, struct gpo_tensor *x);
+
+/*
+ * Reductions over dimension @axis (negative counts from the end), which
+ * is removed from the shape (a scalar is shape [1]). gpo_max()'s gradient
+ * goes to the first maximum.
+ */
+struct gpo_tensor *gpo_sum(struct gpo_graph *g, struct gpo_tensor *x,
+			   int axis);
+struct gpo_tensor *gpo_mean(struct gpo_graph *g, struct gpo_tensor *x,
+			    int axis);
+struct gpo_tensor *gpo_max(struct gpo_graph *g, struct gpo_tensor *x,
+			   int axis);
+
+/*
+ * gpo_cross_entropy - the mean over rows of -log softmax(logits)[label]
+ * @logits: [rows, classes] f32
+ * @labels: [rows] i32, each in [0, classes) (else the loss is NaN)
+ * Returns a [1] tensor, as torch.nn.functional.cross_entropy.
+ */
+struct gpo_tensor *gpo_cross_entropy(struct gpo_graph *g,
+				     struct gpo_tensor *logits,
+				     struct gpo_tensor *labels);
+
+/* gpo_mse - the mean of (a - b)^2 over all elements: a [1] tensor */
+struct gpo_tensor *gpo_mse(struct gpo_graph *g, struct gpo_tensor *a,
+			   struct gpo_tensor *b);
+
+/* gpo_one_hot - [rows, classes] f32 of i32 @labels [rows] (no gradient) */
+struct gpo_tensor *gpo_one_hot(struct gpo_graph *g, struct gpo_tensor *labels,
+			       uint32_t classes);
+
+/*
+ * gpo_accuracy - the fraction of rows whose largest logit (the first, on
+ * ties) is at the label: a [1] tensor, no gradient
+ */
+struct gpo_tensor *gpo_accuracy(struct gpo_graph *g, struct gpo_tensor *logits,
+				struct gpo_tensor *labels);
+
+/*
+ * gpo_graph_backward - add the backward pass of the scalar @loss: after
+ * each run, every parameter's gradient (and gpo_tensor_grad() of every
+ * tensor @loss depends on) holds d loss / d tensor. Once per graph.
+ * Returns 0 or the graph's error; -EINVAL if @loss is not [1] or after
+ * the graph has run.
+ */
+int gpo_graph_backward(struct gpo_graph *g, struct gpo_tensor *loss);
+
+/* what gpo_graph_run() runs */
+#define GPO_RUN_FORWARD		(1u << 0)
+#define GPO_RUN_BACKWARD	(1u << 1)	/* after the forward pass */
+
+/*
+ * gpo_graph_run - queue the forward pass (and the backward pass) on the
+ * device, without waiting. The first run allocates the arena and works
+ * out the launches. Reading a tensor waits for what it needs.
+ * Returns 0 or -errno: the graph's error, -ENOMEM (the pool), -ENOSYS (an
+ * op without a kernel on this device), -ENODEV (the device was lost).
+ */
+int gpo_graph_run(struct gpo_graph *g, unsigned int what);
+
+/*
+ * gpo_tensor_write, gpo_tensor_read - the whole tensor from or into host
+ * memory; @bytes must be its size. Reads wait for the graph's queued runs.
+ */
+int gpo_tensor_write(struct gpo_tensor *t, const void *src, size_t bytes);
+int gpo_tensor_read(struct gpo_tensor *t, void *dst, size_t bytes);
+
+/*
+ * gpo_tensor_grad - the gradient of @t: a tensor to read after a backward
+ * run, there from gpo_graph_backward() on; NULL when the loss does not
+ * depend on @t through a parameter (or before gpo_graph_backward())
+ */
+struct gpo_tensor *gpo_tensor_grad(struct gpo_tensor *t);
+
+/* gpo_tensor_shape - the number of dimensions; @shape gets the sizes */
+int gpo_tensor_shape(const struct gpo_tensor *t, uint64_t *shape);
+
+/* gpo_tensor_numel - the number of elements */
+uint64_t gpo_tensor_numel(const struct gpo_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUOPT_TENSOR_H */

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuopt/train.h - models from a spec, and training them on a dataset
+ * entirely on the device (included by gpuopt.h)
+ *
+ *	gpo_optim_new(dev, GPO_ADAMW, &opt);
+ *	gpo_model_new(opt, "mlp:784x256x10", "activation=relu seed=1", &m);
+ *	gpo_dataset_open("/usr/share/datasets/fashion-mnist", 0, &ds);
+ *	gpo_train_new(m, ds, "batch_size=64", &t);
+ *	for (i = 0; i < steps; i++)
+ *		gpo_train_step(t, i % 100 ? NULL : &res);
+ *	gpo_train_eval(t, &res);
+ *
+ * A step loads its batch on the device (the dataset is copied there
+ * once), runs forward, loss, backward and the optimizer, and waits for
+ * nothing unless its result is asked for. The data position is the
+ * optimizer's step count (done plus skipped), so a checkpoint restored
+ * with gpo_optim_restore() resumes the data where it was.
+ */
+#ifndef GPUOPT_TRAIN_H
+#define GPUOPT_TRAIN_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gpo_model;
+struct gpo_train;
+
+/*
+ * gpo_model_new - a model whose parameters become tensors of @opt
+ * @opt:  an optimizer with no tensors yet, on the device to train on
+ * @spec: "mlp:IN[xHIDDEN...]xOUT", e.g. "mlp:784x256x10"
+ * @opts: space-separated key=value settings, or NULL:
+ *        activation=relu|gelu|gelu_tanh|tanh|sigmoid (relu)
+ *        loss=xent|mse (xent; mse compares the outputs with one-hot labels)
+ *        seed=N (0): the initial parameters' random numbers
+ *
+ * The parameters are fc0.weight [H, IN], fc0.bias [H], fc1.weight, ... in
+ * torch.nn.Linear's layout and initialisation (uniform in +-1/sqrt(IN)),
+ * drawn from (seed, tensor, element). Their memory is taken from the pool
+ * before anything is written. Returns 0; -EINVAL (a bad spec or setting,
+ * @opt has tensors), -ENOMEM (the pool), -ENOSYS (an optimizer that is
+ * not f32).
+ */
+int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
+		  struct gpo_model **out);
+
+/* gpo_model_free - free @m (not its optimizer); NULL: nothing */
+void gpo_model_free(struct gpo_model *m);
+
+struct gpo_model_info {
+	uint32_t inputs;	/* features a sample has */
+	uint32_t outputs;	/* classes */
+	uint32_t layers;
+	uint64_t params;	/* parameters in all */
+};
+
+int gpo_model_info(const struct gpo_model *m, struct gpo_model_info *info);
+
+/*
+ * gpo_model_forward - the model's outputs for input @x ([rows, inputs]
+ * f32) in graph @g, for C programs that build on a model
+ */
+struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
+				     struct gpo_tensor *x);
+
+/*
+ * gpo_train_new - train @m on @ds
+ * @opts: space-separated key=value settings, or NULL:
+ *        batch_size=N (64), shuffle=0|1 (1: a new order each epoch from
+ *        (seed, epoch); 0: batch k is samples [kB, (k+1)B), the last
+ *        partial batch dropped), seed=N (0), eval_batch=N (1000)
+ *
+ * The dataset is copied to the device (x in f32, labels in i32) when it
+ * fits the pool, else each batch is copied from host memory.
+ * Returns 0; -EINVAL (a bad setting; the dataset's width differs from the
+ * model's inputs; a label the model has no output for; batch_size 0 or
+ * more than the training samples), -ENOMEM, -ENOSYS.
+ */
+int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
+		  const char *opts, struct gpo_train **out);
+
+/* gpo_train_free - free @t (not its model or dataset); NULL: nothing */
+void gpo_train_free(struct gpo_train *t);
+
+struct gpo_train_result {
+	double loss;		/* the batch's mean loss (eval: the set's) */
+	double accuracy;	/* fraction correct, 0..1 */
+	uint64_t step;		/* optimizer steps done */
+	uint64_t epoch;		/* the epoch the next batch is from */
+	uint64_t samples;	/* samples trained on so far (eval: in the set) */
+	double grad_norm;	/* the gradient norm when clipping; else NaN */
+	double lr;
+	int skipped;		/* the step had non-finite gradients */
+};
+
+/*
+ * gpo_train_step - one step on the next batch
+ * @res: NULL to queue the step and return at once; else the step's loss
+ *       and accuracy are read back (which waits for it)
+ * Returns 0 or -errno (the device's errors).
+ */
+int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res);
+
+/*
+ * gpo_train_eval - the mean loss and accuracy over the evaluation part
+ * (the test set, or the held-out tail). Returns 0, -ENODATA (the dataset
+ * has none), or -errno.
+ */
+int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res);
+
+/* gpo_train_steps_per_epoch - full batches in the training part */
+uint64_t gpo_train_steps_per_epoch(const struct gpo_train *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUOPT_TRAIN_H */

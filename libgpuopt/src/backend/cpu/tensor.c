@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tensor.c - the cpu kernels of the tensor engine's ops
+ *
+ * The formulas are in kernels/abi/{matmul,ew,reduce,softmax,loss,gather}.h.
+ * Every op is a group op: a slice [lo, hi) of the launch's workgroups.
+ * For the grid-stride ops a group's elements are the chunks of
+ * GPO_WG_SIZE it would visit on a GPU; a slice of consecutive groups
+ * visits runs of consecutive chunks, which the kernels take as one range.
+ * Each output element is computed by one group, its sums in a fixed
+ * order (p, r or j ascending), so the bits do not depend on the thread
+ * count. Sums other than matmul's are kept in double: this backend is the
+ * numerical reference. Outputs are read only with GPO_T_ACCUM.
+ */
+#include <math.h>
+#include <string.h>
+#include "core/gpuopt_i.h"
+#include "backend/cpu/cpu_i.h"
+#include "abi/matmul.h"
+#include "abi/ew.h"
+#include "abi/reduce.h"
+#include "abi/softmax.h"
+#include "abi/loss.h"
+#include "abi/gather.h"
+
+/* see cpu.c: an AVX2 clone of the loops that matter, same results */
+#define CPU_CLONES __attribute__((target_clones("avx2", "default")))
+
+#define WG	GPO_WG_SIZE
+#define TILE	GPO_MM_TILE
+#define KB	64		/* matmul: the k extent staged at once */
+
+static inline uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * Run @fn over the elements that groups [lo, hi) of a grid-stride launch
+ * of @groups over @n elements cover: chunk q (elements [q WG, q WG + WG))
+ * belongs to group q % groups, so the slice owns, for each round, the
+ * chunks [round * groups + lo, round * groups + hi).
+ */
+typedef void (*range_fn)(const struct op_call *c, uint64_t s, uint64_t e);
+
+static void grid_ranges(const struct op_call *c, uint32_t lo, uint32_t hi,
+			uint64_t n, uint32_t groups, range_fn fn)
+{
+	uint64_t q, s, e;
+
+	if (hi > groups)
+		hi = groups;
+	if (lo >= hi)
+		return;
+	for (q = lo;; q += groups) {
+		s = q * WG;
+		if (s >= n)
+			break;
+		e = (q + (hi - lo)) * WG;
+		fn(c, s, e < n ? e : n);
+	}
+}
+
+/* ---- matmul --------------------------------------------------------- */
+
+/*
+ * One 64 x 64 tile of C_z per group: op(A) and op(B) are staged a
+ * KB-deep slab at a time into contiguous arrays (what makes the
+ * transposes free and the inner loop unit-stride), and each element
+ * sums p = 0, 1, ... in order.
+ */
+CPU_CLONES
+void gpo__cpu_matmul(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_matmul_args *a = c->args;
+	const float *A = bp(c, 0), *B = bp(c, 1);
+	float *C = bp(c, 2);
+	const uint32_t tiles = a->tiles_m * a->tiles_n;
+	const int ta = !!(a->flags & GPO_MM_TRANS_A);
+	const int tb = !!(a->flags & GPO_MM_TRANS_B);
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	float acc[TILE][TILE], as[TILE][KB], bs[KB][TILE];
+	uint32_t g, i, j, p;
+
+	for (g = lo; g < hi; g++) {
+		const uint32_t z = g / tiles, t = g % tiles;
+		const uint32_t i0 = t / a->tiles_n * TILE;
+		const uint32_t j0 = t % a->tiles_n * TILE;
+		const float *az = A + a->off_a + (uint64_t)z * a->bsa;
+		const float *bz = B + a->off_b + (uint64_t)z * a->bsb;
+		float *cz = C + a->off_c + (uint64_t)z * a->bsc;
+		uint32_t mi, nj, p0, kp;
+
+		if (z >= a->batch || i0 >= a->m || j0 >= a->n)
+			continue;
+		mi = min_u32(TILE, a->m - i0);
+		nj = min_u32(TILE, a->n - j0);
+		for (i = 0; i < mi; i++)
+			for (j = 0; j < nj; j++)
+				acc[i][j] = 0.0f;
+		for (p0 = 0; p0 < a->k; p0 += KB) {
+			kp = min_u32(KB, a->k - p0);
+			if (ta)
+				for (p = 0; p < kp; p++)
+					for (i = 0; i < mi; i++)
+						as[i][p] = az[(uint64_t)(p0 + p) *
+							      a->lda + i0 + i];
+			else
+				for (i = 0; i < mi; i++)
+					for (p = 0; p < kp; p++)
+						as[i][p] = az[(uint64_t)(i0 + i) *
+							      a->lda + p0 + p];
+			if (tb)
+				for (j = 0; j < nj; j++)
+					for (p = 0; p < kp; p++)
+						bs[p][j] = bz[(uint64_t)(j0 + j) *
+							      a->ldb + p0 + p];
+			else
+				for (p = 0; p < kp; p++)
+					for (j = 0; j < nj; j++)
+						bs[p][j] = bz[(uint64_t)(p0 + p) *
+							      a->ldb + j0 + j];
+			for (i = 0; i < mi; i++) {
+				float *restrict row = acc[i];
+
+				for (p = 0; p < kp; p++) {
+					const float x = as[i][p];
+					const float *restrict brow = bs[p];
+
+					for (j = 0; j < nj; j++)
+						row[j] += x * brow[j];
+				}
+			}
+		}
+		for (i = 0; i < mi; i++) {
+			float *restrict crow = cz + (uint64_t)(i0 + i) * a->ldc +
+					       j0;
+
+			if (accum)
+				for (j = 0; j < nj; j++)
+					crow[j] += a->alpha * acc[i][j];
+			else
+				for (j = 0; j < nj; j++)
+					crow[j] = a->alpha * acc[i][j];
+		}
+	}
+}
+
+/* ---- element-wise --------------------------------------------------- */
+
+/* a strided view read in output order: the index of element i, kept */
+struct view {
+	const uint32_t *shape;
+	const uint32_t *s;
+	uint32_t c[GPO_T_DIMS];
+	uint64_t idx;
+};
+
+static void view_start(struct view *v, const uint32_t *shape,
+		       const uint32_t *s, uint32_t off, uint64_t i)
+{
+	int d;
+
+	v->shape = shape;
+	v->s = s;
+	v->idx = off;
+	for (d = GPO_T_DIMS - 1; d >= 0; d--) {
+		v->c[d] = (uint32_t)(i % shape[d]);
+		v->idx += (uint64_t)v->c[d] * s[d];
+		i /= shape[d];
+	}
+}
+
+/* the next @cnt elements of the view into @out */
+static void view_read(struct view *v, const float *x, float *out,
+		      uint32_t cnt)
+{
+	uint32_t k;
+	int d;
+
+	for (k = 0; k < cnt; k++) {
+		out[k] = x[v->idx];
+		for (d = GPO_T_DIMS - 1; d >= 0; d--) {
+			if (++v->c[d] < v->shape[d]) {
+				v->idx += v->s[d];
+				break;
+			}
+			v->idx -= (uint64_t)(v->shape[d] - 1) * v->s[d];
+			v->c[d] = 0;
+		}
+	}
+}
+
+/* sigmoid without overflow: exp of a non-positive number only */
+static inline float sigmoidf(float x)
+{
+	float e;
+
+	if (x >= 0.0f)
+		return 1.0f / (1.0f + expf(-x));
+	e = expf(x);
+	return e / (1.0f + e);
+}
+
+#define GELU_K		0.7978845608028654f	/* sqrt(2 / pi) */
+#define GELU_C		0.044715f
+#define INV_SQRT2	0.7071067811865476f
+#define INV_SQRT2PI	0.3989422804014327f
+
+/* t = f(t), the switch outside the loops */
+static void un_apply(uint32_t fn, float *restrict t, uint32_t cnt)
+{
+	uint32_t k;
+
+	switch (fn) {
+	case GPO_EW_COPY:
+		break;
+	case GPO_EW_RELU:
+		for (k = 0; k < cnt; k++)
+			t[k] = t[k] > 0.0f ? t[k] : 0.0f;
+		break;
+	case GPO_EW_GELU:
+		for (k = 0; k < cnt; k++)
+			t[k] = 0.5f * t[k] * (1.0f + erff(t[k] * INV_SQRT2));
+		break;
+	case GPO_EW_GELU_TANH:
+		for (k = 0; k < cnt; k++) {
+			float x = t[k];
+
+			t[k] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_C *
+								 x * x * x)));
+		}
+		break;
+	case GPO_EW_TANH:
+		for (k = 0; k < cnt; k++)
+			t[k] = tanhf(t[k]);
+		break;
+	case GPO_EW_SIGMOID:
+		for (k = 0; k < cnt; k++)
+			t[k] = sigmoidf(t[k]);
+		break;
+	case GPO_EW_EXP:
+		for (k = 0; k < cnt; k++)
+			t[k] = expf(t[k]);
+		break;
+	case GPO_EW_LOG:
+		for (k = 0; k < cnt; k++)
+			t[k] = logf(t[k]);
+		break;
+	case GPO_EW_SQUARE:
+		for (k = 0; k < cnt; k++)
+			t[k] = t[k] * t[k];
+		break;
+	case GPO_EW_SQRT:
+		for (k = 0; k < cnt; k++)
+			t[k] = sqrtf(t[k]);
+		break;
+	default:	/* unknown fn: NaN, never silence */
+		for (k = 0; k < cnt; k++)
+			t[k] = NAN;
+	}
+}
+
+/* t = t * f'(x) */
+static void un_dapply(uint32_t fn, const float *restrict x, float *restrict t,
+		      uint32_t cnt)
+{
+	uint32_t k;
+
+	switch (fn) {
+	case GPO_EW_COPY:
+		break;
+	case GPO_EW_RELU:
+		for (k = 0; k < cnt; k++)
+			t[k] = x[k] > 0.0f ? t[k] : 0.0f;
+		break;
+	case GPO_EW_GELU:
+		for (k = 0; k < cnt; k++) {
+			float v = x[k];
+			float cdf = 0.5f * (1.0f + erff(v * INV_SQRT2));
+
+			t[k] *= cdf + v * INV_SQRT2PI * expf(-0.5f * v * v);
+		}
+		break;
+	case GPO_EW_GELU_TANH:
+		for (k = 0; k < cnt; k++) {
+			float v = x[k];
+			float th = tanhf(GELU_K * (v + GELU_C * v * v * v));
+
+			t[k] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) *
+				GELU_K * (1.0f + 3.0f * GELU_C * v * v);
+		}
+		break;
+	case GPO_EW_TANH:
+		for (k = 0; k < cnt; k++) {
+			float th = tanhf(x[k]);
+
+			t[k] *= 1.0f - th * th;
+		}
+		break;
+	case GPO_EW_SIGMOID:
+		for (k = 0; k < cnt; k++) {
+			float s = sigmoidf(x[k]);
+
+			t[k] *= s * (1.0f - s);
+		}
+		break;
+	case GPO_EW_EXP:
+		for (k = 0; k < cnt; k++)
+			t[k] *= expf(x[k]);
+		break;
+	case GPO_EW_LOG:
+		for (k = 0; k < cnt; k++)
+			t[k] *= 1.0f / x[k];
+		break;
+	case GPO_EW_SQUARE:
+		for (k = 0; k < cnt; k++)
+			t[k] *= 2.0f * x[k];
+		break;
+	case GPO_EW_SQRT:
+		for (k = 0; k < cnt; k++)
+			t[k] *= 0.5f / sqrtf(x[k]);
+		break;
+	default:
+		for (k = 0; k < cnt; k++)
+			t[k] = NAN;
+	}
+}
+
+/* y (+)= alpha * t */
+static void store(float *restrict y, const float *restrict t, uint32_t cnt,
+		  float alpha, uint32_t flags)
+{
+	uint32_t k;
+
+	if (flags & GPO_T_ACCUM)
+		for (k = 0; k < cnt; k++)
+			y[k] += alpha * t[k];
+	else
+		for (k = 0; k < cnt; k++)
+			y[k] = alpha * t[k];
+}
+
+static void unary_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_ew_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *y = bp(c, 1) + a->off_y;
+	struct view v;
+	float t[WG];
+	uint32_t cnt;
+
+	view_start(&v, a->shape, a->sa, a->off_a, s);
+	for (; s < e; s += cnt) {
+		cnt = (uint32_t)(e - s < WG ? e - s : WG);
+		view_read(&v, x, t, cnt);
+		un_apply(a->fn, t, cnt);
+		store(y + s, t, cnt, a->alpha, a->flags);
+	}
+}
+
+void gpo__cpu_unary(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_ew_args *a = c->args;
+
+	grid_ranges(c, lo, hi, a->n, a->groups, unary_range);
+}
+
+static void binary_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_ew_args *a = c->args;
+	const float *x = bp(c, 0), *z = bp(c, 1);
+	float *y = bp(c, 2) + a->off_y;
+	struct view va, vb;
+	float ta[WG], tb[WG];
+	uint32_t cnt, k;
+
+	view_start(&va, a->shape, a->sa, a->off_a, s);
+	view_start(&vb, a->shape, a->sb, a->off_b, s);
+	for (; s < e; s += cnt) {
+		cnt = (uint32_t)(e - s < WG ? e - s : WG);
+		view_read(&va, x, ta, cnt);
+		view_read(&vb, z, tb, cnt);
+		switch (a->fn) {
+		case GPO_EW_ADD:
+			for (k = 0; k < cnt; k++)
+				ta[k] = ta[k] + tb[k];
+			break;
+		case GPO_EW_SUB:
+			for (k = 0; k < cnt; k++)
+				ta[k] = ta[k] - tb[k];
+			break;
+		case GPO_EW_MUL:
+			for (k = 0; k < cnt; k++)
+				ta[k] = ta[k] * tb[k];
+			break;
+		case GPO_EW_DIV:
+			for (k = 0; k < cnt; k++)
+				ta[k] = ta[k] / tb[k];
+			break;
+		default:
+			for (k = 0; k < cnt; k++)
+				ta[k] = NAN;
+		}
+		store(y + s, ta, cnt, a->alpha, a->flags);
+	}
+}
+
+void gpo__cpu_binary(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_ew_args *a = c->args;
+
+	grid_ranges(c, lo, hi, a->n, a->groups, binary_range);
+}
+
+static void unary_bwd_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_ew_args *a = c->args;
+	const float *x = bp(c, 0) + a->off_a, *dy = bp(c, 1) + a->off_b;
+	float *dx = bp(c, 2) + a->off_y;
+	float t[WG];
+	uint32_t cnt;
+
+	for (; s < e; s += cnt) {
+		cnt = (uint32_t)(e - s < WG ? e - s : WG);
+		memcpy(t, dy + s, cnt * sizeof(float));
+		un_dapply(a->fn, x + s, t, cnt);
+		store(dx + s, t, cnt, a->alpha, a->flags);
+	}
+}
+
+void gpo__cpu_unary_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_ew_args *a = c->args;
+
+	grid_ranges(c, lo, hi, a->n, a->groups, unary_bwd_range);
+}
+
+/* ---- reduce --------------------------------------------------------- */
+
+/* max's order: NaN above everything, the first of equals kept */
+static inline int red_above(float v, float best)
+{
+	return v > best || (isnan(v) && !isnan(best));
+}
+
+static inline void red_out(const struct gpo_reduce_args *a, float *y,
+			   uint32_t *idx, uint64_t o, float v, uint32_t r)
+{
+	if (a->flags & GPO_T_ACCUM)
+		y[a->off_y + o] += a->alpha * v;
+	else
+		y[a->off_y + o] = a->alpha * v;
+	if (a->fn == GPO_RED_MAX && (a->flags & GPO_RED_IDX))
+		idx[a->off_idx + o] = r;
+}
+
+/* inner == 1: a group per output row, grid-stride over rows */
+static void reduce_rows(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_reduce_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *y = bp(c, 1);
+	uint32_t *idx = (uint32_t *)bp(c, 2);
+	uint32_t g, o, r;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (o = g; o < a->outer; o += a->groups) {
+			const float *row = x + a->off_x + (uint64_t)o * a->len;
+			float best = -INFINITY;
+			uint32_t bi = 0;
+			double sum = 0;
+
+			if (a->fn == GPO_RED_SUM) {
+				for (r = 0; r < a->len; r++)
+					sum += row[r];
+				red_out(a, y, idx, o, (float)sum, 0);
+				continue;
+			}
+			for (r = 0; r < a->len; r++)
+				if (red_above(row[r], best)) {
+					best = row[r];
+					bi = r;
+				}
+			red_out(a, y, idx, o, best, bi);
+		}
+}
+
+/*
+ * inner > 1: outputs [s, e), taken a stretch of one o at a time so that
+ * the loop over r reads rows of x
+ */
+static void reduce_cols(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_reduce_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *y = bp(c, 1);
+	uint32_t *idx = (uint32_t *)bp(c, 2);
+	double sum[WG];
+	float best[WG];
+	uint32_t bi[WG], cnt, k, r;
+
+	for (; s < e; s += cnt) {
+		const uint64_t o = s / a->inner, i0 = s % a->inner;
+		const float *xo = x + a->off_x + o * a->len * a->inner + i0;
+
+		cnt = min_u32(WG, a->inner - (uint32_t)i0);
+		if (e - s < cnt)
+			cnt = (uint32_t)(e - s);
+		for (k = 0; k < cnt; k++) {
+			sum[k] = 0;
+			best[k] = -INFINITY;
+			bi[k] = 0;
+		}
+		for (r = 0; r < a->len; r++) {
+			const float *xr = xo + (uint64_t)r * a->inner;
+
+			if (a->fn == GPO_RED_SUM) {
+				for (k = 0; k < cnt; k++)
+					sum[k] += xr[k];
+				continue;
+			}
+			for (k = 0; k < cnt; k++)
+				if (red_above(xr[k], best[k])) {
+					best[k] = xr[k];
+					bi[k] = r;
+				}
+		}
+		for (k = 0; k < cnt; k++)
+			red_out(a, y, idx, s + k, a->fn == GPO_RED_SUM ?
+				(float)sum[k] : best[k], bi[k]);
+	}
+}
+
+void gpo__cpu_reduce(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_reduce_args *a = c->args;
+
+	if (a->inner == 1)
+		reduce_rows(c, lo, hi);
+	else
+		grid_ranges(c, lo, hi, (uint64_t)a->outer * a->inner,
+			    a->groups, reduce_cols);
+}
+
+static void reduce_bwd_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_reduce_args *a = c->args;
+	const float *dy = bp(c, 0) + a->off_y;
+	const int32_t *idx = (const int32_t *)bp(c, 1);
+	float *dx = bp(c, 2) + a->off_x;
+	const uint64_t plane = (uint64_t)a->len * a->inner;
+	const int max = a->fn == GPO_RED_MAX;
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	uint64_t o = s / plane;
+	uint32_t r = (uint32_t)(s % plane / a->inner);
+	uint32_t i = (uint32_t)(s % a->inner);
+
+	if (max)
+		idx += a->off_idx;
+	for (; s < e; s++) {
+		const uint64_t yo = o * a->inner + i;
+		float g = a->alpha * dy[yo];
+
+		if (max && idx[yo] != (int32_t)r)
+			g = 0.0f;
+		if (accum)
+			dx[s] += g;
+		else
+			dx[s] = g;
+		if (++i == a->inner) {
+			i = 0;
+			if (++r == a->len) {
+				r = 0;
+				o++;
+			}
+		}
+	}
+}
+
+void gpo__cpu_reduce_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_reduce_args *a = c->args;
+
+	grid_ranges(c, lo, hi, a->n, a->groups, reduce_bwd_range);
+}
+
+/* ---- softmax and the losses ----------------------------------------- */
+
+static float row_max(const float *x, uint32_t len)
+{
+	float m = -INFINITY;
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		m = x[j] > m ? x[j] : m;
+	return m;
+}
+
+/* sum_j exp(x_j - m), in double, j ascending */
+static double row_expsum(const float *x, uint32_t len, float m)
+{
+	double s = 0;
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		s += expf(x[j] - m);
+	return s;
+}
+
+void gpo__cpu_softmax(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_softmax_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *y = bp(c, 1);
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const float *xr = x + a->off_x + (uint64_t)r * a->len;
+			float *yr = y + a->off_y + (uint64_t)r * a->len;
+			float m = row_max(xr, a->len);
+			double s = row_expsum(xr, a->len, m);
+
+			if (a->fn == GPO_SM_SOFTMAX) {
+				float inv = (float)(1.0 / s);
+
+				for (j = 0; j < a->len; j++)
+					yr[j] = expf(xr[j] - m) * inv;
+			} else {
+				float ls = (float)log(s);
+
+				for (j = 0; j < a->len; j++)
+					yr[j] = xr[j] - m - ls;
+			}
+		}
+}
+
+void gpo__cpu_softmax_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_softmax_args *a = c->args;
+	const float *y = bp(c, 0), *dy = bp(c, 1);
+	float *dx = bp(c, 2);
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const uint64_t o = (uint64_t)r * a->len;
+			const float *yr = y + a->off_x + o;
+			const float *dyr = dy + a->off_dy + o;
+			float *dxr = dx + a->off_y + o;
+			double s = 0;
+			float sf, v;
+
+			for (j = 0; j < a->len; j++)
+				s += a->fn == GPO_SM_SOFTMAX ?
+				     (double)dyr[j] * yr[j] : dyr[j];
+			sf = (float)s;
+			for (j = 0; j < a->len; j++) {
+				if (a->fn == GPO_SM_SOFTMAX)
+					v = a->alpha * (yr[j] * (dyr[j] - sf));
+				else
+					v = a->alpha * (dyr[j] -
+							expf(yr[j]) * sf);
+				if (accum)
+					dxr[j] += v;
+				else
+					dxr[j] = v;
+			}
+		}
+}
+
+static inline int label_ok(int32_t lab, uint32_t len)
+{
+	return lab >= 0 && (uint32_t)lab < len;
+}
+
+void gpo__cpu_xent(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_loss_args *a = c->args;
+	const float *x = bp(c, 0);
+	const int32_t *lab = (const int32_t *)bp(c, 1) + a->off_lab;
+	float *y = bp(c, 2) + a->off_y;
+	uint32_t g, r;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const float *xr = x + a->off_x + (uint64_t)r * a->len;
+			float m;
+
+			if (!label_ok(lab[r], a->len)) {
+				y[r] = NAN;
+				continue;
+			}
+			m = row_max(xr, a->len);
+			y[r] = (float)(log(row_expsum(xr, a->len, m)) +
+				       ((double)m - xr[lab[r]]));
+		}
+}
+
+void gpo__cpu_xent_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_loss_args *a = c->args;
+	const float *x = bp(c, 0);
+	const int32_t *lab = (const int32_t *)bp(c, 1) + a->off_lab;
+	const float scale = a->alpha * bp(c, 2)[a->off_dl];
+	float *dx = bp(c, 3) + a->off_y;
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const float *xr = x + a->off_x + (uint64_t)r * a->len;
+			float *dxr = dx + (uint64_t)r * a->len;
+			float m = row_max(xr, a->len);
+			float inv = (float)(1.0 / row_expsum(xr, a->len, m));
+
+			for (j = 0; j < a->len; j++) {
+				float p = expf(xr[j] - m) * inv;
+				float v = scale * (p - ((int32_t)j == lab[r] ?
+							1.0f : 0.0f));
+
+				if (accum)
+					dxr[j] += v;
+				else
+					dxr[j] = v;
+			}
+		}
+}
+
+void gpo__cpu_accuracy(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_loss_args *a = c->args;
+	const float *x = bp(c, 0);
+	const int32_t *lab = (const int32_t *)bp(c, 1) + a->off_lab;
+	float *y = bp(c, 2) + a->off_y;
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const float *xr = x + a->off_x + (uint64_t)r * a->len;
+			uint32_t best = 0;
+
+			/* the first maximum wins: strictly greater only */
+			for (j = 1; j < a->len; j++)
+				if (xr[j] > xr[best])
+					best = j;
+			y[r] = a->len && lab[r] == (int32_t)best ? 1.0f : 0.0f;
+		}
+}
+
+/* ---- gather --------------------------------------------------------- */
+
+static void gather_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_gather_args *a = c->args;
+	const uint32_t *src = bu(c, 0) + a->off_src;
+	const uint32_t *idx = bu(c, 1) + a->off_idx;
+	uint32_t *dst = (uint32_t *)bp(c, 2) + a->off_dst;
+	const uint32_t span = a->row_hi - a->row_lo;
+
+	while (s < e) {
+		const uint64_t b = s / a->width, j = s % a->width;
+		const uint64_t cnt = e - s < a->width - j ? e - s : a->width - j;
+		/* unsigned: an index below row_lo wraps above the span */
+		const uint32_t r = idx[b] - a->row_lo;
+
+		if (r < span)
+			memcpy(dst + s, src + (uint64_t)r * a->width + j,
+			       cnt * sizeof(uint32_t));
+		s += cnt;
+	}
+}
+
+void gpo__cpu_gather_rows(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_gather_args *a = c->args;
+
+	grid_ranges(c, lo, hi, a->n, a->groups, gather_range);
+}

@@ -1,0 +1,948 @@
+// SPDX-License-Identifier: MIT
+/*
+ * emit.c - planning a graph: places in the arena, and each op's forward
+ * and backward launches
+ *
+ * Backward walks the tensors from the loss back, and each op adds its
+ * inputs' gradient contributions: the first contribution to a gradient
+ * writes it, later ones add to it (GPO_T_ACCUM), so no gradient is ever
+ * cleared and a parameter's gradient lands in its optimizer's buffer.
+ * The rules, with dC the gradient of an op's output:
+ *	C = op(A) op(B)	dA = dC op(B)^T (or its transpose), dB likewise
+ *	C = A + B	dA = sum_to(dC), dB = sum_to(dC) (sum over the
+ *			dimensions broadcasting stretched)
+ *	C = A - B	dB = -sum_to(dC)
+ *	C = A * B	dA = sum_to(dC * B), dB = sum_to(dC * A)
+ *	C = A / B	dA = sum_to(dC / B), dB = -sum_to(dC * C / B)
+ *	C = f(A)	dA = dC f'(A)                  (unary_bwd)
+ *	softmax, reductions, cross-entropy: their _bwd kernels
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tensor/tensor_i.h"
+#include "optim/optim_i.h"
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
+		    uint32_t *off)
+{
+	uint64_t start = v->blk.off + v->elem * 4, base = start & ~255ull;
+
+	out->mem = v->blk.mem;
+	out->off = base;
+	out->size = start - base + n * 4;
+	*off = (uint32_t)((start - base) / 4);
+}
+
+/* a place for @n elements in the arena */
+static void place(struct gpo_graph *g, struct tview *v, uint64_t n)
+{
+	v->blk = g->arena;
+	v->elem = g->bump;
+	g->bump += align_up(n, T_ALIGN);
+}
+
+/* a new launch of @op at the end of @l (on the dry pass: a scratch one) */
+static struct launch *push(struct gpo_graph *g, struct llist *l,
+			   enum gpo__op_id op, uint64_t work)
+{
+	struct launch *x;
+
+	if (g->dry) {
+		x = &g->scratch;
+	} else {
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? 2 * l->cap : 64;
+			struct launch *v = realloc(l->v, cap * sizeof(*v));
+
+			if (!v)
+				return NULL;
+			l->v = v;
+			l->cap = cap;
+		}
+		x = &l->v[l->n++];
+	}
+	memset(x, 0, sizeof(*x));
+	x->call.op = op;
+	x->call.dtype = GPO_F32;
+	x->call.work = work;
+	return x;
+}
+
+static uint32_t groups_for(uint64_t items)
+{
+	uint64_t gr = (items + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+
+	if (!gr)
+		gr = 1;
+	return gr > T_GROUPS_CAP ? T_GROUPS_CAP : (uint32_t)gr;
+}
+
+static uint32_t rows_groups(uint64_t rows)
+{
+	return rows > T_GROUPS_CAP ? T_GROUPS_CAP : (uint32_t)(rows ? rows : 1);
+}
+
+/* the first contribution to @t's gradient writes it, the others add */
+static uint32_t acc(struct gpo_tensor *t)
+{
+	uint32_t f = t->grad_written ? GPO_T_ACCUM : 0;
+
+	t->grad_written = 1;
+	return f;
+}
+
+/* @t's shape with leading 1s to T_DIMS dimensions, and its strides */
+static void pad4(const struct gpo_tensor *t, uint32_t *s)
+{
+	int i, k = T_DIMS - t->ndim;
+
+	for (i = 0; i < T_DIMS; i++)
+		s[i] = i < k ? 1 : t->shape[i - k];
+}
+
+static void strides4(const uint32_t *s, uint32_t *st)
+{
+	int i;
+
+	st[T_DIMS - 1] = 1;
+	for (i = T_DIMS - 2; i >= 0; i--)
+		st[i] = st[i + 1] * s[i + 1];
+}
+
+static uint64_t prod(const uint32_t *s, int from, int to)
+{
+	uint64_t p = 1;
+	int i;
+
+	for (i = from; i < to; i++)
+		p *= s[i];
+	return p;
+}
+
+/* ---- launches of each kernel -------------------------------------------- */
+
+/*
+ * ew - an element-wise launch over the contiguous output @y of shape
+ * @shape: x/a at @a with strides @sa (@na elements), b likewise
+ */
+static int ew(struct gpo_graph *g, struct llist *l, enum gpo__op_id op,
+	      uint32_t fn, uint32_t flags, const uint32_t *shape,
+	      const struct tview *a, uint64_t na, const uint32_t *sa,
+	      const struct tview *b, uint64_t nb, const uint32_t *sb,
+	      const struct tview *y, float alpha)
+{
+	uint64_t n = prod(shape, 0, T_DIMS);
+	uint32_t gr = groups_for(n);
+	struct launch *x = push(g, l, op, gr);
+	struct gpo_ew_args *e;
+	int i = 0;
+
+	if (!x)
+		return -ENOMEM;
+	e = &x->a.ew;
+	e->n = (uint32_t)n;
+	e->groups = gr;
+	e->fn = fn;
+	e->flags = flags;
+	memcpy(e->shape, shape, sizeof(e->shape));
+	if (sa)
+		memcpy(e->sa, sa, sizeof(e->sa));
+	if (sb)
+		memcpy(e->sb, sb, sizeof(e->sb));
+	e->alpha = alpha;
+	gpo__view_bind(a, na, &x->call.buf[i++], &e->off_a);
+	if (b)
+		gpo__view_bind(b, nb, &x->call.buf[i++], &e->off_b);
+	gpo__view_bind(y, n, &x->call.buf[i], &e->off_y);
+	return 0;
+}
+
+/* unary over a contiguous x of @n elements */
+static int unary_flat(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		      uint32_t flags, const struct tview *x,
+		      const struct tview *y, uint64_t n, float alpha)
+{
+	uint32_t s[T_DIMS] = { 1, 1, 1, (uint32_t)n }, st[T_DIMS];
+
+	strides4(s, st);
+	return ew(g, l, OP_UNARY, fn, flags, s, x, n, st, NULL, 0, NULL, y,
+		  alpha);
+}
+
+static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		  uint32_t flags, uint64_t outer, uint64_t len, uint64_t inner,
+		  const struct tview *x, const struct tview *y,
+		  const struct tview *idx, float alpha)
+{
+	uint32_t gr = inner == 1 ? rows_groups(outer) :
+				   groups_for(outer * inner);
+	struct launch *c = push(g, l, OP_REDUCE, gr);
+	struct gpo_reduce_args *r;
+
+	if (!c)
+		return -ENOMEM;
+	r = &c->a.red;
+	r->n = (uint32_t)(outer * inner);
+	r->groups = gr;
+	r->fn = fn;
+	r->flags = flags;
+	r->outer = (uint32_t)outer;
+	r->len = (uint32_t)len;
+	r->inner = (uint32_t)inner;
+	r->alpha = alpha;
+	gpo__view_bind(x, outer * len * inner, &c->call.buf[0], &r->off_x);
+	gpo__view_bind(y, outer * inner, &c->call.buf[1], &r->off_y);
+	if (idx) {
+		gpo__view_bind(idx, outer * inner, &c->call.buf[2],
+			       &r->off_idx);
+		r->flags |= GPO_RED_IDX;
+	}
+	return 0;
+}
+
+static int reduce_bwd(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		      uint32_t flags, uint64_t outer, uint64_t len,
+		      uint64_t inner, const struct tview *dy,
+		      const struct tview *idx, const struct tview *dx,
+		      float alpha)
+{
+	uint64_t n = outer * len * inner;
+	uint32_t gr = groups_for(n);
+	struct launch *c = push(g, l, OP_REDUCE_BWD, gr);
+	struct gpo_reduce_args *r;
+
+	if (!c)
+		return -ENOMEM;
+	r = &c->a.red;
+	r->n = (uint32_t)n;
+	r->groups = gr;
+	r->fn = fn;
+	r->flags = flags;
+	r->outer = (uint32_t)outer;
+	r->len = (uint32_t)len;
+	r->inner = (uint32_t)inner;
+	r->alpha = alpha;
+	gpo__view_bind(dy, outer * inner, &c->call.buf[0], &r->off_y);
+	if (idx)
+		gpo__view_bind(idx, outer * inner, &c->call.buf[1],
+			       &r->off_idx);
+	gpo__view_bind(dx, n, &c->call.buf[2], &r->off_x);
+	return 0;
+}
+
+/* one operand of a product: a tensor, used as stored or transposed */
+struct mm_op {
+	const struct gpo_tensor *t;
+	const struct tview *v;
+	int trans;
+};
+
+static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
+		    uint32_t *cols)
+{
+	*rows = t->shape[t->ndim - 2];
+	*cols = t->shape[t->ndim - 1];
+}
+
+/* c = op(x) op(y), batched over the leading dimension of 3-d operands */
+static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
+	      struct mm_op y, const struct tview *c, uint32_t flags)
+{
+	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
+	struct gpo_matmul_args *a;
+	struct launch *L;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	m = x.trans ? xc : xr;
+	k = x.trans ? xr : xc;
+	n = y.trans ? yr : yc;
+	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
+	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	L = push(g, l, OP_MATMUL, (uint64_t)batch * tm * tn);
+	if (!L)
+		return -ENOMEM;
+	a = &L->a.mm;
+	a->m = m;
+	a->n = n;
+	a->k = k;
+	a->batch = batch;
+	a->tiles_m = tm;
+	a->tiles_n = tn;
+	a->flags = flags | (x.trans ? GPO_MM_TRANS_A : 0) |
+		   (y.trans ? GPO_MM_TRANS_B : 0);
+	a->lda = xc;
+	a->ldb = yc;
+	a->ldc = n;
+	a->bsa = xr * xc;
+	a->bsb = yr * yc;
+	a->bsc = m * n;
+	a->alpha = 1.0f;
+	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
+	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
+	return 0;
+}
+
+static int fill(struct gpo_graph *g, struct llist *l, const struct tview *v,
+		uint64_t n, float value)
+{
+	struct launch *c = push(g, l, OP_FILL, n);
+
+	if (!c)
+		return -ENOMEM;
+	c->a.mem.n = (uint32_t)n;
+	c->a.mem.value = value;
+	c->call.buf[0] = v->blk;
+	c->call.buf[0].off += v->elem * 4;
+	c->call.buf[0].size = n * 4;
+	return 0;
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+static int fwd_transpose(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t xs[T_DIMS], xst[T_DIMS], ys[T_DIMS], sa[T_DIMS], tmp;
+	int k = T_DIMS - x->ndim;
+
+	pad4(x, xs);
+	strides4(xs, xst);
+	pad4(t, ys);
+	memcpy(sa, xst, sizeof(sa));
+	tmp = sa[t->d0 + k];
+	sa[t->d0 + k] = sa[t->d1 + k];
+	sa[t->d1 + k] = tmp;
+	return ew(g, &g->fwd, OP_UNARY, GPO_EW_COPY, 0, ys, &x->st, x->numel,
+		  sa, NULL, 0, NULL, &t->st, 1.0f);
+}
+
+/* broadcast strides of @x into the 4-d output shape @ys */
+static void bcast_strides(const struct gpo_tensor *x, const uint32_t *ys,
+			  uint32_t *sa)
+{
+	uint32_t xs[T_DIMS];
+	int i;
+
+	pad4(x, xs);
+	strides4(xs, sa);
+	for (i = 0; i < T_DIMS; i++)
+		if (xs[i] == 1 && ys[i] != 1)
+			sa[i] = 0;
+}
+
+static int fwd_binary(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *a = t->src[0], *b = t->src[1];
+	uint32_t ys[T_DIMS], sa[T_DIMS], sb[T_DIMS];
+
+	pad4(t, ys);
+	bcast_strides(a, ys, sa);
+	bcast_strides(b, ys, sb);
+	return ew(g, &g->fwd, OP_BINARY, t->fn, 0, ys, &a->st, a->numel, sa,
+		  &b->st, b->numel, sb, &t->st, 1.0f);
+}
+
+/* a reduction's [outer, len, inner] view of its input */
+static void red_dims(const struct gpo_tensor *t, uint64_t *outer,
+		     uint64_t *len, uint64_t *inner)
+{
+	const struct gpo_tensor *x = t->src[0];
+
+	if (t->axis == T_DIMS) {
+		*outer = 1;
+		*len = x->numel;
+		*inner = 1;
+		return;
+	}
+	*outer = prod(x->shape, 0, t->axis);
+	*len = x->shape[t->axis];
+	*inner = prod(x->shape, t->axis + 1, x->ndim);
+}
+
+static int fwd_reduce(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	uint64_t outer, len, inner;
+	int idx = t->fn == GPO_RED_MAX && t->wants_grad;
+
+	red_dims(t, &outer, &len, &inner);
+	if (idx)
+		place(g, &t->aux, t->numel);
+	return reduce(g, &g->fwd, t->fn, 0, outer, len, inner, &t->src[0]->st,
+		      &t->st, idx ? &t->aux : NULL, (float)t->alpha);
+}
+
+static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t len = x->shape[x->ndim - 1];
+	uint64_t rows = x->numel / len;
+	uint32_t gr = rows_groups(rows);
+	struct launch *c = push(g, &g->fwd, OP_SOFTMAX, gr);
+	struct gpo_softmax_args *s;
+
+	if (!c)
+		return -ENOMEM;
+	s = &c->a.sm;
+	s->rows = (uint32_t)rows;
+	s->len = len;
+	s->groups = gr;
+	s->fn = t->fn;
+	gpo__view_bind(&x->st, x->numel, &c->call.buf[0], &s->off_x);
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[1], &s->off_y);
+	return 0;
+}
+
+/* per-row xent or accuracy into t->aux, then their mean into t */
+static int fwd_rows(struct gpo_graph *g, struct gpo_tensor *t,
+		    enum gpo__op_id op)
+{
+	struct gpo_tensor *x = t->src[0], *lab = t->src[1];
+	uint32_t rows = x->shape[0], gr = rows_groups(rows);
+	struct launch *c;
+	struct gpo_loss_args *s;
+
+	place(g, &t->aux, rows);
+	c = push(g, &g->fwd, op, gr);
+	if (!c)
+		return -ENOMEM;
+	s = &c->a.loss;
+	s->rows = rows;
+	s->len = x->shape[1];
+	s->groups = gr;
+	gpo__view_bind(&x->st, x->numel, &c->call.buf[0], &s->off_x);
+	gpo__view_bind(&lab->st, rows, &c->call.buf[1], &s->off_lab);
+	gpo__view_bind(&t->aux, rows, &c->call.buf[2], &s->off_y);
+	return reduce(g, &g->fwd, GPO_RED_SUM, 0, 1, rows, 1, &t->aux,
+		      &t->st, NULL, 1.0f / (float)rows);
+}
+
+static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *lab = t->src[0];
+	uint32_t c = t->classes, rows = t->shape[0];
+	uint64_t n = (uint64_t)rows * c;
+	uint32_t gr = groups_for(n);
+	struct gpo_gather_args *a;
+	struct launch *L;
+	int ret;
+
+	place(g, &t->aux, (uint64_t)c * c);
+	/* a label out of range leaves its row at 0 */
+	ret = fill(g, &g->fwd, &t->st, n, 0.0f);
+	if (ret)
+		return ret;
+	L = push(g, &g->fwd, OP_GATHER_ROWS, gr);
+	if (!L)
+		return -ENOMEM;
+	a = &L->a.gather;
+	a->n = (uint32_t)n;
+	a->groups = gr;
+	a->rows = rows;
+	a->width = c;
+	a->row_lo = 0;
+	a->row_hi = c;
+	gpo__view_bind(&t->aux, (uint64_t)c * c, &L->call.buf[0], &a->off_src);
+	gpo__view_bind(&lab->st, rows, &L->call.buf[1], &a->off_idx);
+	gpo__view_bind(&t->st, n, &L->call.buf[2], &a->off_dst);
+	return 0;
+}
+
+static int forward(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *a = t->src[0], *b = t->src[1];
+
+	switch (t->op) {
+	case T_INPUT:
+	case T_PARAM:
+		return 0;
+	case T_MATMUL:
+		return mm(g, &g->fwd,
+			  (struct mm_op){ a, &a->st, !!(t->flags & GPO_MATMUL_TA) },
+			  (struct mm_op){ b, &b->st, !!(t->flags & GPO_MATMUL_TB) },
+			  &t->st, 0);
+	case T_TRANSPOSE:
+		return fwd_transpose(g, t);
+	case T_UNARY:
+		return unary_flat(g, &g->fwd, t->fn, 0, &a->st, &t->st,
+				  t->numel, (float)t->alpha);
+	case T_BINARY:
+		return fwd_binary(g, t);
+	case T_SOFTMAX:
+		return fwd_softmax(g, t);
+	case T_REDUCE:
+		return fwd_reduce(g, t);
+	case T_XENT:
+		return fwd_rows(g, t, OP_XENT);
+	case T_ACCURACY:
+		return fwd_rows(g, t, OP_ACCURACY);
+	case T_ONE_HOT:
+		return fwd_one_hot(g, t);
+	}
+	return gpo__err(-EINVAL, "tensor op %d", t->op);
+}
+
+/* ---- backward ----------------------------------------------------------- */
+
+/*
+ * sum_to - add @c (contiguous, 4-d shape @cs) into @x's gradient, summed
+ * over the dimensions where @x was broadcast; @alpha scales it
+ */
+static int sum_to(struct gpo_graph *g, const struct tview *c,
+		  const uint32_t *cs, struct gpo_tensor *x, float alpha)
+{
+	struct llist *l = &g->bwd;
+	uint32_t xs[T_DIMS], cur[T_DIMS];
+	struct tview src = *c, tmp;
+	int d, last = -1, ret;
+
+	pad4(x, xs);
+	for (d = 0; d < T_DIMS; d++)
+		if (xs[d] == 1 && cs[d] != 1)
+			last = d;
+	if (last < 0)
+		return unary_flat(g, l, GPO_EW_COPY, acc(x), c, &x->grad->st,
+				  x->numel, alpha);
+	memcpy(cur, cs, sizeof(cur));
+	for (d = 0; d <= last; d++) {
+		uint64_t outer, inner;
+		const struct tview *dst;
+
+		if (!(xs[d] == 1 && cur[d] != 1))
+			continue;
+		outer = prod(cur, 0, d);
+		inner = prod(cur, d + 1, T_DIMS);
+		if (d == last) {
+			dst = &x->grad->st;
+		} else {
+			place(g, &tmp, outer * inner);
+			dst = &tmp;
+		}
+		ret = reduce(g, l, GPO_RED_SUM, d == last ? acc(x) : 0, outer,
+			     cur[d], inner, &src, dst, NULL,
+			     d == last ? alpha : 1.0f);
+		if (ret)
+			return ret;
+		cur[d] = 1;
+		src = *dst;
+	}
+	return 0;
+}
+
+static int bwd_binary(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *a = t->src[0], *b = t->src[1];
+	struct gpo_tensor *dy = t->grad;
+	uint32_t ys[T_DIMS], st[T_DIMS], sa[T_DIMS], sb[T_DIMS];
+	struct tview tmp, tmp2;
+	int ret;
+
+	pad4(t, ys);
+	strides4(ys, st);
+	bcast_strides(a, ys, sa);
+	bcast_strides(b, ys, sb);
+	switch (t->fn) {
+	case GPO_EW_ADD:
+	case GPO_EW_SUB:
+		if (a->wants_grad) {
+			ret = sum_to(g, &dy->st, ys, a, 1.0f);
+			if (ret)
+				return ret;
+		}
+		if (b->wants_grad)
+			return sum_to(g, &dy->st, ys, b,
+				      t->fn == GPO_EW_SUB ? -1.0f : 1.0f);
+		return 0;
+	case GPO_EW_MUL:
+		if (a->wants_grad) {
+			place(g, &tmp, t->numel);
+			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
+				 &dy->st, t->numel, st, &b->st, b->numel, sb,
+				 &tmp, 1.0f);
+			if (!ret)
+				ret = sum_to(g, &tmp, ys, a, 1.0f);
+			if (ret)
+				return ret;
+		}
+		if (b->wants_grad) {
+			place(g, &tmp, t->numel);
+			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
+				 &dy->st, t->numel, st, &a->st, a->numel, sa,
+				 &tmp, 1.0f);
+			if (!ret)
+				ret = sum_to(g, &tmp, ys, b, 1.0f);
+			return ret;
+		}
+		return 0;
+	case GPO_EW_DIV:
+		if (a->wants_grad) {
+			place(g, &tmp, t->numel);
+			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_DIV, 0, ys,
+				 &dy->st, t->numel, st, &b->st, b->numel, sb,
+				 &tmp, 1.0f);
+			if (!ret)
+				ret = sum_to(g, &tmp, ys, a, 1.0f);
+			if (ret)
+				return ret;
+		}
+		if (b->wants_grad) {
+			/* -(dy * y) / b */
+			place(g, &tmp, t->numel);
+			place(g, &tmp2, t->numel);
+			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
+				 &dy->st, t->numel, st, &t->st, t->numel, st,
+				 &tmp, 1.0f);
+			if (!ret)
+				ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_DIV, 0,
+					 ys, &tmp, t->numel, st, &b->st,
+					 b->numel, sb, &tmp2, -1.0f);
+			if (!ret)
+				ret = sum_to(g, &tmp2, ys, b, 1.0f);
+			return ret;
+		}
+		return 0;
+	}
+	return gpo__err(-EINVAL, "binary fn %u", t->fn);
+}
+
+static int bwd_matmul(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *a = t->src[0], *b = t->src[1], *dc = t->grad;
+	int ta = !!(t->flags & GPO_MATMUL_TA), tb = !!(t->flags & GPO_MATMUL_TB);
+	struct mm_op A = { a, &a->st, 0 }, B = { b, &b->st, 0 };
+	struct mm_op D = { dc, &dc->st, 0 };
+	int ret;
+
+	if (a->wants_grad) {
+		uint32_t f = acc(a);
+
+		if (!ta) {	/* dA = dC op(B)^T */
+			B.trans = !tb;
+			ret = mm(g, &g->bwd, D, B, &a->grad->st, f);
+		} else {	/* dA = op(B) dC^T */
+			B.trans = tb;
+			D.trans = 1;
+			ret = mm(g, &g->bwd, B, D, &a->grad->st, f);
+		}
+		if (ret)
+			return ret;
+	}
+	if (b->wants_grad) {
+		uint32_t f = acc(b);
+
+		D.trans = 0;
+		if (!tb) {	/* dB = op(A)^T dC */
+			A.trans = !ta;
+			return mm(g, &g->bwd, A, D, &b->grad->st, f);
+		}
+		/* dB = dC^T op(A) */
+		A.trans = ta;
+		D.trans = 1;
+		return mm(g, &g->bwd, D, A, &b->grad->st, f);
+	}
+	return 0;
+}
+
+static int bwd_transpose(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t xs[T_DIMS], ys[T_DIMS], yst[T_DIMS], sa[T_DIMS], tmp;
+	int k = T_DIMS - x->ndim;
+
+	pad4(x, xs);
+	pad4(t, ys);
+	strides4(ys, yst);
+	memcpy(sa, yst, sizeof(sa));
+	tmp = sa[t->d0 + k];
+	sa[t->d0 + k] = sa[t->d1 + k];
+	sa[t->d1 + k] = tmp;
+	return ew(g, &g->bwd, OP_UNARY, GPO_EW_COPY, acc(x), xs,
+		  &t->grad->st, t->numel, sa, NULL, 0, NULL, &x->grad->st,
+		  1.0f);
+}
+
+static int bwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t s[T_DIMS] = { 1, 1, 1, (uint32_t)t->numel };
+
+	return ew(g, &g->bwd, OP_UNARY_BWD, t->fn, acc(x), s, &x->st,
+		  x->numel, NULL, &t->grad->st, t->numel, NULL, &x->grad->st,
+		  (float)t->alpha);
+}
+
+static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t len = x->shape[x->ndim - 1];
+	uint64_t rows = x->numel / len;
+	uint32_t gr = rows_groups(rows);
+	struct launch *c = push(g, &g->bwd, OP_SOFTMAX_BWD, gr);
+	struct gpo_softmax_args *s;
+
+	if (!c)
+		return -ENOMEM;
+	s = &c->a.sm;
+	s->rows = (uint32_t)rows;
+	s->len = len;
+	s->groups = gr;
+	s->fn = t->fn;
+	s->flags = acc(x);
+	s->alpha = 1.0f;
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[0], &s->off_x);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &s->off_dy);
+	gpo__view_bind(&x->grad->st, x->numel, &c->call.buf[2], &s->off_y);
+	return 0;
+}
+
+static int bwd_reduce(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	uint64_t outer, len, inner;
+	struct gpo_tensor *x = t->src[0];
+
+	red_dims(t, &outer, &len, &inner);
+	return reduce_bwd(g, &g->bwd, t->fn, acc(x), outer, len, inner,
+			  &t->grad->st, t->fn == GPO_RED_MAX ? &t->aux : NULL,
+			  &x->grad->st, (float)t->alpha);
+}
+
+static int bwd_xent(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0], *lab = t->src[1];
+	uint32_t rows = x->shape[0], gr = rows_groups(rows);
+	struct launch *c = push(g, &g->bwd, OP_XENT_BWD, gr);
+	struct gpo_loss_args *s;
+
+	if (!c)
+		return -ENOMEM;
+	s = &c->a.loss;
+	s->rows = rows;
+	s->len = x->shape[1];
+	s->groups = gr;
+	s->flags = acc(x);
+	s->alpha = 1.0f / (float)rows;
+	gpo__view_bind(&x->st, x->numel, &c->call.buf[0], &s->off_x);
+	gpo__view_bind(&lab->st, rows, &c->call.buf[1], &s->off_lab);
+	gpo__view_bind(&t->grad->st, 1, &c->call.buf[2], &s->off_dl);
+	gpo__view_bind(&x->grad->st, x->numel, &c->call.buf[3], &s->off_y);
+	return 0;
+}
+
+static int backward(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	switch (t->op) {
+	case T_MATMUL:
+		return bwd_matmul(g, t);
+	case T_TRANSPOSE:
+		return bwd_transpose(g, t);
+	case T_UNARY:
+		return bwd_unary(g, t);
+	case T_BINARY:
+		return bwd_binary(g, t);
+	case T_SOFTMAX:
+		return bwd_softmax(g, t);
+	case T_REDUCE:
+		return bwd_reduce(g, t);
+	case T_XENT:
+		return bwd_xent(g, t);
+	default:
+		return 0;	/* no inputs that take gradients */
+	}
+}
+
+/* ---- the two passes ----------------------------------------------------- */
+
+static void param_views(struct gpo_tensor *t)
+{
+	struct gpo_optim *opt = t->opt;
+	uint64_t off = opt->tensors[t->opt_index].offset;
+
+	t->st.blk = opt->param;
+	t->st.elem = off;
+	if (t->grad) {
+		t->grad->st.blk = opt->grad;
+		t->grad->st.elem = off;
+	}
+}
+
+static int pass(struct gpo_graph *g)
+{
+	int i, ret;
+
+	g->bump = 0;
+	g->fwd.n = g->bwd.n = 0;
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i];
+
+		t->grad_written = 0;
+		if (t->op == T_PARAM) {
+			if (!g->dry)
+				param_views(t);
+			continue;
+		}
+		place(g, &t->st, t->numel);
+		if (t->grad)
+			place(g, &t->grad->st, t->numel);
+	}
+	for (i = 0; i < g->nt; i++) {
+		ret = forward(g, g->t[i]);
+		if (ret)
+			return ret;
+	}
+	/* a loss that depends on no parameter has no backward pass */
+	if (!g->loss || !g->loss->grad)
+		return 0;
+	/* d loss / d loss = 1 */
+	ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);
+	if (ret)
+		return ret;
+	g->loss->grad_written = 1;
+	for (i = g->loss->id; i >= 0; i--) {
+		struct gpo_tensor *t = g->t[i];
+
+		if (!t->wants_grad || !t->grad_written)
+			continue;
+		ret = backward(g, t);
+		if (ret)
+			return ret;
+	}
+	/*
+	 * A parameter the loss does not reach keeps its gradient as it is
+	 * (zero unless written), as torch leaves it None.
+	 */
+	return 0;
+}
+
+int gpo__graph_make_grads(struct gpo_graph *g)
+{
+	int i;
+
+	if (!g->loss)
+		return 0;
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i], *d;
+
+		if (t->grad || !(t->wants_grad || t->op == T_PARAM))
+			continue;
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return gpo__err(-ENOMEM, "out of memory");
+		*d = *t;
+		d->op = T_INPUT;
+		d->src[0] = d->src[1] = NULL;
+		d->grad = NULL;
+		d->wants_grad = d->needs_grad = 0;
+		snprintf(d->name, sizeof(d->name), "grad of %.50s",
+			 t->name[0] ? t->name : "a tensor");
+		t->grad = d;
+	}
+	return 0;
+}
+
+/* the identities of one-hot ops, written once */
+static int write_constants(struct gpo_graph *g)
+{
+	int i, ret;
+
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i];
+		uint64_t c = t->classes, j;
+		struct dev_buf b;
+		float *eye;
+
+		if (t->op != T_ONE_HOT)
+			continue;
+		eye = calloc(c * c, sizeof(*eye));
+		if (!eye)
+			return gpo__err(-ENOMEM, "out of memory");
+		for (j = 0; j < c; j++)
+			eye[j * c + j] = 1.0f;
+		b = t->aux.blk;
+		b.off += t->aux.elem * 4;
+		b.size = c * c * 4;
+		ret = g->dev->ops->write(g->dev, &b, 0, eye, c * c * 4);
+		free(eye);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * gpo__graph_reemit - the launches again, the arena as it is: an
+ * optimizer's buffers moved (a checkpoint restore swaps in new ones)
+ */
+int gpo__graph_reemit(struct gpo_graph *g)
+{
+	int i, ret;
+
+	for (i = 0; i < g->nt; i++) {
+		if (g->t[i]->op != T_PARAM)
+			continue;
+		ret = gpo__optim_ensure_allocated(g->t[i]->opt);
+		if (ret)
+			return ret;
+	}
+	ret = pass(g);
+	if (ret)
+		g->fwd.n = g->bwd.n = 0;
+	return ret;
+}
+
+int gpo__graph_emit(struct gpo_graph *g)
+{
+	uint64_t need;
+	int i, ret;
+
+	ret = gpo__graph_make_grads(g);
+	if (ret)
+		goto out_grads;
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i];
+
+		if (t->op != T_PARAM)
+			continue;
+		ret = gpo__optim_ensure_allocated(t->opt);
+		if (ret)
+			goto out_grads;
+	}
+	/* pass 1 counts the arena's elements */
+	g->dry = 1;
+	ret = pass(g);
+	g->dry = 0;
+	if (ret)
+		goto out_grads;
+	need = g->bump;
+	if (need > UINT32_MAX) {
+		ret = gpo__err(-EFBIG, "the graph needs %llu elements of memory (below 2^32)",
+			       (unsigned long long)need);
+		goto out_grads;
+	}
+	if (need) {
+		ret = gpo__pool_alloc(g->dev, need * 4, &g->arena);
+		if (ret)
+			goto out_grads;
+	}
+	ret = pass(g);
+	if (!ret)
+		ret = write_constants(g);
+	if (ret)
+		goto out_arena;
+	return 0;
+
+out_arena:
+	if (g->arena.mem)
+		gpo__pool_free(g->dev, &g->arena);
+	memset(&g->arena, 0, sizeof(g->arena));
+	g->fwd.n = g->bwd.n = 0;
+out_grads:
+	return ret;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tensor_i.h - the graph of tensors, for the tensor and training files
+ *
+ * A graph is a list of tensors in the order they were made, which is an
+ * order of their dependencies. Nothing touches the device while it is
+ * built. Its first run plans it (emit.c): every tensor, gradient and
+ * temporary gets its place in one arena by a bump allocator, and every
+ * op becomes its launches (struct op_call, with a parameter struct of
+ * the op's family). Planning runs twice, the first time only counting
+ * bytes, so the arena is one allocation of the right size and the second
+ * pass hands out the same places. After that a run is the launch lists,
+ * queued as they are.
+ */
+#ifndef GPUOPT_TENSOR_I_H
+#define GPUOPT_TENSOR_I_H
+
+#include "core/gpuopt_i.h"
+#include "abi/mem.h"
+#include "abi/matmul.h"
+#include "abi/ew.h"
+#include "abi/reduce.h"
+#include "abi/softmax.h"
+#include "abi/loss.h"
+#include "abi/gather.h"
+
+#define T_DIMS		GPO_TENSOR_DIMS
+#define T_ALIGN		64	/* elements: places in the arena, 256 bytes */
+#define T_GROUPS_CAP	4096	/* workgroups of a grid-stride launch */
+
+enum t_op {
+	T_INPUT,	/* filled by the caller */
+	T_PARAM,	/* an optimizer tensor */
+	T_MATMUL,
+	T_TRANSPOSE,
+	T_UNARY,	/* fn: GPO_EW_*, alpha */
+	T_BINARY,	/* fn: GPO_EW_ADD.., broadcasting */
+	T_SOFTMAX,	/* fn: GPO_SM_* over the last dimension */
+	T_REDUCE,	/* fn: GPO_RED_*, axis (-1: all), alpha */
+	T_XENT,
+	T_ACCURACY,
+	T_ONE_HOT,
+};
+
+/* where a tensor's elements are: element @elem of block @blk */
+struct tview {
+	struct dev_buf blk;
+	uint64_t elem;
+};
+
+struct gpo_tensor {
+	struct gpo_graph *g;
+	int id;
+	char name[64];
+	enum gpo_dtype dtype;
+	int ndim;
+	uint32_t shape[T_DIMS];
+	uint64_t numel;
+
+	enum t_op op;
+	struct gpo_tensor *src[2];
+	uint32_t fn;
+	unsigned int flags;	/* GPO_MATMUL_* */
+	int axis, d0, d1;	/* reductions, transposes */
+	double alpha;
+	uint32_t classes;	/* one-hot */
+	struct gpo_optim *opt;	/* T_PARAM */
+	int opt_index;
+
+	int needs_grad;		/* a parameter depends on it... */
+	int wants_grad;		/* ...and the loss depends on it */
+	struct gpo_tensor *grad;	/* its gradient (gpo_tensor_grad()) */
+	int grad_written;	/* planning: the next contribution adds */
+
+	struct tview st;	/* its elements */
+	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
+				 * ONE_HOT: the identity */
+};
+
+/* a launch and the storage of its parameter struct */
+struct launch {
+	struct op_call call;
+	union {
+		struct gpo_mem_args mem;
+		struct gpo_matmul_args mm;
+		struct gpo_ew_args ew;
+		struct gpo_reduce_args red;
+		struct gpo_softmax_args sm;
+		struct gpo_loss_args loss;
+		struct gpo_gather_args gather;
+	} a;
+};
+
+struct llist {
+	struct launch *v;
+	size_t n, cap;
+};
+
+struct gpo_graph {
+	struct gpo_device *dev;
+	struct gpo_tensor **t;
+	int nt, cap;
+	struct gpo_tensor *loss;	/* after gpo_graph_backward() */
+	int err;			/* the first error, sticky */
+	char errmsg[512];
+
+	int planned;
+	int dry;			/* planning pass 1: count only */
+	uint64_t bump;			/* elements handed out */
+	struct dev_buf arena;
+	struct llist fwd, bwd;
+	struct launch scratch;		/* what the dry pass fills */
+};
+
+/* graph.c */
+struct gpo_tensor *gpo__tensor_new(struct gpo_graph *g, enum t_op op,
+				   enum gpo_dtype dtype, int ndim,
+				   const uint32_t *shape);
+int gpo__graph_fail(struct gpo_graph *g, int err);
+/* plan if not yet; called with dev->lock held */
+int gpo__graph_plan(struct gpo_graph *g);
+/* queue @what's launches; dev->lock held */
+int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
+
+/* emit.c */
+int gpo__graph_emit(struct gpo_graph *g);
+int gpo__graph_reemit(struct gpo_graph *g);
+/* the gradient tensors of what the loss depends on (once, at backward) */
+int gpo__graph_make_grads(struct gpo_graph *g);
+/* the binding of @n elements at @v (a 256-byte aligned window) */
+void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
+		    uint32_t *off);
+
+#endif /* GPUOPT_TENSOR_I_H */

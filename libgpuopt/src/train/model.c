@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * model.c - models from a spec: "mlp:784x256x10"
+ *
+ * A model is its parameters (tensors of its optimizer) and a function
+ * that adds its forward pass to a graph for any batch size: the trainer
+ * builds one graph to train and others to evaluate, all on the same
+ * parameters.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "train/train_i.h"
+#include "optim/optim_i.h"
+#include "core/rng_i.h"
+
+#define MLP_MAX_LAYERS	64
+
+static const char *const act_names[] = {
+	[ACT_RELU] = "relu", [ACT_GELU] = "gelu",
+	[ACT_GELU_TANH] = "gelu_tanh", [ACT_TANH] = "tanh",
+	[ACT_SIGMOID] = "sigmoid",
+};
+
+static int parse_width(const char *s, const char *end, uint32_t *out)
+{
+	char buf[16];
+	uint64_t v;
+
+	if (end - s <= 0 || end - s >= (long)sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, end - s);
+	buf[end - s] = '\0';
+	if (gpo__parse_u64(buf, &v) || !v || v > (1u << 24))
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* "mlp:784x256x10" into widths[0..n) */
+static int parse_spec(const char *spec, uint32_t *w, int *n)
+{
+	const char *p, *x;
+	int k = 0;
+
+	if (strncmp(spec, "mlp:", 4))
+		return gpo__err(-EINVAL, "unknown model '%s' (mlp:IN x ... x OUT, e.g. mlp:784x256x10)",
+				spec);
+	for (p = spec + 4;; p = x + 1) {
+		x = strchr(p, 'x');
+		if (!x)
+			x = p + strlen(p);
+		if (k == MLP_MAX_LAYERS + 1 || parse_width(p, x, &w[k]))
+			return gpo__err(-EINVAL, "model '%s': widths are whole numbers 1..16777216 joined by x, at most %d layers",
+					spec, MLP_MAX_LAYERS);
+		k++;
+		if (!*x)
+			break;
+	}
+	if (k < 2)
+		return gpo__err(-EINVAL, "model '%s': an input and an output width at least",
+				spec);
+	*n = k;
+	return 0;
+}
+
+static int parse_opts(struct gpo_model *m, const char *opts)
+{
+	const char *pos = opts ? opts : "";
+	char key[32], val[64];
+	int ret, i;
+
+	m->act = ACT_RELU;
+	m->loss = LOSS_XENT;
+	m->seed = 0;
+	while ((ret = gpo__kv_next(&pos, key, sizeof(key), val,
+				   sizeof(val))) > 0) {
+		if (!strcmp(key, "activation")) {
+			for (i = 0; i < ACT_COUNT; i++)
+				if (!strcmp(val, act_names[i]))
+					break;
+			if (i == ACT_COUNT)
+				return gpo__err(-EINVAL, "unknown activation '%s' (relu, gelu, gelu_tanh, tanh, sigmoid)",
+						val);
+			m->act = i;
+		} else if (!strcmp(key, "loss")) {
+			if (!strcmp(val, "xent"))
+				m->loss = LOSS_XENT;
+			else if (!strcmp(val, "mse"))
+				m->loss = LOSS_MSE;
+			else
+				return gpo__err(-EINVAL, "unknown loss '%s' (xent, mse)",
+						val);
+		} else if (!strcmp(key, "seed")) {
+			if (gpo__parse_u64(val, &m->seed))
+				return gpo__err(-EINVAL, "seed '%s': a whole number",
+						val);
+		} else {
+			return gpo__err(-EINVAL, "unknown model setting '%s' (activation, loss, seed)",
+					key);
+		}
+	}
+	return ret;
+}
+
+/* torch.nn.Linear's init: U(-1/sqrt(in), 1/sqrt(in)), written in pieces */
+static int init_params(struct gpo_model *m)
+{
+	struct gpo_optim *opt = m->opt;
+	struct gpo_device *dev = opt->dev;
+	enum { CHUNK = 16384 };
+	float *buf;
+	int t, ret = 0;
+
+	buf = malloc(CHUNK * sizeof(*buf));
+	if (!buf)
+		return gpo__err(-ENOMEM, "out of memory");
+	pthread_mutex_lock(&dev->lock);
+	ret = gpo__optim_ensure_allocated(opt);
+	for (t = 0; !ret && t < opt->ntensors; t++) {
+		const struct optim_tensor *ot = &opt->tensors[t];
+		double bound = 1.0 / sqrt((double)m->width[t / 2]);
+		uint64_t stream = GPO_RNG_STREAM(GPO_RNG_INIT, t), i, j, n;
+
+		for (i = 0; !ret && i < ot->numel; i += n) {
+			n = ot->numel - i < CHUNK ? ot->numel - i : CHUNK;
+			for (j = 0; j < n; j++)
+				buf[j] = (float)((2.0 * gpo__rng_uniform(m->seed,
+						stream, i + j) - 1.0) * bound);
+			ret = dev->ops->write(dev, &opt->param,
+					      (ot->offset + i) * 4, buf, n * 4);
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+	free(buf);
+	return ret;
+}
+
+int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
+		  struct gpo_model **out)
+{
+	struct gpo_model *m;
+	char name[32];
+	int l, ret;
+
+	if (!opt || !spec || !out)
+		return gpo__err(-EINVAL, "gpo_model_new: NULL argument");
+	if (opt->ntensors || opt->allocated)
+		return gpo__err(-EINVAL, "gpo_model_new: the optimizer has tensors already");
+	if (opt->param_dtype != GPO_F32 || opt->grad_dtype != GPO_F32)
+		return gpo__err(-ENOSYS, "models train f32 parameters and gradients so far");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return gpo__err(-ENOMEM, "out of memory");
+	m->opt = opt;
+	ret = parse_spec(spec, m->width, &m->nwidth);
+	if (!ret)
+		ret = parse_opts(m, opts);
+	if (ret)
+		goto out_free;
+	for (l = 0; l + 1 < m->nwidth; l++) {
+		uint64_t ws[2] = { m->width[l + 1], m->width[l] };
+
+		snprintf(name, sizeof(name), "fc%d.weight", l);
+		ret = gpo_optim_add_tensor(opt, name, 2, ws, 0);
+		if (ret < 0)
+			goto out_tensors;
+		snprintf(name, sizeof(name), "fc%d.bias", l);
+		ret = gpo_optim_add_tensor(opt, name, 1, &ws[0], 0);
+		if (ret < 0)
+			goto out_tensors;
+	}
+	ret = init_params(m);
+	if (ret)
+		goto out_tensors;
+	snprintf(m->spec, sizeof(m->spec), "%s", spec);
+	*out = m;
+	return 0;
+
+out_tensors:
+	gpo__optim_drop_tensors(opt);
+out_free:
+	free(m);
+	return ret;
+}
+
+void gpo_model_free(struct gpo_model *m)
+{
+	free(m);
+}
+
+int gpo_model_info(const struct gpo_model *m, struct gpo_model_info *info)
+{
+	if (!m || !info)
+		return gpo__err(-EINVAL, "NULL argument");
+	info->inputs = m->width[0];
+	info->outputs = m->width[m->nwidth - 1];
+	info->layers = m->nwidth - 1;
+	info->params = gpo_optim_numel(m->opt);
+	return 0;
+}
+
+static struct gpo_tensor *activation(struct gpo_model *m, struct gpo_graph *g,
+				     struct gpo_tensor *h)
+{
+	switch (m->act) {
+	case ACT_GELU:
+		return gpo_gelu(g, h);
+	case ACT_GELU_TANH:
+		return gpo_gelu_tanh(g, h);
+	case ACT_TANH:
+		return gpo_tanh(g, h);
+	case ACT_SIGMOID:
+		return gpo_sigmoid(g, h);
+	default:
+		return gpo_relu(g, h);
+	}
+}
+
+struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
+				     struct gpo_tensor *x)
+{
+	struct gpo_tensor *h = x;
+	char name[32];
+	int l;
+
+	if (!m || !g)
+		return NULL;
+	for (l = 0; l + 1 < m->nwidth; l++) {
+		struct gpo_tensor *w, *b;
+
+		snprintf(name, sizeof(name), "fc%d.weight", l);
+		w = gpo_tensor_param(g, m->opt, name);
+		snprintf(name, sizeof(name), "fc%d.bias", l);
+		b = gpo_tensor_param(g, m->opt, name);
+		/* x W^T + b, as torch.nn.Linear */
+		h = gpo_add(g, gpo_matmul(g, h, w, GPO_MATMUL_TB), b);
+		if (l + 2 < m->nwidth)
+			h = activation(m, g, h);
+	}
+	return h;
+}
+
+struct gpo_tensor *gpo__model_loss(struct gpo_model *m, struct gpo_graph *g,
+				   struct gpo_tensor *logits,
+				   struct gpo_tensor *labels)
+{
+	if (m->loss == LOSS_MSE)
+		return gpo_mse(g, logits,
+			       gpo_one_hot(g, labels,
+					   m->width[m->nwidth - 1]));
+	return gpo_cross_entropy(g, logits, labels);
+}

@@ -1,0 +1,1565 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_tensor.c - the tensor engine's forward values and reverse-mode
+ * gradients on every device
+ *
+ * Each case builds one composite function twice: as a device graph whose
+ * parameters are tensors of an SGD optimizer, and as a tape of this file's
+ * own float64 reference (forward and analytic backward written here, not
+ * taken from the engine). With fresh random values of odd shapes, and
+ * every device tensor and gradient poisoned before the run, it checks
+ *   - every forward value and every gradient (parameters' through
+ *     gpo_optim_read("grad"), the others' through gpo_tensor_grad())
+ *     against the reference,
+ *   - a sample of parameter gradients against central differences of the
+ *     loss computed on the device (where the reference itself shows a
+ *     kink there, the device's differences must match the reference's),
+ *   - every device's parameter gradients against cpu:0's.
+ * Then the error paths: each one a build error that the graph keeps, or a
+ * call refused without harm.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define MAXN		64	/* nodes of one case */
+#define REF_TOL		2e-4	/* of the tensor's largest magnitude */
+#define XDEV_TOL	1e-4
+#define FD_EPS		1e-2
+#define FD_TOL		2e-2
+#define FD_SAMPLES	3	/* elements of each parameter */
+
+enum hop {
+	H_INPUT, H_PARAM, H_MATMUL, H_TRANSPOSE, H_BINARY, H_UNARY, H_SOFTMAX,
+	H_REDUCE, H_XENT, H_MSE, H_ONE_HOT, H_ACCURACY
+};
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV };
+enum {
+	U_SCALE, U_RELU, U_GELU, U_GELU_TANH, U_TANH, U_SIGMOID, U_EXP, U_LOG,
+	U_SQUARE, U_SQRT, U_COUNT
+};
+enum { R_SUM, R_MEAN, R_MAX };
+
+/* a node of the float64 reference, and its device tensor */
+struct hn {
+	enum hop op;
+	int fn, flags, axis, d0, d1;
+	double alpha;
+	int nd;
+	uint32_t s[4];
+	size_t n;
+	struct hn *a, *b;
+	double *v, *g;		/* value, gradient */
+	int32_t *lab;		/* i32 inputs */
+	int needs, reach;	/* depends on a parameter; on the loss's path */
+	uint32_t classes;
+	struct gpo_tensor *t;
+	char name[16];
+};
+
+struct tc {
+	struct gpo_device *dev;
+	struct gpo_graph *g;
+	struct gpo_optim *opt;
+	struct hn *n[MAXN];
+	int nn;
+	uint64_t rng;
+};
+
+/* ---- the reference ------------------------------------------------------ */
+
+static struct hn *node(struct tc *c, enum hop op, int nd, const uint32_t *s,
+		       struct hn *a, struct hn *b)
+{
+	struct hn *h = calloc(1, sizeof(*h));
+	int i;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_lt(c->nn, MAXN);
+	h->op = op;
+	h->nd = nd;
+	h->n = 1;
+	for (i = 0; i < nd; i++) {
+		h->s[i] = s[i];
+		h->n *= s[i];
+	}
+	h->a = a;
+	h->b = b;
+	h->needs = (a && a->needs) || (b && b->needs);
+	h->v = calloc(h->n, sizeof(double));
+	h->g = calloc(h->n, sizeof(double));
+	ck_assert(h->v && h->g);
+	snprintf(h->name, sizeof(h->name), "n%d", c->nn);
+	c->n[c->nn++] = h;
+	return h;
+}
+
+static void tc_free(struct tc *c)
+{
+	int i;
+
+	for (i = 0; i < c->nn; i++) {
+		free(c->n[i]->v);
+		free(c->n[i]->g);
+		free(c->n[i]->lab);
+		free(c->n[i]);
+	}
+	c->nn = 0;
+	gpo_graph_free(c->g);
+	gpo_optim_free(c->opt);
+	c->g = NULL;
+	c->opt = NULL;
+}
+
+/* 4-d padded shape and row-major strides */
+static void pad4(const struct hn *h, uint32_t *s, uint64_t *st)
+{
+	int i, k = 4 - h->nd;
+
+	for (i = 0; i < 4; i++)
+		s[i] = i < k ? 1 : h->s[i - k];
+	st[3] = 1;
+	for (i = 2; i >= 0; i--)
+		st[i] = st[i + 1] * s[i + 1];
+}
+
+static void coords(uint64_t i, const uint32_t *s, uint32_t *c)
+{
+	int d;
+
+	for (d = 3; d >= 0; d--) {
+		c[d] = i % s[d];
+		i /= s[d];
+	}
+}
+
+/* the index into @x of output coordinates @c, broadcasting */
+static uint64_t bidx(const struct hn *x, const uint32_t *c)
+{
+	uint32_t s[4];
+	uint64_t st[4], o = 0;
+	int d;
+
+	pad4(x, s, st);
+	for (d = 0; d < 4; d++)
+		if (s[d] != 1)
+			o += c[d] * st[d];
+	return o;
+}
+
+static double un_f(int fn, double x, double alpha)
+{
+	const double k = sqrt(2.0 / M_PI), c = 0.044715;
+
+	switch (fn) {
+	case U_SCALE: return alpha * x;
+	case U_RELU: return x > 0 ? x : 0;
+	case U_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+	case U_GELU_TANH: return 0.5 * x * (1 + tanh(k * (x + c * x * x * x)));
+	case U_TANH: return tanh(x);
+	case U_SIGMOID: return 1 / (1 + exp(-x));
+	case U_EXP: return exp(x);
+	case U_LOG: return log(x);
+	case U_SQUARE: return x * x;
+	case U_SQRT: return sqrt(x);
+	}
+	return NAN;
+}
+
+static double un_df(int fn, double x, double alpha)
+{
+	const double k = sqrt(2.0 / M_PI), c = 0.044715;
+	double t, s;
+
+	switch (fn) {
+	case U_SCALE: return alpha;
+	case U_RELU: return x > 0 ? 1 : 0;
+	case U_GELU:
+		return 0.5 * (1 + erf(x / sqrt(2.0))) +
+		       x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+	case U_GELU_TANH:
+		t = tanh(k * (x + c * x * x * x));
+		return 0.5 * (1 + t) +
+		       0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+	case U_TANH: t = tanh(x); return 1 - t * t;
+	case U_SIGMOID: s = 1 / (1 + exp(-x)); return s * (1 - s);
+	case U_EXP: return exp(x);
+	case U_LOG: return 1 / x;
+	case U_SQUARE: return 2 * x;
+	case U_SQRT: return 0.5 / sqrt(x);
+	}
+	return NAN;
+}
+
+struct mmd {
+	uint32_t batch, m, k, n, ar, ac, br, bc;
+};
+
+static struct mmd mm_dims(const struct hn *h)
+{
+	const struct hn *a = h->a, *b = h->b;
+	struct mmd d;
+
+	d.batch = a->nd == 3 ? a->s[0] : 1;
+	d.ar = a->s[a->nd - 2];
+	d.ac = a->s[a->nd - 1];
+	d.br = b->s[b->nd - 2];
+	d.bc = b->s[b->nd - 1];
+	d.m = h->flags & GPO_MATMUL_TA ? d.ac : d.ar;
+	d.k = h->flags & GPO_MATMUL_TA ? d.ar : d.ac;
+	d.n = h->flags & GPO_MATMUL_TB ? d.br : d.bc;
+	return d;
+}
+
+/* where op(a)(b, i, kk) and op(b)(b, kk, j) are stored */
+static size_t ai(const struct hn *h, const struct mmd *d, uint32_t bt,
+		 uint32_t i, uint32_t kk)
+{
+	return (size_t)bt * d->ar * d->ac + (h->flags & GPO_MATMUL_TA ?
+		(size_t)kk * d->ac + i : (size_t)i * d->ac + kk);
+}
+
+static size_t bi(const struct hn *h, const struct mmd *d, uint32_t bt,
+		 uint32_t kk, uint32_t j)
+{
+	return (size_t)bt * d->br * d->bc + (h->flags & GPO_MATMUL_TB ?
+		(size_t)j * d->bc + kk : (size_t)kk * d->bc + j);
+}
+
+static void red_dims(const struct hn *h, uint64_t *outer, uint64_t *len,
+		     uint64_t *inner)
+{
+	const struct hn *x = h->a;
+	int i;
+
+	*outer = *inner = 1;
+	for (i = 0; i < h->axis; i++)
+		*outer *= x->s[i];
+	*len = x->s[h->axis];
+	for (i = h->axis + 1; i < x->nd; i++)
+		*inner *= x->s[i];
+}
+
+static void h_forward(struct hn *h)
+{
+	struct hn *a = h->a, *b = h->b;
+	uint32_t ys[4], c[4], cx[4], tmp;
+	uint64_t yst[4], o, r, in, outer, len, inner;
+	size_t i;
+
+	switch (h->op) {
+	case H_INPUT:
+	case H_PARAM:
+		return;
+	case H_MATMUL: {
+		struct mmd d = mm_dims(h);
+		uint32_t bt, ii, j, kk;
+
+		for (bt = 0; bt < d.batch; bt++)
+			for (ii = 0; ii < d.m; ii++)
+				for (j = 0; j < d.n; j++) {
+					double s = 0;
+
+					for (kk = 0; kk < d.k; kk++)
+						s += a->v[ai(h, &d, bt, ii, kk)] *
+						     b->v[bi(h, &d, bt, kk, j)];
+					h->v[((size_t)bt * d.m + ii) * d.n + j] = s;
+				}
+		return;
+	}
+	case H_TRANSPOSE: {
+		int k = 4 - h->nd;
+
+		pad4(h, ys, yst);
+		for (i = 0; i < h->n; i++) {
+			coords(i, ys, c);
+			memcpy(cx, c, sizeof(cx));
+			tmp = cx[h->d0 + k];
+			cx[h->d0 + k] = cx[h->d1 + k];
+			cx[h->d1 + k] = tmp;
+			h->v[i] = a->v[bidx(a, cx)];
+		}
+		return;
+	}
+	case H_BINARY:
+		pad4(h, ys, yst);
+		for (i = 0; i < h->n; i++) {
+			double x, y;
+
+			coords(i, ys, c);
+			x = a->v[bidx(a, c)];
+			y = b->v[bidx(b, c)];
+			h->v[i] = h->fn == B_ADD ? x + y : h->fn == B_SUB ?
+				  x - y : h->fn == B_MUL ? x * y : x / y;
+		}
+		return;
+	case H_UNARY:
+		for (i = 0; i < h->n; i++)
+			h->v[i] = un_f(h->fn, a->v[i], h->alpha);
+		return;
+	case H_SOFTMAX:
+		len = a->s[a->nd - 1];
+		for (r = 0; r < a->n / len; r++) {
+			const double *x = a->v + r * len;
+			double m = -INFINITY, s = 0;
+
+			for (o = 0; o < len; o++)
+				m = fmax(m, x[o]);
+			for (o = 0; o < len; o++)
+				s += exp(x[o] - m);
+			for (o = 0; o < len; o++)
+				h->v[r * len + o] = h->fn ? x[o] - m - log(s) :
+					exp(x[o] - m) / s;
+		}
+		return;
+	case H_REDUCE:
+		red_dims(h, &outer, &len, &inner);
+		for (o = 0; o < outer; o++)
+			for (in = 0; in < inner; in++) {
+				double s = h->fn == R_MAX ? -INFINITY : 0;
+
+				for (r = 0; r < len; r++) {
+					double x = a->v[(o * len + r) * inner + in];
+
+					s = h->fn == R_MAX ? fmax(s, x) : s + x;
+				}
+				h->v[o * inner + in] = h->fn == R_MEAN ?
+						       s / len : s;
+			}
+		return;
+	case H_XENT:
+	case H_ACCURACY:
+		len = a->s[1];
+		h->v[0] = 0;
+		for (r = 0; r < a->s[0]; r++) {
+			const double *x = a->v + r * len;
+			double m = -INFINITY, s = 0;
+			uint64_t am = 0;
+
+			for (o = 0; o < len; o++)
+				if (x[o] > m) {
+					m = x[o];
+					am = o;
+				}
+			for (o = 0; o < len; o++)
+				s += exp(x[o] - m);
+			if (h->op == H_XENT)
+				h->v[0] += -(x[b->lab[r]] - m - log(s));
+			else
+				h->v[0] += am == (uint64_t)b->lab[r];
+		}
+		h->v[0] /= a->s[0];
+		return;
+	case H_MSE:
+		h->v[0] = 0;
+		for (i = 0; i < a->n; i++)
+			h->v[0] += (a->v[i] - b->v[i]) * (a->v[i] - b->v[i]);
+		h->v[0] /= a->n;
+		return;
+	case H_ONE_HOT:
+		for (i = 0; i < h->n; i++)
+			h->v[i] = (uint32_t)a->lab[i / h->classes] ==
+				  i % h->classes;
+		return;
+	}
+}
+
+/* add @h's gradient contributions to its inputs' */
+static void h_backward(struct hn *h)
+{
+	struct hn *a = h->a, *b = h->b;
+	uint32_t ys[4], c[4], cx[4], tmp;
+	uint64_t yst[4], o, r, in, outer, len, inner;
+	size_t i;
+
+	switch (h->op) {
+	case H_MATMUL: {
+		struct mmd d = mm_dims(h);
+		uint32_t bt, ii, j, kk;
+
+		for (bt = 0; bt < d.batch; bt++)
+			for (ii = 0; ii < d.m; ii++)
+				for (j = 0; j < d.n; j++) {
+					double dc = h->g[((size_t)bt * d.m + ii) *
+							 d.n + j];
+
+					for (kk = 0; kk < d.k; kk++) {
+						size_t x = ai(h, &d, bt, ii, kk);
+						size_t y = bi(h, &d, bt, kk, j);
+
+						a->g[x] += dc * b->v[y];
+						b->g[y] += dc * a->v[x];
+					}
+				}
+		return;
+	}
+	case H_TRANSPOSE: {
+		int k = 4 - h->nd;
+
+		pad4(h, ys, yst);
+		for (i = 0; i < h->n; i++) {
+			coords(i, ys, c);
+			memcpy(cx, c, sizeof(cx));
+			tmp = cx[h->d0 + k];
+			cx[h->d0 + k] = cx[h->d1 + k];
+			cx[h->d1 + k] = tmp;
+			a->g[bidx(a, cx)] += h->g[i];
+		}
+		return;
+	}
+	case H_BINARY:
+		pad4(h, ys, yst);
+		for (i = 0; i < h->n; i++) {
+			uint64_t ia, ib;
+			double x, y, dy = h->g[i];
+
+			coords(i, ys, c);
+			ia = bidx(a, c);
+			ib = bidx(b, c);
+			x = a->v[ia];
+			y = b->v[ib];
+			switch (h->fn) {
+			case B_ADD: a->g[ia] += dy; b->g[ib] += dy; break;
+			case B_SUB: a->g[ia] += dy; b->g[ib] -= dy; break;
+			case B_MUL: a->g[ia] += dy * y; b->g[ib] += dy * x; break;
+			case B_DIV:
+				a->g[ia] += dy / y;
+				b->g[ib] -= dy * x / (y * y);
+				break;
+			}
+		}
+		return;
+	case H_UNARY:
+		for (i = 0; i < h->n; i++)
+			a->g[i] += h->g[i] * un_df(h->fn, a->v[i], h->alpha);
+		return;
+	case H_SOFTMAX:
+		len = a->s[a->nd - 1];
+		for (r = 0; r < a->n / len; r++) {
+			const double *y = h->v + r * len, *dy = h->g + r * len;
+			double s = 0;
+
+			if (h->fn) {	/* dx = dy - softmax * sum(dy) */
+				for (o = 0; o < len; o++)
+					s += dy[o];
+				for (o = 0; o < len; o++)
+					a->g[r * len + o] += dy[o] - exp(y[o]) * s;
+			} else {	/* dx = y (dy - sum(dy y)) */
+				for (o = 0; o < len; o++)
+					s += dy[o] * y[o];
+				for (o = 0; o < len; o++)
+					a->g[r * len + o] += y[o] * (dy[o] - s);
+			}
+		}
+		return;
+	case H_REDUCE:
+		red_dims(h, &outer, &len, &inner);
+		for (o = 0; o < outer; o++)
+			for (in = 0; in < inner; in++) {
+				double dy = h->g[o * inner + in];
+				uint64_t first = 0;
+
+				if (h->fn != R_MAX) {
+					for (r = 0; r < len; r++)
+						a->g[(o * len + r) * inner + in] +=
+							h->fn == R_MEAN ? dy / len : dy;
+					continue;
+				}
+				for (r = 1; r < len; r++)
+					if (a->v[(o * len + r) * inner + in] >
+					    a->v[(o * len + first) * inner + in])
+						first = r;
+				a->g[(o * len + first) * inner + in] += dy;
+			}
+		return;
+	case H_XENT:
+		len = a->s[1];
+		for (r = 0; r < a->s[0]; r++) {
+			const double *x = a->v + r * len;
+			double m = -INFINITY, s = 0;
+
+			for (o = 0; o < len; o++)
+				m = fmax(m, x[o]);
+			for (o = 0; o < len; o++)
+				s += exp(x[o] - m);
+			for (o = 0; o < len; o++)
+				a->g[r * len + o] += h->g[0] / a->s[0] *
+					(exp(x[o] - m) / s -
+					 (o == (uint64_t)b->lab[r]));
+		}
+		return;
+	case H_MSE:
+		for (i = 0; i < a->n; i++) {
+			double d = 2 * (a->v[i] - b->v[i]) / a->n * h->g[0];
+
+			a->g[i] += d;
+			b->g[i] -= d;
+		}
+		return;
+	default:
+		return;
+	}
+}
+
+static void h_run(struct tc *c, struct hn *loss, int grads)
+{
+	int i;
+
+	for (i = 0; i < c->nn; i++)
+		h_forward(c->n[i]);
+	if (!grads)
+		return;
+	for (i = 0; i < c->nn; i++)
+		memset(c->n[i]->g, 0, c->n[i]->n * sizeof(double));
+	loss->g[0] = 1;
+	for (i = c->nn - 1; i >= 0; i--)
+		if (c->n[i]->reach)
+			h_backward(c->n[i]);
+}
+
+/* ---- building both ------------------------------------------------------ */
+
+static void got(struct tc *c, struct hn *h, struct gpo_tensor *t)
+{
+	ck_assert_msg(t != NULL, "%s: building %s: %s", tu_device_id(c->dev),
+		      h->name, gpo_errmsg());
+	h->t = t;
+}
+
+static struct hn *P(struct tc *c, int nd, const uint32_t *s, double lo,
+		    double hi)
+{
+	struct hn *h = node(c, H_PARAM, nd, s, NULL, NULL);
+	uint64_t s64[4];
+	size_t i;
+	int k;
+
+	h->needs = 1;
+	snprintf(h->name, sizeof(h->name), "p%d", c->nn - 1);
+	for (k = 0; k < nd; k++)
+		s64[k] = s[k];
+	ck_assert_int_ge(gpo_optim_add_tensor(c->opt, h->name, nd, s64, 0), 0);
+	for (i = 0; i < h->n; i++)
+		h->v[i] = (float)tu_rand(&c->rng, lo, hi);
+	got(c, h, gpo_tensor_param(c->g, c->opt, h->name));
+	return h;
+}
+
+static struct hn *IN(struct tc *c, int nd, const uint32_t *s, double lo,
+		     double hi)
+{
+	struct hn *h = node(c, H_INPUT, nd, s, NULL, NULL);
+	uint64_t s64[4];
+	size_t i;
+	int k;
+
+	for (k = 0; k < nd; k++)
+		s64[k] = s[k];
+	for (i = 0; i < h->n; i++)
+		h->v[i] = (float)tu_rand(&c->rng, lo, hi);
+	got(c, h, gpo_tensor_input(c->g, h->name, GPO_F32, nd, s64));
+	return h;
+}
+
+static struct hn *LABELS(struct tc *c, uint32_t rows, uint32_t classes)
+{
+	struct hn *h = node(c, H_INPUT, 1, &rows, NULL, NULL);
+	uint64_t s64 = rows;
+	uint32_t i;
+
+	h->lab = calloc(rows, sizeof(int32_t));
+	ck_assert_ptr_nonnull(h->lab);
+	for (i = 0; i < rows; i++)
+		h->lab[i] = (int32_t)(tu_rand(&c->rng, 0, classes));
+	got(c, h, gpo_tensor_input(c->g, h->name, GPO_I32, 1, &s64));
+	return h;
+}
+
+static struct hn *MATMUL(struct tc *c, struct hn *a, struct hn *b,
+			 unsigned int flags)
+{
+	struct hn tmp = { .a = a, .b = b, .flags = (int)flags }, *h;
+	struct mmd d = mm_dims(&tmp);
+	uint32_t s[3] = { d.batch, d.m, d.n };
+
+	h = node(c, H_MATMUL, a->nd, a->nd == 3 ? s : s + 1, a, b);
+	h->flags = (int)flags;
+	got(c, h, gpo_matmul(c->g, a->t, b->t, flags));
+	return h;
+}
+
+static struct hn *TRANSPOSE(struct tc *c, struct hn *x, int d0, int d1)
+{
+	uint32_t s[4], t;
+	struct hn *h;
+	int e0 = d0 < 0 ? d0 + x->nd : d0, e1 = d1 < 0 ? d1 + x->nd : d1;
+
+	memcpy(s, x->s, sizeof(s));
+	t = s[e0];
+	s[e0] = s[e1];
+	s[e1] = t;
+	h = node(c, H_TRANSPOSE, x->nd, s, x, NULL);
+	h->d0 = e0;
+	h->d1 = e1;
+	got(c, h, gpo_transpose(c->g, x->t, d0, d1));
+	return h;
+}
+
+static struct hn *BIN(struct tc *c, int fn, struct hn *a, struct hn *b)
+{
+	static struct gpo_tensor *(*const f[])(struct gpo_graph *,
+		struct gpo_tensor *, struct gpo_tensor *) = {
+		gpo_add, gpo_sub, gpo_mul, gpo_div
+	};
+	int nd = a->nd > b->nd ? a->nd : b->nd, i;
+	uint32_t s[4];
+	struct hn *h;
+
+	for (i = 0; i < nd; i++) {
+		int ia = i - (nd - a->nd), ib = i - (nd - b->nd);
+		uint32_t sa = ia >= 0 ? a->s[ia] : 1, sb = ib >= 0 ? b->s[ib] : 1;
+
+		s[i] = sa > sb ? sa : sb;
+	}
+	h = node(c, H_BINARY, nd, s, a, b);
+	h->fn = fn;
+	got(c, h, f[fn](c->g, a->t, b->t));
+	return h;
+}
+
+static struct hn *UN(struct tc *c, int fn, struct hn *x, double alpha)
+{
+	static struct gpo_tensor *(*const f[U_COUNT])(struct gpo_graph *,
+		struct gpo_tensor *) = {
+		NULL, gpo_relu, gpo_gelu, gpo_gelu_tanh, gpo_tanh, gpo_sigmoid,
+		gpo_exp, gpo_log, gpo_square, gpo_sqrt
+	};
+	struct hn *h = node(c, H_UNARY, x->nd, x->s, x, NULL);
+
+	h->fn = fn;
+	h->alpha = fn == U_SCALE ? alpha : 1.0;
+	got(c, h, fn == U_SCALE ? gpo_scale(c->g, x->t, alpha) :
+				  f[fn](c->g, x->t));
+	return h;
+}
+
+static struct hn *SOFTMAX(struct tc *c, struct hn *x, int log_sm)
+{
+	struct hn *h = node(c, H_SOFTMAX, x->nd, x->s, x, NULL);
+
+	h->fn = log_sm;
+	got(c, h, log_sm ? gpo_log_softmax(c->g, x->t) :
+			   gpo_softmax(c->g, x->t));
+	return h;
+}
+
+static struct hn *RED(struct tc *c, int fn, struct hn *x, int axis)
+{
+	uint32_t s[4];
+	int nd = 0, i, e = axis < 0 ? axis + x->nd : axis;
+	struct hn *h;
+
+	for (i = 0; i < x->nd; i++)
+		if (i != e)
+			s[nd++] = x->s[i];
+	if (!nd)
+		s[nd++] = 1;
+	h = node(c, H_REDUCE, nd, s, x, NULL);
+	h->fn = fn;
+	h->axis = e;
+	got(c, h, fn == R_SUM ? gpo_sum(c->g, x->t, axis) :
+		  fn == R_MEAN ? gpo_mean(c->g, x->t, axis) :
+		  gpo_max(c->g, x->t, axis));
+	return h;
+}
+
+static struct hn *XENT(struct tc *c, struct hn *x, struct hn *lab, int acc)
+{
+	uint32_t one = 1;
+	struct hn *h = node(c, acc ? H_ACCURACY : H_XENT, 1, &one, x, lab);
+
+	if (acc)
+		h->needs = 0;
+	got(c, h, acc ? gpo_accuracy(c->g, x->t, lab->t) :
+			gpo_cross_entropy(c->g, x->t, lab->t));
+	return h;
+}
+
+static struct hn *MSE(struct tc *c, struct hn *a, struct hn *b)
+{
+	uint32_t one = 1;
+	struct hn *h = node(c, H_MSE, 1, &one, a, b);
+
+	got(c, h, gpo_mse(c->g, a->t, b->t));
+	return h;
+}
+
+static struct hn *ONE_HOT(struct tc *c, struct hn *lab, uint32_t classes)
+{
+	uint32_t s[2] = { lab->s[0], classes };
+	struct hn *h = node(c, H_ONE_HOT, 2, s, lab, NULL);
+
+	h->needs = 0;
+	h->classes = classes;
+	got(c, h, gpo_one_hot(c->g, lab->t, classes));
+	return h;
+}
+
+/*
+ * a scalar loss of @y with gradients that differ from element to element:
+ * the sum of y * r over all of it, r random, reduced with gpo_sum and
+ * gpo_mean over one axis at a time
+ */
+static struct hn *lin_loss(struct tc *c, struct hn *y)
+{
+	struct hn *z = BIN(c, B_MUL, y, IN(c, y->nd, y->s, -1, 1));
+	int k = 0;
+
+	for (; z->nd > 1; k++)
+		z = RED(c, k & 1 ? R_MEAN : R_SUM, z, k & 1 ? 0 : -1);
+	return RED(c, R_SUM, z, 0);
+}
+
+/* ---- running and checking ------------------------------------------------ */
+
+static void check_vals(const char *dev, const char *what, const char *name,
+		       const float *got, const double *want, size_t n,
+		       double tol)
+{
+	double scale = 1e-30, worst = 0;
+	size_t i, wi = 0;
+
+	for (i = 0; i < n; i++)
+		scale = fmax(scale, fabs(want[i]));
+	for (i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - want[i]);
+
+		if (!(e <= worst)) {	/* NaN is the worst */
+			worst = isnan(e) ? INFINITY : e;
+			wi = i;
+		}
+	}
+	ck_assert_msg(worst <= tol * scale,
+		      "%s: %s of %s: [%zu] = %.9g, want %.9g (error %.3g of scale %.3g)",
+		      dev, what, name, wi, got[wi], want[wi], worst / scale,
+		      scale);
+}
+
+static float *poisoned(size_t n)
+{
+	float *f = malloc(n * sizeof(float));
+
+	ck_assert_ptr_nonnull(f);
+	tu_poison(f, n);
+	return f;
+}
+
+static void write_param(struct tc *c, struct hn *h, const double *v)
+{
+	float *f = malloc(h->n * sizeof(float));
+	size_t i;
+
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; i < h->n; i++)
+		f[i] = (float)v[i];
+	ck_assert_int_eq(gpo_optim_write(c->opt, "param", h->name, f,
+					 h->n * sizeof(float)), 0);
+	free(f);
+}
+
+static double dev_loss(struct tc *c, struct hn *loss)
+{
+	float l = NAN;
+
+	ck_assert_int_eq(gpo_graph_run(c->g, GPO_RUN_FORWARD), 0);
+	ck_assert_int_eq(gpo_tensor_read(loss->t, &l, sizeof(l)), 0);
+	return l;
+}
+
+/* central differences of the loss against the gradient, on a sample */
+static void check_fd(struct tc *c, struct hn *loss, const char *dev)
+{
+	int i, k;
+
+	for (i = 0; i < c->nn; i++) {
+		struct hn *p = c->n[i];
+		double gs = 1e-30;
+		float *gd;
+		size_t j;
+
+		if (p->op != H_PARAM)
+			continue;
+		gd = poisoned(p->n);
+		ck_assert_int_eq(gpo_optim_read(c->opt, "grad", p->name, gd,
+						p->n * sizeof(float)), 0);
+		for (j = 0; j < p->n; j++)
+			gs = fmax(gs, fabs(p->g[j]));
+		for (k = 0; k < FD_SAMPLES && k < (int)p->n; k++) {
+			size_t e = (size_t)tu_rand(&c->rng, 0, p->n);
+			double x = p->v[e], hp = (float)(x + FD_EPS);
+			double hm = (float)(x - FD_EPS), lp, lm, fd, hfd, tol;
+
+			p->v[e] = hp;
+			write_param(c, p, p->v);
+			lp = dev_loss(c, loss);
+			h_run(c, loss, 0);
+			hfd = loss->v[0];
+			p->v[e] = hm;
+			write_param(c, p, p->v);
+			lm = dev_loss(c, loss);
+			h_run(c, loss, 0);
+			hfd = (hfd - loss->v[0]) / (hp - hm);
+			p->v[e] = x;
+			write_param(c, p, p->v);
+			h_run(c, loss, 0);
+			fd = (lp - lm) / (hp - hm);
+			/* the float32 loss's rounding, divided by 2 eps */
+			tol = FD_TOL * gs + 4e-7 * (1 + fabs(lp)) / (hp - hm);
+			if (fabs(fd - gd[e]) <= tol)
+				continue;
+			/* a kink (relu at 0, a tie of max) the reference sees */
+			ck_assert_msg(fabs(hfd - p->g[e]) > tol &&
+				      fabs(fd - hfd) <= tol,
+				      "%s: d loss / d %s[%zu]: differences %.6g, gradient %.6g (reference %.6g, its differences %.6g)",
+				      dev, p->name, e, fd, gd[e], p->g[e], hfd);
+		}
+		free(gd);
+	}
+}
+
+struct result {
+	char dev[64];
+	float *grads;		/* every parameter's, in order */
+	size_t n;
+};
+
+typedef struct hn *(*build_fn)(struct tc *c, int arg);
+
+/* run case @build on one device: returns its parameter gradients */
+static void run_case(const char *tag, build_fn build, int arg,
+		     struct gpo_device *dev, struct result *res)
+{
+	const char *id = tu_device_id(dev);
+	struct tc c = { .dev = dev };
+	struct hn *loss;
+	size_t off = 0;
+	int i;
+
+	c.rng = tu_rng(tag);	/* the same values on every device */
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_SGD, &c.opt), 0);
+	ck_assert_int_eq(gpo_graph_new(dev, &c.g), 0);
+	loss = build(&c, arg);
+	ck_assert_int_eq(gpo_graph_status(c.g), 0);
+	ck_assert_int_eq(gpo_graph_backward(c.g, loss->t), 0);
+	loss->reach = loss->needs;
+	for (i = c.nn - 1; i >= 0; i--) {
+		struct hn *h = c.n[i];
+
+		if (h->reach && h->a && h->a->needs)
+			h->a->reach = 1;
+		if (h->reach && h->b && h->b->needs)
+			h->b->reach = 1;
+	}
+	h_run(&c, loss, 1);
+
+	/* values in (the first input's write plans the graph) */
+	for (i = 0; i < c.nn; i++) {
+		struct hn *h = c.n[i];
+		float *f = poisoned(h->n);
+		size_t j;
+
+		if (h->op == H_PARAM) {
+			write_param(&c, h, h->v);
+		} else if (h->op == H_INPUT && h->lab) {
+			ck_assert_int_eq(gpo_tensor_write(h->t, h->lab,
+							  h->n * 4), 0);
+		} else if (h->op == H_INPUT) {
+			for (j = 0; j < h->n; j++)
+				f[j] = (float)h->v[j];
+			ck_assert_int_eq(gpo_tensor_write(h->t, f, h->n * 4), 0);
+		}
+		free(f);
+	}
+	/* everything else poisoned on the device */
+	for (i = 0; i < c.nn; i++) {
+		struct hn *h = c.n[i];
+		struct gpo_tensor *gt = gpo_tensor_grad(h->t);
+		float *f = poisoned(h->n);
+
+		ck_assert_msg(!gt == !(h->reach || h->op == H_PARAM),
+			      "%s %s: %s has %s gradient", id, tag, h->name,
+			      gt ? "a" : "no");
+		if (h->op == H_PARAM)
+			ck_assert_int_eq(gpo_optim_write(c.opt, "grad", h->name,
+							 f, h->n * 4), 0);
+		else if (h->op != H_INPUT)
+			ck_assert_int_eq(gpo_tensor_write(h->t, f, h->n * 4), 0);
+		if (gt && h->op != H_PARAM)
+			ck_assert_int_eq(gpo_tensor_write(gt, f, h->n * 4), 0);
+		free(f);
+	}
+	ck_assert_msg(gpo_graph_run(c.g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD) == 0,
+		      "%s %s: run: %s", id, tag, gpo_errmsg());
+
+	res->n = 0;
+	for (i = 0; i < c.nn; i++)
+		if (c.n[i]->op == H_PARAM)
+			res->n += c.n[i]->n;
+	res->grads = malloc(res->n * sizeof(float));
+	ck_assert_ptr_nonnull(res->grads);
+	snprintf(res->dev, sizeof(res->dev), "%s", id);
+	for (i = 0; i < c.nn; i++) {
+		struct hn *h = c.n[i];
+		struct gpo_tensor *gt = gpo_tensor_grad(h->t);
+		float *f;
+
+		if (h->op == H_INPUT)
+			continue;
+		f = poisoned(h->n);
+		if (h->op != H_PARAM) {
+			ck_assert_int_eq(gpo_tensor_read(h->t, f, h->n * 4), 0);
+			check_vals(id, "value", h->name, f, h->v, h->n,
+				   h->op == H_ACCURACY ? 1e-6 : REF_TOL);
+		}
+		if (h->op == H_PARAM) {
+			ck_assert_int_eq(gpo_optim_read(c.opt, "grad", h->name,
+							f, h->n * 4), 0);
+			memcpy(res->grads + off, f, h->n * 4);
+			off += h->n;
+			check_vals(id, "gradient", h->name, f, h->g, h->n,
+				   REF_TOL);
+		} else if (gt) {
+			tu_poison(f, h->n);
+			ck_assert_int_eq(gpo_tensor_read(gt, f, h->n * 4), 0);
+			check_vals(id, "gradient", h->name, f, h->g, h->n,
+				   REF_TOL);
+		}
+		free(f);
+	}
+	check_fd(&c, loss, id);
+	tc_free(&c);
+}
+
+/* @build on every device, and every device's gradients against cpu:0's */
+static void check_case(const char *tag, build_fn build, int arg)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	struct result res[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, cpu = -1;
+	char t[64];
+
+	ck_assert_int_ge(ndev, 1);
+	snprintf(t, sizeof(t), "%s.%d", tag, arg);
+	for (d = 0; d < ndev; d++) {
+		run_case(t, build, arg, devs[d], &res[d]);
+		if (!strcmp(res[d].dev, "cpu:0"))
+			cpu = d;
+	}
+	for (d = 0; cpu >= 0 && d < ndev; d++) {
+		double *w = malloc(res[cpu].n * sizeof(double));
+		size_t i;
+
+		ck_assert_ptr_nonnull(w);
+		ck_assert_uint_eq(res[d].n, res[cpu].n);
+		for (i = 0; i < res[cpu].n; i++)
+			w[i] = res[cpu].grads[i];
+		check_vals(res[d].dev, "gradient against cpu:0's", t,
+			   res[d].grads, w, res[d].n, XDEV_TOL);
+		free(w);
+	}
+	for (d = 0; d < ndev; d++)
+		free(res[d].grads);
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static const unsigned int mm_flags[4] = {
+	0, GPO_MATMUL_TA, GPO_MATMUL_TB, GPO_MATMUL_TA | GPO_MATMUL_TB
+};
+
+/* C = op(A) op(B), both parameters: 13 x 37 times 37 x 19 */
+static struct hn *b_matmul(struct tc *c, int arg)
+{
+	unsigned int f = mm_flags[arg];
+	uint32_t sa[2] = { 13, 37 }, sb[2] = { 37, 19 }, t;
+
+	if (f & GPO_MATMUL_TA) {
+		t = sa[0]; sa[0] = sa[1]; sa[1] = t;
+	}
+	if (f & GPO_MATMUL_TB) {
+		t = sb[0]; sb[0] = sb[1]; sb[1] = t;
+	}
+	return lin_loss(c, MATMUL(c, P(c, 2, sa, -1, 1), P(c, 2, sb, -1, 1),
+				  f));
+}
+
+/* batched: [3, 11, 23] by [3, 23, 9], as stored or transposed */
+static struct hn *b_matmul3(struct tc *c, int arg)
+{
+	unsigned int f = mm_flags[arg];
+	uint32_t sa[3] = { 3, 11, 23 }, sb[3] = { 3, 23, 9 }, t;
+
+	if (f & GPO_MATMUL_TA) {
+		t = sa[1]; sa[1] = sa[2]; sa[2] = t;
+	}
+	if (f & GPO_MATMUL_TB) {
+		t = sb[1]; sb[1] = sb[2]; sb[2] = t;
+	}
+	return lin_loss(c, MATMUL(c, P(c, 3, sa, -1, 1), P(c, 3, sb, -1, 1),
+				  f));
+}
+
+/* a matmul of an input by a parameter: only one side takes a gradient */
+static struct hn *b_matmul_input(struct tc *c, int arg)
+{
+	uint32_t sx[2] = { 17, 5 }, sw[2] = { 5, 7 };
+	struct hn *x = IN(c, 2, sx, -1, 1), *w = P(c, 2, sw, -1, 1);
+
+	return lin_loss(c, arg ? MATMUL(c, w, x, GPO_MATMUL_TA |
+					GPO_MATMUL_TB) :
+			MATMUL(c, x, w, 0));
+}
+
+/* y = x * x + x: x's gradient gathers three contributions */
+static struct hn *b_reuse(struct tc *c, int arg)
+{
+	uint32_t s[2] = { 17, 29 };
+	struct hn *x = P(c, 2, s, -1, 1);
+
+	return lin_loss(c, BIN(c, B_ADD, BIN(c, B_MUL, x, x), x));
+}
+
+/*
+ * broadcasting both ways: @arg the op; [r, c] with [c], [r, 1] with
+ * [r, c], [1, c] with [r, 1], a 3-d with a 1-d
+ */
+static struct hn *b_bcast(struct tc *c, int arg)
+{
+	uint32_t rc[2] = { 13, 21 }, cc[1] = { 21 }, r1[2] = { 13, 1 };
+	uint32_t c1[2] = { 1, 21 }, s3[3] = { 3, 5, 7 }, s1[1] = { 7 };
+	double lo = arg == B_DIV ? 0.5 : -1, hi = arg == B_DIV ? 1.5 : 1;
+	struct hn *y1, *y2, *y3, *y4, *y5;
+
+	y1 = BIN(c, arg, P(c, 2, rc, -1, 1), P(c, 1, cc, lo, hi));
+	y2 = BIN(c, arg, P(c, 2, r1, -1, 1), P(c, 2, rc, lo, hi));
+	y3 = BIN(c, arg, P(c, 2, c1, -1, 1), P(c, 2, r1, lo, hi));
+	y4 = BIN(c, arg, P(c, 3, s3, -1, 1), P(c, 1, s1, lo, hi));
+	y5 = BIN(c, arg, P(c, 1, s1, -1, 1), P(c, 3, s3, lo, hi));
+	return BIN(c, B_ADD, BIN(c, B_ADD, lin_loss(c, y1), lin_loss(c, y2)),
+		   BIN(c, B_ADD, lin_loss(c, y3),
+		       BIN(c, B_ADD, lin_loss(c, y4), lin_loss(c, y5))));
+}
+
+/* each element-wise function (and scale) of a parameter */
+static struct hn *b_unary(struct tc *c, int arg)
+{
+	uint32_t s[2] = { 23, 31 };
+	int pos = arg == U_LOG || arg == U_SQRT;
+	struct hn *x = P(c, 2, s, pos ? 0.2 : -2, 2);
+
+	return lin_loss(c, UN(c, arg, x, -1.7));
+}
+
+/* transposes of 2-d and 3-d tensors, negative dimensions too */
+static struct hn *b_transpose(struct tc *c, int arg)
+{
+	uint32_t s2[2] = { 13, 7 }, s3[3] = { 3, 5, 7 };
+
+	if (!arg)
+		return lin_loss(c, TRANSPOSE(c, P(c, 2, s2, -1, 1), 0, 1));
+	if (arg == 1)
+		return lin_loss(c, TRANSPOSE(c, P(c, 3, s3, -1, 1), 0, 2));
+	/* transposed into a product: the gradient flows through both */
+	return lin_loss(c, MATMUL(c, TRANSPOSE(c, P(c, 3, s3, -1, 1), -1, -2),
+				  P(c, 3, s3, -1, 1), 0));
+}
+
+static struct hn *b_softmax(struct tc *c, int arg)
+{
+	uint32_t s2[2] = { 11, 19 }, s3[3] = { 2, 5, 13 };
+
+	return BIN(c, B_ADD,
+		   lin_loss(c, SOFTMAX(c, P(c, 2, s2, -3, 3), arg)),
+		   lin_loss(c, SOFTMAX(c, P(c, 3, s3, -3, 3), arg)));
+}
+
+/* sum, mean and max over each axis of a 3-d tensor */
+static struct hn *b_reduce(struct tc *c, int arg)
+{
+	uint32_t s[3] = { 5, 7, 9 };
+	struct hn *x = P(c, 3, s, -1, 1);
+
+	return BIN(c, B_ADD, BIN(c, B_ADD, lin_loss(c, RED(c, arg, x, 0)),
+				 lin_loss(c, RED(c, arg, x, 1))),
+		   lin_loss(c, RED(c, arg, x, -1)));
+}
+
+/* max with ties: the gradient goes to the first maximum only */
+static struct hn *b_max_ties(struct tc *c, int arg)
+{
+	uint32_t s[2] = { 7, 11 };
+	struct hn *x = P(c, 2, s, -1, 1);
+	uint32_t r;
+
+	for (r = 0; r < s[0]; r++) {
+		/* two or three equal maxima in each row (column with axis 0) */
+		if (arg == 1) {
+			x->v[r * s[1] + 2] = 1.5;
+			x->v[r * s[1] + 5 + r % 3] = 1.5;
+			x->v[r * s[1] + 9] = r & 1 ? 1.5 : 0.25;
+		} else {
+			x->v[3 * s[1] + r] = 1.25;
+			x->v[(4 + r % 3) * s[1] + r] = 1.25;
+		}
+	}
+	return lin_loss(c, RED(c, R_MAX, x, arg));
+}
+
+/* logits = x w + b, cross-entropy with i32 labels; accuracy on the side */
+static struct hn *b_xent(struct tc *c, int arg)
+{
+	uint32_t sx[2] = { 19, 23 }, sw[2] = { 23, 10 }, sb[1] = { 10 };
+	struct hn *x = IN(c, 2, sx, -1, 1), *lab = LABELS(c, 19, 10), *lg;
+
+	lg = BIN(c, B_ADD, MATMUL(c, x, P(c, 2, sw, -1, 1), 0),
+		 P(c, 1, sb, -1, 1));
+	XENT(c, lg, lab, 1);
+	if (arg)	/* through a hidden layer of relu */
+		lg = MATMUL(c, UN(c, U_RELU, lg, 1),
+			    P(c, 2, (uint32_t[]){ 10, 10 }, -1, 1), 0);
+	return XENT(c, lg, lab, 0);
+}
+
+/* mse against a one-hot target, both ways round */
+static struct hn *b_mse(struct tc *c, int arg)
+{
+	uint32_t sx[2] = { 15, 9 }, sw[2] = { 9, 6 };
+	struct hn *x = IN(c, 2, sx, -1, 1), *lab = LABELS(c, 15, 6), *y, *oh;
+
+	y = UN(c, U_TANH, MATMUL(c, x, P(c, 2, sw, -1, 1), 0), 1);
+	oh = ONE_HOT(c, lab, 6);
+	XENT(c, y, lab, 1);
+	return arg ? MSE(c, oh, y) : MSE(c, y, oh);
+}
+
+#define CASE(name, build, nargs) \
+START_TEST(name) \
+{ \
+	check_case(#name, build, _i); \
+} \
+END_TEST
+
+CASE(test_tensor_matmul_grads, b_matmul, 4)
+CASE(test_tensor_matmul_batched_grads, b_matmul3, 4)
+CASE(test_tensor_matmul_input_grads, b_matmul_input, 2)
+CASE(test_tensor_reuse_accumulates, b_reuse, 1)
+CASE(test_tensor_broadcast_grads, b_bcast, 4)
+CASE(test_tensor_unary_grads, b_unary, U_COUNT)
+CASE(test_tensor_transpose_grads, b_transpose, 3)
+CASE(test_tensor_softmax_grads, b_softmax, 2)
+CASE(test_tensor_reduce_grads, b_reduce, 3)
+CASE(test_tensor_max_ties_first, b_max_ties, 2)
+CASE(test_tensor_cross_entropy_grads, b_xent, 2)
+CASE(test_tensor_mse_one_hot_grads, b_mse, 2)
+
+/* ---- error paths ----------------------------------------------------------- */
+
+struct ectx {
+	struct gpo_ctx *ctx;
+	struct gpo_device *dev;
+	struct gpo_graph *g;
+	struct gpo_optim *opt;
+};
+
+static void e_open(struct ectx *e)
+{
+	memset(e, 0, sizeof(*e));
+	ck_assert_int_eq(gpo_ctx_new(&e->ctx, 0), 0);
+	ck_assert_int_eq(gpo_device_select(e->ctx, "cpu:0", &e->dev), 0);
+	ck_assert_int_eq(gpo_graph_new(e->dev, &e->g), 0);
+}
+
+static void e_close(struct ectx *e)
+{
+	gpo_graph_free(e->g);
+	gpo_optim_free(e->opt);
+	gpo_ctx_free(e->ctx);
+}
+
+static struct gpo_tensor *e_in(struct ectx *e, enum gpo_dtype dt, int nd,
+			       uint64_t d0, uint64_t d1, uint64_t d2)
+{
+	uint64_t s[3] = { d0, d1, d2 };
+	struct gpo_tensor *t = gpo_tensor_input(e->g, "x", dt, nd, s);
+
+	ck_assert_msg(t != NULL, "input: %s", gpo_errmsg());
+	return t;
+}
+
+/* @t is NULL, and the graph keeps @err: at status and on run */
+static void e_kept(struct ectx *e, struct gpo_tensor *t, int err,
+		   const char *needle)
+{
+	char msg[512];
+
+	ck_assert_ptr_null(t);
+	tu_check_errmsg("the failed op");
+	snprintf(msg, sizeof(msg), "%s", gpo_errmsg());
+	ck_assert_msg(strstr(msg, needle), "message '%s' lacks '%s'", msg,
+		      needle);
+	ck_assert_int_eq(gpo_graph_status(e->g), err);
+	ck_assert_str_eq(gpo_errmsg(), msg);
+	ck_assert_int_eq(gpo_graph_run(e->g, GPO_RUN_FORWARD), err);
+	tu_check_errmsg("gpo_graph_run");
+	/* later ops given the failure's NULL fail too, the first error stays */
+	ck_assert_ptr_null(gpo_relu(e->g, t));
+	ck_assert_int_eq(gpo_graph_status(e->g), err);
+	ck_assert_str_eq(gpo_errmsg(), msg);
+	ck_assert_int_eq(gpo_graph_backward(e->g, t), err);
+}
+
+START_TEST(test_tensor_err_null_tensor)
+{
+	struct ectx e;
+
+	e_open(&e);
+	e_kept(&e, gpo_add(e.g, e_in(&e, GPO_F32, 1, 5, 0, 0), NULL),
+	       -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_no_broadcast)
+{
+	struct ectx e;
+	struct gpo_tensor *a, *b;
+
+	e_open(&e);
+	a = e_in(&e, GPO_F32, 2, 3, 4, 0);
+	b = e_in(&e, GPO_F32, 1, 5, 0, 0);
+	e_kept(&e, gpo_mul(e.g, a, b), -EINVAL, "broadcast");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_matmul_inner)
+{
+	struct ectx e;
+	struct gpo_tensor *a, *b;
+
+	e_open(&e);
+	a = e_in(&e, GPO_F32, 2, 3, 4, 0);
+	b = e_in(&e, GPO_F32, 2, 5, 6, 0);
+	/* with TB the inner sizes would be 4 and 6: still wrong */
+	ck_assert_ptr_nonnull(gpo_matmul(e.g, a, a, GPO_MATMUL_TB));
+	e_kept(&e, gpo_matmul(e.g, a, b, GPO_MATMUL_TB), -EINVAL, "inner");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_matmul_2d_3d)
+{
+	struct ectx e;
+	struct gpo_tensor *a, *b;
+
+	e_open(&e);
+	a = e_in(&e, GPO_F32, 2, 3, 4, 0);
+	b = e_in(&e, GPO_F32, 3, 2, 4, 5);
+	e_kept(&e, gpo_matmul(e.g, a, b, 0), -EINVAL, "dimensions");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_other_graph)
+{
+	struct ectx e;
+	struct gpo_graph *g2;
+	struct gpo_tensor *a, *b;
+	uint64_t s = 5;
+
+	e_open(&e);
+	ck_assert_int_eq(gpo_graph_new(e.dev, &g2), 0);
+	b = gpo_tensor_input(g2, "y", GPO_F32, 1, &s);
+	ck_assert_ptr_nonnull(b);
+	a = e_in(&e, GPO_F32, 1, 5, 0, 0);
+	e_kept(&e, gpo_add(e.g, a, b), -EINVAL, "another graph");
+	ck_assert_int_eq(gpo_graph_status(g2), 0);
+	gpo_graph_free(g2);
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_i32_for_f32)
+{
+	struct ectx e;
+
+	e_open(&e);
+	e_kept(&e, gpo_exp(e.g, e_in(&e, GPO_I32, 1, 5, 0, 0)), -EINVAL,
+	       "i32");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_labels)
+{
+	struct ectx e;
+	struct gpo_tensor *x;
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 3, 0);
+	e_kept(&e, gpo_cross_entropy(e.g, x, e_in(&e, GPO_I32, 1, 5, 0, 0)),
+	       -EINVAL, "labels");
+	gpo_graph_free(e.g);
+	ck_assert_int_eq(gpo_graph_new(e.dev, &e.g), 0);
+	x = e_in(&e, GPO_F32, 2, 4, 3, 0);
+	e_kept(&e, gpo_accuracy(e.g, x, e_in(&e, GPO_F32, 1, 4, 0, 0)),
+	       -EINVAL, "labels");
+	gpo_graph_free(e.g);
+	ck_assert_int_eq(gpo_graph_new(e.dev, &e.g), 0);
+	e_kept(&e, gpo_one_hot(e.g, e_in(&e, GPO_I32, 2, 4, 1, 0), 3),
+	       -EINVAL, "labels");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_param_unknown)
+{
+	struct ectx e;
+	uint64_t s = 7;
+
+	e_open(&e);
+	ck_assert_int_eq(gpo_optim_new(e.dev, GPO_SGD, &e.opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(e.opt, "w", 1, &s, 0), 0);
+	ck_assert_ptr_nonnull(gpo_tensor_param(e.g, e.opt, "w"));
+	e_kept(&e, gpo_tensor_param(e.g, e.opt, "nosuch"), -ENOENT,
+	       "nosuch");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_axis)
+{
+	struct ectx e;
+	struct gpo_tensor *x;
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 3, 0);
+	ck_assert_ptr_nonnull(gpo_sum(e.g, x, -2));
+	e_kept(&e, gpo_max(e.g, x, 2), -EINVAL, "dimension");
+	gpo_graph_free(e.g);
+	ck_assert_int_eq(gpo_graph_new(e.dev, &e.g), 0);
+	x = e_in(&e, GPO_F32, 2, 4, 3, 0);
+	e_kept(&e, gpo_mean(e.g, x, -3), -EINVAL, "dimension");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_huge)
+{
+	struct ectx e;
+	uint64_t s[2] = { 65536, 65537 };
+
+	e_open(&e);
+	e_kept(&e, gpo_tensor_input(e.g, "big", GPO_F32, 2, s), -EFBIG,
+	       "2^32");
+	gpo_graph_free(e.g);
+	ck_assert_int_eq(gpo_graph_new(e.dev, &e.g), 0);
+	s[0] = 1ull << 33;
+	s[1] = 1;
+	e_kept(&e, gpo_tensor_input(e.g, "big", GPO_F32, 2, s), -EFBIG,
+	       "big");
+	e_close(&e);
+}
+END_TEST
+
+/* refused calls that leave the graph as it was: it still runs */
+static void e_still_runs(struct ectx *e, struct gpo_tensor *x,
+			 struct gpo_tensor *y, const float *xv, size_t n)
+{
+	float *got = poisoned(n);
+	size_t i;
+
+	ck_assert_int_eq(gpo_graph_status(e->g), 0);
+	ck_assert_int_eq(gpo_graph_run(e->g, GPO_RUN_FORWARD), 0);
+	ck_assert_int_eq(gpo_tensor_read(y, got, n * 4), 0);
+	for (i = 0; i < n; i++)
+		ck_assert_float_eq_tol(got[i], 2 * xv[i], 1e-6);
+	free(got);
+	(void)x;
+}
+
+START_TEST(test_tensor_err_write_bytes)
+{
+	struct ectx e;
+	struct gpo_tensor *x, *y;
+	float v[13], bad[14];
+	uint64_t rng = tu_rng("err_write_bytes");
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 1, 13, 0, 0);
+	y = gpo_scale(e.g, x, 2.0);
+	tu_fill(v, 13, &rng, -1, 1);
+	tu_fill(bad, 14, &rng, -1, 1);
+	ck_assert_int_eq(gpo_tensor_write(x, v, sizeof(v)), 0);
+	ck_assert_int_eq(gpo_tensor_write(x, bad, sizeof(bad)), -EINVAL);
+	tu_check_errmsg("gpo_tensor_write");
+	ck_assert_ptr_nonnull(strstr(gpo_errmsg(), "bytes"));
+	ck_assert_int_eq(gpo_tensor_write(x, bad, 12 * 4), -EINVAL);
+	ck_assert_int_eq(gpo_tensor_read(y, bad, sizeof(bad)), -EINVAL);
+	tu_check_errmsg("gpo_tensor_read");
+	ck_assert_int_eq(gpo_tensor_write(NULL, v, sizeof(v)), -EINVAL);
+	ck_assert_int_eq(gpo_tensor_write(x, NULL, sizeof(v)), -EINVAL);
+	e_still_runs(&e, x, y, v, 13);
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_backward_misuse)
+{
+	struct ectx e;
+	struct gpo_tensor *x, *y, *l;
+	float v[13], gx[13];
+	uint64_t rng = tu_rng("err_backward"), s = 13;
+	int i;
+
+	e_open(&e);
+	ck_assert_int_eq(gpo_optim_new(e.dev, GPO_SGD, &e.opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(e.opt, "w", 1, &s, 0), 0);
+	x = gpo_tensor_param(e.g, e.opt, "w");
+	y = gpo_scale(e.g, x, 2.0);
+	l = gpo_sum(e.g, y, 0);
+	/* of a non-scalar */
+	ck_assert_int_eq(gpo_graph_backward(e.g, y), -EINVAL);
+	tu_check_errmsg("gpo_graph_backward");
+	ck_assert_int_eq(gpo_graph_backward(e.g, NULL), -EINVAL);
+	/* a run with BACKWARD before any backward */
+	ck_assert_int_eq(gpo_graph_run(e.g, GPO_RUN_BACKWARD), -EINVAL);
+	tu_check_errmsg("gpo_graph_run");
+	ck_assert_ptr_nonnull(strstr(gpo_errmsg(), "backward"));
+	ck_assert_int_eq(gpo_graph_run(e.g, 0), -EINVAL);
+	ck_assert_int_eq(gpo_graph_run(e.g, 4), -EINVAL);
+	ck_assert_int_eq(gpo_graph_status(e.g), 0);
+	ck_assert_int_eq(gpo_graph_backward(e.g, l), 0);
+	/* twice */
+	ck_assert_int_eq(gpo_graph_backward(e.g, l), -EINVAL);
+	tu_check_errmsg("gpo_graph_backward again");
+	tu_fill(v, 13, &rng, -1, 1);
+	ck_assert_int_eq(gpo_optim_write(e.opt, "param", "w", v, sizeof(v)),
+			 0);
+	e_still_runs(&e, x, y, v, 13);
+	/* the first backward is in effect: d sum(2 x) / dx = 2 */
+	tu_poison(gx, 13);
+	ck_assert_int_eq(gpo_tensor_write(gpo_tensor_grad(x), gx, sizeof(gx)),
+			 0);
+	ck_assert_int_eq(gpo_graph_run(e.g, GPO_RUN_FORWARD |
+				       GPO_RUN_BACKWARD), 0);
+	ck_assert_int_eq(gpo_tensor_read(gpo_tensor_grad(x), gx, sizeof(gx)),
+			 0);
+	for (i = 0; i < 13; i++)
+		ck_assert_float_eq(gx[i], 2.0f);
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_ops_after_run)
+{
+	struct ectx e;
+	struct gpo_tensor *x, *y;
+	float v[13];
+	uint64_t rng = tu_rng("err_after_run");
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 1, 13, 0, 0);
+	y = gpo_scale(e.g, x, 2.0);
+	tu_fill(v, 13, &rng, -1, 1);
+	ck_assert_int_eq(gpo_tensor_write(x, v, sizeof(v)), 0);
+	e_still_runs(&e, x, y, v, 13);
+	ck_assert_int_eq(gpo_graph_backward(e.g, gpo_sum(e.g, y, 0)),
+			 -EBUSY);
+	e_kept(&e, gpo_relu(e.g, y), -EBUSY, "run");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_pool_limit)
+{
+	struct ectx e;
+	struct gpo_pool_stats st0, st;
+	struct gpo_tensor *x, *y;
+	uint64_t s = 300001, rng = tu_rng("pool_limit");
+	float *v;
+
+	e_open(&e);
+	x = gpo_tensor_input(e.g, "x", GPO_F32, 1, &s);
+	y = gpo_sum(e.g, gpo_mul(e.g, gpo_tanh(e.g, x), x), 0);
+	ck_assert_ptr_nonnull(y);
+	v = malloc(s * 4);
+	ck_assert_ptr_nonnull(v);
+	tu_fill(v, s, &rng, -1, 1);
+	ck_assert_int_eq(gpo_pool_stats(e.dev, &st0), 0);
+	ck_assert_int_eq(gpo_pool_set_limit(e.dev, st0.used_bytes + 4096), 0);
+	ck_assert_int_eq(gpo_graph_run(e.g, GPO_RUN_FORWARD), -ENOMEM);
+	tu_check_errmsg("gpo_graph_run");
+	ck_assert_int_eq(gpo_pool_stats(e.dev, &st), 0);
+	ck_assert_uint_eq(st.used_bytes, st0.used_bytes);
+	ck_assert_int_eq(gpo_tensor_write(x, v, s * 4), -ENOMEM);
+	ck_assert_int_eq(gpo_pool_stats(e.dev, &st), 0);
+	ck_assert_uint_eq(st.used_bytes, st0.used_bytes);
+	/* with room it plans and runs after all */
+	ck_assert_int_eq(gpo_pool_set_limit(e.dev, UINT64_MAX), 0);
+	ck_assert_int_eq(gpo_tensor_write(x, v, s * 4), 0);
+	ck_assert_int_eq(gpo_graph_run(e.g, GPO_RUN_FORWARD), 0);
+	ck_assert_int_eq(gpo_tensor_read(y, v, 4), 0);
+	ck_assert(isfinite(v[0]) && v[0] > 0);
+	gpo_graph_free(e.g);
+	e.g = NULL;
+	ck_assert_int_eq(gpo_pool_stats(e.dev, &st), 0);
+	ck_assert_uint_eq(st.used_bytes, st0.used_bytes);
+	free(v);
+	e_close(&e);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tensor");
+	TCase *tc = tcase_create("grads");
+	TCase *te = tcase_create("errors");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_tensor_matmul_grads, 0, 4);
+	tcase_add_loop_test(tc, test_tensor_matmul_batched_grads, 0, 4);
+	tcase_add_loop_test(tc, test_tensor_matmul_input_grads, 0, 2);
+	tcase_add_test(tc, test_tensor_reuse_accumulates);
+	tcase_add_loop_test(tc, test_tensor_broadcast_grads, 0, 4);
+	tcase_add_loop_test(tc, test_tensor_unary_grads, 0, U_COUNT);
+	tcase_add_loop_test(tc, test_tensor_transpose_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_softmax_grads, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_reduce_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_max_ties_first, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_cross_entropy_grads, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_mse_one_hot_grads, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tcase_set_timeout(te, 60);
+	tcase_add_test(te, test_tensor_err_null_tensor);
+	tcase_add_test(te, test_tensor_err_no_broadcast);
+	tcase_add_test(te, test_tensor_err_matmul_inner);
+	tcase_add_test(te, test_tensor_err_matmul_2d_3d);
+	tcase_add_test(te, test_tensor_err_other_graph);
+	tcase_add_test(te, test_tensor_err_i32_for_f32);
+	tcase_add_test(te, test_tensor_err_labels);
+	tcase_add_test(te, test_tensor_err_param_unknown);
+	tcase_add_test(te, test_tensor_err_axis);
+	tcase_add_test(te, test_tensor_err_huge);
+	tcase_add_test(te, test_tensor_err_write_bytes);
+	tcase_add_test(te, test_tensor_err_backward_misuse);
+	tcase_add_test(te, test_tensor_err_ops_after_run);
+	tcase_add_test(te, test_tensor_err_pool_limit);
+	suite_add_tcase(s, te);
+	return tu_run(s);
+}
