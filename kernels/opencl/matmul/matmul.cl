@@ -163,18 +163,21 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
  * Every element of C is a chain of fma over p = 0 .. k - 1 in order.
  */
 #define TB	GPO_MM_TILE_BIG
+#ifndef BKS
 #define BKS	8		/* p per staged step */
+#endif
+#define BNQ	(TB * BKS / GPO_WG_SIZE)	/* elements a work-item stages */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
 #define BSL	(BKS * LDB)	/* one slice, floats */
 
-/* this work-item's 4 elements of op(M)'s step at @p0 (cf. load_step) */
+/* this work-item's BNQ elements of op(M)'s step at @p0 (cf. load_step) */
 static inline void big_load(__global const float *mat, uint ld, int trans,
-			    uint mn, uint k, uint i0, uint p0, float r[4])
+			    uint mn, uint k, uint i0, uint p0, float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
 #pragma unroll
-	for (uint q = 0; q < 4; q++) {
+	for (uint q = 0; q < BNQ; q++) {
 		uint i, p;
 
 		if (trans) {
@@ -192,12 +195,13 @@ static inline void big_load(__global const float *mat, uint ld, int trans,
 	}
 }
 
-static inline void big_store(__local float *s, int trans, const float r[4])
+static inline void big_store(__local float *s, int trans,
+			     const float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
 #pragma unroll
-	for (uint q = 0; q < 4; q++) {
+	for (uint q = 0; q < BNQ; q++) {
 		if (trans)
 			s[(lid / TB + q * (GPO_WG_SIZE / TB)) * LDB +
 			  lid % TB] = r[q];
@@ -251,7 +255,7 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	float4 c20 = 0.0f, c21 = 0.0f, c30 = 0.0f, c31 = 0.0f;
 	float4 c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
 	float4 c60 = 0.0f, c61 = 0.0f, c70 = 0.0f, c71 = 0.0f;
-	float ra[4], rb[4];
+	float ra[BNQ], rb[BNQ];
 
 	VIEW(A);
 	VIEW(B);
