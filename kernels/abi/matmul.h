@@ -41,6 +41,13 @@
 
 #define GPO_MM_TRANS_A	(1u << 8)
 #define GPO_MM_TRANS_B	(1u << 9)
+/*
+ * A (B) may be read 4 elements at a time: off_a, lda and bsa (off_b, ldb,
+ * bsb) are multiples of 4 and the buffer's binding is 16-byte aligned.
+ * A hint that kernels may ignore (matmul and the cpu backend do).
+ */
+#define GPO_MM_VEC_A	(1u << 10)
+#define GPO_MM_VEC_B	(1u << 11)
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

@@ -158,24 +158,65 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
  * Slices are BKS deep and double-buffered: step s multiplies buffer
  * s % 2 while its work-items store step s + 1 (loaded into registers
  * before the multiply) into the other one; one barrier a step. Loads go
- * along the direction that is contiguous in memory, as matmul's, and
+ * along the direction that is contiguous in memory, as matmul's (as
+ * float4s where GPO_MM_VEC_* says the operand allows it), and
  * out-of-range elements load as 0 (they add exact zeros at p >= k).
  * Every element of C is a chain of fma over p = 0 .. k - 1 in order.
  */
 #define TB	GPO_MM_TILE_BIG
-#ifndef BKS
-#define BKS	8		/* p per staged step */
-#endif
+#define BKS	16		/* p per staged step */
 #define BNQ	(TB * BKS / GPO_WG_SIZE)	/* elements a work-item stages */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
 #define BSL	(BKS * LDB)	/* one slice, floats */
 
-/* this work-item's BNQ elements of op(M)'s step at @p0 (cf. load_step) */
+/*
+ * This work-item's BNQ elements of op(M)'s step at @p0 (cf. load_step);
+ * with @vec (GPO_MM_VEC_*), as BNQ / 4 float4s along the contiguous
+ * direction, element by element only where one would cross an edge.
+ */
 static inline void big_load(__global const float *mat, uint ld, int trans,
-			    uint mn, uint k, uint i0, uint p0, float r[BNQ])
+			    int vec, uint mn, uint k, uint i0, uint p0,
+			    float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
+	if (vec) {
+#pragma unroll
+		for (uint q = 0; q < BNQ / 4; q++) {
+			uint i, p, o, e;
+
+			if (trans) {
+				/* 32 float4s a slice row, along i */
+				i = i0 + 4 * (lid % (TB / 4));
+				p = p0 + lid / (TB / 4) +
+				    q * (GPO_WG_SIZE / (TB / 4));
+				o = p * ld + i;
+			} else {
+				/* BKS / 4 float4s a row, along p */
+				i = i0 + lid / (BKS / 4) +
+				    q * (GPO_WG_SIZE / (BKS / 4));
+				p = p0 + 4 * (lid % (BKS / 4));
+				o = i * ld + p;
+			}
+			if (trans ? i + 3 < mn && p < k : i < mn && p + 3 < k) {
+				float4 v = *(__global const float4 *)(mat + o);
+
+				r[4 * q] = v.x;
+				r[4 * q + 1] = v.y;
+				r[4 * q + 2] = v.z;
+				r[4 * q + 3] = v.w;
+				continue;
+			}
+#pragma unroll
+			for (e = 0; e < 4; e++) {
+				int in = trans ? i + e < mn && p < k :
+						 i < mn && p + e < k;
+
+				r[4 * q + e] = in ? mat[o + e] : 0.0f;
+			}
+		}
+		return;
+	}
 #pragma unroll
 	for (uint q = 0; q < BNQ; q++) {
 		uint i, p;
@@ -185,7 +226,7 @@ static inline void big_load(__global const float *mat, uint ld, int trans,
 			i = i0 + lid % TB;
 			p = p0 + lid / TB + q * (GPO_WG_SIZE / TB);
 		} else {
-			/* M[i * ld + p]: 8 work-items a row, along p */
+			/* M[i * ld + p]: BKS work-items a row, along p */
 			i = i0 + lid / BKS + q * (GPO_WG_SIZE / BKS);
 			p = p0 + lid % BKS;
 		}
@@ -195,11 +236,35 @@ static inline void big_load(__global const float *mat, uint ld, int trans,
 	}
 }
 
-static inline void big_store(__local float *s, int trans,
+/* big_load()'s elements into the p-major slice @s, where they belong */
+static inline void big_store(__local float *s, int trans, int vec,
 			     const float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
+	if (vec) {
+#pragma unroll
+		for (uint q = 0; q < BNQ / 4; q++) {
+			if (trans) {
+				uint i = 4 * (lid % (TB / 4));
+				uint p = lid / (TB / 4) +
+					 q * (GPO_WG_SIZE / (TB / 4));
+
+				*(__local float4 *)(s + p * LDB + i) =
+					(float4)(r[4 * q], r[4 * q + 1],
+						 r[4 * q + 2], r[4 * q + 3]);
+			} else {
+				uint i = lid / (BKS / 4) +
+					 q * (GPO_WG_SIZE / (BKS / 4));
+				uint p = 4 * (lid % (BKS / 4));
+
+#pragma unroll
+				for (uint e = 0; e < 4; e++)
+					s[(p + e) * LDB + i] = r[4 * q + e];
+			}
+		}
+		return;
+	}
 #pragma unroll
 	for (uint q = 0; q < BNQ; q++) {
 		if (trans)
@@ -251,6 +316,8 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	uint tx = lid % 16, ty = lid / 16;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
+	int va = (a.flags & GPO_MM_VEC_A) != 0;
+	int vb = (a.flags & GPO_MM_VEC_B) != 0;
 	float4 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f;
 	float4 c20 = 0.0f, c21 = 0.0f, c30 = 0.0f, c31 = 0.0f;
 	float4 c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
@@ -272,10 +339,10 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	C += a.off_c + z * a.bsc;
 
 	if (a.k) {
-		big_load(A, a.lda, ta, a.m, a.k, i0, 0, ra);
-		big_load(B, a.ldb, !tb, a.n, a.k, j0, 0, rb);
-		big_store(sm, ta, ra);
-		big_store(sm + BSL, !tb, rb);
+		big_load(A, a.lda, ta, va, a.m, a.k, i0, 0, ra);
+		big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
+		big_store(sm, ta, va, ra);
+		big_store(sm + BSL, !tb, vb, rb);
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 	/* p0 + BKS may pass 2^32 for a k near it: p0 never steps past k */
@@ -286,8 +353,10 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 
 		/* the next step's loads are in flight while this one sums */
 		if (more) {
-			big_load(A, a.lda, ta, a.m, a.k, i0, p0 + BKS, ra);
-			big_load(B, a.ldb, !tb, a.n, a.k, j0, p0 + BKS, rb);
+			big_load(A, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
+				 ra);
+			big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
+				 rb);
 		}
 #pragma unroll
 		for (uint p = 0; p < BKS; p++) {
@@ -308,8 +377,8 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 		if (more) {
 			__local float *nx = sm + (buf ^ 1) * 2 * BSL;
 
-			big_store(nx, ta, ra);
-			big_store(nx + BSL, !tb, rb);
+			big_store(nx, ta, va, ra);
+			big_store(nx + BSL, !tb, vb, rb);
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 		buf ^= 1;

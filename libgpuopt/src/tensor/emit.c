@@ -305,6 +305,11 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
 	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
+	/* bindings start on 256 bytes: the rest is the operand's own */
+	if (big && !(a->off_a % 4) && !(a->lda % 4))
+		a->flags |= GPO_MM_VEC_A;
+	if (big && !(a->off_b % 4) && !(a->ldb % 4))
+		a->flags |= GPO_MM_VEC_B;
 	return 0;
 }
 
