@@ -15,11 +15,14 @@
  * in shared memory and double-buffered: step s multiplies buffer s % 2
  * while the next step's elements, fetched into registers before the
  * multiply, are stored into the other; one barrier a step. Each
- * invocation fetches eight elements of each slice along the direction
- * that is contiguous in memory (as matmul.comp), as two vec4s where the
- * engine says the operand allows it (GPO_MM_VEC_*). Elements past m, n or k
+ * invocation fetches four elements of each slice along the direction
+ * that is contiguous in memory (as matmul.comp). Elements past m, n or k
  * load as 0, results past m or n are not stored; every element of C is
  * a chain of fma over p = 0, 1, ..., k - 1 in order.
+ *
+ * GPO_MM_VEC_* is ignored here: a version with vec4 loads and 16-deep
+ * slices (as the OpenCL kernel has) ran at 14 TFLOP/s on an H100 against
+ * this one's 24 (bench/results/issue10-h100-sgemm2.txt).
  */
 #version 450
 #include "common.glsl"
@@ -30,12 +33,9 @@
 FLOAT_IN(0, a);
 FLOAT_IN(1, b);
 FLOAT_BUF(2, c);
-/* a and b 4 floats at a time, for GPO_MM_VEC_A and GPO_MM_VEC_B */
-layout(set = 0, binding = 0, std430) readonly buffer a_v4 { vec4 a4[]; };
-layout(set = 0, binding = 1, std430) readonly buffer b_v4 { vec4 b4[]; };
 
 #define TB	128u
-#define BKS	16u		/* k a step */
+#define BKS	8u		/* k a step */
 /* a slice row of 128 floats padded to 132: stores along p miss banks */
 #define LDB	(TB + 4u)
 #define BSL	(BKS * LDB)	/* one slice, floats */
@@ -49,111 +49,65 @@ shared vec4 sm4[4u * BSL / 4u];
 uint i0, j0, abase, bbase;
 
 /*
- * Where this invocation's q-th element (scalar: q < 8) or 4-vector
- * (vec: q < 2) of a step's slice lies, as (row of op(M), p) relative to
- * the tile and the step. @along_p: the slice is read along p (A plain,
- * B transposed); else along the row index. Scalar, along p: 16
- * invocations a row, (t / 16 + 16 q, t % 16); along the rows,
- * (t % 128, t / 128 + 2 q). Vec, along p: (t / 4 + 64 q, 4 (t % 4));
- * along the rows: (4 (t % 32), t / 32 + 8 q).
+ * This invocation's four elements of the step at @p0 of op(A), then of
+ * op(B), 0 outside the matrices. Without GPO_MM_TRANS_A, A[i][p] is read
+ * along p, 8 invocations a row: (i, p) = (t / 8 + 32 q, t % 8); with it,
+ * along i: (i, p) = (t % 128, t / 128 + 2 q). B likewise, the other way
+ * round.
  */
-uvec2 place(bool vec, bool along_p, uint q)
+void fetch(uint p0, out vec4 ra, out vec4 rb)
 {
 	uint t = gl_LocalInvocationID.x;
 
-	if (vec)
-		return along_p ? uvec2(t / 4u + 64u * q, 4u * (t % 4u)) :
-				 uvec2(4u * (t % 32u), t / 32u + 8u * q);
-	return along_p ? uvec2(t / BKS + 16u * q, t % BKS) :
-			 uvec2(t % TB, t / TB + 2u * q);
-}
-
-/*
- * This invocation's 8 elements of the step at @p0 of op(A) into ra, of
- * op(B) into rb, 0 outside the matrices: read along the direction that
- * is contiguous in memory, 4 at a time with GPO_MM_VEC_A (_B) except
- * where 4 would cross an edge.
- */
-void fetch(uint p0, out vec4 ra[2], out vec4 rb[2])
-{
-	bool va = FLAG(GPO_MM_VEC_A), vb = FLAG(GPO_MM_VEC_B);
-	bool pa = !FLAG(GPO_MM_TRANS_A), pb = FLAG(GPO_MM_TRANS_B);
-
-	for (uint q = 0u; q < 8u; q++) {
-		uvec2 w = place(va, pa, va ? q / 4u : q);
-		uint e = va ? q % 4u : 0u, i = i0 + w.x, p = p0 + w.y;
-		uint o = pa ? abase + i * args.lda + p :
-			      abase + p * args.lda + i;
-		bool full = pa ? i < args.m && p + 3u < args.k :
-				 i + 3u < args.m && p < args.k;
+	for (uint q = 0u; q < 4u; q++) {
+		uint i, p;
 		float v = 0.0;
 
-		if (va && full) {
-			if (e == 0u)
-				ra[q / 4u] = a4[o >> 2];
-			continue;
-		}
-		if (va) {
-			o += e;
-			if (pa)
-				p += e;
-			else
-				i += e;
+		if (FLAG(GPO_MM_TRANS_A)) {
+			i = i0 + t % TB;
+			p = p0 + t / TB + 2u * q;
+		} else {
+			i = i0 + t / BKS + 32u * q;
+			p = p0 + t % BKS;
 		}
 		if (i < args.m && p < args.k)
-			v = a[o];
-		ra[q / 4u][q % 4u] = v;
+			v = FLAG(GPO_MM_TRANS_A) ? a[abase + p * args.lda + i] :
+						   a[abase + i * args.lda + p];
+		ra[q] = v;
 	}
-	for (uint q = 0u; q < 8u; q++) {
-		uvec2 w = place(vb, pb, vb ? q / 4u : q);
-		uint e = vb ? q % 4u : 0u, j = j0 + w.x, p = p0 + w.y;
-		uint o = pb ? bbase + j * args.ldb + p :
-			      bbase + p * args.ldb + j;
-		bool full = pb ? j < args.n && p + 3u < args.k :
-				 j + 3u < args.n && p < args.k;
+	for (uint q = 0u; q < 4u; q++) {
+		uint j, p;
 		float v = 0.0;
 
-		if (vb && full) {
-			if (e == 0u)
-				rb[q / 4u] = b4[o >> 2];
-			continue;
-		}
-		if (vb) {
-			o += e;
-			if (pb)
-				p += e;
-			else
-				j += e;
+		if (FLAG(GPO_MM_TRANS_B)) {
+			j = j0 + t / BKS + 32u * q;
+			p = p0 + t % BKS;
+		} else {
+			j = j0 + t % TB;
+			p = p0 + t / TB + 2u * q;
 		}
 		if (j < args.n && p < args.k)
-			v = b[o];
-		rb[q / 4u][q % 4u] = v;
+			v = FLAG(GPO_MM_TRANS_B) ? b[bbase + j * args.ldb + p] :
+						   b[bbase + p * args.ldb + j];
+		rb[q] = v;
 	}
 }
 
-/* one slice's 8 elements into the slice at @s, where fetch() took them */
-void stage1(uint s, bool vec, bool along_p, vec4 r[2])
+/* fetch()'s elements into buffer @x, at the places fetch() took them */
+void stage(uint x, vec4 ra, vec4 rb)
 {
-	for (uint q = 0u; q < 8u; q++) {
-		uvec2 w = place(vec, along_p, vec ? q / 4u : q);
-		uint e = vec ? q % 4u : 0u;
+	uint t = gl_LocalInvocationID.x, sa = x * 2u * BSL, sb = sa + BSL;
 
-		/* (row, p) goes to p-major (p, row) */
-		if (vec && !along_p)
-			SET(s + w.y * LDB + w.x + e, r[q / 4u][q % 4u]);
-		else if (vec)
-			SET(s + (w.y + e) * LDB + w.x, r[q / 4u][q % 4u]);
+	for (uint q = 0u; q < 4u; q++) {
+		if (FLAG(GPO_MM_TRANS_A))
+			SET(sa + (t / TB + 2u * q) * LDB + t % TB, ra[q]);
 		else
-			SET(s + w.y * LDB + w.x, r[q / 4u][q % 4u]);
+			SET(sa + (t % BKS) * LDB + t / BKS + 32u * q, ra[q]);
+		if (FLAG(GPO_MM_TRANS_B))
+			SET(sb + (t % BKS) * LDB + t / BKS + 32u * q, rb[q]);
+		else
+			SET(sb + (t / TB + 2u * q) * LDB + t % TB, rb[q]);
 	}
-}
-
-/* fetch()'s elements into buffer @x */
-void stage(uint x, vec4 ra[2], vec4 rb[2])
-{
-	stage1(x * 2u * BSL, FLAG(GPO_MM_VEC_A), !FLAG(GPO_MM_TRANS_A), ra);
-	stage1(x * 2u * BSL + BSL, FLAG(GPO_MM_VEC_B), FLAG(GPO_MM_TRANS_B),
-	       rb);
 }
 
 /* row x of the block: av times the 8 columns b0, b1 */
@@ -185,7 +139,7 @@ void main()
 	uint g = group_index(), t = gl_LocalInvocationID.x;
 	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u;
 	uint tx = t % 16u, ty = t / 16u;
-	vec4 ra[2], rb[2];
+	vec4 ra, rb;
 	vec4 c00 = vec4(0.0), c01 = vec4(0.0), c10 = vec4(0.0), c11 = vec4(0.0);
 	vec4 c20 = vec4(0.0), c21 = vec4(0.0), c30 = vec4(0.0), c31 = vec4(0.0);
 	vec4 c40 = vec4(0.0), c41 = vec4(0.0), c50 = vec4(0.0), c51 = vec4(0.0);
