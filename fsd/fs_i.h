@@ -165,6 +165,9 @@ void fs_mem_release(struct fsd *fs, uid_t uid, uint64_t bytes);
 /* fs_device - the opened device @index (cached), or a negative errno;
  * the caller holds ctx_lock for reading. */
 int fs_device(struct fsd *fs, int index, struct gpo_device **out);
+/* fs_pool_add_jobs - add to @st, the daemon's pool of device @index, the
+ * job workers' pools on it (tree_pools.c); ctx_lock not held */
+int fs_pool_add_jobs(struct fsd *fs, int index, struct gpo_pool_stats *st);
 /* fs_device_seen - a job opened device @index: its pool shows now */
 void fs_device_seen(struct fsd *fs, int index, struct gpo_device *dev);
 /* fs_busy_add - account device time [@t0, @t1) spent in a job's step */

@@ -98,8 +98,10 @@ struct job {
 	double grad_scale;		/* as configured: there is no dynamic one */
 	uint64_t active_ns;		/* time spent running or stepping */
 	uint64_t run_since;		/* entered running, 0 when not */
-	char dev_id[32];
-	int dev_index;
+	char dev_id[32];		/* the daemon's id of its device */
+	int dev_index;			/* and index */
+	struct wp_pool pool;		/* its worker's, when has_pool */
+	int has_pool;
 
 	struct gpo__sbuf events;
 	struct gpo__sbuf history;
@@ -508,6 +510,10 @@ static void worker_close(struct job *j)
 	w->built = 0;
 	fs_mem_release(j->fs, j->uid, j->mem_bytes);
 	j->mem_bytes = 0;
+	/* the worker's memory went with it */
+	pthread_mutex_lock(&j->lock);
+	j->has_pool = 0;
+	pthread_mutex_unlock(&j->lock);
 	if (w->holds_dev) {
 		pthread_mutex_lock(&j->fs->lock);
 		j->fs->dev_users--;
@@ -637,6 +643,12 @@ static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
 	rp->dev_id[sizeof(rp->dev_id) - 1] = '\0';
 	if (rp->st.nextra > WP_EXTRA_MAX)
 		rp->st.nextra = WP_EXTRA_MAX;
+	if (rp->flags & WP_R_POOL) {
+		pthread_mutex_lock(&j->lock);
+		j->pool = rp->pool;
+		j->has_pool = 1;
+		pthread_mutex_unlock(&j->lock);
+	}
 	if (rp->ret)
 		return fs_err(rp->ret < 0 ? rp->ret : -EIO, "%s", rp->msg);
 	return 0;
@@ -795,20 +807,79 @@ static int shm_reserve(struct job *j, uint64_t bytes)
 	return 0;
 }
 
-/* the devices an operator disabled (or a rescan lost), for the worker */
-static uint64_t disabled_devices(struct fsd *fs)
+/*
+ * ctx_lock held: device @index as the worker finds it in its own
+ * enumeration (proto.h's struct wp_dev). The ordinal among same-named
+ * devices is only asked for where the device has no uuid; the daemon's
+ * present devices keep the order of their probe, as the worker's do.
+ */
+static int dev_describe(struct fsd *fs, int index, struct wp_dev *d)
 {
+	struct gpo_device_info info, o;
+	int i, ret;
+
+	memset(d, 0, sizeof(*d));
+	ret = gpo_device_info(fs->ctx, index, &info);
+	if (ret)
+		return fs_lib_err(ret);
+	snprintf(d->backend, sizeof(d->backend), "%s", info.backend);
+	snprintf(d->uuid, sizeof(d->uuid), "%s", info.uuid);
+	snprintf(d->name, sizeof(d->name), "%s", info.name);
+	for (i = 0; i < index; i++)
+		if (!gpo_device_info(fs->ctx, i, &o) && o.present &&
+		    !strcmp(o.backend, info.backend) &&
+		    !strcmp(o.name, info.name))
+			d->ordinal++;
+	return 0;
+}
+
+/*
+ * The device the job's spec names in the daemon's context, described for
+ * the worker in @b, with the present devices an operator disabled after
+ * it at @off (room for gpo_device_count() of them). The daemon's index
+ * and id stay the job's: a worker numbers its devices on its own. Gone
+ * devices are left out: one that came back is a new, enabled device with
+ * the same uuid.
+ */
+static int dev_plan(struct job *j, const char *spec, struct wp_build *b,
+		    struct wp_dev *off, int max, int *index, char *id,
+		    size_t idlen)
+{
+	struct fsd *fs = j->fs;
 	struct gpo_device_info info;
-	uint64_t mask = 0;
-	int i, n;
+	struct gpo_pool_stats ps;
+	struct gpo_device *dev;
+	int i, n, ret;
 
 	pthread_rwlock_rdlock(&fs->ctx_lock);
+	ret = gpo_device_select(fs->ctx, spec, &dev);
+	if (ret) {
+		fs_lib_err(ret);
+		goto out_unlock;
+	}
+	*index = gpo_device_index(dev);
+	/* its pool shows in pools/, and its limit caps the worker's */
+	fs_device_seen(fs, *index, dev);
+	b->pool_limit = gpo_pool_stats(dev, &ps) ? UINT64_MAX : ps.limit_bytes;
+	ret = dev_describe(fs, *index, &b->device);
+	if (!ret)
+		ret = gpo_device_info(fs->ctx, *index, &info);
+	if (ret)
+		goto out_unlock;
+	snprintf(id, idlen, "%s", info.id);
 	n = gpo_device_count(fs->ctx);
-	for (i = 0; i < n && i < 64; i++)
-		if (!gpo_device_info(fs->ctx, i, &info) && !info.enabled)
-			mask |= 1ull << i;
+	for (i = 0; i < n && (int)b->ndisabled < max; i++) {
+		if (gpo_device_info(fs->ctx, i, &info) || info.enabled ||
+		    !info.present)
+			continue;
+		ret = dev_describe(fs, i, &off[b->ndisabled]);
+		if (ret)
+			goto out_unlock;
+		b->ndisabled++;
+	}
+out_unlock:
 	pthread_rwlock_unlock(&fs->ctx_lock);
-	return mask;
+	return ret;
 }
 
 /* opt_lock held: the optimizer @cfg describes, made in the worker; its
@@ -821,8 +892,10 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	struct wp_rep rp;
 	struct wp_build *b;
 	struct wp_tensor *t;
+	struct wp_dev *off;
+	char dev_id[32];
 	uint64_t need, mem = config_mem_bytes(cfg), more = 0;
-	int i, ret;
+	int i, ndev, dev_index, ret;
 
 	if (m->kind == MODEL_NONE)
 		return fs_err(-EINVAL, "no model: write model=... to config");
@@ -843,28 +916,36 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		ret = config_model_text(cfg, &mt);
 	if (ret)
 		goto out_free;
+	pthread_rwlock_rdlock(&j->fs->ctx_lock);
+	ndev = gpo_device_count(j->fs->ctx);
+	pthread_rwlock_unlock(&j->fs->ctx_lock);
+	if (ndev < 1)
+		ndev = 1;
 	/* params and gradients grow it when they first cross */
-	need = sizeof(*b) + (uint64_t)m->ntensors * sizeof(*t) + hp.len +
-	       st.len + mt.len;
+	need = sizeof(*b) + (uint64_t)ndev * sizeof(*off) +
+	       (uint64_t)m->ntensors * sizeof(*t) + hp.len + st.len + mt.len;
 	ret = shm_reserve(j, need);
 	if (ret)
 		goto out_free;
 	b = j->w.map;
 	memset(b, 0, sizeof(*b));
+	off = (struct wp_dev *)(b + 1);
+	ret = dev_plan(j, cfg->device, b, off, ndev, &dev_index, dev_id,
+		       sizeof(dev_id));
+	if (ret)
+		goto out_free;
 	b->optimizer = cfg->optimizer;
 	b->ntensors = m->ntensors;
 	snprintf(b->model, sizeof(b->model), "%s", model_kind_name(m->kind));
-	snprintf(b->device, sizeof(b->device), "%s", cfg->device);
 	if (config_uses_sched(cfg))
 		snprintf(b->schedule, sizeof(b->schedule), "%s",
 			 cfg->schedule);
 	b->seed = cfg->seed;
 	b->numel = m->numel;
-	b->disabled = disabled_devices(j->fs);
 	b->hp_len = hp.len;
 	b->sched_len = st.len;
 	b->model_len = mt.len;
-	t = (struct wp_tensor *)(b + 1);
+	t = (struct wp_tensor *)(off + b->ndisabled);
 	for (i = 0; i < m->ntensors; i++, t++) {
 		memset(t, 0, sizeof(*t));
 		snprintf(t->name, sizeof(t->name), "%s", m->t[i].name);
@@ -878,7 +959,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	if (mt.len)
 		memcpy((char *)t + hp.len + st.len, mt.buf, mt.len);
 	rq.flags = keep ? WP_F_KEEP_PARAMS : 0;
-	rq.bytes = need;
+	rq.bytes = (char *)t + hp.len + st.len + mt.len - (char *)b;
 	ret = worker_call(j, &rq, &rp, 1);
 	if (ret)
 		goto out_free;
@@ -894,8 +975,11 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		j->w.holds_dev = 1;
 	}
 	pthread_mutex_lock(&j->lock);
-	snprintf(j->dev_id, sizeof(j->dev_id), "%s", rp.dev_id);
-	j->dev_index = rp.dev_index;
+	snprintf(j->dev_id, sizeof(j->dev_id), "%s", dev_id);
+	j->dev_index = dev_index;
+	if (strcmp(rp.dev_id, dev_id))
+		fs_debug(j->fs, "job %s: device %s is %s in its worker",
+			 j->name, dev_id, rp.dev_id);
 	j->spe = rp.steps_per_epoch;
 	pthread_mutex_unlock(&j->lock);
 out_free:
@@ -3643,6 +3727,43 @@ void job_list(struct fsd *fs, void (*fn)(void *arg, const char *name),
 	for (j = fs->jobs; j; j = j->next)
 		fn(arg, j->name);
 	pthread_mutex_unlock(&fs->lock);
+}
+
+int job_pool_sum(struct fsd *fs, int index, struct gpo_pool_stats *sum)
+{
+	struct job **list = NULL;
+	struct job *j;
+	int n = 0, i, found = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	pthread_mutex_lock(&fs->lock);
+	if (fs->njobs)
+		list = malloc(fs->njobs * sizeof(*list));
+	for (j = fs->jobs; list && j; j = j->next) {
+		j->refs++;
+		list[n++] = j;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!list && fs->njobs)
+		return fs_err(-ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		j = list[i];
+		pthread_mutex_lock(&j->lock);
+		if (j->has_pool && j->dev_index == index) {
+			sum->capacity_bytes += j->pool.capacity_bytes;
+			sum->used_bytes += j->pool.used_bytes;
+			sum->cached_bytes += j->pool.cached_bytes;
+			sum->peak_bytes += j->pool.peak_bytes;
+			sum->allocs += j->pool.allocs;
+			sum->frees += j->pool.frees;
+			sum->failures += j->pool.failures;
+			found++;
+		}
+		pthread_mutex_unlock(&j->lock);
+		job_put(j);
+	}
+	free(list);
+	return found;
 }
 
 int job_snapshots(struct fsd *fs, struct job_snapshot **out)

@@ -216,6 +216,12 @@ gid_t job_gid(const struct job *j);
 /* job_list - call @fn for each job's name (under the daemon's lock) */
 void job_list(struct fsd *fs, void (*fn)(void *arg, const char *name),
 	      void *arg);
+/*
+ * job_pool_sum - the pools the workers of the jobs on device @index hold,
+ * added up as of each worker's last reply (limit_bytes left 0). Returns
+ * how many workers, or a negative errno.
+ */
+int job_pool_sum(struct fsd *fs, int index, struct gpo_pool_stats *sum);
 /* job_snapshots - a malloc'ed array of every job's snapshot */
 int job_snapshots(struct fsd *fs, struct job_snapshot **out);
 void job_snapshot(struct job *j, struct job_snapshot *s);

@@ -160,7 +160,7 @@ static void device_metrics(struct metrics *m)
 	DEV_FAMILY("device_mem_total_bytes", "gauge", "Device memory.",
 		   d->info.mem_total_bytes);
 	DEV_FAMILY("device_mem_used_bytes", "gauge",
-		   "Device memory held by the daemon's pool.",
+		   "Device memory held by the pools of the daemon and its jobs.",
 		   d->info.mem_used_bytes);
 	DEV_FAMILY("device_busy_ratio", "gauge",
 		   "Share of the last second spent in job steps (0-1).",
@@ -277,7 +277,18 @@ static int collect_devices(struct metrics *m)
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_rwlock_unlock(&fs->ctx_lock);
-	return m->devs ? 0 : fs_err(-ENOMEM, "out of memory");
+	if (!m->devs)
+		return fs_err(-ENOMEM, "out of memory");
+	/* the workers' pools too, as pools/<i>/stat and mem_used_bytes */
+	for (i = 0; i < m->ndevs; i++) {
+		struct dev_sample *d = &m->devs[i];
+
+		if (d->have_pool && fs_pool_add_jobs(fs, i, &d->pool))
+			d->have_pool = 0;
+		if (d->have_pool)
+			d->info.mem_used_bytes = d->pool.capacity_bytes;
+	}
+	return 0;
 }
 
 int metrics_show(struct fsd *fs, struct gpo__sbuf *sb)

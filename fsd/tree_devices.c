@@ -20,6 +20,7 @@ static int field_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct fsd *fs = n->fs;
 	struct gpo_device_info d;
+	struct gpo_pool_stats ps;
 	unsigned int busy = 0;
 	int ret;
 
@@ -51,8 +52,13 @@ static int field_show(struct fs_node *n, struct gpo__sbuf *sb)
 		return gpo__sbuf_printf(sb, "%llu\n",
 				   (unsigned long long)d.mem_total_bytes);
 	case DF_MEM_USED:
-		return gpo__sbuf_printf(sb, "%llu\n",
-				   (unsigned long long)d.mem_used_bytes);
+		/* the daemon's pool and its job workers' */
+		memset(&ps, 0, sizeof(ps));
+		ret = fs_pool_add_jobs(fs, n->index, &ps);
+		if (ret)
+			return ret;
+		return gpo__sbuf_printf(sb, "%llu\n", (unsigned long long)
+				   (d.mem_used_bytes + ps.capacity_bytes));
 	case DF_BUSY:
 		return gpo__sbuf_printf(sb, "%u\n", busy);
 	case DF_ENABLED:

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fs_i.h"
+#include "job_i.h"
 
 /* Run @fn on the pool of the node's device, opening the device if new. */
 static int with_pool(struct fs_node *n,
@@ -32,6 +33,29 @@ static int get_stats(struct gpo_device *dev, void *arg)
 	return gpo_pool_stats(dev, arg);
 }
 
+/*
+ * Add to @st (device @index's pool in the daemon) the job workers' pools
+ * on it: each worker has its own library context, so its own pool. All
+ * add up, the peaks too; the daemon's limit caps each worker's pool.
+ */
+int fs_pool_add_jobs(struct fsd *fs, int index, struct gpo_pool_stats *st)
+{
+	struct gpo_pool_stats w;
+	int ret;
+
+	ret = job_pool_sum(fs, index, &w);
+	if (ret < 0)
+		return ret;
+	st->capacity_bytes += w.capacity_bytes;
+	st->used_bytes += w.used_bytes;
+	st->cached_bytes += w.cached_bytes;
+	st->peak_bytes += w.peak_bytes;
+	st->allocs += w.allocs;
+	st->frees += w.frees;
+	st->failures += w.failures;
+	return 0;
+}
+
 static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 {
 	struct gpo_pool_stats st;
@@ -39,6 +63,8 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 	int ret;
 
 	ret = with_pool(n, get_stats, &st);
+	if (!ret)
+		ret = fs_pool_add_jobs(n->fs, n->index, &st);
 	if (ret)
 		return ret;
 	if (st.limit_bytes == UINT64_MAX)

@@ -23,7 +23,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	3
+#define WP_VERSION	4
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -59,6 +59,7 @@ enum wp_cmd {
  * schedule it now has (gpo_sched_save()'s line, empty for none) and NUL.
  */
 #define WP_R_SAVED	0x1
+#define WP_R_POOL	0x2	/* wp_rep.pool holds the device's pool */
 #define WP_RESTORED_MAX	8192	/* the shm bytes a RESTORE request lends */
 
 struct wp_req {
@@ -88,15 +89,42 @@ struct wp_stat {
 	struct wp_extra extra[WP_EXTRA_MAX];
 };
 
+/*
+ * A device as both sides can find it: the worker's library context
+ * enumerates on its own, so an index or id ("vulkan:1") of the daemon's
+ * may name another device there (after a rescan the daemon numbers a
+ * device that came back anew). By @uuid where the device has one, else by
+ * @name and @ordinal: the how-manieth present device of that backend and
+ * name, counting from 0 in index order.
+ */
+struct wp_dev {
+	char backend[16];
+	char uuid[40];
+	char name[128];
+	uint32_t ordinal;
+	uint32_t pad;
+};
+
+/* The worker's pool on its device (gpo_pool_stats()), with WP_R_POOL */
+struct wp_pool {
+	uint64_t capacity_bytes;
+	uint64_t used_bytes;
+	uint64_t cached_bytes;
+	uint64_t peak_bytes;
+	uint64_t limit_bytes;	/* UINT64_MAX: none */
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t failures;
+};
+
 struct wp_rep {
 	int32_t ret;		/* 0 or -errno */
-	int32_t dev_index;	/* BUILD: the device's index */
 	uint32_t pid;		/* HELLO */
 	uint32_t version;	/* HELLO */
 	uint32_t flags;		/* WP_R_* */
-	uint32_t pad;
-	char dev_id[32];	/* BUILD */
+	char dev_id[32];	/* BUILD: the device's id in the worker */
 	uint64_t steps_per_epoch; /* BUILD: a model trained on data; else 0 */
+	struct wp_pool pool;	/* after any command, once built */
 	struct wp_stat st;
 	char msg[WP_MSG_MAX];	/* the error's words when ret < 0 */
 };
@@ -108,8 +136,9 @@ struct wp_tensor {
 	uint64_t shape[WP_NDIM_MAX];
 };
 
-/* WP_BUILD's description at the start of shm, followed by ntensors
- * struct wp_tensor, then hp_len bytes of hp text, then sched_len bytes of
+/* WP_BUILD's description at the start of shm, followed by ndisabled
+ * struct wp_dev (the devices the daemon disabled or lost: the worker
+ * leaves them alone too), then ntensors struct wp_tensor, then hp_len bytes of hp text, then sched_len bytes of
  * schedule settings, then model_len bytes of the model's own settings
  * (the spec and key=value words: data, batch_size...; none of them
  * NUL-terminated). */
@@ -117,15 +146,15 @@ struct wp_build {
 	int32_t optimizer;	/* enum gpo_optim_kind */
 	uint32_t ntensors;
 	char model[32];		/* the model kind: "quadratic", "external"... */
-	char device[64];
+	struct wp_dev device;	/* the one the daemon chose for the job */
 	char schedule[32];	/* "" or "constant": none */
 	uint64_t seed;
 	uint64_t numel;
-	uint64_t disabled;	/* devices 0-63 the daemon disabled or lost */
+	uint64_t pool_limit;	/* the daemon's pools/<i>/max, UINT64_MAX: none */
+	uint32_t ndisabled;
 	uint32_t hp_len;
 	uint32_t sched_len;
 	uint32_t model_len;
-	uint32_t pad;
 };
 
 #endif /* WORKER_PROTO_H */

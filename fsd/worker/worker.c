@@ -208,6 +208,70 @@ static char *text_of(const char *p, uint32_t len)
 	return s;
 }
 
+/*
+ * The index in our context of the device @d describes (proto.h's struct
+ * wp_dev), or -1: the same backend, and the same uuid, or where the
+ * daemon saw none, the same name and ordinal among the present ones.
+ */
+static int dev_find(struct wk *w, const struct wp_dev *d)
+{
+	struct gpo_device_info info;
+	uint32_t ordinal = 0;
+	int i, n = gpo_device_count(w->ctx);
+
+	for (i = 0; i < n; i++) {
+		if (gpo_device_info(w->ctx, i, &info) || !info.present ||
+		    strncmp(info.backend, d->backend, sizeof(d->backend)))
+			continue;
+		if (d->uuid[0]) {
+			if (!strncmp(info.uuid, d->uuid, sizeof(d->uuid)))
+				return i;
+			continue;
+		}
+		if (strncmp(info.name, d->name, sizeof(d->name)))
+			continue;
+		if (ordinal++ == d->ordinal)
+			return i;
+	}
+	return -1;
+}
+
+/* a line naming @d for messages */
+static const char *dev_words(const struct wp_dev *d, char *buf, size_t len)
+{
+	if (d->uuid[0])
+		snprintf(buf, len, "%.16s device with uuid %.40s", d->backend,
+			 d->uuid);
+	else
+		snprintf(buf, len, "%.16s device '%.128s' #%u", d->backend,
+			 d->name, d->ordinal);
+	return buf;
+}
+
+/*
+ * Open the device the daemon chose, leaving the ones it disabled or lost
+ * disabled here too (the daemon's devices/<i>/enabled holds in workers).
+ */
+static int dev_open(struct wk *w, const struct wp_build *b,
+		    const struct wp_dev *off, struct gpo_device **out)
+{
+	char words[256];
+	uint32_t k;
+	int i;
+
+	for (k = 0; k < b->ndisabled; k++) {
+		i = dev_find(w, &off[k]);
+		if (i >= 0)
+			gpo_device_enable(w->ctx, i, 0);
+	}
+	i = dev_find(w, &b->device);
+	if (i < 0)
+		return wk_err(w, -ENODEV, "the worker finds no %s",
+			      dev_words(&b->device, words, sizeof(words)));
+	i = gpo_device_get(w->ctx, i, out);
+	return i ? wk_lib_err(w, i) : 0;
+}
+
 /* the tensors a model made are the ones the daemon lists */
 static int same_tensors(struct wk *w, struct gpo_optim *opt,
 			const struct wp_tensor *t, uint32_t n)
@@ -236,6 +300,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
 	const struct wp_build *b = w->shm;
+	const struct wp_dev *off;
 	const struct model_ops *ops;
 	struct gpo_device_info info;
 	struct gpo_device *dev;
@@ -245,6 +310,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	char *hp = NULL, *st = NULL, *mt = NULL;
 	void *mstate = NULL;
 	uint64_t need, numel = 0, spe = 0;
+	const char *tp;
 	float *x = NULL;
 	uint32_t i;
 	int ret;
@@ -252,27 +318,28 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	ret = shm_fits(w, sizeof(*b));
 	if (ret)
 		return ret;
-	need = sizeof(*b) + (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
+	need = sizeof(*b) + (uint64_t)b->ndisabled * sizeof(*off) +
+	       (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
 	       b->sched_len + b->model_len;
 	ret = shm_fits(w, need);
 	if (ret)
 		return ret;
+	off = (const struct wp_dev *)(b + 1);
+	tp = (const char *)(off + b->ndisabled);
 	ops = model_ops_find(b->model);
 	if (!ops)
 		return wk_err(w, -EINVAL, "no model kind '%.32s' in this worker",
 			      b->model);
 	t = malloc((b->ntensors ? b->ntensors : 1) * sizeof(*t));
-	hp = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t),
-		     b->hp_len);
-	st = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
-		     b->hp_len, b->sched_len);
-	mt = text_of((const char *)(b + 1) + b->ntensors * sizeof(*t) +
-		     b->hp_len + b->sched_len, b->model_len);
+	hp = text_of(tp + b->ntensors * sizeof(*t), b->hp_len);
+	st = text_of(tp + b->ntensors * sizeof(*t) + b->hp_len, b->sched_len);
+	mt = text_of(tp + b->ntensors * sizeof(*t) + b->hp_len + b->sched_len,
+		     b->model_len);
 	if (!t || !hp || !st || !mt) {
 		ret = wk_err(w, -ENOMEM, "out of memory");
 		goto out_free;
 	}
-	memcpy(t, b + 1, b->ntensors * sizeof(*t));
+	memcpy(t, tp, b->ntensors * sizeof(*t));
 	for (i = 0; i < b->ntensors; i++) {
 		t[i].name[WP_TENSOR_NAME - 1] = '\0';
 		if (t[i].ndim < 0 || t[i].ndim > WP_NDIM_MAX) {
@@ -280,10 +347,11 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 			goto out_free;
 		}
 	}
-	/* the daemon's devices/<i>/enabled holds here too */
-	for (i = 0; i < 64 && (int)i < gpo_device_count(w->ctx); i++)
-		gpo_device_enable(w->ctx, i, !(b->disabled >> i & 1));
-	ret = gpo_device_select(w->ctx, b->device, &dev);
+	ret = dev_open(w, b, off, &dev);
+	if (ret)
+		goto out_free;
+	/* the daemon's pools/<i>/max caps each job's pool on the device */
+	ret = gpo_pool_set_limit(dev, b->pool_limit);
 	if (ret) {
 		wk_lib_err(w, ret);
 		goto out_free;
@@ -342,11 +410,11 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	if (ret)
 		goto out_free;
 built:
-	rp->dev_index = gpo_device_index(dev);
-	if (!gpo_device_info(w->ctx, rp->dev_index, &info))
+	if (!gpo_device_info(w->ctx, gpo_device_index(dev), &info))
 		snprintf(rp->dev_id, sizeof(rp->dev_id), "%s", info.id);
 	opt_free(w);
 	free(w->t);
+	w->dev = dev;
 	w->opt = opt;
 	w->sched = sched;
 	w->model = ops;
@@ -656,6 +724,24 @@ static int cmd_restore(struct wk *w, const struct wp_req *rq,
 	return ret;
 }
 
+/* what the daemon's pools/<i>/stat adds up */
+static void pool_report(struct wk *w, struct wp_rep *rp)
+{
+	struct gpo_pool_stats ps;
+
+	if (!w->dev || gpo_pool_stats(w->dev, &ps))
+		return;
+	rp->pool.capacity_bytes = ps.capacity_bytes;
+	rp->pool.used_bytes = ps.used_bytes;
+	rp->pool.cached_bytes = ps.cached_bytes;
+	rp->pool.peak_bytes = ps.peak_bytes;
+	rp->pool.limit_bytes = ps.limit_bytes;
+	rp->pool.allocs = ps.allocs;
+	rp->pool.frees = ps.frees;
+	rp->pool.failures = ps.failures;
+	rp->flags |= WP_R_POOL;
+}
+
 static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 {
 	int ret;
@@ -732,7 +818,6 @@ int main(int argc, char **argv)
 		if (n <= 0)
 			break;		/* the daemon closed its end */
 		memset(&rp, 0, sizeof(rp));
-		rp.dev_index = -1;
 		rp.st.loss = NAN;
 		rp.st.grad_norm = NAN;
 		rp.st.lr = NAN;
@@ -744,6 +829,7 @@ int main(int argc, char **argv)
 			break;
 		else
 			ret = serve(&w, &rq, &rp);
+		pool_report(&w, &rp);
 		rp.ret = ret;
 		if (ret)
 			snprintf(rp.msg, sizeof(rp.msg), "%s",

@@ -40,6 +40,7 @@ struct model_ops {
 struct wk {
 	const char *job;
 	struct gpo_ctx *ctx;
+	struct gpo_device *dev;	/* the optimizer's, once built */
 	struct gpo_optim *opt;
 	struct gpo_sched *sched;
 	const struct model_ops *model;

@@ -2,8 +2,9 @@
 /*
  * matmul.h - batched matrix products, no transposes materialised
  *
- * matmul  groups  buf0 a (r), buf1 b (r), buf2 c (rw with ACCUM, else w)
- *                 dtypes f32
+ * matmul      groups  buf0 a (r), buf1 b (r), buf2 c (rw with ACCUM, else w)
+ *                     dtypes f32
+ * matmul_big  groups  the same, in GPO_MM_TILE_BIG tiles
  *
  * For each batch index z < batch, with A_z at a[off_a + z * bsa],
  * B_z at b[off_b + z * bsb] and C_z at c[off_c + z * bsc], all row-major:
@@ -23,15 +24,30 @@
  * edges are guarded: m, n and k need not be multiples of anything, and
  * the sum over p runs in the same order for every element of a device.
  * Kernels stage tiles of A and B in local (shared) memory.
+ *
+ * matmul_big computes the same thing with the same arguments, one
+ * workgroup per GPO_MM_TILE_BIG x GPO_MM_TILE_BIG tile (tiles_m and
+ * tiles_n count those): more work a work-item and fewer loads a product,
+ * for products that give every compute unit several such tiles. Its own
+ * op, so that its registers and local memory do not weigh on matmul's.
+ * The sum over p runs in the same order as matmul's.
  */
 #ifndef GPO_ABI_MATMUL_H
 #define GPO_ABI_MATMUL_H
 #include "tensor.h"
 
 #define GPO_MM_TILE	64
+#define GPO_MM_TILE_BIG	128
 
 #define GPO_MM_TRANS_A	(1u << 8)
 #define GPO_MM_TRANS_B	(1u << 9)
+/*
+ * A (B) may be read 4 elements at a time: off_a, lda and bsa (off_b, ldb,
+ * bsb) are multiples of 4 and the buffer's binding is 16-byte aligned.
+ * A hint that kernels may ignore (matmul and the cpu backend do).
+ */
+#define GPO_MM_VEC_A	(1u << 10)
+#define GPO_MM_VEC_B	(1u << 11)
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

@@ -870,6 +870,7 @@ static void obj_ref(struct tcase *tc)
 #define V_C		(1u << 18)
 #define V_D		(1u << 19)
 #define V_E		(1u << 20)
+#define V_F		(1u << 21)
 #define V_FN(fn)	((uint32_t)(fn) << 24)
 #define FN_OF(tc)	(((tc)->oc->flags >> 24) & 0x7f)
 #define HAS(tc, v)	(!!((tc)->oc->flags & (v)))
@@ -1207,18 +1208,32 @@ static void xent_bwd_d(const double *x, uint32_t len, int32_t lab,
 #define MM_ODD		V_C	/* m 67, n 131, k 45 */
 #define MM_TINY		V_D	/* 1 to 3 */
 #define MM_K0		V_E
+#define MM_WIDE		V_F	/* m, n 129 to 400: several big tiles */
 
-/* a stored matrix of @rows x @cols with row stride @ld, @batch of them */
+/*
+ * A stored matrix of @rows x @cols with row stride @ld, @batch of them;
+ * with @vec (GPO_MM_VEC_*), its offset, ld and batch stride multiples of
+ * 4 (cols need not be: the kernels' 4-wide reads must stop at the edge).
+ */
 static uint32_t mm_operand(struct tcase *tc, struct tbuf *b, uint32_t rows,
-			   uint32_t cols, uint32_t *ld, uint32_t *bs)
+			   uint32_t cols, int vec, uint32_t *ld, uint32_t *bs)
 {
-	uint32_t batch = tc->a.mm.batch;
-	uint64_t per;
+	uint32_t batch = tc->a.mm.batch, off;
+	uint64_t per, len;
 
 	*ld = cols + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
+	if (vec)
+		*ld = (*ld + 3) & ~3u;
 	per = (uint64_t)rows * *ld;
 	*bs = (uint32_t)per + (batch > 1 ? urand(tc, 0, 7) : urand(tc, 0, 99));
-	return tb_in_at(tc, b, (uint64_t)(batch - 1) * *bs + per, -1, 1);
+	if (vec)
+		*bs &= ~3u;
+	len = (uint64_t)(batch - 1) * *bs + per;
+	if (!vec)
+		return tb_in_at(tc, b, len, -1, 1);
+	off = odd_off(tc) & ~3u;
+	tb_random(tc, b, off + len + tail(tc), -1, 1);
+	return off;
 }
 
 static void matmul_setup(struct tcase *tc)
@@ -1227,8 +1242,16 @@ static void matmul_setup(struct tcase *tc)
 	uint32_t z, i, j;
 	uint64_t per;
 
+	uint32_t tile = tc->oc->op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG :
+			GPO_MM_TILE;
+	int va, vb;
+
 	a->flags = OP_FLAGS(tc);
-	if (HAS(tc, MM_ODD)) {
+	if (HAS(tc, MM_WIDE)) {
+		a->m = urand(tc, 129, 400);
+		a->n = urand(tc, 129, 400);
+		a->k = urand(tc, 1, 70);
+	} else if (HAS(tc, MM_ODD)) {
 		a->m = 67;
 		a->n = 131;
 		a->k = 45;
@@ -1245,18 +1268,24 @@ static void matmul_setup(struct tcase *tc)
 		a->k = 0;
 	a->batch = HAS(tc, MM_BATCH) ? urand(tc, 2, 4) : 1;
 	a->alpha = (float)srand2(tc, 0.5, 2);
-	a->tiles_m = (a->m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	a->tiles_n = (a->n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	a->tiles_m = (a->m + tile - 1) / tile;
+	a->tiles_n = (a->n + tile - 1) / tile;
 	tc->work = (uint64_t)a->batch * a->tiles_m * a->tiles_n;
 	tc->n = (uint64_t)a->m * a->n * a->batch;
+	va = !!(a->flags & GPO_MM_VEC_A);
+	vb = !!(a->flags & GPO_MM_VEC_B);
 	if (a->flags & GPO_MM_TRANS_A)
-		a->off_a = mm_operand(tc, &tc->b[0], a->k, a->m, &a->lda, &a->bsa);
+		a->off_a = mm_operand(tc, &tc->b[0], a->k, a->m, va, &a->lda,
+				      &a->bsa);
 	else
-		a->off_a = mm_operand(tc, &tc->b[0], a->m, a->k, &a->lda, &a->bsa);
+		a->off_a = mm_operand(tc, &tc->b[0], a->m, a->k, va, &a->lda,
+				      &a->bsa);
 	if (a->flags & GPO_MM_TRANS_B)
-		a->off_b = mm_operand(tc, &tc->b[1], a->n, a->k, &a->ldb, &a->bsb);
+		a->off_b = mm_operand(tc, &tc->b[1], a->n, a->k, vb, &a->ldb,
+				      &a->bsb);
 	else
-		a->off_b = mm_operand(tc, &tc->b[1], a->k, a->n, &a->ldb, &a->bsb);
+		a->off_b = mm_operand(tc, &tc->b[1], a->k, a->n, vb, &a->ldb,
+				      &a->bsb);
 	a->ldc = a->n + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
 	per = (uint64_t)a->m * a->ldc;
 	a->bsc = (uint32_t)per + (a->batch > 1 ? urand(tc, 0, 7) : 0);
@@ -2220,6 +2249,36 @@ static const struct op_case cases[] = {
 	  MM_TINY | MM_BATCH | GPO_MM_TRANS_A },
 	{ OP_MATMUL, "k 0", matmul_setup, matmul_ref, MM_K0 },
 	{ OP_MATMUL, "k 0 accum batch", matmul_setup, matmul_ref,
+	  MM_K0 | GPO_T_ACCUM | MM_BATCH },
+	{ OP_MATMUL, "wide trans_b", matmul_setup, matmul_ref,
+	  MM_WIDE | GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "", matmul_setup, matmul_ref, 0 },
+	{ OP_MATMUL_BIG, "accum", matmul_setup, matmul_ref, GPO_T_ACCUM },
+	{ OP_MATMUL_BIG, "wide", matmul_setup, matmul_ref, MM_WIDE },
+	{ OP_MATMUL_BIG, "wide padded trans_a accum", matmul_setup,
+	  matmul_ref, MM_WIDE | MM_PAD | GPO_MM_TRANS_A | GPO_T_ACCUM },
+	{ OP_MATMUL_BIG, "wide batch trans_b", matmul_setup, matmul_ref,
+	  MM_WIDE | MM_BATCH | GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "wide trans_a trans_b", matmul_setup, matmul_ref,
+	  MM_WIDE | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "wide vec", matmul_setup, matmul_ref,
+	  MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B },
+	{ OP_MATMUL_BIG, "wide padded vec trans_a trans_b accum",
+	  matmul_setup, matmul_ref, MM_WIDE | MM_PAD | GPO_MM_VEC_A |
+	  GPO_MM_VEC_B | GPO_MM_TRANS_A | GPO_MM_TRANS_B | GPO_T_ACCUM },
+	{ OP_MATMUL_BIG, "wide batch vec_a trans_b", matmul_setup,
+	  matmul_ref, MM_WIDE | MM_BATCH | GPO_MM_VEC_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "batch vec_b trans_a", matmul_setup, matmul_ref,
+	  MM_BATCH | GPO_MM_VEC_B | GPO_MM_TRANS_A },
+	{ OP_MATMUL, "wide vec", matmul_setup, matmul_ref,
+	  MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B },
+	{ OP_MATMUL_BIG, "batch padded trans_a trans_b", matmul_setup,
+	  matmul_ref, MM_BATCH | MM_PAD | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "67x131x45 padded", matmul_setup, matmul_ref,
+	  MM_ODD | MM_PAD },
+	{ OP_MATMUL_BIG, "tiny batch trans_a", matmul_setup, matmul_ref,
+	  MM_TINY | MM_BATCH | GPO_MM_TRANS_A },
+	{ OP_MATMUL_BIG, "k 0 accum batch", matmul_setup, matmul_ref,
 	  MM_K0 | GPO_T_ACCUM | MM_BATCH },
 	UNARY(GPO_EW_COPY, "copy"),
 	UNARY(GPO_EW_RELU, "relu"),

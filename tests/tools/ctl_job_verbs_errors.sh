@@ -40,6 +40,8 @@ wait_for 10 stepped v 5 || fail "resume: no steps"
 refused 1 "the job is running (Device or resource busy)" step v 3
 refused 1 "rm v: job 'v' is running: stop it first (Device or resource busy)" \
 	rm v
+refused 1 "rm v: job 'v' is running: stop it first (Device or resource busy)" \
+	rm --purge v
 ok pause v
 expect "paused" "$(cat "$M/jobs/v/state")" paused
 
@@ -91,8 +93,16 @@ ok stop v
 refused 1 "stop: the job is stopped (Device or resource busy)" stop v
 ok reset v
 expect "reset" "$(cat "$M/jobs/v/state") $(stat_of v step)" "created 0"
-ok rm v
-[ ! -e "$M/jobs/v" ] || fail "rm"
+# checkpoints outlive the daemon: rm keeps them and the job, --purge not
+n=$(ls "$M/jobs/v/checkpoints" | wc -l)
+[ "$n" -gt 0 ] || fail "no checkpoints to keep"
+refused 1 "rm v: the job has checkpoints: gpuoptctl rm --purge deletes them with it" \
+	rm v
+[ -e "$M/jobs/v" ] || fail "rm without --purge removed the job"
+expect "checkpoints kept" "$(ls "$M/jobs/v/checkpoints" | wc -l)" "$n"
+refused 1 "no job 'nosuch'" rm --purge nosuch
+ok rm --purge v
+[ ! -e "$M/jobs/v" ] || fail "rm --purge"
 wait_for 5 sh -c "! kill -0 $follow 2>/dev/null" ||
 	fail "logs -f did not end with the job"
 wait "$follow" || fail "logs -f exit"

@@ -1,6 +1,6 @@
 #!/bin/sh
-# resume.sh - checkpoint a job, stop it, restart the daemon, restore the
-# checkpoint into the job made again, and let it run to the end
+# resume.sh - run a job part of the way, checkpoint it, restart the daemon:
+# the job is back, paused at its checkpoint; resume it to the end
 #
 #   resume.sh [-n NAME] [-m MODEL] [-s STEPS] [-b STEPS_BEFORE] [-k]
 #
@@ -11,15 +11,16 @@
 #   -k            keep the job at the end (default: remove it)
 #
 # GPUOPT_RESTART is the command that restarts the daemon (default
-# "systemctl restart gpuoptfs"). A job's checkpoints live in the daemon's
-# state directory under the owner's uid and the job's name, so the same
-# user making a job of the same name after the restart finds them; its
-# config is saved from the tree and written back. Prints the step and loss
-# at the checkpoint and at the end. Goes through gpuoptctl (GPUOPTCTL) and
-# the tree at GPUOPT_MNT (default /gpuopt).
+# "systemctl restart gpuoptfs"). A job's record (config, state, events)
+# and its checkpoints live in the daemon's state directory, so the new
+# daemon loads the job again: a job that was running or paused comes back
+# paused at its newest checkpoint, which its next step restores. Prints
+# the step and loss at the checkpoint, the job after the restart, and the
+# step and loss at the end. Goes through gpuoptctl (GPUOPTCTL) and the
+# tree at GPUOPT_MNT (default /gpuopt). Without -k the job goes at the end
+# with its checkpoints (gpuoptctl rm --purge).
 set -eu
 ctl=${GPUOPTCTL:-gpuoptctl}
-mnt=${GPUOPT_MNT:-/gpuopt}
 restart=${GPUOPT_RESTART:-systemctl restart gpuoptfs}
 name=resume-demo model=rosenbrock:1000 steps=2000 before="" keep=0
 
@@ -53,24 +54,20 @@ value()		# value KEY: one line of `gpuoptctl status`
 "$ctl" step "$name" "$before"
 "$ctl" checkpoint "$name" before-restart
 echo "checkpoint at step $(value step) loss $(value loss)"
-config=$(cat "$mnt/jobs/$name/config")	# a valid write, read back
-"$ctl" stop "$name"
 
-# the daemon goes away with its jobs; its state directory stays
+# the daemon goes away; its state directory, with the job's record and
+# checkpoints, stays
 sh -c "$restart"
 i=0
 until "$ctl" jobs >/dev/null 2>&1; do
 	i=$((i + 1))
-	[ $i -lt 300 ] || { echo "resume.sh: no tree at $mnt" >&2; exit 1; }
+	[ $i -lt 300 ] || { echo "resume.sh: no tree" >&2; exit 1; }
 	sleep 0.1
 done
 
-# the same job again, its config, its checkpoint
-"$ctl" create "$name"
-printf '%s\n' "$config" >"$mnt/jobs/$name/config"
-"$ctl" restore "$name" before-restart
-echo "restored at step $(value step)"
+# the same job, back: paused at its checkpoint, its config as it was
+echo "back at step $(value step) state $(value state)"
 "$ctl" resume "$name"
 "$ctl" wait -q "$name"
 echo "done at step $(value step) loss $(value loss)"
-[ "$keep" = 1 ] || "$ctl" rm "$name"
+[ "$keep" = 1 ] || "$ctl" rm --purge "$name"

@@ -190,8 +190,9 @@ int cmd_plot(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 
 extern const struct option logs_longs[], wait_longs[], top_longs[],
-	plot_longs[], sweep_longs[];
+	plot_longs[], sweep_longs[], rm_longs[];
 int logs_opt(int c, const char *arg);
+int rm_opt(int c, const char *arg);
 int wait_opt(int c, const char *arg);
 int top_opt(int c, const char *arg);
 int plot_opt(int c, const char *arg);

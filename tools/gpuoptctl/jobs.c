@@ -229,9 +229,54 @@ int cmd_set(int argc, char **argv)
 	return ret;
 }
 
-int cmd_rm(int argc, char **argv)
+static int rm_purge;
+
+const struct option rm_longs[] = {
+	{ "purge", no_argument, NULL, 'P' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int rm_opt(int c, const char *arg)
+{
+	if (c != 'P')
+		return -1;
+	rm_purge = 1;
+	return 0;
+}
+
+/*
+ * A job's record and checkpoints outlive the daemon, so rmdir of a job
+ * with checkpoints is ENOTEMPTY until purge deletes them: --purge writes
+ * it then and tries again, a plain rm says so. rmdir goes first so that
+ * a job that may not go (running, another's) keeps its checkpoints.
+ */
+static int rm_one(const char *name)
 {
 	char path[PATH_MAX], rel[128], what[160], since[48];
+
+	if (!job_exists(name))
+		return 1;
+	snprintf(what, sizeof(what), "rm %s", name);
+	snprintf(rel, sizeof(rel), "jobs/%s", name);
+	tree_path(path, sizeof(path), rel);
+	gpo__fmt_time(since, sizeof(since));
+	if (!rmdir(path))
+		return 0;
+	if (errno != ENOTEMPTY)
+		return fail_op(what, rel, since, -errno);
+	if (!rm_purge) {
+		err("%s: the job has checkpoints: gpuoptctl rm --purge deletes them with it",
+		    what);
+		return 1;
+	}
+	if (job_verb(name, "purge", NULL))
+		return 1;
+	gpo__fmt_time(since, sizeof(since));
+	return rmdir(path) ? fail_op(what, rel, since, -errno) : 0;
+}
+
+int cmd_rm(int argc, char **argv)
+{
 	int status, i, ret = 0;
 
 	status = operands(argc, 1, INT_MAX);
@@ -239,18 +284,9 @@ int cmd_rm(int argc, char **argv)
 		return status;
 	if (!tree_ok())
 		return 1;
-	for (i = 0; i < argc; i++) {
-		if (!job_exists(argv[i])) {
+	for (i = 0; i < argc; i++)
+		if (rm_one(argv[i]))
 			ret = 1;
-			continue;
-		}
-		snprintf(rel, sizeof(rel), "jobs/%s", argv[i]);
-		snprintf(what, sizeof(what), "rm %s", argv[i]);
-		tree_path(path, sizeof(path), rel);
-		gpo__fmt_time(since, sizeof(since));
-		if (rmdir(path))
-			ret = fail_op(what, rel, since, -errno);
-	}
 	return ret;
 }
 

@@ -160,10 +160,12 @@ static const struct cmd cmds[] = {
 	  "      --rm            remove the jobs once the table is printed\n"
 	  TABLE_HELP,
 	  "t:p:P:q" TABLE_SHORTS, sweep_longs, sweep_opt },
-	{ "rm", cmd_rm, "NAME...",
+	{ "rm", cmd_rm, "[--purge] NAME...",
 	  "remove jobs",
-	  "Remove jobs (rmdir jobs/NAME), with their checkpoints; not while running.\n",
-	  NULL, NULL, NULL },
+	  "Remove jobs (rmdir jobs/NAME); not while running. A job that has\n"
+	  "checkpoints stays (they outlive the daemon) unless --purge.\n"
+	  "  -P, --purge         delete the job's checkpoints first (purge to ctl)\n",
+	  "P", rm_longs, rm_opt },
 	{ "rescan", cmd_rescan, "",
 	  "probe the devices again (root)",
 	  "Probe the devices again (root): new ones are added, lost ones marked\n"

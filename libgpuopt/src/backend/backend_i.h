@@ -84,6 +84,7 @@ enum gpo__op_id {
 	OP_OBJ_ROSENBROCK,
 	/* the tensor engine's (kernels/abi/tensor.h) */
 	OP_MATMUL,
+	OP_MATMUL_BIG,
 	OP_UNARY,
 	OP_BINARY,
 	OP_UNARY_BWD,

@@ -250,6 +250,9 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 	*cols = t->shape[t->ndim - 1];
 }
 
+/* the fewest matmul_big tiles a product needs to be given to it */
+#define MM_BIG_TILES	256
+
 /* c = op(x) op(y), batched over the leading dimension of 3-d operands */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -257,6 +260,7 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
 	struct gpo_matmul_args *a;
 	struct launch *L;
+	int big;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
@@ -264,9 +268,22 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	k = x.trans ? xr : xc;
 	n = y.trans ? yr : yc;
 	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
-	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	L = push(g, l, OP_MATMUL, (uint64_t)batch * tm * tn);
+	tm = (m + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
+	tn = (n + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
+	/*
+	 * matmul_big's tiles do 4 times the work of matmul's for half the
+	 * loads a product, but they are 4 times fewer: only where there are
+	 * enough of them to fill a large GPU several times over (2048 x 2048
+	 * and up) and little is lost to ragged edges.
+	 */
+	big = (uint64_t)batch * tm * tn >= MM_BIG_TILES &&
+	      m >= GPO_MM_TILE_BIG * 4 && n >= GPO_MM_TILE_BIG * 4;
+	if (!big) {
+		tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+		tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	}
+	L = push(g, l, big ? OP_MATMUL_BIG : OP_MATMUL,
+		 (uint64_t)batch * tm * tn);
 	if (!L)
 		return -ENOMEM;
 	a = &L->a.mm;
@@ -288,6 +305,11 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
 	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
+	/* bindings start on 256 bytes: the rest is the operand's own */
+	if (big && !(a->off_a % 4) && !(a->lda % 4))
+		a->flags |= GPO_MM_VEC_A;
+	if (big && !(a->off_b % 4) && !(a->ldb % 4))
+		a->flags |= GPO_MM_VEC_B;
 	return 0;
 }
 

@@ -34,6 +34,7 @@ static inline const uint32_t *bu(const struct op_call *c, int i)
 
 /* tensor.c: the tensor engine's ops (kernels/abi/tensor.h), group units */
 void gpo__cpu_matmul(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_matmul_big(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_unary(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_binary(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_unary_bwd(const struct op_call *c, uint32_t lo, uint32_t hi);

@@ -64,85 +64,116 @@ static void grid_ranges(const struct op_call *c, uint32_t lo, uint32_t hi,
 /* ---- matmul --------------------------------------------------------- */
 
 /*
- * One 64 x 64 tile of C_z per group: op(A) and op(B) are staged a
- * KB-deep slab at a time into contiguous arrays (what makes the
- * transposes free and the inner loop unit-stride), and each element
- * sums p = 0, 1, ... in order.
+ * The block of C_z at rows i0 .., columns j0 .. (at most TILE x TILE):
+ * op(A) and op(B) are staged a KB-deep slab at a time into contiguous
+ * arrays (what makes the transposes free and the inner loop
+ * unit-stride), and each element sums p = 0, 1, ... in order.
  */
+static inline __attribute__((always_inline)) void
+mm_block(const struct gpo_matmul_args *a, const float *A, const float *B,
+	 float *C, uint32_t z, uint32_t i0, uint32_t j0)
+{
+	const int ta = !!(a->flags & GPO_MM_TRANS_A);
+	const int tb = !!(a->flags & GPO_MM_TRANS_B);
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	const float *az = A + a->off_a + (uint64_t)z * a->bsa;
+	const float *bz = B + a->off_b + (uint64_t)z * a->bsb;
+	float *cz = C + a->off_c + (uint64_t)z * a->bsc;
+	float acc[TILE][TILE], as[TILE][KB], bs[KB][TILE];
+	uint32_t i, j, p, mi, nj, p0, kp;
+
+	if (i0 >= a->m || j0 >= a->n)
+		return;
+	mi = min_u32(TILE, a->m - i0);
+	nj = min_u32(TILE, a->n - j0);
+	for (i = 0; i < mi; i++)
+		for (j = 0; j < nj; j++)
+			acc[i][j] = 0.0f;
+	for (p0 = 0; p0 < a->k; p0 += KB) {
+		kp = min_u32(KB, a->k - p0);
+		if (ta)
+			for (p = 0; p < kp; p++)
+				for (i = 0; i < mi; i++)
+					as[i][p] = az[(uint64_t)(p0 + p) *
+						      a->lda + i0 + i];
+		else
+			for (i = 0; i < mi; i++)
+				for (p = 0; p < kp; p++)
+					as[i][p] = az[(uint64_t)(i0 + i) *
+						      a->lda + p0 + p];
+		if (tb)
+			for (j = 0; j < nj; j++)
+				for (p = 0; p < kp; p++)
+					bs[p][j] = bz[(uint64_t)(j0 + j) *
+						      a->ldb + p0 + p];
+		else
+			for (p = 0; p < kp; p++)
+				for (j = 0; j < nj; j++)
+					bs[p][j] = bz[(uint64_t)(p0 + p) *
+						      a->ldb + j0 + j];
+		for (i = 0; i < mi; i++) {
+			float *restrict row = acc[i];
+
+			for (p = 0; p < kp; p++) {
+				const float x = as[i][p];
+				const float *restrict brow = bs[p];
+
+				for (j = 0; j < nj; j++)
+					row[j] += x * brow[j];
+			}
+		}
+	}
+	for (i = 0; i < mi; i++) {
+		float *restrict crow = cz + (uint64_t)(i0 + i) * a->ldc + j0;
+
+		if (accum)
+			for (j = 0; j < nj; j++)
+				crow[j] += a->alpha * acc[i][j];
+		else
+			for (j = 0; j < nj; j++)
+				crow[j] = a->alpha * acc[i][j];
+	}
+}
+
+/* One TILE x TILE tile of C_z per group */
 CPU_CLONES
 void gpo__cpu_matmul(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
 	const struct gpo_matmul_args *a = c->args;
-	const float *A = bp(c, 0), *B = bp(c, 1);
-	float *C = bp(c, 2);
 	const uint32_t tiles = a->tiles_m * a->tiles_n;
-	const int ta = !!(a->flags & GPO_MM_TRANS_A);
-	const int tb = !!(a->flags & GPO_MM_TRANS_B);
-	const int accum = !!(a->flags & GPO_T_ACCUM);
-	float acc[TILE][TILE], as[TILE][KB], bs[KB][TILE];
-	uint32_t g, i, j, p;
+	uint32_t g;
 
 	for (g = lo; g < hi; g++) {
 		const uint32_t z = g / tiles, t = g % tiles;
-		const uint32_t i0 = t / a->tiles_n * TILE;
-		const uint32_t j0 = t % a->tiles_n * TILE;
-		const float *az = A + a->off_a + (uint64_t)z * a->bsa;
-		const float *bz = B + a->off_b + (uint64_t)z * a->bsb;
-		float *cz = C + a->off_c + (uint64_t)z * a->bsc;
-		uint32_t mi, nj, p0, kp;
 
-		if (z >= a->batch || i0 >= a->m || j0 >= a->n)
+		if (z < a->batch)
+			mm_block(a, bp(c, 0), bp(c, 1), bp(c, 2), z,
+				 t / a->tiles_n * TILE, t % a->tiles_n * TILE);
+	}
+}
+
+/*
+ * One GPO_MM_TILE_BIG tile per group, as its TILE x TILE blocks: the
+ * same sums in the same order as matmul's.
+ */
+CPU_CLONES
+void gpo__cpu_matmul_big(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_matmul_args *a = c->args;
+	const uint32_t tiles = a->tiles_m * a->tiles_n;
+	uint32_t g, bi, bj;
+
+	for (g = lo; g < hi; g++) {
+		const uint32_t z = g / tiles, t = g % tiles;
+		const uint32_t i0 = t / a->tiles_n * GPO_MM_TILE_BIG;
+		const uint32_t j0 = t % a->tiles_n * GPO_MM_TILE_BIG;
+
+		if (z >= a->batch)
 			continue;
-		mi = min_u32(TILE, a->m - i0);
-		nj = min_u32(TILE, a->n - j0);
-		for (i = 0; i < mi; i++)
-			for (j = 0; j < nj; j++)
-				acc[i][j] = 0.0f;
-		for (p0 = 0; p0 < a->k; p0 += KB) {
-			kp = min_u32(KB, a->k - p0);
-			if (ta)
-				for (p = 0; p < kp; p++)
-					for (i = 0; i < mi; i++)
-						as[i][p] = az[(uint64_t)(p0 + p) *
-							      a->lda + i0 + i];
-			else
-				for (i = 0; i < mi; i++)
-					for (p = 0; p < kp; p++)
-						as[i][p] = az[(uint64_t)(i0 + i) *
-							      a->lda + p0 + p];
-			if (tb)
-				for (j = 0; j < nj; j++)
-					for (p = 0; p < kp; p++)
-						bs[p][j] = bz[(uint64_t)(j0 + j) *
-							      a->ldb + p0 + p];
-			else
-				for (p = 0; p < kp; p++)
-					for (j = 0; j < nj; j++)
-						bs[p][j] = bz[(uint64_t)(p0 + p) *
-							      a->ldb + j0 + j];
-			for (i = 0; i < mi; i++) {
-				float *restrict row = acc[i];
-
-				for (p = 0; p < kp; p++) {
-					const float x = as[i][p];
-					const float *restrict brow = bs[p];
-
-					for (j = 0; j < nj; j++)
-						row[j] += x * brow[j];
-				}
-			}
-		}
-		for (i = 0; i < mi; i++) {
-			float *restrict crow = cz + (uint64_t)(i0 + i) * a->ldc +
-					       j0;
-
-			if (accum)
-				for (j = 0; j < nj; j++)
-					crow[j] += a->alpha * acc[i][j];
-			else
-				for (j = 0; j < nj; j++)
-					crow[j] = a->alpha * acc[i][j];
-		}
+		for (bi = 0; bi < GPO_MM_TILE_BIG; bi += TILE)
+			for (bj = 0; bj < GPO_MM_TILE_BIG; bj += TILE)
+				mm_block(a, bp(c, 0), bp(c, 1), bp(c, 2), z,
+					 i0 + bi, j0 + bj);
 	}
 }
 
