@@ -44,6 +44,10 @@ struct gpo_optim {
 	int ngroups;
 	struct optim_tensor *tensors;
 	int ntensors;
+	int tcap;			/* tensors allocated */
+	/* names -> tensor + 1 (0: empty), open addressing, 2x the tensors */
+	uint32_t *name_idx;
+	uint32_t name_cap;
 	uint64_t numel;			/* parameters, padding excluded */
 	uint64_t total;			/* elements in each flat buffer */
 	int allocated;
