@@ -2528,7 +2528,7 @@ int job_grad_claim(struct job *j, uint64_t gen, size_t bytes, uint64_t *id)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t area = (bytes + page - 1) / page * page;
-	int ret = -EBUSY;
+	int ret = 0;
 
 	*id = 0;
 	fair_lock(&j->opt_lock);
@@ -2537,10 +2537,10 @@ int job_grad_claim(struct job *j, uint64_t gen, size_t bytes, uint64_t *id)
 		ret = -ESTALE;
 	pthread_mutex_unlock(&j->lock);
 	pthread_mutex_lock(&j->map_lock);
-	if (ret == -EBUSY && (!j->w.pid || j->w.stage_id))
+	if (!ret && (!j->w.pid || j->w.stage_id))
 		ret = -EAGAIN;
 	pthread_mutex_unlock(&j->map_lock);
-	if (ret != -EBUSY)
+	if (ret)
 		goto out_unlock;
 	/* no command is under way: moving their start is safe */
 	if (area > j->w.cmd_off)

@@ -275,9 +275,9 @@ int job_loss_store(struct job *j, const char *text, uid_t uid);
 int job_grad_step(struct job *j, const void *src, size_t bytes);
 /*
  * A gradient written in parts, copied straight into the worker's shared
- * memory: job_grad_claim() makes the write @id its one owner (-EAGAIN:
- * taken or no worker yet, stage privately; -ESTALE: the model is not
- * @gen's), job_grad_put() copies a part at @off, job_grad_step_staged()
+ * memory: job_grad_claim() makes the write @id its one owner (-ESTALE:
+ * the model is not @gen's; any other error: taken, no worker yet, no
+ * memory: stage privately), job_grad_put() copies a part at @off, job_grad_step_staged()
  * steps on the whole, job_grad_unstage() gives the space back.
  */
 int job_grad_claim(struct job *j, uint64_t gen, size_t bytes, uint64_t *id);

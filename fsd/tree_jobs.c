@@ -285,8 +285,6 @@ static int stage(struct fs_handle *h, const char *buf, size_t size,
 		if (ret == -ESTALE)
 			return fs_err(-ESTALE,
 				      "the model changed during a write in parts (nothing applied; write the whole value again)");
-		if (ret && ret != -EAGAIN)
-			return fs_err(ret, "grad: %s", strerror(-ret));
 		if (ret) {
 			h->stage = malloc(total ? total : 1);
 			if (!h->stage)
