@@ -4,6 +4,7 @@
 # job of NUMEL floats on cpu:0, through a fresh mount of GPUOPTFS. For
 # comparing daemons (the worker process's cost): run it on each.
 #   BENCH_GRAD_SECONDS  seconds a size (default 3)
+#   BENCH_GRAD_DEVICE   the job's device (default cpu:0)
 set -u
 fs=${1:?usage: grad.sh GPUOPTFS [NUMEL...]}
 shift
@@ -23,8 +24,8 @@ until mountpoint -q "$M"; do
 done
 for n in "$@"; do
 	mkdir "$M/jobs/g$n"
-	printf 'model=external:w:%s device=cpu:0 optimizer=adam max_steps=max\n' \
-		"$n" >"$M/jobs/g$n/config"
+	printf 'model=external:w:%s device=%s optimizer=adam max_steps=max\n' \
+		"$n" "${BENCH_GRAD_DEVICE:-cpu:0}" >"$M/jobs/g$n/config"
 	/usr/bin/python3 - "$M/jobs/g$n/grad" "$n" "${BENCH_GRAD_SECONDS:-3}" <<'PY'
 import os, sys, time, array, random
 path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])

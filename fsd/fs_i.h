@@ -252,6 +252,7 @@ struct fs_handle {
 	size_t stage_len;
 	size_t stage_total;
 	uint64_t stage_gen;		/* the job's model when it began */
+	uint64_t stage_id;		/* grad: staged in the job's shm */
 	char *lines;			/* F_LINES: the incomplete last line */
 	size_t lines_len;
 	uint64_t lines_next;		/* the offset the next write takes */

@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +50,18 @@ struct wproc {
 	int sock;			/* our end of the socketpair */
 	int shm;			/* the memfd */
 	int err;			/* its stderr, non-blocking */
-	void *map;			/* shm, mapped */
+	void *map;			/* shm, mapped; remapped under map_lock */
 	uint64_t size;
+	/*
+	 * [0, cmd_off) of shm: a gradient being written in parts by the
+	 * grad write @stage_id (0: none), copied there by its FUSE writes
+	 * as they come; every command's bytes start at cmd_off. Under
+	 * map_lock, set under opt_lock too.
+	 */
+	uint64_t cmd_off;
+	uint64_t stage_id;
+	uint64_t stage_next;		/* ids given out; never reused */
+	uint64_t drained_ns;		/* stderr last read */
 	int built;			/* it holds the optimizer */
 	int holds_dev;			/* counted in fs->dev_users */
 	char tail[2048];		/* the newest bytes of its stderr */
@@ -119,6 +128,7 @@ struct job {
 	struct wp_extra extra[WP_EXTRA_MAX];
 
 	struct fair_lock opt_lock;
+	pthread_mutex_t map_lock;	/* w.map's mapping and w.stage_id */
 	struct wproc w;
 
 	/* its record in the state directory: see "records" below */
@@ -367,6 +377,8 @@ static int config_get(struct job *j, struct job_config *cfg)
 #define WORKER_SLOW 10		/* builds and checkpoints: kernels compile */
 #define WORKER_NOFILE 256
 #define WORKER_TAIL_LINES 3
+#define WORKER_SLICE_MS 250	/* a wait for a reply wakes this often */
+#define WORKER_DRAIN_NS 100000000ull /* stderr read this often at least */
 
 static char worker_exe[PATH_MAX];
 static int worker_timeout = WORKER_TIMEOUT_S;
@@ -495,16 +507,20 @@ static void worker_close(struct job *j)
 {
 	struct wproc *w = &j->w;
 
+	pthread_mutex_lock(&j->map_lock);
 	if (w->map)
 		munmap(w->map, w->size);
+	w->map = NULL;
+	w->size = 0;
+	w->cmd_off = 0;
+	w->stage_id = 0;	/* a grad write in parts: its bytes are gone */
+	pthread_mutex_unlock(&j->map_lock);
 	if (w->sock >= 0)
 		close(w->sock);
 	if (w->shm >= 0)
 		close(w->shm);
 	if (w->err >= 0)
 		close(w->err);
-	w->map = NULL;
-	w->size = 0;
 	w->sock = w->shm = w->err = -1;
 	w->pid = 0;
 	w->built = 0;
@@ -611,34 +627,39 @@ static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
 {
 	struct wproc *w = &j->w;
 	int timeout = worker_timeout * (slow ? WORKER_SLOW : 1);
-	struct pollfd pfd = { .fd = w->sock, .events = POLLIN };
-	uint64_t t0 = gpo__now_ns();
+	uint64_t now, t0 = gpo__now_ns();
 	ssize_t n;
-	int r;
 
 	if (!w->pid)
 		return fs_err(-EIO, "the job has no worker");
 	rq->shm_size = w->size;
+	rq->off = rq->flags & WP_F_STAGED ? 0 : w->cmd_off;
 	n = send(w->sock, rq, sizeof(*rq), MSG_NOSIGNAL);
 	if (n != sizeof(*rq))
 		return worker_lost(j, 0);
+	/*
+	 * One send and one recv a command: the socket's receive timeout
+	 * (WORKER_SLICE_MS, set at its start) wakes us now and then to
+	 * read the worker's stderr, so that it never fills its pipe, and
+	 * for the watchdog.
+	 */
 	for (;;) {
-		int left = timeout * 1000 - (int)((gpo__now_ns() - t0) / 1000000);
-
-		if (left <= 0)
-			return worker_lost(j, timeout);
-		/* slices, so the worker's stderr never fills its pipe */
-		r = poll(&pfd, 1, left < 1000 ? left : 1000);
-		if (r < 0 && errno != EINTR)
-			return worker_lost(j, 0);
-		if (r > 0)
+		n = recv(w->sock, rp, sizeof(*rp), 0);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+			       errno != EINTR))
 			break;
 		stderr_drain(j);
+		w->drained_ns = gpo__now_ns();
+		if (w->drained_ns - t0 >= (uint64_t)timeout * 1000000000ull)
+			return worker_lost(j, timeout);
 	}
-	n = recv(w->sock, rp, sizeof(*rp), 0);
 	if (n != sizeof(*rp))
 		return worker_lost(j, 0);
-	stderr_drain(j);
+	now = gpo__now_ns();
+	if (rp->ret || now - w->drained_ns >= WORKER_DRAIN_NS) {
+		stderr_drain(j);
+		w->drained_ns = now;
+	}
 	rp->msg[sizeof(rp->msg) - 1] = '\0';
 	rp->dev_id[sizeof(rp->dev_id) - 1] = '\0';
 	if (rp->st.nextra > WP_EXTRA_MAX)
@@ -709,6 +730,7 @@ static int worker_spawn(struct job *j)
 	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	int shm = -1, ck = -1, nul = -1, ret;
 	struct wp_req rq = { .cmd = WP_HELLO };
+	struct timeval slice = { 0, WORKER_SLICE_MS * 1000 };
 	struct wp_rep rp;
 	uint64_t mem_limit;
 	pid_t pid;
@@ -726,9 +748,17 @@ static int worker_spawn(struct job *j)
 			     strerror(errno));
 		goto out_close;
 	}
-	shm = memfd_create("gpuoptfs-job", MFD_CLOEXEC);
+	/* sealed against shrinking: the worker, run by the job's owner,
+	 * must not be able to make our mapping of it fault */
+	shm = memfd_create("gpuoptfs-job", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (shm >= 0 && fcntl(shm, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL)) {
+		close(shm);
+		shm = -1;
+	}
 	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (shm < 0 || nul < 0) {
+	if (shm < 0 || nul < 0 ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &slice,
+		       sizeof(slice))) {
 		ret = fs_err(-errno, "cannot start a worker: %s",
 			     strerror(errno));
 		goto out_close;
@@ -754,6 +784,7 @@ static int worker_spawn(struct job *j)
 	w->err = ep[0];
 	w->shm = shm;
 	w->tail_len = 0;
+	w->drained_ns = gpo__now_ns();
 	ret = worker_call(j, &rq, &rp, 1);
 	if (!ret && rp.version != WP_VERSION)
 		ret = fs_err(-EPROTO, "%s speaks protocol %u, not %u",
@@ -781,12 +812,18 @@ out_close:
 	return ret;
 }
 
-/* opt_lock held: make the shared mapping at least @bytes long */
+/* opt_lock held: where a command's bytes go in shm (see cmd_off) */
+static void *shm_cmd(struct job *j)
+{
+	return (char *)j->w.map + j->w.cmd_off;
+}
+
+/* opt_lock held: make the shared mapping hold @bytes from cmd_off on */
 static int shm_reserve(struct job *j, uint64_t bytes)
 {
 	struct wproc *w = &j->w;
 	long page = sysconf(_SC_PAGESIZE);
-	uint64_t size = (bytes + page - 1) / page * page;
+	uint64_t size = (w->cmd_off + bytes + page - 1) / page * page;
 	void *p;
 
 	if (!size)
@@ -800,10 +837,13 @@ static int shm_reserve(struct job *j, uint64_t bytes)
 	if (p == MAP_FAILED)
 		return fs_err(-errno, "shared memory of %llu bytes: %s",
 			      (unsigned long long)size, strerror(errno));
+	/* a grad write in parts may be copying into the old mapping */
+	pthread_mutex_lock(&j->map_lock);
 	if (w->map)
 		munmap(w->map, w->size);
 	w->map = p;
 	w->size = size;
+	pthread_mutex_unlock(&j->map_lock);
 	return 0;
 }
 
@@ -927,7 +967,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	ret = shm_reserve(j, need);
 	if (ret)
 		goto out_free;
-	b = j->w.map;
+	b = shm_cmd(j);
 	memset(b, 0, sizeof(*b));
 	off = (struct wp_dev *)(b + 1);
 	ret = dev_plan(j, cfg->device, b, off, ndev, &dev_index, dev_id,
@@ -1043,9 +1083,9 @@ static int apply_hparams(struct job *j, const struct job_config *cfg,
 		ret = shm_reserve(j, hp.len + st.len);
 	if (!ret) {
 		if (hp.len)
-			memcpy(j->w.map, hp.buf, hp.len);
+			memcpy(shm_cmd(j), hp.buf, hp.len);
 		if (st.len)
-			memcpy((char *)j->w.map + hp.len, st.buf, st.len);
+			memcpy((char *)shm_cmd(j) + hp.len, st.buf, st.len);
 		rq.arg = hp.len;
 		rq.bytes = hp.len + st.len;
 		ret = worker_call(j, &rq, &rp, 0);
@@ -1292,7 +1332,7 @@ static int ctl_checkpoint(struct job *j, const char *arg, uid_t uid)
  */
 static int take_restored(struct job *j, const char *file)
 {
-	const char *hp = j->w.map, *sched, *end;
+	const char *hp = shm_cmd(j), *sched, *end;
 	struct job_config next;
 	char msg[WP_MSG_MAX];
 	int ret = -EPROTO;
@@ -2288,10 +2328,10 @@ static int worker_io(struct job *j, enum wp_cmd cmd, int tensor, void *buf,
 	if (ret)
 		return ret;
 	if (cmd == WP_PARAM_WRITE || cmd == WP_GRAD_STEP)
-		memcpy(j->w.map, buf, bytes);
+		memcpy(shm_cmd(j), buf, bytes);
 	ret = worker_call(j, &rq, &rp, 0);
 	if (!ret && (cmd == WP_PARAM_READ || cmd == WP_GRAD_READ))
-		memcpy(buf, j->w.map, bytes);
+		memcpy(buf, shm_cmd(j), bytes);
 	return ret;
 }
 
@@ -2391,29 +2431,43 @@ static int grad_allowed(struct job *j, size_t bytes)
 	return 0;
 }
 
-/* opt_lock held: one step on the gradient @src, in the worker */
-static int grad_step(struct job *j, const void *src, size_t bytes,
-		     double loss, struct wp_stat *st)
+/*
+ * opt_lock held: one step on the gradient @src, in the worker; @src NULL:
+ * the one the grad write @id copied into shm in place.
+ */
+static int grad_step(struct job *j, const void *src, uint64_t id,
+		     size_t bytes, double loss, struct wp_stat *st)
 {
 	struct wp_req rq = { .cmd = WP_GRAD_STEP, .bytes = bytes };
 	struct wp_rep rp;
-	int ret;
+	int ret = 0;
 
 	/* the loss written to the loss file goes with its gradient */
 	if (!isnan(loss)) {
 		rq.flags |= WP_F_LOSS;
 		memcpy(&rq.arg, &loss, sizeof(loss));
 	}
-	ret = shm_reserve(j, bytes);
+	if (src) {
+		ret = shm_reserve(j, bytes);
+		if (!ret)
+			memcpy(shm_cmd(j), src, bytes);
+	} else {
+		rq.flags |= WP_F_STAGED;
+		pthread_mutex_lock(&j->map_lock);
+		if (j->w.stage_id != id || j->w.cmd_off < bytes)
+			ret = fs_err(-ESTALE,
+				     "the job's worker started over during a write in parts (nothing applied; write the whole value again)");
+		pthread_mutex_unlock(&j->map_lock);
+	}
 	if (ret)
 		return ret;
-	memcpy(j->w.map, src, bytes);
 	ret = worker_call(j, &rq, &rp, 0);
 	*st = rp.st;
 	return ret;
 }
 
-int job_grad_step(struct job *j, const void *src, size_t bytes)
+static int grad_step_job(struct job *j, const void *src, uint64_t id,
+			 size_t bytes)
 {
 	struct step_result r;
 	double loss;
@@ -2441,7 +2495,7 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 	r.t0 = gpo__now_ns();
 	r.ret = device_check(j);
 	if (!r.ret)
-		r.ret = grad_step(j, src, bytes, loss, &r.st);
+		r.ret = grad_step(j, src, id, bytes, loss, &r.st);
 	r.t1 = gpo__now_ns();
 	if (!r.ret)
 		ckpt_auto(j, &r.st);
@@ -2456,6 +2510,81 @@ int job_grad_step(struct job *j, const void *src, size_t bytes)
 out_unlock:
 	fair_unlock(&j->opt_lock);
 	return ret;
+}
+
+int job_grad_step(struct job *j, const void *src, size_t bytes)
+{
+	return grad_step_job(j, src, 0, bytes);
+}
+
+/*
+ * A gradient written in parts goes straight into [0, cmd_off) of the
+ * worker's shared memory as its parts arrive: the one copy it takes on
+ * its way. One such write owns that space at a time, named by an id
+ * never given twice; the worker starting over (a rebuild, a failure)
+ * takes it away. Another write meanwhile stages on its own.
+ */
+int job_grad_claim(struct job *j, uint64_t gen, size_t bytes, uint64_t *id)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t area = (bytes + page - 1) / page * page;
+	int ret = 0;
+
+	*id = 0;
+	fair_lock(&j->opt_lock);
+	pthread_mutex_lock(&j->lock);
+	if (gen != j->model_gen || bytes != j->cfg.model.numel * sizeof(float))
+		ret = -ESTALE;
+	pthread_mutex_unlock(&j->lock);
+	pthread_mutex_lock(&j->map_lock);
+	if (!ret && (!j->w.pid || j->w.stage_id))
+		ret = -EAGAIN;
+	pthread_mutex_unlock(&j->map_lock);
+	if (ret)
+		goto out_unlock;
+	/* no command is under way: moving their start is safe */
+	if (area > j->w.cmd_off)
+		j->w.cmd_off = area;
+	ret = shm_reserve(j, 0);
+	if (ret)
+		goto out_unlock;
+	pthread_mutex_lock(&j->map_lock);
+	j->w.stage_id = *id = ++j->w.stage_next;
+	pthread_mutex_unlock(&j->map_lock);
+out_unlock:
+	fair_unlock(&j->opt_lock);
+	return ret;
+}
+
+int job_grad_put(struct job *j, uint64_t id, uint64_t off, const void *src,
+		 size_t size)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&j->map_lock);
+	if (j->w.stage_id != id)
+		ret = fs_err(-ESTALE,
+			     "the job's worker started over during a write in parts (nothing applied; write the whole value again)");
+	else if (off > j->w.cmd_off || size > j->w.cmd_off - off)
+		ret = fs_err(-EINVAL, "too long: %llu bytes (nothing applied)",
+			     (unsigned long long)(off + size));
+	else
+		memcpy((char *)j->w.map + off, src, size);
+	pthread_mutex_unlock(&j->map_lock);
+	return ret;
+}
+
+int job_grad_step_staged(struct job *j, uint64_t id, size_t bytes)
+{
+	return grad_step_job(j, NULL, id, bytes);
+}
+
+void job_grad_unstage(struct job *j, uint64_t id)
+{
+	pthread_mutex_lock(&j->map_lock);
+	if (j->w.stage_id == id)
+		j->w.stage_id = 0;
+	pthread_mutex_unlock(&j->map_lock);
 }
 
 /*
@@ -3424,6 +3553,7 @@ static void job_free(struct job *j)
 	pthread_mutex_destroy(&j->save_lock);
 	pthread_cond_destroy(&j->cond);
 	pthread_mutex_destroy(&j->lock);
+	pthread_mutex_destroy(&j->map_lock);
 	free(j);
 }
 
@@ -3464,6 +3594,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->gid = gid;
 	j->refs = 1;
 	pthread_mutex_init(&j->lock, NULL);
+	pthread_mutex_init(&j->map_lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	pthread_mutex_init(&j->save_lock, NULL);
 	fair_init(&j->opt_lock);

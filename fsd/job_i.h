@@ -273,6 +273,18 @@ int job_grad_read(struct job *j, void *dst, size_t bytes);
 int job_loss_store(struct job *j, const char *text, uid_t uid);
 /* job_grad_step - the whole flat gradient: runs exactly one step */
 int job_grad_step(struct job *j, const void *src, size_t bytes);
+/*
+ * A gradient written in parts, copied straight into the worker's shared
+ * memory: job_grad_claim() makes the write @id its one owner (-ESTALE:
+ * the model is not @gen's; any other error: taken, no worker yet, no
+ * memory: stage privately), job_grad_put() copies a part at @off, job_grad_step_staged()
+ * steps on the whole, job_grad_unstage() gives the space back.
+ */
+int job_grad_claim(struct job *j, uint64_t gen, size_t bytes, uint64_t *id);
+int job_grad_put(struct job *j, uint64_t id, uint64_t off, const void *src,
+		 size_t size);
+int job_grad_step_staged(struct job *j, uint64_t id, size_t bytes);
+void job_grad_unstage(struct job *j, uint64_t id);
 
 /* checkpoints/: NAME.safetensors files */
 int job_ckpt_valid(const char *file);

@@ -545,6 +545,8 @@ static void handle_free(struct fs_handle *h)
 		close(h->fd);
 	gpo__sbuf_free(&h->snap);
 	free(h->stage);
+	if (h->stage_id)
+		job_grad_unstage(h->node.job, h->stage_id);
 	free(h->lines);
 	node_put(&h->node);
 	pthread_mutex_destroy(&h->lock);

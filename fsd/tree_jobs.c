@@ -226,7 +226,10 @@ static int grad_read(struct fs_handle *h, char *buf, size_t size, off_t off)
 static void stage_drop(struct fs_handle *h)
 {
 	free(h->stage);
+	if (h->stage_id)
+		job_grad_unstage(h->node.job, h->stage_id);
 	h->stage = NULL;
+	h->stage_id = 0;
 	h->stage_len = 0;
 	h->stage_total = 0;
 	h->stage_gen = 0;
@@ -240,15 +243,22 @@ static void stage_drop(struct fs_handle *h)
  * belong to the model they were begun under: a model change in between
  * (another size, or the same size meaning other tensors) makes them
  * stale, and the next write fails with ESTALE instead of landing in a
- * buffer of another size.
+ * buffer of another size. A gradient (@in_place) is staged straight in
+ * the job's shared memory where it can be (job_grad_claim()); *whole then
+ * stays NULL and *done says it is complete.
  */
 static int stage(struct fs_handle *h, const char *buf, size_t size,
-		 off_t off, size_t total, const char **whole)
+		 off_t off, size_t total, int in_place, const char **whole,
+		 int *done)
 {
-	uint64_t gen = job_model_gen(h->node.job);
+	struct job *j = h->node.job;
+	uint64_t gen = job_model_gen(j);
+	int ret;
 
 	*whole = NULL;
-	if (h->stage && (h->stage_total != total || h->stage_gen != gen)) {
+	*done = 0;
+	if ((h->stage || h->stage_id) &&
+	    (h->stage_total != total || h->stage_gen != gen)) {
 		stage_drop(h);
 		return fs_err(-ESTALE,
 			      "the model changed during a write in parts (nothing applied; write the whole value again)");
@@ -269,17 +279,35 @@ static int stage(struct fs_handle *h, const char *buf, size_t size,
 		*whole = buf;
 		return 0;
 	}
-	if (!h->stage) {
-		h->stage = malloc(total ? total : 1);
-		if (!h->stage)
-			return fs_err(-ENOMEM, "out of memory");
+	if (!h->stage && !h->stage_id) {
+		ret = in_place ? job_grad_claim(j, gen, total, &h->stage_id) :
+		      -EAGAIN;
+		if (ret == -ESTALE)
+			return fs_err(-ESTALE,
+				      "the model changed during a write in parts (nothing applied; write the whole value again)");
+		if (ret) {
+			h->stage = malloc(total ? total : 1);
+			if (!h->stage)
+				return fs_err(-ENOMEM, "out of memory");
+		}
 		h->stage_total = total;
 		h->stage_gen = gen;
 	}
-	memcpy(h->stage + h->stage_len, buf, size);
+	if (h->stage_id) {
+		ret = job_grad_put(j, h->stage_id, h->stage_len, buf, size);
+		if (ret) {
+			stage_drop(h);
+			return ret;
+		}
+	} else {
+		memcpy(h->stage + h->stage_len, buf, size);
+	}
 	h->stage_len += size;
-	if (h->stage_len == total)
-		*whole = h->stage;
+	if (h->stage_len == total) {
+		*done = 1;
+		if (!h->stage_id)
+			*whole = h->stage;
+	}
 	return 0;
 }
 
@@ -288,11 +316,12 @@ static int tensor_write(struct fs_handle *h, const char *buf, size_t size,
 {
 	struct model_tensor t;
 	const char *whole;
-	int ret;
+	int ret, done;
 
 	ret = job_tensor_info(h->node.job, h->node.tensor, &t);
 	if (!ret)
-		ret = stage(h, buf, size, off, t.numel * sizeof(float), &whole);
+		ret = stage(h, buf, size, off, t.numel * sizeof(float), 0,
+			    &whole, &done);
 	if (!ret && whole) {
 		ret = job_params_write(h->node.job, h->node.tensor, whole,
 				       t.numel * sizeof(float));
@@ -306,13 +335,15 @@ static int grad_write(struct fs_handle *h, const char *buf, size_t size,
 {
 	size_t total = job_grad_bytes(h->node.job);
 	const char *whole;
-	int ret;
+	int ret, done;
 
-	ret = stage(h, buf, size, off, total, &whole);
-	if (!ret && whole) {
+	ret = stage(h, buf, size, off, total, 1, &whole, &done);
+	if (!ret && whole)
 		ret = job_grad_step(h->node.job, whole, total);
+	else if (!ret && done)
+		ret = job_grad_step_staged(h->node.job, h->stage_id, total);
+	if (ret || whole || done)
 		stage_drop(h);
-	}
 	return ret;
 }
 

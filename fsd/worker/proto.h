@@ -9,7 +9,11 @@
  * Everything of variable size (a model's tensors, settings text, params
  * and gradients) goes through one shared memfd mapping whose size the
  * request names: the daemon grows it with ftruncate() before it asks, the
- * worker maps it again when the size changed. No FUSE or library type
+ * worker maps it again when the size changed. A command's bytes start at
+ * the request's offset: an external job's gradient is written straight
+ * into [0, off) by the FUSE writes that carry it, and every other
+ * command's bytes go after that, so that they never overwrite a gradient
+ * half written. No FUSE or library type
  * crosses: only fixed-size little structs of plain integers and doubles.
  *
  * The worker is started with these fds and nothing else open:
@@ -23,7 +27,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	4
+#define WP_VERSION	5
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -51,6 +55,8 @@ enum wp_cmd {
 #define WP_F_RESTART_SCHED 0x4	/* HPARAMS: the schedule starts over */
 #define WP_F_LOSS	0x8	/* GRAD_STEP: arg holds the step's loss, a
 				 * double, for stat and a plateau schedule */
+#define WP_F_STAGED	0x10	/* GRAD_STEP: the gradient is the one written
+				 * in place at offset 0 (off is 0) */
 
 /*
  * wp_rep.flags: RESTORE read a file gpuopt wrote, whose settings won. Shm
@@ -68,6 +74,7 @@ struct wp_req {
 	uint64_t arg;
 	uint64_t bytes;		/* of shm the command reads or writes */
 	uint64_t shm_size;	/* the memfd's size now */
+	uint64_t off;		/* where in shm the command's bytes start */
 	char name[80];
 };
 

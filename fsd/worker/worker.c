@@ -129,20 +129,33 @@ static int shm_map(struct wk *w, uint64_t size)
 {
 	void *p;
 
-	if (size == w->shm_size)
+	if (size == w->map_size)
 		return 0;
-	if (w->shm)
-		munmap(w->shm, w->shm_size);
-	w->shm = NULL;
-	w->shm_size = 0;
+	if (w->map)
+		munmap(w->map, w->map_size);
+	w->map = NULL;
+	w->map_size = 0;
 	if (!size)
 		return 0;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, WP_FD_SHM, 0);
 	if (p == MAP_FAILED)
 		return wk_err(w, -errno, "cannot map %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
-	w->shm = p;
-	w->shm_size = size;
+	w->map = p;
+	w->map_size = size;
+	return 0;
+}
+
+/* the command's view of shm: from @off on (proto.h: wp_req.off) */
+static int shm_view(struct wk *w, uint64_t off)
+{
+	if (off > w->map_size)
+		return wk_err(w, -EPROTO,
+			      "the command's offset %llu is past the shared %llu bytes",
+			      (unsigned long long)off,
+			      (unsigned long long)w->map_size);
+	w->shm = w->map ? (char *)w->map + off : NULL;
+	w->shm_size = w->map_size - off;
 	return 0;
 }
 
@@ -752,6 +765,8 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 		return 0;
 	}
 	ret = shm_map(w, rq->shm_size);
+	if (!ret)
+		ret = shm_view(w, rq->off);
 	if (ret)
 		return ret;
 	if (rq->cmd == WP_BUILD)

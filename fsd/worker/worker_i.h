@@ -50,8 +50,10 @@ struct wk {
 	uint32_t ntensors;
 	uint64_t numel;
 	char schedule[32];
-	void *shm;
-	uint64_t shm_size;
+	void *map;			/* the whole memfd, mapped */
+	uint64_t map_size;
+	void *shm;			/* the command's bytes: map + wp_req.off */
+	uint64_t shm_size;		/* from there to the end */
 	char msg[WP_MSG_MAX];	/* the error of the command being served */
 	unsigned int fault;	/* FAULT_* for this job, tests only */
 };
