@@ -559,13 +559,35 @@ static int sum_to(struct gpo_graph *g, const struct tview *c,
 	return 0;
 }
 
+/*
+ * contrib - add sum_to(alpha * (d OP other)) to @x's gradient: @d in the
+ * output's shape (the output's gradient, or a product of it), @other
+ * broadcast into that shape by its strides @so
+ */
+static int contrib(struct gpo_graph *g, struct gpo_tensor *t, uint32_t fn,
+		   const struct tview *d, const struct tview *other,
+		   uint64_t nother, const uint32_t *so, struct gpo_tensor *x,
+		   float alpha)
+{
+	uint32_t ys[T_DIMS], st[T_DIMS];
+	struct tview tmp;
+	int ret;
+
+	pad4(t, ys);
+	strides4(ys, st);
+	place(g, &tmp, t->numel);
+	ret = ew(g, &g->bwd, OP_BINARY, fn, 0, ys, d, t->numel, st, other,
+		 nother, so, &tmp, alpha);
+	return ret ? ret : sum_to(g, &tmp, ys, x, 1.0f);
+}
+
 static int bwd_binary(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *a = t->src[0], *b = t->src[1];
-	struct gpo_tensor *dy = t->grad;
+	const struct tview *dy = &t->grad->st;
 	uint32_t ys[T_DIMS], st[T_DIMS], sa[T_DIMS], sb[T_DIMS];
-	struct tview tmp, tmp2;
-	int ret;
+	struct tview dyy;
+	int ret = 0;
 
 	pad4(t, ys);
 	strides4(ys, st);
@@ -574,63 +596,34 @@ static int bwd_binary(struct gpo_graph *g, struct gpo_tensor *t)
 	switch (t->fn) {
 	case GPO_EW_ADD:
 	case GPO_EW_SUB:
-		if (a->wants_grad) {
-			ret = sum_to(g, &dy->st, ys, a, 1.0f);
-			if (ret)
-				return ret;
-		}
-		if (b->wants_grad)
-			return sum_to(g, &dy->st, ys, b,
-				      t->fn == GPO_EW_SUB ? -1.0f : 1.0f);
-		return 0;
-	case GPO_EW_MUL:
-		if (a->wants_grad) {
-			place(g, &tmp, t->numel);
-			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
-				 &dy->st, t->numel, st, &b->st, b->numel, sb,
-				 &tmp, 1.0f);
+		if (a->wants_grad)
+			ret = sum_to(g, dy, ys, a, 1.0f);
+		if (!ret && b->wants_grad)
+			ret = sum_to(g, dy, ys, b,
+				     t->fn == GPO_EW_SUB ? -1.0f : 1.0f);
+		return ret;
+	case GPO_EW_MUL:	/* dA = dy * b, dB = dy * a */
+		if (a->wants_grad)
+			ret = contrib(g, t, GPO_EW_MUL, dy, &b->st, b->numel,
+				      sb, a, 1.0f);
+		if (!ret && b->wants_grad)
+			ret = contrib(g, t, GPO_EW_MUL, dy, &a->st, a->numel,
+				      sa, b, 1.0f);
+		return ret;
+	case GPO_EW_DIV:	/* dA = dy / b, dB = -(dy * y) / b */
+		if (a->wants_grad)
+			ret = contrib(g, t, GPO_EW_DIV, dy, &b->st, b->numel,
+				      sb, a, 1.0f);
+		if (!ret && b->wants_grad) {
+			place(g, &dyy, t->numel);
+			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys, dy,
+				 t->numel, st, &t->st, t->numel, st, &dyy,
+				 1.0f);
 			if (!ret)
-				ret = sum_to(g, &tmp, ys, a, 1.0f);
-			if (ret)
-				return ret;
+				ret = contrib(g, t, GPO_EW_DIV, &dyy, &b->st,
+					      b->numel, sb, b, -1.0f);
 		}
-		if (b->wants_grad) {
-			place(g, &tmp, t->numel);
-			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
-				 &dy->st, t->numel, st, &a->st, a->numel, sa,
-				 &tmp, 1.0f);
-			if (!ret)
-				ret = sum_to(g, &tmp, ys, b, 1.0f);
-			return ret;
-		}
-		return 0;
-	case GPO_EW_DIV:
-		if (a->wants_grad) {
-			place(g, &tmp, t->numel);
-			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_DIV, 0, ys,
-				 &dy->st, t->numel, st, &b->st, b->numel, sb,
-				 &tmp, 1.0f);
-			if (!ret)
-				ret = sum_to(g, &tmp, ys, a, 1.0f);
-			if (ret)
-				return ret;
-		}
-		if (b->wants_grad) {
-			/* -(dy * y) / b */
-			place(g, &tmp, t->numel);
-			place(g, &tmp2, t->numel);
-			ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_MUL, 0, ys,
-				 &dy->st, t->numel, st, &t->st, t->numel, st,
-				 &tmp, 1.0f);
-			if (!ret)
-				ret = ew(g, &g->bwd, OP_BINARY, GPO_EW_DIV, 0,
-					 ys, &tmp, t->numel, st, &b->st,
-					 b->numel, sb, &tmp2, -1.0f);
-			if (!ret)
-				ret = sum_to(g, &tmp2, ys, b, 1.0f);
-			return ret;
-		}
-		return 0;
+		return ret;
 	}
 	return gpo__err(-EINVAL, "binary fn %u", t->fn);
 }
