@@ -330,21 +330,27 @@ static int fill(struct gpo_graph *g, struct llist *l, const struct tview *v,
 
 /* ---- forward ------------------------------------------------------------ */
 
-static int fwd_transpose(struct gpo_graph *g, struct gpo_tensor *t)
+/*
+ * copy_swapped - @src (contiguous in @in's shape) into @dst (contiguous in
+ * @out's shape, @in's with dimensions @d0 and @d1 swapped): a transpose
+ * forward, and its gradient backward
+ */
+static int copy_swapped(struct gpo_graph *g, struct llist *l, uint32_t flags,
+			const struct gpo_tensor *in, const struct tview *src,
+			const struct gpo_tensor *out, const struct tview *dst,
+			int d0, int d1)
 {
-	struct gpo_tensor *x = t->src[0];
-	uint32_t xs[T_DIMS], xst[T_DIMS], ys[T_DIMS], sa[T_DIMS], tmp;
-	int k = T_DIMS - x->ndim;
+	uint32_t is[T_DIMS], sa[T_DIMS], os[T_DIMS], tmp;
+	int k = T_DIMS - in->ndim;
 
-	pad4(x, xs);
-	strides4(xs, xst);
-	pad4(t, ys);
-	memcpy(sa, xst, sizeof(sa));
-	tmp = sa[t->d0 + k];
-	sa[t->d0 + k] = sa[t->d1 + k];
-	sa[t->d1 + k] = tmp;
-	return ew(g, &g->fwd, OP_UNARY, GPO_EW_COPY, 0, ys, &x->st, x->numel,
-		  sa, NULL, 0, NULL, &t->st, 1.0f);
+	pad4(in, is);
+	strides4(is, sa);
+	pad4(out, os);
+	tmp = sa[d0 + k];
+	sa[d0 + k] = sa[d1 + k];
+	sa[d1 + k] = tmp;
+	return ew(g, l, OP_UNARY, GPO_EW_COPY, flags, os, src, in->numel, sa,
+		  NULL, 0, NULL, dst, 1.0f);
 }
 
 /* broadcast strides of @x into the 4-d output shape @ys */
@@ -492,7 +498,8 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 			  (struct mm_op){ b, &b->st, !!(t->flags & GPO_MATMUL_TB) },
 			  &t->st, 0);
 	case T_TRANSPOSE:
-		return fwd_transpose(g, t);
+		return copy_swapped(g, &g->fwd, 0, a, &a->st, t, &t->st, t->d0,
+				    t->d1);
 	case T_UNARY:
 		return unary_flat(g, &g->fwd, t->fn, 0, &a->st, &t->st,
 				  t->numel, (float)t->alpha);
@@ -666,24 +673,6 @@ static int bwd_matmul(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
-static int bwd_transpose(struct gpo_graph *g, struct gpo_tensor *t)
-{
-	struct gpo_tensor *x = t->src[0];
-	uint32_t xs[T_DIMS], ys[T_DIMS], yst[T_DIMS], sa[T_DIMS], tmp;
-	int k = T_DIMS - x->ndim;
-
-	pad4(x, xs);
-	pad4(t, ys);
-	strides4(ys, yst);
-	memcpy(sa, yst, sizeof(sa));
-	tmp = sa[t->d0 + k];
-	sa[t->d0 + k] = sa[t->d1 + k];
-	sa[t->d1 + k] = tmp;
-	return ew(g, &g->bwd, OP_UNARY, GPO_EW_COPY, acc(x), xs,
-		  &t->grad->st, t->numel, sa, NULL, 0, NULL, &x->grad->st,
-		  1.0f);
-}
-
 static int bwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
@@ -757,7 +746,8 @@ static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 	case T_MATMUL:
 		return bwd_matmul(g, t);
 	case T_TRANSPOSE:
-		return bwd_transpose(g, t);
+		return copy_swapped(g, &g->bwd, acc(t->src[0]), t, &t->grad->st,
+				    t->src[0], &t->src[0]->grad->st, t->d0, t->d1);
 	case T_UNARY:
 		return bwd_unary(g, t);
 	case T_BINARY:
