@@ -35,6 +35,19 @@
  *	LOG        f = log x                     f' = 1 / x
  *	SQUARE     f = x^2                       f' = 2 x
  *	SQRT       f = sqrt x                    f' = 0.5 / sqrt x
+ *	DROPOUT    f = keep(i) ? x : 0           f' = keep(i) ? 1 : 0
+ *	           with alpha = 1 / (1 - p), and keep(i) of the output
+ *	           element i (0 .. n-1, so x, dy and dx are contiguous):
+ *	             w = philox(key = key_lo | key_hi << 32,
+ *	                        stream = stream_lo | stream_hi << 32,
+ *	                        counter = site << 32 | i >> 2)[i & 3]
+ *	             keep(i) = w >= thresh     (thresh = round(p * 2^32))
+ *	           philox() is core/rng.c's gpo__philox() (Philox4x32-10),
+ *	           bit for bit on every backend; the engine sets the stream
+ *	           to GPO_RNG_STREAM(GPO_RNG_DROPOUT, step) and the site to
+ *	           the dropout's number in its graph, so the mask is a
+ *	           function of (seed, step, site, element) alone. unary_bwd
+ *	           does not read x for DROPOUT (buffer 0 may be dy again).
  * erf is the kernels' own (the same in every backend, accurate to 1e-6
  * relative or better); tanh and sigmoid are computed so that they do not
  * overflow for large |x| (tanh -> +-1, sigmoid -> 0 or 1).
@@ -56,7 +69,8 @@
 #define GPO_EW_LOG		7u
 #define GPO_EW_SQUARE		8u
 #define GPO_EW_SQRT		9u
-#define GPO_EW_UNARY_COUNT	10u
+#define GPO_EW_DROPOUT		10u
+#define GPO_EW_UNARY_COUNT	11u
 
 /* binary fn */
 #define GPO_EW_ADD		0u
@@ -77,6 +91,13 @@ GPO_ARGS(gpo_ew_args)
 	gpo_u32 off_b;
 	gpo_u32 off_y;
 	gpo_f32 alpha;
+	/* DROPOUT only */
+	gpo_u32 key_lo;
+	gpo_u32 key_hi;
+	gpo_u32 stream_lo;
+	gpo_u32 stream_hi;
+	gpo_u32 site;
+	gpo_u32 thresh;
 GPO_ARGS_END(gpo_ew_args)
 
 #endif

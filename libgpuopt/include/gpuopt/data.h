@@ -31,6 +31,9 @@ struct gpo_dataset_info {
 	const char *eval_source;	/* the evaluation data's; both valid
 					 * until gpo_dataset_free() */
 	uint64_t host_bytes;		/* host memory the samples hold */
+	int bytes;			/* a GPO_DATASET_BYTES dataset: the
+					 * samples are bytes (features 1,
+					 * classes 256) */
 };
 
 /*
@@ -44,7 +47,10 @@ struct gpo_dataset_info {
  *         - "IMAGES,LABELS", a pair of IDX files (plain or gzip);
  *         - a safetensors file with tensors x (F32, or U8) [N, ...] and
  *           y (U8, I32 or I64) [N], and optionally x_test and y_test.
- * @flags: 0 (none are defined yet)
+ * @flags: 0, or GPO_DATASET_BYTES: @path is any regular file, read as
+ *         bytes for a byte-level language model (gpt models): its
+ *         samples are the bytes, the last floor(N / 10) held out for
+ *         evaluation (gpo_dataset_bytes())
  * @out:   set to the dataset on success
  *
  * Gzip is recognised by its magic bytes, not by the name. Images become
@@ -84,6 +90,17 @@ void gpo_dataset_free(struct gpo_dataset *ds);
 /* gpo_dataset_info - sizes and sources of a dataset; 0 or -EINVAL */
 int gpo_dataset_info(const struct gpo_dataset *ds,
 		     struct gpo_dataset_info *info);
+
+/* gpo_dataset_open() flags */
+#define GPO_DATASET_BYTES	(1u << 0)
+
+/*
+ * gpo_dataset_bytes - the bytes of one part of a GPO_DATASET_BYTES
+ * dataset (@part as below); valid until gpo_dataset_free().
+ * Returns 0, or -EINVAL (NULL, an unknown part, not a bytes dataset).
+ */
+int gpo_dataset_bytes(const struct gpo_dataset *ds, int part,
+		      const uint8_t **bytes, uint64_t *n);
 
 /* the parts of a dataset, for gpo_dataset_samples() */
 #define GPO_DATASET_TRAIN	0

@@ -79,6 +79,28 @@ struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
 struct gpo_tensor *gpo_matmul(struct gpo_graph *g, struct gpo_tensor *a,
 			      struct gpo_tensor *b, unsigned int flags);
 
+/*
+ * gpo_reshape - @x with the shape @shape (@ndim sizes, the same number of
+ * elements): a view of the same memory, no copy; its gradient is @x's
+ */
+struct gpo_tensor *gpo_reshape(struct gpo_graph *g, struct gpo_tensor *x,
+			       int ndim, const uint64_t *shape);
+
+/*
+ * gpo_permute - @x with its dimensions reordered: dimension i of the
+ * result is dimension @perm[i] of @x (a copy), as torch.permute
+ */
+struct gpo_tensor *gpo_permute(struct gpo_graph *g, struct gpo_tensor *x,
+			       const int *perm);
+
+/*
+ * gpo_slice - @x[start : start + length] along its first dimension: a
+ * view of the same memory, no copy (its gradient is its own, added into
+ * @x's slice)
+ */
+struct gpo_tensor *gpo_slice(struct gpo_graph *g, struct gpo_tensor *x,
+			     uint64_t start, uint64_t length);
+
 /* gpo_transpose - @x with dimensions @d0 and @d1 swapped (a copy) */
 struct gpo_tensor *gpo_transpose(struct gpo_graph *g, struct gpo_tensor *x,
 				 int d0, int d1);
@@ -118,6 +140,49 @@ struct gpo_tensor *gpo_sqrt(struct gpo_graph *g, struct gpo_tensor *x);
 /* softmax and log-softmax over the last dimension, stable */
 struct gpo_tensor *gpo_softmax(struct gpo_graph *g, struct gpo_tensor *x);
 struct gpo_tensor *gpo_log_softmax(struct gpo_graph *g, struct gpo_tensor *x);
+
+/*
+ * gpo_causal_softmax - softmax(@scale * x) over the last dimension of x
+ * [..., T, T], row i of each matrix masked to its first i + 1 entries
+ * (the rest are 0): causal self-attention's weights
+ */
+struct gpo_tensor *gpo_causal_softmax(struct gpo_graph *g,
+				      struct gpo_tensor *x, double scale);
+
+/*
+ * gpo_layer_norm - torch.nn.functional.layer_norm over the last dimension
+ * @w, @b: [D] scale and shift (either may be NULL: 1 and 0)
+ * @eps:   added to the (biased) variance, 1e-5 as torch's default
+ */
+struct gpo_tensor *gpo_layer_norm(struct gpo_graph *g, struct gpo_tensor *x,
+				  struct gpo_tensor *w, struct gpo_tensor *b,
+				  double eps);
+
+/*
+ * gpo_embedding - the rows of @table [V, D] that i32 @idx names: a tensor
+ * of @idx's shape with D appended (an index outside [0, V) gives a row of
+ * 0). The gradient sums into the table's rows in a fixed order (no
+ * atomics): the same bits on every run.
+ */
+struct gpo_tensor *gpo_embedding(struct gpo_graph *g, struct gpo_tensor *table,
+				 struct gpo_tensor *idx);
+
+/*
+ * gpo_dropout - each element of @x kept with probability 1 - @p and
+ * scaled by 1 / (1 - @p), or zeroed. Element i's draw is a function of
+ * (@seed, the graph's step, this dropout's number in the graph, i) alone
+ * (Philox4x32-10), so every backend gives the same mask, and backward uses
+ * forward's. @p 0 returns @x itself; @p must be in [0, 1).
+ */
+struct gpo_tensor *gpo_dropout(struct gpo_graph *g, struct gpo_tensor *x,
+			       double p, uint64_t seed);
+
+/*
+ * gpo_graph_set_step - the step the graph's dropouts draw for on its next
+ * runs (0 until set); the trainer sets it to the optimizer's data
+ * position before each step
+ */
+void gpo_graph_set_step(struct gpo_graph *g, uint64_t step);
 
 /*
  * Reductions over dimension @axis (negative counts from the end), which

@@ -30,15 +30,34 @@ struct gpo_train;
 /*
  * gpo_model_new - a model whose parameters become tensors of @opt
  * @opt:  an optimizer with no tensors yet, on the device to train on
- * @spec: "mlp:IN[xHIDDEN...]xOUT", e.g. "mlp:784x256x10"
+ * @spec: "mlp:IN[xHIDDEN...]xOUT", e.g. "mlp:784x256x10", or
+ *        "gpt:layers=L,heads=H,dim=D,ctx=T": a byte-level GPT-2 (below)
  * @opts: space-separated key=value settings, or NULL:
- *        activation=relu|gelu|gelu_tanh|tanh|sigmoid (relu)
- *        loss=xent|mse (xent; mse compares the outputs with one-hot labels)
- *        seed=N (0): the initial parameters' random numbers
+ *        activation=relu|gelu|gelu_tanh|tanh|sigmoid (relu; mlp)
+ *        loss=xent|mse (xent; mse compares the outputs with one-hot
+ *        labels; mlp)
+ *        dropout=P (0; gpt): dropout after the embeddings, on the
+ *        attention weights and on each residual branch, as GPT-2
+ *        seed=N (0): the initial parameters' random numbers (and the
+ *        dropout masks')
  *
  * The parameters are fc0.weight [H, IN], fc0.bias [H], fc1.weight, ... in
  * torch.nn.Linear's layout and initialisation (uniform in +-1/sqrt(IN)),
- * drawn from (seed, tensor, element). Their memory is taken from the pool
+ * drawn from (seed, tensor, element).
+ *
+ * A gpt model is GPT-2's architecture over a vocabulary of the 256 byte
+ * values: token and position embeddings wte.weight [256, D] and
+ * wpe.weight [T, D]; L pre-LN blocks h.<l>. of ln_1 (.weight, .bias [D]),
+ * causal self-attention with H heads (attn.c_attn.weight [D, 3D],
+ * .bias [3D], attn.c_proj.weight [D, D], .bias [D]), ln_2, and an MLP
+ * (mlp.c_fc.weight [D, 4D], .bias [4D], GELU in its tanh form,
+ * mlp.c_proj.weight [4D, D], .bias [D]); then ln_f and the output head,
+ * tied to wte. Weights are in GPT-2's (Conv1D) layout [in, out] and
+ * initialisation: normal(0, 0.02), the c_proj weights normal(0, 0.02 /
+ * sqrt(2L)), biases 0, layer norms 1 and 0. D must be a multiple of H.
+ * Its input is [B, T] i32 bytes, its output [B * T, 256] logits.
+ *
+ * Their memory is taken from the pool
  * before anything is written. Returns 0; -EINVAL (a bad spec or setting,
  * @opt has tensors), -ENOMEM (the pool), -ENOSYS (an optimizer that is
  * not f32).
@@ -50,20 +69,38 @@ int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 void gpo_model_free(struct gpo_model *m);
 
 struct gpo_model_info {
-	uint32_t inputs;	/* features a sample has */
-	uint32_t outputs;	/* classes */
+	uint32_t inputs;	/* features a sample has (gpt: ctx) */
+	uint32_t outputs;	/* classes (gpt: 256) */
 	uint32_t layers;
 	uint64_t params;	/* parameters in all */
+	uint32_t ctx;		/* gpt: the context length T; mlp: 0 */
+	uint32_t heads;		/* gpt: H; mlp: 0 */
+	uint32_t dim;		/* gpt: D; mlp: 0 */
 };
 
 int gpo_model_info(const struct gpo_model *m, struct gpo_model_info *info);
 
 /*
- * gpo_model_forward - the model's outputs for input @x ([rows, inputs]
- * f32) in graph @g, for C programs that build on a model
+ * gpo_model_forward - the model's outputs for input @x in graph @g, for C
+ * programs that build on a model: mlp: x [rows, inputs] f32 gives
+ * [rows, outputs]; gpt: x [B, T] i32 gives [B * T, 256]
  */
 struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
 				     struct gpo_tensor *x);
+
+/*
+ * gpo_model_sample - generate @n bytes after @prompt with a gpt model
+ * @prompt: @len bytes to continue (len 0: from nothing); only the last
+ *          ctx - 1 are seen
+ * @temperature: 0 picks the likeliest byte each time (greedy); above 0
+ *          draws from softmax(logits / temperature) with (@seed, i)
+ * @out:    @n bytes
+ * The first call builds and plans a graph of one sequence, kept with the
+ * model. Returns 0; -EINVAL (not a gpt model, a bad argument), -ENOMEM,
+ * or the device's errors.
+ */
+int gpo_model_sample(struct gpo_model *m, const void *prompt, size_t len,
+		     double temperature, uint64_t seed, void *out, size_t n);
 
 /*
  * gpo_train_new - train @m on @ds
@@ -71,6 +108,13 @@ struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
  *        batch_size=N (64), shuffle=0|1 (1: a new order each epoch from
  *        (seed, epoch); 0: batch k is samples [kB, (k+1)B), the last
  *        partial batch dropped), seed=N (0), eval_batch=N (1000)
+ *
+ * A gpt model trains on a bytes dataset (GPO_DATASET_BYTES): its samples
+ * are the windows of ctx + 1 bytes starting at multiples of ctx (window
+ * s: inputs bytes [s T, s T + T), targets one byte later), ordered per
+ * epoch as above (with shuffle=1 the windows also shift by a phase
+ * 0..T-1 drawn from (seed, epoch)); the evaluation part is the held-out
+ * tail, in windows from its start. Loss and accuracy are per byte.
  *
  * The dataset is copied to the device (x in f32, labels in i32) when it
  * fits the pool, else each batch is copied from host memory.
@@ -93,6 +137,8 @@ struct gpo_train_result {
 	double grad_norm;	/* the gradient norm when clipping; else NaN */
 	double lr;
 	int skipped;		/* the step had non-finite gradients */
+	uint64_t tokens;	/* gpt: bytes predicted so far (eval: in
+				 * the set); mlp: 0 */
 };
 
 /*

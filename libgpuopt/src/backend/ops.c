@@ -26,6 +26,7 @@
 #include "abi/softmax.h"
 #include "abi/loss.h"
 #include "abi/gather.h"
+#include "abi/layernorm.h"
 
 #define P4	(OP_RW | OP_VEC4)	/* a parameter or state view */
 #define G4	(OP_R | OP_VEC4)	/* the gradient view */
@@ -126,6 +127,16 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_GATHER_ROWS] = { "gather_rows", "gather", GRID_GROUPS, 3,
 		{ { "src", OP_R }, { "idx", OP_R }, { "dst", OP_RW } },
 		sizeof(struct gpo_gather_args), DT(GPO_F32) | DT(GPO_I32) },
+	[OP_EMBED_BWD] = { "embed_bwd", "gather", GRID_GROUPS, 3,
+		{ { "idx", OP_R }, { "dy", OP_R }, { "dw", OP_RW } },
+		sizeof(struct gpo_gather_args), DT(GPO_F32) },
+	[OP_LAYERNORM] = { "layernorm", "layernorm", GRID_GROUPS, 3,
+		{ { "x", OP_R }, { "y", OP_W }, { "stats", OP_W } },
+		sizeof(struct gpo_layernorm_args), DT(GPO_F32) },
+	[OP_LAYERNORM_BWD] = { "layernorm_bwd", "layernorm", GRID_GROUPS, 4,
+		{ { "y", OP_R }, { "dy", OP_R }, { "stats", OP_R },
+		  { "dx", OP_RW } },
+		sizeof(struct gpo_layernorm_args), DT(GPO_F32) },
 };
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,

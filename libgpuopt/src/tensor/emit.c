@@ -476,6 +476,7 @@ static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
 	a->groups = gr;
 	a->rows = rows;
 	a->width = c;
+	a->stride = c;
 	a->row_lo = 0;
 	a->row_hi = c;
 	gpo__view_bind(&t->aux, (uint64_t)c * c, &L->call.buf[0], &a->off_src);

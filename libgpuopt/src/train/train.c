@@ -342,6 +342,7 @@ static int gather_one(struct gpo_device *dev, enum gpo_dtype dt,
 	a.groups = (uint32_t)(gr > T_GROUPS_CAP ? T_GROUPS_CAP : gr);
 	a.rows = rows;
 	a.width = width;
+	a.stride = width;
 	a.row_lo = (uint32_t)lo;
 	a.row_hi = (uint32_t)hi;
 	c.work = a.groups;
