@@ -351,6 +351,122 @@ bad:
 		      arg);
 }
 
+/* the bounds of a gpt spec's numbers */
+#define GPT_LAYERS_MAX 1024
+#define GPT_HEADS_MAX 1024
+#define GPT_DIM_MAX 65536
+#define GPT_CTX_MAX 65536
+
+static int gpt_tensor(struct model *m, const char *name, int ndim,
+		      uint64_t d0, uint64_t d1)
+{
+	struct model_tensor t = { .ndim = ndim };
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	t.shape[0] = d0;
+	t.shape[1] = d1;
+	t.numel = ndim == 2 ? d0 * d1 : d0;
+	return model_add(m, &t);
+}
+
+/*
+ * "layers=L,heads=H,dim=D,ctx=T", in any order, each once: GPT-2's
+ * tensors over 256 byte values, named and shaped as gpo_model_new()
+ * makes them (gpuopt/train.h), in that order
+ */
+static int model_parse_gpt(const char *arg, struct model *m)
+{
+	static const char *const keys[] = { "layers", "heads", "dim", "ctx" };
+	static const uint64_t max[] = {
+		GPT_LAYERS_MAX, GPT_HEADS_MAX, GPT_DIM_MAX, GPT_CTX_MAX,
+	};
+	uint64_t v[4] = { 0 }, L, H, D, T, n;
+	const char *p = arg, *eq, *end;
+	char name[64];
+	size_t k, len;
+	unsigned int l;
+	int ret;
+
+	while (*p) {
+		end = p + strcspn(p, ",");
+		eq = memchr(p, '=', end - p);
+		if (!eq)
+			goto bad;
+		for (k = 0; k < ARRAY_SIZE(keys); k++)
+			if (strlen(keys[k]) == (size_t)(eq - p) &&
+			    !memcmp(p, keys[k], eq - p))
+				break;
+		if (k == ARRAY_SIZE(keys))
+			return fs_err(-EINVAL, "gpt: unknown '%.*s' (layers heads dim ctx)",
+				      (int)(eq - p) > 32 ? 32 : (int)(eq - p), p);
+		if (v[k])
+			return fs_err(-EINVAL, "gpt: %s given twice", keys[k]);
+		len = end - eq - 1;
+		if (!len || len > 9 || strspn(eq + 1, "0123456789") < len)
+			goto bad;
+		v[k] = strtoull(eq + 1, NULL, 10);
+		if (v[k] < 1 || v[k] > max[k])
+			return fs_err(-EINVAL, "gpt: %s=%llu is out of range [1, %llu]",
+				      keys[k], (unsigned long long)v[k],
+				      (unsigned long long)max[k]);
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			goto bad;
+	}
+	for (k = 0; k < ARRAY_SIZE(keys); k++)
+		if (!v[k])
+			return fs_err(-EINVAL, "gpt: no %s (gpt:layers=L,heads=H,dim=D,ctx=T)",
+				      keys[k]);
+	L = v[0];
+	H = v[1];
+	D = v[2];
+	T = v[3];
+	if (D % H)
+		return fs_err(-EINVAL, "gpt: dim=%llu is not a multiple of heads=%llu",
+			      (unsigned long long)D, (unsigned long long)H);
+	/* wte, wpe, ln_f and L blocks of 12 D^2 + 13 D */
+	n = 256 * D + T * D + 2 * D + L * (12 * D * D + 13 * D);
+	if (n > MODEL_NUMEL_MAX)
+		return fs_err(-EINVAL, "gpt: %llu parameters, more than %llu",
+			      (unsigned long long)n, MODEL_NUMEL_MAX);
+	ret = gpt_tensor(m, "wte.weight", 2, 256, D);
+	if (!ret)
+		ret = gpt_tensor(m, "wpe.weight", 2, T, D);
+	for (l = 0; !ret && l < L; l++) {
+		const struct { const char *name; int ndim; uint64_t d0, d1; } b[] = {
+			{ "ln_1.weight", 1, D, 0 }, { "ln_1.bias", 1, D, 0 },
+			{ "attn.c_attn.weight", 2, D, 3 * D },
+			{ "attn.c_attn.bias", 1, 3 * D, 0 },
+			{ "attn.c_proj.weight", 2, D, D },
+			{ "attn.c_proj.bias", 1, D, 0 },
+			{ "ln_2.weight", 1, D, 0 }, { "ln_2.bias", 1, D, 0 },
+			{ "mlp.c_fc.weight", 2, D, 4 * D },
+			{ "mlp.c_fc.bias", 1, 4 * D, 0 },
+			{ "mlp.c_proj.weight", 2, 4 * D, D },
+			{ "mlp.c_proj.bias", 1, D, 0 },
+		};
+
+		for (k = 0; !ret && k < ARRAY_SIZE(b); k++) {
+			snprintf(name, sizeof(name), "h.%u.%s", l, b[k].name);
+			ret = gpt_tensor(m, name, b[k].ndim, b[k].d0, b[k].d1);
+		}
+	}
+	if (!ret)
+		ret = gpt_tensor(m, "ln_f.weight", 1, D, 0);
+	if (!ret)
+		ret = gpt_tensor(m, "ln_f.bias", 1, D, 0);
+	if (ret)
+		return ret;
+	m->gpt[0] = L;
+	m->gpt[1] = H;
+	m->gpt[2] = D;
+	m->gpt[3] = T;
+	return 0;
+bad:
+	return fs_err(-EINVAL, "gpt:%.64s: layers=L,heads=H,dim=D,ctx=T of whole numbers, dim a multiple of heads (gpt:layers=4,heads=4,dim=128,ctx=64)",
+		      arg);
+}
+
 static int model_make_spec(struct model *m)
 {
 	char shape[200];
@@ -374,6 +490,13 @@ static int model_make_spec(struct model *m)
 		for (i = 0; i < m->ntensors; i += 2)
 			gpo__sbuf_printf(&sb, "x%llu",
 					 (unsigned long long)m->t[i].shape[0]);
+		break;
+	case MODEL_GPT:
+		gpo__sbuf_printf(&sb, "gpt:layers=%llu,heads=%llu,dim=%llu,ctx=%llu",
+				 (unsigned long long)m->gpt[0],
+				 (unsigned long long)m->gpt[1],
+				 (unsigned long long)m->gpt[2],
+				 (unsigned long long)m->gpt[3]);
 		break;
 	case MODEL_EXTERNAL:
 		gpo__sbuf_printf(&sb, "external:");
@@ -421,9 +544,14 @@ int model_parse(const char *spec, struct model *m)
 		ret = model_parse_mlp(colon + 1, m);
 		if (ret)
 			goto out_free;
+	} else if (colon && klen == 3 && !memcmp(spec, "gpt", 3)) {
+		m->kind = MODEL_GPT;
+		ret = model_parse_gpt(colon + 1, m);
+		if (ret)
+			goto out_free;
 	} else {
 		return fs_err(-EINVAL,
-			      "unknown '%.64s' (mlp:IN x..x OUT, external:NAME:SHAPE,..., quadratic:N, rosenbrock:N, none)",
+			      "unknown '%.64s' (mlp:IN x..x OUT, gpt:layers=L,heads=H,dim=D,ctx=T, external:NAME:SHAPE,..., quadratic:N, rosenbrock:N, none)",
 			      spec);
 	}
 	ret = model_make_spec(m);
@@ -453,11 +581,15 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	cfg->train.shuffle = 1;
 }
 
+int config_learns(const struct job_config *cfg)
+{
+	return cfg->model.kind == MODEL_MLP || cfg->model.kind == MODEL_GPT;
+}
+
 int config_steps_itself(const struct job_config *cfg)
 {
 	return cfg->model.kind == MODEL_QUADRATIC ||
-	       cfg->model.kind == MODEL_ROSENBROCK ||
-	       cfg->model.kind == MODEL_MLP;
+	       cfg->model.kind == MODEL_ROSENBROCK || config_learns(cfg);
 }
 
 int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb)
@@ -466,10 +598,14 @@ int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb)
 
 	gpo__sbuf_printf(sb, "%s", cfg->model.spec ? cfg->model.spec : "none");
 	if (cfg->model.kind == MODEL_MLP)
-		gpo__sbuf_printf(sb, " activation=%s loss=%s data=%s batch_size=%llu shuffle=%d eval_every=%llu",
-				 t->activation, t->loss, t->data,
-				 (unsigned long long)t->batch_size, t->shuffle,
-				 (unsigned long long)t->eval_every);
+		gpo__sbuf_printf(sb, " activation=%s loss=%s", t->activation,
+				 t->loss);
+	else if (cfg->model.kind == MODEL_GPT)
+		gpo__sbuf_printf(sb, " dropout=%.17g", t->dropout);
+	if (config_learns(cfg))
+		gpo__sbuf_printf(sb, " data=%s batch_size=%llu shuffle=%d eval_every=%llu",
+				 t->data, (unsigned long long)t->batch_size,
+				 t->shuffle, (unsigned long long)t->eval_every);
 	return sb->err ? fs_err(-ENOMEM, "out of memory") : 0;
 }
 
@@ -559,6 +695,23 @@ static int parse_count(const char *key, const char *value, uint64_t min,
 	return 0;
 }
 
+/* a real number in [@min, @max] (@max itself only when @max_in) */
+static int parse_real(const char *key, const char *value, double min,
+		      double max, int max_in, double *out)
+{
+	char *end;
+	double v;
+
+	v = gpo__strtod(value, &end);
+	if (end == value || *end || !isfinite(v))
+		return fs_err(-EINVAL, "%s: '%s' is not a number", key, value);
+	if (v < min || v > max || (!max_in && v == max))
+		return fs_err(-EINVAL, "%s: %s is out of range [%g, %g%s", key,
+			      value, min, max, max_in ? "]" : ")");
+	*out = v;
+	return 0;
+}
+
 static int parse_run_key(struct job_config *cfg, const char *key,
 			 const char *value)
 {
@@ -616,6 +769,10 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 		snprintf(cfg->train.loss, sizeof(cfg->train.loss), "%.7s", value);
 		return 0;
 	}
+	if (!strcmp(key, "dropout"))
+		return parse_real(key, value, 0, 1, 0, &cfg->train.dropout);
+	if (!strcmp(key, "temperature"))
+		return parse_real(key, value, 0, 100, 1, &cfg->temperature);
 	if (!strcmp(key, "restart_on_failure"))
 		return parse_count(key, value, 0, 1000,
 				   &cfg->restart_on_failure);
@@ -795,6 +952,7 @@ static unsigned int config_diff(const struct job_config *a,
 	    memcmp(&a->train, &b->train, sizeof(a->train)))
 		c |= CFG_MODEL;
 	if (a->max_steps != b->max_steps || a->log_every != b->log_every ||
+	    a->temperature != b->temperature ||
 	    a->checkpoint_every != b->checkpoint_every ||
 	    a->keep_checkpoints != b->keep_checkpoints || a->seed != b->seed ||
 	    a->restart_on_failure != b->restart_on_failure ||
@@ -939,6 +1097,33 @@ static int parse_words(struct fsd *fs, const char *text,
 	return ret;
 }
 
+/*
+ * The keys of one kind of model given in a write that leaves the job with
+ * another: refused, rather than kept for nothing (mlp's activation and
+ * loss are accepted before any model, as they always were).
+ */
+static int model_keys_fit(const char *text, const struct job_config *cfg)
+{
+	const char *pos = text, *spec = cfg->model.spec ? cfg->model.spec :
+					"none";
+	struct gpo__kv w;
+	int ret;
+
+	while ((ret = next_word(&pos, &w)) > 0) {
+		if (cfg->model.kind == MODEL_GPT &&
+		    (word_is(&w, "activation") || word_is(&w, "loss")))
+			return fs_err(-EINVAL,
+				      "%.*s: a gpt model has GELU (tanh) and cross-entropy; activation and loss are mlp's keys",
+				      (int)w.klen, w.key);
+		if (cfg->model.kind != MODEL_GPT &&
+		    (word_is(&w, "dropout") || word_is(&w, "temperature")))
+			return fs_err(-EINVAL,
+				      "%.*s: only gpt models have it (model=%.64s; give model=gpt:... first or in the same write)",
+				      (int)w.klen, w.key, spec);
+	}
+	return ret;
+}
+
 int config_parse(struct fsd *fs, const struct job_config *cur,
 		 const char *text, struct job_config *out,
 		 unsigned int *changed)
@@ -958,6 +1143,8 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	}
 	pthread_rwlock_rdlock(&fs->ctx_lock);
 	ret = parse_words(fs, text, out, cur->optimizer);
+	if (!ret)
+		ret = model_keys_fit(text, out);
 	if (!ret)
 		ret = validate_hp(fs, out);
 	if (!ret)
@@ -1205,7 +1392,7 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	show_sched(cfg, sb);
 	/* epochs=N alone ends a data model's job: max_steps is then max */
 	if (cfg->max_steps == MAX_STEPS_UNLIMITED ||
-	    (cfg->model.kind == MODEL_MLP && cfg->train.epochs &&
+	    (config_learns(cfg) && cfg->train.epochs &&
 	     !cfg->max_steps_given))
 		snprintf(max, sizeof(max), "max");
 	else
@@ -1219,14 +1406,24 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 		    (unsigned long long)cfg->keep_checkpoints,
 		    (unsigned long long)cfg->seed);
 	if (cfg->model.kind == MODEL_MLP)
-		gpo__sbuf_printf(sb, "activation=%s\nloss=%s\ndata=%s\nbatch_size=%llu\n"
+		gpo__sbuf_printf(sb, "activation=%s\nloss=%s\n",
+				 cfg->train.activation, cfg->train.loss);
+	if (config_learns(cfg))
+		gpo__sbuf_printf(sb, "data=%s\nbatch_size=%llu\n"
 				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n",
-				 cfg->train.activation, cfg->train.loss,
 				 cfg->train.data[0] ? cfg->train.data : "none",
 				 (unsigned long long)cfg->train.batch_size,
 				 (unsigned long long)cfg->train.epochs,
 				 (unsigned long long)cfg->train.eval_every,
 				 cfg->train.shuffle);
+	if (cfg->model.kind == MODEL_GPT) {
+		char num[40];
+
+		gpo__fmt_double(num, sizeof(num), cfg->train.dropout);
+		gpo__sbuf_printf(sb, "dropout=%s\n", num);
+		gpo__fmt_double(num, sizeof(num), cfg->temperature);
+		gpo__sbuf_printf(sb, "temperature=%s\n", num);
+	}
 	gpo__sbuf_printf(sb, "restart_on_failure=%llu\nautostart=%llu\n",
 			 (unsigned long long)cfg->restart_on_failure,
 			 (unsigned long long)cfg->autostart);

@@ -36,11 +36,16 @@
 extern char **environ;
 
 #define HISTORY_HEADER "step,loss,lr,grad_norm,elapsed_s\n"
-/* models that learn from data add their own columns (the step's extras) */
-#define HISTORY_HEADER_DATA \
-	"step,loss,lr,grad_norm,elapsed_s,epoch,samples_per_sec,eval_loss,accuracy\n"
-static const char *const history_extras[] = {
+/*
+ * Models that learn from data add their own columns (the step's extras):
+ * an mlp counts samples a second, a gpt tokens (bytes) a second.
+ */
+#define HISTORY_EXTRAS 4
+static const char *const history_mlp[HISTORY_EXTRAS] = {
 	"epoch", "samples_per_sec", "eval_loss", "accuracy",
+};
+static const char *const history_gpt[HISTORY_EXTRAS] = {
+	"epoch", "tokens_per_sec", "eval_loss", "accuracy",
 };
 #define POLLERS_MAX 64
 
@@ -126,6 +131,8 @@ struct job {
 	uint64_t spe;			/* a data model's steps per epoch */
 	uint32_t nextra;		/* the model kind's own numbers */
 	struct wp_extra extra[WP_EXTRA_MAX];
+	struct gpo__sbuf sample;	/* the last sample's bytes */
+	uint64_t samples;		/* made so far: each has its own seed */
 
 	struct fair_lock opt_lock;
 	pthread_mutex_t map_lock;	/* w.map's mapping and w.stage_id */
@@ -252,7 +259,10 @@ static void job_event(struct job *j, long uid, const char *fmt, ...)
 
 static void history_row(struct job *j)
 {
+	const char *const *cols;
 	double el = j->active_ns / 1e9;
+	uint32_t k;
+	size_t i;
 
 	if (j->run_since)
 		el += (gpo__now_ns() - j->run_since) / 1e9;
@@ -263,27 +273,27 @@ static void history_row(struct job *j)
 		j->history_full = 1;
 		return;
 	}
-	if (j->cfg.model.kind == MODEL_MLP &&
-	    j->history.len == strlen(HISTORY_HEADER) &&
+	cols = j->cfg.model.kind == MODEL_MLP ? history_mlp :
+	       j->cfg.model.kind == MODEL_GPT ? history_gpt : NULL;
+	if (cols && j->history.len == strlen(HISTORY_HEADER) &&
 	    !strcmp(j->history.buf, HISTORY_HEADER)) {
 		gpo__sbuf_reset(&j->history);
-		gpo__sbuf_printf(&j->history, HISTORY_HEADER_DATA);
+		gpo__sbuf_printf(&j->history, "%.*s", (int)strlen(HISTORY_HEADER) - 1,
+				 HISTORY_HEADER);
+		for (i = 0; i < HISTORY_EXTRAS; i++)
+			gpo__sbuf_printf(&j->history, ",%s", cols[i]);
+		gpo__sbuf_printf(&j->history, "\n");
 	}
 	gpo__sbuf_printf(&j->history, "%llu,%.9g,%.9g,%.9g,%.3f",
 		    (unsigned long long)j->step, j->loss, j->lr, j->grad_norm,
 		    el);
-	if (j->cfg.model.kind == MODEL_MLP) {
-		size_t i;
-		uint32_t k;
+	for (i = 0; cols && i < HISTORY_EXTRAS; i++) {
+		double v = NAN;
 
-		for (i = 0; i < ARRAY_SIZE(history_extras); i++) {
-			double v = NAN;
-
-			for (k = 0; k < j->nextra; k++)
-				if (!strcmp(j->extra[k].name, history_extras[i]))
-					v = j->extra[k].value;
-			gpo__sbuf_printf(&j->history, ",%.9g", v);
-		}
+		for (k = 0; k < j->nextra; k++)
+			if (!strcmp(j->extra[k].name, cols[i]))
+				v = j->extra[k].value;
+		gpo__sbuf_printf(&j->history, ",%.9g", v);
 	}
 	gpo__sbuf_printf(&j->history, "\n");
 	j->history_step = j->step;
@@ -422,7 +432,7 @@ static uint64_t step_limit(const struct job *j)
 {
 	uint64_t lim = j->cfg.max_steps, e = j->cfg.train.epochs;
 
-	if (j->cfg.model.kind != MODEL_MLP || !e)
+	if (!config_learns(&j->cfg) || !e)
 		return lim;
 	if (!j->cfg.max_steps_given)
 		lim = MAX_STEPS_UNLIMITED;
@@ -442,6 +452,8 @@ static const char *model_kind_name(enum model_kind k)
 		return "rosenbrock";
 	case MODEL_MLP:
 		return "mlp";
+	case MODEL_GPT:
+		return "gpt";
 	default:
 		return "none";
 	}
@@ -2118,6 +2130,177 @@ static int ctl_dispatch(struct job *j, const char *verb, const char *arg,
 		      verb);
 }
 
+/* ---- samples ------------------------------------------------------------- */
+
+/*
+ * A sample is generated in calls of at most SAMPLE_CHUNK bytes, each
+ * continuing the text so far, so that no one call nears the worker's
+ * watchdog however slow the device; the job's steps wait for the whole
+ * (opt_lock held throughout), so that every byte comes from one model.
+ */
+#define SAMPLE_CHUNK 256
+
+static uint64_t sample_seed(uint64_t seed, uint64_t k)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ull * (k + 1);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * opt_lock held: @n bytes after @prompt of @plen into @out, in chunks;
+ * chunk c draws with seed + c
+ */
+static int sample_run(struct job *j, const char *prompt, size_t plen,
+		      size_t n, double temperature, uint64_t seed, char *out)
+{
+	struct wp_req rq = { .cmd = WP_SAMPLE };
+	struct wp_rep rp;
+	struct wp_sample *sa;
+	size_t done = 0, ctx = JOB_PROMPT_MAX, keep, from, k, c;
+	char *p;
+	int ret;
+
+	pthread_mutex_lock(&j->lock);
+	if (j->cfg.model.kind == MODEL_GPT && j->cfg.model.gpt[3] < ctx)
+		ctx = j->cfg.model.gpt[3];
+	pthread_mutex_unlock(&j->lock);
+	ret = shm_reserve(j, sizeof(*sa) + JOB_PROMPT_MAX + SAMPLE_CHUNK);
+	if (ret)
+		return ret;
+	for (c = 0; done < n; c++) {
+		if (c && fuse_interrupted())
+			return fs_err(-EINTR, "sample: interrupted after %zu of %zu bytes (no sample made)",
+				      done, n);
+		k = n - done < SAMPLE_CHUNK ? n - done : SAMPLE_CHUNK;
+		sa = shm_cmd(j);
+		p = (char *)(sa + 1);
+		/*
+		 * The prompt, then what came so far: the model sees the
+		 * last ctx - 1 bytes of it, so it gets no more than ctx
+		 */
+		keep = plen + done < ctx ? plen + done : ctx;
+		from = plen + done - keep;
+		if (from < plen) {
+			memcpy(p, prompt + from, plen - from);
+			memcpy(p + plen - from, out, done);
+		} else {
+			memcpy(p, out + (from - plen), keep);
+		}
+		sa->n = k;
+		sa->prompt_len = keep;
+		sa->seed = seed + c;
+		sa->temperature = temperature;
+		rq.bytes = sizeof(*sa) + keep + k;
+		ret = worker_call(j, &rq, &rp, 1);
+		if (ret)
+			return ret;
+		/* shm_cmd() again: nothing remaps it during the call, but
+		 * the mapping is the job's to move */
+		memcpy(out + done, (char *)shm_cmd(j) + sizeof(*sa) + keep, k);
+		done += k;
+	}
+	return 0;
+}
+
+/*
+ * "sample N [PROMPT]": a gpt model generates N bytes (after PROMPT, the
+ * rest of the line) into the job's sample file, greedily or at the
+ * config's temperature. Like "step N" it waits in a FUSE thread, so it
+ * counts against the same per-uid limit of waiting writers.
+ */
+static int ctl_sample(struct job *j, const char *text, uid_t uid)
+{
+	const char *p = text + strlen("sample"), *prompt = "";
+	char num[24], *out = NULL;
+	size_t len, plen = 0;
+	uint64_t n, seed;
+	double temperature;
+	int ret;
+
+	p += strspn(p, " \t");
+	len = strcspn(p, " \t\n");
+	if (!len || len >= sizeof(num))
+		return fs_err(-EINVAL, "sample N [PROMPT]: N must be a whole number in [1, %u]",
+			      JOB_SAMPLE_MAX);
+	memcpy(num, p, len);
+	num[len] = '\0';
+	if (fs_parse_u64(num, &n) || n < 1 || n > JOB_SAMPLE_MAX)
+		return fs_err(-EINVAL, "sample N [PROMPT]: N must be a whole number in [1, %u], not '%s'",
+			      JOB_SAMPLE_MAX, num);
+	p += len;
+	/* one blank ends N; the prompt is the rest, less a final newline */
+	if (*p == ' ' || *p == '\t') {
+		prompt = p + 1;
+		plen = strlen(prompt);
+		if (plen && prompt[plen - 1] == '\n')
+			plen--;
+	}
+	if (plen > JOB_PROMPT_MAX)
+		return fs_err(-EINVAL, "sample: a prompt is at most %u bytes, not %zu",
+			      JOB_PROMPT_MAX, plen);
+	pthread_mutex_lock(&j->lock);
+	ret = j->cfg.model.kind == MODEL_GPT ? 0 :
+	      fs_err(-EINVAL, "sample: model %.64s generates no text (gpt models do)",
+		     j->cfg.model.spec ? j->cfg.model.spec : "none");
+	seed = sample_seed(j->cfg.seed, j->samples);
+	temperature = j->cfg.temperature;
+	pthread_mutex_unlock(&j->lock);
+	if (ret)
+		return ret;
+	out = malloc(n);
+	if (!out)
+		return fs_err(-ENOMEM, "out of memory");
+	ret = waiter_enter(uid);
+	if (ret)
+		goto out_free;
+	fair_lock(&j->opt_lock);
+	ret = ensure_built(j);
+	if (!ret)
+		ret = sample_run(j, prompt, plen, n, temperature, seed, out);
+	fair_unlock(&j->opt_lock);
+	waiter_leave(uid);
+	if (ret)
+		goto out_free;
+	pthread_mutex_lock(&j->lock);
+	gpo__sbuf_reset(&j->sample);
+	ret = gpo__sbuf_add(&j->sample, out, n);
+	if (ret)
+		ret = fs_err(-ENOMEM, "out of memory");
+	j->samples++;
+	job_touch(j, JOB_T(JOB_T_SAMPLE));
+	job_event(j, uid, "ctl sample %llu (a prompt of %zu bytes, temperature %g)",
+		  (unsigned long long)n, plen, temperature);
+	pthread_mutex_unlock(&j->lock);
+out_free:
+	free(out);
+	return ret;
+}
+
+int job_sample_copy(struct job *j, struct gpo__sbuf *sb)
+{
+	int ret;
+
+	pthread_mutex_lock(&j->lock);
+	ret = gpo__sbuf_resize(sb, j->sample.len);
+	if (!ret && j->sample.len)
+		memcpy(sb->buf, j->sample.buf, j->sample.len);
+	pthread_mutex_unlock(&j->lock);
+	return ret ? fs_err(-ENOMEM, "out of memory") : 0;
+}
+
+size_t job_sample_size(struct job *j)
+{
+	size_t n;
+
+	pthread_mutex_lock(&j->lock);
+	n = j->sample.len;
+	pthread_mutex_unlock(&j->lock);
+	return n;
+}
+
 static void job_save(struct job *j);
 
 int job_ctl(struct job *j, const char *text, uid_t uid)
@@ -2125,14 +2308,25 @@ int job_ctl(struct job *j, const char *text, uid_t uid)
 	char line[128], *verb, *arg, *extra, *more, *save = NULL;
 	int ret;
 
-	if (strlen(text) >= sizeof(line))
-		return fs_err(-EINVAL, "ctl: too long");
 	pthread_mutex_lock(&j->fs->lock);
 	ret = j->removed ? fs_err(-ENOENT, "job '%s' is gone (rmdir)",
 				  j->name) : 0;
 	pthread_mutex_unlock(&j->fs->lock);
 	if (ret)
 		return ret;
+	/* its prompt is text of its own: the line is not split in words */
+	if (!strncmp(text, "sample", 6) && strchr(" \t\n", text[6])) {
+		ret = ctl_sample(j, text, uid);
+		if (ret) {
+			pthread_mutex_lock(&j->lock);
+			job_event(j, uid, "ctl sample: %s", fs_errmsg());
+			pthread_mutex_unlock(&j->lock);
+		}
+		job_save(j);
+		return ret;
+	}
+	if (strlen(text) >= sizeof(line))
+		return fs_err(-EINVAL, "ctl: too long");
 	snprintf(line, sizeof(line), "%s", text);
 	verb = strtok_r(line, " \t\n", &save);
 	arg = verb ? strtok_r(NULL, " \t\n", &save) : NULL;
@@ -2234,8 +2428,12 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 		pthread_mutex_lock(&j->lock);
 		config_free(&j->cfg);
 		j->cfg = next;
-		if (changed & CFG_MODEL)
+		if (changed & CFG_MODEL) {
 			j->model_gen++;
+			/* another model's text */
+			gpo__sbuf_reset(&j->sample);
+			job_touch(j, JOB_T(JOB_T_SAMPLE));
+		}
 		if (!j->step)
 			j->lr = config_lr(j->fs, &j->cfg);
 		j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
@@ -3549,6 +3747,7 @@ static void job_free(struct job *j)
 	config_free(&j->cfg);
 	gpo__sbuf_free(&j->events);
 	gpo__sbuf_free(&j->history);
+	gpo__sbuf_free(&j->sample);
 	fair_destroy(&j->opt_lock);
 	pthread_mutex_destroy(&j->save_lock);
 	pthread_cond_destroy(&j->cond);
@@ -3606,6 +3805,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	j->w.sock = j->w.shm = j->w.err = -1;
 	gpo__sbuf_init(&j->events);
 	gpo__sbuf_init(&j->history);
+	gpo__sbuf_init(&j->sample);
 	gpo__sbuf_printf(&j->history, HISTORY_HEADER);
 	job_touch(j, ~0u);
 	j->lr = config_lr(fs, &j->cfg);

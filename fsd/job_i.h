@@ -42,6 +42,7 @@ enum model_kind {
 	MODEL_QUADRATIC,
 	MODEL_ROSENBROCK,
 	MODEL_MLP,			/* the tensor engine, on a dataset */
+	MODEL_GPT,			/* a byte-level GPT, on a file's bytes */
 };
 
 struct model_tensor {
@@ -57,6 +58,7 @@ struct model {
 	struct model_tensor *t;
 	uint64_t numel;
 	char *spec;			/* canonical text, "none" for none */
+	uint64_t gpt[4];		/* gpt: layers, heads, dim, ctx */
 };
 
 struct kv {
@@ -73,15 +75,16 @@ struct kvlist {
 #define MAX_STEPS_DEFAULT 1000		/* model=external: unlimited */
 #define TRAIN_DATA_MAX 4096
 
-/* how a model that learns from data trains (model=mlp:...) */
+/* how a model that learns from data trains (model=mlp:..., gpt:...) */
 struct train_config {
-	char activation[16];
-	char loss[8];
+	char activation[16];		/* mlp */
+	char loss[8];			/* mlp */
 	char data[TRAIN_DATA_MAX];	/* "": none given */
 	uint64_t batch_size;
 	uint64_t epochs;		/* 0: max_steps alone */
 	uint64_t eval_every;		/* steps; 0: once an epoch */
 	int shuffle;
+	double dropout;			/* gpt: 0 <= p < 1 */
 };
 
 struct job_config {
@@ -101,6 +104,7 @@ struct job_config {
 	uint64_t autostart;		/* a daemon restart resumes the job */
 	int max_steps_given;		/* written, not the default */
 	struct train_config train;
+	double temperature;		/* gpt: samples' (0: greedy) */
 };
 
 /* what a config write changed */
@@ -153,6 +157,8 @@ double config_hp(struct fsd *fs, const struct job_config *cfg,
 int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 /* config_steps_itself - a model with its own loss (not external) */
 int config_steps_itself(const struct job_config *cfg);
+/* config_learns - a model trained on data (mlp, gpt): epochs, extras */
+int config_learns(const struct job_config *cfg);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
@@ -243,6 +249,7 @@ enum job_time {
 	JOB_T_EVENTS,
 	JOB_T_HISTORY,
 	JOB_T_PARAMS,			/* params/ and grad */
+	JOB_T_SAMPLE,
 	JOB_TIMES
 };
 #define JOB_T(t) (1u << (t))
@@ -285,6 +292,16 @@ int job_grad_put(struct job *j, uint64_t id, uint64_t off, const void *src,
 		 size_t size);
 int job_grad_step_staged(struct job *j, uint64_t id, size_t bytes);
 void job_grad_unstage(struct job *j, uint64_t id);
+
+/*
+ * sample: the bytes the last "sample N [PROMPT]" of ctl generated (gpt
+ * models); job_sample_copy() puts them in @sb, job_sample_size() says
+ * how many there are
+ */
+#define JOB_SAMPLE_MAX 65536		/* bytes one sample may have */
+#define JOB_PROMPT_MAX 4096		/* bytes of a sample's prompt */
+int job_sample_copy(struct job *j, struct gpo__sbuf *sb);
+size_t job_sample_size(struct job *j);
 
 /* checkpoints/: NAME.safetensors files */
 int job_ckpt_valid(const char *file);

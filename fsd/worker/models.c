@@ -5,8 +5,8 @@
  * quadratic and rosenbrock are the library's built-in objectives: the
  * device measures the loss and the gradient, the optimizer steps. external
  * models have no loss of their own: their gradients come through grad.
- * mlp models are the library's tensor engine, trained on a dataset the
- * worker opens as the job's owner.
+ * mlp and gpt models are the library's tensor engine, trained on data the
+ * worker opens as the job's owner; a gpt also generates text (sample).
  */
 #include <errno.h>
 #include <math.h>
@@ -100,22 +100,28 @@ static void describe(struct wk *w, char *buf, size_t len)
 }
 
 
-/* ---- mlp: a model of the tensor engine trained on a dataset -------------- */
+/* ---- mlp and gpt: models of the tensor engine trained on data ------------ */
 
-struct mlp {
+/*
+ * The two differ in their own settings and in what their data is (a
+ * dataset of samples; any file's bytes), not in how they train: one setup,
+ * one step and one eval serve both.
+ */
+struct learner {
 	struct gpo_model *m;
 	struct gpo_dataset *ds;
 	struct gpo_train *t;
+	int gpt;
 	uint64_t eval_every;		/* steps; 0: once an epoch */
-	uint64_t batch;
+	uint64_t per_step;		/* samples (mlp) or bytes (gpt) a step */
 	double eval_loss, accuracy;	/* the last evaluation; NaN before */
-	uint64_t t0_ns, t0_step;	/* where samples_per_sec counts from */
+	uint64_t t0_ns, t0_step;	/* where the rate counts from */
 	double rate;
 };
 
-static void mlp_release(void *state)
+static void learner_release(void *state)
 {
-	struct mlp *p = state;
+	struct learner *p = state;
 
 	gpo_train_free(p->t);
 	gpo_dataset_free(p->ds);
@@ -132,23 +138,27 @@ static uint64_t now_ns(void)
 }
 
 /*
- * The model text: "mlp:784x256x10 activation=relu loss=xent data=PATH
- * batch_size=64 shuffle=1 eval_every=0" (config.c writes it; the daemon
- * checked every value), the seed from the build.
+ * The model text (config.c writes it; the daemon checked every value), the
+ * seed from the build:
+ *   mlp:784x256x10 activation=relu loss=xent data=PATH batch_size=64
+ *	shuffle=1 eval_every=0
+ *   gpt:layers=L,heads=H,dim=D,ctx=T dropout=P data=PATH batch_size=...
  */
-static int mlp_setup(struct wk *w, const struct wp_build *b,
-		     struct gpo_optim *opt, const char *text, void **state,
-		     uint64_t *spe)
+static int learner_setup(struct wk *w, const struct wp_build *b,
+			 struct gpo_optim *opt, const char *text, void **state,
+			 uint64_t *spe)
 {
-	char spec[256], data[4096], mopts[128], topts[160];
-	char act[16] = "relu", loss[8] = "xent";
-	unsigned long long batch = 64, every = 0;
-	int shuffle = 1, n, ret;
+	char spec[256], data[4096], mopts[160], topts[160];
+	char act[16] = "relu", loss[8] = "xent", dropout[32] = "0";
+	unsigned long long batch = 64, every = 0, seed = b->seed;
+	struct gpo_model_info info;
+	int shuffle = 1, gpt, n, ret;
+	struct learner *m;
 	const char *p;
-	struct mlp *m;
 
 	if (sscanf(text, "%255s%n", spec, &n) != 1)
 		return wk_err(w, -EPROTO, "no model spec");
+	gpt = !strncmp(spec, "gpt:", 4);
 	data[0] = '\0';
 	for (p = text + n; *p;) {
 		char word[4200];
@@ -159,10 +169,12 @@ static int mlp_setup(struct wk *w, const struct wp_build *b,
 		if (!*p || sscanf(p, "%4199s%n", word, &k) != 1)
 			break;
 		p += k;
-		if (!strncmp(word, "activation=", 11))
+		if (!gpt && !strncmp(word, "activation=", 11))
 			snprintf(act, sizeof(act), "%.15s", word + 11);
-		else if (!strncmp(word, "loss=", 5))
+		else if (!gpt && !strncmp(word, "loss=", 5))
 			snprintf(loss, sizeof(loss), "%.7s", word + 5);
+		else if (gpt && !strncmp(word, "dropout=", 8))
+			snprintf(dropout, sizeof(dropout), "%.31s", word + 8);
 		else if (!strncmp(word, "data=", 5))
 			snprintf(data, sizeof(data), "%.4095s", word + 5);
 		else if (sscanf(word, "batch_size=%llu", &batch) == 1 ||
@@ -173,24 +185,35 @@ static int mlp_setup(struct wk *w, const struct wp_build *b,
 			return wk_err(w, -EPROTO, "model setting '%.64s'", word);
 	}
 	if (!data[0])
-		return wk_err(w, -EINVAL, "model %s needs data=PATH: a dataset directory, IMAGES,LABELS or a .safetensors file",
+		return wk_err(w, -EINVAL, gpt ?
+			      "model %s needs data=PATH: a file whose bytes it learns" :
+			      "model %s needs data=PATH: a dataset directory, IMAGES,LABELS or a .safetensors file",
 			      spec);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return wk_err(w, -ENOMEM, "out of memory");
+	m->gpt = gpt;
 	m->eval_every = every;
-	m->batch = batch;
 	m->eval_loss = NAN;
 	m->accuracy = NAN;
-	snprintf(mopts, sizeof(mopts), "activation=%s loss=%s seed=%llu", act,
-		 loss, (unsigned long long)b->seed);
+	if (gpt)
+		snprintf(mopts, sizeof(mopts), "dropout=%s seed=%llu", dropout,
+			 seed);
+	else
+		snprintf(mopts, sizeof(mopts), "activation=%s loss=%s seed=%llu",
+			 act, loss, seed);
 	snprintf(topts, sizeof(topts), "batch_size=%llu shuffle=%d seed=%llu",
-		 batch, shuffle, (unsigned long long)b->seed);
+		 batch, shuffle, seed);
 	ret = gpo_model_new(opt, spec, mopts, &m->m);
 	if (ret)
 		goto out_err;
+	ret = gpo_model_info(m->m, &info);
+	if (ret)
+		goto out_err;
+	/* a gpt's sample is ctx bytes, each one predicted */
+	m->per_step = batch * (gpt && info.ctx ? info.ctx : 1);
 	/* opened here, as the job's owner: only what the owner may read */
-	ret = gpo_dataset_open(data, 0, &m->ds);
+	ret = gpo_dataset_open(data, gpt ? GPO_DATASET_BYTES : 0, &m->ds);
 	if (ret)
 		goto out_err;
 	ret = gpo_train_new(m->m, m->ds, topts, &m->t);
@@ -202,7 +225,7 @@ static int mlp_setup(struct wk *w, const struct wp_build *b,
 
 out_err:
 	wk_lib_err(w, ret);
-	mlp_release(m);
+	learner_release(m);
 	return ret;
 }
 
@@ -215,9 +238,9 @@ static void extra(struct wp_stat *st, const char *name, double v)
 	st->extra[st->nextra++].value = v;
 }
 
-static int mlp_step(struct wk *w, struct wp_stat *st)
+static int learner_step(struct wk *w, struct wp_stat *st)
 {
-	struct mlp *m = w->mstate;
+	struct learner *m = w->mstate;
 	struct gpo_train_result r, e;
 	uint64_t spe = gpo_train_steps_per_epoch(m->t), now;
 	uint64_t every = m->eval_every ? m->eval_every : spe;
@@ -247,7 +270,7 @@ static int mlp_step(struct wk *w, struct wp_stat *st)
 	}
 	now = now_ns();
 	if (now > m->t0_ns && r.step > m->t0_step)
-		m->rate = (double)(r.step - m->t0_step) * m->batch /
+		m->rate = (double)(r.step - m->t0_step) * m->per_step /
 			  ((now - m->t0_ns) / 1e9);
 	st->step = r.step;
 	st->skipped_total = gpo_optim_steps_skipped(w->opt);
@@ -257,16 +280,16 @@ static int mlp_step(struct wk *w, struct wp_stat *st)
 	st->grad_norm = r.grad_norm;
 	st->nextra = 0;
 	extra(st, "epoch", (double)r.epoch);
-	extra(st, "samples_per_sec", m->rate);
+	extra(st, m->gpt ? "tokens_per_sec" : "samples_per_sec", m->rate);
 	extra(st, "eval_loss", m->eval_loss);
 	extra(st, "accuracy", m->accuracy);
 	extra(st, "train_accuracy", r.accuracy);
 	return 0;
 }
 
-static int mlp_eval(struct wk *w, double *loss)
+static int learner_eval(struct wk *w, double *loss)
 {
-	struct mlp *m = w->mstate;
+	struct learner *m = w->mstate;
 	struct gpo_train_result e;
 	int ret = gpo_train_eval(m->t, &e);
 
@@ -278,14 +301,27 @@ static int mlp_eval(struct wk *w, double *loss)
 	return 0;
 }
 
+static int gpt_sample(struct wk *w, const void *prompt, size_t len,
+		      double temperature, uint64_t seed, void *out, size_t n)
+{
+	struct learner *m = w->mstate;
+	int ret;
+
+	ret = gpo_model_sample(m->m, prompt, len, temperature, seed, out, n);
+	return ret ? wk_lib_err(w, ret) : 0;
+}
+
 static const struct model_ops models[] = {
 	{ "quadratic", quadratic_init, NULL, NULL, objective_step,
-	  objective_eval, describe },
+	  objective_eval, describe, NULL },
 	{ "rosenbrock", rosenbrock_init, NULL, NULL, objective_step,
-	  objective_eval, describe },
+	  objective_eval, describe, NULL },
 	{ "external", zeros_init, NULL, NULL, external_step, no_eval,
-	  describe },
-	{ "mlp", NULL, mlp_setup, mlp_release, mlp_step, mlp_eval, describe },
+	  describe, NULL },
+	{ "mlp", NULL, learner_setup, learner_release, learner_step,
+	  learner_eval, describe, NULL },
+	{ "gpt", NULL, learner_setup, learner_release, learner_step,
+	  learner_eval, describe, gpt_sample },
 };
 
 const struct model_ops *model_ops_find(const char *name)

@@ -27,7 +27,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	5
+#define WP_VERSION	6
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -47,6 +47,8 @@ enum wp_cmd {
 				 * file brought back (WP_R_SAVED) */
 	WP_RESET,		/* steps and state to 0, schedule restarted */
 	WP_QUIT,
+	WP_SAMPLE,		/* shm: struct wp_sample + prompt -> the
+				 * bytes generated, after the prompt */
 };
 
 /* wp_req.flags */
@@ -134,6 +136,18 @@ struct wp_rep {
 	struct wp_pool pool;	/* after any command, once built */
 	struct wp_stat st;
 	char msg[WP_MSG_MAX];	/* the error's words when ret < 0 */
+};
+
+/*
+ * WP_SAMPLE's request at the start of the command's shm, followed by
+ * prompt_len bytes of prompt; the worker writes the n bytes the model
+ * generates after them (a gpt model's gpo_model_sample()).
+ */
+struct wp_sample {
+	uint64_t n;
+	uint64_t prompt_len;
+	uint64_t seed;
+	double temperature;	/* 0: greedy */
 };
 
 struct wp_tensor {

@@ -737,6 +737,31 @@ static int cmd_restore(struct wk *w, const struct wp_req *rq,
 	return ret;
 }
 
+/* a gpt model's bytes after a prompt: proto.h's struct wp_sample */
+static int cmd_sample(struct wk *w, const struct wp_req *rq)
+{
+	struct wp_sample sa;
+	char *p;
+	int ret;
+
+	ret = shm_fits(w, sizeof(sa));
+	if (ret)
+		return ret;
+	memcpy(&sa, w->shm, sizeof(sa));
+	if (sa.n > rq->bytes || sa.prompt_len > rq->bytes ||
+	    sizeof(sa) + sa.prompt_len + sa.n != rq->bytes)
+		return wk_err(w, -EPROTO, "a sample's sizes do not add up");
+	ret = shm_fits(w, rq->bytes);
+	if (ret)
+		return ret;
+	if (!w->model->sample)
+		return wk_err(w, -EINVAL, "model %s generates no text (gpt models do)",
+			      w->model->name);
+	p = (char *)w->shm + sizeof(sa);
+	return w->model->sample(w, p, sa.prompt_len, sa.temperature, sa.seed,
+				p + sa.prompt_len, sa.n);
+}
+
 /* what the daemon's pools/<i>/stat adds up */
 static void pool_report(struct wk *w, struct wp_rep *rp)
 {
@@ -792,6 +817,8 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	case WP_RESET:
 		ret = gpo_optim_reset(w->opt);
 		return ret ? wk_lib_err(w, ret) : 0;
+	case WP_SAMPLE:
+		return cmd_sample(w, rq);
 	default:
 		return wk_err(w, -EPROTO, "unknown command %u", rq->cmd);
 	}

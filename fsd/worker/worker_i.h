@@ -35,6 +35,9 @@ struct model_ops {
 	int (*eval)(struct wk *w, double *loss);
 	/* a line about the model for messages */
 	void (*describe)(struct wk *w, char *buf, size_t len);
+	/* @n bytes after @prompt, or NULL: the model generates nothing */
+	int (*sample)(struct wk *w, const void *prompt, size_t len,
+		      double temperature, uint64_t seed, void *out, size_t n);
 };
 
 struct wk {
