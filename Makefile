@@ -284,10 +284,11 @@ valgrind: all
 
 # The Fashion-MNIST job of tests/fs on the GPU code paths too: PoCL and
 # lavapipe take minutes where the cpu backend (in make check) takes
-# seconds.
+# seconds. And a gpt learning the GPL's text on each (minutes a device).
 check-train: all
-	@GPUOPT_FS_TRAIN_DEVICES="cpu opencl vulkan" \
-		tests/run-fs.sh $(BUILD) tests/fs/train_mlp_fashion_mnist.sh
+	@GPUOPT_FS_TRAIN_DEVICES="cpu opencl vulkan" GPUOPT_FS_TIMEOUT=1800 \
+		tests/run-fs.sh $(BUILD) tests/fs/train_mlp_fashion_mnist.sh \
+		tests/fs/train_gpt_gpl.sh
 
 bench: all
 	@bench/run.sh $(BUILD)

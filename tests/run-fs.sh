@@ -4,6 +4,8 @@
 # each, fail loudly.
 # A test exiting 77 is skipped (it says why). Needs /dev/fuse and
 # fusermount3; most tests need root (mounting with allow_other, setpriv).
+# Each test has GPUOPT_FS_TIMEOUT seconds (120; make check-train gives its
+# training runs more).
 build=${1:-build}
 [ $# -gt 0 ] && shift
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +47,7 @@ for t in ${only:-"$top"/tests/fs/*.sh}; do
 		echo "SKIP: no /dev/fuse or fusermount3" >"$log"
 		rc=77
 	else
-		timeout -k 5 120 sh "$t" >"$log" 2>&1
+		timeout -k 5 "${GPUOPT_FS_TIMEOUT:-120}" sh "$t" >"$log" 2>&1
 		rc=$?
 	fi
 	tally "$name" $rc "$log"
