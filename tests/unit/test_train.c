@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <grp.h>
 #include <unistd.h>
 #include <jansson.h>
 #include "testutil.h"
@@ -1123,6 +1121,10 @@ int main(void)
 	tcase_add_test(tc, test_bad_models_refused);
 	tcase_add_test(tc, test_model_too_large_for_pool);
 	tcase_add_test(tc, test_bad_trainers_refused);
+	suite_add_tcase(s, tc);
+	/* the gpt's cases: CK_RUN_CASE=gpt runs them alone */
+	tc = tcase_create("gpt");
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_gpt_follows_torch);
 	tcase_add_test(tc, test_gpt_spec_parsed);
 	tcase_add_test(tc, test_gpt_bad_specs_refused);
