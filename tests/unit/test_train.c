@@ -496,22 +496,30 @@ static void gpt_close(struct gpt_run *r)
  * AdamW's step is lr m / sqrt(v), which for an element whose gradient
  * changes sign (m small against sqrt(v)) turns float32 rounding in the
  * gradient into a change of its step, and such elements end near values
- * that are small beside the tensor's (torch's own float32 run ends up to
- * 7e-5 of this measure from the float64 one). The attention's key bias
- * (c_attn.bias [D, 2D)) adds the same q.b to every score of a row, which
- * softmax ignores: its gradient is 0 exactly and rounding noise in
- * float32, which AdamW normalises into steps of any size up to lr. Its
- * elements are checked to stay within lr / 10 of torch's (~0) instead: a
- * real gradient on them moves them by about lr a step.
+ * that are small beside the tensor's. The few elements where even that
+ * is not enough are measured in the reference (its ill_conditioned: how
+ * far the exact trajectory itself ends when the start moves by float32
+ * rounding, s) and get 4 s more. gen_gpt_ref.py prints where torch's own
+ * float32 run lands on this measure (0.27 of it).
+ *
+ * The attention's key bias (c_attn.bias [D, 2D)) adds the same q.b to
+ * every score of a row, which softmax ignores: its gradient is 0 exactly
+ * and rounding noise in float32, which AdamW normalises into steps of
+ * any size up to lr. Its elements are checked to stay within lr / 10 of
+ * torch's (~0) instead: a real gradient on them moves them by about lr a
+ * step.
  */
 START_TEST(test_gpt_follows_torch)
 {
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
 	char path[512], key[96], size[32];
+	json_t *ill;
 	struct stat st;
 
 	tu_data_path(path, sizeof(path), GPT_REF);
+	ill = json_loads(st_meta(path, "ill_conditioned"), 0, NULL);
+	ck_assert(json_is_object(ill));
 	ck_assert_msg(!stat(GPL3, &st), "%s: %s", GPL3, strerror(errno));
 	snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
 	ck_assert_msg(!strcmp(size, st_meta(path, "data_bytes")),
@@ -562,10 +570,12 @@ START_TEST(test_gpt_follows_torch)
 			struct gpo_tensor_info ti;
 			double *want, scale = 0;
 			float *got;
+			json_t *sens;
 			int kbias;
 
 			ck_assert(!gpo_optim_tensor_info(r.opt, k, &ti));
 			kbias = strstr(ti.name, "c_attn.bias") != NULL;
+			sens = json_object_get(ill, ti.name);
 			snprintf(key, sizeof(key), "final/%s", ti.name);
 			want = st_tensor(path, key, "F64", &bytes);
 			ck_assert_uint_eq(bytes, ti.numel * 8);
@@ -580,7 +590,12 @@ START_TEST(test_gpt_follows_torch)
 			for (j = 0; j < ti.numel; j++) {
 				double e = fabs((double)got[j] - want[j]);
 				double tol = 1e-4 * (fabs(want[j]) + scale);
+				char at[24];
 
+				snprintf(at, sizeof(at), "%zu", j);
+				if (sens)
+					tol += 4 * json_number_value(
+						json_object_get(sens, at));
 				if (kbias && j >= 32 && j < 64)
 					tol = GPT_REF_LR / 10;
 				else
@@ -598,6 +613,7 @@ START_TEST(test_gpt_follows_torch)
 		gpt_close(&r);
 		free(loss);
 	}
+	json_decref(ill);
 }
 END_TEST
 
@@ -968,7 +984,8 @@ static void gpl3_head(char *path, size_t n)
  * With shuffle=1 the windows move by a phase per epoch and come in a new
  * order: the run with the tokens on the device (gather_rows with a row
  * stride) and the one fed from host memory agree bit for bit, across
- * epochs; a checkpoint resumes the same
+ * epochs, and so do their evaluations. Dropout is on: its masks follow
+ * the data position in both.
  */
 START_TEST(test_gpt_windows_device_and_host_same_bytes)
 {
@@ -982,7 +999,7 @@ START_TEST(test_gpt_windows_device_and_host_same_bytes)
 	gpl3_head(path, 2000);
 	for (d = 0; d < ndev; d++) {
 		struct gpo_train_result ea, eb;
-		struct gpo_pool_stats st;
+		struct gpo_pool_stats full, host;
 		struct gpo_device *small;
 		struct gpo_ctx *ctx;
 		struct gpt_run a, b;
@@ -997,17 +1014,24 @@ START_TEST(test_gpt_windows_device_and_host_same_bytes)
 				      tu_device_id(devs[d]), gpo_errmsg());
 		ck_assert(!gpo_train_eval(a.t, &ea));
 		ck_assert_uint_eq(ea.samples, (200 - 1) / 16);
+
+		/*
+		 * the same device in a context of its own: what the trainer
+		 * takes with the tokens, then a pool 1 KiB short of it, which
+		 * holds the graphs but not the 8 KiB of tokens
+		 */
 		ck_assert(!gpo_ctx_new(&ctx, 0));
 		ck_assert(!gpo_device_select(ctx, tu_device_id(devs[d]),
 					     &small));
-		/* room for the model and its graphs, not for the tokens */
-		ck_assert(!gpo_pool_set_limit(small, 1u << 20));
 		gpt_open(&b, small, "lr=0.01", spec, "dropout=0.1 seed=2",
-			 NULL, NULL);
-		ck_assert(!gpo_dataset_open(path, GPO_DATASET_BYTES, &b.ds));
+			 path, opts);
+		ck_assert(!gpo_pool_stats(small, &full));
+		gpo_train_free(b.t);
+		ck_assert(!gpo_pool_set_limit(small, full.used_bytes - 1024));
 		ck_assert_msg(!gpo_train_new(b.m, b.ds, opts, &b.t), "%s",
 			      gpo_errmsg());
-		ck_assert(!gpo_pool_stats(small, &st));
+		ck_assert(!gpo_pool_stats(small, &host));
+		ck_assert_uint_lt(host.used_bytes, full.used_bytes - 7000);
 		for (i = 0; i < 14; i++)
 			ck_assert_msg(!gpo_train_step(b.t, NULL), "%s: %s",
 				      tu_device_id(devs[d]), gpo_errmsg());

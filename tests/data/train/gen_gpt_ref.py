@@ -51,7 +51,21 @@ gpt_adamw.safetensors
     ln_f.bias [32]); final/<name> F64 (after the 20th step); loss F64
     [20], each step's batch loss before that step's update.
     __metadata__ holds every hyperparameter, the data file's size and
-    SHA-256, and torch's version.
+    SHA-256, torch's version, and "ill_conditioned": the final elements
+    that float32 rounding of the start alone moves noticeably.
+
+    ill_conditioned is JSON, {"<name>": {"<flat index>": s, ...}, ...}:
+    the same float64 training is run 8 more times from the initial
+    weights each multiplied by (1 + 2^-24 z), z ~ normal(0, 1) (a
+    float32 rounding's size), and s is the largest distance of an
+    element's final value from the reference's over those runs. Listed
+    are the elements whose s exceeds a tenth of 1e-4 (|w| + max |W|), the
+    test's tolerance (w the element, W its tensor): AdamW's step
+    lr m / sqrt(v) turns small changes of a gradient whose sign wavers
+    into large changes of the step, so no float32 run can be asked to
+    land within 1e-4 of the exact value there, and the test widens their
+    tolerance by a multiple of s. (The attention's key bias is not among
+    them: its gradient is 0 exactly, in these runs too.)
 
 The safetensors file is written here byte by byte (as gen_train_refs.py
 does), so the safetensors package is not needed.
@@ -191,23 +205,55 @@ def train(init, data, dtype):
     return p, losses
 
 
+SENS_RUNS = 8
+
+
+def ill_conditioned(init, data, final):
+    """The elements float32-sized changes of the start move (docstring)."""
+    gen = torch.Generator().manual_seed(SEED + 1)
+    dev = {n: np.zeros(t.shape) for n, t in init.items()}
+    for _ in range(SENS_RUNS):
+        pert = {n: t.double() * (1 + 2.0 ** -24 *
+                                 torch.randn(t.shape, generator=gen,
+                                             dtype=torch.float64))
+                for n, t in init.items()}
+        p, _ = train(pert, data, torch.float64)
+        for n in dev:
+            dev[n] = np.maximum(dev[n], np.abs(p[n].detach().numpy() -
+                                               final[n].detach().numpy()))
+    out = {}
+    for n, _ in param_shapes():
+        w = final[n].detach().numpy()
+        tol = 1e-4 * (np.abs(w) + np.abs(w).max())
+        idx = np.flatnonzero(dev[n].ravel() > 0.1 * tol.ravel())
+        if len(idx):
+            out[n] = {str(int(i)): float(dev[n].ravel()[i]) for i in idx}
+    return out
+
+
 def main():
     torch.set_num_threads(1)
     with open(TEXT, "rb") as f:
         data = f.read()
     init = init_params()
     final, losses = train(init, data, torch.float64)
+    ill = ill_conditioned(init, data, final)
+    print("ill-conditioned elements:", json.dumps(ill))
     f32, losses32 = train(init, data, torch.float32)
-    names = [n for n, _ in param_shapes()]
+    # torch's own float32 run, measured as test_train measures gpuopt's
     worst = 0.0
-    for n in names:
-        a = final[n].detach().numpy()
-        b = f32[n].detach().double().numpy()
-        scale = np.abs(a).max()
-        worst = max(worst, (np.abs(a - b) /
-                            (np.abs(a) + 1e-2 * scale)).max())
+    for n, _ in param_shapes():
+        want = final[n].detach().numpy().ravel()
+        got = f32[n].detach().double().numpy().ravel()
+        keep = np.ones(want.shape, dtype=bool)
+        if n.endswith("c_attn.bias"):
+            keep[D:2 * D] = False
+        tol = 1e-4 * (np.abs(want) + np.abs(want[keep]).max())
+        for i, sens in ill.get(n, {}).items():
+            tol[int(i)] += 4 * sens
+        worst = max(worst, (np.abs(got - want)[keep] / tol[keep]).max())
     print("torch float32 against float64: losses within %.2e relative,"
-          " parameters %.2e (relative to |value| + scale / 100)"
+          " parameters at %.2f of test_train's tolerance"
           % ((np.abs(losses32 - losses) / losses).max(), worst))
     meta = {"model": "gpt:layers=%d,heads=%d,dim=%d,ctx=%d" % (L, H, D, T),
             "init": "torch.manual_seed(%d); normal(0, 0.02), c_proj"
@@ -223,7 +269,10 @@ def main():
             "optimizer": "adamw", "lr": repr(LR), "betas": "0.9,0.999",
             "eps": "1e-08", "weight_decay": repr(WD), "amsgrad": "0",
             "dropout": "0", "layer_norm_eps": "1e-05",
-            "arithmetic": "float64", "torch": torch.__version__}
+            "arithmetic": "float64", "torch": torch.__version__,
+            "ill_conditioned": json.dumps(ill, separators=(",", ":"),
+                                          sort_keys=True)}
+    names = [n for n, _ in param_shapes()]
     tensors = [("init/" + n, init[n].numpy()) for n in names]
     tensors += [("final/" + n, final[n].detach().numpy()) for n in names]
     tensors += [("loss", losses)]
