@@ -28,8 +28,9 @@ void main()
 		return;
 	for (uint v = grp; v < args.row_hi;
 	     v = row_next(v, args.row_hi, args.groups)) {
-		for (uint j0 = 0u; j0 < args.width; j0 += WG_SIZE) {
-			uint j = j0 + t;
+		/* j - t: the stretch's first column, the same for all */
+		for (uint j = t; j - t < args.width; j += WG_SIZE) {
+			uint go = args.off_src + j, w = args.width;
 			float acc = 0.0;
 
 			for (uint b0 = 0u; b0 < args.rows; b0 += WG_SIZE) {
@@ -44,8 +45,7 @@ void main()
 					continue;
 				for (uint k = 0u; k < cnt; k++)
 					if (ids[k] == int(v))
-						acc += dy[args.off_src +
-							  (b0 + k) * args.width + j];
+						acc += dy[go + (b0 + k) * w];
 			}
 			if (j < args.width)
 				STORE(dw, args.off_dst + v * args.width + j, acc);
