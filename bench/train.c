@@ -454,6 +454,87 @@ out:
 	return ret;
 }
 
+#define PROF_MAX	64
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct gpo_op_time *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/*
+ * Where a step of @m's training goes: its forward and backward (the same
+ * graph as the trainer's, on the same parameters) launch by launch, and
+ * the optimizer's step, in device time; printed as comments, largest
+ * first, beside the measured wall time of a step @step_s.
+ */
+static int profile_gpt(struct gpo_device *dev, struct gpo_model *m,
+		       struct gpo_optim *opt, uint32_t batch, uint32_t ctx,
+		       double step_s)
+{
+	const uint64_t xs[2] = { batch, ctx }, ys[1] = { (uint64_t)batch * ctx };
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_step_info si;
+	struct gpo_graph *g = NULL;
+	struct gpo_tensor *x, *y, *loss;
+	uint64_t seed = 0x2545f4914f6cdd1dull, i, n = ys[0], total = 0;
+	int32_t *tok = malloc(n * 4);
+	int ret = -ENOMEM, k;
+
+	if (!tok)
+		goto out;
+	for (i = 0; i < n; i++)
+		tok[i] = (int32_t)(rng_next(&seed) >> 56);
+	ret = gpo_graph_new(dev, &g);
+	if (ret)
+		goto out;
+	x = gpo_tensor_input(g, "x", GPO_I32, 2, xs);
+	y = gpo_tensor_input(g, "y", GPO_I32, 1, ys);
+	loss = gpo_cross_entropy(g, gpo_model_forward(m, g, x), y);
+	ret = gpo_graph_backward(g, loss);
+	if (!ret)
+		ret = gpo_tensor_write(x, tok, n * 4);
+	if (!ret)
+		ret = gpo_tensor_write(y, tok, n * 4);
+	if (ret)
+		goto out;
+	ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, t,
+				PROF_MAX);
+	if (ret < 0)
+		goto out;
+	/* the optimizer's step: its own device time */
+	k = ret;
+	ret = gpo_optim_step(opt, &si);
+	if (ret)
+		goto out;
+	if (k < PROF_MAX) {
+		t[k].op = "optimizer";
+		t[k].pass = 0;
+		t[k].launches = 1;
+		t[k].ns = si.device_ns;
+		k++;
+	}
+	for (i = 0; i < (uint64_t)k; i++)
+		total += t[i].ns;
+	qsort(t, k, sizeof(t[0]), cmp_time);
+	printf("# profile: %d kernels, %.3f ms of device time a step (the step's wall time: %.3f ms)\n",
+	       k, total / 1e6, step_s * 1e3);
+	for (i = 0; i < (uint64_t)k; i++)
+		printf("#   %-14s %-8s %5llu launches %9.3f ms %5.1f%%\n", t[i].op,
+		       t[i].pass == GPO_RUN_FORWARD ? "forward" :
+		       t[i].pass == GPO_RUN_BACKWARD ? "backward" : "",
+		       (unsigned long long)t[i].launches, t[i].ns / 1e6,
+		       total ? 100.0 * t[i].ns / total : 0.0);
+	ret = 0;
+out:
+	if (ret)
+		fprintf(stderr, "bench_train: profile: %s\n", gpo_errmsg());
+	gpo_graph_free(g);
+	free(tok);
+	return ret;
+}
+
 /*
  * LAYERSxHEADSxDIMxCTX at @batch: wall time per step as bench_mlp, in
  * tokens per second; TFLOP/s counts the model's products (3 times the
@@ -553,6 +634,8 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	       batch, step * 1e3, step * 1e6, flop / step / 1e12, "-", "-",
 	       peer);
 	fflush(stdout);
+	if (!quiet)
+		profile_gpt(dev, m, opt, batch, ctx, step);
 out:
 	if (ret)
 		fprintf(stderr, "gpt %s@%u on %s: %s\n", spec, batch, id,
