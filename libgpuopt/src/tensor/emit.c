@@ -185,10 +185,11 @@ static int unary_flat(struct gpo_graph *g, struct llist *l, uint32_t fn,
 		  alpha);
 }
 
-static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
-		  uint32_t flags, uint64_t outer, uint64_t len, uint64_t inner,
-		  const struct tview *x, const struct tview *y,
-		  const struct tview *idx, float alpha)
+static int reduce_one(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		      uint32_t flags, uint64_t outer, uint64_t len,
+		      uint64_t inner, const struct tview *x,
+		      const struct tview *y, const struct tview *idx,
+		      float alpha)
 {
 	uint32_t gr = inner == 1 ? rows_groups(outer) :
 				   groups_for(outer * inner);
@@ -214,6 +215,48 @@ static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
 		r->flags |= GPO_RED_IDX;
 	}
 	return 0;
+}
+
+/* the groups a launch should have to fill the device a few times over */
+static uint64_t fill_groups(const struct gpo_graph *g)
+{
+	uint64_t cu = g->dev->info.compute_units;
+
+	return 4 * (cu ? cu : 2) < 8 ? 8 : 4 * (cu ? cu : 2);
+}
+
+#define SPLIT_MIN_LEN	64	/* the least terms a work-item sums */
+
+/*
+ * reduce - a reduction, in two launches where its outputs are too few to
+ * fill the device and each would sum a long axis (the gradients of biases
+ * and layer-norm weights: a few hundred sums of tens of thousands of rows):
+ * the axis is cut into S equal parts, each summed into a temporary, and
+ * the S partial sums then summed in order. The result is the same on
+ * every run; only sums are split (a maximum keeps its index in one pass).
+ */
+static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		  uint32_t flags, uint64_t outer, uint64_t len, uint64_t inner,
+		  const struct tview *x, const struct tview *y,
+		  const struct tview *idx, float alpha)
+{
+	uint64_t outs = outer * inner, want = fill_groups(g) * GPO_WG_SIZE;
+	uint64_t s = 1;
+	struct tview tmp;
+	int ret;
+
+	if (fn == GPO_RED_SUM && inner > 1)
+		while (!(len % (2 * s)) && len / (2 * s) >= SPLIT_MIN_LEN &&
+		       outs * s < want)
+			s *= 2;
+	if (s == 1)
+		return reduce_one(g, l, fn, flags, outer, len, inner, x, y,
+				  idx, alpha);
+	place(g, &tmp, outs * s);
+	ret = reduce_one(g, l, GPO_RED_SUM, 0, outer * s, len / s, inner, x,
+			 &tmp, NULL, 1.0f);
+	return ret ? ret : reduce_one(g, l, GPO_RED_SUM, flags, outer, s,
+				      inner, &tmp, y, NULL, alpha);
 }
 
 static int reduce_bwd(struct gpo_graph *g, struct llist *l, uint32_t fn,
@@ -264,8 +307,8 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 #define MM_BIG_TILES	256
 
 /* c = op(x) op(y), batched over the leading dimension of 3-d operands */
-static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
-	      struct mm_op y, const struct tview *c, uint32_t flags)
+static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		  struct mm_op y, const struct tview *c, uint32_t flags)
 {
 	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
 	struct gpo_matmul_args *a;
@@ -321,6 +364,99 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	if (big && !(a->off_b % 4) && !(a->ldb % 4))
 		a->flags |= GPO_MM_VEC_B;
 	return 0;
+}
+
+#define SPLIT_MIN_K	256	/* the least of the sum a part takes */
+
+/*
+ * mm_part - c_z = op(x) op(y) over the terms p in [p0 + z kc, p0 + (z+1) kc)
+ * for z < parts: one batched launch, the batch index picking the slice of
+ * the sum (the operands are 2-d); c_z at c + z m n
+ */
+static int mm_part(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		   struct mm_op y, const struct tview *c, uint32_t m,
+		   uint32_t n, uint32_t p0, uint32_t kc, uint32_t parts)
+{
+	uint32_t xr, xc, yr, yc, tm, tn;
+	struct gpo_matmul_args *a;
+	struct launch *L;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	L = push(g, l, OP_MATMUL, (uint64_t)parts * tm * tn);
+	if (!L)
+		return -ENOMEM;
+	a = &L->a.mm;
+	a->m = m;
+	a->n = n;
+	a->k = kc;
+	a->batch = parts;
+	a->tiles_m = tm;
+	a->tiles_n = tn;
+	a->flags = (x.trans ? GPO_MM_TRANS_A : 0) |
+		   (y.trans ? GPO_MM_TRANS_B : 0);
+	a->lda = xc;
+	a->ldb = yc;
+	a->ldc = n;
+	/* op(x)'s columns are x's rows when transposed, and so on */
+	a->bsa = x.trans ? kc * xc : kc;
+	a->bsb = y.trans ? kc : kc * yc;
+	a->bsc = m * n;
+	a->alpha = 1.0f;
+	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
+	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	a->off_a += x.trans ? p0 * xc : p0;
+	a->off_b += y.trans ? p0 : p0 * yc;
+	gpo__view_bind(c, (uint64_t)parts * m * n, &L->call.buf[2], &a->off_c);
+	return 0;
+}
+
+/*
+ * mm - c = op(x) op(y). A single product whose tiles are too few to fill
+ * the device but whose sum is long (a weight's gradient: features x
+ * features, summed over every row of the batch) is split along the sum:
+ * S slices of it are products of their own, written side by side in a
+ * temporary, and then summed in order into c (reduce). The same bits on
+ * every run; the sum's order differs from one launch's, as any kernel's
+ * blocking does.
+ */
+static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
+	      struct mm_op y, const struct tview *c, uint32_t flags)
+{
+	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, tiles;
+	uint64_t want = fill_groups(g);
+	struct tview tmp;
+	int ret;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	m = x.trans ? xc : xr;
+	k = x.trans ? xr : xc;
+	n = y.trans ? yr : yc;
+	tiles = ((m + GPO_MM_TILE - 1) / GPO_MM_TILE) *
+		((n + GPO_MM_TILE - 1) / GPO_MM_TILE);
+	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
+		return mm_one(g, l, x, y, c, flags);
+	s = (uint32_t)((want + tiles - 1) / tiles);
+	if (s > k / SPLIT_MIN_K)
+		s = k / SPLIT_MIN_K;
+	/* slices of a multiple of 4 terms, the last one shorter */
+	kc = ((k + s - 1) / s + 3) & ~3u;
+	s = (k + kc - 1) / kc;
+	full = k % kc ? s - 1 : s;
+	place(g, &tmp, (uint64_t)s * m * n);
+	ret = mm_part(g, l, x, y, &tmp, m, n, 0, kc, full);
+	if (!ret && full < s) {
+		struct tview last = tmp;
+
+		last.elem += (uint64_t)full * m * n;
+		ret = mm_part(g, l, x, y, &last, m, n, full * kc,
+			      k - full * kc, 1);
+	}
+	return ret ? ret : reduce(g, l, GPO_RED_SUM, flags, 1, s,
+				  (uint64_t)m * n, &tmp, c, NULL, 1.0f);
 }
 
 static int fill(struct gpo_graph *g, struct llist *l, const struct tview *v,
