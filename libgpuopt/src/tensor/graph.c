@@ -904,8 +904,13 @@ int gpo__graph_plan(struct gpo_graph *g)
 {
 	int ret;
 
-	if (g->planned)
-		return params_moved(g) ? gpo__graph_reemit(g) : 0;
+	if (g->planned) {
+		ret = params_moved(g) ? gpo__graph_reemit(g) : 0;
+		/* the dropouts draw for the step set last */
+		if (!ret && g->step != g->step_launched)
+			gpo__graph_patch_step(g);
+		return ret;
+	}
 	if (g->err)
 		return gpo_graph_status(g);
 	if (!g->nt)
@@ -938,8 +943,6 @@ int gpo__graph_launch(struct gpo_graph *g, unsigned int what)
 	ret = gpo__graph_plan(g);
 	if (ret)
 		return ret;
-	if (g->step != g->step_launched)
-		gpo__graph_patch_step(g);
 	if (what & GPO_RUN_FORWARD) {
 		ret = launch_list(g->dev, &g->fwd);
 		if (ret)

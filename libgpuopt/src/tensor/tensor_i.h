@@ -133,7 +133,7 @@ struct gpo_tensor *gpo__tensor_new(struct gpo_graph *g, enum t_op op,
 				   enum gpo_dtype dtype, int ndim,
 				   const uint32_t *shape);
 int gpo__graph_fail(struct gpo_graph *g, int err);
-/* plan if not yet; called with dev->lock held */
+/* plan if not yet (or again), the step set; called with dev->lock held */
 int gpo__graph_plan(struct gpo_graph *g);
 /* queue @what's launches; dev->lock held */
 int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
