@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "core/rng_i.h"
 
 #define MAXN		64	/* nodes of one case */
 #define REF_TOL		2e-4	/* of the tensor's largest magnitude */
@@ -34,7 +35,8 @@
 
 enum hop {
 	H_INPUT, H_PARAM, H_MATMUL, H_TRANSPOSE, H_BINARY, H_UNARY, H_SOFTMAX,
-	H_REDUCE, H_XENT, H_MSE, H_ONE_HOT, H_ACCURACY
+	H_REDUCE, H_XENT, H_MSE, H_ONE_HOT, H_ACCURACY, H_RESHAPE, H_PERMUTE,
+	H_SLICE, H_CAUSAL, H_LAYERNORM, H_EMBED, H_DROPOUT
 };
 
 enum { B_ADD, B_SUB, B_MUL, B_DIV };
@@ -52,7 +54,14 @@ struct hn {
 	int nd;
 	uint32_t s[4];
 	size_t n;
-	struct hn *a, *b;
+	struct hn *a, *b, *c;	/* c: a layer norm's shift */
+	int perm[4];		/* permute */
+	uint64_t start;		/* slice */
+	double eps;		/* layer norm */
+	int view;		/* reshape, slice: the source's memory */
+	uint8_t *keep;		/* dropout: the mask */
+	double *aux;		/* layer norm: x normalised; per row 1 / std */
+	double *rstd;
 	double *v, *g;		/* value, gradient */
 	int32_t *lab;		/* i32 inputs */
 	int needs, reach;	/* depends on a parameter; on the loss's path */
@@ -68,6 +77,8 @@ struct tc {
 	struct hn *n[MAXN];
 	int nn;
 	uint64_t rng;
+	uint64_t step;		/* gpo_graph_set_step() */
+	uint32_t ndrop;		/* dropouts made: the next one's site */
 };
 
 /* ---- the reference ------------------------------------------------------ */
@@ -106,6 +117,9 @@ static void tc_free(struct tc *c)
 		free(c->n[i]->v);
 		free(c->n[i]->g);
 		free(c->n[i]->lab);
+		free(c->n[i]->keep);
+		free(c->n[i]->aux);
+		free(c->n[i]->rstd);
 		free(c->n[i]);
 	}
 	c->nn = 0;
@@ -244,6 +258,90 @@ static void red_dims(const struct hn *h, uint64_t *outer, uint64_t *len,
 		*inner *= x->s[i];
 }
 
+/* the index into @a of element @i of its permute @h */
+static uint64_t perm_src(const struct hn *h, const struct hn *a, uint64_t i)
+{
+	uint32_t ys[4], as[4], c[4];
+	uint64_t yst[4], ast[4], o = 0;
+	int k = 4 - h->nd, d;
+
+	pad4(h, ys, yst);
+	pad4(a, as, ast);
+	coords(i, ys, c);
+	for (d = 0; d < h->nd; d++)
+		o += c[d + k] * ast[h->perm[d] + k];
+	return o;
+}
+
+/* dropout's draw for element @i (ew.h): keep when it is >= @thresh */
+static int keep_ref(uint64_t seed, uint64_t step, uint32_t site, uint64_t i,
+		    uint32_t thresh)
+{
+	uint32_t w[4];
+
+	gpo__philox(seed, GPO_RNG_STREAM(GPO_RNG_DROPOUT, step),
+		    (uint64_t)site << 32 | i >> 2, w);
+	return w[i & 3] >= thresh;
+}
+
+static uint32_t thresh_of(double p)
+{
+	return (uint32_t)fmin(floor(p * 4294967296.0 + 0.5), 4294967295.0);
+}
+
+static void ln_forward(struct hn *h)
+{
+	const struct hn *x = h->a, *w = h->b, *b = h->c;
+	uint64_t len = x->s[x->nd - 1], r, j;
+
+	for (r = 0; r < x->n / len; r++) {
+		const double *xr = x->v + r * len;
+		double m = 0, var = 0;
+
+		for (j = 0; j < len; j++)
+			m += xr[j];
+		m /= len;
+		for (j = 0; j < len; j++)
+			var += (xr[j] - m) * (xr[j] - m);
+		var /= len;
+		h->rstd[r] = 1 / sqrt(var + h->eps);
+		for (j = 0; j < len; j++) {
+			double xh = (xr[j] - m) * h->rstd[r];
+
+			h->aux[r * len + j] = xh;
+			h->v[r * len + j] = xh * (w ? w->v[j] : 1) +
+					    (b ? b->v[j] : 0);
+		}
+	}
+}
+
+static void ln_backward(struct hn *h)
+{
+	struct hn *x = h->a, *w = h->b, *b = h->c;
+	uint64_t len = x->s[x->nd - 1], r, j;
+
+	for (r = 0; r < x->n / len; r++) {
+		const double *dy = h->g + r * len, *xh = h->aux + r * len;
+		double m1 = 0, m2 = 0;
+
+		for (j = 0; j < len; j++) {
+			double d = dy[j] * (w ? w->v[j] : 1);
+
+			m1 += d;
+			m2 += d * xh[j];
+			if (w)
+				w->g[j] += dy[j] * xh[j];
+			if (b)
+				b->g[j] += dy[j];
+		}
+		m1 /= len;
+		m2 /= len;
+		for (j = 0; j < len; j++)
+			x->g[r * len + j] += h->rstd[r] *
+				(dy[j] * (w ? w->v[j] : 1) - m1 - xh[j] * m2);
+	}
+}
+
 static void h_forward(struct hn *h)
 {
 	struct hn *a = h->a, *b = h->b;
@@ -364,6 +462,48 @@ static void h_forward(struct hn *h)
 		for (i = 0; i < h->n; i++)
 			h->v[i] = (uint32_t)a->lab[i / h->classes] ==
 				  i % h->classes;
+		return;
+	case H_RESHAPE:
+		memcpy(h->v, a->v, h->n * sizeof(double));
+		return;
+	case H_SLICE:
+		memcpy(h->v, a->v + h->start * (a->n / a->s[0]),
+		       h->n * sizeof(double));
+		return;
+	case H_PERMUTE:
+		for (i = 0; i < h->n; i++)
+			h->v[i] = a->v[perm_src(h, a, i)];
+		return;
+	case H_CAUSAL:
+		len = a->s[a->nd - 1];
+		for (r = 0; r < a->n / len; r++) {
+			const double *x = a->v + r * len;
+			double m = -INFINITY, s = 0;
+			uint64_t row = r % len;
+
+			for (o = 0; o <= row; o++)
+				m = fmax(m, h->alpha * x[o]);
+			for (o = 0; o <= row; o++)
+				s += exp(h->alpha * x[o] - m);
+			for (o = 0; o < len; o++)
+				h->v[r * len + o] = o <= row ?
+					exp(h->alpha * x[o] - m) / s : 0;
+		}
+		return;
+	case H_LAYERNORM:
+		ln_forward(h);
+		return;
+	case H_EMBED:
+		len = a->s[1];
+		for (r = 0; r < b->n; r++)
+			for (o = 0; o < len; o++)
+				h->v[r * len + o] = b->lab[r] >= 0 &&
+					(uint32_t)b->lab[r] < a->s[0] ?
+					a->v[(uint64_t)b->lab[r] * len + o] : 0;
+		return;
+	case H_DROPOUT:
+		for (i = 0; i < h->n; i++)
+			h->v[i] = h->keep[i] ? h->alpha * a->v[i] : 0;
 		return;
 	}
 }
@@ -499,6 +639,46 @@ static void h_backward(struct hn *h)
 			a->g[i] += d;
 			b->g[i] -= d;
 		}
+		return;
+	case H_RESHAPE:
+		for (i = 0; i < h->n; i++)
+			a->g[i] += h->g[i];
+		return;
+	case H_SLICE:
+		for (i = 0; i < h->n; i++)
+			a->g[h->start * (a->n / a->s[0]) + i] += h->g[i];
+		return;
+	case H_PERMUTE:
+		for (i = 0; i < h->n; i++)
+			a->g[perm_src(h, a, i)] += h->g[i];
+		return;
+	case H_CAUSAL:
+		len = a->s[a->nd - 1];
+		for (r = 0; r < a->n / len; r++) {
+			const double *y = h->v + r * len, *dy = h->g + r * len;
+			double s = 0;
+
+			for (o = 0; o < len; o++)
+				s += dy[o] * y[o];
+			for (o = 0; o < len; o++)
+				a->g[r * len + o] += h->alpha * y[o] *
+						     (dy[o] - s);
+		}
+		return;
+	case H_LAYERNORM:
+		ln_backward(h);
+		return;
+	case H_EMBED:
+		len = a->s[1];
+		for (r = 0; r < b->n; r++)
+			for (o = 0; o < len && b->lab[r] >= 0 &&
+			     (uint32_t)b->lab[r] < a->s[0]; o++)
+				a->g[(uint64_t)b->lab[r] * len + o] +=
+					h->g[r * len + o];
+		return;
+	case H_DROPOUT:
+		for (i = 0; i < h->n; i++)
+			a->g[i] += h->keep[i] ? h->alpha * h->g[i] : 0;
 		return;
 	default:
 		return;
@@ -709,6 +889,126 @@ static struct hn *ONE_HOT(struct tc *c, struct hn *lab, uint32_t classes)
 	return h;
 }
 
+static struct hn *RESHAPE(struct tc *c, struct hn *x, int nd,
+			  const uint32_t *s)
+{
+	struct hn *h = node(c, H_RESHAPE, nd, s, x, NULL);
+	uint64_t s64[4];
+	int k;
+
+	for (k = 0; k < nd; k++)
+		s64[k] = s[k];
+	h->view = 1;
+	got(c, h, gpo_reshape(c->g, x->t, nd, s64));
+	return h;
+}
+
+/* @perm as torch's: negative numbers count from the end */
+static struct hn *PERMUTE(struct tc *c, struct hn *x, const int *perm)
+{
+	uint32_t s[4];
+	struct hn *h;
+	int e[4], k;
+
+	for (k = 0; k < x->nd; k++) {
+		e[k] = perm[k] < 0 ? perm[k] + x->nd : perm[k];
+		s[k] = x->s[e[k]];
+	}
+	h = node(c, H_PERMUTE, x->nd, s, x, NULL);
+	memcpy(h->perm, e, sizeof(e));
+	got(c, h, gpo_permute(c->g, x->t, perm));
+	return h;
+}
+
+static struct hn *SLICE(struct tc *c, struct hn *x, uint32_t start,
+			uint32_t len)
+{
+	uint32_t s[4];
+	struct hn *h;
+
+	memcpy(s, x->s, sizeof(s));
+	s[0] = len;
+	h = node(c, H_SLICE, x->nd, s, x, NULL);
+	h->start = start;
+	h->view = 1;
+	got(c, h, gpo_slice(c->g, x->t, start, len));
+	return h;
+}
+
+static struct hn *CAUSAL(struct tc *c, struct hn *x, double scale)
+{
+	struct hn *h = node(c, H_CAUSAL, x->nd, x->s, x, NULL);
+
+	h->alpha = scale;
+	got(c, h, gpo_causal_softmax(c->g, x->t, scale));
+	return h;
+}
+
+/* gpo_layer_norm(x, w, b) as one node: @w and @b may be NULL */
+static struct hn *LAYERNORM(struct tc *c, struct hn *x, struct hn *w,
+			    struct hn *b, double eps)
+{
+	struct hn *h = node(c, H_LAYERNORM, x->nd, x->s, x, w);
+
+	h->c = b;
+	h->needs |= b && b->needs;
+	h->eps = eps;
+	h->aux = calloc(h->n, sizeof(double));
+	h->rstd = calloc(h->n / x->s[x->nd - 1], sizeof(double));
+	ck_assert(h->aux && h->rstd);
+	got(c, h, gpo_layer_norm(c->g, x->t, w ? w->t : NULL,
+				 b ? b->t : NULL, eps));
+	return h;
+}
+
+/* i32 indices of shape @s into a table of @rows, one in 8 out of range */
+static struct hn *IDX(struct tc *c, int nd, const uint32_t *s, uint32_t rows)
+{
+	struct hn *h = node(c, H_INPUT, nd, s, NULL, NULL);
+	uint64_t s64[4];
+	size_t i;
+	int k;
+
+	for (k = 0; k < nd; k++)
+		s64[k] = s[k];
+	h->lab = calloc(h->n, sizeof(int32_t));
+	ck_assert_ptr_nonnull(h->lab);
+	for (i = 0; i < h->n; i++)
+		h->lab[i] = (int32_t)tu_rand(&c->rng, -(double)rows / 8,
+					     rows + (double)rows / 8);
+	got(c, h, gpo_tensor_input(c->g, h->name, GPO_I32, nd, s64));
+	return h;
+}
+
+static struct hn *EMBED(struct tc *c, struct hn *tab, struct hn *idx)
+{
+	uint32_t s[4];
+	struct hn *h;
+
+	memcpy(s, idx->s, sizeof(s));
+	s[idx->nd] = tab->s[1];
+	h = node(c, H_EMBED, idx->nd + 1, s, tab, idx);
+	got(c, h, gpo_embedding(c->g, tab->t, idx->t));
+	return h;
+}
+
+/* its mask drawn here, for the step the case runs at (c->step) */
+static struct hn *DROPOUT(struct tc *c, struct hn *x, double p,
+			  uint64_t seed)
+{
+	struct hn *h = node(c, H_DROPOUT, x->nd, x->s, x, NULL);
+	uint32_t site = c->ndrop++;
+	size_t i;
+
+	h->alpha = 1 / (1 - p);
+	h->keep = calloc(h->n, 1);
+	ck_assert_ptr_nonnull(h->keep);
+	for (i = 0; i < h->n; i++)
+		h->keep[i] = keep_ref(seed, c->step, site, i, thresh_of(p));
+	got(c, h, gpo_dropout(c->g, x->t, p, seed));
+	return h;
+}
+
 /*
  * a scalar loss of @y with gradients that differ from element to element:
  * the sum of y * r over all of it, r random, reduced with gpo_sum and
@@ -872,6 +1172,7 @@ static void run_case(const char *tag, build_fn build, int arg,
 	loss = build(&c, arg);
 	ck_assert_int_eq(gpo_graph_status(c.g), 0);
 	ck_assert_int_eq(gpo_graph_backward(c.g, loss->t), 0);
+	gpo_graph_set_step(c.g, c.step);
 	loss->reach = loss->needs;
 	for (i = c.nn - 1; i >= 0; i--) {
 		struct hn *h = c.n[i];
@@ -880,6 +1181,8 @@ static void run_case(const char *tag, build_fn build, int arg,
 			h->a->reach = 1;
 		if (h->reach && h->b && h->b->needs)
 			h->b->reach = 1;
+		if (h->reach && h->c && h->c->needs)
+			h->c->reach = 1;
 	}
 	h_run(&c, loss, 1);
 
@@ -901,7 +1204,7 @@ static void run_case(const char *tag, build_fn build, int arg,
 		}
 		free(f);
 	}
-	/* everything else poisoned on the device */
+	/* everything else poisoned on the device (not views: their sources) */
 	for (i = 0; i < c.nn; i++) {
 		struct hn *h = c.n[i];
 		struct gpo_tensor *gt = gpo_tensor_grad(h->t);
@@ -913,7 +1216,7 @@ static void run_case(const char *tag, build_fn build, int arg,
 		if (h->op == H_PARAM)
 			ck_assert_int_eq(gpo_optim_write(c.opt, "grad", h->name,
 							 f, h->n * 4), 0);
-		else if (h->op != H_INPUT)
+		else if (h->op != H_INPUT && !h->view)
 			ck_assert_int_eq(gpo_tensor_write(h->t, f, h->n * 4), 0);
 		if (gt && h->op != H_PARAM)
 			ck_assert_int_eq(gpo_tensor_write(gt, f, h->n * 4), 0);
@@ -951,9 +1254,14 @@ static void run_case(const char *tag, build_fn build, int arg,
 			check_vals(id, "gradient", h->name, f, h->g, h->n,
 				   REF_TOL, 0);
 		} else if (gt) {
+			const struct hn *r = h;
+
+			/* a reshape's gradient is its source's, all of it */
+			while (r->op == H_RESHAPE)
+				r = r->a;
 			tu_poison(f, h->n);
 			ck_assert_int_eq(gpo_tensor_read(gt, f, h->n * 4), 0);
-			check_vals(id, "gradient", h->name, f, h->g, h->n,
+			check_vals(id, "gradient", h->name, f, r->g, h->n,
 				   REF_TOL, 0);
 		}
 		free(f);
@@ -1164,6 +1472,180 @@ static struct hn *b_mse(struct tc *c, int arg)
 	return arg ? MSE(c, oh, y) : MSE(c, y, oh);
 }
 
+/*
+ * reshapes: of a parameter into 3 dimensions; a chain of them, the
+ * source used directly too (one gradient, two ways in); a reshape of an
+ * op's result, and the loss itself a reshape
+ */
+static struct hn *b_reshape(struct tc *c, int arg)
+{
+	uint32_t s[2] = { 6, 11 }, s3[3] = { 3, 2, 11 }, s1[1] = { 66 };
+	uint32_t s2[2] = { 11, 6 }, one[2] = { 1, 1 };
+	struct hn *x = P(c, 2, s, -1, 1), *r;
+
+	if (!arg)
+		return lin_loss(c, RESHAPE(c, x, 3, s3));
+	if (arg == 1) {
+		r = RESHAPE(c, RESHAPE(c, x, 1, s1), 2, s2);
+		return BIN(c, B_ADD, lin_loss(c, UN(c, U_TANH, r, 1)),
+			   lin_loss(c, BIN(c, B_MUL, x, x)));
+	}
+	r = RESHAPE(c, UN(c, U_SIGMOID, x, 1), 3, s3);
+	return RESHAPE(c, lin_loss(c, BIN(c, B_MUL, r, r)), 2, one);
+}
+
+/* permutes of 4, 3 and 2 dimensions, negative numbers too */
+static struct hn *b_permute(struct tc *c, int arg)
+{
+	static const int p4[][4] = {
+		{ 2, 0, 3, 1 }, { 3, 2, 1, 0 }, { 0, 2, 1, 3 }, { 0, 1, 2, 3 },
+	};
+	uint32_t s4[4] = { 3, 5, 2, 7 }, s3[3] = { 4, 3, 5 }, s2[2] = { 9, 5 };
+	const int p3[3] = { 1, -1, 0 }, p2[2] = { -1, -2 };
+
+	if (arg < 4)
+		return lin_loss(c, PERMUTE(c, P(c, 4, s4, -1, 1), p4[arg]));
+	/* into a product, its gradient through both */
+	return BIN(c, B_ADD, lin_loss(c, PERMUTE(c, P(c, 3, s3, -1, 1), p3)),
+		   lin_loss(c, MATMUL(c, PERMUTE(c, P(c, 2, s2, -1, 1), p2),
+				      P(c, 2, s2, -1, 1), 0)));
+}
+
+/*
+ * slices along the first dimension: two of them with rows between and
+ * after that no slice takes (their gradient is 0); a slice after a
+ * direct use (the direct one writes first); slices of slices and of a
+ * reshape; one of all the rows
+ */
+static struct hn *b_slice(struct tc *c, int arg)
+{
+	uint32_t s[3] = { 11, 3, 4 }, s2[2] = { 33, 4 };
+	struct hn *x = P(c, 3, s, -1, 1), *y;
+
+	switch (arg) {
+	case 0:
+		return BIN(c, B_ADD, lin_loss(c, SLICE(c, x, 2, 5)),
+			   lin_loss(c, UN(c, U_TANH, SLICE(c, x, 8, 2), 1)));
+	case 1:
+		y = SLICE(c, x, 3, 7);
+		return BIN(c, B_ADD, lin_loss(c, y),
+			   lin_loss(c, UN(c, U_TANH, x, 1)));
+	case 2:
+		y = SLICE(c, RESHAPE(c, x, 2, s2), 4, 20);
+		return BIN(c, B_ADD, lin_loss(c, SLICE(c, y, 1, 9)),
+			   lin_loss(c, SLICE(c, SLICE(c, x, 1, 9), 6, 3)));
+	}
+	return lin_loss(c, BIN(c, B_MUL, SLICE(c, x, 0, 11), x));
+}
+
+/*
+ * causal softmax of [T, T], [B, T, T] and [B, H, T, T] parameters; with
+ * NaN above the diagonal, which must never be read
+ */
+static struct hn *b_causal(struct tc *c, int arg)
+{
+	uint32_t s2[2] = { 9, 9 }, s3[3] = { 3, 7, 7 }, s4[4] = { 2, 3, 5, 5 };
+	struct hn *x;
+	size_t i;
+
+	if (arg == 0)
+		return lin_loss(c, CAUSAL(c, P(c, 2, s2, -3, 3), 0.7));
+	if (arg == 1)
+		return lin_loss(c, CAUSAL(c, P(c, 3, s3, -3, 3), -1.3));
+	x = P(c, 4, s4, -3, 3);
+	for (i = 0; i < x->n; i++)
+		if (i % 5 > (i / 5) % 5)
+			x->v[i] = NAN;
+	return lin_loss(c, CAUSAL(c, x, 1 / sqrt(5.0)));
+}
+
+/*
+ * causal self-attention of one layer, as a GPT builds it in 4
+ * dimensions: qkv [B T, 3 C] -> [B, T, 3 H, hd] -> [3 H, B, T, hd] ->
+ * [3, H B, T, hd] -> q, k, v [H B, T, hd] -> softmax(q k^T / sqrt hd) v
+ * -> [H, B, T, hd] -> [B, T, H, hd] -> [B T, C]
+ */
+static struct hn *b_attention(struct tc *c, int arg)
+{
+	const uint32_t B = 2, T = 5, H = 3, hd = 7, C = H * hd;
+	uint32_t sx[2] = { B * T, 3 * C }, s4[4] = { B, T, 3 * H, hd };
+	uint32_t s3[4] = { 3, H * B, T, hd }, sq[3] = { H * B, T, hd };
+	uint32_t so[4] = { H, B, T, hd }, sy[2] = { B * T, C };
+	const int pin[4] = { 2, 0, 1, 3 }, pout[4] = { 1, 2, 0, 3 };
+	struct hn *qkv, *q, *k, *v, *a, *y;
+
+	qkv = P(c, 2, sx, -1, 1);
+	if (arg)	/* through a product, as the model's c_attn */
+		qkv = MATMUL(c, IN(c, 2, (uint32_t[]){ B * T, 11 }, -1, 1),
+			     P(c, 2, (uint32_t[]){ 3 * C, 11 }, -1, 1),
+			     GPO_MATMUL_TB);
+	y = RESHAPE(c, PERMUTE(c, RESHAPE(c, qkv, 4, s4), pin), 4, s3);
+	q = RESHAPE(c, SLICE(c, y, 0, 1), 3, sq);
+	k = RESHAPE(c, SLICE(c, y, 1, 1), 3, sq);
+	v = RESHAPE(c, SLICE(c, y, 2, 1), 3, sq);
+	a = CAUSAL(c, MATMUL(c, q, k, GPO_MATMUL_TB), 1 / sqrt(hd));
+	y = MATMUL(c, a, v, 0);
+	y = RESHAPE(c, PERMUTE(c, RESHAPE(c, y, 4, so), pout), 2, sy);
+	return lin_loss(c, y);
+}
+
+/* layer norm with w and b, without either, with w only of a 3-d x */
+static struct hn *b_layer_norm(struct tc *c, int arg)
+{
+	uint32_t s2[2] = { 7, 13 }, s3[3] = { 2, 5, 13 }, sd[1] = { 13 };
+
+	if (arg == 0)
+		return lin_loss(c, LAYERNORM(c, P(c, 2, s2, -2, 2),
+					     P(c, 1, sd, 0.5, 1.5),
+					     P(c, 1, sd, -1, 1), 1e-5));
+	if (arg == 1)
+		return lin_loss(c, LAYERNORM(c, P(c, 2, s2, -2, 2), NULL, NULL,
+					     1e-5));
+	return lin_loss(c, LAYERNORM(c, P(c, 3, s3, -2, 2),
+				     P(c, 1, sd, 0.5, 1.5), NULL, 0.1));
+}
+
+/*
+ * embeddings of [B, T] indices (some out of range): alone; with the
+ * table used again as a tied output layer, after or before the lookup
+ * (the table's gradient is written by one and added to by the other)
+ */
+static struct hn *b_embedding(struct tc *c, int arg)
+{
+	const uint32_t V = 13, D = 6, B = 3, T = 5;
+	uint32_t st[2] = { V, D }, si[2] = { B, T }, sh[2] = { B * T, D };
+	struct hn *wte = P(c, 2, st, -1, 1), *idx = IDX(c, 2, si, V), *h, *x;
+	struct hn *lab = LABELS(c, B * T, V), *l2;
+
+	if (!arg)
+		return lin_loss(c, EMBED(c, wte, idx));
+	if (arg == 1) {
+		h = RESHAPE(c, EMBED(c, wte, idx), 2, sh);
+		return XENT(c, MATMUL(c, UN(c, U_TANH, h, 1), wte,
+				      GPO_MATMUL_TB), lab, 0);
+	}
+	x = IN(c, 2, sh, -1, 1);
+	l2 = XENT(c, MATMUL(c, x, wte, GPO_MATMUL_TB), lab, 0);
+	return BIN(c, B_ADD, l2, lin_loss(c, EMBED(c, wte, idx)));
+}
+
+/*
+ * two dropouts (sites 0 and 1) at a step of the case's own; the mask
+ * is the reference's (Philox here), so the values and gradients check
+ * it exactly
+ */
+static struct hn *b_dropout(struct tc *c, int arg)
+{
+	uint32_t s[2] = { 13, 17 }, s3[3] = { 3, 5, 11 };
+	struct hn *x = P(c, 2, s, -1, 1);
+
+	c->step = 1000003ull * (arg + 1);
+	return BIN(c, B_ADD, lin_loss(c, DROPOUT(c, x, 0.3, 42 + arg)),
+		   lin_loss(c, DROPOUT(c, UN(c, U_TANH, P(c, 3, s3, -1, 1),
+					     1), arg ? 0.9 : 0.5,
+				       (uint64_t)arg << 40 | 7)));
+}
+
 #define CASE(name, build, nargs) \
 START_TEST(name) \
 { \
@@ -1183,6 +1665,14 @@ CASE(test_tensor_reduce_grads, b_reduce, 3)
 CASE(test_tensor_max_ties_first, b_max_ties, 2)
 CASE(test_tensor_cross_entropy_grads, b_xent, 2)
 CASE(test_tensor_mse_one_hot_grads, b_mse, 2)
+CASE(test_tensor_reshape_grads, b_reshape, 3)
+CASE(test_tensor_permute_grads, b_permute, 5)
+CASE(test_tensor_slice_grads, b_slice, 4)
+CASE(test_tensor_causal_softmax_grads, b_causal, 3)
+CASE(test_tensor_attention_grads, b_attention, 2)
+CASE(test_tensor_layer_norm_grads, b_layer_norm, 3)
+CASE(test_tensor_embedding_grads, b_embedding, 3)
+CASE(test_tensor_dropout_grads, b_dropout, 2)
 
 /* ---- error paths ----------------------------------------------------------- */
 
@@ -1561,6 +2051,14 @@ int main(void)
 	tcase_add_loop_test(tc, test_tensor_max_ties_first, 0, 2);
 	tcase_add_loop_test(tc, test_tensor_cross_entropy_grads, 0, 2);
 	tcase_add_loop_test(tc, test_tensor_mse_one_hot_grads, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_reshape_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_permute_grads, 0, 5);
+	tcase_add_loop_test(tc, test_tensor_slice_grads, 0, 4);
+	tcase_add_loop_test(tc, test_tensor_causal_softmax_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_attention_grads, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_layer_norm_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_embedding_grads, 0, 3);
+	tcase_add_loop_test(tc, test_tensor_dropout_grads, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tcase_set_timeout(te, 60);

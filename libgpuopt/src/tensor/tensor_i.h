@@ -23,6 +23,7 @@
 #include "abi/softmax.h"
 #include "abi/loss.h"
 #include "abi/gather.h"
+#include "abi/layernorm.h"
 
 #define T_DIMS		GPO_TENSOR_DIMS
 #define T_ALIGN		64	/* elements: places in the arena, 256 bytes */
@@ -32,14 +33,19 @@ enum t_op {
 	T_INPUT,	/* filled by the caller */
 	T_PARAM,	/* an optimizer tensor */
 	T_MATMUL,
-	T_TRANSPOSE,
-	T_UNARY,	/* fn: GPO_EW_*, alpha */
+	T_RESHAPE,	/* its source's elements and gradient: no launch */
+	T_PERMUTE,	/* perm: a copy */
+	T_SLICE,	/* start: its source's elements, its own gradient */
+	T_UNARY,	/* fn: GPO_EW_*, alpha (DROPOUT: seed, site,
+			 * thresh too) */
 	T_BINARY,	/* fn: GPO_EW_ADD.., broadcasting */
 	T_SOFTMAX,	/* fn: GPO_SM_* over the last dimension */
 	T_REDUCE,	/* fn: GPO_RED_*, axis (-1: all), alpha */
 	T_XENT,
 	T_ACCURACY,
 	T_ONE_HOT,
+	T_LAYERNORM,	/* eps: rows to mean 0, variance 1 */
+	T_EMBEDDING,	/* src[0] the table, src[1] the indices */
 };
 
 /* where a tensor's elements are: element @elem of block @blk */
@@ -61,9 +67,14 @@ struct gpo_tensor {
 	struct gpo_tensor *src[2];
 	uint32_t fn;
 	unsigned int flags;	/* GPO_MATMUL_* */
-	int axis, d0, d1;	/* reductions, transposes */
+	int axis;		/* reductions */
+	int perm[T_DIMS];	/* permutes: dimension i is src's perm[i] */
+	uint64_t start;		/* slices: the first row */
 	double alpha;
+	double eps;		/* layer norms */
 	uint32_t classes;	/* one-hot */
+	uint64_t seed;		/* dropouts */
+	uint32_t site, thresh;
 	struct gpo_optim *opt;	/* T_PARAM */
 	int opt_index;
 
@@ -74,7 +85,8 @@ struct gpo_tensor {
 
 	struct tview st;	/* its elements */
 	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
-				 * ONE_HOT: the identity */
+				 * ONE_HOT: the identity; LAYERNORM: each
+				 * row's mean and 1 / std */
 };
 
 /* a launch and the storage of its parameter struct */
@@ -88,6 +100,7 @@ struct launch {
 		struct gpo_softmax_args sm;
 		struct gpo_loss_args loss;
 		struct gpo_gather_args gather;
+		struct gpo_layernorm_args ln;
 	} a;
 };
 
@@ -103,6 +116,9 @@ struct gpo_graph {
 	struct gpo_tensor *loss;	/* after gpo_graph_backward() */
 	int err;			/* the first error, sticky */
 	char errmsg[512];
+	uint32_t ndropout;		/* dropouts made: the next one's site */
+	uint64_t step;			/* gpo_graph_set_step() */
+	uint64_t step_launched;		/* the step the dropout launches hold */
 
 	int planned;
 	int dry;			/* planning pass 1: count only */
@@ -117,7 +133,7 @@ struct gpo_tensor *gpo__tensor_new(struct gpo_graph *g, enum t_op op,
 				   enum gpo_dtype dtype, int ndim,
 				   const uint32_t *shape);
 int gpo__graph_fail(struct gpo_graph *g, int err);
-/* plan if not yet; called with dev->lock held */
+/* plan if not yet (or again), the step set; called with dev->lock held */
 int gpo__graph_plan(struct gpo_graph *g);
 /* queue @what's launches; dev->lock held */
 int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
@@ -127,6 +143,10 @@ int gpo__graph_emit(struct gpo_graph *g);
 int gpo__graph_reemit(struct gpo_graph *g);
 /* the gradient tensors of what the loss depends on (once, at backward) */
 int gpo__graph_make_grads(struct gpo_graph *g);
+/* the tensor whose gradient @t's is: its reshapes' source */
+struct gpo_tensor *gpo__tensor_root(struct gpo_tensor *t);
+/* set the step in the launches of the graph's dropouts */
+void gpo__graph_patch_step(struct gpo_graph *g);
 /* the binding of @n elements at @v (a 256-byte aligned window) */
 void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
 		    uint32_t *off);
