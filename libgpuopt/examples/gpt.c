@@ -10,9 +10,9 @@
  *       [-p EVERY] [-n BYTES] [-t TEMPERATURE] [-P PROMPT] [TEXT]
  *
  * TEXT defaults to /usr/share/common-licenses/GPL-3, DEVICE to "best",
- * SPEC to gpt:layers=2,heads=4,dim=64,ctx=64; the other defaults (600
- * steps of 16 windows, AdamW at 3e-3, no dropout) train in a few minutes
- * on cpu:0 to a held-out loss near 2 nats a byte (a model of byte
+ * SPEC to gpt:layers=2,heads=4,dim=64,ctx=64; the other defaults (1500
+ * steps of 16 windows, AdamW at 3e-3, no dropout) train in about two
+ * minutes on cpu:0 to a held-out loss near 2.1 nats a byte (a model of byte
  * frequencies alone sits near 3). TEMPERATURE 0 samples greedily.
  */
 #include <errno.h>
@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	const char *path = "/usr/share/common-licenses/GPL-3", *device = NULL;
 	const char *spec = "gpt:layers=2,heads=4,dim=64,ctx=64";
 	const char *prompt = "";
-	uint64_t steps = 600, batch = 16, every = 100, nsample = 300, i;
+	uint64_t steps = 1500, batch = 16, every = 100, nsample = 300, i;
 	double lr = 3e-3, dropout = 0, temperature = 0.8, t0;
 	struct gpo_train_result res, ev;
 	struct gpo_model_info mi;

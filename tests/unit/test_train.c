@@ -263,6 +263,7 @@ START_TEST(test_dataset_beyond_the_pool_same_bytes)
 	const char *opts = "batch_size=32 shuffle=1 seed=5";
 
 	for (d = 0; d < ndev; d++) {
+		struct gpo_train_result ea, eb;
 		struct gpo_pool_stats st;
 		struct gpo_device *small;
 		struct gpo_ctx *ctx;
@@ -298,6 +299,12 @@ START_TEST(test_dataset_beyond_the_pool_same_bytes)
 		read_params(b.opt, pb, n);
 		ck_assert_msg(!memcmp(pa, pb, n * 4),
 			      "%s: host-fed batches differ", tu_device_id(devs[d]));
+		/* the evaluation's 200 samples in one batch, more than 32 */
+		ck_assert(!gpo_train_eval(a.t, &ea));
+		ck_assert_msg(!gpo_train_eval(b.t, &eb), "%s", gpo_errmsg());
+		ck_assert_msg(ea.loss == eb.loss && ea.accuracy == eb.accuracy,
+			      "%s: host-fed evaluation differs",
+			      tu_device_id(devs[d]));
 		free(pa);
 		free(pb);
 		run_close(&a);
@@ -992,7 +999,8 @@ START_TEST(test_gpt_windows_device_and_host_same_bytes)
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, i;
 	const char *spec = "gpt:layers=1,heads=2,dim=16,ctx=16";
-	const char *opts = "batch_size=16 seed=9 eval_batch=5";
+	/* evaluation in batches of 10 and 2: more than a batch's rows */
+	const char *opts = "batch_size=8 seed=9 eval_batch=10";
 	char path[] = "/tmp/gpuopt-gpt-XXXXXX";
 
 	/* 1800 bytes to train on: (1800 - 1 - 15) / 16 = 111 windows */
@@ -1008,7 +1016,7 @@ START_TEST(test_gpt_windows_device_and_host_same_bytes)
 
 		gpt_open(&a, devs[d], "lr=0.01", spec, "dropout=0.1 seed=2",
 			 path, opts);
-		ck_assert_uint_eq(gpo_train_steps_per_epoch(a.t), 6);
+		ck_assert_uint_eq(gpo_train_steps_per_epoch(a.t), 13);
 		for (i = 0; i < 14; i++)
 			ck_assert_msg(!gpo_train_step(a.t, NULL), "%s: %s",
 				      tu_device_id(devs[d]), gpo_errmsg());

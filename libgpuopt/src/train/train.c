@@ -365,7 +365,7 @@ int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 		  const char *opts, struct gpo_train **out)
 {
 	struct gpo_train *t;
-	uint64_t ne, stage;
+	uint64_t ne, stage, rows;
 	uint32_t e;
 	int ret;
 
@@ -425,9 +425,11 @@ int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 		t->eval.host = &ds->eval;
 		t->train.bytes = ds->bytes;
 		t->eval.bytes = ds->bytes ? ds->bytes + ds->train.n : NULL;
-		stage = (uint64_t)t->batch * (t->gpt ? t->ctx : ds->features);
+		/* a batch, or an evaluation batch when that is larger */
+		rows = t->batch > t->ev[0].rows ? t->batch : t->ev[0].rows;
+		stage = rows * (t->gpt ? t->ctx : ds->features);
 		t->stage_x = malloc(stage * 4);
-		t->stage_y = malloc((t->gpt ? stage : t->batch) * 4);
+		t->stage_y = malloc((t->gpt ? stage : rows) * 4);
 		if (!t->stage_x || !t->stage_y) {
 			ret = gpo__err(-ENOMEM, "out of memory");
 			goto out_free;
