@@ -1884,6 +1884,210 @@ START_TEST(test_tensor_err_huge)
 }
 END_TEST
 
+/* a fresh graph on @e's device */
+static void e_renew(struct ectx *e)
+{
+	gpo_graph_free(e->g);
+	ck_assert_int_eq(gpo_graph_new(e->dev, &e->g), 0);
+}
+
+START_TEST(test_tensor_err_reshape)
+{
+	struct ectx e;
+	struct gpo_tensor *x;
+	uint64_t s[5] = { 4, 5, 1, 1, 1 };
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	/* 20 elements for 24 */
+	e_kept(&e, gpo_reshape(e.g, x, 2, s), -EINVAL, "elements");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	s[1] = 6;
+	ck_assert_ptr_nonnull(gpo_reshape(e.g, x, 4, s));
+	e_kept(&e, gpo_reshape(e.g, x, 5, s), -EINVAL, "dimensions");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	s[1] = 0;
+	e_kept(&e, gpo_reshape(e.g, x, 2, s), -EINVAL, "dimension 1 is 0");
+	e_renew(&e);
+	/* sizes whose product wraps 64 bits are too many, not equal */
+	x = e_in(&e, GPO_F32, 1, 16, 0, 0);
+	s[0] = s[1] = s[2] = 1ull << 32 >> 1;
+	s[3] = 128;
+	e_kept(&e, gpo_reshape(e.g, x, 4, s), -EINVAL, "more than");
+	e_renew(&e);
+	e_kept(&e, gpo_reshape(e.g, NULL, 1, s), -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_permute)
+{
+	static const int bad[][3] = {
+		{ 0, 0, 1 }, { 0, 1, 3 }, { 2, 1, -4 }, { 1, -1, 2 },
+	};
+	const int good[3] = { 2, 0, 1 };
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 3, 2, 3, 4);
+		ck_assert_ptr_nonnull(gpo_permute(e.g, x, good));
+		e_kept(&e, gpo_permute(e.g, x, bad[i]), -EINVAL,
+		       "not a permutation");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_permute(e.g, e_in(&e, GPO_F32, 2, 2, 3, 0), NULL),
+	       -EINVAL, "NULL");
+	e_renew(&e);
+	e_kept(&e, gpo_permute(e.g, e_in(&e, GPO_I32, 2, 2, 3, 0), good),
+	       -EINVAL, "i32");
+	e_renew(&e);
+	/* transpose is a permute: its own checks stay */
+	e_kept(&e, gpo_transpose(e.g, e_in(&e, GPO_F32, 2, 2, 3, 0), 0, 2),
+	       -EINVAL, "transpose");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_slice)
+{
+	static const uint64_t bad[][2] = {
+		{ 0, 0 }, { 7, 1 }, { 5, 3 }, { 1, UINT64_MAX }, { UINT64_MAX, 2 },
+	};
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 2, 7, 3, 0);
+		ck_assert_ptr_nonnull(gpo_slice(e.g, x, 6, 1));
+		ck_assert_ptr_nonnull(gpo_slice(e.g, x, 0, 7));
+		e_kept(&e, gpo_slice(e.g, x, bad[i][0], bad[i][1]), -EINVAL,
+		       "slice");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_slice(e.g, NULL, 0, 1), -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_causal_softmax)
+{
+	struct ectx e;
+
+	e_open(&e);
+	ck_assert_ptr_nonnull(gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 3, 2,
+							   5, 5), 0.5));
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 3, 5, 5, 4),
+				      1.0), -EINVAL, "[5, 5, 4]");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 1, 5, 0, 0),
+				      1.0), -EINVAL, "T, T");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 2, 5, 5, 0),
+				      INFINITY), -EINVAL, "scale");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_I32, 2, 5, 5, 0),
+				      1.0), -EINVAL, "i32");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_layer_norm)
+{
+	struct ectx e;
+	struct gpo_tensor *x, *w;
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	w = e_in(&e, GPO_F32, 1, 6, 0, 0);
+	ck_assert_ptr_nonnull(gpo_layer_norm(e.g, x, w, w, 1e-5));
+	e_kept(&e, gpo_layer_norm(e.g, x, e_in(&e, GPO_F32, 1, 4, 0, 0), NULL,
+				  1e-5), -EINVAL, "w is [4], not [6]");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL,
+				  e_in(&e, GPO_F32, 2, 1, 6, 0), 1e-5),
+	       -EINVAL, "b is [1, 6]");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, e_in(&e, GPO_I32, 1, 6, 0, 0), NULL,
+				  1e-5), -EINVAL, "i32");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL, NULL, -1e-5), -EINVAL, "eps");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL, NULL, NAN), -EINVAL, "eps");
+	e_renew(&e);
+	e_kept(&e, gpo_layer_norm(e.g, e_in(&e, GPO_I32, 2, 4, 6, 0), NULL,
+				  NULL, 1e-5), -EINVAL, "i32");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_embedding)
+{
+	struct ectx e;
+	struct gpo_tensor *t, *i4;
+	uint64_t s4[4] = { 2, 2, 2, 2 };
+
+	e_open(&e);
+	t = e_in(&e, GPO_F32, 2, 9, 4, 0);
+	ck_assert_ptr_nonnull(gpo_embedding(e.g, t, e_in(&e, GPO_I32, 3, 2,
+							  3, 5)));
+	e_kept(&e, gpo_embedding(e.g, t, e_in(&e, GPO_F32, 1, 5, 0, 0)),
+	       -EINVAL, "not i32");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_F32, 3, 9, 4, 2),
+				 e_in(&e, GPO_I32, 1, 5, 0, 0)), -EINVAL,
+	       "[9, 4, 2], not [rows, width]");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_I32, 2, 9, 4, 0),
+				 e_in(&e, GPO_I32, 1, 5, 0, 0)), -EINVAL,
+	       "i32");
+	e_renew(&e);
+	/* the result would have 5 dimensions */
+	t = e_in(&e, GPO_F32, 2, 9, 4, 0);
+	i4 = gpo_tensor_input(e.g, "i", GPO_I32, 4, s4);
+	ck_assert_ptr_nonnull(i4);
+	e_kept(&e, gpo_embedding(e.g, t, i4), -EINVAL, "4 dimensions");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_F32, 2, 9, 4, 0), NULL),
+	       -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_dropout)
+{
+	static const double bad[] = { -0.1, 1.0, 1.5, NAN, -INFINITY };
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+		/* p = 0 is x itself */
+		ck_assert_ptr_eq(gpo_dropout(e.g, x, 0.0, 1), x);
+		ck_assert_ptr_nonnull(gpo_dropout(e.g, x, 0.999, 1));
+		e_kept(&e, gpo_dropout(e.g, x, bad[i], 1), -EINVAL,
+		       "0 <= p < 1");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_dropout(e.g, e_in(&e, GPO_I32, 1, 4, 0, 0), 0.5, 1),
+	       -EINVAL, "i32");
+	gpo_graph_set_step(NULL, 3);	/* nothing */
+	e_close(&e);
+}
+END_TEST
+
 /* refused calls that leave the graph as it was: it still runs */
 static void e_still_runs(struct ectx *e, struct gpo_tensor *x,
 			 struct gpo_tensor *y, const float *xv, size_t n)
@@ -2076,6 +2280,13 @@ int main(void)
 	tcase_add_test(te, test_tensor_err_backward_misuse);
 	tcase_add_test(te, test_tensor_err_ops_after_run);
 	tcase_add_test(te, test_tensor_err_pool_limit);
+	tcase_add_test(te, test_tensor_err_reshape);
+	tcase_add_test(te, test_tensor_err_permute);
+	tcase_add_test(te, test_tensor_err_slice);
+	tcase_add_test(te, test_tensor_err_causal_softmax);
+	tcase_add_test(te, test_tensor_err_layer_norm);
+	tcase_add_test(te, test_tensor_err_embedding);
+	tcase_add_test(te, test_tensor_err_dropout);
 	suite_add_tcase(s, te);
 	return tu_run(s);
 }
