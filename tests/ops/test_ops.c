@@ -1964,7 +1964,8 @@ static void causal_bwd_ref(struct tcase *tc)
 	softmax_bwd_ref(tc);
 	for (r = 0; r < a->rows; r++)
 		for (j = r % a->len + 1; j < a->len; j++)
-			want_exact(&tc->b[2], a->off_y + (uint64_t)r * a->len + j);
+			want_exact(&tc->b[2],
+				   a->off_y + (uint64_t)r * a->len + j);
 }
 
 /* labels in [0, len), one out of range with SM_BADLAB */
@@ -2094,7 +2095,7 @@ static void accuracy_ref(struct tcase *tc)
 
 /* ---- gather ---- */
 
-#define GA_WIN		V_A	/* overlapping windows: stride < width */
+#define GA_WIN		V_A	/* windows: stride < width */
 #define GA_SEQ		V_B	/* windows of a sequence: stride 1 */
 
 static void gather_setup(struct tcase *tc)
@@ -2174,12 +2175,14 @@ static void embed_bwd_setup(struct tcase *tc)
 	hole = urand(tc, 0, a->row_hi - 1);
 	a->off_idx = tb_int_at(tc, &tc->b[0], a->rows);
 	for (b = 0; b < a->rows; b++) {
-		int32_t v = tu_rand(&tc->rng, 0, 1) < 0.5 ?
-			    (int32_t)urand(tc, 0, a->row_hi < 4 ? a->row_hi - 1 : 3) :
-			    (int32_t)urand(tc, 0, a->row_hi - 1);
+		uint32_t few = a->row_hi < 4 ? a->row_hi - 1 : 3;
+		uint32_t top = tu_rand(&tc->rng, 0, 1) < 0.5 ? few :
+			       a->row_hi - 1;
+		int32_t v = (int32_t)urand(tc, 0, top);
 
 		if (v == (int32_t)hole)
-			v = tu_rand(&tc->rng, 0, 1) < 0.5 ? -(int32_t)urand(tc, 1, 5) :
+			v = tu_rand(&tc->rng, 0, 1) < 0.5 ?
+			    -(int32_t)urand(tc, 1, 5) :
 			    (int32_t)(a->row_hi + urand(tc, 0, 5));
 		tc->b[0].in[a->off_idx + b] = (uint32_t)v;
 	}
@@ -2206,7 +2209,8 @@ static void embed_bwd_ref(struct tcase *tc)
 			for (b = 0; b < a->rows; b++) {
 				double d;
 
-				if (tb_i(&tc->b[0], a->off_idx + b) != (int32_t)v)
+				if (tb_i(&tc->b[0], a->off_idx + b) !=
+				    (int32_t)v)
 					continue;
 				d = f(&tc->b[1], a->off_src +
 				      (uint64_t)b * a->width + j);
@@ -2378,7 +2382,8 @@ static void layernorm_bwd_ref(struct tcase *tc)
 		const uint64_t o = (uint64_t)r * a->len;
 
 		ln_bwd_d(y + a->off_y + o, dy + a->off_dy + o, a->len,
-			 f(&tc->b[2], a->off_stats + 2 * r + 1), a->alpha, dx, m);
+			 f(&tc->b[2], a->off_stats + 2 * r + 1), a->alpha, dx,
+			 m);
 		for (j = 0; j < a->len; j++)
 			want_res(tc, &tc->b[3], a->off_x + o + j, dx[j], m[j]);
 	}

@@ -24,7 +24,8 @@ KERNEL void gather_rows(BUF(const uint, src), BUF(const int, idx),
 		long r = (long)idx[a.off_idx + b] - (long)a.row_lo;
 
 		if (r >= 0 && r < (long)a.row_hi - (long)a.row_lo)
-			dst[a.off_dst + e] = src[a.off_src + (uint)r * a.stride + j];
+			dst[a.off_dst + e] =
+				src[a.off_src + (uint)r * a.stride + j];
 	}
 }
 
@@ -46,9 +47,12 @@ KERNEL void embed_bwd(BUF(const int, idx), BUF(const float, dy),
 	VIEW(dw);
 	if (grp >= a.groups)
 		return;
+	idx += a.off_idx;
+	dy += a.off_src;
+	dw += a.off_dst;
 	for (uint v = grp; v < a.row_hi; v += a.groups) {
-		for (uint j0 = 0; j0 < a.width; j0 += GPO_WG_SIZE) {
-			uint j = j0 + lid;
+		/* j - lid: the stretch's first column, the same for all */
+		for (uint j = lid; j - lid < a.width; j += GPO_WG_SIZE) {
 			float acc = 0.0f;
 
 			for (uint b0 = 0; b0 < a.rows; b0 += GPO_WG_SIZE) {
@@ -57,18 +61,17 @@ KERNEL void embed_bwd(BUF(const int, idx), BUF(const float, dy),
 				/* nobody still reads the last chunk */
 				barrier(CLK_LOCAL_MEM_FENCE);
 				if (lid < cnt)
-					ids[lid] = idx[a.off_idx + b0 + lid];
+					ids[lid] = idx[b0 + lid];
 				barrier(CLK_LOCAL_MEM_FENCE);
 				if (j >= a.width)
 					continue;
 				for (uint k = 0; k < cnt; k++)
 					if (ids[k] == (int)v)
-						acc += dy[a.off_src + (ulong)(b0 + k) *
+						acc += dy[(ulong)(b0 + k) *
 							  a.width + j];
 			}
 			if (j < a.width)
-				out_put(dw, a.off_dst + v * a.width + j, a.flags,
-					acc);
+				out_put(dw, v * a.width + j, a.flags, acc);
 		}
 	}
 }

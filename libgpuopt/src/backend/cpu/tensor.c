@@ -885,8 +885,10 @@ void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 						acc[k] += d[k];
 				}
 				for (k = 0; k < cnt; k++)
-					row[k] = accum ? row[k] + (float)acc[k] :
-						 (float)acc[k];
+					if (accum)
+						row[k] += (float)acc[k];
+					else
+						row[k] = (float)acc[k];
 			}
 }
 
