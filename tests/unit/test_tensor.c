@@ -1120,6 +1120,13 @@ static void check_fd(struct tc *c, struct hn *loss, const char *dev)
 			double x = p->v[e], hp = (float)(x + FD_EPS);
 			double hm = (float)(x - FD_EPS), lp, lm, fd, hfd, tol;
 
+			/* an element an op never reads (causal's NaN) */
+			if (isnan(x)) {
+				ck_assert_msg(gd[e] == 0 && p->g[e] == 0,
+					      "%s: d loss / d %s[%zu] (NaN, unread) is %g",
+					      dev, p->name, e, gd[e]);
+				continue;
+			}
 			p->v[e] = hp;
 			write_param(c, p, p->v);
 			lp = dev_loss(c, loss);
@@ -1574,8 +1581,9 @@ static struct hn *b_attention(struct tc *c, int arg)
 	const int pin[4] = { 2, 0, 1, 3 }, pout[4] = { 1, 2, 0, 3 };
 	struct hn *qkv, *q, *k, *v, *a, *y;
 
-	qkv = P(c, 2, sx, -1, 1);
-	if (arg)	/* through a product, as the model's c_attn */
+	if (!arg)
+		qkv = P(c, 2, sx, -1, 1);
+	else	/* through a product, as the model's c_attn */
 		qkv = MATMUL(c, IN(c, 2, (uint32_t[]){ B * T, 11 }, -1, 1),
 			     P(c, 2, (uint32_t[]){ 3 * C, 11 }, -1, 1),
 			     GPO_MATMUL_TB);
@@ -1673,6 +1681,216 @@ CASE(test_tensor_attention_grads, b_attention, 2)
 CASE(test_tensor_layer_norm_grads, b_layer_norm, 3)
 CASE(test_tensor_embedding_grads, b_embedding, 3)
 CASE(test_tensor_dropout_grads, b_dropout, 2)
+
+/* ---- dropout's masks, views of i32 -------------------------------------- */
+
+#define DROP_N		4099
+#define DROP_P		0.3
+
+/*
+ * one run of x [DROP_N] (a parameter) through two dropouts of one seed,
+ * loss = sum(y1 w1 + y2 w2), at @step: y1, y2 and d loss / dx
+ */
+struct drop_run {
+	float y1[DROP_N], y2[DROP_N], dx[DROP_N];
+};
+
+struct drop_case {
+	struct gpo_graph *g;
+	struct gpo_optim *opt;
+	struct gpo_tensor *y1, *y2;
+	float x[DROP_N], w1[DROP_N], w2[DROP_N];
+};
+
+static void drop_build(struct drop_case *d, struct gpo_device *dev)
+{
+	uint64_t n = DROP_N, rng = tu_rng("dropout_masks");
+	struct gpo_tensor *x, *w1, *w2, *l;
+
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_SGD, &d->opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(d->opt, "x", 1, &n, 0), 0);
+	ck_assert_int_eq(gpo_graph_new(dev, &d->g), 0);
+	x = gpo_tensor_param(d->g, d->opt, "x");
+	w1 = gpo_tensor_input(d->g, "w1", GPO_F32, 1, &n);
+	w2 = gpo_tensor_input(d->g, "w2", GPO_F32, 1, &n);
+	d->y1 = gpo_dropout(d->g, x, DROP_P, 0x5eed);
+	d->y2 = gpo_dropout(d->g, x, DROP_P, 0x5eed);
+	l = gpo_add(d->g, gpo_sum(d->g, gpo_mul(d->g, d->y1, w1), 0),
+		    gpo_sum(d->g, gpo_mul(d->g, d->y2, w2), 0));
+	ck_assert_int_eq(gpo_graph_backward(d->g, l), 0);
+	/* never 0: a 0 in y is a dropped element */
+	tu_fill(d->x, n, &rng, 0.5, 1.5);
+	tu_fill(d->w1, n, &rng, 0.5, 1.5);
+	tu_fill(d->w2, n, &rng, -1.5, -0.5);
+	ck_assert_int_eq(gpo_optim_write(d->opt, "param", "x", d->x,
+					 sizeof(d->x)), 0);
+	ck_assert_int_eq(gpo_tensor_write(w1, d->w1, sizeof(d->w1)), 0);
+	ck_assert_int_eq(gpo_tensor_write(w2, d->w2, sizeof(d->w2)), 0);
+}
+
+static void drop_run(struct drop_case *d, uint64_t step, struct drop_run *r)
+{
+	tu_poison(r->y1, DROP_N);
+	tu_poison(r->y2, DROP_N);
+	tu_poison(r->dx, DROP_N);
+	ck_assert_int_eq(gpo_optim_write(d->opt, "grad", "x", r->dx,
+					 sizeof(r->dx)), 0);
+	gpo_graph_set_step(d->g, step);
+	ck_assert_int_eq(gpo_graph_run(d->g, GPO_RUN_FORWARD |
+				       GPO_RUN_BACKWARD), 0);
+	ck_assert_int_eq(gpo_tensor_read(d->y1, r->y1, sizeof(r->y1)), 0);
+	ck_assert_int_eq(gpo_tensor_read(d->y2, r->y2, sizeof(r->y2)), 0);
+	ck_assert_int_eq(gpo_optim_read(d->opt, "grad", "x", r->dx,
+					sizeof(r->dx)), 0);
+}
+
+/* @r against the reference masks of @step: values, gradient, fraction */
+static void drop_check(const char *id, const struct drop_case *d,
+		       uint64_t step, const struct drop_run *r)
+{
+	const double a = 1 / (1 - DROP_P);
+	uint32_t th = thresh_of(DROP_P);
+	size_t i, kept = 0;
+
+	for (i = 0; i < DROP_N; i++) {
+		int k1 = keep_ref(0x5eed, step, 0, i, th);
+		int k2 = keep_ref(0x5eed, step, 1, i, th);
+		double dx = a * (k1 * d->w1[i] + k2 * d->w2[i]);
+
+		ck_assert_msg(k1 ? fabs(r->y1[i] - a * d->x[i]) < 1e-6 :
+			      r->y1[i] == 0, "%s step %llu: y1[%zu] = %g, keep %d", id,
+			      (unsigned long long)step, i, r->y1[i], k1);
+		ck_assert_msg(k2 ? fabs(r->y2[i] - a * d->x[i]) < 1e-6 :
+			      r->y2[i] == 0, "%s step %llu: y2[%zu] = %g, keep %d",
+			      id, (unsigned long long)step, i, r->y2[i], k2);
+		/* backward through forward's masks, 0 where both dropped */
+		ck_assert_msg(k1 || k2 ? fabs(r->dx[i] - dx) < 1e-5 :
+			      r->dx[i] == 0, "%s step %llu: dx[%zu] = %g, want %g",
+			      id, (unsigned long long)step, i, r->dx[i], dx);
+		kept += k1 + k2;
+	}
+	/* 0.7 of 2 DROP_N draws, within 6 standard deviations */
+	ck_assert_msg(fabs((double)kept / (2 * DROP_N) - (1 - DROP_P)) <
+		      6 * sqrt(DROP_P * (1 - DROP_P) / (2 * DROP_N)),
+		      "%s: %zu of %d kept", id, kept, 2 * DROP_N);
+}
+
+static size_t mask_diff(const float *a, const float *b)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < DROP_N; i++)
+		n += (a[i] == 0) != (b[i] == 0);
+	return n;
+}
+
+/*
+ * the masks are the reference's on every device, bit for bit the same
+ * bytes; they differ between the two sites and from step to step, and
+ * come back when a step comes back
+ */
+START_TEST(test_tensor_dropout_masks)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
+	struct drop_run *first = malloc(sizeof(*first));
+	struct drop_run *r = malloc(sizeof(*r)), *r2 = malloc(sizeof(*r2));
+	const uint64_t steps[2] = { 0, 977 };
+	struct drop_case *c = malloc(sizeof(*c));
+	int k;
+
+	ck_assert(first && r && r2 && c);
+	for (d = 0; d < ndev; d++) {
+		const char *id = tu_device_id(devs[d]);
+
+		drop_build(c, devs[d]);
+		for (k = 0; k < 2; k++) {
+			drop_run(c, steps[k], r);
+			drop_check(id, c, steps[k], r);
+			if (!d && !k)
+				memcpy(first, r, sizeof(*r));
+			if (!k)
+				ck_assert_msg(!memcmp(r->y1, first->y1,
+						      sizeof(r->y1)) &&
+					      !memcmp(r->y2, first->y2,
+						      sizeof(r->y2)),
+					      "%s: masks differ from %s's", id,
+					      tu_device_id(devs[0]));
+			/* sites: independent masks, ~2 p (1 - p) differ */
+			ck_assert_uint_gt(mask_diff(r->y1, r->y2), DROP_N / 4);
+		}
+		/* r is step 977's: another mask than step 0's */
+		ck_assert_uint_gt(mask_diff(r->y1, first->y1), DROP_N / 4);
+		/* step 0 again, once more the same bytes */
+		drop_run(c, 0, r2);
+		ck_assert(!memcmp(r2->y1, first->y1, sizeof(r2->y1)) &&
+			  !memcmp(r2->y2, first->y2, sizeof(r2->y2)));
+		drop_check(id, c, 0, r2);
+		gpo_graph_free(c->g);
+		gpo_optim_free(c->opt);
+	}
+	free(first);
+	free(r);
+	free(r2);
+	free(c);
+}
+END_TEST
+
+/*
+ * i32 indices cut with gpo_slice and shaped with gpo_reshape: views of
+ * the input, read and written through; their embedding's rows
+ */
+START_TEST(test_tensor_i32_views)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
+	uint64_t si[2] = { 5, 7 }, sr[2] = { 3, 7 }, st[2] = { 11, 3 }, flat = 21;
+	uint64_t rng = tu_rng("i32_views");
+	int32_t idx[35], got[21], again[35];
+	float tab[33], e[63];
+	int i, j;
+
+	for (i = 0; i < 35; i++)
+		idx[i] = (int32_t)tu_rand(&rng, -2, 13);
+	tu_fill(tab, 33, &rng, -1, 1);
+	for (d = 0; d < ndev; d++) {
+		const char *id = tu_device_id(devs[d]);
+		struct gpo_tensor *x, *s, *r, *t, *emb;
+		struct gpo_graph *g;
+
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+		x = gpo_tensor_input(g, "idx", GPO_I32, 2, si);
+		t = gpo_tensor_input(g, "table", GPO_F32, 2, st);
+		s = gpo_slice(g, x, 1, 3);
+		r = gpo_reshape(g, s, 1, &flat);
+		emb = gpo_embedding(g, t, gpo_reshape(g, r, 2, sr));
+		ck_assert_msg(emb != NULL, "%s: %s", id, gpo_errmsg());
+		ck_assert_int_eq(gpo_tensor_write(x, idx, sizeof(idx)), 0);
+		ck_assert_int_eq(gpo_tensor_write(t, tab, sizeof(tab)), 0);
+		ck_assert_int_eq(gpo_graph_run(g, GPO_RUN_FORWARD), 0);
+		ck_assert_int_eq(gpo_tensor_read(r, got, sizeof(got)), 0);
+		ck_assert(!memcmp(got, idx + 7, sizeof(got)));
+		tu_poison(e, 63);
+		ck_assert_int_eq(gpo_tensor_read(emb, e, sizeof(e)), 0);
+		for (i = 0; i < 21; i++)
+			for (j = 0; j < 3; j++)
+				ck_assert_msg(e[i * 3 + j] ==
+					      (got[i] >= 0 && got[i] < 11 ?
+					       tab[got[i] * 3 + j] : 0.0f),
+					      "%s: row %d (index %d) [%d] = %g",
+					      id, i, got[i], j, e[i * 3 + j]);
+		/* written through the view: the input's rows 1..3 */
+		for (i = 0; i < 21; i++)
+			got[i] = -got[i];
+		ck_assert_int_eq(gpo_tensor_write(r, got, sizeof(got)), 0);
+		ck_assert_int_eq(gpo_tensor_read(x, again, sizeof(again)), 0);
+		for (i = 0; i < 35; i++)
+			ck_assert_int_eq(again[i], i >= 7 && i < 28 ?
+					 -idx[i] : idx[i]);
+		gpo_graph_free(g);
+	}
+}
+END_TEST
 
 /* ---- error paths ----------------------------------------------------------- */
 
@@ -1884,6 +2102,210 @@ START_TEST(test_tensor_err_huge)
 }
 END_TEST
 
+/* a fresh graph on @e's device */
+static void e_renew(struct ectx *e)
+{
+	gpo_graph_free(e->g);
+	ck_assert_int_eq(gpo_graph_new(e->dev, &e->g), 0);
+}
+
+START_TEST(test_tensor_err_reshape)
+{
+	struct ectx e;
+	struct gpo_tensor *x;
+	uint64_t s[5] = { 4, 5, 1, 1, 1 };
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	/* 20 elements for 24 */
+	e_kept(&e, gpo_reshape(e.g, x, 2, s), -EINVAL, "elements");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	s[1] = 6;
+	ck_assert_ptr_nonnull(gpo_reshape(e.g, x, 4, s));
+	e_kept(&e, gpo_reshape(e.g, x, 5, s), -EINVAL, "dimensions");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	s[1] = 0;
+	e_kept(&e, gpo_reshape(e.g, x, 2, s), -EINVAL, "dimension 1 is 0");
+	e_renew(&e);
+	/* sizes whose product wraps 64 bits are too many, not equal */
+	x = e_in(&e, GPO_F32, 1, 16, 0, 0);
+	s[0] = s[1] = s[2] = 1ull << 32 >> 1;
+	s[3] = 128;
+	e_kept(&e, gpo_reshape(e.g, x, 4, s), -EINVAL, "more than");
+	e_renew(&e);
+	e_kept(&e, gpo_reshape(e.g, NULL, 1, s), -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_permute)
+{
+	static const int bad[][3] = {
+		{ 0, 0, 1 }, { 0, 1, 3 }, { 2, 1, -4 }, { 1, -1, 2 },
+	};
+	const int good[3] = { 2, 0, 1 };
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 3, 2, 3, 4);
+		ck_assert_ptr_nonnull(gpo_permute(e.g, x, good));
+		e_kept(&e, gpo_permute(e.g, x, bad[i]), -EINVAL,
+		       "not a permutation");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_permute(e.g, e_in(&e, GPO_F32, 2, 2, 3, 0), NULL),
+	       -EINVAL, "NULL");
+	e_renew(&e);
+	e_kept(&e, gpo_permute(e.g, e_in(&e, GPO_I32, 2, 2, 3, 0), good),
+	       -EINVAL, "i32");
+	e_renew(&e);
+	/* transpose is a permute: its own checks stay */
+	e_kept(&e, gpo_transpose(e.g, e_in(&e, GPO_F32, 2, 2, 3, 0), 0, 2),
+	       -EINVAL, "transpose");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_slice)
+{
+	static const uint64_t bad[][2] = {
+		{ 0, 0 }, { 7, 1 }, { 5, 3 }, { 1, UINT64_MAX }, { UINT64_MAX, 2 },
+	};
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 2, 7, 3, 0);
+		ck_assert_ptr_nonnull(gpo_slice(e.g, x, 6, 1));
+		ck_assert_ptr_nonnull(gpo_slice(e.g, x, 0, 7));
+		e_kept(&e, gpo_slice(e.g, x, bad[i][0], bad[i][1]), -EINVAL,
+		       "slice");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_slice(e.g, NULL, 0, 1), -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_causal_softmax)
+{
+	struct ectx e;
+
+	e_open(&e);
+	ck_assert_ptr_nonnull(gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 3, 2,
+							   5, 5), 0.5));
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 3, 5, 5, 4),
+				      1.0), -EINVAL, "[5, 5, 4]");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 1, 5, 0, 0),
+				      1.0), -EINVAL, "T, T");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_F32, 2, 5, 5, 0),
+				      INFINITY), -EINVAL, "scale");
+	e_renew(&e);
+	e_kept(&e, gpo_causal_softmax(e.g, e_in(&e, GPO_I32, 2, 5, 5, 0),
+				      1.0), -EINVAL, "i32");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_layer_norm)
+{
+	struct ectx e;
+	struct gpo_tensor *x, *w;
+
+	e_open(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	w = e_in(&e, GPO_F32, 1, 6, 0, 0);
+	ck_assert_ptr_nonnull(gpo_layer_norm(e.g, x, w, w, 1e-5));
+	e_kept(&e, gpo_layer_norm(e.g, x, e_in(&e, GPO_F32, 1, 4, 0, 0), NULL,
+				  1e-5), -EINVAL, "w is [4], not [6]");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL,
+				  e_in(&e, GPO_F32, 2, 1, 6, 0), 1e-5),
+	       -EINVAL, "b is [1, 6]");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, e_in(&e, GPO_I32, 1, 6, 0, 0), NULL,
+				  1e-5), -EINVAL, "i32");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL, NULL, -1e-5), -EINVAL, "eps");
+	e_renew(&e);
+	x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+	e_kept(&e, gpo_layer_norm(e.g, x, NULL, NULL, NAN), -EINVAL, "eps");
+	e_renew(&e);
+	e_kept(&e, gpo_layer_norm(e.g, e_in(&e, GPO_I32, 2, 4, 6, 0), NULL,
+				  NULL, 1e-5), -EINVAL, "i32");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_embedding)
+{
+	struct ectx e;
+	struct gpo_tensor *t, *i4;
+	uint64_t s4[4] = { 2, 2, 2, 2 };
+
+	e_open(&e);
+	t = e_in(&e, GPO_F32, 2, 9, 4, 0);
+	ck_assert_ptr_nonnull(gpo_embedding(e.g, t, e_in(&e, GPO_I32, 3, 2,
+							  3, 5)));
+	e_kept(&e, gpo_embedding(e.g, t, e_in(&e, GPO_F32, 1, 5, 0, 0)),
+	       -EINVAL, "not i32");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_F32, 3, 9, 4, 2),
+				 e_in(&e, GPO_I32, 1, 5, 0, 0)), -EINVAL,
+	       "[9, 4, 2], not [rows, width]");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_I32, 2, 9, 4, 0),
+				 e_in(&e, GPO_I32, 1, 5, 0, 0)), -EINVAL,
+	       "i32");
+	e_renew(&e);
+	/* the result would have 5 dimensions */
+	t = e_in(&e, GPO_F32, 2, 9, 4, 0);
+	i4 = gpo_tensor_input(e.g, "i", GPO_I32, 4, s4);
+	ck_assert_ptr_nonnull(i4);
+	e_kept(&e, gpo_embedding(e.g, t, i4), -EINVAL, "4 dimensions");
+	e_renew(&e);
+	e_kept(&e, gpo_embedding(e.g, e_in(&e, GPO_F32, 2, 9, 4, 0), NULL),
+	       -EINVAL, "NULL");
+	e_close(&e);
+}
+END_TEST
+
+START_TEST(test_tensor_err_dropout)
+{
+	static const double bad[] = { -0.1, 1.0, 1.5, NAN, -INFINITY };
+	struct ectx e;
+	struct gpo_tensor *x;
+	size_t i;
+
+	e_open(&e);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		x = e_in(&e, GPO_F32, 2, 4, 6, 0);
+		/* p = 0 is x itself */
+		ck_assert_ptr_eq(gpo_dropout(e.g, x, 0.0, 1), x);
+		ck_assert_ptr_nonnull(gpo_dropout(e.g, x, 0.999, 1));
+		e_kept(&e, gpo_dropout(e.g, x, bad[i], 1), -EINVAL,
+		       "0 <= p < 1");
+		e_renew(&e);
+	}
+	e_kept(&e, gpo_dropout(e.g, e_in(&e, GPO_I32, 1, 4, 0, 0), 0.5, 1),
+	       -EINVAL, "i32");
+	gpo_graph_set_step(NULL, 3);	/* nothing */
+	e_close(&e);
+}
+END_TEST
+
 /* refused calls that leave the graph as it was: it still runs */
 static void e_still_runs(struct ectx *e, struct gpo_tensor *x,
 			 struct gpo_tensor *y, const float *xv, size_t n)
@@ -2059,6 +2481,8 @@ int main(void)
 	tcase_add_loop_test(tc, test_tensor_layer_norm_grads, 0, 3);
 	tcase_add_loop_test(tc, test_tensor_embedding_grads, 0, 3);
 	tcase_add_loop_test(tc, test_tensor_dropout_grads, 0, 2);
+	tcase_add_test(tc, test_tensor_dropout_masks);
+	tcase_add_test(tc, test_tensor_i32_views);
 	suite_add_tcase(s, tc);
 
 	tcase_set_timeout(te, 60);
@@ -2076,6 +2500,13 @@ int main(void)
 	tcase_add_test(te, test_tensor_err_backward_misuse);
 	tcase_add_test(te, test_tensor_err_ops_after_run);
 	tcase_add_test(te, test_tensor_err_pool_limit);
+	tcase_add_test(te, test_tensor_err_reshape);
+	tcase_add_test(te, test_tensor_err_permute);
+	tcase_add_test(te, test_tensor_err_slice);
+	tcase_add_test(te, test_tensor_err_causal_softmax);
+	tcase_add_test(te, test_tensor_err_layer_norm);
+	tcase_add_test(te, test_tensor_err_embedding);
+	tcase_add_test(te, test_tensor_err_dropout);
 	suite_add_tcase(s, te);
 	return tu_run(s);
 }
