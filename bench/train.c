@@ -8,17 +8,21 @@
  * then one training step (forward, cross-entropy, backward, AdamW) of
  * each MLP on a synthetic safetensors dataset written to /tmp, wall time
  * per step, beside torch's eager step and its step captured in a CUDA
- * graph (bench/train_torch.py writes the peer file).
+ * graph (bench/train_torch.py writes the peer file); then one training
+ * step of each byte-level GPT on a file of random bytes, in tokens per
+ * second, beside the same peers.
  *
  * Times are on the wall clock over many queued runs (steps) and the one
  * read (result) that waits for them, so that submission and completion
  * are counted; after WARMUP_S of warm-up; the median of -r rounds.
  *
- *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-r ROUNDS]
- *               [-p PEERFILE] [-q]
+ *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-g GPTS]
+ *               [-r ROUNDS] [-p PEERFILE] [-q]
  *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
  *   -m  MLPs as SPEC@BATCH, e.g. 784x256x10@128,784x1024x1024x10@4096
  *       (none: -m 0)
+ *   -g  GPTs as LAYERSxHEADSxDIMxCTX@BATCH, e.g. 6x6x384x256@64
+ *       (none: -g 0, the default)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -427,25 +431,244 @@ out:
 	return ret;
 }
 
+/* ---- the GPT training step ---------------------------------------- */
+
+/* @n random bytes into @path */
+static int write_bytes(const char *path, uint64_t n)
+{
+	uint64_t seed = 0x5851f42d4c957f2dull, i;
+	unsigned char *b = malloc(n);
+	FILE *f = fopen(path, "wb");
+	int ret = -EIO;
+
+	if (!b || !f)
+		goto out;
+	for (i = 0; i < n; i++)
+		b[i] = (unsigned char)(rng_next(&seed) >> 32);
+	if (fwrite(b, 1, n, f) == n)
+		ret = 0;
+out:
+	if (f && fclose(f))
+		ret = -EIO;
+	free(b);
+	return ret;
+}
+
+#define PROF_MAX	64
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct gpo_op_time *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/*
+ * Where a step of @m's training goes: its forward and backward (the same
+ * graph as the trainer's, on the same parameters) launch by launch, and
+ * the optimizer's step, in device time; printed as comments, largest
+ * first, beside the measured wall time of a step @step_s.
+ */
+static int profile_gpt(struct gpo_device *dev, struct gpo_model *m,
+		       struct gpo_optim *opt, uint32_t batch, uint32_t ctx,
+		       double step_s)
+{
+	const uint64_t xs[2] = { batch, ctx }, ys[1] = { (uint64_t)batch * ctx };
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_step_info si;
+	struct gpo_graph *g = NULL;
+	struct gpo_tensor *x, *y, *loss;
+	uint64_t seed = 0x2545f4914f6cdd1dull, i, n = ys[0], total = 0;
+	int32_t *tok = malloc(n * 4);
+	int ret = -ENOMEM, k;
+
+	if (!tok)
+		goto out;
+	for (i = 0; i < n; i++)
+		tok[i] = (int32_t)(rng_next(&seed) >> 56);
+	ret = gpo_graph_new(dev, &g);
+	if (ret)
+		goto out;
+	x = gpo_tensor_input(g, "x", GPO_I32, 2, xs);
+	y = gpo_tensor_input(g, "y", GPO_I32, 1, ys);
+	loss = gpo_cross_entropy(g, gpo_model_forward(m, g, x), y);
+	ret = gpo_graph_backward(g, loss);
+	if (!ret)
+		ret = gpo_tensor_write(x, tok, n * 4);
+	if (!ret)
+		ret = gpo_tensor_write(y, tok, n * 4);
+	if (ret)
+		goto out;
+	ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, t,
+				PROF_MAX);
+	if (ret < 0)
+		goto out;
+	/* the optimizer's step: its own device time */
+	k = ret;
+	ret = gpo_optim_step(opt, &si);
+	if (ret)
+		goto out;
+	if (k < PROF_MAX) {
+		t[k].op = "optimizer";
+		t[k].pass = 0;
+		t[k].launches = 1;
+		t[k].ns = si.device_ns;
+		k++;
+	}
+	for (i = 0; i < (uint64_t)k; i++)
+		total += t[i].ns;
+	qsort(t, k, sizeof(t[0]), cmp_time);
+	printf("# profile: %d kernels, %.3f ms of device time a step (the step's wall time: %.3f ms)\n",
+	       k, total / 1e6, step_s * 1e3);
+	for (i = 0; i < (uint64_t)k; i++)
+		printf("#   %-14s %-8s %5llu launches %9.3f ms %5.1f%%\n", t[i].op,
+		       t[i].pass == GPO_RUN_FORWARD ? "forward" :
+		       t[i].pass == GPO_RUN_BACKWARD ? "backward" : "",
+		       (unsigned long long)t[i].launches, t[i].ns / 1e6,
+		       total ? 100.0 * t[i].ns / total : 0.0);
+	ret = 0;
+out:
+	if (ret)
+		fprintf(stderr, "bench_train: profile: %s\n", gpo_errmsg());
+	gpo_graph_free(g);
+	free(tok);
+	return ret;
+}
+
+/*
+ * LAYERSxHEADSxDIMxCTX at @batch: wall time per step as bench_mlp, in
+ * tokens per second; TFLOP/s counts the model's products (3 times the
+ * forward's: weights, the tied head and attention's two products at full
+ * T x T, as computed here), not the element-wise work.
+ */
+static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
+		     uint32_t batch)
+{
+	struct gpo_dataset *ds = NULL;
+	struct gpo_optim *opt = NULL;
+	struct gpo_model *m = NULL;
+	struct gpo_train *t = NULL;
+	struct gpo_model_info mi;
+	struct gpo_train_result res;
+	double *round_t = calloc(rounds, sizeof(double));
+	double t0, per, step, flop, tokens;
+	unsigned int l, h, d, ctx;
+	char path[128], mspec[160], opts[64], key[200], name[64];
+	char peer[160] = "", *pp = peer;
+	static const char *const plabels[] = { "torch_eager", "torch_graph" };
+	int ret = -EINVAL, i, r, reps, warm = 0;
+
+	if (!round_t)
+		goto out;
+	if (sscanf(spec, "%ux%ux%ux%u", &l, &h, &d, &ctx) != 4) {
+		fprintf(stderr, "bench_train: bad GPT %s\n", spec);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/tmp/gpuopt-bench-gpt-%u.bin",
+		 (unsigned int)getpid());
+	/* 16 batches for training, and the held-out tenth */
+	ret = write_bytes(path, ((uint64_t)16 * batch * ctx + 1) * 10 / 9 + 1);
+	if (ret)
+		goto out;
+	ret = gpo_dataset_open(path, GPO_DATASET_BYTES, &ds);
+	unlink(path);
+	if (ret)
+		goto out;
+	ret = gpo_optim_new(dev, GPO_ADAMW, &opt);
+	if (ret)
+		goto out;
+	snprintf(mspec, sizeof(mspec), "gpt:layers=%u,heads=%u,dim=%u,ctx=%u",
+		 l, h, d, ctx);
+	ret = gpo_model_new(opt, mspec, "seed=1", &m);
+	if (!ret)
+		ret = gpo_optim_configure(opt, -1, "lr=0.0003 weight_decay=0.01");
+	if (!ret)
+		ret = gpo_model_info(m, &mi);
+	if (ret)
+		goto out;
+	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0", batch);
+	ret = gpo_train_new(m, ds, opts, &t);
+	if (ret)
+		goto out;
+	t0 = now_s();
+	do {
+		ret = gpo_train_step(t, &res);
+		if (ret)
+			goto out;
+		warm++;
+	} while (now_s() - t0 < WARMUP_S || warm < 3);
+	if (!isfinite(res.loss)) {
+		fprintf(stderr, "gpt %s on %s: loss %g\n", spec, id, res.loss);
+		ret = -EIO;
+		goto out;
+	}
+	per = (now_s() - t0) / warm;
+	reps = (int)(ROUND_S / per) + 1;
+	for (r = 0; r < rounds; r++) {
+		t0 = now_s();
+		for (i = 0; i < reps && !ret; i++)
+			ret = gpo_train_step(t, NULL);
+		if (!ret)
+			ret = gpo_train_step(t, &res);
+		if (ret)
+			goto out;
+		round_t[r] = (now_s() - t0) / (reps + 1);
+	}
+	step = median(round_t, rounds);
+	tokens = (double)batch * ctx;
+	/* per token: 2 a weight (wpe's are not multiplied), 4 T D a layer */
+	flop = 3.0 * tokens * (2.0 * (mi.params - (double)ctx * d) +
+			       4.0 * l * (double)ctx * d);
+	snprintf(key, sizeof(key), "gpt:%s@%u", spec, batch);
+	for (i = 0; i < 2; i++) {
+		const struct peer *p = find_peer(plabels[i], key);
+
+		if (p)
+			pp += snprintf(pp, peer + sizeof(peer) - pp,
+				       "%s%s %.0f tok/s (%.2fx)", i ? ", " : "",
+				       p->label, tokens / (p->ms * 1e-3),
+				       p->ms / (step * 1e3));
+	}
+	snprintf(name, sizeof(name), "gpt%s tok/s=%.0f", spec, tokens / step);
+	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
+	       batch, step * 1e3, step * 1e6, flop / step / 1e12, "-", "-",
+	       peer);
+	fflush(stdout);
+	if (!quiet)
+		profile_gpt(dev, m, opt, batch, ctx, step);
+out:
+	if (ret)
+		fprintf(stderr, "gpt %s@%u on %s: %s\n", spec, batch, id,
+			gpo_errmsg());
+	gpo_train_free(t);
+	gpo_model_free(m);
+	gpo_optim_free(opt);
+	gpo_dataset_free(ds);
+	free(round_t);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devs = "best", *sizes_arg = "1024,4096,8192";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
+	const char *gpts_arg = "0";
 	struct gpo_ctx *ctx;
 	char buf[512], mbuf[512], *tok, *save, *mtok, *msave;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:m:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:m:g:r:p:qh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
 		case 'm': mlps_arg = optarg; break;
+		case 'g': gpts_arg = optarg; break;
 		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 5; break;
 		case 'p': load_peers(optarg); break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -490,6 +713,18 @@ int main(int argc, char **argv)
 				continue;
 			*at = '\0';
 			bench_mlp(dev, info.id, mtok,
+				  (uint32_t)strtoul(at + 1, NULL, 10));
+			gpo_pool_trim(dev);
+		}
+		snprintf(mbuf, sizeof(mbuf), "%s", gpts_arg);
+		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
+		     mtok = strtok_r(NULL, ",", &msave)) {
+			char *at = strchr(mtok, '@');
+
+			if (!at)
+				continue;
+			*at = '\0';
+			bench_gpt(dev, info.id, mtok,
 				  (uint32_t)strtoul(at + 1, NULL, 10));
 			gpo_pool_trim(dev);
 		}

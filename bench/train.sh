@@ -5,6 +5,8 @@
 #   BENCH_SIZES     SGEMM sizes (default 1024,4096,8192; cpu: 256,512)
 #   BENCH_MLPS      default 784x256x10@128,784x1024x1024x10@4096
 #                   (cpu: 784x256x10@128)
+#   BENCH_GPTS      byte-level GPTs LxHxDxT@BATCH, default 6x6x384x256@64
+#                   (cpu: 2x2x64x64@8)
 #   BENCH_PYTHON    a python with torch (default: /usr/bin/python3, Debian's)
 # The peer runs on CUDA when the devices are GPUs and torch has CUDA, else
 # on the CPU with as many threads as the cpu backend uses.
@@ -14,9 +16,11 @@ devs=${BENCH_DEVICES:-cpu}
 if [ "$devs" = cpu ]; then
 	sizes=${BENCH_SIZES:-256,512}
 	mlps=${BENCH_MLPS:-784x256x10@128}
+	gpts=${BENCH_GPTS:-2x2x64x64@8}
 else
 	sizes=${BENCH_SIZES:-1024,4096,8192}
 	mlps=${BENCH_MLPS:-784x256x10@128,784x1024x1024x10@4096}
+	gpts=${BENCH_GPTS:-6x6x384x256@64}
 fi
 py=${BENCH_PYTHON:-/usr/bin/python3}
 peers=$(mktemp)
@@ -29,9 +33,9 @@ if "$py" -c 'import torch' 2>/dev/null; then
 		pdev=cuda
 	fi
 	"$py" bench/train_torch.py --device $pdev --sizes "$sizes" \
-		--mlps "$mlps" >>"$peers" || true
+		--mlps "$mlps" --gpts "$gpts" >>"$peers" || true
 	cat "$peers"
 else
 	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
 fi
-"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -p "$peers" $BENCH_FLAGS
+"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" -p "$peers" $BENCH_FLAGS

@@ -5,16 +5,26 @@ Prints lines "label key ms" that bench_train -p reads:
     torch_sgemm sgemm:4096 2.66        C = A B, f32, TF32 off (the limit)
     torch_eager mlp:784x256x10@128 0.881
     torch_graph mlp:784x256x10@128 0.111
+    torch_eager gpt:6x6x384x256@64 120.0
     train_torch.py [--device cuda] [--sizes 1024,4096,8192]
                    [--mlps 784x256x10@128,784x1024x1024x10@4096]
+                   [--gpts 6x6x384x256@64]
 The MLP step is zero_grad, forward (Linear and ReLU), cross-entropy,
 backward and AdamW (lr 1e-3, weight decay 0.01) on the next batch of a
 dataset already on the device, as bench_train's. Eager: the foreach
 AdamW; graph: the whole step captured in a CUDA graph (capturable AdamW)
 and replayed. Times: many steps (products) queued, one synchronisation,
 the median of --rounds rounds.
+
+The GPT step (LAYERSxHEADSxDIMxCTX@BATCH) is bench_train's: GPT-2's
+architecture over 256 byte values (pre-LN blocks, causal self-attention
+through torch's scaled_dot_product_attention, a GELU-tanh MLP of 4 D, the
+head tied to the token embedding), dropout 0, f32 with TF32 off, AdamW
+(lr 3e-4, weight decay 0.01), on sequential windows of random bytes
+already on the device.
 """
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -107,11 +117,115 @@ def mlp_step_fn(sizes, batch, device, graph):
     return replay
 
 
+def attention(q, k, v):
+    f = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    if f:
+        return f(q, k, v, is_causal=True)
+    # torch before 2.0 (Debian's 1.13): the same, written out
+    t = q.shape[-2]
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+    return att.masked_fill(mask, float("-inf")).softmax(-1) @ v
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln_1 = torch.nn.LayerNorm(d)
+        self.c_attn = torch.nn.Linear(d, 3 * d)
+        self.c_proj = torch.nn.Linear(d, d)
+        self.ln_2 = torch.nn.LayerNorm(d)
+        self.c_fc = torch.nn.Linear(d, 4 * d)
+        self.m_proj = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+        q = q.view(b, t, self.h, d // self.h).transpose(1, 2)
+        k = k.view(b, t, self.h, d // self.h).transpose(1, 2)
+        v = v.view(b, t, self.h, d // self.h).transpose(1, 2)
+        y = attention(q, k, v)
+        y = y.transpose(1, 2).contiguous().view(b, t, d)
+        x = x + self.c_proj(y)
+        m = torch.nn.functional.gelu(self.c_fc(self.ln_2(x)),
+                                     approximate="tanh")
+        return x + self.m_proj(m)
+
+
+class GPT(torch.nn.Module):
+    def __init__(self, layers, heads, dim, ctx):
+        super().__init__()
+        self.wte = torch.nn.Embedding(256, dim)
+        self.wpe = torch.nn.Embedding(ctx, dim)
+        self.h = torch.nn.ModuleList(Block(dim, heads)
+                                     for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(dim)
+        self.register_buffer("pos", torch.arange(ctx))
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(self.pos[:idx.shape[1]])
+        for blk in self.h:
+            x = blk(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph):
+    torch.manual_seed(1)
+    model = GPT(layers, heads, dim, ctx).to(device)
+    nb = 16
+    data = torch.randint(0, 256, (nb * batch * ctx + 1,), device=device)
+    kw = {"capturable": True} if graph else {"foreach": True}
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01,
+                            **kw)
+    lossf = torch.nn.CrossEntropyLoss()
+    pos = [0]
+
+    def window(k):
+        w = data[k * batch * ctx:(k + 1) * batch * ctx + 1]
+        return w[:-1].view(batch, ctx), w[1:].reshape(batch * ctx)
+
+    def step(xb, yb):
+        opt.zero_grad(set_to_none=False)
+        loss = lossf(model(xb).view(-1, 256), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if not graph:
+        def eager():
+            k = pos[0] % nb
+            pos[0] += 1
+            step(*window(k))
+        return eager
+
+    sx, sy = (w.clone() for w in window(0))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step(sx, sy)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(sx, sy)
+
+    def replay():
+        k = pos[0] % nb
+        pos[0] += 1
+        xb, yb = window(k)
+        sx.copy_(xb, non_blocking=True)
+        sy.copy_(yb, non_blocking=True)
+        g.replay()
+    return replay
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes", default="1024,4096,8192")
     ap.add_argument("--mlps", default="784x256x10@128,784x1024x1024x10@4096")
+    ap.add_argument("--gpts", default="")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     a = ap.parse_args()
@@ -145,6 +259,21 @@ def main():
                 print("# %s %s: %s" % (label, m, e), file=sys.stderr)
                 continue
             print("%s mlp:%s %.4f" % (label, m, ms), flush=True)
+    for m in filter(None, a.gpts.split(",")):
+        if "@" not in m:
+            continue
+        spec, batch = m.split("@")
+        l, h, d, t = (int(v) for v in spec.split("x"))
+        for label, graph in (("torch_eager", False), ("torch_graph", True)):
+            if graph and not cuda:
+                continue
+            try:
+                fn = gpt_step_fn(l, h, d, t, int(batch), a.device, graph)
+                ms = timed(fn, sync, a.rounds)
+            except (RuntimeError, TypeError) as e:
+                print("# %s %s: %s" % (label, m, e), file=sys.stderr)
+                continue
+            print("%s gpt:%s %.4f" % (label, m, ms), flush=True)
 
 
 if __name__ == "__main__":

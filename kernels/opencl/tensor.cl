@@ -94,26 +94,38 @@ static inline float wg_argmax(__local float *tv, __local uint *ti, float v,
 }
 
 /*
- * The max and the sum of exp(x - max) of a row of @len floats, the work
- * of a whole workgroup: work-item j takes elements j, j + 256, ... in
- * order, then the trees. A row of -inf only gives NaN (x - max).
+ * The max and the sum of exp(x - max) of a row of @len floats scaled by
+ * @alpha (1 but for the causal softmax: 1 * x is x, bit for bit), and the
+ * plain sum, the work of a whole workgroup: work-item j takes elements j,
+ * j + 256, ... in order, then the trees. A row of -inf only gives NaN
+ * (x - max).
  */
 static inline float row_max(__local float *tmp, __global const float *x,
-			    uint len)
+			    uint len, float alpha)
 {
 	float m = -INFINITY;
 
 	for (uint j = get_local_id(0); j < len; j += GPO_WG_SIZE)
-		m = fmax(m, x[j]);
+		m = fmax(m, alpha * x[j]);
 	return wg_max(tmp, m);
 }
 
 static inline float row_sum_exp(__local float *tmp, __global const float *x,
-				uint len, float m)
+				uint len, float alpha, float m)
 {
 	float s = 0.0f;
 
 	for (uint j = get_local_id(0); j < len; j += GPO_WG_SIZE)
-		s += exp(x[j] - m);
+		s += exp(alpha * x[j] - m);
+	return wg_sum(tmp, s);
+}
+
+static inline float row_sum(__local float *tmp, __global const float *x,
+			    uint len)
+{
+	float s = 0.0f;
+
+	for (uint j = get_local_id(0); j < len; j += GPO_WG_SIZE)
+		s += x[j];
 	return wg_sum(tmp, s);
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "core/gpuopt_i.h"
+#include "core/rng_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -37,6 +38,7 @@
 #include "abi/softmax.h"
 #include "abi/loss.h"
 #include "abi/gather.h"
+#include "abi/layernorm.h"
 
 #define GUARD		64	/* elements of poison before and after */
 #define POISON		0x7fa5a5a5u
@@ -51,6 +53,8 @@ struct tbuf {
 	double *want;		/* expected after (NaN: must stay as in[]) */
 	double *mag;		/* NULL, or the size of each want[i]'s terms:
 				 * the error allowed where terms cancel */
+	unsigned char *exact_at;	/* NULL, or 1 where want[i] is the
+					 * float's exact value (a masked 0) */
 	uint32_t *got;		/* read back, guards included */
 };
 
@@ -70,6 +74,7 @@ union targs {
 	struct gpo_softmax_args sm;
 	struct gpo_loss_args loss;
 	struct gpo_gather_args gather;
+	struct gpo_layernorm_args ln;
 };
 
 struct tcase {
@@ -129,6 +134,7 @@ static void tb_free(struct tbuf *b)
 	free(b->want);
 	free(b->got);
 	free(b->mag);
+	free(b->exact_at);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -945,6 +951,16 @@ static void tb_mag(struct tbuf *b)
 	ck_assert(b->mag);
 }
 
+/* element @i of @b must be want[i] exactly (a masked output's 0) */
+static void want_exact(struct tbuf *b, uint64_t i)
+{
+	if (!b->exact_at) {
+		b->exact_at = calloc(b->n + 1, 1);
+		ck_assert(b->exact_at);
+	}
+	b->exact_at[i] = 1;
+}
+
 /*
  * The expected value of output element @i: the op's result @r (whose
  * terms are of size @mag), added to the element's old value with
@@ -1330,6 +1346,7 @@ static void matmul_ref(struct tcase *tc)
 #define EW_BCAST	V_B	/* unary: x a row broadcast over rows */
 #define EW_BIAS		V_A	/* binary: b a [cols] row, broadcast */
 #define EW_COL		V_B	/* binary: a a [rows, 1] column, broadcast */
+#define DO_HALF		V_C	/* dropout: p = 0.5, else 0.1 */
 
 static void contiguous(const uint32_t *shape, uint32_t *s)
 {
@@ -1391,6 +1408,64 @@ static double un_input(struct tcase *tc, uint32_t fn)
 	return tu_rand(&tc->rng, -100, 100);
 }
 
+/*
+ * DROPOUT's fields as the engine sets them: a key, the stream of a step
+ * (its high word matters too) and a site anywhere in 32 bits, thresh of
+ * p = 0.1 or 0.5, and alpha = 1 / (1 - p)
+ */
+static void dropout_setup(struct tcase *tc, struct gpo_ew_args *a)
+{
+	double p = HAS(tc, DO_HALF) ? 0.5 : 0.1;
+	uint64_t stream = GPO_RNG_STREAM(GPO_RNG_DROPOUT,
+					 tu_rand(&tc->rng, 0, 1e12));
+
+	a->key_lo = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+	a->key_hi = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+	a->stream_lo = (uint32_t)stream;
+	a->stream_hi = (uint32_t)(stream >> 32);
+	a->site = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+	a->thresh = (uint32_t)llround(p * 4294967296.0);
+	a->alpha = (float)(1 / (1 - p));
+}
+
+/* is output element @i kept? gpo__philox() is the definition */
+static int dropout_keep(const struct gpo_ew_args *a, uint64_t i)
+{
+	uint32_t w[4];
+
+	gpo__philox(a->key_lo | (uint64_t)a->key_hi << 32,
+		    a->stream_lo | (uint64_t)a->stream_hi << 32,
+		    (uint64_t)a->site << 32 | i >> 2, w);
+	return w[i & 3] >= a->thresh;
+}
+
+/*
+ * out[off_y + i] (+)= alpha * in[off + i] where kept; where dropped the
+ * output must be exactly 0 (or exactly what it held, with GPO_T_ACCUM).
+ * The mask must also look like one of p: a binomial count of kept
+ * elements within 6 sigma.
+ */
+static void dropout_ref(struct tcase *tc, const struct tbuf *in,
+			uint32_t off, struct tbuf *out)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	double p = a->thresh / 4294967296.0, n = a->n;
+	uint64_t i, kept = 0;
+
+	for (i = 0; i < a->n; i++) {
+		int keep = dropout_keep(a, i);
+
+		kept += keep;
+		want_res(tc, out, a->off_y + i,
+			 keep ? a->alpha * (double)f(in, off + i) : 0, 0);
+		if (!keep)
+			want_exact(out, a->off_y + i);
+	}
+	ck_assert_msg(fabs(kept - n * (1 - p)) <= 6 * sqrt(n * p * (1 - p)) + 1,
+		      "dropout p %g: %llu of %llu kept", p,
+		      (unsigned long long)kept, (unsigned long long)a->n);
+}
+
 static void unary_setup(struct tcase *tc)
 {
 	struct gpo_ew_args *a = &tc->a.ew;
@@ -1414,6 +1489,13 @@ static void unary_setup(struct tcase *tc)
 		accum_start(tc, &tc->b[1], a->off_y + i);
 	/* a buffer the op does not take stays untouched: b's fields unused */
 	a->off_b = 0xdeadbeef;
+	if (fn == GPO_EW_DROPOUT) {
+		dropout_setup(tc, a);
+		/* a dropped NaN is 0 (a select, not x * 0); a kept one NaN */
+		for (i = 0; i < tc->b[0].n; i++)
+			if (tu_rand(&tc->rng, 0, 1) < 0.02)
+				put(&tc->b[0], i, NAN);
+	}
 }
 
 /* the input index of output element @i of a view with strides @s */
@@ -1435,6 +1517,10 @@ static void unary_ref(struct tcase *tc)
 	const struct gpo_ew_args *a = &tc->a.ew;
 	uint64_t i;
 
+	if (a->fn == GPO_EW_DROPOUT) {
+		dropout_ref(tc, &tc->b[0], a->off_a, &tc->b[1]);
+		return;
+	}
 	for (i = 0; i < a->n; i++) {
 		double x = f(&tc->b[0], ew_index(a, a->sa, a->off_a, i));
 
@@ -1496,6 +1582,12 @@ static void unary_bwd_setup(struct tcase *tc)
 	a->off_y = tb_out_at(tc, &tc->b[2], a->n);
 	for (i = 0; i < a->n; i++)
 		accum_start(tc, &tc->b[2], a->off_y + i);
+	if (a->fn == GPO_EW_DROPOUT) {
+		dropout_setup(tc, a);
+		/* x is not read: NaN there would show in dx if it were */
+		for (i = 0; i < tc->b[0].n; i++)
+			put(&tc->b[0], i, NAN);
+	}
 }
 
 static void unary_bwd_ref(struct tcase *tc)
@@ -1503,6 +1595,10 @@ static void unary_bwd_ref(struct tcase *tc)
 	const struct gpo_ew_args *a = &tc->a.ew;
 	uint64_t i;
 
+	if (a->fn == GPO_EW_DROPOUT) {
+		dropout_ref(tc, &tc->b[1], a->off_b, &tc->b[2]);
+		return;
+	}
 	for (i = 0; i < a->n; i++) {
 		double x = f(&tc->b[0], a->off_a + i);
 		double dy = f(&tc->b[1], a->off_b + i);
@@ -1636,6 +1732,7 @@ static void reduce_bwd_ref(struct tcase *tc)
 #define SM_MANY		V_B	/* many rows, few groups */
 #define SM_BADLAB	V_C	/* xent: a label out of range */
 #define SM_TIES		V_D	/* accuracy: inputs from {0, 1, 2} */
+#define SM_LONG		V_E	/* causal: odd len from 257 to 401 */
 
 /* rows x len logits at x's offset, and the launch's groups */
 static void rows_setup(struct tcase *tc, uint32_t *rows, uint32_t *len,
@@ -1748,6 +1845,127 @@ static void softmax_bwd_ref(struct tcase *tc)
 	free(dy);
 	free(dx);
 	free(m);
+}
+
+/*
+ * CAUSAL's input: square matrices of odd len, alpha of either sign, and
+ * the masked logits (j > i) NaN, which the kernel must never read
+ */
+static void causal_rows(struct tcase *tc, struct gpo_softmax_args *a,
+			struct tbuf *x)
+{
+	uint32_t nm, r, j;
+
+	if (HAS(tc, SM_LONG)) {
+		nm = urand(tc, 1, 2);
+		a->len = 2 * urand(tc, 128, 200) + 1;
+	} else if (HAS(tc, SM_MANY)) {
+		nm = urand(tc, 20, 40);
+		a->len = 2 * urand(tc, 0, 15) + 1;
+	} else {
+		nm = urand(tc, 1, 5);
+		a->len = 2 * urand(tc, 0, 49) + 1;
+	}
+	a->rows = nm * a->len;
+	a->groups = HAS(tc, SM_MANY) ? urand(tc, 1, a->rows / 5) :
+		    urand(tc, 1, a->rows);
+	a->alpha = (float)srand2(tc, 0.1, 2);
+	tc->work = a->groups;
+	tc->n = (uint64_t)a->rows * a->len;
+	a->off_x = tb_in_at(tc, x, tc->n, -5, 5);
+	for (r = 0; r < a->rows; r++)
+		for (j = r % a->len + 1; j < a->len; j++)
+			put(x, a->off_x + (uint64_t)r * a->len + j, NAN);
+}
+
+/* row r of the causal softmax of x into y[0 .. len), in double */
+static void causal_d(const double *x, uint32_t len, uint32_t r, double alpha,
+		     double *y)
+{
+	uint32_t i = r % len, j;
+
+	for (j = 0; j <= i; j++)
+		y[j] = alpha * x[j];
+	sm_d(GPO_SM_SOFTMAX, y, i + 1, y);
+	for (j = i + 1; j < len; j++)
+		y[j] = 0;
+}
+
+static void causal_setup(struct tcase *tc)
+{
+	struct gpo_softmax_args *a = &tc->a.sm;
+
+	a->fn = GPO_SM_CAUSAL;
+	a->flags = OP_FLAGS(tc);
+	causal_rows(tc, a, &tc->b[0]);
+	a->off_y = tb_out_at(tc, &tc->b[1], tc->n);
+	a->off_dy = 0xdeadbeef;
+}
+
+/* the masked outputs exactly 0 */
+static void causal_ref(struct tcase *tc)
+{
+	const struct gpo_softmax_args *a = &tc->a.sm;
+	double *x = tb_d(&tc->b[0]);
+	double *y = malloc((a->len + 1) * sizeof(double));
+	uint32_t r, j;
+
+	ck_assert(y);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = a->off_y + (uint64_t)r * a->len;
+
+		causal_d(x + a->off_x + (uint64_t)r * a->len, a->len, r,
+			 a->alpha, y);
+		for (j = 0; j < a->len; j++) {
+			tc->b[1].want[o + j] = y[j];
+			if (j > r % a->len)
+				want_exact(&tc->b[1], o + j);
+		}
+	}
+	free(x);
+	free(y);
+}
+
+/* SOFTMAX's backward with alpha, of a causal forward's y (0 above) */
+static void causal_bwd_setup(struct tcase *tc)
+{
+	struct gpo_softmax_args *a = &tc->a.sm;
+	double *x, *y;
+	uint64_t i;
+	uint32_t r, j;
+
+	a->flags = OP_FLAGS(tc);
+	causal_rows(tc, a, &tc->b[0]);
+	a->fn = GPO_SM_SOFTMAX;
+	x = tb_d(&tc->b[0]);
+	y = malloc((a->len + 1) * sizeof(double));
+	ck_assert(y);
+	for (r = 0; r < a->rows; r++) {
+		uint64_t o = a->off_x + (uint64_t)r * a->len;
+
+		causal_d(x + o, a->len, r, a->alpha, y);
+		for (j = 0; j < a->len; j++)
+			put(&tc->b[0], o + j, (float)y[j]);
+	}
+	free(x);
+	free(y);
+	a->off_dy = tb_in_at(tc, &tc->b[1], tc->n, -1, 1);
+	a->off_y = tb_out_at(tc, &tc->b[2], tc->n);
+	for (i = 0; i < tc->n; i++)
+		accum_start(tc, &tc->b[2], a->off_y + i);
+}
+
+/* the masked gradients exactly 0 (or what was there) */
+static void causal_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_softmax_args *a = &tc->a.sm;
+	uint32_t r, j;
+
+	softmax_bwd_ref(tc);
+	for (r = 0; r < a->rows; r++)
+		for (j = r % a->len + 1; j < a->len; j++)
+			want_exact(&tc->b[2],
+				   a->off_y + (uint64_t)r * a->len + j);
 }
 
 /* labels in [0, len), one out of range with SM_BADLAB */
@@ -1877,6 +2095,9 @@ static void accuracy_ref(struct tcase *tc)
 
 /* ---- gather ---- */
 
+#define GA_WIN		V_A	/* windows: stride < width */
+#define GA_SEQ		V_B	/* windows of a sequence: stride 1 */
+
 static void gather_setup(struct tcase *tc)
 {
 	struct gpo_gather_args *a = &tc->a.gather;
@@ -1884,7 +2105,9 @@ static void gather_setup(struct tcase *tc)
 	uint64_t i;
 
 	a->rows = urand(tc, 1, 200);
-	a->width = urand(tc, 1, 70);
+	a->width = urand(tc, HAS(tc, GA_WIN | GA_SEQ) ? 2 : 1, 70);
+	a->stride = HAS(tc, GA_SEQ) ? 1 : HAS(tc, GA_WIN) ?
+		    urand(tc, 1, a->width - 1) : a->width;
 	a->row_lo = urand(tc, 0, 20);
 	nsrc = urand(tc, 1, 50);
 	a->row_hi = a->row_lo + nsrc;
@@ -1892,7 +2115,9 @@ static void gather_setup(struct tcase *tc)
 	a->groups = urand(tc, 1, (a->n + GPO_WG_SIZE - 1) / GPO_WG_SIZE + 1);
 	tc->n = a->n;
 	tc->work = a->groups;
-	a->off_src = tb_int_at(tc, &tc->b[0], (uint64_t)nsrc * a->width);
+	/* the last row ends width past its start */
+	a->off_src = tb_int_at(tc, &tc->b[0], (uint64_t)(nsrc - 1) * a->stride +
+			       a->width);
 	if (tc->dtype == GPO_F32)
 		for (i = 0; i < tc->b[0].n; i++)
 			put(&tc->b[0], i, (float)tu_rand(&tc->rng, -1e3, 1e3));
@@ -1918,8 +2143,254 @@ static void gather_ref(struct tcase *tc)
 			continue;
 		for (j = 0; j < a->width; j++)
 			tc->b[2].want[a->off_dst + (uint64_t)b * a->width + j] =
-				tc->b[0].in[a->off_src + r * a->width + j];
+				tc->b[0].in[a->off_src + r * a->stride + j];
 	}
+}
+
+#define EB_WIDE		V_A	/* rows wider than a workgroup */
+#define EB_MANY		V_B	/* many indices, few groups */
+
+/*
+ * Indices with repeats (half of them from a few rows), one out of range
+ * at least, and a row that no index names; dw's rows no index names must
+ * come out 0 (or as they were, with GPO_T_ACCUM).
+ */
+static void embed_bwd_setup(struct tcase *tc)
+{
+	struct gpo_gather_args *a = &tc->a.gather;
+	uint32_t b, hole;
+	uint64_t i;
+
+	a->rows = HAS(tc, EB_MANY) ? urand(tc, 500, 1500) : urand(tc, 1, 300);
+	a->width = HAS(tc, EB_WIDE) ? urand(tc, 257, 700) : urand(tc, 1, 120);
+	a->row_hi = urand(tc, 1, 90);
+	a->row_lo = 0;
+	a->stride = 0;
+	a->flags = OP_FLAGS(tc);
+	a->n = a->row_hi * a->width;
+	a->groups = HAS(tc, EB_MANY) ? urand(tc, 1, 4) :
+		    urand(tc, 1, a->row_hi + 2);
+	tc->n = a->n;
+	tc->work = a->groups;
+	hole = urand(tc, 0, a->row_hi - 1);
+	a->off_idx = tb_int_at(tc, &tc->b[0], a->rows);
+	for (b = 0; b < a->rows; b++) {
+		uint32_t few = a->row_hi < 4 ? a->row_hi - 1 : 3;
+		uint32_t top = tu_rand(&tc->rng, 0, 1) < 0.5 ? few :
+			       a->row_hi - 1;
+		int32_t v = (int32_t)urand(tc, 0, top);
+
+		if (v == (int32_t)hole)
+			v = tu_rand(&tc->rng, 0, 1) < 0.5 ?
+			    -(int32_t)urand(tc, 1, 5) :
+			    (int32_t)(a->row_hi + urand(tc, 0, 5));
+		tc->b[0].in[a->off_idx + b] = (uint32_t)v;
+	}
+	tc->b[0].in[a->off_idx + urand(tc, 0, a->rows - 1)] =
+		(uint32_t)(int32_t)(tu_rand(&tc->rng, 0, 1) < 0.5 ? -1 :
+				    (int32_t)a->row_hi);
+	a->off_src = tb_in_at(tc, &tc->b[1], (uint64_t)a->rows * a->width,
+			      -1, 1);
+	a->off_dst = tb_out_at(tc, &tc->b[2], a->n);
+	for (i = 0; i < a->n; i++)
+		accum_start(tc, &tc->b[2], a->off_dst + i);
+}
+
+static void embed_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_gather_args *a = &tc->a.gather;
+	uint32_t v, b, j;
+
+	tb_mag(&tc->b[2]);
+	for (v = 0; v < a->row_hi; v++)
+		for (j = 0; j < a->width; j++) {
+			double sum = 0, mag = 0;
+
+			for (b = 0; b < a->rows; b++) {
+				double d;
+
+				if (tb_i(&tc->b[0], a->off_idx + b) !=
+				    (int32_t)v)
+					continue;
+				d = f(&tc->b[1], a->off_src +
+				      (uint64_t)b * a->width + j);
+				sum += d;
+				mag += fabs(d);
+			}
+			want_res(tc, &tc->b[2], a->off_dst +
+				 (uint64_t)v * a->width + j, sum, mag);
+		}
+}
+
+/* ---- layernorm ---- */
+
+#define LN_LONG		V_A	/* a few rows of 1000 to 3000 */
+#define LN_ONE		V_B	/* one row of up to 40000 */
+#define LN_MANY		V_C	/* many rows, few groups */
+
+/* a row's y, mean and rstd (the forward), in double */
+static void ln_d(const double *x, uint32_t len, double eps, double *y,
+		 double *mean, double *rstd)
+{
+	double s = 0, v = 0;
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		s += x[j];
+	*mean = s / len;
+	for (j = 0; j < len; j++)
+		v += (x[j] - *mean) * (x[j] - *mean);
+	*rstd = 1 / sqrt(v / len + eps);
+	for (j = 0; j < len; j++)
+		y[j] = (x[j] - *mean) * *rstd;
+}
+
+/*
+ * dx_j = alpha rstd (dy_j - mean(dy) - y_j mean(dy y)), and in @mag the
+ * size of its terms
+ */
+static void ln_bwd_d(const double *y, const double *dy, uint32_t len,
+		     double rstd, double alpha, double *dx, double *mag)
+{
+	double s = 0, sy = 0, sa = 0, sya = 0;
+	uint32_t j;
+
+	for (j = 0; j < len; j++) {
+		s += dy[j];
+		sy += dy[j] * y[j];
+		sa += fabs(dy[j]);
+		sya += fabs(dy[j] * y[j]);
+	}
+	for (j = 0; j < len; j++) {
+		dx[j] = alpha * rstd * (dy[j] - s / len - y[j] * sy / len);
+		if (mag)
+			mag[j] = fabs(alpha * rstd) * (fabs(dy[j]) + sa / len +
+						       fabs(y[j]) * sya / len);
+	}
+}
+
+/* rows of odd lengths around a random mean, at x's offset */
+static void ln_rows(struct tcase *tc, struct gpo_layernorm_args *a,
+		    struct tbuf *x)
+{
+	uint32_t r, j;
+
+	if (HAS(tc, LN_ONE)) {
+		a->rows = 1;
+		a->len = urand(tc, 257, 40000) | 1;
+	} else if (HAS(tc, LN_LONG)) {
+		a->rows = urand(tc, 1, 5);
+		a->len = urand(tc, 1000, 3000) | 1;
+	} else {
+		a->rows = HAS(tc, LN_MANY) ? urand(tc, 300, 700) :
+			  urand(tc, 1, 40);
+		a->len = urand(tc, 1, 300);
+	}
+	a->groups = HAS(tc, LN_MANY) ? urand(tc, 1, a->rows / 5) :
+		    urand(tc, 1, a->rows);
+	a->flags = OP_FLAGS(tc);
+	a->eps = (float)tu_rand(&tc->rng, 1e-6, 1e-3);
+	tc->work = a->groups;
+	tc->n = (uint64_t)a->rows * a->len;
+	a->off_x = tb_in_at(tc, x, tc->n, -1, 1);
+	for (r = 0; r < a->rows; r++) {
+		double c = srand2(tc, 0, 10), w = tu_rand(&tc->rng, 0.1, 3);
+
+		for (j = 0; j < a->len; j++)
+			put(x, a->off_x + (uint64_t)r * a->len + j,
+			    (float)(c + w * tu_rand(&tc->rng, -1, 1)));
+	}
+}
+
+static void layernorm_setup(struct tcase *tc)
+{
+	struct gpo_layernorm_args *a = &tc->a.ln;
+
+	ln_rows(tc, a, &tc->b[0]);
+	a->off_y = tb_out_at(tc, &tc->b[1], tc->n);
+	a->off_stats = tb_out_at(tc, &tc->b[2], 2 * (uint64_t)a->rows);
+	a->alpha = 1;
+	a->off_dy = 0xdeadbeef;
+}
+
+static void layernorm_ref(struct tcase *tc)
+{
+	const struct gpo_layernorm_args *a = &tc->a.ln;
+	double *x = tb_d(&tc->b[0]);
+	double *y = malloc((a->len + 1) * sizeof(double));
+	double mean, rstd;
+	uint32_t r, j;
+
+	ck_assert(y);
+	for (r = 0; r < a->rows; r++) {
+		const uint64_t o = (uint64_t)r * a->len;
+
+		ln_d(x + a->off_x + o, a->len, a->eps, y, &mean, &rstd);
+		for (j = 0; j < a->len; j++)
+			tc->b[1].want[a->off_y + o + j] = y[j];
+		tc->b[2].want[a->off_stats + 2 * r] = mean;
+		tc->b[2].want[a->off_stats + 2 * r + 1] = rstd;
+	}
+	free(x);
+	free(y);
+}
+
+/* y and stats a forward's output (in float, as a kernel wrote them) */
+static void layernorm_bwd_setup(struct tcase *tc)
+{
+	struct gpo_layernorm_args *a = &tc->a.ln;
+	double *x, *y, mean, rstd;
+	uint64_t i;
+	uint32_t r, j;
+
+	ln_rows(tc, a, &tc->b[0]);
+	a->off_y = a->off_x;
+	a->off_x = 0xdeadbeef;
+	a->alpha = (float)srand2(tc, 0.5, 2);
+	x = tb_d(&tc->b[0]);
+	y = malloc((a->len + 1) * sizeof(double));
+	ck_assert(y);
+	a->off_stats = tb_out_at(tc, &tc->b[2], 2 * (uint64_t)a->rows);
+	for (r = 0; r < a->rows; r++) {
+		const uint64_t o = a->off_y + (uint64_t)r * a->len;
+
+		ln_d(x + o, a->len, a->eps, y, &mean, &rstd);
+		for (j = 0; j < a->len; j++)
+			put(&tc->b[0], o + j, (float)y[j]);
+		put(&tc->b[2], a->off_stats + 2 * r, (float)mean);
+		put(&tc->b[2], a->off_stats + 2 * r + 1, (float)rstd);
+	}
+	free(x);
+	free(y);
+	a->off_dy = tb_in_at(tc, &tc->b[1], tc->n, -1, 1);
+	a->off_x = tb_out_at(tc, &tc->b[3], tc->n);
+	for (i = 0; i < tc->n; i++)
+		accum_start(tc, &tc->b[3], a->off_x + i);
+}
+
+static void layernorm_bwd_ref(struct tcase *tc)
+{
+	const struct gpo_layernorm_args *a = &tc->a.ln;
+	double *y = tb_d(&tc->b[0]), *dy = tb_d(&tc->b[1]);
+	double *dx = malloc((a->len + 1) * sizeof(double));
+	double *m = malloc((a->len + 1) * sizeof(double));
+	uint32_t r, j;
+
+	ck_assert(dx && m);
+	tb_mag(&tc->b[3]);
+	for (r = 0; r < a->rows; r++) {
+		const uint64_t o = (uint64_t)r * a->len;
+
+		ln_bwd_d(y + a->off_y + o, dy + a->off_dy + o, a->len,
+			 f(&tc->b[2], a->off_stats + 2 * r + 1), a->alpha, dx,
+			 m);
+		for (j = 0; j < a->len; j++)
+			want_res(tc, &tc->b[3], a->off_x + o + j, dx[j], m[j]);
+	}
+	free(y);
+	free(dy);
+	free(dx);
+	free(m);
 }
 
 
@@ -1952,8 +2423,12 @@ static void fd_unary(uint64_t *rng)
 			char what[64];
 
 			*rng = tc.rng;
-			/* relu's kink, and the saturated tails, say nothing */
-			if ((fn == GPO_EW_RELU && fabs(x) < 1e-3) || fabs(x) > 9)
+			/*
+			 * relu's kink, and the saturated tails, say nothing;
+			 * DROPOUT's mask is no function of x
+			 */
+			if ((fn == GPO_EW_RELU && fabs(x) < 1e-3) ||
+			    fabs(x) > 9 || fn == GPO_EW_DROPOUT)
 				continue;
 			snprintf(what, sizeof(what), "unary_bwd fn %u x %g", fn, x);
 			fd_check(what, un_df(fn, x),
@@ -2055,6 +2530,35 @@ static void fd_softmax(uint64_t *rng)
 		free(y);
 		free(dx);
 	}
+}
+
+static void fd_layernorm(uint64_t *rng)
+{
+	const uint32_t len = 9;
+	double *x = fd_rand(rng, len, -2, 2), *w = fd_rand(rng, len, -1, 1);
+	double *y = fd_rand(rng, len, 0, 1), *dx = fd_rand(rng, len, 0, 1);
+	double alpha = tu_rand(rng, 0.5, 2), eps = tu_rand(rng, 1e-5, 1e-2);
+	double mean, rstd;
+	uint32_t k;
+
+	ln_d(x, len, eps, y, &mean, &rstd);
+	ln_bwd_d(y, w, len, rstd, alpha, dx, NULL);
+	for (k = 0; k < len; k++) {
+		double x0 = x[k], lp, lm;
+
+		x[k] = x0 + FD_H;
+		ln_d(x, len, eps, y, &mean, &rstd);
+		lp = alpha * dot(w, y, len);
+		x[k] = x0 - FD_H;
+		ln_d(x, len, eps, y, &mean, &rstd);
+		lm = alpha * dot(w, y, len);
+		x[k] = x0;
+		fd_check("layernorm_bwd", dx[k], (lp - lm) / (2 * FD_H));
+	}
+	free(x);
+	free(w);
+	free(y);
+	free(dx);
 }
 
 static void fd_xent(uint64_t *rng)
@@ -2166,6 +2670,7 @@ START_TEST(test_backward_refs_match_finite_differences)
 		fd_unary(&rng);
 		fd_reduce(&rng);
 		fd_softmax(&rng);
+		fd_layernorm(&rng);
 		fd_xent(&rng);
 		fd_matmul(&rng);
 	}
@@ -2290,6 +2795,18 @@ static const struct op_case cases[] = {
 	UNARY(GPO_EW_LOG, "log"),
 	UNARY(GPO_EW_SQUARE, "square"),
 	UNARY(GPO_EW_SQRT, "sqrt"),
+	{ OP_UNARY, "dropout 0.1", unary_setup, unary_ref,
+	  V_FN(GPO_EW_DROPOUT) },
+	{ OP_UNARY, "dropout 0.5 accum", unary_setup, unary_ref,
+	  V_FN(GPO_EW_DROPOUT) | DO_HALF | GPO_T_ACCUM },
+	{ OP_UNARY, "dropout 0.5", unary_setup, unary_ref,
+	  V_FN(GPO_EW_DROPOUT) | DO_HALF },
+	{ OP_UNARY_BWD, "dropout 0.1 accum", unary_bwd_setup, unary_bwd_ref,
+	  V_FN(GPO_EW_DROPOUT) | GPO_T_ACCUM },
+	{ OP_UNARY_BWD, "dropout 0.5", unary_bwd_setup, unary_bwd_ref,
+	  V_FN(GPO_EW_DROPOUT) | DO_HALF },
+	{ OP_UNARY_BWD, "dropout 0.1", unary_bwd_setup, unary_bwd_ref,
+	  V_FN(GPO_EW_DROPOUT) },
 	{ OP_UNARY, "copy transposed", unary_setup, unary_ref,
 	  V_FN(GPO_EW_COPY) | EW_TRANSP },
 	{ OP_UNARY, "gelu transposed accum", unary_setup, unary_ref,
@@ -2349,8 +2866,16 @@ static const struct op_case cases[] = {
 	  V_FN(GPO_SM_LOG_SOFTMAX) },
 	{ OP_SOFTMAX, "log_softmax big many rows", softmax_setup, softmax_ref,
 	  V_FN(GPO_SM_LOG_SOFTMAX) | SM_BIG | SM_MANY },
+	{ OP_SOFTMAX, "causal", causal_setup, causal_ref, 0 },
+	{ OP_SOFTMAX, "causal long", causal_setup, causal_ref, SM_LONG },
+	{ OP_SOFTMAX, "causal many rows", causal_setup, causal_ref, SM_MANY },
 	{ OP_SOFTMAX_BWD, "softmax", softmax_bwd_setup, softmax_bwd_ref,
 	  V_FN(GPO_SM_SOFTMAX) },
+	{ OP_SOFTMAX_BWD, "causal", causal_bwd_setup, causal_bwd_ref, 0 },
+	{ OP_SOFTMAX_BWD, "causal long accum", causal_bwd_setup,
+	  causal_bwd_ref, SM_LONG | GPO_T_ACCUM },
+	{ OP_SOFTMAX_BWD, "causal many rows accum", causal_bwd_setup,
+	  causal_bwd_ref, SM_MANY | GPO_T_ACCUM },
 	{ OP_SOFTMAX_BWD, "softmax many rows accum", softmax_bwd_setup,
 	  softmax_bwd_ref, V_FN(GPO_SM_SOFTMAX) | SM_MANY | GPO_T_ACCUM },
 	{ OP_SOFTMAX_BWD, "log_softmax accum", softmax_bwd_setup,
@@ -2368,6 +2893,26 @@ static const struct op_case cases[] = {
 	{ OP_ACCURACY, "ties many rows bad label", accuracy_setup,
 	  accuracy_ref, SM_TIES | SM_MANY | SM_BADLAB },
 	{ OP_GATHER_ROWS, "", gather_setup, gather_ref, 0 },
+	{ OP_GATHER_ROWS, "windows", gather_setup, gather_ref, GA_WIN },
+	{ OP_GATHER_ROWS, "stride 1", gather_setup, gather_ref, GA_SEQ },
+	{ OP_EMBED_BWD, "", embed_bwd_setup, embed_bwd_ref, 0 },
+	{ OP_EMBED_BWD, "accum", embed_bwd_setup, embed_bwd_ref, GPO_T_ACCUM },
+	{ OP_EMBED_BWD, "wide", embed_bwd_setup, embed_bwd_ref, EB_WIDE },
+	{ OP_EMBED_BWD, "many accum", embed_bwd_setup, embed_bwd_ref,
+	  EB_MANY | GPO_T_ACCUM },
+	{ OP_LAYERNORM, "", layernorm_setup, layernorm_ref, 0 },
+	{ OP_LAYERNORM, "long", layernorm_setup, layernorm_ref, LN_LONG },
+	{ OP_LAYERNORM, "one row", layernorm_setup, layernorm_ref, LN_ONE },
+	{ OP_LAYERNORM, "many rows", layernorm_setup, layernorm_ref, LN_MANY },
+	{ OP_LAYERNORM_BWD, "", layernorm_bwd_setup, layernorm_bwd_ref, 0 },
+	{ OP_LAYERNORM_BWD, "accum", layernorm_bwd_setup, layernorm_bwd_ref,
+	  GPO_T_ACCUM },
+	{ OP_LAYERNORM_BWD, "long accum", layernorm_bwd_setup,
+	  layernorm_bwd_ref, LN_LONG | GPO_T_ACCUM },
+	{ OP_LAYERNORM_BWD, "one row", layernorm_bwd_setup, layernorm_bwd_ref,
+	  LN_ONE },
+	{ OP_LAYERNORM_BWD, "many rows", layernorm_bwd_setup,
+	  layernorm_bwd_ref, LN_MANY },
 };
 
 /* ---- the harness ---------------------------------------------------------- */
@@ -2423,6 +2968,11 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 			continue;
 		}
 		memcpy(&g, &got, 4);
+		if (b->exact_at && b->exact_at[i]) {
+			if (g != (float)want)
+				return "not exactly the reference's value";
+			continue;
+		}
 		if (want == MUSTNAN) {
 			if (!isnan(g))
 				return "not NaN, as the reference";

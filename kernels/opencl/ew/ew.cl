@@ -218,6 +218,36 @@ static inline float unary_df(uint fn, float x)
 	return NAN;
 }
 
+/*
+ * Philox4x32-10, bit for bit core/rng.c's gpo__philox(): counter (c0, c1)
+ * = (low, high word), stream (c2, c3), key (k0, k1)
+ */
+static inline uint4 philox(uint2 key, uint4 c)
+{
+	for (int r = 0; r < 10; r++) {
+		uint hi0 = mul_hi(0xD2511F53u, c.s0), lo0 = 0xD2511F53u * c.s0;
+		uint hi1 = mul_hi(0xCD9E8D57u, c.s2), lo1 = 0xCD9E8D57u * c.s2;
+
+		c = (uint4)(hi1 ^ c.s1 ^ key.s0, lo1, hi0 ^ c.s3 ^ key.s1, lo0);
+		key += (uint2)(0x9E3779B9u, 0xBB67AE85u);
+	}
+	return c;
+}
+
+/*
+ * DROPOUT: is output element @i kept? Word i & 3 of block
+ * site << 32 | i >> 2 of the (key, stream) of abi/ew.h.
+ */
+static inline int dropout_keep(const struct gpo_ew_args *a, uint i)
+{
+	uint4 w = philox((uint2)(a->key_lo, a->key_hi),
+			 (uint4)(i >> 2, a->site, a->stream_lo, a->stream_hi));
+	uint k = i & 3;
+
+	return (k == 0 ? w.s0 : k == 1 ? w.s1 : k == 2 ? w.s2 : w.s3) >=
+	       a->thresh;
+}
+
 static inline float binary_f(uint fn, float a, float b)
 {
 	switch (fn) {
@@ -240,7 +270,10 @@ KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 	FOR_EACH_OUTPUT(i, a) {
 		float v = x[view_at(&a, a.sa, a.off_a, i)];
 
-		out_put(y, a.off_y + i, a.flags, a.alpha * unary_f(a.fn, v));
+		/* a select, not x * 0: a dropped inf or NaN is 0 too */
+		v = a.fn == GPO_EW_DROPOUT ? (dropout_keep(&a, i) ? v : 0.0f) :
+					     unary_f(a.fn, v);
+		out_put(y, a.off_y + i, a.flags, a.alpha * v);
 	}
 }
 
@@ -259,7 +292,10 @@ KERNEL void binary(BUF(const float, x), BUF(const float, z),
 	}
 }
 
-/* all three contiguous: dx[off_y + i] (+)= alpha dy[off_b + i] f'(x) */
+/*
+ * all three contiguous: dx[off_y + i] (+)= alpha dy[off_b + i] f'(x);
+ * DROPOUT does not read x (buffer 0 may be dy again)
+ */
 KERNEL void unary_bwd(BUF(const float, x), BUF(const float, dy),
 		      BUF(float, dx), struct gpo_ew_args a)
 {
@@ -269,7 +305,8 @@ KERNEL void unary_bwd(BUF(const float, x), BUF(const float, dy),
 	FOR_EACH_OUTPUT(i, a) {
 		float d = a.alpha * dy[a.off_b + i];
 
-		out_put(dx, a.off_y + i, a.flags,
-			d * unary_df(a.fn, x[a.off_a + i]));
+		d = a.fn == GPO_EW_DROPOUT ? (dropout_keep(&a, i) ? d : 0.0f) :
+					     d * unary_df(a.fn, x[a.off_a + i]);
+		out_put(dx, a.off_y + i, a.flags, d);
 	}
 }

@@ -30,8 +30,8 @@ KERNEL void xent(BUF(const float, x), BUF(const int, lab), BUF(float, y),
 		return;
 	for (uint r = grp; r < a.rows; r += a.groups) {
 		__global const float *xr = x + a.off_x + (ulong)r * a.len;
-		float m = row_max(tmp, xr, a.len);
-		float s = row_sum_exp(tmp, xr, a.len, m);
+		float m = row_max(tmp, xr, a.len, 1.0f);
+		float s = row_sum_exp(tmp, xr, a.len, 1.0f, m);
 		int l = row_label(lab, &a, r);
 
 		if (get_local_id(0) == 0)
@@ -58,8 +58,8 @@ KERNEL void xent_bwd(BUF(const float, x), BUF(const int, lab),
 	for (uint r = grp; r < a.rows; r += a.groups) {
 		__global const float *xr = x + a.off_x + (ulong)r * a.len;
 		__global float *dxr = dx + a.off_y + (ulong)r * a.len;
-		float m = row_max(tmp, xr, a.len);
-		float s = row_sum_exp(tmp, xr, a.len, m);
+		float m = row_max(tmp, xr, a.len, 1.0f);
+		float s = row_sum_exp(tmp, xr, a.len, 1.0f, m);
 		int l = row_label(lab, &a, r);
 
 		for (uint j = get_local_id(0); j < a.len; j += GPO_WG_SIZE) {

@@ -3,7 +3,8 @@
  * softmax.cl - softmax and log-softmax over rows, and their backward
  * (abi/softmax.h). A workgroup per row: work-item j takes elements j,
  * j + 256, ... and the max and the sums go through fixed trees, so a row
- * gives the same bits whatever the launch.
+ * gives the same bits whatever the launch. CAUSAL is SOFTMAX of the row's
+ * first i + 1 logits scaled by alpha, zeros after them.
  */
 #include "abi/softmax.h"
 #include "opencl/tensor.cl"
@@ -13,6 +14,8 @@ KERNEL void softmax(BUF(const float, x), BUF(float, y),
 {
 	__local float tmp[GPO_WG_SIZE];
 	uint grp = get_group_id(0);
+	int causal = a.fn == GPO_SM_CAUSAL;
+	float al = causal ? a.alpha : 1.0f;
 
 	VIEW(x);
 	VIEW(y);
@@ -21,13 +24,20 @@ KERNEL void softmax(BUF(const float, x), BUF(float, y),
 	for (uint r = grp; r < a.rows; r += a.groups) {
 		__global const float *xr = x + a.off_x + (ulong)r * a.len;
 		__global float *yr = y + a.off_y + (ulong)r * a.len;
-		float m = row_max(tmp, xr, a.len);
-		float s = row_sum_exp(tmp, xr, a.len, m);
+		/* CAUSAL: row i of its matrix reads x_0 .. x_i only */
+		uint cnt = causal ? r % a.len + 1 : a.len;
+		float m = row_max(tmp, xr, cnt, al);
+		float s = row_sum_exp(tmp, xr, cnt, al, m);
 		float ls = log(s);
 
 		for (uint j = get_local_id(0); j < a.len; j += GPO_WG_SIZE) {
-			float d = xr[j] - m;
+			float d;
 
+			if (j >= cnt) {
+				yr[j] = 0.0f;
+				continue;
+			}
+			d = al * xr[j] - m;
 			yr[j] = a.fn == GPO_SM_LOG_SOFTMAX ? d - ls :
 							     exp(d) / s;
 		}

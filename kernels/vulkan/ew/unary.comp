@@ -24,7 +24,14 @@ void main()
 	     i = grid_next(i, args.n, args.groups)) {
 		uint xi = args.off_a + ew_offset(i, args.sa[0], args.sa[1],
 						 args.sa[2], args.sa[3]);
-		float r = args.alpha * ew_unary(args.fn, x[xi]);
+		float v = x[xi], r;
+
+		/* a select, not x * 0: a dropped inf or NaN is 0 too */
+		if (args.fn == GPO_EW_DROPOUT)
+			r = dropout_keep(i) ? v : 0.0;
+		else
+			r = ew_unary(args.fn, v);
+		r *= args.alpha;
 
 		STORE(y, args.off_y + i, r);
 	}

@@ -3,7 +3,8 @@
 /*
  * gather_rows.comp - gather_rows: dst row b = src row idx[b] - row_lo
  * when that is in [0, row_hi - row_lo), else dst row b left as it is
- * (abi/gather.h); grid-stride over the rows * width elements. Words are
+ * (abi/gather.h), src rows @stride apart (overlapping windows when
+ * stride < width); grid-stride over the rows * width elements. Words are
  * copied as uint whatever the dtype, so every bit pattern (a NaN's
  * payload included) arrives as it left.
  */
@@ -32,6 +33,6 @@ void main()
 		if (v < 0 || uint(v) < args.row_lo || uint(v) >= args.row_hi)
 			continue;
 		r = uint(v) - args.row_lo;
-		dst[args.off_dst + k] = src[args.off_src + r * args.width + j];
+		dst[args.off_dst + k] = src[args.off_src + r * args.stride + j];
 	}
 }

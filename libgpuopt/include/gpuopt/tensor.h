@@ -263,6 +263,25 @@ int gpo_tensor_shape(const struct gpo_tensor *t, uint64_t *shape);
 /* gpo_tensor_numel - the number of elements */
 uint64_t gpo_tensor_numel(const struct gpo_tensor *t);
 
+/* one kernel's share of a profiled run */
+struct gpo_op_time {
+	const char *op;		/* the kernel: "matmul", "softmax_bwd", ... */
+	unsigned int pass;	/* GPO_RUN_FORWARD or GPO_RUN_BACKWARD */
+	uint64_t launches;
+	uint64_t ns;		/* device time, summed */
+};
+
+/*
+ * gpo_graph_profile - run @what once, launch by launch, waiting for each,
+ * and sum the device time of each kernel per pass into @out (at most @max
+ * entries, in the order first met). The results are those of
+ * gpo_graph_run(); only the time differs (nothing overlaps).
+ * Returns the number of entries, or -errno: gpo_graph_run()'s, -EINVAL,
+ * -ENOSPC (more kernels than @max).
+ */
+int gpo_graph_profile(struct gpo_graph *g, unsigned int what,
+		      struct gpo_op_time *out, int max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,13 +15,19 @@
  *	C = A * B	dA = sum_to(dC * B), dB = sum_to(dC * A)
  *	C = A / B	dA = sum_to(dC / B), dB = -sum_to(dC * C / B)
  *	C = f(A)	dA = dC f'(A)                  (unary_bwd)
- *	softmax, reductions, cross-entropy: their _bwd kernels
+ *	C = permute(A)	dA = the inverse permute of dC
+ *	C = A[s:s+n]	dA[s:s+n] += dC (the rest of dA 0 if unwritten)
+ *	C = T[idx]	dT = the rows of dC summed by index (embed_bwd)
+ *	softmax, reductions, cross-entropy, layer norm: their _bwd kernels
+ * A reshape is its source's memory, and its gradient its source's: a
+ * contribution to it is one to the source, and it has no backward.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tensor/tensor_i.h"
 #include "optim/optim_i.h"
+#include "core/rng_i.h"
 
 static uint64_t align_up(uint64_t x, uint64_t a)
 {
@@ -39,12 +45,50 @@ void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
 	*off = (uint32_t)((start - base) / 4);
 }
 
-/* a place for @n elements in the arena */
+/*
+ * place - a place for @n elements in the arena: in the block being
+ * filled, or at the start of the next one when it would not fit there.
+ * The dry pass counts each block's elements; a place larger than a block
+ * may be, or no memory for the count, is kept in g->plan_err.
+ */
 static void place(struct gpo_graph *g, struct tview *v, uint64_t n)
 {
-	v->blk = g->arena;
+	uint64_t sz = align_up(n, T_ALIGN);
+
+	if (sz > g->blk_limit) {
+		if (!g->plan_err)
+			g->plan_err = gpo__err(-EFBIG, "%s: a tensor of %llu elements is more than one allocation may hold (%llu bytes)",
+					       g->dev->info.id,
+					       (unsigned long long)n,
+					       (unsigned long long)g->blk_limit * 4);
+		sz = 0;
+	}
+	if (g->bump && g->bump + sz > g->blk_limit) {
+		g->cur++;
+		g->bump = 0;
+	}
+	if (g->dry) {
+		if (g->cur >= g->nblk) {
+			uint64_t *e = realloc(g->blk_elems,
+					      (g->cur + 1) * sizeof(*e));
+
+			if (!e) {
+				if (!g->plan_err)
+					g->plan_err = gpo__err(-ENOMEM, "out of memory");
+				return;
+			}
+			g->blk_elems = e;
+			g->blk_elems[g->cur] = 0;
+			g->nblk = g->cur + 1;
+		}
+		memset(&v->blk, 0, sizeof(v->blk));
+	} else {
+		v->blk = g->blk[g->cur];
+	}
 	v->elem = g->bump;
-	g->bump += align_up(n, T_ALIGN);
+	g->bump += sz;
+	if (g->dry)
+		g->blk_elems[g->cur] = g->bump;
 }
 
 /* a new launch of @op at the end of @l (on the dry pass: a scratch one) */
@@ -88,12 +132,16 @@ static uint32_t rows_groups(uint64_t rows)
 	return rows > T_GROUPS_CAP ? T_GROUPS_CAP : (uint32_t)(rows ? rows : 1);
 }
 
-/* the first contribution to @t's gradient writes it, the others add */
+/*
+ * the first contribution to @t's gradient writes it, the others add; a
+ * reshape's gradient is its source's, so their contributions count as one
+ */
 static uint32_t acc(struct gpo_tensor *t)
 {
-	uint32_t f = t->grad_written ? GPO_T_ACCUM : 0;
+	struct gpo_tensor *r = gpo__tensor_root(t);
+	uint32_t f = r->grad_written ? GPO_T_ACCUM : 0;
 
-	t->grad_written = 1;
+	r->grad_written = 1;
 	return f;
 }
 
@@ -175,10 +223,11 @@ static int unary_flat(struct gpo_graph *g, struct llist *l, uint32_t fn,
 		  alpha);
 }
 
-static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
-		  uint32_t flags, uint64_t outer, uint64_t len, uint64_t inner,
-		  const struct tview *x, const struct tview *y,
-		  const struct tview *idx, float alpha)
+static int reduce_one(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		      uint32_t flags, uint64_t outer, uint64_t len,
+		      uint64_t inner, const struct tview *x,
+		      const struct tview *y, const struct tview *idx,
+		      float alpha)
 {
 	uint32_t gr = inner == 1 ? rows_groups(outer) :
 				   groups_for(outer * inner);
@@ -204,6 +253,48 @@ static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
 		r->flags |= GPO_RED_IDX;
 	}
 	return 0;
+}
+
+/* the groups a launch should have to fill the device a few times over */
+static uint64_t fill_groups(const struct gpo_graph *g)
+{
+	uint64_t cu = g->dev->info.compute_units;
+
+	return 4 * (cu ? cu : 2) < 8 ? 8 : 4 * (cu ? cu : 2);
+}
+
+#define SPLIT_MIN_LEN	64	/* the least terms a work-item sums */
+
+/*
+ * reduce - a reduction, in two launches where its outputs are too few to
+ * fill the device and each would sum a long axis (the gradients of biases
+ * and layer-norm weights: a few hundred sums of tens of thousands of rows):
+ * the axis is cut into S equal parts, each summed into a temporary, and
+ * the S partial sums then summed in order. The result is the same on
+ * every run; only sums are split (a maximum keeps its index in one pass).
+ */
+static int reduce(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		  uint32_t flags, uint64_t outer, uint64_t len, uint64_t inner,
+		  const struct tview *x, const struct tview *y,
+		  const struct tview *idx, float alpha)
+{
+	uint64_t outs = outer * inner, want = fill_groups(g) * GPO_WG_SIZE;
+	uint64_t s = 1;
+	struct tview tmp;
+	int ret;
+
+	if (fn == GPO_RED_SUM && inner > 1)
+		while (!(len % (2 * s)) && len / (2 * s) >= SPLIT_MIN_LEN &&
+		       outs * s < want)
+			s *= 2;
+	if (s == 1)
+		return reduce_one(g, l, fn, flags, outer, len, inner, x, y,
+				  idx, alpha);
+	place(g, &tmp, outs * s);
+	ret = reduce_one(g, l, GPO_RED_SUM, 0, outer * s, len / s, inner, x,
+			 &tmp, NULL, 1.0f);
+	return ret ? ret : reduce_one(g, l, GPO_RED_SUM, flags, outer, s,
+				      inner, &tmp, y, NULL, alpha);
 }
 
 static int reduce_bwd(struct gpo_graph *g, struct llist *l, uint32_t fn,
@@ -254,8 +345,8 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 #define MM_BIG_TILES	256
 
 /* c = op(x) op(y), batched over the leading dimension of 3-d operands */
-static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
-	      struct mm_op y, const struct tview *c, uint32_t flags)
+static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		  struct mm_op y, const struct tview *c, uint32_t flags)
 {
 	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
 	struct gpo_matmul_args *a;
@@ -313,6 +404,99 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	return 0;
 }
 
+#define SPLIT_MIN_K	256	/* the least of the sum a part takes */
+
+/*
+ * mm_part - c_z = op(x) op(y) over the terms p in [p0 + z kc, p0 + (z+1) kc)
+ * for z < parts: one batched launch, the batch index picking the slice of
+ * the sum (the operands are 2-d); c_z at c + z m n
+ */
+static int mm_part(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		   struct mm_op y, const struct tview *c, uint32_t m,
+		   uint32_t n, uint32_t p0, uint32_t kc, uint32_t parts)
+{
+	uint32_t xr, xc, yr, yc, tm, tn;
+	struct gpo_matmul_args *a;
+	struct launch *L;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
+	L = push(g, l, OP_MATMUL, (uint64_t)parts * tm * tn);
+	if (!L)
+		return -ENOMEM;
+	a = &L->a.mm;
+	a->m = m;
+	a->n = n;
+	a->k = kc;
+	a->batch = parts;
+	a->tiles_m = tm;
+	a->tiles_n = tn;
+	a->flags = (x.trans ? GPO_MM_TRANS_A : 0) |
+		   (y.trans ? GPO_MM_TRANS_B : 0);
+	a->lda = xc;
+	a->ldb = yc;
+	a->ldc = n;
+	/* op(x)'s columns are x's rows when transposed, and so on */
+	a->bsa = x.trans ? kc * xc : kc;
+	a->bsb = y.trans ? kc : kc * yc;
+	a->bsc = m * n;
+	a->alpha = 1.0f;
+	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
+	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	a->off_a += x.trans ? p0 * xc : p0;
+	a->off_b += y.trans ? p0 : p0 * yc;
+	gpo__view_bind(c, (uint64_t)parts * m * n, &L->call.buf[2], &a->off_c);
+	return 0;
+}
+
+/*
+ * mm - c = op(x) op(y). A single product whose tiles are too few to fill
+ * the device but whose sum is long (a weight's gradient: features x
+ * features, summed over every row of the batch) is split along the sum:
+ * S slices of it are products of their own, written side by side in a
+ * temporary, and then summed in order into c (reduce). The same bits on
+ * every run; the sum's order differs from one launch's, as any kernel's
+ * blocking does.
+ */
+static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
+	      struct mm_op y, const struct tview *c, uint32_t flags)
+{
+	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, tiles;
+	uint64_t want = fill_groups(g);
+	struct tview tmp;
+	int ret;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	m = x.trans ? xc : xr;
+	k = x.trans ? xr : xc;
+	n = y.trans ? yr : yc;
+	tiles = ((m + GPO_MM_TILE - 1) / GPO_MM_TILE) *
+		((n + GPO_MM_TILE - 1) / GPO_MM_TILE);
+	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
+		return mm_one(g, l, x, y, c, flags);
+	s = (uint32_t)((want + tiles - 1) / tiles);
+	if (s > k / SPLIT_MIN_K)
+		s = k / SPLIT_MIN_K;
+	/* slices of a multiple of 4 terms, the last one shorter */
+	kc = ((k + s - 1) / s + 3) & ~3u;
+	s = (k + kc - 1) / kc;
+	full = k % kc ? s - 1 : s;
+	place(g, &tmp, (uint64_t)s * m * n);
+	ret = mm_part(g, l, x, y, &tmp, m, n, 0, kc, full);
+	if (!ret && full < s) {
+		struct tview last = tmp;
+
+		last.elem += (uint64_t)full * m * n;
+		ret = mm_part(g, l, x, y, &last, m, n, full * kc,
+			      k - full * kc, 1);
+	}
+	return ret ? ret : reduce(g, l, GPO_RED_SUM, flags, 1, s,
+				  (uint64_t)m * n, &tmp, c, NULL, 1.0f);
+}
+
 static int fill(struct gpo_graph *g, struct llist *l, const struct tview *v,
 		uint64_t n, float value)
 {
@@ -331,26 +515,67 @@ static int fill(struct gpo_graph *g, struct llist *l, const struct tview *v,
 /* ---- forward ------------------------------------------------------------ */
 
 /*
- * copy_swapped - @src (contiguous in @in's shape) into @dst (contiguous in
- * @out's shape, @in's with dimensions @d0 and @d1 swapped): a transpose
- * forward, and its gradient backward
+ * copy_permuted - @src (contiguous in @in's shape) into @dst (contiguous
+ * in @out's shape, whose dimension i is @in's @perm[i]): a permute
+ * forward, and with the inverse permutation its gradient backward
  */
-static int copy_swapped(struct gpo_graph *g, struct llist *l, uint32_t flags,
-			const struct gpo_tensor *in, const struct tview *src,
-			const struct gpo_tensor *out, const struct tview *dst,
-			int d0, int d1)
+static int copy_permuted(struct gpo_graph *g, struct llist *l,
+			 uint32_t flags, const struct gpo_tensor *in,
+			 const struct tview *src, const struct gpo_tensor *out,
+			 const struct tview *dst, const int *perm)
 {
-	uint32_t is[T_DIMS], sa[T_DIMS], os[T_DIMS], tmp;
-	int k = T_DIMS - in->ndim;
+	uint32_t is[T_DIMS], ist[T_DIMS], sa[T_DIMS], os[T_DIMS];
+	int k = T_DIMS - in->ndim, i;
 
 	pad4(in, is);
-	strides4(is, sa);
+	strides4(is, ist);
 	pad4(out, os);
-	tmp = sa[d0 + k];
-	sa[d0 + k] = sa[d1 + k];
-	sa[d1 + k] = tmp;
+	for (i = 0; i < T_DIMS; i++)
+		sa[i] = i < k ? 0 : ist[perm[i - k] + k];
 	return ew(g, l, OP_UNARY, GPO_EW_COPY, flags, os, src, in->numel, sa,
 		  NULL, 0, NULL, dst, 1.0f);
+}
+
+/* the launch @l got last (on the dry pass: the scratch one) */
+static struct launch *last(struct gpo_graph *g, struct llist *l)
+{
+	return g->dry ? &g->scratch : &l->v[l->n - 1];
+}
+
+/* a dropout's draws, in its launch @x (ew.h): the step is patched later */
+static void dropout_args(struct gpo_graph *g, struct launch *x,
+			 const struct gpo_tensor *t)
+{
+	uint64_t stream = GPO_RNG_STREAM(GPO_RNG_DROPOUT, g->step);
+	struct gpo_ew_args *e = &x->a.ew;
+
+	e->key_lo = (uint32_t)t->seed;
+	e->key_hi = (uint32_t)(t->seed >> 32);
+	e->stream_lo = (uint32_t)stream;
+	e->stream_hi = (uint32_t)(stream >> 32);
+	e->site = t->site;
+	e->thresh = t->thresh;
+}
+
+void gpo__graph_patch_step(struct gpo_graph *g)
+{
+	uint64_t stream = GPO_RNG_STREAM(GPO_RNG_DROPOUT, g->step);
+	struct llist *ls[2] = { &g->fwd, &g->bwd };
+	size_t i;
+	int k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < ls[k]->n; i++) {
+			struct launch *x = &ls[k]->v[i];
+
+			if ((x->call.op != OP_UNARY &&
+			     x->call.op != OP_UNARY_BWD) ||
+			    x->a.ew.fn != GPO_EW_DROPOUT)
+				continue;
+			x->a.ew.stream_lo = (uint32_t)stream;
+			x->a.ew.stream_hi = (uint32_t)(stream >> 32);
+		}
+	g->step_launched = g->step;
 }
 
 /* broadcast strides of @x into the 4-d output shape @ys */
@@ -424,6 +649,7 @@ static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	s->len = len;
 	s->groups = gr;
 	s->fn = t->fn;
+	s->alpha = (float)t->alpha;
 	gpo__view_bind(&x->st, x->numel, &c->call.buf[0], &s->off_x);
 	gpo__view_bind(&t->st, t->numel, &c->call.buf[1], &s->off_y);
 	return 0;
@@ -453,19 +679,22 @@ static int fwd_rows(struct gpo_graph *g, struct gpo_tensor *t,
 		      &t->st, NULL, 1.0f / (float)rows);
 }
 
-static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
+/*
+ * gather - rows of the table @src [@nrows, @width] named by the @rows
+ * indices at @idx into @dst, 0 where an index is out of range
+ */
+static int gather(struct gpo_graph *g, const struct tview *src,
+		  uint32_t nrows, uint32_t width, const struct tview *idx,
+		  uint32_t rows, const struct tview *dst)
 {
-	struct gpo_tensor *lab = t->src[0];
-	uint32_t c = t->classes, rows = t->shape[0];
-	uint64_t n = (uint64_t)rows * c;
+	uint64_t n = (uint64_t)rows * width;
 	uint32_t gr = groups_for(n);
 	struct gpo_gather_args *a;
 	struct launch *L;
 	int ret;
 
-	place(g, &t->aux, (uint64_t)c * c);
-	/* a label out of range leaves its row at 0 */
-	ret = fill(g, &g->fwd, &t->st, n, 0.0f);
+	/* an index out of range leaves its row as it is: 0 */
+	ret = fill(g, &g->fwd, dst, n, 0.0f);
 	if (ret)
 		return ret;
 	L = push(g, &g->fwd, OP_GATHER_ROWS, gr);
@@ -475,14 +704,58 @@ static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
 	a->n = (uint32_t)n;
 	a->groups = gr;
 	a->rows = rows;
-	a->width = c;
-	a->stride = c;
+	a->width = width;
+	a->stride = width;
 	a->row_lo = 0;
-	a->row_hi = c;
-	gpo__view_bind(&t->aux, (uint64_t)c * c, &L->call.buf[0], &a->off_src);
-	gpo__view_bind(&lab->st, rows, &L->call.buf[1], &a->off_idx);
-	gpo__view_bind(&t->st, n, &L->call.buf[2], &a->off_dst);
+	a->row_hi = nrows;
+	gpo__view_bind(src, (uint64_t)nrows * width, &L->call.buf[0],
+		       &a->off_src);
+	gpo__view_bind(idx, rows, &L->call.buf[1], &a->off_idx);
+	gpo__view_bind(dst, n, &L->call.buf[2], &a->off_dst);
 	return 0;
+}
+
+static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	uint32_t c = t->classes;
+
+	place(g, &t->aux, (uint64_t)c * c);
+	return gather(g, &t->aux, c, c, &t->src[0]->st, t->shape[0], &t->st);
+}
+
+static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t len = x->shape[x->ndim - 1];
+	uint64_t rows = x->numel / len;
+	uint32_t gr = rows_groups(rows);
+	struct gpo_layernorm_args *a;
+	struct launch *c;
+
+	place(g, &t->aux, 2 * rows);
+	c = push(g, &g->fwd, OP_LAYERNORM, gr);
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.ln;
+	a->rows = (uint32_t)rows;
+	a->len = len;
+	a->groups = gr;
+	a->eps = (float)t->eps;
+	a->alpha = 1.0f;
+	gpo__view_bind(&x->st, x->numel, &c->call.buf[0], &a->off_x);
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[1], &a->off_y);
+	gpo__view_bind(&t->aux, 2 * rows, &c->call.buf[2], &a->off_stats);
+	return 0;
+}
+
+static int fwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	int ret = unary_flat(g, &g->fwd, t->fn, 0, &t->src[0]->st, &t->st,
+			     t->numel, (float)t->alpha);
+
+	if (!ret && t->fn == GPO_EW_DROPOUT)
+		dropout_args(g, last(g, &g->fwd), t);
+	return ret;
 }
 
 static int forward(struct gpo_graph *g, struct gpo_tensor *t)
@@ -498,12 +771,14 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 			  (struct mm_op){ a, &a->st, !!(t->flags & GPO_MATMUL_TA) },
 			  (struct mm_op){ b, &b->st, !!(t->flags & GPO_MATMUL_TB) },
 			  &t->st, 0);
-	case T_TRANSPOSE:
-		return copy_swapped(g, &g->fwd, 0, a, &a->st, t, &t->st, t->d0,
-				    t->d1);
+	case T_RESHAPE:
+	case T_SLICE:
+		return 0;	/* views */
+	case T_PERMUTE:
+		return copy_permuted(g, &g->fwd, 0, a, &a->st, t, &t->st,
+				     t->perm);
 	case T_UNARY:
-		return unary_flat(g, &g->fwd, t->fn, 0, &a->st, &t->st,
-				  t->numel, (float)t->alpha);
+		return fwd_unary(g, t);
 	case T_BINARY:
 		return fwd_binary(g, t);
 	case T_SOFTMAX:
@@ -516,6 +791,11 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 		return fwd_rows(g, t, OP_ACCURACY);
 	case T_ONE_HOT:
 		return fwd_one_hot(g, t);
+	case T_LAYERNORM:
+		return fwd_layernorm(g, t);
+	case T_EMBEDDING:
+		return gather(g, &a->st, a->shape[0], a->shape[1], &b->st,
+			      (uint32_t)b->numel, &t->st);
 	}
 	return gpo__err(-EINVAL, "tensor op %d", t->op);
 }
@@ -678,10 +958,49 @@ static int bwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
 	uint32_t s[T_DIMS] = { 1, 1, 1, (uint32_t)t->numel };
+	int ret;
 
-	return ew(g, &g->bwd, OP_UNARY_BWD, t->fn, acc(x), s, &x->st,
-		  x->numel, NULL, &t->grad->st, t->numel, NULL, &x->grad->st,
-		  (float)t->alpha);
+	ret = ew(g, &g->bwd, OP_UNARY_BWD, t->fn, acc(x), s, &x->st,
+		 x->numel, NULL, &t->grad->st, t->numel, NULL, &x->grad->st,
+		 (float)t->alpha);
+	if (!ret && t->fn == GPO_EW_DROPOUT)	/* forward's mask */
+		dropout_args(g, last(g, &g->bwd), t);
+	return ret;
+}
+
+static int bwd_permute(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	int inv[T_DIMS], i;
+
+	for (i = 0; i < t->ndim; i++)
+		inv[t->perm[i]] = i;
+	return copy_permuted(g, &g->bwd, acc(x), t, &t->grad->st, x,
+			     &x->grad->st, inv);
+}
+
+/*
+ * a slice's gradient into its rows of its source's; the rest of that is
+ * 0 unless another contribution writes it
+ */
+static int bwd_slice(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0], *r = gpo__tensor_root(x);
+	struct tview dst = x->grad->st;
+	uint32_t flags = GPO_T_ACCUM;
+	int ret;
+
+	if (t->numel == x->numel) {
+		flags = acc(x);
+	} else if (!r->grad_written) {
+		ret = fill(g, &g->bwd, &x->grad->st, x->numel, 0.0f);
+		if (ret)
+			return ret;
+		r->grad_written = 1;
+	}
+	dst.elem += t->start * (x->numel / x->shape[0]);
+	return unary_flat(g, &g->bwd, GPO_EW_COPY, flags, &t->grad->st, &dst,
+			  t->numel, 1.0f);
 }
 
 static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
@@ -699,9 +1018,10 @@ static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	s->rows = (uint32_t)rows;
 	s->len = len;
 	s->groups = gr;
-	s->fn = t->fn;
+	/* causal's masked y are 0: softmax's backward, with its scale */
+	s->fn = t->fn == GPO_SM_CAUSAL ? GPO_SM_SOFTMAX : t->fn;
 	s->flags = acc(x);
-	s->alpha = 1.0f;
+	s->alpha = (float)t->alpha;
 	gpo__view_bind(&t->st, t->numel, &c->call.buf[0], &s->off_x);
 	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &s->off_dy);
 	gpo__view_bind(&x->grad->st, x->numel, &c->call.buf[2], &s->off_y);
@@ -741,14 +1061,63 @@ static int bwd_xent(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+	uint32_t len = x->shape[x->ndim - 1];
+	uint64_t rows = x->numel / len;
+	uint32_t gr = rows_groups(rows);
+	struct launch *c = push(g, &g->bwd, OP_LAYERNORM_BWD, gr);
+	struct gpo_layernorm_args *a;
+
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.ln;
+	a->rows = (uint32_t)rows;
+	a->len = len;
+	a->groups = gr;
+	a->flags = acc(x);
+	a->eps = (float)t->eps;
+	a->alpha = 1.0f;
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[0], &a->off_y);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_dy);
+	gpo__view_bind(&t->aux, 2 * rows, &c->call.buf[2], &a->off_stats);
+	gpo__view_bind(&x->grad->st, x->numel, &c->call.buf[3], &a->off_x);
+	return 0;
+}
+
+static int bwd_embedding(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *tab = t->src[0], *idx = t->src[1];
+	uint32_t gr = rows_groups(tab->shape[0]);
+	struct launch *c = push(g, &g->bwd, OP_EMBED_BWD, gr);
+	struct gpo_gather_args *a;
+
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.gather;
+	a->n = (uint32_t)tab->numel;
+	a->groups = gr;
+	a->rows = (uint32_t)idx->numel;
+	a->width = tab->shape[1];
+	a->row_hi = tab->shape[0];
+	a->flags = acc(tab);
+	gpo__view_bind(&idx->st, idx->numel, &c->call.buf[0], &a->off_idx);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_src);
+	gpo__view_bind(&tab->grad->st, tab->numel, &c->call.buf[2],
+		       &a->off_dst);
+	return 0;
+}
+
 static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	switch (t->op) {
 	case T_MATMUL:
 		return bwd_matmul(g, t);
-	case T_TRANSPOSE:
-		return copy_swapped(g, &g->bwd, acc(t->src[0]), t, &t->grad->st,
-				    t->src[0], &t->src[0]->grad->st, t->d0, t->d1);
+	case T_PERMUTE:
+		return bwd_permute(g, t);
+	case T_SLICE:
+		return bwd_slice(g, t);
 	case T_UNARY:
 		return bwd_unary(g, t);
 	case T_BINARY:
@@ -759,6 +1128,10 @@ static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 		return bwd_reduce(g, t);
 	case T_XENT:
 		return bwd_xent(g, t);
+	case T_LAYERNORM:
+		return bwd_layernorm(g, t);
+	case T_EMBEDDING:
+		return bwd_embedding(g, t);
 	default:
 		return 0;	/* no inputs that take gradients */
 	}
@@ -779,12 +1152,30 @@ static void param_views(struct gpo_tensor *t)
 	}
 }
 
-static int pass(struct gpo_graph *g)
+/*
+ * a reshape is its source's elements and gradient, a slice its source's
+ * rows (its gradient is its own): the source's places are set already
+ */
+static void view_of(struct gpo_tensor *t)
+{
+	struct gpo_tensor *x = t->src[0];
+
+	t->st = x->st;
+	if (t->op == T_SLICE)
+		t->st.elem += t->start * (x->numel / x->shape[0]);
+	else if (t->grad && x->grad)
+		t->grad->st = x->grad->st;
+}
+
+static int pass_ops(struct gpo_graph *g)
 {
 	int i, ret;
 
 	g->bump = 0;
+	g->cur = 0;
+	g->plan_err = 0;
 	g->fwd.n = g->bwd.n = 0;
+	g->step_launched = g->step;
 	for (i = 0; i < g->nt; i++) {
 		struct gpo_tensor *t = g->t[i];
 
@@ -792,6 +1183,12 @@ static int pass(struct gpo_graph *g)
 		if (t->op == T_PARAM) {
 			if (!g->dry)
 				param_views(t);
+			continue;
+		}
+		if (t->op == T_RESHAPE || t->op == T_SLICE) {
+			view_of(t);
+			if (t->op == T_SLICE && t->grad)
+				place(g, &t->grad->st, t->numel);
 			continue;
 		}
 		place(g, &t->st, t->numel);
@@ -810,7 +1207,7 @@ static int pass(struct gpo_graph *g)
 	ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);
 	if (ret)
 		return ret;
-	g->loss->grad_written = 1;
+	gpo__tensor_root(g->loss)->grad_written = 1;
 	for (i = g->loss->id; i >= 0; i--) {
 		struct gpo_tensor *t = g->t[i];
 
@@ -825,6 +1222,18 @@ static int pass(struct gpo_graph *g)
 	 * (zero unless written), as torch leaves it None.
 	 */
 	return 0;
+}
+
+/* one planning pass: places, and the launch lists (none on failure) */
+static int pass(struct gpo_graph *g)
+{
+	int ret = pass_ops(g);
+
+	if (!ret)
+		ret = g->plan_err;
+	if (ret)
+		g->fwd.n = g->bwd.n = 0;
+	return ret;
 }
 
 int gpo__graph_make_grads(struct gpo_graph *g)
@@ -903,14 +1312,29 @@ int gpo__graph_reemit(struct gpo_graph *g)
 	return ret;
 }
 
+/* gpo__graph_free_arena - give the arena's blocks back to the pool */
+void gpo__graph_free_arena(struct gpo_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->nblk; i++)
+		if (g->blk && g->blk[i].mem)
+			gpo__pool_free(g->dev, &g->blk[i]);
+	free(g->blk);
+	free(g->blk_elems);
+	g->blk = NULL;
+	g->blk_elems = NULL;
+	g->nblk = 0;
+}
+
 int gpo__graph_emit(struct gpo_graph *g)
 {
-	uint64_t need;
-	int i, ret;
+	uint64_t lim = g->dev->max_alloc ? g->dev->max_alloc : 1ull << 34;
+	int i, n, ret;
 
 	ret = gpo__graph_make_grads(g);
 	if (ret)
-		goto out_grads;
+		return ret;
 	for (i = 0; i < g->nt; i++) {
 		struct gpo_tensor *t = g->t[i];
 
@@ -918,24 +1342,32 @@ int gpo__graph_emit(struct gpo_graph *g)
 			continue;
 		ret = gpo__optim_ensure_allocated(t->opt);
 		if (ret)
-			goto out_grads;
+			return ret;
 	}
-	/* pass 1 counts the arena's elements */
+	/* elements a block may hold: offsets in a block stay below 2^32 */
+	lim /= 4;
+	if (lim > UINT32_MAX)
+		lim = UINT32_MAX;
+	g->blk_limit = lim & ~(uint64_t)(T_ALIGN - 1);
+	gpo__graph_free_arena(g);
+	/* pass 1 counts each block's elements */
 	g->dry = 1;
 	ret = pass(g);
 	g->dry = 0;
 	if (ret)
-		goto out_grads;
-	need = g->bump;
-	if (need > UINT32_MAX) {
-		ret = gpo__err(-EFBIG, "the graph needs %llu elements of memory (below 2^32)",
-			       (unsigned long long)need);
-		goto out_grads;
+		goto out_arena;
+	n = g->nblk;
+	g->nblk = 0;
+	g->blk = calloc(n ? n : 1, sizeof(*g->blk));
+	if (!g->blk) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_arena;
 	}
-	if (need) {
-		ret = gpo__pool_alloc(g->dev, need * 4, &g->arena);
+	for (; g->nblk < n; g->nblk++) {
+		ret = gpo__pool_alloc(g->dev, g->blk_elems[g->nblk] * 4,
+				      &g->blk[g->nblk]);
 		if (ret)
-			goto out_grads;
+			goto out_arena;
 	}
 	ret = pass(g);
 	if (!ret)
@@ -945,10 +1377,7 @@ int gpo__graph_emit(struct gpo_graph *g)
 	return 0;
 
 out_arena:
-	if (g->arena.mem)
-		gpo__pool_free(g->dev, &g->arena);
-	memset(&g->arena, 0, sizeof(g->arena));
+	gpo__graph_free_arena(g);
 	g->fwd.n = g->bwd.n = 0;
-out_grads:
 	return ret;
 }

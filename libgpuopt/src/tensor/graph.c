@@ -43,13 +43,15 @@ void gpo_graph_free(struct gpo_graph *g)
 	free(g->t);
 	free(g->fwd.v);
 	free(g->bwd.v);
-	if (g->arena.mem) {
+	if (g->nblk) {
 		/* runs still queued may use the arena: let them finish */
 		pthread_mutex_lock(&g->dev->lock);
 		g->dev->ops->wait(g->dev, NULL);
-		gpo__pool_free(g->dev, &g->arena);
+		gpo__graph_free_arena(g);
 		pthread_mutex_unlock(&g->dev->lock);
 	}
+	free(g->blk);
+	free(g->blk_elems);
 	free(g);
 }
 
@@ -303,11 +305,141 @@ struct gpo_tensor *gpo_matmul(struct gpo_graph *g, struct gpo_tensor *a,
 	return t;
 }
 
+/* the input of a view: there and of this graph, of either dtype */
+static int check_view(struct gpo_graph *g, struct gpo_tensor *x,
+		      const char *what)
+{
+	if (!g)
+		return gpo__err(-EINVAL, "%s: NULL graph", what);
+	if (g->err)
+		return g->err;
+	if (!x) {
+		fail(g, -EINVAL, "%s: an op was given a NULL tensor", what);
+		return g->err;
+	}
+	if (x->g != g) {
+		fail(g, -EINVAL, "%s: a tensor of another graph", what);
+		return g->err;
+	}
+	return 0;
+}
+
+struct gpo_tensor *gpo__tensor_root(struct gpo_tensor *t)
+{
+	while (t->op == T_RESHAPE)
+		t = t->src[0];
+	return t;
+}
+
+/* a view of @x of the shape @s: its elements, no launch of its own */
+static struct gpo_tensor *view(struct gpo_graph *g, enum t_op op,
+			       struct gpo_tensor *x, int ndim,
+			       const uint32_t *s)
+{
+	struct gpo_tensor *t = gpo__tensor_new(g, op, x->dtype, ndim, s);
+
+	if (!t)
+		return NULL;
+	t->src[0] = x;
+	t->needs_grad = x->needs_grad;
+	snprintf(t->name, sizeof(t->name), "%s", x->name);
+	return t;
+}
+
+struct gpo_tensor *gpo_reshape(struct gpo_graph *g, struct gpo_tensor *x,
+			       int ndim, const uint64_t *shape)
+{
+	uint32_t s[T_DIMS];
+	uint64_t numel = 1;
+	int i;
+
+	if (check_view(g, x, "reshape"))
+		return NULL;
+	if (!shape || ndim < 1 || ndim > T_DIMS)
+		return fail(g, -EINVAL, "reshape: %d dimensions (1..%d)", ndim,
+			    T_DIMS);
+	for (i = 0; i < ndim; i++) {
+		if (!shape[i] || shape[i] > UINT32_MAX)
+			return fail(g, -EINVAL, "reshape: dimension %d is %llu",
+				    i, (unsigned long long)shape[i]);
+		s[i] = (uint32_t)shape[i];
+		/* both at most 2^32: the product does not wrap */
+		numel = numel > x->numel ? numel : numel * shape[i];
+	}
+	if (numel != x->numel)
+		return fail(g, -EINVAL, "reshape: a shape of %s%llu elements for a tensor of %llu",
+			    numel > x->numel ? "more than " : "",
+			    (unsigned long long)numel,
+			    (unsigned long long)x->numel);
+	return view(g, T_RESHAPE, x, ndim, s);
+}
+
+static struct gpo_tensor *permute(struct gpo_graph *g, struct gpo_tensor *x,
+				  const int *perm)
+{
+	uint32_t s[T_DIMS];
+	struct gpo_tensor *t;
+	int i;
+
+	for (i = 0; i < x->ndim; i++)
+		s[i] = x->shape[perm[i]];
+	t = derive(g, T_PERMUTE, x->ndim, s, x, NULL);
+	if (t)
+		memcpy(t->perm, perm, x->ndim * sizeof(*perm));
+	return t;
+}
+
+struct gpo_tensor *gpo_permute(struct gpo_graph *g, struct gpo_tensor *x,
+			       const int *perm)
+{
+	int p[T_DIMS], i, seen = 0;
+	char msg[64];
+	size_t len = 0;
+
+	if (check_in(g, x, NULL, 1))
+		return NULL;
+	if (!perm)
+		return fail(g, -EINVAL, "permute: NULL permutation");
+	for (i = 0; i < x->ndim; i++) {
+		/* negative dimensions count from the end, as torch's */
+		p[i] = perm[i] < 0 ? perm[i] + x->ndim : perm[i];
+		if (p[i] < 0 || p[i] >= x->ndim || (seen & (1 << p[i])))
+			break;
+		seen |= 1 << p[i];
+	}
+	if (i == x->ndim)
+		return permute(g, x, p);
+	for (i = 0; i < x->ndim && len < sizeof(msg); i++)
+		len += snprintf(msg + len, sizeof(msg) - len, "%s%d",
+				i ? ", " : "", perm[i]);
+	return fail(g, -EINVAL, "permute: (%s) is not a permutation of %d dimensions",
+		    msg, x->ndim);
+}
+
+struct gpo_tensor *gpo_slice(struct gpo_graph *g, struct gpo_tensor *x,
+			     uint64_t start, uint64_t length)
+{
+	uint32_t s[T_DIMS];
+	struct gpo_tensor *t;
+
+	if (check_view(g, x, "slice"))
+		return NULL;
+	if (!length || start >= x->shape[0] || length > x->shape[0] - start)
+		return fail(g, -EINVAL, "slice: %llu rows from row %llu of a tensor of %u",
+			    (unsigned long long)length,
+			    (unsigned long long)start, x->shape[0]);
+	memcpy(s, x->shape, sizeof(s));
+	s[0] = (uint32_t)length;
+	t = view(g, T_SLICE, x, x->ndim, s);
+	if (t)
+		t->start = start;
+	return t;
+}
+
 struct gpo_tensor *gpo_transpose(struct gpo_graph *g, struct gpo_tensor *x,
 				 int d0, int d1)
 {
-	uint32_t s[T_DIMS], tmp;
-	struct gpo_tensor *t;
+	int perm[T_DIMS], i;
 
 	if (check_in(g, x, NULL, 1))
 		return NULL;
@@ -318,16 +450,11 @@ struct gpo_tensor *gpo_transpose(struct gpo_graph *g, struct gpo_tensor *x,
 	if (d0 < 0 || d1 < 0 || d0 >= x->ndim || d1 >= x->ndim)
 		return fail(g, -EINVAL, "transpose: dimensions %d and %d of %d",
 			    d0, d1, x->ndim);
-	memcpy(s, x->shape, sizeof(s));
-	tmp = s[d0];
-	s[d0] = s[d1];
-	s[d1] = tmp;
-	t = derive(g, T_TRANSPOSE, x->ndim, s, x, NULL);
-	if (t) {
-		t->d0 = d0;
-		t->d1 = d1;
-	}
-	return t;
+	for (i = 0; i < x->ndim; i++)
+		perm[i] = i;
+	perm[d0] = d1;
+	perm[d1] = d0;
+	return permute(g, x, perm);
 }
 
 static struct gpo_tensor *binary(struct gpo_graph *g, struct gpo_tensor *a,
@@ -440,6 +567,137 @@ struct gpo_tensor *gpo_softmax(struct gpo_graph *g, struct gpo_tensor *x)
 struct gpo_tensor *gpo_log_softmax(struct gpo_graph *g, struct gpo_tensor *x)
 {
 	return softmax(g, x, GPO_SM_LOG_SOFTMAX);
+}
+
+/* @t's shape as "[a, b, c]" into @buf */
+static const char *shape_str(const struct gpo_tensor *t, char *buf,
+			     size_t size)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < t->ndim && len < size; i++)
+		len += snprintf(buf + len, size - len, "%s%u", i ? ", " : "[",
+				t->shape[i]);
+	if (len < size)
+		snprintf(buf + len, size - len, "]");
+	return buf;
+}
+
+struct gpo_tensor *gpo_causal_softmax(struct gpo_graph *g,
+				      struct gpo_tensor *x, double scale)
+{
+	struct gpo_tensor *t;
+	char sh[64];
+
+	if (check_in(g, x, NULL, 1))
+		return NULL;
+	if (x->ndim < 2 || x->shape[x->ndim - 1] != x->shape[x->ndim - 2])
+		return fail(g, -EINVAL, "causal_softmax: x is %s, not [..., T, T]",
+			    shape_str(x, sh, sizeof(sh)));
+	if (!isfinite(scale))
+		return fail(g, -EINVAL, "causal_softmax: scale %g", scale);
+	t = softmax(g, x, GPO_SM_CAUSAL);
+	if (t)
+		t->alpha = scale;
+	return t;
+}
+
+/* the scale or the shift of a layer norm over rows of @len: [len] f32 */
+static int check_affine(struct gpo_graph *g, struct gpo_tensor *v,
+			const char *what, uint32_t len)
+{
+	char sh[64];
+
+	if (!v)
+		return 0;
+	if (check_in(g, v, NULL, 1))
+		return g->err;
+	if (v->ndim != 1 || v->shape[0] != len) {
+		fail(g, -EINVAL, "layer_norm: %s is %s, not [%u]", what,
+		     shape_str(v, sh, sizeof(sh)), len);
+		return g->err;
+	}
+	return 0;
+}
+
+struct gpo_tensor *gpo_layer_norm(struct gpo_graph *g, struct gpo_tensor *x,
+				  struct gpo_tensor *w, struct gpo_tensor *b,
+				  double eps)
+{
+	struct gpo_tensor *y;
+	uint32_t len;
+
+	if (check_in(g, x, NULL, 1))
+		return NULL;
+	len = x->shape[x->ndim - 1];
+	if (check_affine(g, w, "w", len) || check_affine(g, b, "b", len))
+		return NULL;
+	if (!(eps >= 0) || !isfinite(eps))
+		return fail(g, -EINVAL, "layer_norm: eps %g (finite, >= 0)",
+			    eps);
+	/* the affine part is mul and add: their gradients come with them */
+	y = derive(g, T_LAYERNORM, x->ndim, x->shape, x, NULL);
+	if (y)
+		y->eps = eps;
+	if (w)
+		y = gpo_mul(g, y, w);
+	if (b)
+		y = gpo_add(g, y, b);
+	return y;
+}
+
+struct gpo_tensor *gpo_embedding(struct gpo_graph *g, struct gpo_tensor *table,
+				 struct gpo_tensor *idx)
+{
+	uint32_t s[T_DIMS];
+	char sh[64];
+
+	if (check_in(g, table, NULL, 1))
+		return NULL;
+	if (table->ndim != 2)
+		return fail(g, -EINVAL, "embedding: the table is %s, not [rows, width]",
+			    shape_str(table, sh, sizeof(sh)));
+	if (!idx || idx->g != g)
+		return fail(g, -EINVAL, "embedding: the indices are NULL or of another graph");
+	if (idx->dtype != GPO_I32)
+		return fail(g, -EINVAL, "embedding: the indices are %s, not i32",
+			    gpo_dtype_name(idx->dtype));
+	if (idx->ndim >= T_DIMS)
+		return fail(g, -EINVAL, "embedding: indices of %d dimensions (at most %d)",
+			    idx->ndim, T_DIMS - 1);
+	memcpy(s, idx->shape, idx->ndim * sizeof(*s));
+	s[idx->ndim] = table->shape[1];
+	return derive(g, T_EMBEDDING, idx->ndim + 1, s, table, idx);
+}
+
+struct gpo_tensor *gpo_dropout(struct gpo_graph *g, struct gpo_tensor *x,
+			       double p, uint64_t seed)
+{
+	struct gpo_tensor *t;
+	double th;
+
+	if (check_in(g, x, NULL, 1))
+		return NULL;
+	if (!(p >= 0 && p < 1))
+		return fail(g, -EINVAL, "dropout: p %g (0 <= p < 1)", p);
+	if (p == 0)
+		return x;
+	t = unary(g, x, GPO_EW_DROPOUT, 1.0 / (1.0 - p));
+	if (!t)
+		return NULL;
+	/* an element is dropped when its draw is below p 2^32 */
+	th = floor(p * 4294967296.0 + 0.5);
+	t->thresh = th > UINT32_MAX ? UINT32_MAX : (uint32_t)th;
+	t->seed = seed;
+	t->site = g->ndropout++;
+	return t;
+}
+
+void gpo_graph_set_step(struct gpo_graph *g, uint64_t step)
+{
+	if (g)
+		g->step = step;
 }
 
 /* a reduction over @axis, or over everything (@all: axis T_DIMS) */
@@ -648,8 +906,13 @@ int gpo__graph_plan(struct gpo_graph *g)
 {
 	int ret;
 
-	if (g->planned)
-		return params_moved(g) ? gpo__graph_reemit(g) : 0;
+	if (g->planned) {
+		ret = params_moved(g) ? gpo__graph_reemit(g) : 0;
+		/* the dropouts draw for the step set last */
+		if (!ret && g->step != g->step_launched)
+			gpo__graph_patch_step(g);
+		return ret;
+	}
 	if (g->err)
 		return gpo_graph_status(g);
 	if (!g->nt)

@@ -5,11 +5,13 @@
  * A graph is a list of tensors in the order they were made, which is an
  * order of their dependencies. Nothing touches the device while it is
  * built. Its first run plans it (emit.c): every tensor, gradient and
- * temporary gets its place in one arena by a bump allocator, and every
+ * temporary gets its place in the arena by a bump allocator, and every
  * op becomes its launches (struct op_call, with a parameter struct of
  * the op's family). Planning runs twice, the first time only counting
- * bytes, so the arena is one allocation of the right size and the second
- * pass hands out the same places. After that a run is the launch lists,
+ * bytes, so the arena's blocks are allocated at their right sizes and
+ * the second pass hands out the same places. The arena is one block, or
+ * several where the device limits one allocation (Vulkan on NVIDIA: 4
+ * GiB): a place never straddles two blocks. After that a run is the launch lists,
  * queued as they are.
  */
 #ifndef GPUOPT_TENSOR_I_H
@@ -23,6 +25,7 @@
 #include "abi/softmax.h"
 #include "abi/loss.h"
 #include "abi/gather.h"
+#include "abi/layernorm.h"
 
 #define T_DIMS		GPO_TENSOR_DIMS
 #define T_ALIGN		64	/* elements: places in the arena, 256 bytes */
@@ -32,14 +35,19 @@ enum t_op {
 	T_INPUT,	/* filled by the caller */
 	T_PARAM,	/* an optimizer tensor */
 	T_MATMUL,
-	T_TRANSPOSE,
-	T_UNARY,	/* fn: GPO_EW_*, alpha */
+	T_RESHAPE,	/* its source's elements and gradient: no launch */
+	T_PERMUTE,	/* perm: a copy */
+	T_SLICE,	/* start: its source's elements, its own gradient */
+	T_UNARY,	/* fn: GPO_EW_*, alpha (DROPOUT: seed, site,
+			 * thresh too) */
 	T_BINARY,	/* fn: GPO_EW_ADD.., broadcasting */
 	T_SOFTMAX,	/* fn: GPO_SM_* over the last dimension */
 	T_REDUCE,	/* fn: GPO_RED_*, axis (-1: all), alpha */
 	T_XENT,
 	T_ACCURACY,
 	T_ONE_HOT,
+	T_LAYERNORM,	/* eps: rows to mean 0, variance 1 */
+	T_EMBEDDING,	/* src[0] the table, src[1] the indices */
 };
 
 /* where a tensor's elements are: element @elem of block @blk */
@@ -61,9 +69,14 @@ struct gpo_tensor {
 	struct gpo_tensor *src[2];
 	uint32_t fn;
 	unsigned int flags;	/* GPO_MATMUL_* */
-	int axis, d0, d1;	/* reductions, transposes */
+	int axis;		/* reductions */
+	int perm[T_DIMS];	/* permutes: dimension i is src's perm[i] */
+	uint64_t start;		/* slices: the first row */
 	double alpha;
+	double eps;		/* layer norms */
 	uint32_t classes;	/* one-hot */
+	uint64_t seed;		/* dropouts */
+	uint32_t site, thresh;
 	struct gpo_optim *opt;	/* T_PARAM */
 	int opt_index;
 
@@ -74,7 +87,8 @@ struct gpo_tensor {
 
 	struct tview st;	/* its elements */
 	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
-				 * ONE_HOT: the identity */
+				 * ONE_HOT: the identity; LAYERNORM: each
+				 * row's mean and 1 / std */
 };
 
 /* a launch and the storage of its parameter struct */
@@ -88,6 +102,7 @@ struct launch {
 		struct gpo_softmax_args sm;
 		struct gpo_loss_args loss;
 		struct gpo_gather_args gather;
+		struct gpo_layernorm_args ln;
 	} a;
 };
 
@@ -103,11 +118,19 @@ struct gpo_graph {
 	struct gpo_tensor *loss;	/* after gpo_graph_backward() */
 	int err;			/* the first error, sticky */
 	char errmsg[512];
+	uint32_t ndropout;		/* dropouts made: the next one's site */
+	uint64_t step;			/* gpo_graph_set_step() */
+	uint64_t step_launched;		/* the step the dropout launches hold */
 
 	int planned;
 	int dry;			/* planning pass 1: count only */
-	uint64_t bump;			/* elements handed out */
-	struct dev_buf arena;
+	int plan_err;			/* a place that could not be had */
+	struct dev_buf *blk;		/* the arena's blocks */
+	uint64_t *blk_elems;		/* elements each holds (pass 1) */
+	int nblk;			/* blocks allocated (pass 2) */
+	int cur;			/* planning: the block being filled */
+	uint64_t bump;			/* elements handed out in it */
+	uint64_t blk_limit;		/* elements a block may hold */
 	struct llist fwd, bwd;
 	struct launch scratch;		/* what the dry pass fills */
 };
@@ -117,7 +140,7 @@ struct gpo_tensor *gpo__tensor_new(struct gpo_graph *g, enum t_op op,
 				   enum gpo_dtype dtype, int ndim,
 				   const uint32_t *shape);
 int gpo__graph_fail(struct gpo_graph *g, int err);
-/* plan if not yet; called with dev->lock held */
+/* plan if not yet (or again), the step set; called with dev->lock held */
 int gpo__graph_plan(struct gpo_graph *g);
 /* queue @what's launches; dev->lock held */
 int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
@@ -125,8 +148,14 @@ int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
 /* emit.c */
 int gpo__graph_emit(struct gpo_graph *g);
 int gpo__graph_reemit(struct gpo_graph *g);
+/* give the arena's blocks back (nothing may be queued that uses them) */
+void gpo__graph_free_arena(struct gpo_graph *g);
 /* the gradient tensors of what the loss depends on (once, at backward) */
 int gpo__graph_make_grads(struct gpo_graph *g);
+/* the tensor whose gradient @t's is: its reshapes' source */
+struct gpo_tensor *gpo__tensor_root(struct gpo_tensor *t);
+/* set the step in the launches of the graph's dropouts */
+void gpo__graph_patch_step(struct gpo_graph *g);
 /* the binding of @n elements at @v (a 256-byte aligned window) */
 void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
 		    uint32_t *off);

@@ -576,6 +576,9 @@ static const struct cpu_kernel {
 	{ "xent_bwd", gpo__cpu_xent_bwd, DT(GPO_F32) },
 	{ "accuracy", gpo__cpu_accuracy, DT(GPO_F32) },
 	{ "gather_rows", gpo__cpu_gather_rows, DT(GPO_F32) | DT(GPO_I32) },
+	{ "embed_bwd", gpo__cpu_embed_bwd, DT(GPO_F32) },
+	{ "layernorm", gpo__cpu_layernorm, DT(GPO_F32) },
+	{ "layernorm_bwd", gpo__cpu_layernorm_bwd, DT(GPO_F32) },
 };
 
 /* the kernel of each op, looked up by name once */

@@ -46,5 +46,9 @@ void gpo__cpu_xent(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_xent_bwd(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_accuracy(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_gather_rows(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo,
+			    uint32_t hi);
 
 #endif /* GPUOPT_CPU_I_H */

@@ -2,7 +2,8 @@
 /*
  * tensor.c - the cpu kernels of the tensor engine's ops
  *
- * The formulas are in kernels/abi/{matmul,ew,reduce,softmax,loss,gather}.h.
+ * The formulas are in kernels/abi/{matmul,ew,reduce,softmax,loss,gather,
+ * layernorm}.h.
  * Every op is a group op: a slice [lo, hi) of the launch's workgroups.
  * For the grid-stride ops a group's elements are the chunks of
  * GPO_WG_SIZE it would visit on a GPU; a slice of consecutive groups
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/gpuopt_i.h"
+#include "core/rng_i.h"
 #include "backend/cpu/cpu_i.h"
 #include "abi/matmul.h"
 #include "abi/ew.h"
@@ -22,6 +24,7 @@
 #include "abi/softmax.h"
 #include "abi/loss.h"
 #include "abi/gather.h"
+#include "abi/layernorm.h"
 
 /* see cpu.c: an AVX2 clone of the loops that matter, same results */
 #define CPU_CLONES __attribute__((target_clones("avx2", "default")))
@@ -358,6 +361,29 @@ static void un_dapply(uint32_t fn, const float *restrict x, float *restrict t,
 	}
 }
 
+/*
+ * DROPOUT: t[k] = 0 where output element s + k is dropped. The mask is
+ * gpo__philox() itself, the words of one block serving four elements, so
+ * every backend's kernel must give these bits.
+ */
+static void dropout_mask(const struct gpo_ew_args *a, uint64_t s,
+			 float *restrict t, uint32_t cnt)
+{
+	const uint64_t key = a->key_lo | (uint64_t)a->key_hi << 32;
+	const uint64_t stream = a->stream_lo | (uint64_t)a->stream_hi << 32;
+	uint32_t w[4], k;
+
+	for (k = 0; k < cnt; k++) {
+		const uint64_t i = s + k;
+
+		if (k == 0 || (i & 3) == 0)
+			gpo__philox(key, stream,
+				    (uint64_t)a->site << 32 | i >> 2, w);
+		if (w[i & 3] < a->thresh)
+			t[k] = 0.0f;
+	}
+}
+
 /* y (+)= alpha * t */
 static void store(float *restrict y, const float *restrict t, uint32_t cnt,
 		  float alpha, uint32_t flags)
@@ -385,7 +411,10 @@ static void unary_range(const struct op_call *c, uint64_t s, uint64_t e)
 	for (; s < e; s += cnt) {
 		cnt = (uint32_t)(e - s < WG ? e - s : WG);
 		view_read(&v, x, t, cnt);
-		un_apply(a->fn, t, cnt);
+		if (a->fn == GPO_EW_DROPOUT)
+			dropout_mask(a, s, t, cnt);
+		else
+			un_apply(a->fn, t, cnt);
 		store(y + s, t, cnt, a->alpha, a->flags);
 	}
 }
@@ -455,7 +484,11 @@ static void unary_bwd_range(const struct op_call *c, uint64_t s, uint64_t e)
 	for (; s < e; s += cnt) {
 		cnt = (uint32_t)(e - s < WG ? e - s : WG);
 		memcpy(t, dy + s, cnt * sizeof(float));
-		un_dapply(a->fn, x + s, t, cnt);
+		/* DROPOUT does not read x: buffer 0 may be dy again */
+		if (a->fn == GPO_EW_DROPOUT)
+			dropout_mask(a, s, t, cnt);
+		else
+			un_dapply(a->fn, x + s, t, cnt);
 		store(dx + s, t, cnt, a->alpha, a->flags);
 	}
 }
@@ -618,24 +651,25 @@ void gpo__cpu_reduce_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 /* ---- softmax and the losses ----------------------------------------- */
 
-static float row_max(const float *x, uint32_t len)
+/* max_j alpha x_j (alpha 1 but for CAUSAL: 1 * x is x, bit for bit) */
+static float row_max(const float *x, uint32_t len, float alpha)
 {
 	float m = -INFINITY;
 	uint32_t j;
 
 	for (j = 0; j < len; j++)
-		m = x[j] > m ? x[j] : m;
+		m = alpha * x[j] > m ? alpha * x[j] : m;
 	return m;
 }
 
-/* sum_j exp(x_j - m), in double, j ascending */
-static double row_expsum(const float *x, uint32_t len, float m)
+/* sum_j exp(alpha x_j - m), in double, j ascending */
+static double row_expsum(const float *x, uint32_t len, float alpha, float m)
 {
 	double s = 0;
 	uint32_t j;
 
 	for (j = 0; j < len; j++)
-		s += expf(x[j] - m);
+		s += expf(alpha * x[j] - m);
 	return s;
 }
 
@@ -650,14 +684,20 @@ void gpo__cpu_softmax(const struct op_call *c, uint32_t lo, uint32_t hi)
 		for (r = g; r < a->rows; r += a->groups) {
 			const float *xr = x + a->off_x + (uint64_t)r * a->len;
 			float *yr = y + a->off_y + (uint64_t)r * a->len;
-			float m = row_max(xr, a->len);
-			double s = row_expsum(xr, a->len, m);
+			const int causal = a->fn == GPO_SM_CAUSAL;
+			/* CAUSAL: row i of its matrix reads x_0 .. x_i only */
+			const uint32_t cnt = causal ? r % a->len + 1 : a->len;
+			const float al = causal ? a->alpha : 1.0f;
+			float m = row_max(xr, cnt, al);
+			double s = row_expsum(xr, cnt, al, m);
 
-			if (a->fn == GPO_SM_SOFTMAX) {
+			if (a->fn != GPO_SM_LOG_SOFTMAX) {
 				float inv = (float)(1.0 / s);
 
-				for (j = 0; j < a->len; j++)
-					yr[j] = expf(xr[j] - m) * inv;
+				for (j = 0; j < cnt; j++)
+					yr[j] = expf(al * xr[j] - m) * inv;
+				for (; j < a->len; j++)
+					yr[j] = 0.0f;
 			} else {
 				float ls = (float)log(s);
 
@@ -724,8 +764,8 @@ void gpo__cpu_xent(const struct op_call *c, uint32_t lo, uint32_t hi)
 				y[r] = NAN;
 				continue;
 			}
-			m = row_max(xr, a->len);
-			y[r] = (float)(log(row_expsum(xr, a->len, m)) +
+			m = row_max(xr, a->len, 1.0f);
+			y[r] = (float)(log(row_expsum(xr, a->len, 1.0f, m)) +
 				       ((double)m - xr[lab[r]]));
 		}
 }
@@ -744,8 +784,9 @@ void gpo__cpu_xent_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 		for (r = g; r < a->rows; r += a->groups) {
 			const float *xr = x + a->off_x + (uint64_t)r * a->len;
 			float *dxr = dx + (uint64_t)r * a->len;
-			float m = row_max(xr, a->len);
-			float inv = (float)(1.0 / row_expsum(xr, a->len, m));
+			float m = row_max(xr, a->len, 1.0f);
+			float inv = (float)(1.0 / row_expsum(xr, a->len, 1.0f,
+							     m));
 
 			for (j = 0; j < a->len; j++) {
 				float p = expf(xr[j] - m) * inv;
@@ -798,7 +839,7 @@ static void gather_range(const struct op_call *c, uint64_t s, uint64_t e)
 		const uint32_t r = idx[b] - a->row_lo;
 
 		if (r < span)
-			memcpy(dst + s, src + (uint64_t)r * a->width + j,
+			memcpy(dst + s, src + (uint64_t)r * a->stride + j,
 			       cnt * sizeof(uint32_t));
 		s += cnt;
 	}
@@ -809,4 +850,116 @@ void gpo__cpu_gather_rows(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const struct gpo_gather_args *a = c->args;
 
 	grid_ranges(c, lo, hi, a->n, a->groups, gather_range);
+}
+
+/*
+ * Row v of the table's gradient for v = group, group + groups, ...: the
+ * dy rows of the indices that name v, b ascending, summed in double a
+ * stretch of WG columns at a time.
+ */
+void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_gather_args *a = c->args;
+	const int32_t *idx = (const int32_t *)bp(c, 0) + a->off_idx;
+	const float *dy = bp(c, 1) + a->off_src;
+	float *dw = bp(c, 2) + a->off_dst;
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	double acc[WG];
+	uint32_t g, v, b, j0, k, cnt;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (v = g; v < a->row_hi; v += a->groups)
+			for (j0 = 0; j0 < a->width; j0 += cnt) {
+				float *row = dw + (uint64_t)v * a->width + j0;
+
+				cnt = min_u32(WG, a->width - j0);
+				for (k = 0; k < cnt; k++)
+					acc[k] = 0;
+				for (b = 0; b < a->rows; b++) {
+					const float *d;
+
+					if (idx[b] != (int32_t)v)
+						continue;
+					d = dy + (uint64_t)b * a->width + j0;
+					for (k = 0; k < cnt; k++)
+						acc[k] += d[k];
+				}
+				for (k = 0; k < cnt; k++)
+					if (accum)
+						row[k] += (float)acc[k];
+					else
+						row[k] = (float)acc[k];
+			}
+}
+
+/* ---- layernorm ------------------------------------------------------ */
+
+/*
+ * One row per group and round: the mean, then the variance about it (two
+ * passes, no cancellation), in double.
+ */
+void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_layernorm_args *a = c->args;
+	const float *x = bp(c, 0);
+	float *y = bp(c, 1), *st = bp(c, 2) + a->off_stats;
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const uint64_t o = (uint64_t)r * a->len;
+			const float *xr = x + a->off_x + o;
+			float *yr = y + a->off_y + o;
+			double s = 0, v = 0;
+			float mean, rstd;
+
+			for (j = 0; j < a->len; j++)
+				s += xr[j];
+			mean = (float)(s / a->len);
+			for (j = 0; j < a->len; j++) {
+				double d = (double)xr[j] - mean;
+
+				v += d * d;
+			}
+			rstd = (float)(1.0 / sqrt(v / a->len + a->eps));
+			for (j = 0; j < a->len; j++)
+				yr[j] = (xr[j] - mean) * rstd;
+			st[2 * (uint64_t)r] = mean;
+			st[2 * (uint64_t)r + 1] = rstd;
+		}
+}
+
+void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_layernorm_args *a = c->args;
+	const float *y = bp(c, 0), *dy = bp(c, 1);
+	const float *st = bp(c, 2) + a->off_stats;
+	float *dx = bp(c, 3);
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	uint32_t g, r, j;
+
+	for (g = lo; g < hi && g < a->groups; g++)
+		for (r = g; r < a->rows; r += a->groups) {
+			const uint64_t o = (uint64_t)r * a->len;
+			const float *yr = y + a->off_y + o;
+			const float *dyr = dy + a->off_dy + o;
+			float *dxr = dx + a->off_x + o;
+			const float scale = a->alpha * st[2 * (uint64_t)r + 1];
+			double s = 0, sy = 0;
+			float mdy, mdyy, v;
+
+			for (j = 0; j < a->len; j++) {
+				s += dyr[j];
+				sy += (double)dyr[j] * yr[j];
+			}
+			mdy = (float)(s / a->len);
+			mdyy = (float)(sy / a->len);
+			for (j = 0; j < a->len; j++) {
+				v = scale * (dyr[j] - mdy - yr[j] * mdyy);
+				if (accum)
+					dxr[j] += v;
+				else
+					dxr[j] = v;
+			}
+		}
 }
