@@ -2260,20 +2260,22 @@ static int ctl_sample(struct job *j, const char *text, uid_t uid)
 	ret = ensure_built(j);
 	if (!ret)
 		ret = sample_run(j, prompt, plen, n, temperature, seed, out);
+	/* still under opt_lock: no model change comes in between */
+	if (!ret) {
+		pthread_mutex_lock(&j->lock);
+		gpo__sbuf_reset(&j->sample);
+		if (gpo__sbuf_add(&j->sample, out, n)) {
+			ret = fs_err(-ENOMEM, "out of memory");
+		} else {
+			j->samples++;
+			job_event(j, uid, "ctl sample %llu (a prompt of %zu bytes, temperature %g)",
+				  (unsigned long long)n, plen, temperature);
+		}
+		job_touch(j, JOB_T(JOB_T_SAMPLE));
+		pthread_mutex_unlock(&j->lock);
+	}
 	fair_unlock(&j->opt_lock);
 	waiter_leave(uid);
-	if (ret)
-		goto out_free;
-	pthread_mutex_lock(&j->lock);
-	gpo__sbuf_reset(&j->sample);
-	ret = gpo__sbuf_add(&j->sample, out, n);
-	if (ret)
-		ret = fs_err(-ENOMEM, "out of memory");
-	j->samples++;
-	job_touch(j, JOB_T(JOB_T_SAMPLE));
-	job_event(j, uid, "ctl sample %llu (a prompt of %zu bytes, temperature %g)",
-		  (unsigned long long)n, plen, temperature);
-	pthread_mutex_unlock(&j->lock);
 out_free:
 	free(out);
 	return ret;
