@@ -306,35 +306,40 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 /* the fewest matmul_big tiles a product needs to be given to it */
 #define MM_BIG_TILES	256
 
-/* c = op(x) op(y), batched over the leading dimension of 3-d operands */
-static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
-		  struct mm_op y, const struct tview *c, uint32_t flags)
+/*
+ * mm_big - whether an m x n product (@batch of them) goes to matmul_big.
+ * matmul_big's tiles do 4 times the work of matmul's for half the loads
+ * a product, but they are 4 times fewer: only where there are enough of
+ * them to fill a large GPU several times over (2048 x 2048 and up) and
+ * little is lost to ragged edges.
+ */
+static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
+		  uint32_t batch)
 {
-	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
+	uint64_t tm = (m + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
+	uint64_t tn = (n + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
+
+	return batch * tm * tn >= MM_BIG_TILES &&
+	       m >= GPO_MM_TILE_BIG * 4 && n >= GPO_MM_TILE_BIG * 4;
+}
+
+/*
+ * mm_launch - c_z = op(x_z) op(y_z) for z < @batch, m x n, summing @k
+ * terms from term @p0 on; x_z at x + z @bsa, y_z at y + z @bsb (in
+ * elements), c_z at c + z m n; on matmul_big when @big
+ */
+static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		     struct mm_op y, const struct tview *c, uint32_t m,
+		     uint32_t n, uint32_t k, uint32_t batch, uint32_t p0,
+		     uint32_t bsa, uint32_t bsb, uint32_t flags, int big)
+{
+	uint32_t ts = big ? GPO_MM_TILE_BIG : GPO_MM_TILE, xr, xc, yr, yc;
+	uint32_t tm = (m + ts - 1) / ts, tn = (n + ts - 1) / ts;
 	struct gpo_matmul_args *a;
 	struct launch *L;
-	int big;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	m = x.trans ? xc : xr;
-	k = x.trans ? xr : xc;
-	n = y.trans ? yr : yc;
-	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
-	tm = (m + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-	tn = (n + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-	/*
-	 * matmul_big's tiles do 4 times the work of matmul's for half the
-	 * loads a product, but they are 4 times fewer: only where there are
-	 * enough of them to fill a large GPU several times over (2048 x 2048
-	 * and up) and little is lost to ragged edges.
-	 */
-	big = (uint64_t)batch * tm * tn >= MM_BIG_TILES &&
-	      m >= GPO_MM_TILE_BIG * 4 && n >= GPO_MM_TILE_BIG * 4;
-	if (!big) {
-		tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-		tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	}
 	L = push(g, l, big ? OP_MATMUL_BIG : OP_MATMUL,
 		 (uint64_t)batch * tm * tn);
 	if (!L)
@@ -351,19 +356,38 @@ static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->lda = xc;
 	a->ldb = yc;
 	a->ldc = n;
-	a->bsa = xr * xc;
-	a->bsb = yr * yc;
+	a->bsa = bsa;
+	a->bsb = bsb;
 	a->bsc = m * n;
 	a->alpha = 1.0f;
 	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
 	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	/* op(x)'s columns are x's rows when transposed, and so on */
+	a->off_a += x.trans ? p0 * xc : p0;
+	a->off_b += y.trans ? p0 : p0 * yc;
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
 	/* bindings start on 256 bytes: the rest is the operand's own */
-	if (big && !(a->off_a % 4) && !(a->lda % 4))
+	if (big && !(a->off_a % 4) && !(a->lda % 4) && !(a->bsa % 4))
 		a->flags |= GPO_MM_VEC_A;
-	if (big && !(a->off_b % 4) && !(a->ldb % 4))
+	if (big && !(a->off_b % 4) && !(a->ldb % 4) && !(a->bsb % 4))
 		a->flags |= GPO_MM_VEC_B;
 	return 0;
+}
+
+/* c = op(x) op(y), batched over the leading dimension of 3-d operands */
+static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		  struct mm_op y, const struct tview *c, uint32_t flags)
+{
+	uint32_t xr, xc, yr, yc, m, n, k, batch;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	m = x.trans ? xc : xr;
+	k = x.trans ? xr : xc;
+	n = y.trans ? yr : yc;
+	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
+	return mm_launch(g, l, x, y, c, m, n, k, batch, 0, xr * xc, yr * yc,
+			 flags, mm_big(g, m, n, batch));
 }
 
 #define SPLIT_MIN_K	256	/* the least of the sum a part takes */
@@ -377,40 +401,13 @@ static int mm_part(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		   struct mm_op y, const struct tview *c, uint32_t m,
 		   uint32_t n, uint32_t p0, uint32_t kc, uint32_t parts)
 {
-	uint32_t xr, xc, yr, yc, tm, tn;
-	struct gpo_matmul_args *a;
-	struct launch *L;
+	uint32_t xr, xc, yr, yc;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	L = push(g, l, OP_MATMUL, (uint64_t)parts * tm * tn);
-	if (!L)
-		return -ENOMEM;
-	a = &L->a.mm;
-	a->m = m;
-	a->n = n;
-	a->k = kc;
-	a->batch = parts;
-	a->tiles_m = tm;
-	a->tiles_n = tn;
-	a->flags = (x.trans ? GPO_MM_TRANS_A : 0) |
-		   (y.trans ? GPO_MM_TRANS_B : 0);
-	a->lda = xc;
-	a->ldb = yc;
-	a->ldc = n;
-	/* op(x)'s columns are x's rows when transposed, and so on */
-	a->bsa = x.trans ? kc * xc : kc;
-	a->bsb = y.trans ? kc : kc * yc;
-	a->bsc = m * n;
-	a->alpha = 1.0f;
-	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
-	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
-	a->off_a += x.trans ? p0 * xc : p0;
-	a->off_b += y.trans ? p0 : p0 * yc;
-	gpo__view_bind(c, (uint64_t)parts * m * n, &L->call.buf[2], &a->off_c);
-	return 0;
+	return mm_launch(g, l, x, y, c, m, n, kc, parts, p0,
+			 x.trans ? kc * xc : kc, y.trans ? kc : kc * yc, 0,
+			 0);
 }
 
 /*
