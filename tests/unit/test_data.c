@@ -4,7 +4,8 @@
  * the real Fashion-MNIST when installed, safetensors datasets (U8 and
  * F32 samples, U8/I32/I64 labels), the held-out split, every kind of bad
  * input (its errno, a message, *out untouched), the memory cap checked
- * before allocation, and the per-epoch shuffling order.
+ * before allocation, the per-epoch shuffling order, and any file read as
+ * bytes (GPO_DATASET_BYTES) with its held-out tail.
  */
 #include <fcntl.h>
 #include <dirent.h>
@@ -971,8 +972,10 @@ START_TEST(test_data_bad_arguments_are_einval)
 	ck_assert_int_eq(gpo_dataset_open(NULL, 0, &ds), -EINVAL);
 	ck_assert_int_eq(gpo_dataset_open("", 0, &ds), -EINVAL);
 	ck_assert_int_eq(gpo_dataset_open(pair, 0, NULL), -EINVAL);
-	ck_assert_int_eq(gpo_dataset_open(pair, 1, &ds), -EINVAL);
+	ck_assert_int_eq(gpo_dataset_open(pair, 2, &ds), -EINVAL);
 	tu_check_errmsg("gpo_dataset_open(flags)");
+	ck_assert_int_eq(gpo_dataset_open(pair, GPO_DATASET_BYTES | 4, &ds),
+			 -EINVAL);
 	ck_assert_ptr_null(ds);
 	expect_err(in_dir("i,l,x"), 0, -EINVAL, "IMAGES,LABELS");
 	expect_err(in_dir("i"), 0, -EINVAL, "an IDX file alone");
@@ -1030,6 +1033,169 @@ START_TEST(test_data_order_is_a_seeded_permutation_per_epoch)
 }
 END_TEST
 
+
+/* ---- bytes ---------------------------------------------------------------- */
+
+/* Fails with @err, a message containing @words, and *out untouched. */
+static void expect_bytes_err(const char *path, uint64_t max_bytes, int err,
+			     const char *words)
+{
+	struct gpo_dataset *ds = (struct gpo_dataset *)&ds;
+	int ret = gpo_dataset_open_limited(path, GPO_DATASET_BYTES, max_bytes,
+					   &ds);
+
+	ck_assert_msg(ret == err, "%s: got %d (%s), want %d", path, ret,
+		      gpo_errmsg(), err);
+	ck_assert_ptr_eq(ds, (struct gpo_dataset *)&ds);
+	tu_check_errmsg("gpo_dataset_open(GPO_DATASET_BYTES)");
+	ck_assert_msg(strstr(gpo_errmsg(), words), "message '%s' lacks '%s'",
+		      gpo_errmsg(), words);
+}
+
+/*
+ * Any file, byte for byte (a gzip file not decoded, an IDX file not
+ * parsed): the first N - floor(N / 10) train, the rest evaluate
+ */
+START_TEST(test_data_bytes_any_file_held_out_tail)
+{
+	static const uint64_t sizes[] = { 1, 9, 10, 1237, 70001 };
+	uint64_t rng = tu_rng("bytes");
+	struct gpo_dataset_info info;
+	struct gpo_dataset *ds;
+	const uint8_t *tr, *ev;
+	uint64_t ntr, nev;
+	size_t k, i;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint64_t n = sizes[k];
+		unsigned char *b = malloc(n);
+		struct buf gz, raw;
+
+		for (i = 0; i < n; i++)
+			b[i] = (unsigned char)tu_rand(&rng, 0, 256);
+		write_file(in_dir("text"), b, n);
+		ds = NULL;
+		ck_assert_msg(!gpo_dataset_open(in_dir("text"), GPO_DATASET_BYTES,
+						&ds), "%s", gpo_errmsg());
+		ck_assert(!gpo_dataset_info(ds, &info));
+		ck_assert_int_eq(info.bytes, 1);
+		ck_assert_uint_eq(info.features, 1);
+		ck_assert_uint_eq(info.classes, 256);
+		ck_assert_int_eq(info.eval_held_out, 1);
+		ck_assert_uint_eq(info.train_samples, n - n / 10);
+		ck_assert_uint_eq(info.eval_samples, n / 10);
+		ck_assert_uint_eq(info.host_bytes, n);
+		ck_assert_str_eq(info.source, in_dir("text"));
+		ck_assert(!gpo_dataset_bytes(ds, GPO_DATASET_TRAIN, &tr, &ntr));
+		ck_assert(!gpo_dataset_bytes(ds, GPO_DATASET_EVAL, &ev, &nev));
+		ck_assert_uint_eq(ntr, n - n / 10);
+		ck_assert_uint_eq(nev, n / 10);
+		ck_assert(!memcmp(tr, b, ntr));
+		ck_assert(!nev || !memcmp(ev, b + ntr, nev));
+		ck_assert(!gpo_dataset_bytes(ds, GPO_DATASET_TRAIN, NULL, NULL));
+		/* a bytes dataset has no f32 samples */
+		ck_assert_int_eq(gpo_dataset_samples(ds, GPO_DATASET_TRAIN, NULL,
+						     NULL, NULL), -EINVAL);
+		tu_check_errmsg("gpo_dataset_samples(bytes)");
+		ck_assert_int_eq(gpo_dataset_bytes(ds, 2, &tr, &ntr), -EINVAL);
+		gpo_dataset_free(ds);
+
+		/* a gzip file's own bytes */
+		raw.p = b;
+		raw.len = n;
+		gz = gzip_of(&raw);
+		write_file(in_dir("text.gz"), gz.p, gz.len);
+		ck_assert(!gpo_dataset_open(in_dir("text.gz"), GPO_DATASET_BYTES,
+					    &ds));
+		ck_assert(!gpo_dataset_bytes(ds, GPO_DATASET_TRAIN, &tr, &ntr));
+		ck_assert(!gpo_dataset_bytes(ds, GPO_DATASET_EVAL, &ev, &nev));
+		ck_assert_uint_eq(ntr + nev, gz.len);
+		ck_assert(!memcmp(tr, gz.p, ntr) &&
+			  !memcmp(ev, gz.p + ntr, nev));
+		gpo_dataset_free(ds);
+		free(gz.p);
+		free(b);
+	}
+}
+END_TEST
+
+START_TEST(test_data_bytes_bad_input)
+{
+	struct gpo_dataset *ds;
+	struct idx_set s;
+	const uint8_t *p = (const uint8_t *)&p;
+	uint64_t n = 77;
+	int status;
+	pid_t pid;
+
+	write_file(in_dir("empty"), "", 0);
+	expect_bytes_err(in_dir("empty"), 0, -EINVAL, "empty");
+	expect_bytes_err(in_dir("absent"), 0, -ENOENT, "absent");
+	expect_bytes_err(dir, 0, -EINVAL, "not a regular file");
+	ck_assert_int_eq(mkfifo(in_dir("fifo"), 0644), 0);
+	alarm(20);
+	expect_bytes_err(in_dir("fifo"), 0, -EINVAL, "not a regular file");
+	alarm(0);
+	write_file(in_dir("ten"), "0123456789", 10);
+	expect_bytes_err(in_dir("ten"), 9, -EFBIG, "over the limit");
+	ck_assert(!gpo_dataset_open_limited(in_dir("ten"), GPO_DATASET_BYTES,
+					    10, &ds));
+	gpo_dataset_free(ds);
+	/* gpo_dataset_bytes() of a dataset of samples */
+	ck_assert(!gpo_dataset_open(good_pair(&s), 0, &ds));
+	ck_assert_int_eq(gpo_dataset_bytes(ds, GPO_DATASET_TRAIN, &p, &n),
+			 -EINVAL);
+	tu_check_errmsg("gpo_dataset_bytes(samples)");
+	ck_assert_ptr_eq(p, (const uint8_t *)&p);
+	ck_assert_uint_eq(n, 77);
+	ck_assert_int_eq(gpo_dataset_bytes(NULL, 0, &p, &n), -EINVAL);
+	gpo_dataset_free(ds);
+	idx_free(&s);
+
+	/* unreadable: as nobody (root reads anything) */
+	ck_assert_int_eq(chmod(in_dir("ten"), 0), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct gpo_dataset *d = NULL;
+		int ret;
+
+		if (!geteuid() && (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+				   setresuid(65534, 65534, 65534)))
+			_exit(3);
+		ret = gpo_dataset_open(in_dir("ten"), GPO_DATASET_BYTES, &d);
+		_exit(ret == -EACCES && !d && strstr(gpo_errmsg(), "ten") ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child status %#x (3: cannot become nobody)", status);
+}
+END_TEST
+
+/* a byte dataset's phase per epoch: in 0..max, from (seed, epoch) */
+START_TEST(test_data_window_phase_drawn_per_epoch)
+{
+	uint64_t seed = tu_seed(), e;
+	int seen[16] = { 0 }, k, differ = 0;
+
+	for (e = 0; e < 400; e++) {
+		uint32_t p = gpo__window_phase(seed, e, 15);
+
+		ck_assert_uint_le(p, 15);
+		ck_assert_uint_eq(p, gpo__window_phase(seed, e, 15));
+		differ += p != gpo__window_phase(seed ^ 1, e, 15);
+		seen[p]++;
+		ck_assert_uint_eq(gpo__window_phase(seed, e, 0), 0);
+		ck_assert_uint_le(gpo__window_phase(seed, e, 1), 1);
+	}
+	/* 400 draws of 16 values: each about 25 times */
+	for (k = 0; k < 16; k++)
+		ck_assert_msg(seen[k] > 5, "phase %d drawn %d times", k, seen[k]);
+	ck_assert_int_gt(differ, 300);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("data");
@@ -1063,6 +1229,9 @@ int main(void)
 	tcase_add_test(tc, test_data_over_the_cap_is_efbig);
 	tcase_add_test(tc, test_data_bad_arguments_are_einval);
 	tcase_add_test(tc, test_data_order_is_a_seeded_permutation_per_epoch);
+	tcase_add_test(tc, test_data_bytes_any_file_held_out_tail);
+	tcase_add_test(tc, test_data_bytes_bad_input);
+	tcase_add_test(tc, test_data_window_phase_drawn_per_epoch);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -48,9 +48,10 @@ struct gpo_dataset_info {
  *         - a safetensors file with tensors x (F32, or U8) [N, ...] and
  *           y (U8, I32 or I64) [N], and optionally x_test and y_test.
  * @flags: 0, or GPO_DATASET_BYTES: @path is any regular file, read as
- *         bytes for a byte-level language model (gpt models): its
- *         samples are the bytes, the last floor(N / 10) held out for
- *         evaluation (gpo_dataset_bytes())
+ *         bytes (as they are: a gzip file is not decoded) for a
+ *         byte-level language model (gpt models): its samples are the
+ *         bytes, the last floor(N / 10) held out for evaluation
+ *         (gpo_dataset_bytes()); an empty file is -EINVAL
  * @out:   set to the dataset on success
  *
  * Gzip is recognised by its magic bytes, not by the name. Images become
@@ -96,8 +97,10 @@ int gpo_dataset_info(const struct gpo_dataset *ds,
 
 /*
  * gpo_dataset_bytes - the bytes of one part of a GPO_DATASET_BYTES
- * dataset (@part as below); valid until gpo_dataset_free().
- * Returns 0, or -EINVAL (NULL, an unknown part, not a bytes dataset).
+ * dataset (@part as below): *@bytes and *@n (either may be NULL); valid
+ * until gpo_dataset_free().
+ * Returns 0, or -EINVAL (a NULL @ds, an unknown part, not a bytes
+ * dataset).
  */
 int gpo_dataset_bytes(const struct gpo_dataset *ds, int part,
 		      const uint8_t **bytes, uint64_t *n);
@@ -115,8 +118,8 @@ int gpo_dataset_bytes(const struct gpo_dataset *ds, int part,
  *
  * The arrays are the dataset's own, valid until gpo_dataset_free(); a
  * program copies batches out of them (gpo_tensor_write()). Any of @x, @y
- * and @n may be NULL. Returns 0, or -EINVAL for a NULL @ds or an unknown
- * @part.
+ * and @n may be NULL. Returns 0, or -EINVAL for a NULL @ds, an unknown
+ * @part or a bytes dataset (gpo_dataset_bytes()).
  */
 int gpo_dataset_samples(const struct gpo_dataset *ds, int part,
 			const float **x, const int32_t **y, uint64_t *n);

@@ -83,21 +83,25 @@ int gpo_model_info(const struct gpo_model *m, struct gpo_model_info *info);
 /*
  * gpo_model_forward - the model's outputs for input @x in graph @g, for C
  * programs that build on a model: mlp: x [rows, inputs] f32 gives
- * [rows, outputs]; gpt: x [B, T] i32 gives [B * T, 256]
+ * [rows, outputs]; gpt: x [B, S] i32, S <= ctx, gives [B * S, 256]
+ * (with the model's dropout: the training form)
  */
 struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
 				     struct gpo_tensor *x);
 
 /*
  * gpo_model_sample - generate @n bytes after @prompt with a gpt model
- * @prompt: @len bytes to continue (len 0: from nothing); only the last
- *          ctx - 1 are seen
- * @temperature: 0 picks the likeliest byte each time (greedy); above 0
- *          draws from softmax(logits / temperature) with (@seed, i)
+ * @prompt: @len bytes to continue (len 0: from a single '\n'); each byte
+ *          is predicted from the last ctx bytes of the prompt and of
+ *          what was generated so far
+ * @temperature: 0 picks the likeliest byte each time (greedy, the first
+ *          on ties); above 0 draws byte i from softmax(logits /
+ *          temperature) with (@seed, i)
  * @out:    @n bytes
- * The first call builds and plans a graph of one sequence, kept with the
- * model. Returns 0; -EINVAL (not a gpt model, a bad argument), -ENOMEM,
- * or the device's errors.
+ * The first call builds and plans a graph of one sequence (no dropout),
+ * kept with the model; calls on one model must not run concurrently.
+ * Returns 0; -EINVAL (not a gpt model, a bad argument), -ENOMEM, or the
+ * device's errors.
  */
 int gpo_model_sample(struct gpo_model *m, const void *prompt, size_t len,
 		     double temperature, uint64_t seed, void *out, size_t n);
@@ -107,20 +111,28 @@ int gpo_model_sample(struct gpo_model *m, const void *prompt, size_t len,
  * @opts: space-separated key=value settings, or NULL:
  *        batch_size=N (64), shuffle=0|1 (1: a new order each epoch from
  *        (seed, epoch); 0: batch k is samples [kB, (k+1)B), the last
- *        partial batch dropped), seed=N (0), eval_batch=N (1000)
+ *        partial batch dropped), seed=N (0), eval_batch=N (1000; gpt:
+ *        batch_size)
  *
- * A gpt model trains on a bytes dataset (GPO_DATASET_BYTES): its samples
- * are the windows of ctx + 1 bytes starting at multiples of ctx (window
- * s: inputs bytes [s T, s T + T), targets one byte later), ordered per
- * epoch as above (with shuffle=1 the windows also shift by a phase
- * 0..T-1 drawn from (seed, epoch)); the evaluation part is the held-out
- * tail, in windows from its start. Loss and accuracy are per byte.
+ * A gpt model trains on a bytes dataset (GPO_DATASET_BYTES), and only a
+ * gpt does: its samples are the windows of T + 1 bytes (T = ctx)
+ * starting at multiples of T (window s: inputs bytes [s T, s T + T),
+ * targets one byte later), ordered per epoch as above. With shuffle=1
+ * the windows also shift by a phase 0..P drawn from (seed, epoch), P =
+ * min(T - 1, N - 1 - T) for N training bytes; there are
+ * floor((N - 1 - P) / T) windows (P = 0 with shuffle=0), so that every
+ * phase has them all. The evaluation part is the held-out tail, in
+ * windows from its start (none when it is shorter than T + 1 bytes:
+ * gpo_train_eval() says -ENODATA). Loss and accuracy are per byte.
  *
- * The dataset is copied to the device (x in f32, labels in i32) when it
- * fits the pool, else each batch is copied from host memory.
+ * The dataset is copied to the device (x in f32, labels in i32; a gpt's
+ * bytes as i32) when it fits the pool, else each batch is copied from
+ * host memory.
  * Returns 0; -EINVAL (a bad setting; the dataset's width differs from the
  * model's inputs; a label the model has no output for; batch_size 0 or
- * more than the training samples), -ENOMEM, -ENOSYS.
+ * more than the training samples or windows; a gpt and a dataset that is
+ * not bytes, or the other way round; fewer than ctx + 1 training bytes),
+ * -ENOMEM, -ENOSYS.
  */
 int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 		  const char *opts, struct gpo_train **out);

@@ -19,6 +19,7 @@
 #define GPO_RNG_SHUFFLE		2ull	/* a dataset's order per epoch */
 #define GPO_RNG_DROPOUT		3ull
 #define GPO_RNG_ROUND		4ull	/* stochastic rounding */
+#define GPO_RNG_SAMPLE		5ull	/* gpo_model_sample()'s draws */
 
 #define GPO_RNG_STREAM(kind, sub) (((uint64_t)(kind) << 48) | \
 				   ((uint64_t)(sub) & ((1ull << 48) - 1)))

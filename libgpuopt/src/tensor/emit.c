@@ -45,12 +45,50 @@ void gpo__view_bind(const struct tview *v, uint64_t n, struct dev_buf *out,
 	*off = (uint32_t)((start - base) / 4);
 }
 
-/* a place for @n elements in the arena */
+/*
+ * place - a place for @n elements in the arena: in the block being
+ * filled, or at the start of the next one when it would not fit there.
+ * The dry pass counts each block's elements; a place larger than a block
+ * may be, or no memory for the count, is kept in g->plan_err.
+ */
 static void place(struct gpo_graph *g, struct tview *v, uint64_t n)
 {
-	v->blk = g->arena;
+	uint64_t sz = align_up(n, T_ALIGN);
+
+	if (sz > g->blk_limit) {
+		if (!g->plan_err)
+			g->plan_err = gpo__err(-EFBIG, "%s: a tensor of %llu elements is more than one allocation may hold (%llu bytes)",
+					       g->dev->info.id,
+					       (unsigned long long)n,
+					       (unsigned long long)g->blk_limit * 4);
+		sz = 0;
+	}
+	if (g->bump && g->bump + sz > g->blk_limit) {
+		g->cur++;
+		g->bump = 0;
+	}
+	if (g->dry) {
+		if (g->cur >= g->nblk) {
+			uint64_t *e = realloc(g->blk_elems,
+					      (g->cur + 1) * sizeof(*e));
+
+			if (!e) {
+				if (!g->plan_err)
+					g->plan_err = gpo__err(-ENOMEM, "out of memory");
+				return;
+			}
+			g->blk_elems = e;
+			g->blk_elems[g->cur] = 0;
+			g->nblk = g->cur + 1;
+		}
+		memset(&v->blk, 0, sizeof(v->blk));
+	} else {
+		v->blk = g->blk[g->cur];
+	}
 	v->elem = g->bump;
-	g->bump += align_up(n, T_ALIGN);
+	g->bump += sz;
+	if (g->dry)
+		g->blk_elems[g->cur] = g->bump;
 }
 
 /* a new launch of @op at the end of @l (on the dry pass: a scratch one) */
@@ -1126,11 +1164,13 @@ static void view_of(struct gpo_tensor *t)
 		t->grad->st = x->grad->st;
 }
 
-static int pass(struct gpo_graph *g)
+static int pass_ops(struct gpo_graph *g)
 {
 	int i, ret;
 
 	g->bump = 0;
+	g->cur = 0;
+	g->plan_err = 0;
 	g->fwd.n = g->bwd.n = 0;
 	g->step_launched = g->step;
 	for (i = 0; i < g->nt; i++) {
@@ -1179,6 +1219,18 @@ static int pass(struct gpo_graph *g)
 	 * (zero unless written), as torch leaves it None.
 	 */
 	return 0;
+}
+
+/* one planning pass: places, and the launch lists (none on failure) */
+static int pass(struct gpo_graph *g)
+{
+	int ret = pass_ops(g);
+
+	if (!ret)
+		ret = g->plan_err;
+	if (ret)
+		g->fwd.n = g->bwd.n = 0;
+	return ret;
 }
 
 int gpo__graph_make_grads(struct gpo_graph *g)
@@ -1257,14 +1309,29 @@ int gpo__graph_reemit(struct gpo_graph *g)
 	return ret;
 }
 
+/* gpo__graph_free_arena - give the arena's blocks back to the pool */
+void gpo__graph_free_arena(struct gpo_graph *g)
+{
+	int i;
+
+	for (i = 0; i < g->nblk; i++)
+		if (g->blk && g->blk[i].mem)
+			gpo__pool_free(g->dev, &g->blk[i]);
+	free(g->blk);
+	free(g->blk_elems);
+	g->blk = NULL;
+	g->blk_elems = NULL;
+	g->nblk = 0;
+}
+
 int gpo__graph_emit(struct gpo_graph *g)
 {
-	uint64_t need;
-	int i, ret;
+	uint64_t lim = g->dev->max_alloc ? g->dev->max_alloc : 1ull << 34;
+	int i, n, ret;
 
 	ret = gpo__graph_make_grads(g);
 	if (ret)
-		goto out_grads;
+		return ret;
 	for (i = 0; i < g->nt; i++) {
 		struct gpo_tensor *t = g->t[i];
 
@@ -1272,24 +1339,32 @@ int gpo__graph_emit(struct gpo_graph *g)
 			continue;
 		ret = gpo__optim_ensure_allocated(t->opt);
 		if (ret)
-			goto out_grads;
+			return ret;
 	}
-	/* pass 1 counts the arena's elements */
+	/* elements a block may hold: offsets in a block stay below 2^32 */
+	lim /= 4;
+	if (lim > UINT32_MAX)
+		lim = UINT32_MAX;
+	g->blk_limit = lim & ~(uint64_t)(T_ALIGN - 1);
+	gpo__graph_free_arena(g);
+	/* pass 1 counts each block's elements */
 	g->dry = 1;
 	ret = pass(g);
 	g->dry = 0;
 	if (ret)
-		goto out_grads;
-	need = g->bump;
-	if (need > UINT32_MAX) {
-		ret = gpo__err(-EFBIG, "the graph needs %llu elements of memory (below 2^32)",
-			       (unsigned long long)need);
-		goto out_grads;
+		goto out_arena;
+	n = g->nblk;
+	g->nblk = 0;
+	g->blk = calloc(n ? n : 1, sizeof(*g->blk));
+	if (!g->blk) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_arena;
 	}
-	if (need) {
-		ret = gpo__pool_alloc(g->dev, need * 4, &g->arena);
+	for (; g->nblk < n; g->nblk++) {
+		ret = gpo__pool_alloc(g->dev, g->blk_elems[g->nblk] * 4,
+				      &g->blk[g->nblk]);
 		if (ret)
-			goto out_grads;
+			goto out_arena;
 	}
 	ret = pass(g);
 	if (!ret)
@@ -1299,10 +1374,7 @@ int gpo__graph_emit(struct gpo_graph *g)
 	return 0;
 
 out_arena:
-	if (g->arena.mem)
-		gpo__pool_free(g->dev, &g->arena);
-	memset(&g->arena, 0, sizeof(g->arena));
+	gpo__graph_free_arena(g);
 	g->fwd.n = g->bwd.n = 0;
-out_grads:
 	return ret;
 }

@@ -43,13 +43,15 @@ void gpo_graph_free(struct gpo_graph *g)
 	free(g->t);
 	free(g->fwd.v);
 	free(g->bwd.v);
-	if (g->arena.mem) {
+	if (g->nblk) {
 		/* runs still queued may use the arena: let them finish */
 		pthread_mutex_lock(&g->dev->lock);
 		g->dev->ops->wait(g->dev, NULL);
-		gpo__pool_free(g->dev, &g->arena);
+		gpo__graph_free_arena(g);
 		pthread_mutex_unlock(&g->dev->lock);
 	}
+	free(g->blk);
+	free(g->blk_elems);
 	free(g);
 }
 

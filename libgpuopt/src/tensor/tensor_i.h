@@ -5,11 +5,13 @@
  * A graph is a list of tensors in the order they were made, which is an
  * order of their dependencies. Nothing touches the device while it is
  * built. Its first run plans it (emit.c): every tensor, gradient and
- * temporary gets its place in one arena by a bump allocator, and every
+ * temporary gets its place in the arena by a bump allocator, and every
  * op becomes its launches (struct op_call, with a parameter struct of
  * the op's family). Planning runs twice, the first time only counting
- * bytes, so the arena is one allocation of the right size and the second
- * pass hands out the same places. After that a run is the launch lists,
+ * bytes, so the arena's blocks are allocated at their right sizes and
+ * the second pass hands out the same places. The arena is one block, or
+ * several where the device limits one allocation (Vulkan on NVIDIA: 4
+ * GiB): a place never straddles two blocks. After that a run is the launch lists,
  * queued as they are.
  */
 #ifndef GPUOPT_TENSOR_I_H
@@ -122,8 +124,13 @@ struct gpo_graph {
 
 	int planned;
 	int dry;			/* planning pass 1: count only */
-	uint64_t bump;			/* elements handed out */
-	struct dev_buf arena;
+	int plan_err;			/* a place that could not be had */
+	struct dev_buf *blk;		/* the arena's blocks */
+	uint64_t *blk_elems;		/* elements each holds (pass 1) */
+	int nblk;			/* blocks allocated (pass 2) */
+	int cur;			/* planning: the block being filled */
+	uint64_t bump;			/* elements handed out in it */
+	uint64_t blk_limit;		/* elements a block may hold */
 	struct llist fwd, bwd;
 	struct launch scratch;		/* what the dry pass fills */
 };
@@ -141,6 +148,8 @@ int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
 /* emit.c */
 int gpo__graph_emit(struct gpo_graph *g);
 int gpo__graph_reemit(struct gpo_graph *g);
+/* give the arena's blocks back (nothing may be queued that uses them) */
+void gpo__graph_free_arena(struct gpo_graph *g);
 /* the gradient tensors of what the loss depends on (once, at backward) */
 int gpo__graph_make_grads(struct gpo_graph *g);
 /* the tensor whose gradient @t's is: its reshapes' source */

@@ -3,7 +3,8 @@
  * data.c - datasets: IDX files (Fashion-MNIST as Debian's
  * dataset-fashion-mnist installs them, plain or gzip) and safetensors
  * files (x, y, optionally x_test, y_test), loaded whole into host memory
- * as f32 samples and int32 labels.
+ * as f32 samples and int32 labels; and any file as bytes, for byte-level
+ * language models (GPO_DATASET_BYTES).
  *
  * Every file is opened and its header checked before anything of the
  * data's size is allocated: the sizes a header declares must fit the file
@@ -881,6 +882,81 @@ out_close:
 	return ret;
 }
 
+/* ---- bytes -------------------------------------------------------------- */
+
+/*
+ * Any regular file, as it is (a gzip file's bytes too: a language model
+ * may well be trained on them), its last floor(N / 10) bytes held out.
+ * O_NONBLOCK as src_open(): a FIFO is refused, not waited on.
+ */
+static int open_bytes(struct gpo_dataset *ds, const char *path,
+		      uint64_t max_bytes)
+{
+	struct stat st;
+	uint64_t size;
+	ssize_t n;
+	int fd, ret;
+
+	ds->source = strdup(path);
+	ds->eval_source = strdup(path);
+	if (!ds->source || !ds->eval_source)
+		return gpo__err(-ENOMEM, "out of memory");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return sys_err(errno, path);
+	if (fstat(fd, &st)) {
+		ret = sys_err(errno, path);
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = gpo__err(-EINVAL, "%.200s: not a regular file", path);
+		goto out_close;
+	}
+	size = (uint64_t)st.st_size;
+	if (!size) {
+		ret = gpo__err(-EINVAL, "%.200s: an empty file: no bytes to train on",
+			       path);
+		goto out_close;
+	}
+	if (max_bytes && size > max_bytes) {
+		ret = gpo__err(-EFBIG, "%.200s: %" PRIu64 " bytes, over the limit of %"
+			       PRIu64, path, size, max_bytes);
+		goto out_close;
+	}
+	if (size > SIZE_MAX / 2) {
+		ret = gpo__err(-ENOMEM, "%.200s: %" PRIu64
+			       " bytes do not fit in memory", path, size);
+		goto out_close;
+	}
+	ds->bytes = malloc((size_t)size);
+	if (!ds->bytes) {
+		ret = gpo__err(-ENOMEM, "%.200s: out of memory for %" PRIu64
+			       " bytes", path, size);
+		goto out_close;
+	}
+	n = read_full(fd, ds->bytes, (size_t)size);
+	if (n < 0) {
+		ret = sys_err((int)-n, path);
+		goto out_close;
+	}
+	if ((uint64_t)n != size) {
+		ret = gpo__err(-EINVAL, "%.200s: ends after %zd of its %" PRIu64
+			       " bytes (it changed while read)", path, n, size);
+		goto out_close;
+	}
+	ds->is_bytes = 1;
+	ds->features = 1;
+	ds->classes = 256;
+	ds->host_bytes = size;
+	ds->eval.n = size / 10;
+	ds->train.n = size - ds->eval.n;
+	ds->eval_held_out = 1;
+	ret = 0;
+out_close:
+	close(fd);
+	return ret;
+}
+
 /* ---- the interface ------------------------------------------------------ */
 
 void gpo_dataset_free(struct gpo_dataset *ds)
@@ -889,6 +965,7 @@ void gpo_dataset_free(struct gpo_dataset *ds)
 		return;
 	free(ds->xbuf);
 	free(ds->ybuf);
+	free(ds->bytes);
 	free(ds->source);
 	free(ds->eval_source);
 	free(ds);
@@ -923,7 +1000,7 @@ int gpo_dataset_open_limited(const char *path, unsigned int flags,
 
 	if (!path || !*path || !out)
 		return gpo__err(-EINVAL, "gpo_dataset_open: no path or no out");
-	if (flags)
+	if (flags & ~GPO_DATASET_BYTES)
 		return gpo__err(-EINVAL, "gpo_dataset_open: unknown flags %#x",
 				flags);
 	ds = calloc(1, sizeof(*ds));
@@ -934,7 +1011,9 @@ int gpo_dataset_open_limited(const char *path, unsigned int flags,
 		missing = errno == ENOENT;
 	else if (S_ISDIR(st.st_mode))
 		isdir = 1;
-	if (isdir)
+	if (flags & GPO_DATASET_BYTES)
+		ret = open_bytes(ds, path, max_bytes);
+	else if (isdir)
 		ret = open_dir(ds, path, max_bytes);
 	else if (missing && strchr(path, ','))
 		ret = open_pair(ds, path, max_bytes);
@@ -969,6 +1048,26 @@ int gpo_dataset_info(const struct gpo_dataset *ds,
 	info->source = ds->source;
 	info->eval_source = ds->eval_source;
 	info->host_bytes = ds->host_bytes;
+	info->bytes = ds->is_bytes;
+	return 0;
+}
+
+int gpo_dataset_bytes(const struct gpo_dataset *ds, int part,
+		      const uint8_t **bytes, uint64_t *n)
+{
+	if (!ds)
+		return gpo__err(-EINVAL, "gpo_dataset_bytes: NULL dataset");
+	if (part != GPO_DATASET_TRAIN && part != GPO_DATASET_EVAL)
+		return gpo__err(-EINVAL, "gpo_dataset_bytes: part %d (GPO_DATASET_TRAIN or GPO_DATASET_EVAL)",
+				part);
+	if (!ds->is_bytes)
+		return gpo__err(-EINVAL, "gpo_dataset_bytes: %.200s is not a bytes dataset (GPO_DATASET_BYTES)",
+				ds->source);
+	if (bytes)
+		*bytes = part == GPO_DATASET_TRAIN ? ds->bytes :
+						     ds->bytes + ds->train.n;
+	if (n)
+		*n = part == GPO_DATASET_TRAIN ? ds->train.n : ds->eval.n;
 	return 0;
 }
 
@@ -982,6 +1081,9 @@ int gpo_dataset_samples(const struct gpo_dataset *ds, int part,
 	if (part != GPO_DATASET_TRAIN && part != GPO_DATASET_EVAL)
 		return gpo__err(-EINVAL, "gpo_dataset_samples: part %d (GPO_DATASET_TRAIN or GPO_DATASET_EVAL)",
 				part);
+	if (ds->is_bytes)
+		return gpo__err(-EINVAL, "gpo_dataset_samples: %.200s is a bytes dataset: gpo_dataset_bytes()",
+				ds->source);
 	p = part == GPO_DATASET_TRAIN ? &ds->train : &ds->eval;
 	if (x)
 		*x = p->x;
@@ -992,23 +1094,41 @@ int gpo_dataset_samples(const struct gpo_dataset *ds, int part,
 	return 0;
 }
 
-int gpo__dataset_order(const struct gpo_dataset *ds, uint64_t seed,
-		       uint64_t epoch, int shuffle, uint32_t *order)
+int gpo__sample_order(uint64_t n, uint64_t seed, uint64_t epoch,
+		      int shuffle, uint32_t *order, const char *what)
 {
 	uint32_t i;
 
-	if (!ds || !order)
+	if (!order)
 		return gpo__err(-EINVAL, "dataset order: NULL argument");
-	if (ds->train.n > UINT32_MAX)
+	if (n > UINT32_MAX)
 		return gpo__err(-EOVERFLOW, "%.200s: %" PRIu64
 				" samples: more than a shuffle can order",
-				ds->source, ds->train.n);
+				what, n);
 	if (shuffle) {
 		gpo__rng_permutation(seed, GPO_RNG_STREAM(GPO_RNG_SHUFFLE, epoch),
-				     order, (uint32_t)ds->train.n);
+				     order, (uint32_t)n);
 		return 0;
 	}
-	for (i = 0; i < ds->train.n; i++)
+	for (i = 0; i < n; i++)
 		order[i] = i;
 	return 0;
+}
+
+int gpo__dataset_order(const struct gpo_dataset *ds, uint64_t seed,
+		       uint64_t epoch, int shuffle, uint32_t *order)
+{
+	if (!ds)
+		return gpo__err(-EINVAL, "dataset order: NULL argument");
+	return gpo__sample_order(ds->train.n, seed, epoch, shuffle, order,
+				 ds->source);
+}
+
+uint32_t gpo__window_phase(uint64_t seed, uint64_t epoch, uint32_t max)
+{
+	uint64_t stream = GPO_RNG_STREAM(GPO_RNG_SHUFFLE,
+					 epoch | GPO_RNG_PHASE_BIT);
+
+	return max ? (uint32_t)(gpo__rng_u64(seed, stream, 0) %
+				((uint64_t)max + 1)) : 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * model.c - models from a spec: "mlp:784x256x10"
+ * model.c - models from a spec: "mlp:784x256x10", "gpt:..." (gpt.c)
  *
  * A model is its parameters (tensors of its optimizer) and a function
  * that adds its forward pass to a graph for any batch size: the trainer
@@ -45,7 +45,7 @@ static int parse_spec(const char *spec, uint32_t *w, int *n)
 	int k = 0;
 
 	if (strncmp(spec, "mlp:", 4))
-		return gpo__err(-EINVAL, "unknown model '%s' (mlp:IN x ... x OUT, e.g. mlp:784x256x10)",
+		return gpo__err(-EINVAL, "unknown model '%s' (mlp:IN x ... x OUT, e.g. mlp:784x256x10, or gpt:layers=L,heads=H,dim=D,ctx=T)",
 				spec);
 	for (p = spec + 4;; p = x + 1) {
 		x = strchr(p, 'x');
@@ -97,14 +97,47 @@ static int parse_opts(struct gpo_model *m, const char *opts)
 				return gpo__err(-EINVAL, "seed '%s': a whole number",
 						val);
 		} else {
-			return gpo__err(-EINVAL, "unknown model setting '%s' (activation, loss, seed)",
-					key);
+			return gpo__err(-EINVAL, "unknown model setting '%s' (activation, loss, seed%s)",
+					key, strcmp(key, "dropout") ? "" :
+					"; dropout is a gpt's");
 		}
 	}
 	return ret;
 }
 
-/* torch.nn.Linear's init: U(-1/sqrt(in), 1/sqrt(in)), written in pieces */
+/*
+ * A normal(0, 1) draw for element @i of (@seed, @stream): Box-Muller of
+ * the block's two 53-bit fractions u (words 0, 1) and v (words 2, 3),
+ * sqrt(-2 ln(1 - u)) cos(2 pi v); 1 - u is in (0, 1], so the log is finite
+ */
+static double normal_draw(uint64_t seed, uint64_t stream, uint64_t i)
+{
+	uint32_t w[4];
+	double u, v;
+
+	gpo__philox(seed, stream, i, w);
+	u = (double)((((uint64_t)w[0] << 32) | w[1]) >> 11) * 0x1p-53;
+	v = (double)((((uint64_t)w[2] << 32) | w[3]) >> 11) * 0x1p-53;
+	return sqrt(-2.0 * log1p(-u)) * cos(2.0 * M_PI * v);
+}
+
+static double init_value(const struct init_spec *is, uint64_t seed,
+			 uint64_t stream, uint64_t i)
+{
+	switch (is->kind) {
+	case INIT_UNIFORM:
+		return (2.0 * gpo__rng_uniform(seed, stream, i) - 1.0) * is->a;
+	case INIT_NORMAL:
+		return normal_draw(seed, stream, i) * is->a;
+	default:
+		return is->a;
+	}
+}
+
+/*
+ * Every tensor as m->init says, element i of tensor t drawn from (seed,
+ * GPO_RNG_STREAM(GPO_RNG_INIT, t), i), written in pieces
+ */
 static int init_params(struct gpo_model *m)
 {
 	struct gpo_optim *opt = m->opt;
@@ -120,14 +153,13 @@ static int init_params(struct gpo_model *m)
 	ret = gpo__optim_ensure_allocated(opt);
 	for (t = 0; !ret && t < opt->ntensors; t++) {
 		const struct optim_tensor *ot = &opt->tensors[t];
-		double bound = 1.0 / sqrt((double)m->width[t / 2]);
 		uint64_t stream = GPO_RNG_STREAM(GPO_RNG_INIT, t), i, j, n;
 
 		for (i = 0; !ret && i < ot->numel; i += n) {
 			n = ot->numel - i < CHUNK ? ot->numel - i : CHUNK;
 			for (j = 0; j < n; j++)
-				buf[j] = (float)((2.0 * gpo__rng_uniform(m->seed,
-						stream, i + j) - 1.0) * bound);
+				buf[j] = (float)init_value(&m->init[t], m->seed,
+							   stream, i + j);
 			ret = dev->ops->write(dev, &opt->param,
 					      (ot->offset + i) * 4, buf, n * 4);
 		}
@@ -137,12 +169,43 @@ static int init_params(struct gpo_model *m)
 	return ret;
 }
 
+/* torch.nn.Linear's layout and init: U(-1/sqrt(in), 1/sqrt(in)) */
+static int mlp_new(struct gpo_model *m, const char *spec, const char *opts)
+{
+	struct gpo_optim *opt = m->opt;
+	char name[32];
+	int l, ret;
+
+	ret = parse_spec(spec, m->width, &m->nwidth);
+	if (!ret)
+		ret = parse_opts(m, opts);
+	if (ret)
+		return ret;
+	m->init = calloc(2 * (m->nwidth - 1), sizeof(*m->init));
+	if (!m->init)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (l = 0; l + 1 < m->nwidth; l++) {
+		uint64_t ws[2] = { m->width[l + 1], m->width[l] };
+
+		snprintf(name, sizeof(name), "fc%d.weight", l);
+		ret = gpo_optim_add_tensor(opt, name, 2, ws, 0);
+		if (ret < 0)
+			return ret;
+		snprintf(name, sizeof(name), "fc%d.bias", l);
+		ret = gpo_optim_add_tensor(opt, name, 1, &ws[0], 0);
+		if (ret < 0)
+			return ret;
+		m->init[2 * l].a = m->init[2 * l + 1].a =
+			1.0 / sqrt((double)m->width[l]);
+	}
+	return 0;
+}
+
 int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 		  struct gpo_model **out)
 {
 	struct gpo_model *m;
-	char name[32];
-	int l, ret;
+	int ret;
 
 	if (!opt || !spec || !out)
 		return gpo__err(-EINVAL, "gpo_model_new: NULL argument");
@@ -154,24 +217,15 @@ int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 	if (!m)
 		return gpo__err(-ENOMEM, "out of memory");
 	m->opt = opt;
-	ret = parse_spec(spec, m->width, &m->nwidth);
-	if (!ret)
-		ret = parse_opts(m, opts);
-	if (ret)
-		goto out_free;
-	for (l = 0; l + 1 < m->nwidth; l++) {
-		uint64_t ws[2] = { m->width[l + 1], m->width[l] };
-
-		snprintf(name, sizeof(name), "fc%d.weight", l);
-		ret = gpo_optim_add_tensor(opt, name, 2, ws, 0);
-		if (ret < 0)
-			goto out_tensors;
-		snprintf(name, sizeof(name), "fc%d.bias", l);
-		ret = gpo_optim_add_tensor(opt, name, 1, &ws[0], 0);
-		if (ret < 0)
-			goto out_tensors;
+	if (!strncmp(spec, "gpt:", 4)) {
+		m->kind = MODEL_GPT;
+		ret = gpo__gpt_new(m, spec, opts);
+	} else {
+		m->kind = MODEL_MLP;
+		ret = mlp_new(m, spec, opts);
 	}
-	ret = init_params(m);
+	if (!ret)
+		ret = init_params(m);
 	if (ret)
 		goto out_tensors;
 	snprintf(m->spec, sizeof(m->spec), "%s", spec);
@@ -180,13 +234,17 @@ int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 
 out_tensors:
 	gpo__optim_drop_tensors(opt);
-out_free:
+	free(m->init);
 	free(m);
 	return ret;
 }
 
 void gpo_model_free(struct gpo_model *m)
 {
+	if (!m)
+		return;
+	gpo__gpt_free(m);
+	free(m->init);
 	free(m);
 }
 
@@ -194,10 +252,20 @@ int gpo_model_info(const struct gpo_model *m, struct gpo_model_info *info)
 {
 	if (!m || !info)
 		return gpo__err(-EINVAL, "NULL argument");
+	memset(info, 0, sizeof(*info));
+	info->params = gpo_optim_numel(m->opt);
+	if (m->kind == MODEL_GPT) {
+		info->inputs = m->ctx;
+		info->outputs = GPT_VOCAB;
+		info->layers = m->layers;
+		info->ctx = m->ctx;
+		info->heads = m->heads;
+		info->dim = m->dim;
+		return 0;
+	}
 	info->inputs = m->width[0];
 	info->outputs = m->width[m->nwidth - 1];
 	info->layers = m->nwidth - 1;
-	info->params = gpo_optim_numel(m->opt);
 	return 0;
 }
 
@@ -218,15 +286,14 @@ static struct gpo_tensor *activation(struct gpo_model *m, struct gpo_graph *g,
 	}
 }
 
-struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
-				     struct gpo_tensor *x)
+static struct gpo_tensor *mlp_forward(struct gpo_model *m,
+				      struct gpo_graph *g,
+				      struct gpo_tensor *x)
 {
 	struct gpo_tensor *h = x;
 	char name[32];
 	int l;
 
-	if (!m || !g)
-		return NULL;
 	for (l = 0; l + 1 < m->nwidth; l++) {
 		struct gpo_tensor *w, *b;
 
@@ -242,11 +309,28 @@ struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
 	return h;
 }
 
+struct gpo_tensor *gpo__model_forward(struct gpo_model *m, struct gpo_graph *g,
+				      struct gpo_tensor *x, int train)
+{
+	if (!m || !g)
+		return NULL;
+	if (m->kind == MODEL_GPT)
+		return gpo__gpt_forward(m, g, x, train);
+	return mlp_forward(m, g, x);
+}
+
+/* the training form: a gpt's dropout is in it */
+struct gpo_tensor *gpo_model_forward(struct gpo_model *m, struct gpo_graph *g,
+				     struct gpo_tensor *x)
+{
+	return gpo__model_forward(m, g, x, 1);
+}
+
 struct gpo_tensor *gpo__model_loss(struct gpo_model *m, struct gpo_graph *g,
 				   struct gpo_tensor *logits,
 				   struct gpo_tensor *labels)
 {
-	if (m->loss == LOSS_MSE)
+	if (m->kind == MODEL_MLP && m->loss == LOSS_MSE)
 		return gpo_mse(g, logits,
 			       gpo_one_hot(g, labels,
 					   m->width[m->nwidth - 1]));

@@ -9,6 +9,13 @@
  * optimizer's, queued behind each other: nothing waits unless the step's
  * loss is asked for. When the dataset does not fit the pool, each batch
  * is gathered on the host and written instead.
+ *
+ * A gpt trains on a bytes dataset: the bytes go to the device as i32
+ * tokens, and its samples are windows of ctx + 1 of them. Window s of an
+ * epoch starts at s * ctx + phase; a block holds the tokens of its
+ * windows (and the few after its last that those windows reach), and
+ * gather_rows picks a batch's inputs with a row stride of ctx from the
+ * block's element phase, and its targets from phase + 1.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +28,12 @@
 /* one part of the dataset (training or evaluation) on the device */
 struct part_dev {
 	const struct dataset_part *host;
+	const uint8_t *bytes;		/* gpt: the part's bytes */
+	uint64_t n;			/* samples (gpt: windows) */
 	int nblk;
-	struct dev_buf *x, *y;		/* block i: rows [lo[i], hi[i]) */
+	struct dev_buf *x, *y;		/* block i: rows [lo[i], hi[i]);
+					 * gpt: x the tokens of windows
+					 * [lo[i], hi[i]), y unused */
 	uint64_t *lo, *hi;
 	struct dev_buf order;		/* i32 sample numbers, in order */
 };
@@ -43,11 +54,16 @@ struct gpo_train {
 	uint64_t seed;
 	uint64_t spe;			/* steps per epoch */
 	int on_device;
+	int gpt;
+	uint32_t ctx;			/* gpt: T */
+	uint32_t max_phase;		/* gpt: the largest phase drawn */
+	uint32_t phase;			/* gpt: this epoch's */
+	uint64_t ntrain, neval;		/* samples (gpt: windows) */
 	struct part_dev train, eval;
 	uint64_t order_epoch;		/* the epoch train.order holds */
 	int order_valid;
 	uint32_t *order;		/* host: the epoch's order */
-	float *stage_x;			/* host mode: a batch */
+	void *stage_x;			/* host mode: a batch (gpt: i32) */
 	int32_t *stage_y;
 	struct net net;			/* training */
 	struct net ev[2];		/* evaluation: full batches, the rest */
@@ -61,7 +77,7 @@ static int parse_opts(struct gpo_train *t, const char *opts)
 	int ret, b;
 
 	t->batch = 64;
-	t->eval_batch = 1000;
+	t->eval_batch = 0;		/* 1000, or a gpt's batch_size */
 	t->shuffle = 1;
 	while ((ret = gpo__kv_next(&pos, key, sizeof(key), val,
 				   sizeof(val))) > 0) {
@@ -127,17 +143,37 @@ static uint64_t block_rows(struct gpo_device *dev, uint32_t features)
 	return rows ? rows : 1;
 }
 
-/* @p's samples to the device, and @order (NULL: 0, 1, 2, ...) */
+/* @p's order buffer, holding 0, 1, 2, ... */
+static int order_upload(struct gpo_device *dev, struct part_dev *p)
+{
+	uint32_t *iota;
+	uint64_t i;
+	int ret;
+
+	ret = gpo__pool_alloc(dev, p->n * 4, &p->order);
+	if (ret)
+		return ret;
+	iota = malloc(p->n * 4);
+	if (!iota)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (i = 0; i < p->n; i++)
+		iota[i] = (uint32_t)i;
+	ret = dev->ops->write(dev, &p->order, 0, iota, p->n * 4);
+	free(iota);
+	return ret;
+}
+
+/* @p's samples to the device, and its order buffer */
 static int part_upload(struct gpo_train *t, struct part_dev *p,
 		       const struct dataset_part *h)
 {
 	struct gpo_device *dev = t->dev;
 	uint32_t f = t->ds->features;
 	uint64_t per = block_rows(dev, f), i, r;
-	uint32_t *iota;
 	int ret, n;
 
 	p->host = h;
+	p->n = h->n;
 	n = (int)((h->n + per - 1) / per);
 	p->x = calloc(n, sizeof(*p->x));
 	p->y = calloc(n, sizeof(*p->y));
@@ -167,16 +203,61 @@ static int part_upload(struct gpo_train *t, struct part_dev *p,
 			return ret;
 		}
 	}
-	ret = gpo__pool_alloc(dev, h->n * 4, &p->order);
-	if (ret)
-		return ret;
-	iota = malloc(h->n * 4);
-	if (!iota)
-		return gpo__err(-ENOMEM, "out of memory");
-	for (i = 0; i < h->n; i++)
-		iota[i] = (uint32_t)i;
-	ret = dev->ops->write(dev, &p->order, 0, iota, h->n * 4);
-	free(iota);
+	return order_upload(dev, p);
+}
+
+/*
+ * A gpt's part: the tokens of windows [lo, hi) of each block, from its
+ * first window's start to the last byte a window with phase @max_phase
+ * reaches, as i32
+ */
+static int part_upload_bytes(struct gpo_train *t, struct part_dev *p,
+			     const uint8_t *bytes, uint64_t windows,
+			     uint32_t max_phase)
+{
+	enum { CHUNK = 65536 };
+	struct gpo_device *dev = t->dev;
+	uint64_t T = t->ctx, per, i, k, span, c;
+	int32_t *buf;
+	int ret = 0, n;
+
+	p->bytes = bytes;
+	p->n = windows;
+	/* a block's elements: (hi - lo) T + max_phase + 1 <= (hi - lo + 1) T */
+	per = block_rows(dev, 1) / T;
+	per = per > 1 ? per - 1 : 1;
+	n = (int)((windows + per - 1) / per);
+	p->x = calloc(n, sizeof(*p->x));
+	p->y = calloc(n, sizeof(*p->y));
+	p->lo = calloc(n, sizeof(*p->lo));
+	p->hi = calloc(n, sizeof(*p->hi));
+	buf = malloc(CHUNK * sizeof(*buf));
+	if (!p->x || !p->y || !p->lo || !p->hi || !buf) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	for (i = 0; i < (uint64_t)n; i++) {
+		p->lo[i] = i * per;
+		p->hi[i] = p->lo[i] + per < windows ? p->lo[i] + per : windows;
+		span = (p->hi[i] - p->lo[i]) * T + max_phase + 1;
+		ret = gpo__pool_alloc(dev, span * 4, &p->x[i]);
+		if (ret)
+			goto out_free;
+		p->nblk++;
+		for (k = 0; !ret && k < span; k += c) {
+			uint64_t j, at = p->lo[i] * T + k;
+
+			c = span - k < CHUNK ? span - k : CHUNK;
+			for (j = 0; j < c; j++)
+				buf[j] = bytes[at + j];
+			ret = dev->ops->write(dev, &p->x[i], k * 4, buf, c * 4);
+		}
+		if (ret)
+			goto out_free;
+	}
+	ret = order_upload(dev, p);
+out_free:
+	free(buf);
 	return ret;
 }
 
@@ -199,9 +280,14 @@ static int net_build(struct gpo_train *t, struct net *n, uint32_t rows,
 		return ret;
 	n->g = g;
 	n->rows = rows;
-	n->x = gpo_tensor_input(g, "x", GPO_F32, 2, xs);
+	if (t->gpt) {
+		/* windows: [rows, T] inputs, [rows * T] targets */
+		xs[1] = t->ctx;
+		ys[0] = (uint64_t)rows * t->ctx;
+	}
+	n->x = gpo_tensor_input(g, "x", t->gpt ? GPO_I32 : GPO_F32, 2, xs);
 	n->y = gpo_tensor_input(g, "y", GPO_I32, 1, ys);
-	logits = gpo_model_forward(t->m, g, n->x);
+	logits = gpo__model_forward(t->m, g, n->x, train);
 	n->loss = gpo__model_loss(t->m, g, logits, n->y);
 	n->acc = gpo_accuracy(g, logits, n->y);
 	if (train)
@@ -217,11 +303,51 @@ static int net_build(struct gpo_train *t, struct net *n, uint32_t rows,
 }
 
 /* labels the model has no output for, or a width it does not take */
+/*
+ * A gpt's windows: the training part's (@max_phase left free at its end
+ * for the phases), and the evaluation part's (none when it is too short)
+ */
+static int check_fit_gpt(struct gpo_train *t)
+{
+	const struct gpo_dataset *ds = t->ds;
+	const struct gpo_model *m = t->m;
+	uint64_t T = m->ctx, n = ds->train.n;
+
+	if (!ds->is_bytes)
+		return gpo__err(-EINVAL, "the model %s trains on bytes: open %.200s with GPO_DATASET_BYTES",
+				m->spec, ds->source);
+	if (n < T + 1)
+		return gpo__err(-EINVAL, "ctx %u needs at least %u bytes of training data, %.200s has %llu (of %llu, the last tenth held out)",
+				m->ctx, m->ctx + 1, ds->source,
+				(unsigned long long)n,
+				(unsigned long long)(n + ds->eval.n));
+	t->ctx = m->ctx;
+	/* phases 0..T-1, but no window may pass the end: n - 1 - T >= 0 */
+	t->max_phase = t->shuffle ? (uint32_t)(n - 1 - T < T - 1 ? n - 1 - T :
+					       T - 1) : 0;
+	t->ntrain = (n - 1 - t->max_phase) / T;
+	t->neval = ds->eval.n > T ? (ds->eval.n - 1) / T : 0;
+	if (t->batch > t->ntrain)
+		return gpo__err(-EINVAL, "batch_size %u is more than the %llu windows of ctx + 1 = %u bytes in the training part",
+				t->batch, (unsigned long long)t->ntrain,
+				m->ctx + 1);
+	return 0;
+}
+
 static int check_fit(struct gpo_train *t)
 {
 	const struct gpo_dataset *ds = t->ds;
 	const struct gpo_model *m = t->m;
-	uint32_t out = m->width[m->nwidth - 1];
+	uint32_t out;
+
+	if (m->kind == MODEL_GPT)
+		return check_fit_gpt(t);
+	if (ds->is_bytes)
+		return gpo__err(-EINVAL, "%.200s is a bytes dataset: only a gpt model trains on it, not %s",
+				ds->source, m->spec);
+	out = m->width[m->nwidth - 1];
+	t->ntrain = ds->train.n;
+	t->neval = ds->eval.n;
 
 	if (ds->features != m->width[0])
 		return gpo__err(-EINVAL, "the data's samples have %u values, the model %s takes %u",
@@ -239,6 +365,7 @@ int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 		  const char *opts, struct gpo_train **out)
 {
 	struct gpo_train *t;
+	uint64_t ne, stage, rows;
 	uint32_t e;
 	int ret;
 
@@ -250,33 +377,43 @@ int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 	t->m = m;
 	t->ds = ds;
 	t->dev = m->opt->dev;
+	t->gpt = m->kind == MODEL_GPT;
 	ret = parse_opts(t, opts);
 	if (!ret)
 		ret = check_fit(t);
 	if (ret)
 		goto out_free;
-	t->spe = ds->train.n / t->batch;
-	t->order = malloc(ds->train.n * sizeof(*t->order));
+	if (!t->eval_batch)
+		t->eval_batch = t->gpt ? t->batch : 1000;
+	t->spe = t->ntrain / t->batch;
+	ne = t->neval;
+	t->order = malloc(t->ntrain * sizeof(*t->order));
 	if (!t->order) {
 		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free;
 	}
 	ret = net_build(t, &t->net, t->batch, 1);
-	if (!ret && ds->eval.n) {
-		e = t->eval_batch < ds->eval.n ? t->eval_batch :
-						 (uint32_t)ds->eval.n;
+	if (!ret && ne) {
+		e = t->eval_batch < ne ? t->eval_batch : (uint32_t)ne;
 		ret = net_build(t, &t->ev[0], e, 0);
-		if (!ret && ds->eval.n % e)
-			ret = net_build(t, &t->ev[1],
-					(uint32_t)(ds->eval.n % e), 0);
+		if (!ret && ne % e)
+			ret = net_build(t, &t->ev[1], (uint32_t)(ne % e), 0);
 	}
 	if (ret)
 		goto out_free;
 
 	pthread_mutex_lock(&t->dev->lock);
-	ret = part_upload(t, &t->train, &ds->train);
-	if (!ret && ds->eval.n)
-		ret = part_upload(t, &t->eval, &ds->eval);
+	if (t->gpt) {
+		ret = part_upload_bytes(t, &t->train, ds->bytes, t->ntrain,
+					t->max_phase);
+		if (!ret && ne)
+			ret = part_upload_bytes(t, &t->eval,
+						ds->bytes + ds->train.n, ne, 0);
+	} else {
+		ret = part_upload(t, &t->train, &ds->train);
+		if (!ret && ne)
+			ret = part_upload(t, &t->eval, &ds->eval);
+	}
 	pthread_mutex_unlock(&t->dev->lock);
 	if (!ret) {
 		t->on_device = 1;
@@ -286,13 +423,17 @@ int gpo_train_new(struct gpo_model *m, struct gpo_dataset *ds,
 		part_free(t->dev, &t->eval);
 		t->train.host = &ds->train;
 		t->eval.host = &ds->eval;
-		t->stage_x = malloc((uint64_t)t->batch * ds->features * 4);
-		t->stage_y = malloc((uint64_t)t->batch * 4);
+		t->train.bytes = ds->bytes;
+		t->eval.bytes = ds->bytes ? ds->bytes + ds->train.n : NULL;
+		/* a batch, or an evaluation batch when that is larger */
+		rows = t->batch > t->ev[0].rows ? t->batch : t->ev[0].rows;
+		stage = rows * (t->gpt ? t->ctx : ds->features);
+		t->stage_x = malloc(stage * 4);
+		t->stage_y = malloc((t->gpt ? stage : rows) * 4);
 		if (!t->stage_x || !t->stage_y) {
 			ret = gpo__err(-ENOMEM, "out of memory");
 			goto out_free;
 		}
-		ret = 0;
 	} else {
 		goto out_free;
 	}
@@ -327,29 +468,91 @@ uint64_t gpo_train_steps_per_epoch(const struct gpo_train *t)
 	return t ? t->spe : 0;
 }
 
+/*
+ * rows @idx[0 .. rows) of block @src (rows [lo, hi)) into @dst: row r is
+ * @width elements from element @from + (r - lo) @stride of the block
+ */
 static int gather_one(struct gpo_device *dev, enum gpo_dtype dt,
-		      const struct dev_buf *src, uint64_t lo, uint64_t hi,
-		      uint32_t width, const struct tview *idx, uint32_t rows,
+		      const struct dev_buf *src, uint64_t from, uint64_t span,
+		      uint64_t lo, uint64_t hi, uint32_t width, uint32_t stride,
+		      const struct tview *idx, uint32_t rows,
 		      const struct tview *dst)
 {
 	uint64_t n = (uint64_t)rows * width;
 	struct gpo_gather_args a = { 0 };
 	struct op_call c = { .op = OP_GATHER_ROWS, .dtype = dt, .args = &a };
-	struct tview s = { *src, 0 };
+	struct tview s = { *src, from };
 	uint64_t gr = (n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
 
 	a.n = (uint32_t)n;
 	a.groups = (uint32_t)(gr > T_GROUPS_CAP ? T_GROUPS_CAP : gr);
 	a.rows = rows;
 	a.width = width;
-	a.stride = width;
+	a.stride = stride;
 	a.row_lo = (uint32_t)lo;
 	a.row_hi = (uint32_t)hi;
 	c.work = a.groups;
-	gpo__view_bind(&s, (hi - lo) * width, &c.buf[0], &a.off_src);
+	gpo__view_bind(&s, span - from, &c.buf[0], &a.off_src);
 	gpo__view_bind(idx, rows, &c.buf[1], &a.off_idx);
 	gpo__view_bind(dst, n, &c.buf[2], &a.off_dst);
 	return gpo__launch(dev, &c);
+}
+
+/* write @bytes of host @src into tensor @x */
+static int write_input(struct gpo_device *dev, struct gpo_tensor *x,
+		       const void *src, uint64_t bytes)
+{
+	struct dev_buf b = x->st.blk;
+
+	b.off += x->st.elem * 4;
+	return dev->ops->write(dev, &b, 0, src, bytes);
+}
+
+/*
+ * A gpt's windows @order[first .. first + n->rows) (NULL: in order) of
+ * part @p, at phase @phase: on the device, inputs from the window's
+ * start and targets from one later, with a row stride of T
+ */
+static int load_windows(struct gpo_train *t, struct part_dev *p,
+			const uint32_t *order, uint64_t first, uint32_t phase,
+			uint32_t max_phase, struct net *n)
+{
+	struct gpo_device *dev = t->dev;
+	uint32_t T = t->ctx, r, j;
+	struct tview idx = { p->order, first };
+	int32_t *sx = t->stage_x, *sy = t->stage_y;
+	uint64_t span;
+	int i, ret;
+
+	if (t->on_device) {
+		for (i = 0; i < p->nblk; i++) {
+			span = (p->hi[i] - p->lo[i]) * T + max_phase + 1;
+			ret = gather_one(dev, GPO_I32, &p->x[i], phase, span,
+					 p->lo[i], p->hi[i], T, T, &idx,
+					 n->rows, &n->x->st);
+			if (!ret)
+				ret = gather_one(dev, GPO_I32, &p->x[i],
+						 phase + 1, span, p->lo[i],
+						 p->hi[i], T, T, &idx,
+						 n->rows, &n->y->st);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	for (r = 0; r < n->rows; r++) {
+		uint64_t s = order ? order[first + r] : first + r;
+		const uint8_t *w = p->bytes + s * T + phase;
+
+		for (j = 0; j < T; j++) {
+			sx[(uint64_t)r * T + j] = w[j];
+			sy[(uint64_t)r * T + j] = w[j + 1];
+		}
+	}
+	ret = write_input(dev, n->x, sx, (uint64_t)n->rows * T * 4);
+	if (!ret)
+		ret = write_input(dev, n->y, sy, (uint64_t)n->rows * T * 4);
+	return ret;
 }
 
 /*
@@ -362,17 +565,20 @@ static int load(struct gpo_train *t, struct part_dev *p, const uint32_t *order,
 	struct gpo_device *dev = t->dev;
 	uint32_t f = t->ds->features, r;
 	struct tview idx = { p->order, first };
-	struct dev_buf b;
+	float *sx = t->stage_x;
 	int i, ret;
 
 	if (t->on_device) {
 		for (i = 0; i < p->nblk; i++) {
-			ret = gather_one(dev, GPO_F32, &p->x[i], p->lo[i],
-					 p->hi[i], f, &idx, n->rows, &n->x->st);
+			uint64_t rows = p->hi[i] - p->lo[i];
+
+			ret = gather_one(dev, GPO_F32, &p->x[i], 0, rows * f,
+					 p->lo[i], p->hi[i], f, f, &idx,
+					 n->rows, &n->x->st);
 			if (!ret)
-				ret = gather_one(dev, GPO_I32, &p->y[i],
-						 p->lo[i], p->hi[i], 1, &idx,
-						 n->rows, &n->y->st);
+				ret = gather_one(dev, GPO_I32, &p->y[i], 0,
+						 rows, p->lo[i], p->hi[i], 1,
+						 1, &idx, n->rows, &n->y->st);
 			if (ret)
 				return ret;
 		}
@@ -381,32 +587,30 @@ static int load(struct gpo_train *t, struct part_dev *p, const uint32_t *order,
 	for (r = 0; r < n->rows; r++) {
 		uint64_t s = order ? order[first + r] : first + r;
 
-		memcpy(t->stage_x + (uint64_t)r * f, p->host->x + s * f, f * 4);
+		memcpy(sx + (uint64_t)r * f, p->host->x + s * f, f * 4);
 		t->stage_y[r] = p->host->y[s];
 	}
-	b = n->x->st.blk;
-	b.off += n->x->st.elem * 4;
-	ret = dev->ops->write(dev, &b, 0, t->stage_x, (uint64_t)n->rows * f * 4);
-	if (ret)
-		return ret;
-	b = n->y->st.blk;
-	b.off += n->y->st.elem * 4;
-	return dev->ops->write(dev, &b, 0, t->stage_y, (uint64_t)n->rows * 4);
+	ret = write_input(dev, n->x, sx, (uint64_t)n->rows * f * 4);
+	if (!ret)
+		ret = write_input(dev, n->y, t->stage_y, (uint64_t)n->rows * 4);
+	return ret;
 }
 
-/* the order of @epoch, on the device too when the data is there */
+/* the order (and a gpt's phase) of @epoch, on the device too */
 static int set_epoch(struct gpo_train *t, uint64_t epoch)
 {
 	int ret;
 
 	if (t->order_valid && t->order_epoch == epoch)
 		return 0;
-	ret = gpo__dataset_order(t->ds, t->seed, epoch, t->shuffle, t->order);
+	ret = gpo__sample_order(t->ntrain, t->seed, epoch, t->shuffle,
+				t->order, t->ds->source);
 	if (!ret && t->on_device)
 		ret = t->dev->ops->write(t->dev, &t->train.order, 0, t->order,
-					 t->ds->train.n * 4);
+					 t->ntrain * 4);
 	if (ret)
 		return ret;
+	t->phase = gpo__window_phase(t->seed, epoch, t->max_phase);
 	t->order_valid = 1;
 	t->order_epoch = epoch;
 	return 0;
@@ -431,7 +635,7 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	struct gpo_device *dev;
 	struct gpo_optim *opt;
 	struct gpo_step_info si;
-	uint64_t pos, epoch;
+	uint64_t pos, epoch, first;
 	int ret;
 
 	if (!t)
@@ -440,11 +644,16 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	opt = t->m->opt;
 	pos = opt->step + opt->skipped;
 	epoch = pos / t->spe;
+	first = (pos % t->spe) * t->batch;
+	/* the dropout masks of this data position */
+	gpo_graph_set_step(t->net.g, pos);
 	pthread_mutex_lock(&dev->lock);
 	ret = set_epoch(t, epoch);
-	if (!ret)
-		ret = load(t, &t->train, t->order, (pos % t->spe) * t->batch,
-			   &t->net);
+	if (!ret && t->gpt)
+		ret = load_windows(t, &t->train, t->order, first, t->phase,
+				   t->max_phase, &t->net);
+	else if (!ret)
+		ret = load(t, &t->train, t->order, first, &t->net);
 	if (!ret)
 		ret = gpo__graph_launch(t->net.g,
 					GPO_RUN_FORWARD | GPO_RUN_BACKWARD);
@@ -464,6 +673,7 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	pos = opt->step + opt->skipped;
 	res->epoch = pos / t->spe;
 	res->samples = pos * t->batch;
+	res->tokens = t->gpt ? res->samples * t->ctx : 0;
 	res->grad_norm = si.grad_norm;
 	res->lr = si.lr;
 	res->skipped = si.skipped;
@@ -479,7 +689,11 @@ int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res)
 
 	if (!t || !res)
 		return gpo__err(-EINVAL, "NULL argument");
-	n = t->ds->eval.n;
+	n = t->neval;
+	if (!n && t->gpt)
+		return gpo__err(-ENODATA, "the held-out part of %.200s has %llu bytes, fewer than a window of ctx + 1 = %u",
+				t->ds->source,
+				(unsigned long long)t->ds->eval.n, t->ctx + 1);
 	if (!n)
 		return gpo__err(-ENODATA, "the dataset has no evaluation part");
 	dev = t->dev;
@@ -489,7 +703,10 @@ int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res)
 							     &t->ev[1];
 		double l = 0, a = 0;
 
-		ret = load(t, &t->eval, NULL, first, e);
+		if (t->gpt)
+			ret = load_windows(t, &t->eval, NULL, first, 0, 0, e);
+		else
+			ret = load(t, &t->eval, NULL, first, e);
 		if (!ret)
 			ret = gpo__graph_launch(e->g, GPO_RUN_FORWARD);
 		if (!ret)
@@ -509,6 +726,7 @@ int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res)
 	res->step = t->m->opt->step;
 	res->epoch = (t->m->opt->step + t->m->opt->skipped) / t->spe;
 	res->samples = n;
+	res->tokens = t->gpt ? n * t->ctx : 0;
 	res->grad_norm = NAN;
 	res->lr = NAN;
 	return 0;

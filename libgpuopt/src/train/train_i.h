@@ -31,6 +31,10 @@ struct gpo_dataset {
 	float *xbuf;			/* what train.x and eval.x point into */
 	int32_t *ybuf;
 	uint64_t host_bytes;
+	int is_bytes;			/* GPO_DATASET_BYTES: train.n and
+					 * eval.n count bytes, x and y are
+					 * NULL */
+	uint8_t *bytes;			/* the file: train, then eval */
 };
 
 /*
@@ -45,6 +49,19 @@ struct gpo_dataset {
 int gpo__dataset_order(const struct gpo_dataset *ds, uint64_t seed,
 		       uint64_t epoch, int shuffle, uint32_t *order);
 
+/* gpo__dataset_order() of @n samples (@what names them in messages) */
+int gpo__sample_order(uint64_t n, uint64_t seed, uint64_t epoch,
+		      int shuffle, uint32_t *order, const char *what);
+
+/*
+ * gpo__window_phase - a byte dataset's phase in @epoch: where its
+ * windows start, 0..@max, drawn from (@seed, GPO_RNG_STREAM(
+ * GPO_RNG_SHUFFLE, @epoch | GPO_RNG_PHASE_BIT), 0) (a sub-stream the
+ * order's permutations never use); 0 when @max is 0
+ */
+#define GPO_RNG_PHASE_BIT	(1ull << 47)
+uint32_t gpo__window_phase(uint64_t seed, uint64_t epoch, uint32_t max);
+
 /* ---- model.c: models from a spec ---------------------------------------- */
 
 enum model_act {
@@ -53,21 +70,63 @@ enum model_act {
 
 enum model_loss { LOSS_XENT, LOSS_MSE };
 
+enum model_kind { MODEL_MLP, MODEL_GPT };
+
 #define MODEL_MAX_WIDTHS	65
+
+/* how a parameter tensor starts */
+enum init_kind { INIT_UNIFORM, INIT_NORMAL, INIT_CONST };
+
+struct init_spec {
+	enum init_kind kind;
+	double a;		/* the bound, the standard deviation, the value */
+};
 
 struct gpo_model {
 	struct gpo_optim *opt;
 	char spec[256];
-	uint32_t width[MODEL_MAX_WIDTHS];	/* in, hidden..., out */
+	enum model_kind kind;
+	uint32_t width[MODEL_MAX_WIDTHS];	/* mlp: in, hidden..., out */
 	int nwidth;
 	enum model_act act;
 	enum model_loss loss;
 	uint64_t seed;
+	uint32_t layers, heads, dim, ctx;	/* gpt */
+	double dropout;
+	struct init_spec *init;			/* one per optimizer tensor */
+	/* gpo_model_sample(): a gpt graph of one sequence, built once */
+	struct gpo_graph *sg;
+	struct gpo_tensor *sx, *slogits;
 };
+
+/*
+ * gpo__model_forward - the model's outputs for @x in @g; @train 0 leaves
+ * out dropout (evaluation, sampling)
+ */
+struct gpo_tensor *gpo__model_forward(struct gpo_model *m, struct gpo_graph *g,
+				      struct gpo_tensor *x, int train);
 
 /* the model's loss of @logits against i32 @labels, in @g */
 struct gpo_tensor *gpo__model_loss(struct gpo_model *m, struct gpo_graph *g,
 				   struct gpo_tensor *logits,
 				   struct gpo_tensor *labels);
+
+/* ---- gpt.c: the byte-level GPT-2 ---------------------------------------- */
+
+#define GPT_VOCAB	256
+
+/*
+ * gpo__gpt_new - parse @spec ("gpt:...") and @opts into @m and add its
+ * parameters to m->opt, with m->init filled; on failure the optimizer's
+ * tensors are the caller's to drop
+ */
+int gpo__gpt_new(struct gpo_model *m, const char *spec, const char *opts);
+
+/* gpo__gpt_forward - logits [B * S, 256] of i32 @x [B, S], S <= ctx */
+struct gpo_tensor *gpo__gpt_forward(struct gpo_model *m, struct gpo_graph *g,
+				    struct gpo_tensor *x, int train);
+
+/* gpo__gpt_free - what gpo_model_sample() kept */
+void gpo__gpt_free(struct gpo_model *m);
 
 #endif /* GPUOPT_TRAIN_I_H */
