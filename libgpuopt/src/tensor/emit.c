@@ -343,11 +343,13 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 
 /*
  * the fewest matmul_big tiles a product needs to be given to it, and to
- * be given to it over a sum shorter than MM_BIG_MIN_K
+ * be given to it over a sum shorter than MM_BIG_MIN_K (but no shorter
+ * than MM_BIG_SHORT_K)
  */
 #define MM_BIG_TILES	256
 #define MM_BIG_MANY	1024
 #define MM_BIG_MIN_K	512
+#define MM_BIG_SHORT_K	256
 
 /* the tiles of side @ts an m x n product has (@batch of them) */
 static uint64_t mm_tiles(uint32_t m, uint32_t n, uint32_t batch, uint32_t ts)
@@ -376,7 +378,8 @@ static int mm_big_fits(uint32_t m, uint32_t n)
  * stores after the last: on an H100, 16384 x 384 over 384 terms ran as
  * fast on either (384 tiles of matmul_big), 16384 x 1152 over 384 terms
  * 10% faster on matmul_big, and 16384 x 384 from 1152 terms on 10 to 20%
- * faster (bench/results/gemmgpt-h100-sweep.txt).
+ * faster (bench/results/gemmgpt-h100-sweep.txt); attention's scores,
+ * 256 x 256 over 64 terms in 384 products, 15% slower.
  */
 static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 		  uint32_t k, uint32_t batch)
@@ -384,7 +387,8 @@ static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 	uint64_t tiles = mm_tiles(m, n, batch, GPO_MM_TILE_BIG);
 
 	return tiles >= MM_BIG_TILES && mm_big_fits(m, n) &&
-	       (k >= MM_BIG_MIN_K || tiles >= MM_BIG_MANY);
+	       (k >= MM_BIG_MIN_K ||
+		(k >= MM_BIG_SHORT_K && tiles >= MM_BIG_MANY));
 }
 
 /*
@@ -498,11 +502,15 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
  * launch for the slices (else the shorter last slice is a launch of its
  * own, of few groups, as long as the others); enough for 8 groups a
  * compute unit, slices of SPLIT_MIN_K terms or more, and a temporary no
- * larger than the operands. On matmul_big where its tiles fit the product
+ * larger than half the operands (the arena keeps every temporary of a
+ * graph: a GPT's weight gradients in 32 slices took a gigabyte more than
+ * in 5). On matmul_big where its tiles fit the product
  * and, split as finely, are 4 a compute unit: on an H100 the weight
- * gradients of a GPT (384 x 1152 over 16384 rows) ran 1.4 times faster
- * so, in 32 slices, than in the 5 slices of matmul that 4 groups a
- * compute unit gave (bench/results/gemmgpt-h100-sweep.txt).
+ * gradients of a GPT (1536 x 384 over 16384 rows) ran 1.3 times faster
+ * so, in 16 slices, than in the 4 slices of matmul that 4 groups a
+ * compute unit gave, and 384 x 1152 1.4 times faster in 16 slices of
+ * matmul than in 5 and a shorter last one, a launch of its own
+ * (bench/results/gemmgpt-h100-sweep.txt).
  */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -521,8 +529,8 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
 		return mm_one(g, l, x, y, c, flags);
 	most = k / SPLIT_MIN_K;
-	if ((uint64_t)most * m * n > (uint64_t)k * (m + n))
-		most = (uint32_t)((uint64_t)k * (m + n) / ((uint64_t)m * n));
+	if ((uint64_t)most * m * n > (uint64_t)k * (m + n) / 2)
+		most = (uint32_t)((uint64_t)k * (m + n) / 2 / ((uint64_t)m * n));
 	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
 	s = mm_slices(big_tiles, want, most);
 	if (mm_big_fits(m, n) && big_tiles * s >= want / 2)
