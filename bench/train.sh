@@ -42,5 +42,5 @@ if "$py" -c 'import torch' 2>/dev/null; then
 else
 	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
 fi
-"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" -M "$prods" \
-	-p "$peers" $BENCH_FLAGS
+"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" \
+	-M "$prods" -p "$peers" $BENCH_FLAGS

@@ -516,7 +516,7 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
 {
 	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, most;
-	uint64_t want = 2 * fill_groups(g), tiles, big_tiles;
+	uint64_t want = 2 * fill_groups(g), tiles, big_tiles, half;
 	struct tview tmp;
 	int big = 0, ret;
 
@@ -529,8 +529,9 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
 		return mm_one(g, l, x, y, c, flags);
 	most = k / SPLIT_MIN_K;
-	if ((uint64_t)most * m * n > (uint64_t)k * (m + n) / 2)
-		most = (uint32_t)((uint64_t)k * (m + n) / 2 / ((uint64_t)m * n));
+	half = (uint64_t)k * (m + n) / 2;
+	if ((uint64_t)most * m * n > half)
+		most = (uint32_t)(half / ((uint64_t)m * n));
 	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
 	s = mm_slices(big_tiles, want, most);
 	if (mm_big_fits(m, n) && big_tiles * s >= want / 2)
