@@ -41,6 +41,7 @@
 #include "abi/layernorm.h"
 
 #define GUARD		64	/* elements of poison before and after */
+#define LP_LOOP_LIMIT	65535	/* lavapipe's loop iterations a work-item */
 #define POISON		0x7fa5a5a5u
 #define DONTCARE	1e300
 #define MUSTNAN		(-1e300)	/* want: written, and NaN */
@@ -2170,6 +2171,14 @@ static void embed_bwd_setup(struct tcase *tc)
 	a->n = a->row_hi * a->width;
 	a->groups = HAS(tc, EB_MANY) ? urand(tc, 1, 4) :
 		    urand(tc, 1, a->row_hi + 2);
+	/*
+	 * lavapipe ends a work-item's loops after LP_LOOP_LIMIT iterations
+	 * in all (abi/tensor.h): each group's rows times the indices each
+	 * walks stay below it, as the engine's launches do
+	 */
+	while ((uint64_t)((a->row_hi + a->groups - 1) / a->groups) *
+	       (a->rows + a->rows / GPO_WG_SIZE + 2) > LP_LOOP_LIMIT / 2)
+		a->groups++;
 	tc->n = a->n;
 	tc->work = a->groups;
 	hole = urand(tc, 0, a->row_hi - 1);

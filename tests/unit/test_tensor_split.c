@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "core/gpuopt_i.h"
 
 #define TOL	2e-5	/* of the sum of the terms' magnitudes */
 
@@ -222,6 +223,79 @@ START_TEST(test_split_gradients_accumulate)
 }
 END_TEST
 
+/*
+ * an embedding's gradient over more indices than lavapipe lets one
+ * work-item walk (abi/tensor.h): launches of fewer indices, each adding
+ * to the last, give the sums of every index on every device
+ */
+START_TEST(test_split_embedding_gradient_over_many_indices)
+{
+	enum { V = 37, D = 300, N = 40009 };
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int nd = tu_devices(devs, TU_MAX_DEVICES), d;
+	uint64_t seed = tu_seed();
+	const uint64_t ts[2] = { V, D }, is[1] = { N }, rs[2] = { N, D };
+
+	for (d = 0; d < nd; d++) {
+		float *r = malloc((size_t)N * D * 4), gw[V * D], w[V * D];
+		double want[V * D], mag[V * D];
+		int32_t *ix = malloc(N * 4);
+		struct gpo_tensor *tt, *ti, *tr, *loss;
+		struct gpo_op_time pt[32];
+		struct gpo_optim *opt;
+		struct gpo_graph *g;
+		uint32_t i, j, launches = 0;
+		int n, k;
+
+		tu_fill(r, (size_t)N * D, &seed, -1, 1);
+		tu_fill(w, V * D, &seed, -1, 1);
+		for (i = 0; i < N; i++)
+			ix[i] = (int32_t)tu_rand(&seed, 0, V);
+		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_SGD, &opt), 0);
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, "t", 2, ts, 0), 0);
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+		tt = gpo_tensor_param(g, opt, "t");
+		ti = gpo_tensor_input(g, "i", GPO_I32, 1, is);
+		tr = gpo_tensor_input(g, "r", GPO_F32, 2, rs);
+		loss = gpo_sum(g, gpo_sum(g, gpo_mul(g, gpo_embedding(g, tt, ti),
+						     tr), 1), 0);
+		ck_assert_int_eq(gpo_graph_backward(g, loss), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "param", "t", w,
+						 sizeof(w)), 0);
+		tu_poison(gw, V * D);
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", "t", gw,
+						 sizeof(gw)), 0);
+		ck_assert_int_eq(gpo_tensor_write(ti, ix, N * 4), 0);
+		ck_assert_int_eq(gpo_tensor_write(tr, r, (size_t)N * D * 4), 0);
+		n = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, pt,
+				      32);
+		ck_assert_int_gt(n, 0);
+		for (k = 0; k < n; k++)
+			if (!strcmp(pt[k].op, "embed_bwd"))
+				launches = (uint32_t)pt[k].launches;
+		if (devs[d]->loop_limit)
+			ck_assert_uint_ge(launches, 2);
+		else
+			ck_assert_uint_eq(launches, 1);
+		ck_assert_int_eq(gpo_optim_read(opt, "grad", "t", gw,
+						sizeof(gw)), 0);
+		for (i = 0; i < V * D; i++)
+			want[i] = mag[i] = 0;
+		for (i = 0; i < N; i++)
+			for (j = 0; j < D; j++) {
+				want[ix[i] * D + j] += r[(size_t)i * D + j];
+				mag[ix[i] * D + j] += fabs(r[(size_t)i * D + j]);
+			}
+		check_close("embedding gradient", tu_device_id(devs[d]), gw,
+			    want, mag, V * D);
+		gpo_graph_free(g);
+		gpo_optim_free(opt);
+		free(r);
+		free(ix);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tensor_split");
@@ -230,6 +304,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_split_product_matches_float64);
 	tcase_add_test(tc, test_split_gradients_accumulate);
+	tcase_add_test(tc, test_split_embedding_gradient_over_many_indices);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -1146,26 +1146,63 @@ static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+/*
+ * the indices one embed_bwd launch may walk: all of them, or where the
+ * device ends long loops (lavapipe) few enough that a work-item's walks
+ * (its table rows times its column stretches times the indices and their
+ * chunks) stay within half its limit
+ */
+static uint64_t embed_rows_per_launch(const struct gpo_graph *g,
+				      uint64_t vocab, uint32_t width,
+				      uint32_t groups)
+{
+	uint64_t walks = ((vocab + groups - 1) / groups) *
+			 ((width + GPO_WG_SIZE - 1) / GPO_WG_SIZE);
+	uint64_t c;
+
+	if (!g->dev->loop_limit)
+		return UINT64_MAX;
+	c = g->dev->loop_limit / 2 / walks;
+	c -= c / GPO_WG_SIZE + 2;
+	c &= ~(uint64_t)(GPO_WG_SIZE - 1);
+	return c < GPO_WG_SIZE ? GPO_WG_SIZE : c;
+}
+
+/*
+ * the gradient of an embedding: the rows of dY summed by index into the
+ * table's, in launches of at most embed_rows_per_launch() indices, each
+ * after the first adding to the sums so far: the same order
+ */
 static int bwd_embedding(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *tab = t->src[0], *idx = t->src[1];
-	uint32_t gr = rows_groups(tab->shape[0]);
-	struct launch *c = push(g, &g->bwd, OP_EMBED_BWD, gr);
-	struct gpo_gather_args *a;
+	uint32_t gr = rows_groups(tab->shape[0]), width = tab->shape[1];
+	uint64_t per = embed_rows_per_launch(g, tab->shape[0], width, gr);
+	uint32_t flags = acc(tab);
+	uint64_t b0;
 
-	if (!c)
-		return -ENOMEM;
-	a = &c->a.gather;
-	a->n = (uint32_t)tab->numel;
-	a->groups = gr;
-	a->rows = (uint32_t)idx->numel;
-	a->width = tab->shape[1];
-	a->row_hi = tab->shape[0];
-	a->flags = acc(tab);
-	gpo__view_bind(&idx->st, idx->numel, &c->call.buf[0], &a->off_idx);
-	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_src);
-	gpo__view_bind(&tab->grad->st, tab->numel, &c->call.buf[2],
-		       &a->off_dst);
+	for (b0 = 0; b0 < idx->numel; b0 += per) {
+		uint64_t rows = idx->numel - b0 < per ? idx->numel - b0 : per;
+		struct launch *c = push(g, &g->bwd, OP_EMBED_BWD, gr);
+		struct tview iv = idx->st, dv = t->grad->st;
+		struct gpo_gather_args *a;
+
+		if (!c)
+			return -ENOMEM;
+		iv.elem += b0;
+		dv.elem += b0 * width;
+		a = &c->a.gather;
+		a->n = (uint32_t)tab->numel;
+		a->groups = gr;
+		a->rows = (uint32_t)rows;
+		a->width = width;
+		a->row_hi = tab->shape[0];
+		a->flags = b0 ? GPO_T_ACCUM : flags;
+		gpo__view_bind(&iv, rows, &c->call.buf[0], &a->off_idx);
+		gpo__view_bind(&dv, rows * width, &c->call.buf[1], &a->off_src);
+		gpo__view_bind(&tab->grad->st, tab->numel, &c->call.buf[2],
+			       &a->off_dst);
+	}
 	return 0;
 }
 
