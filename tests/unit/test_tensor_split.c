@@ -7,7 +7,10 @@
  *
  * The split happens where the outputs are too few for the device, so the
  * shapes here (a handful of outputs, thousands of terms) split on every
- * device, the cpu backend included.
+ * device, the cpu backend included. The larger ones (a few 128 x 128
+ * tiles) split into slices of matmul_big on a device of a few compute
+ * units (the cpu backend, PoCL and lavapipe here): aligned for its vector
+ * loads, and ragged, with a shorter last slice.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,6 +44,27 @@ static void expect_split(struct gpo_graph *g, const char *dev)
 	ck_assert_msg(red, "%s: the product was not split", dev);
 }
 
+/*
+ * the slices ran on matmul_big, where the device has the few compute
+ * units that make it the choice (tensor/emit.c, mm())
+ */
+static void expect_big(struct gpo_graph *g, struct gpo_device *dev)
+{
+	struct gpo_device_info info;
+	struct gpo_op_time t[8];
+	int n = gpo_graph_profile(g, GPO_RUN_FORWARD, t, 8), i, big = 0;
+
+	ck_assert_int_eq(gpo_device_info(tu_ctx(), gpo_device_index(dev),
+					 &info), 0);
+	if (info.compute_units > 4)
+		return;
+	ck_assert_int_gt(n, 0);
+	for (i = 0; i < n; i++)
+		big |= !strcmp(t[i].op, "matmul_big");
+	ck_assert_msg(big, "%s: the slices did not run on matmul_big",
+		      tu_device_id(dev));
+}
+
 /* op(A) op(B) in double, and the sums of |terms| */
 static void ref_mm(const float *a, const float *b, int ta, int tb, uint32_t m,
 		   uint32_t n, uint32_t k, double *c, double *mag)
@@ -67,13 +91,14 @@ static void ref_mm(const float *a, const float *b, int ta, int tb, uint32_t m,
 START_TEST(test_split_product_matches_float64)
 {
 	static const uint32_t dims[][3] = { { 5, 7, 3001 }, { 67, 3, 1031 },
-					    { 1, 1, 4099 } };
+					    { 1, 1, 4099 }, { 256, 128, 4096 },
+					    { 250, 120, 4100 } };
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int nd = tu_devices(devs, TU_MAX_DEVICES), d, v, f;
 	uint64_t seed = tu_seed();
 
 	for (d = 0; d < nd; d++)
-		for (v = 0; v < 3; v++)
+		for (v = 0; v < 5; v++)
 			for (f = 0; f < 4; f++) {
 				uint32_t m = dims[v][0], n = dims[v][1];
 				uint32_t k = dims[v][2];
@@ -102,6 +127,8 @@ START_TEST(test_split_product_matches_float64)
 				ck_assert_int_eq(gpo_graph_run(g, GPO_RUN_FORWARD), 0);
 				ck_assert_int_eq(gpo_tensor_read(tc, c, m * n * 4), 0);
 				expect_split(g, tu_device_id(devs[d]));
+				if (m >= 128)
+					expect_big(g, devs[d]);
 				ref_mm(a, b, ta, tb, m, n, k, w, mag);
 				snprintf(what, sizeof(what), "%ux%ux%u%s%s", m, n,
 					 k, ta ? " ta" : "", tb ? " tb" : "");
