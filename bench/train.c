@@ -19,7 +19,7 @@
  * are counted; after WARMUP_S of warm-up; the median of -r rounds.
  *
  *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-g GPTS]
- *               [-M PRODUCTS] [-r ROUNDS] [-p PEERFILE] [-q]
+ *               [-M PRODUCTS] [-A ATTNS] [-r ROUNDS] [-p PEERFILE] [-q]
  *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
  *   -m  MLPs as SPEC@BATCH, e.g. 784x256x10@128,784x1024x1024x10@4096
  *       (none: -m 0)
@@ -35,6 +35,10 @@
  *       (train_torch.py --products), keyed "mm:SPEC"; after it, each
  *       kernel the product launched, its launches and device time (one
  *       profiled run, gpo_graph_profile) and the TFLOP/s of that time.
+ *   -A  causal self-attention as BHxTxHD, e.g. 384x256x64 (none: -A 0,
+ *       the default): the device time of forward and backward (dq, dk,
+ *       dv), by gpo_causal_attention() and by matmul, causal_softmax and
+ *       matmul, from gpo_graph_profile()
  */
 #include <errno.h>
 #include <getopt.h>
@@ -878,28 +882,138 @@ out:
 	return ret;
 }
 
+/*
+ * One graph of loss = sum(w * attention(q, k, v)), q, k and v parameters,
+ * fused or composed: the device time of the attention's kernels forward
+ * and backward (all but the loss's own: the best of @rounds profiles)
+ */
+static int attn_time(struct gpo_device *dev, const uint64_t *s, int fused,
+		     double *fwd_ms, double *bwd_ms)
+{
+	static const char *const names[3] = { "q", "k", "v" };
+	uint64_t n = s[0] * s[1] * s[2], seed = 0x9e3779b97f4a7c15ull, i;
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_tensor *p[3], *w, *y, *loss;
+	struct gpo_optim *opt = NULL;
+	struct gpo_graph *g = NULL;
+	float *v = malloc(n * sizeof(float));
+	int ret = -ENOMEM, k, r;
+
+	*fwd_ms = *bwd_ms = INFINITY;
+	if (!v)
+		goto out;
+	for (i = 0; i < n; i++)
+		v[i] = (float)((int64_t)(rng_next(&seed) >> 40) - (1 << 23)) /
+		       (1 << 23);
+	ret = gpo_optim_new(dev, GPO_SGD, &opt);
+	if (!ret)
+		ret = gpo_graph_new(dev, &g);
+	for (k = 0; k < 3 && !ret; k++) {
+		ret = gpo_optim_add_tensor(opt, names[k], 3, s, 0);
+		ret = ret < 0 ? ret : 0;
+		p[k] = ret ? NULL : gpo_tensor_param(g, opt, names[k]);
+	}
+	if (ret)
+		goto out;
+	w = gpo_tensor_input(g, "w", GPO_F32, 3, s);
+	if (fused) {
+		y = gpo_causal_attention(g, p[0], p[1], p[2],
+					 1 / sqrt((double)s[2]));
+	} else {
+		y = gpo_matmul(g, p[0], p[1], GPO_MATMUL_TB);
+		y = gpo_causal_softmax(g, y, 1 / sqrt((double)s[2]));
+		y = gpo_matmul(g, y, p[2], 0);
+	}
+	loss = gpo_sum(g, gpo_sum(g, gpo_sum(g, gpo_mul(g, y, w), -1), -1),
+		       -1);
+	ret = gpo_graph_backward(g, loss);
+	for (k = 0; k < 3 && !ret; k++)
+		ret = gpo_optim_write(opt, "param", names[k], v, n * 4);
+	if (!ret)
+		ret = gpo_tensor_write(w, v, n * 4);
+	for (r = 0; r < rounds && !ret; r++) {
+		double f = 0, b = 0;
+
+		ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD,
+					t, PROF_MAX);
+		if (ret < 0)
+			break;
+		for (k = 0; k < ret; k++) {
+			/* the loss's element-wise product and sums */
+			if (!strcmp(t[k].op, "binary") ||
+			    !strcmp(t[k].op, "reduce") ||
+			    !strcmp(t[k].op, "reduce_bwd") ||
+			    !strcmp(t[k].op, "fill"))
+				continue;
+			if (t[k].pass == GPO_RUN_FORWARD)
+				f += t[k].ns / 1e6;
+			else
+				b += t[k].ns / 1e6;
+		}
+		if (f + b < *fwd_ms + *bwd_ms) {
+			*fwd_ms = f;
+			*bwd_ms = b;
+		}
+		ret = 0;
+	}
+out:
+	gpo_graph_free(g);
+	gpo_optim_free(opt);
+	free(v);
+	return ret;
+}
+
+static int bench_attention(struct gpo_device *dev, const char *id,
+			   const char *spec)
+{
+	uint64_t s[3];
+	double ff, fb, cf, cb;
+	int ret;
+
+	if (sscanf(spec, "%llux%llux%llu", (unsigned long long *)&s[0],
+		   (unsigned long long *)&s[1],
+		   (unsigned long long *)&s[2]) != 3) {
+		fprintf(stderr, "bench_train: bad attention %s\n", spec);
+		return -EINVAL;
+	}
+	ret = attn_time(dev, s, 1, &ff, &fb);
+	if (!ret)
+		ret = attn_time(dev, s, 0, &cf, &cb);
+	if (ret) {
+		fprintf(stderr, "attention %s on %s: %s\n", spec, id,
+			gpo_errmsg());
+		return ret;
+	}
+	printf("# attention %s on %s, device ms: fused %.3f (forward %.3f, backward %.3f), composed %.3f (forward %.3f, backward %.3f): %.2fx\n",
+	       spec, id, ff + fb, ff, fb, cf + cb, cf, cb,
+	       (cf + cb) / (ff + fb));
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devs = "best", *sizes_arg = "1024,4096,8192";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
-	const char *gpts_arg = "0", *prods_arg = "0";
+	const char *gpts_arg = "0", *prods_arg = "0", *attn_arg = "0";
 	struct gpo_ctx *ctx;
 	char buf[512], mbuf[512], pbuf[2048], *tok, *save, *mtok, *msave;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:m:g:M:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:m:g:M:A:r:p:qh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
 		case 'm': mlps_arg = optarg; break;
 		case 'g': gpts_arg = optarg; break;
 		case 'M': prods_arg = optarg; break;
+		case 'A': attn_arg = optarg; break;
 		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 5; break;
 		case 'p': load_peers(optarg); break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -945,6 +1059,13 @@ int main(int argc, char **argv)
 			*at = '\0';
 			bench_mlp(dev, info.id, mtok,
 				  (uint32_t)strtoul(at + 1, NULL, 10));
+			gpo_pool_trim(dev);
+		}
+		snprintf(mbuf, sizeof(mbuf), "%s", attn_arg);
+		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
+		     mtok = strtok_r(NULL, ",", &msave)) {
+			if (strcmp(mtok, "0"))
+				bench_attention(dev, info.id, mtok);
 			gpo_pool_trim(dev);
 		}
 		snprintf(mbuf, sizeof(mbuf), "%s", gpts_arg);

@@ -19,6 +19,7 @@
  *	C = A[s:s+n]	dA[s:s+n] += dC (the rest of dA 0 if unwritten)
  *	C = T[idx]	dT = the rows of dC summed by index (embed_bwd)
  *	softmax, reductions, cross-entropy, layer norm: their _bwd kernels
+ *	causal attention: attn_bwd_d, then attn_bwd_dkdv and attn_bwd_dq
  * A reshape is its source's memory, and its gradient its source's: a
  * contribution to it is one to the source, and it has no backward.
  */
@@ -808,6 +809,42 @@ static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+/* the shape, scale and grid of attention @t's launches */
+static void attn_args(const struct gpo_tensor *t, struct gpo_attn_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->bh = t->shape[0];
+	a->t = t->shape[1];
+	a->hd = t->shape[2];
+	a->blocks = (a->t + GPO_ATTN_BLOCK - 1) / GPO_ATTN_BLOCK;
+	/* bh * t * hd < 2^32: bh * blocks fits too */
+	a->groups = a->bh * a->blocks;
+	a->scale = (float)t->alpha;
+}
+
+/* y and each row's logsumexp (aux), which backward reads */
+static int fwd_attention(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct gpo_attn_args *a, sh;
+	struct launch *c;
+
+	attn_args(t, &sh);
+	place(g, &t->aux, rows);
+	c = push(g, &g->fwd, OP_ATTN_FWD, sh.groups);
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.attn;
+	*a = sh;
+	gpo__view_bind(&q->st, q->numel, &c->call.buf[0], &a->off_q);
+	gpo__view_bind(&k->st, k->numel, &c->call.buf[1], &a->off_k);
+	gpo__view_bind(&v->st, v->numel, &c->call.buf[2], &a->off_v);
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[3], &a->off_y);
+	gpo__view_bind(&t->aux, rows, &c->call.buf[4], &a->off_l);
+	return 0;
+}
+
 static int fwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	int ret = unary_flat(g, &g->fwd, t->fn, 0, &t->src[0]->st, &t->st,
@@ -856,6 +893,8 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 	case T_EMBEDDING:
 		return gather(g, &a->st, a->shape[0], a->shape[1], &b->st,
 			      (uint32_t)b->numel, &t->st);
+	case T_ATTENTION:
+		return fwd_attention(g, t);
 	}
 	return gpo__err(-EINVAL, "tensor op %d", t->op);
 }
@@ -1206,6 +1245,88 @@ static int bwd_embedding(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+/* the six inputs of attn_bwd_dq and attn_bwd_dkdv */
+static void attn_bwd_inputs(struct launch *c, const struct gpo_tensor *t,
+			    const struct tview *d)
+{
+	const struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct gpo_attn_args *a = &c->a.attn;
+
+	gpo__view_bind(&q->st, q->numel, &c->call.buf[0], &a->off_q);
+	gpo__view_bind(&k->st, k->numel, &c->call.buf[1], &a->off_k);
+	gpo__view_bind(&v->st, v->numel, &c->call.buf[2], &a->off_v);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[3], &a->off_dy);
+	gpo__view_bind(&t->aux, rows, &c->call.buf[4], &a->off_l);
+	gpo__view_bind(d, rows, &c->call.buf[5], &a->off_d);
+}
+
+/*
+ * d = rowsum(dy * y), then dk and dv (one launch: key blocks), then dq
+ * (query blocks). A gradient nobody wants is written to a temporary. The
+ * dkdv kernel writes each element of dk before the same element of dv,
+ * so k and v may be one tensor: acc() in that order says which adds.
+ */
+static int bwd_attention(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct tview d, dk, dv;
+	struct gpo_attn_args sh, *a;
+	struct launch *c;
+	uint32_t gr = groups_for(rows);
+
+	attn_args(t, &sh);
+	place(g, &d, rows);
+	c = push(g, &g->bwd, OP_ATTN_BWD_D, gr);
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.attn;
+	*a = sh;
+	a->groups = gr;
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[0], &a->off_y);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_dy);
+	gpo__view_bind(&d, rows, &c->call.buf[2], &a->off_d);
+
+	if (k->wants_grad || v->wants_grad) {
+		uint32_t fl = 0;
+
+		if (k->wants_grad) {
+			fl |= acc(k);
+			dk = k->grad->st;
+		} else {
+			place(g, &dk, t->numel);
+		}
+		if (v->wants_grad) {
+			fl |= acc(v) ? GPO_ATTN_ACC_DV : 0;
+			dv = v->grad->st;
+		} else {
+			place(g, &dv, t->numel);
+		}
+		c = push(g, &g->bwd, OP_ATTN_BWD_DKDV, sh.groups);
+		if (!c)
+			return -ENOMEM;
+		a = &c->a.attn;
+		*a = sh;
+		a->flags = fl;
+		attn_bwd_inputs(c, t, &d);
+		gpo__view_bind(&dk, t->numel, &c->call.buf[6], &a->off_dk);
+		gpo__view_bind(&dv, t->numel, &c->call.buf[7], &a->off_dv);
+	}
+	if (q->wants_grad) {
+		c = push(g, &g->bwd, OP_ATTN_BWD_DQ, sh.groups);
+		if (!c)
+			return -ENOMEM;
+		a = &c->a.attn;
+		*a = sh;
+		a->flags = acc(q);
+		attn_bwd_inputs(c, t, &d);
+		gpo__view_bind(&q->grad->st, t->numel, &c->call.buf[6],
+			       &a->off_dq);
+	}
+	return 0;
+}
+
 static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	switch (t->op) {
@@ -1229,6 +1350,8 @@ static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 		return bwd_layernorm(g, t);
 	case T_EMBEDDING:
 		return bwd_embedding(g, t);
+	case T_ATTENTION:
+		return bwd_attention(g, t);
 	default:
 		return 0;	/* no inputs that take gradients */
 	}
@@ -1349,7 +1472,7 @@ int gpo__graph_make_grads(struct gpo_graph *g)
 			return gpo__err(-ENOMEM, "out of memory");
 		*d = *t;
 		d->op = T_INPUT;
-		d->src[0] = d->src[1] = NULL;
+		d->src[0] = d->src[1] = d->src[2] = NULL;
 		d->grad = NULL;
 		d->wants_grad = d->needs_grad = 0;
 		snprintf(d->name, sizeof(d->name), "grad of %.50s",
