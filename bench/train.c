@@ -10,19 +10,35 @@
  * per step, beside torch's eager step and its step captured in a CUDA
  * graph (bench/train_torch.py writes the peer file); then one training
  * step of each byte-level GPT on a file of random bytes, in tokens per
- * second, beside the same peers.
+ * second, beside the same peers; and single products of any shape
+ * (-M), in TFLOP/s beside torch.matmul of the same shape, with the
+ * kernels that ran and their device time.
  *
  * Times are on the wall clock over many queued runs (steps) and the one
  * read (result) that waits for them, so that submission and completion
  * are counted; after WARMUP_S of warm-up; the median of -r rounds.
  *
  *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-g GPTS]
- *               [-r ROUNDS] [-p PEERFILE] [-q]
+ *               [-M PRODUCTS] [-A ATTNS] [-r ROUNDS] [-p PEERFILE] [-q]
  *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
  *   -m  MLPs as SPEC@BATCH, e.g. 784x256x10@128,784x1024x1024x10@4096
  *       (none: -m 0)
  *   -g  GPTs as LAYERSxHEADSxDIMxCTX@BATCH, e.g. 6x6x384x256@64
  *       (none: -g 0, the default)
+ *   -M  products C = op(A) op(B) as MxNxK[ta][tb][@BATCH]: C is M x N,
+ *       the sum K long; "ta": A is stored K x M and used transposed,
+ *       "tb": B is stored N x K; @BATCH: that many products of 3-d
+ *       operands in one call. E.g. 16384x384x1152tb (a layer's input
+ *       gradient), 384x1152x16384ta (its weight's), 256x256x64tb@384
+ *       (attention's scores over 6 heads of 64 sequences). None: -M 0,
+ *       the default. Each line's peer is torch.matmul of the same shape
+ *       (train_torch.py --products), keyed "mm:SPEC"; after it, each
+ *       kernel the product launched, its launches and device time (one
+ *       profiled run, gpo_graph_profile) and the TFLOP/s of that time.
+ *   -A  causal self-attention as BHxTxHD, e.g. 384x256x64 (none: -A 0,
+ *       the default): the device time of forward and backward (dq, dk,
+ *       dv), by gpo_causal_attention() and by matmul, causal_softmax and
+ *       matmul, from gpo_graph_profile()
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,7 +52,10 @@
 
 #define WARMUP_S	0.3
 #define ROUND_S		0.25	/* the least time a round of runs takes */
-#define MAX_PEERS	64
+/* products take a millisecond or less: shorter, so that many fit a run */
+#define PROD_WARMUP_S	0.15
+#define PROD_ROUND_S	0.1
+#define MAX_PEERS	256
 
 struct peer {
 	char label[64];
@@ -237,6 +256,221 @@ out:
 		fprintf(stderr, "sgemm %u on %s: %s\n", n, id, gpo_errmsg());
 	gpo_graph_free(g);
 	free(host);
+	free(round_t);
+	return ret;
+}
+
+/* ---- single products ---------------------------------------------- */
+
+struct mm_spec {
+	uint32_t m, n, k, batch;
+	unsigned int flags;	/* GPO_MATMUL_TA, GPO_MATMUL_TB */
+};
+
+/* "MxNxK[ta][tb][@BATCH]" */
+static int parse_product(const char *spec, struct mm_spec *p)
+{
+	unsigned int m, n, k;
+	const char *s;
+	int used = 0;
+
+	if (sscanf(spec, "%ux%ux%u%n", &m, &n, &k, &used) != 3 || !m || !n ||
+	    !k)
+		return -EINVAL;
+	p->m = m;
+	p->n = n;
+	p->k = k;
+	p->batch = 1;
+	p->flags = 0;
+	for (s = spec + used; *s && *s != '@'; s += 2) {
+		if (!strncmp(s, "ta", 2) && !(p->flags & GPO_MATMUL_TA))
+			p->flags |= GPO_MATMUL_TA;
+		else if (!strncmp(s, "tb", 2) && !(p->flags & GPO_MATMUL_TB))
+			p->flags |= GPO_MATMUL_TB;
+		else
+			return -EINVAL;
+	}
+	if (*s == '@') {
+		char *end;
+		unsigned long b = strtoul(s + 1, &end, 10);
+
+		if (!b || *end || b > 65535)
+			return -EINVAL;
+		p->batch = (uint32_t)b;
+	}
+	return 0;
+}
+
+/* op(A)[z][i][p] and op(B)[z][p][j] of @p as stored in @a and @b */
+static double mm_at(const float *a, const struct mm_spec *p, int isb,
+		    uint64_t z, uint64_t r, uint64_t c)
+{
+	int t = p->flags & (isb ? GPO_MATMUL_TB : GPO_MATMUL_TA);
+	uint64_t rows = isb ? p->k : p->m, cols = isb ? p->n : p->k;
+
+	return t ? a[(z * cols + c) * rows + r] : a[(z * rows + r) * cols + c];
+}
+
+/* a few elements of C against double, as spot_check() */
+static int mm_check(const float *a, const float *b, const float *c,
+		    const struct mm_spec *p, const char *spec, const char *id)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		uint64_t z = (i * 2246822519u) % p->batch;
+		uint64_t row = (i * 2654435761u) % p->m;
+		uint64_t col = (i * 40503u + 7) % p->n, k;
+		double ref = 0, mag = 0, got;
+
+		for (k = 0; k < p->k; k++) {
+			double v = mm_at(a, p, 0, z, row, k) *
+				   mm_at(b, p, 1, z, k, col);
+
+			ref += v;
+			mag += fabs(v);
+		}
+		got = c[(z * p->m + row) * p->n + col];
+		if (!(fabs(got - ref) <= 1e-5 * mag)) {
+			fprintf(stderr, "product %s on %s: C[%llu][%llu][%llu] = %g, not %g\n",
+				spec, id, (unsigned long long)z,
+				(unsigned long long)row,
+				(unsigned long long)col, got, ref);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One product: rounds of R runs queued and one read of a one-element
+ * tensor of the same graph (reads wait for the queued runs), so that
+ * C's size does not weigh on the time; then C read and spot-checked, and
+ * one profiled run for the kernels' names and device time.
+ */
+static int bench_product(struct gpo_device *dev, const char *id,
+			 const char *spec)
+{
+	struct mm_spec p;
+	uint64_t as[3], bs[3], one[1] = { 1 };
+	uint64_t na, nb, nc, total = 0;
+	double *round_t = calloc(rounds, sizeof(double));
+	struct gpo_op_time prof[8];
+	struct gpo_tensor *a, *b, *c, *s;
+	struct gpo_graph *g = NULL;
+	float *ha = NULL, *hb = NULL, *hc = NULL, sv = 0;
+	const struct peer *pr;
+	double flops, per, t0, t;
+	char key[96], peer[96] = "-", kern[160] = "", *kp = kern;
+	char limit[16] = "-", ratio[16] = "-", name[64];
+	int ret = -EINVAL, i, r, reps, warm = 0, nd, k;
+
+	if (!round_t)
+		goto out;
+	if (parse_product(spec, &p)) {
+		fprintf(stderr, "bench_train: bad product %s\n", spec);
+		free(round_t);
+		return -EINVAL;
+	}
+	nd = p.batch > 1 ? 3 : 2;
+	as[0] = bs[0] = p.batch;
+	as[nd - 2] = p.flags & GPO_MATMUL_TA ? p.k : p.m;
+	as[nd - 1] = p.flags & GPO_MATMUL_TA ? p.m : p.k;
+	bs[nd - 2] = p.flags & GPO_MATMUL_TB ? p.n : p.k;
+	bs[nd - 1] = p.flags & GPO_MATMUL_TB ? p.k : p.n;
+	na = (uint64_t)p.batch * p.m * p.k;
+	nb = (uint64_t)p.batch * p.k * p.n;
+	nc = (uint64_t)p.batch * p.m * p.n;
+	flops = 2.0 * p.batch * p.m * (double)p.n * p.k;
+	ret = -ENOMEM;
+	ha = malloc(na * 4);
+	hb = malloc(nb * 4);
+	hc = malloc(nc * 4);
+	if (!ha || !hb || !hc)
+		goto out;
+	ret = gpo_graph_new(dev, &g);
+	if (ret)
+		goto out;
+	a = gpo_tensor_input(g, "a", GPO_F32, nd, as);
+	b = gpo_tensor_input(g, "b", GPO_F32, nd, bs);
+	s = gpo_tensor_input(g, "sync", GPO_F32, 1, one);
+	c = gpo_matmul(g, a, b, p.flags);
+	ret = gpo_graph_status(g);
+	if (ret)
+		goto out;
+	fill_random(ha, na, SEED_A);
+	fill_random(hb, nb, SEED_B);
+	ret = gpo_tensor_write(a, ha, na * 4);
+	if (!ret)
+		ret = gpo_tensor_write(b, hb, nb * 4);
+	if (!ret)
+		ret = gpo_tensor_write(s, &sv, 4);
+	if (ret)
+		goto out;
+	t0 = now_s();
+	do {
+		ret = gpo_graph_run(g, GPO_RUN_FORWARD);
+		if (!ret)
+			ret = gpo_tensor_read(s, &sv, 4);
+		if (ret)
+			goto out;
+		warm++;
+	} while (now_s() - t0 < PROD_WARMUP_S || warm < 2);
+	per = (now_s() - t0) / warm;
+	reps = (int)(PROD_ROUND_S / per) + 1;
+	for (r = 0; r < rounds; r++) {
+		t0 = now_s();
+		for (i = 0; i < reps && !ret; i++)
+			ret = gpo_graph_run(g, GPO_RUN_FORWARD);
+		if (!ret)
+			ret = gpo_tensor_read(s, &sv, 4);
+		if (ret)
+			goto out;
+		round_t[r] = (now_s() - t0) / reps;
+	}
+	t = median(round_t, rounds);
+	ret = gpo_tensor_read(c, hc, nc * 4);
+	if (!ret)
+		ret = mm_check(ha, hb, hc, &p, spec, id);
+	if (ret)
+		goto out;
+	k = gpo_graph_profile(g, GPO_RUN_FORWARD, prof, 8);
+	if (k < 0) {
+		ret = k;
+		goto out;
+	}
+	for (i = 0; i < k; i++)
+		total += prof[i].ns;
+	for (i = 0; i < k; i++)
+		kp += snprintf(kp, kern + sizeof(kern) - kp, " %s %llux %.1fus",
+			       prof[i].op, (unsigned long long)prof[i].launches,
+			       prof[i].ns / 1e3);
+	snprintf(key, sizeof(key), "mm:%s", spec);
+	pr = find_peer("torch_mm", key);
+	if (pr) {
+		double lim = flops / (pr->ms * 1e-3);
+
+		snprintf(limit, sizeof(limit), "%.2f", lim / 1e12);
+		snprintf(ratio, sizeof(ratio), "%.1f%%",
+			 100.0 * (flops / t) / lim);
+		snprintf(peer, sizeof(peer), "%s %.1f us", pr->label,
+			 pr->ms * 1e3);
+	}
+	snprintf(name, sizeof(name), "mm%s", spec);
+	/* us/step: the profiled run's device time; TFLOP/s on the wall */
+	printf("%-10s %-22s %6u %10.4f %10.1f %9.2f %9s %7s  %s |%s = %.2f TFLOP/s\n",
+	       id, name, p.batch, t * 1e3, total / 1e3, flops / t / 1e12,
+	       limit, ratio, peer, kern, total ? flops / total / 1e3 : 0.0);
+	fflush(stdout);
+	ret = 0;
+out:
+	if (ret)
+		fprintf(stderr, "product %s on %s: %s\n", spec, id,
+			gpo_errmsg());
+	gpo_graph_free(g);
+	free(ha);
+	free(hb);
+	free(hc);
 	free(round_t);
 	return ret;
 }
@@ -648,27 +882,138 @@ out:
 	return ret;
 }
 
+/*
+ * One graph of loss = sum(w * attention(q, k, v)), q, k and v parameters,
+ * fused or composed: the device time of the attention's kernels forward
+ * and backward (all but the loss's own: the best of @rounds profiles)
+ */
+static int attn_time(struct gpo_device *dev, const uint64_t *s, int fused,
+		     double *fwd_ms, double *bwd_ms)
+{
+	static const char *const names[3] = { "q", "k", "v" };
+	uint64_t n = s[0] * s[1] * s[2], seed = 0x9e3779b97f4a7c15ull, i;
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_tensor *p[3], *w, *y, *loss;
+	struct gpo_optim *opt = NULL;
+	struct gpo_graph *g = NULL;
+	float *v = malloc(n * sizeof(float));
+	int ret = -ENOMEM, k, r;
+
+	*fwd_ms = *bwd_ms = INFINITY;
+	if (!v)
+		goto out;
+	for (i = 0; i < n; i++)
+		v[i] = (float)((int64_t)(rng_next(&seed) >> 40) - (1 << 23)) /
+		       (1 << 23);
+	ret = gpo_optim_new(dev, GPO_SGD, &opt);
+	if (!ret)
+		ret = gpo_graph_new(dev, &g);
+	for (k = 0; k < 3 && !ret; k++) {
+		ret = gpo_optim_add_tensor(opt, names[k], 3, s, 0);
+		ret = ret < 0 ? ret : 0;
+		p[k] = ret ? NULL : gpo_tensor_param(g, opt, names[k]);
+	}
+	if (ret)
+		goto out;
+	w = gpo_tensor_input(g, "w", GPO_F32, 3, s);
+	if (fused) {
+		y = gpo_causal_attention(g, p[0], p[1], p[2],
+					 1 / sqrt((double)s[2]));
+	} else {
+		y = gpo_matmul(g, p[0], p[1], GPO_MATMUL_TB);
+		y = gpo_causal_softmax(g, y, 1 / sqrt((double)s[2]));
+		y = gpo_matmul(g, y, p[2], 0);
+	}
+	loss = gpo_sum(g, gpo_sum(g, gpo_sum(g, gpo_mul(g, y, w), -1), -1),
+		       -1);
+	ret = gpo_graph_backward(g, loss);
+	for (k = 0; k < 3 && !ret; k++)
+		ret = gpo_optim_write(opt, "param", names[k], v, n * 4);
+	if (!ret)
+		ret = gpo_tensor_write(w, v, n * 4);
+	for (r = 0; r < rounds && !ret; r++) {
+		double f = 0, b = 0;
+
+		ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD,
+					t, PROF_MAX);
+		if (ret < 0)
+			break;
+		for (k = 0; k < ret; k++) {
+			/* the loss's element-wise product and sums */
+			if (!strcmp(t[k].op, "binary") ||
+			    !strcmp(t[k].op, "reduce") ||
+			    !strcmp(t[k].op, "reduce_bwd") ||
+			    !strcmp(t[k].op, "fill"))
+				continue;
+			if (t[k].pass == GPO_RUN_FORWARD)
+				f += t[k].ns / 1e6;
+			else
+				b += t[k].ns / 1e6;
+		}
+		if (f + b < *fwd_ms + *bwd_ms) {
+			*fwd_ms = f;
+			*bwd_ms = b;
+		}
+		ret = 0;
+	}
+out:
+	gpo_graph_free(g);
+	gpo_optim_free(opt);
+	free(v);
+	return ret;
+}
+
+static int bench_attention(struct gpo_device *dev, const char *id,
+			   const char *spec)
+{
+	uint64_t s[3];
+	double ff, fb, cf, cb;
+	int ret;
+
+	if (sscanf(spec, "%llux%llux%llu", (unsigned long long *)&s[0],
+		   (unsigned long long *)&s[1],
+		   (unsigned long long *)&s[2]) != 3) {
+		fprintf(stderr, "bench_train: bad attention %s\n", spec);
+		return -EINVAL;
+	}
+	ret = attn_time(dev, s, 1, &ff, &fb);
+	if (!ret)
+		ret = attn_time(dev, s, 0, &cf, &cb);
+	if (ret) {
+		fprintf(stderr, "attention %s on %s: %s\n", spec, id,
+			gpo_errmsg());
+		return ret;
+	}
+	printf("# attention %s on %s, device ms: fused %.3f (forward %.3f, backward %.3f), composed %.3f (forward %.3f, backward %.3f): %.2fx\n",
+	       spec, id, ff + fb, ff, fb, cf + cb, cf, cb,
+	       (cf + cb) / (ff + fb));
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devs = "best", *sizes_arg = "1024,4096,8192";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
-	const char *gpts_arg = "0";
+	const char *gpts_arg = "0", *prods_arg = "0", *attn_arg = "0";
 	struct gpo_ctx *ctx;
-	char buf[512], mbuf[512], *tok, *save, *mtok, *msave;
+	char buf[512], mbuf[512], pbuf[2048], *tok, *save, *mtok, *msave;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:m:g:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:m:g:M:A:r:p:qh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
 		case 'm': mlps_arg = optarg; break;
 		case 'g': gpts_arg = optarg; break;
+		case 'M': prods_arg = optarg; break;
+		case 'A': attn_arg = optarg; break;
 		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 5; break;
 		case 'p': load_peers(optarg); break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -716,6 +1061,13 @@ int main(int argc, char **argv)
 				  (uint32_t)strtoul(at + 1, NULL, 10));
 			gpo_pool_trim(dev);
 		}
+		snprintf(mbuf, sizeof(mbuf), "%s", attn_arg);
+		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
+		     mtok = strtok_r(NULL, ",", &msave)) {
+			if (strcmp(mtok, "0"))
+				bench_attention(dev, info.id, mtok);
+			gpo_pool_trim(dev);
+		}
 		snprintf(mbuf, sizeof(mbuf), "%s", gpts_arg);
 		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
 		     mtok = strtok_r(NULL, ",", &msave)) {
@@ -726,6 +1078,14 @@ int main(int argc, char **argv)
 			*at = '\0';
 			bench_gpt(dev, info.id, mtok,
 				  (uint32_t)strtoul(at + 1, NULL, 10));
+			gpo_pool_trim(dev);
+		}
+		snprintf(pbuf, sizeof(pbuf), "%s", prods_arg);
+		for (mtok = strtok_r(pbuf, ",", &msave); mtok;
+		     mtok = strtok_r(NULL, ",", &msave)) {
+			if (!strcmp(mtok, "0"))
+				continue;
+			bench_product(dev, info.id, mtok);
 			gpo_pool_trim(dev);
 		}
 	}

@@ -7,6 +7,8 @@
 #                   (cpu: 784x256x10@128)
 #   BENCH_GPTS      byte-level GPTs LxHxDxT@BATCH, default 6x6x384x256@64
 #                   (cpu: 2x2x64x64@8)
+#   BENCH_PRODUCTS  single products MxNxK[ta][tb][@BATCH] (bench_train -M),
+#                   default none
 #   BENCH_PYTHON    a python with torch (default: /usr/bin/python3, Debian's)
 # The peer runs on CUDA when the devices are GPUs and torch has CUDA, else
 # on the CPU with as many threads as the cpu backend uses.
@@ -22,6 +24,7 @@ else
 	mlps=${BENCH_MLPS:-784x256x10@128,784x1024x1024x10@4096}
 	gpts=${BENCH_GPTS:-6x6x384x256@64}
 fi
+prods=${BENCH_PRODUCTS:-0}
 py=${BENCH_PYTHON:-/usr/bin/python3}
 peers=$(mktemp)
 trap 'rm -f "$peers"' EXIT
@@ -33,9 +36,11 @@ if "$py" -c 'import torch' 2>/dev/null; then
 		pdev=cuda
 	fi
 	"$py" bench/train_torch.py --device $pdev --sizes "$sizes" \
-		--mlps "$mlps" --gpts "$gpts" >>"$peers" || true
+		--mlps "$mlps" --gpts "$gpts" --products "$prods" \
+		>>"$peers" || true
 	cat "$peers"
 else
 	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
 fi
-"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" -p "$peers" $BENCH_FLAGS
+"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" \
+	-M "$prods" -p "$peers" $BENCH_FLAGS

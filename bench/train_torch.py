@@ -6,9 +6,11 @@ Prints lines "label key ms" that bench_train -p reads:
     torch_eager mlp:784x256x10@128 0.881
     torch_graph mlp:784x256x10@128 0.111
     torch_eager gpt:6x6x384x256@64 120.0
+    torch_mm mm:384x1152x16384ta 0.712  torch.matmul of that shape
     train_torch.py [--device cuda] [--sizes 1024,4096,8192]
                    [--mlps 784x256x10@128,784x1024x1024x10@4096]
                    [--gpts 6x6x384x256@64]
+                   [--products 16384x384x1152tb,256x256x64tb@384]
 The MLP step is zero_grad, forward (Linear and ReLU), cross-entropy,
 backward and AdamW (lr 1e-3, weight decay 0.01) on the next batch of a
 dataset already on the device, as bench_train's. Eager: the foreach
@@ -22,10 +24,17 @@ through torch's scaled_dot_product_attention, a GELU-tanh MLP of 4 D, the
 head tied to the token embedding), dropout 0, f32 with TF32 off, AdamW
 (lr 3e-4, weight decay 0.01), on sequential windows of random bytes
 already on the device.
+
+A product MxNxK[ta][tb][@BATCH] (bench_train -M) is C = op(A) op(B),
+C M x N, A stored K x M with "ta" (M x K without), B stored N x K with
+"tb", @BATCH products of 3-d operands; torch.matmul on transposed views
+(no copies: cuBLAS takes the transposes as flags), into a C allocated
+once, f32 with TF32 off, timed as the SGEMM.
 """
 import argparse
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -60,6 +69,30 @@ def sgemm(n, device, rounds, sync):
     b = (torch.rand(n, n, generator=gen) - 0.5).to(device)
     c = torch.empty(n, n, device=device)
     return timed(lambda: torch.mm(a, b, out=c), sync, rounds)
+
+
+def parse_product(spec):
+    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)((?:ta|tb)*)(?:@(\d+))?", spec)
+    if not m or m.group(4) not in ("", "ta", "tb", "tatb", "tbta"):
+        raise ValueError("bad product %s" % spec)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3)),
+            "ta" in m.group(4), "tb" in m.group(4), int(m.group(5) or 1))
+
+
+def product(spec, device, rounds, sync):
+    m, n, k, ta, tb, batch = parse_product(spec)
+    gen = torch.Generator().manual_seed(1)
+    lead = (batch,) if batch > 1 else ()
+    a = (torch.rand(*lead, *((k, m) if ta else (m, k)), generator=gen)
+         - 0.5).to(device)
+    b = (torch.rand(*lead, *((n, k) if tb else (k, n)), generator=gen)
+         - 0.5).to(device)
+    if ta:
+        a = a.transpose(-2, -1)
+    if tb:
+        b = b.transpose(-2, -1)
+    c = torch.empty(*lead, m, n, device=device)
+    return timed(lambda: torch.matmul(a, b, out=c), sync, rounds)
 
 
 def mlp_step_fn(sizes, batch, device, graph):
@@ -226,6 +259,7 @@ def main():
     ap.add_argument("--sizes", default="1024,4096,8192")
     ap.add_argument("--mlps", default="784x256x10@128,784x1024x1024x10@4096")
     ap.add_argument("--gpts", default="")
+    ap.add_argument("--products", default="")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     a = ap.parse_args()
@@ -244,6 +278,10 @@ def main():
             print("torch_sgemm sgemm:%d %.4f" % (n, sgemm(n, a.device,
                                                             a.rounds, sync)),
                   flush=True)
+    for p in filter(None, a.products.split(",")):
+        if p != "0":
+            print("torch_mm mm:%s %.4f" % (p, product(p, a.device, a.rounds,
+                                                       sync)), flush=True)
     for m in filter(None, a.mlps.split(",")):
         if "@" not in m:
             continue

@@ -27,6 +27,14 @@
  *
  * Every result is a function of the inputs alone: no atomics, sums in
  * a fixed order, so a device gives the same bits on every run.
+ *
+ * lavapipe (Mesa's llvmpipe, Vulkan on the CPU) ends the loops of a
+ * work-item after 65535 iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS,
+ * counted over every loop of the invocation), silently. The engine keeps
+ * what one work-item walks below that where it can (the sums of
+ * embed_bwd are cut into launches of fewer rows); a kernel whose
+ * work-item sums a longer axis by itself (reduce with inner > 1 over more
+ * than ~65000 terms) gives wrong results there, and on no other device.
  */
 #ifndef GPO_ABI_TENSOR_H
 #define GPO_ABI_TENSOR_H

@@ -39,8 +39,10 @@
 #include "abi/loss.h"
 #include "abi/gather.h"
 #include "abi/layernorm.h"
+#include "abi/attention.h"
 
 #define GUARD		64	/* elements of poison before and after */
+#define LP_LOOP_LIMIT	65535	/* lavapipe's loop iterations a work-item */
 #define POISON		0x7fa5a5a5u
 #define DONTCARE	1e300
 #define MUSTNAN		(-1e300)	/* want: written, and NaN */
@@ -75,6 +77,7 @@ union targs {
 	struct gpo_loss_args loss;
 	struct gpo_gather_args gather;
 	struct gpo_layernorm_args ln;
+	struct gpo_attn_args attn;
 };
 
 struct tcase {
@@ -2170,6 +2173,14 @@ static void embed_bwd_setup(struct tcase *tc)
 	a->n = a->row_hi * a->width;
 	a->groups = HAS(tc, EB_MANY) ? urand(tc, 1, 4) :
 		    urand(tc, 1, a->row_hi + 2);
+	/*
+	 * lavapipe ends a work-item's loops after LP_LOOP_LIMIT iterations
+	 * in all (abi/tensor.h): each group's rows times the indices each
+	 * walks stay below it, as the engine's launches do
+	 */
+	while ((uint64_t)((a->row_hi + a->groups - 1) / a->groups) *
+	       (a->rows + a->rows / GPO_WG_SIZE + 2) > LP_LOOP_LIMIT / 2)
+		a->groups++;
 	tc->n = a->n;
 	tc->work = a->groups;
 	hole = urand(tc, 0, a->row_hi - 1);
@@ -2393,6 +2404,342 @@ static void layernorm_bwd_ref(struct tcase *tc)
 	free(m);
 }
 
+
+/* ---- attention ---- */
+
+#define AT_LONG		V_A	/* t 257: five blocks, the last of one row */
+#define AT_WIDE		V_B	/* hd 128: both column halves */
+#define AT_ODD		V_C	/* an odd hd: 1, 5, 37, 73 or 101 */
+
+static double attn_dotd(const double *a, const double *b, uint32_t n)
+{
+	double s = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+/* the scaled score of query i and key j of one matrix */
+static double attn_s(const double *q, const double *k, uint32_t hd,
+		     uint32_t i, uint32_t j, double scale)
+{
+	return scale * attn_dotd(q + (uint64_t)i * hd, k + (uint64_t)j * hd, hd);
+}
+
+/* y [t, hd] and l [t] of one matrix, in double */
+static void attn_fwd_d(const double *q, const double *k, const double *v,
+		       uint32_t t, uint32_t hd, double scale, double *y,
+		       double *l)
+{
+	uint32_t i, j, c;
+
+	for (i = 0; i < t; i++) {
+		double m = -INFINITY, s = 0;
+
+		for (j = 0; j <= i; j++)
+			m = fmax(m, attn_s(q, k, hd, i, j, scale));
+		for (j = 0; j <= i; j++)
+			s += exp(attn_s(q, k, hd, i, j, scale) - m);
+		l[i] = m + log(s);
+		for (c = 0; c < hd; c++)
+			y[(uint64_t)i * hd + c] = 0;
+		for (j = 0; j <= i; j++) {
+			double p = exp(attn_s(q, k, hd, i, j, scale) - l[i]);
+
+			for (c = 0; c < hd; c++)
+				y[(uint64_t)i * hd + c] +=
+					p * v[(uint64_t)j * hd + c];
+		}
+	}
+}
+
+/*
+ * dq, dk and dv of one matrix from l and d as given (the kernels' inputs),
+ * in double, each with the size of its terms in mq, mk, mv (may be NULL)
+ */
+static void attn_bwd_ref_d(const double *q, const double *k, const double *v,
+			   const double *dy, const double *l, const double *d,
+			   uint32_t t, uint32_t hd, double scale, double *dq,
+			   double *dk, double *dv, double *mq, double *mk,
+			   double *mv)
+{
+	uint64_t n = (uint64_t)t * hd, e;
+	uint32_t i, j, c;
+
+	for (e = 0; e < n; e++) {
+		dq[e] = dk[e] = dv[e] = 0;
+		if (mq)
+			mq[e] = mk[e] = mv[e] = 0;
+	}
+	for (i = 0; i < t; i++)
+		for (j = 0; j <= i; j++) {
+			double p = exp(attn_s(q, k, hd, i, j, scale) - l[i]);
+			double dp = attn_dotd(dy + (uint64_t)i * hd,
+					v + (uint64_t)j * hd, hd);
+			double ds = p * (dp - d[i]), dsm = p * (fabs(dp) +
+								fabs(d[i]));
+
+			for (c = 0; c < hd; c++) {
+				uint64_t ic = (uint64_t)i * hd + c;
+				uint64_t jc = (uint64_t)j * hd + c;
+
+				dq[ic] += scale * ds * k[jc];
+				dk[jc] += scale * ds * q[ic];
+				dv[jc] += p * dy[ic];
+				if (!mq)
+					continue;
+				mq[ic] += fabs(scale * k[jc]) * dsm;
+				mk[jc] += fabs(scale * q[ic]) * dsm;
+				mv[jc] += fabs(p * dy[ic]);
+			}
+		}
+}
+
+static void attn_shape(struct tcase *tc, struct gpo_attn_args *a)
+{
+	static const uint32_t ts[] = { 1, 37, 64, 100 };
+	static const uint32_t odd[] = { 1, 5, 37, 73, 101 };
+
+	memset(a, 0xff, sizeof(*a));	/* offsets a kernel must not use */
+	a->bh = HAS(tc, AT_LONG) ? urand(tc, 1, 2) : urand(tc, 1, 4);
+	a->t = HAS(tc, AT_LONG) ? 257 : ts[urand(tc, 0, 3)];
+	if (HAS(tc, AT_WIDE))
+		a->hd = 128;
+	else if (HAS(tc, AT_ODD))
+		a->hd = odd[urand(tc, 0, 4)];
+	else
+		a->hd = urand(tc, 0, 1) ? 64 : 16;
+	a->blocks = (a->t + GPO_ATTN_BLOCK - 1) / GPO_ATTN_BLOCK;
+	a->groups = a->bh * a->blocks;
+	a->flags = OP_FLAGS(tc);
+	a->scale = (float)(srand2(tc, 0.3, 2) / sqrt(a->hd));
+	tc->work = a->groups;
+	tc->n = (uint64_t)a->bh * a->t * a->hd;
+}
+
+static void attn_fwd_setup(struct tcase *tc)
+{
+	struct gpo_attn_args *a = &tc->a.attn;
+
+	attn_shape(tc, a);
+	a->off_q = tb_in_at(tc, &tc->b[0], tc->n, -2, 2);
+	a->off_k = tb_in_at(tc, &tc->b[1], tc->n, -2, 2);
+	a->off_v = tb_in_at(tc, &tc->b[2], tc->n, -1, 1);
+	a->off_y = tb_out_at(tc, &tc->b[3], tc->n);
+	a->off_l = tb_out_at(tc, &tc->b[4], (uint64_t)a->bh * a->t);
+}
+
+static void attn_fwd_ref(struct tcase *tc)
+{
+	const struct gpo_attn_args *a = &tc->a.attn;
+	double *q = tb_d(&tc->b[0]), *k = tb_d(&tc->b[1]), *v = tb_d(&tc->b[2]);
+	double *y = malloc(((uint64_t)a->t * a->hd + 1) * sizeof(double));
+	double *l = malloc((a->t + 1) * sizeof(double));
+	uint64_t mat = (uint64_t)a->t * a->hd, e;
+	uint32_t z, i;
+
+	ck_assert(y && l);
+	for (z = 0; z < a->bh; z++) {
+		attn_fwd_d(q + a->off_q + z * mat, k + a->off_k + z * mat,
+			   v + a->off_v + z * mat, a->t, a->hd, a->scale, y, l);
+		for (e = 0; e < mat; e++)
+			tc->b[3].want[a->off_y + z * mat + e] = y[e];
+		for (i = 0; i < a->t; i++)
+			tc->b[4].want[a->off_l + (uint64_t)z * a->t + i] = l[i];
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(y);
+	free(l);
+}
+
+static void attn_d_setup(struct tcase *tc)
+{
+	struct gpo_attn_args *a = &tc->a.attn;
+	uint64_t rows;
+
+	attn_shape(tc, a);
+	rows = (uint64_t)a->bh * a->t;
+	/* a grid-stride launch: sometimes fewer groups than rows need */
+	a->groups = urand(tc, 1, (uint32_t)((rows + GPO_WG_SIZE - 1) /
+					    GPO_WG_SIZE));
+	tc->work = a->groups;
+	a->off_y = tb_in_at(tc, &tc->b[0], tc->n, -1, 1);
+	a->off_dy = tb_in_at(tc, &tc->b[1], tc->n, -1, 1);
+	a->off_d = tb_out_at(tc, &tc->b[2], rows);
+}
+
+static void attn_d_ref(struct tcase *tc)
+{
+	const struct gpo_attn_args *a = &tc->a.attn;
+	uint64_t r, c;
+
+	tb_mag(&tc->b[2]);
+	for (r = 0; r < (uint64_t)a->bh * a->t; r++) {
+		double s = 0, m = 0;
+
+		for (c = 0; c < a->hd; c++) {
+			double x = (double)f(&tc->b[0], a->off_y + r * a->hd + c) *
+				   f(&tc->b[1], a->off_dy + r * a->hd + c);
+
+			s += x;
+			m += fabs(x);
+		}
+		tc->b[2].want[a->off_d + r] = s;
+		tc->b[2].mag[a->off_d + r] = m;
+	}
+}
+
+/*
+ * q, k, v, dy random; l and d those of the forward of q, k, v (in
+ * float, as the kernels wrote them)
+ */
+static void attn_bwd_setup(struct tcase *tc)
+{
+	struct gpo_attn_args *a = &tc->a.attn;
+	uint64_t mat, rows;
+	double *q, *k, *v, *dy, *y, *l;
+	uint32_t z, i;
+
+	attn_shape(tc, a);
+	mat = (uint64_t)a->t * a->hd;
+	rows = (uint64_t)a->bh * a->t;
+	a->off_q = tb_in_at(tc, &tc->b[0], tc->n, -2, 2);
+	a->off_k = tb_in_at(tc, &tc->b[1], tc->n, -2, 2);
+	a->off_v = tb_in_at(tc, &tc->b[2], tc->n, -1, 1);
+	a->off_dy = tb_in_at(tc, &tc->b[3], tc->n, -1, 1);
+	a->off_l = tb_in_at(tc, &tc->b[4], rows, 0, 1);
+	a->off_d = tb_in_at(tc, &tc->b[5], rows, 0, 1);
+	q = tb_d(&tc->b[0]);
+	k = tb_d(&tc->b[1]);
+	v = tb_d(&tc->b[2]);
+	dy = tb_d(&tc->b[3]);
+	y = malloc((mat + 1) * sizeof(double));
+	l = malloc((a->t + 1) * sizeof(double));
+	ck_assert(y && l);
+	for (z = 0; z < a->bh; z++) {
+		attn_fwd_d(q + a->off_q + z * mat, k + a->off_k + z * mat,
+			   v + a->off_v + z * mat, a->t, a->hd, a->scale, y, l);
+		for (i = 0; i < a->t; i++) {
+			uint64_t r = (uint64_t)z * a->t + i;
+
+			put(&tc->b[4], a->off_l + r, (float)l[i]);
+			put(&tc->b[5], a->off_d + r,
+			    (float)attn_dotd(dy + a->off_dy + z * mat +
+				       (uint64_t)i * a->hd,
+				       y + (uint64_t)i * a->hd, a->hd));
+		}
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(dy);
+	free(y);
+	free(l);
+}
+
+/* an output of the tensor's size; random where @acc adds to it */
+static uint32_t attn_out(struct tcase *tc, struct tbuf *b, int acc)
+{
+	uint32_t off = tb_out_at(tc, b, tc->n);
+	uint64_t e;
+
+	for (e = 0; acc && e < tc->n; e++)
+		put(b, off + e, (float)tu_rand(&tc->rng, -1, 1));
+	return off;
+}
+
+static void attn_dq_setup(struct tcase *tc)
+{
+	struct gpo_attn_args *a = &tc->a.attn;
+
+	attn_bwd_setup(tc);
+	a->off_dq = attn_out(tc, &tc->b[6], a->flags & GPO_T_ACCUM);
+}
+
+static void attn_dkdv_setup(struct tcase *tc)
+{
+	struct gpo_attn_args *a = &tc->a.attn;
+
+	attn_bwd_setup(tc);
+	a->off_dk = attn_out(tc, &tc->b[6], a->flags & GPO_T_ACCUM);
+	a->off_dv = attn_out(tc, &tc->b[7], a->flags & GPO_ATTN_ACC_DV);
+}
+
+/* want[] of one output from the reference's r[] and mag[], (+ old) */
+static void attn_want(struct tbuf *b, uint32_t off, uint64_t e, int acc,
+		      double r, double mag)
+{
+	if (acc) {
+		r += f(b, off + e);
+		mag += fabs(f(b, off + e));
+	}
+	b->want[off + e] = r;
+	b->mag[off + e] = mag;
+}
+
+/* the reference backward of every matrix; @dkdv: dk and dv, else dq */
+static void attn_bwd_ref(struct tcase *tc, int dkdv)
+{
+	const struct gpo_attn_args *a = &tc->a.attn;
+	uint64_t mat = (uint64_t)a->t * a->hd, e, n = mat + 1;
+	double *in[6], *g[3], *m[3];
+	uint32_t z;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		in[i] = tb_d(&tc->b[i]);
+	for (i = 0; i < 3; i++) {
+		g[i] = malloc(n * sizeof(double));
+		m[i] = malloc(n * sizeof(double));
+		ck_assert(g[i] && m[i]);
+	}
+	tb_mag(&tc->b[6]);
+	if (dkdv)
+		tb_mag(&tc->b[7]);
+	for (z = 0; z < a->bh; z++) {
+		uint64_t zo = z * mat;
+
+		attn_bwd_ref_d(in[0] + a->off_q + zo, in[1] + a->off_k + zo,
+			       in[2] + a->off_v + zo, in[3] + a->off_dy + zo,
+			       in[4] + a->off_l + (uint64_t)z * a->t,
+			       in[5] + a->off_d + (uint64_t)z * a->t, a->t,
+			       a->hd, a->scale, g[0], g[1], g[2], m[0], m[1],
+			       m[2]);
+		for (e = 0; e < mat; e++) {
+			if (!dkdv) {
+				attn_want(&tc->b[6], a->off_dq, zo + e,
+					  a->flags & GPO_T_ACCUM, g[0][e],
+					  m[0][e]);
+				continue;
+			}
+			attn_want(&tc->b[6], a->off_dk, zo + e,
+				  a->flags & GPO_T_ACCUM, g[1][e], m[1][e]);
+			attn_want(&tc->b[7], a->off_dv, zo + e,
+				  a->flags & GPO_ATTN_ACC_DV, g[2][e],
+				  m[2][e]);
+		}
+	}
+	for (i = 0; i < 6; i++)
+		free(in[i]);
+	for (i = 0; i < 3; i++) {
+		free(g[i]);
+		free(m[i]);
+	}
+}
+
+static void attn_dq_ref(struct tcase *tc)
+{
+	attn_bwd_ref(tc, 0);
+}
+
+static void attn_dkdv_ref(struct tcase *tc)
+{
+	attn_bwd_ref(tc, 1);
+}
 
 /* ---- the backward references against finite differences ----------------- */
 
@@ -2661,6 +3008,56 @@ static void fd_matmul(uint64_t *rng)
 	}
 }
 
+/*
+ * attention of one matrix, L = sum W .* y: the backward reference (with l
+ * and d of the forward) against differences of the forward, for every
+ * element of q, k and v
+ */
+static void fd_attention(uint64_t *rng)
+{
+	const uint32_t t = 6, hd = 3, n = t * hd;
+	double scale = tu_rand(rng, 0.3, 1.5);
+	double *q = fd_rand(rng, n, -1, 1), *k = fd_rand(rng, n, -1, 1);
+	double *v = fd_rand(rng, n, -1, 1), *w = fd_rand(rng, n, -1, 1);
+	double *y = fd_rand(rng, n, 0, 1), *l = fd_rand(rng, t, 0, 1);
+	double *d = fd_rand(rng, t, 0, 1), *g[3];
+	uint32_t i, x;
+
+	for (x = 0; x < 3; x++)
+		g[x] = fd_rand(rng, n, 0, 1);
+	attn_fwd_d(q, k, v, t, hd, scale, y, l);
+	for (i = 0; i < t; i++)
+		d[i] = dot(w + i * hd, y + i * hd, hd);
+	attn_bwd_ref_d(q, k, v, w, l, d, t, hd, scale, g[0], g[1], g[2], NULL,
+		       NULL, NULL);
+	for (x = 0; x < 3; x++)
+		for (i = 0; i < n; i++) {
+			double *p = x == 0 ? &q[i] : x == 1 ? &k[i] : &v[i];
+			double p0 = *p, lp, lm;
+			char what[64];
+
+			*p = p0 + FD_H;
+			attn_fwd_d(q, k, v, t, hd, scale, y, l);
+			lp = dot(w, y, n);
+			*p = p0 - FD_H;
+			attn_fwd_d(q, k, v, t, hd, scale, y, l);
+			lm = dot(w, y, n);
+			*p = p0;
+			snprintf(what, sizeof(what), "attention d%c[%u]",
+				 "qkv"[x], i);
+			fd_check(what, g[x][i], (lp - lm) / (2 * FD_H));
+		}
+	free(q);
+	free(k);
+	free(v);
+	free(w);
+	free(y);
+	free(l);
+	free(d);
+	for (x = 0; x < 3; x++)
+		free(g[x]);
+}
+
 START_TEST(test_backward_refs_match_finite_differences)
 {
 	uint64_t rng = tu_rng("ops-fd");
@@ -2673,6 +3070,7 @@ START_TEST(test_backward_refs_match_finite_differences)
 		fd_layernorm(&rng);
 		fd_xent(&rng);
 		fd_matmul(&rng);
+		fd_attention(&rng);
 	}
 }
 END_TEST
@@ -2913,6 +3311,25 @@ static const struct op_case cases[] = {
 	  LN_ONE },
 	{ OP_LAYERNORM_BWD, "many rows", layernorm_bwd_setup,
 	  layernorm_bwd_ref, LN_MANY },
+	{ OP_ATTN_FWD, "", attn_fwd_setup, attn_fwd_ref, 0 },
+	{ OP_ATTN_FWD, "odd hd", attn_fwd_setup, attn_fwd_ref, AT_ODD },
+	{ OP_ATTN_FWD, "hd 128", attn_fwd_setup, attn_fwd_ref, AT_WIDE },
+	{ OP_ATTN_FWD, "t 257", attn_fwd_setup, attn_fwd_ref, AT_LONG },
+	{ OP_ATTN_BWD_D, "", attn_d_setup, attn_d_ref, 0 },
+	{ OP_ATTN_BWD_D, "odd hd", attn_d_setup, attn_d_ref, AT_ODD },
+	{ OP_ATTN_BWD_DQ, "", attn_dq_setup, attn_dq_ref, 0 },
+	{ OP_ATTN_BWD_DQ, "odd hd accum", attn_dq_setup, attn_dq_ref,
+	  AT_ODD | GPO_T_ACCUM },
+	{ OP_ATTN_BWD_DQ, "hd 128", attn_dq_setup, attn_dq_ref, AT_WIDE },
+	{ OP_ATTN_BWD_DQ, "t 257 accum", attn_dq_setup, attn_dq_ref,
+	  AT_LONG | GPO_T_ACCUM },
+	{ OP_ATTN_BWD_DKDV, "", attn_dkdv_setup, attn_dkdv_ref, 0 },
+	{ OP_ATTN_BWD_DKDV, "odd hd accum", attn_dkdv_setup, attn_dkdv_ref,
+	  AT_ODD | GPO_T_ACCUM | GPO_ATTN_ACC_DV },
+	{ OP_ATTN_BWD_DKDV, "hd 128 accum dv", attn_dkdv_setup,
+	  attn_dkdv_ref, AT_WIDE | GPO_ATTN_ACC_DV },
+	{ OP_ATTN_BWD_DKDV, "t 257 accum dk", attn_dkdv_setup,
+	  attn_dkdv_ref, AT_LONG | GPO_T_ACCUM },
 };
 
 /* ---- the harness ---------------------------------------------------------- */

@@ -36,7 +36,7 @@
 enum hop {
 	H_INPUT, H_PARAM, H_MATMUL, H_TRANSPOSE, H_BINARY, H_UNARY, H_SOFTMAX,
 	H_REDUCE, H_XENT, H_MSE, H_ONE_HOT, H_ACCURACY, H_RESHAPE, H_PERMUTE,
-	H_SLICE, H_CAUSAL, H_LAYERNORM, H_EMBED, H_DROPOUT
+	H_SLICE, H_CAUSAL, H_LAYERNORM, H_EMBED, H_DROPOUT, H_ATTN
 };
 
 enum { B_ADD, B_SUB, B_MUL, B_DIV };
@@ -54,7 +54,7 @@ struct hn {
 	int nd;
 	uint32_t s[4];
 	size_t n;
-	struct hn *a, *b, *c;	/* c: a layer norm's shift */
+	struct hn *a, *b, *c;	/* c: a layer norm's shift, attention's v */
 	int perm[4];		/* permute */
 	uint64_t start;		/* slice */
 	double eps;		/* layer norm */
@@ -342,6 +342,93 @@ static void ln_backward(struct hn *h)
 	}
 }
 
+/*
+ * causal attention of q (a), k (b), v (c) [BH, T, hd]: the weights p of
+ * row i of matrix z into @p (T of them, 0 past i)
+ */
+static void attn_p(const struct hn *h, uint32_t z, uint32_t i, double *p)
+{
+	const uint32_t T = h->s[1], hd = h->s[2];
+	const double *q = h->a->v + ((uint64_t)z * T + i) * hd;
+	const double *k = h->b->v + (uint64_t)z * T * hd;
+	double m = -INFINITY, sum = 0;
+	uint32_t j, e;
+
+	for (j = 0; j < T; j++) {
+		p[j] = 0;
+		for (e = 0; e < hd && j <= i; e++)
+			p[j] += q[e] * k[(uint64_t)j * hd + e];
+		p[j] *= h->alpha;
+		if (j <= i)
+			m = fmax(m, p[j]);
+	}
+	for (j = 0; j <= i; j++)
+		sum += exp(p[j] - m);
+	for (j = 0; j < T; j++)
+		p[j] = j <= i ? exp(p[j] - m) / sum : 0;
+}
+
+static void attn_forward(struct hn *h)
+{
+	const uint32_t T = h->s[1], hd = h->s[2];
+	double *p = calloc(T, sizeof(double));
+	uint32_t z, i, j, e;
+
+	ck_assert_ptr_nonnull(p);
+	for (z = 0; z < h->s[0]; z++)
+		for (i = 0; i < T; i++) {
+			double *y = h->v + ((uint64_t)z * T + i) * hd;
+
+			attn_p(h, z, i, p);
+			for (e = 0; e < hd; e++) {
+				y[e] = 0;
+				for (j = 0; j <= i; j++)
+					y[e] += p[j] * h->c->v[((uint64_t)z * T +
+								j) * hd + e];
+			}
+		}
+	free(p);
+}
+
+/* dv = P^T dy, dS = P (dy v^T - rowsum(P (dy v^T))), dq = a dS k, dk = a dS^T q */
+static void attn_backward(struct hn *h)
+{
+	const uint32_t T = h->s[1], hd = h->s[2];
+	double *p = calloc(T, sizeof(double)), *dp = calloc(T, sizeof(double));
+	uint32_t z, i, j, e;
+
+	ck_assert(p && dp);
+	for (z = 0; z < h->s[0]; z++)
+		for (i = 0; i < T; i++) {
+			const uint64_t base = (uint64_t)z * T * hd;
+			const double *dy = h->g + base + (uint64_t)i * hd;
+			double s = 0;
+
+			attn_p(h, z, i, p);
+			for (j = 0; j <= i; j++) {
+				dp[j] = 0;
+				for (e = 0; e < hd; e++)
+					dp[j] += dy[e] *
+						 h->c->v[base + (uint64_t)j * hd + e];
+				s += p[j] * dp[j];
+			}
+			for (j = 0; j <= i; j++) {
+				double ds = h->alpha * p[j] * (dp[j] - s);
+
+				for (e = 0; e < hd; e++) {
+					uint64_t ie = base + (uint64_t)i * hd + e;
+					uint64_t je = base + (uint64_t)j * hd + e;
+
+					h->a->g[ie] += ds * h->b->v[je];
+					h->b->g[je] += ds * h->a->v[ie];
+					h->c->g[je] += p[j] * dy[e];
+				}
+			}
+		}
+	free(p);
+	free(dp);
+}
+
 static void h_forward(struct hn *h)
 {
 	struct hn *a = h->a, *b = h->b;
@@ -504,6 +591,9 @@ static void h_forward(struct hn *h)
 	case H_DROPOUT:
 		for (i = 0; i < h->n; i++)
 			h->v[i] = h->keep[i] ? h->alpha * a->v[i] : 0;
+		return;
+	case H_ATTN:
+		attn_forward(h);
 		return;
 	}
 }
@@ -679,6 +769,9 @@ static void h_backward(struct hn *h)
 	case H_DROPOUT:
 		for (i = 0; i < h->n; i++)
 			a->g[i] += h->keep[i] ? h->alpha * h->g[i] : 0;
+		return;
+	case H_ATTN:
+		attn_backward(h);
 		return;
 	default:
 		return;
@@ -941,6 +1034,18 @@ static struct hn *CAUSAL(struct tc *c, struct hn *x, double scale)
 
 	h->alpha = scale;
 	got(c, h, gpo_causal_softmax(c->g, x->t, scale));
+	return h;
+}
+
+static struct hn *ATTN(struct tc *c, struct hn *q, struct hn *k,
+			struct hn *v, double scale)
+{
+	struct hn *h = node(c, H_ATTN, q->nd, q->s, q, k);
+
+	h->c = v;
+	h->needs |= v->needs;
+	h->alpha = scale;
+	got(c, h, gpo_causal_attention(c->g, q->t, k->t, v->t, scale));
 	return h;
 }
 
@@ -1597,6 +1702,45 @@ static struct hn *b_attention(struct tc *c, int arg)
 	return lin_loss(c, y);
 }
 
+/*
+ * the fused op: as a GPT builds it (b_attention's shapes, through
+ * c_attn's product); q, k and v one tensor (their gradients summed in one
+ * buffer); odd T over two blocks and an odd head size; hd 70 (both
+ * column halves) with only k and v parameters
+ */
+static struct hn *b_fused_attention(struct tc *c, int arg)
+{
+	const uint32_t B = 2, T = 5, H = 3, hd = 7, C = H * hd;
+	uint32_t s4[4] = { B, T, 3 * H, hd }, s3[4] = { 3, H * B, T, hd };
+	uint32_t sq[3] = { H * B, T, hd }, so[4] = { H, B, T, hd };
+	uint32_t sy[2] = { B * T, C }, s1[3] = { 2, 67, 9 };
+	uint32_t s2[3] = { 2, 11, 70 };
+	const int pin[4] = { 2, 0, 1, 3 }, pout[4] = { 1, 2, 0, 3 };
+	struct hn *qkv, *q, *k, *v, *y;
+
+	if (arg == 1) {
+		q = P(c, 3, s1, -1.5, 1.5);
+		return lin_loss(c, ATTN(c, q, q, q, 0.8));
+	}
+	if (arg == 2)
+		return lin_loss(c, ATTN(c, P(c, 3, s1, -1, 1),
+					P(c, 3, s1, -1, 1),
+					P(c, 3, s1, -1, 1), -0.6));
+	if (arg == 3)
+		return lin_loss(c, ATTN(c, IN(c, 3, s2, -0.5, 0.5),
+					P(c, 3, s2, -0.5, 0.5),
+					P(c, 3, s2, -1, 1), 0.3));
+	qkv = MATMUL(c, IN(c, 2, (uint32_t[]){ B * T, 11 }, -1, 1),
+		     P(c, 2, (uint32_t[]){ 3 * C, 11 }, -1, 1), GPO_MATMUL_TB);
+	y = RESHAPE(c, PERMUTE(c, RESHAPE(c, qkv, 4, s4), pin), 4, s3);
+	q = RESHAPE(c, SLICE(c, y, 0, 1), 3, sq);
+	k = RESHAPE(c, SLICE(c, y, 1, 1), 3, sq);
+	v = RESHAPE(c, SLICE(c, y, 2, 1), 3, sq);
+	y = ATTN(c, q, k, v, 1 / sqrt(hd));
+	y = RESHAPE(c, PERMUTE(c, RESHAPE(c, y, 4, so), pout), 2, sy);
+	return lin_loss(c, y);
+}
+
 /* layer norm with w and b, without either, with w only of a 3-d x */
 static struct hn *b_layer_norm(struct tc *c, int arg)
 {
@@ -1678,6 +1822,7 @@ CASE(test_tensor_permute_grads, b_permute, 5)
 CASE(test_tensor_slice_grads, b_slice, 4)
 CASE(test_tensor_causal_softmax_grads, b_causal, 3)
 CASE(test_tensor_attention_grads, b_attention, 2)
+CASE(test_tensor_fused_attention_grads, b_fused_attention, 4)
 CASE(test_tensor_layer_norm_grads, b_layer_norm, 3)
 CASE(test_tensor_embedding_grads, b_embedding, 3)
 CASE(test_tensor_dropout_grads, b_dropout, 2)
@@ -1889,6 +2034,105 @@ START_TEST(test_tensor_i32_views)
 					 -idx[i] : idx[i]);
 		gpo_graph_free(g);
 	}
+}
+END_TEST
+
+/* ---- fused attention against the composed ops ------------------------------ */
+
+#define FC_BH	3
+#define FC_T	100	/* two blocks, the second partial */
+#define FC_HD	16
+#define FC_N	(FC_BH * FC_T * FC_HD)
+
+/*
+ * loss = sum(w * attention(q, k, v)), q, k, v parameters, by the fused
+ * op (@fused) or by matmul, causal_softmax and matmul: y and the three
+ * gradients
+ */
+static void fc_run(struct gpo_device *dev, int fused, float *const in[4],
+		   float *y, float *const grad[3])
+{
+	static const char *const names[3] = { "q", "k", "v" };
+	uint64_t s[3] = { FC_BH, FC_T, FC_HD };
+	struct gpo_tensor *p[3], *w, *out, *loss;
+	struct gpo_optim *opt;
+	struct gpo_graph *g;
+	const char *id = tu_device_id(dev);
+	int i;
+
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_SGD, &opt), 0);
+	ck_assert_int_eq(gpo_graph_new(dev, &g), 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, names[i], 3, s, 0),
+				 0);
+		p[i] = gpo_tensor_param(g, opt, names[i]);
+	}
+	w = gpo_tensor_input(g, "w", GPO_F32, 3, s);
+	if (fused) {
+		out = gpo_causal_attention(g, p[0], p[1], p[2], 0.3);
+	} else {
+		out = gpo_matmul(g, p[0], p[1], GPO_MATMUL_TB);
+		out = gpo_causal_softmax(g, out, 0.3);
+		out = gpo_matmul(g, out, p[2], 0);
+	}
+	loss = gpo_sum(g, gpo_sum(g, gpo_sum(g, gpo_mul(g, out, w), -1), -1),
+		       -1);
+	ck_assert_msg(loss != NULL, "%s: %s", id, gpo_errmsg());
+	ck_assert_int_eq(gpo_graph_backward(g, loss), 0);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(gpo_optim_write(opt, "param", names[i], in[i],
+						 FC_N * 4), 0);
+	ck_assert_int_eq(gpo_tensor_write(w, in[3], FC_N * 4), 0);
+	ck_assert_msg(gpo_graph_run(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD) == 0,
+		      "%s: %s", id, gpo_errmsg());
+	tu_poison(y, FC_N);
+	ck_assert_int_eq(gpo_tensor_read(out, y, FC_N * 4), 0);
+	for (i = 0; i < 3; i++) {
+		tu_poison(grad[i], FC_N);
+		ck_assert_int_eq(gpo_optim_read(opt, "grad", names[i], grad[i],
+						FC_N * 4), 0);
+	}
+	gpo_graph_free(g);
+	gpo_optim_free(opt);
+}
+
+/* the fused op's value and gradients are the composition's */
+START_TEST(test_tensor_attention_fused_matches_composed)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, i;
+	uint64_t rng = tu_rng("fused_composed");
+	float *in[4], *out[2][4];
+	double *want = malloc(FC_N * sizeof(double));
+	size_t e;
+
+	ck_assert_ptr_nonnull(want);
+	for (i = 0; i < 4; i++) {
+		in[i] = malloc(FC_N * 4);
+		out[0][i] = malloc(FC_N * 4);
+		out[1][i] = malloc(FC_N * 4);
+		ck_assert(in[i] && out[0][i] && out[1][i]);
+		tu_fill(in[i], FC_N, &rng, -2, 2);
+	}
+	for (d = 0; d < ndev; d++) {
+		const char *id = tu_device_id(devs[d]);
+
+		fc_run(devs[d], 1, in, out[0][0], out[0] + 1);
+		fc_run(devs[d], 0, in, out[1][0], out[1] + 1);
+		for (i = 0; i < 4; i++) {
+			for (e = 0; e < FC_N; e++)
+				want[e] = out[1][i][e];
+			check_vals(id, i ? "fused gradient" : "fused value",
+				   i ? (const char *[]){ "q", "k", "v" }[i - 1] :
+				   "y", out[0][i], want, FC_N, 1e-5, 0);
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		free(in[i]);
+		free(out[0][i]);
+		free(out[1][i]);
+	}
+	free(want);
 }
 END_TEST
 
@@ -2216,6 +2460,45 @@ START_TEST(test_tensor_err_causal_softmax)
 }
 END_TEST
 
+START_TEST(test_tensor_err_causal_attention)
+{
+	struct ectx e;
+	struct gpo_tensor *q;
+
+	e_open(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 7);
+	ck_assert_ptr_nonnull(gpo_causal_attention(e.g, q, q, q, 0.5));
+	e_kept(&e, gpo_causal_attention(e.g, q, e_in(&e, GPO_F32, 3, 2, 5, 6),
+					q, 1.0), -EINVAL, "not one shape");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 7);
+	e_kept(&e, gpo_causal_attention(e.g, q, q,
+					e_in(&e, GPO_F32, 3, 2, 4, 7), 1.0),
+	       -EINVAL, "[2, 4, 7]");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 2, 5, 7, 0);
+	e_kept(&e, gpo_causal_attention(e.g, q, q, q, 1.0), -EINVAL,
+	       "[BH, T, hd]");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 129);
+	e_kept(&e, gpo_causal_attention(e.g, q, q, q, 1.0), -EINVAL,
+	       "head size of 129");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 7);
+	e_kept(&e, gpo_causal_attention(e.g, q, q, q, NAN), -EINVAL, "scale");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 7);
+	e_kept(&e, gpo_causal_attention(e.g, q, q,
+					e_in(&e, GPO_I32, 3, 2, 5, 7), 1.0),
+	       -EINVAL, "i32");
+	e_renew(&e);
+	q = e_in(&e, GPO_F32, 3, 2, 5, 7);
+	e_kept(&e, gpo_causal_attention(e.g, q, NULL, q, 1.0), -EINVAL,
+	       "NULL");
+	e_close(&e);
+}
+END_TEST
+
 START_TEST(test_tensor_err_layer_norm)
 {
 	struct ectx e;
@@ -2478,11 +2761,13 @@ int main(void)
 	tcase_add_loop_test(tc, test_tensor_slice_grads, 0, 4);
 	tcase_add_loop_test(tc, test_tensor_causal_softmax_grads, 0, 3);
 	tcase_add_loop_test(tc, test_tensor_attention_grads, 0, 2);
+	tcase_add_loop_test(tc, test_tensor_fused_attention_grads, 0, 4);
 	tcase_add_loop_test(tc, test_tensor_layer_norm_grads, 0, 3);
 	tcase_add_loop_test(tc, test_tensor_embedding_grads, 0, 3);
 	tcase_add_loop_test(tc, test_tensor_dropout_grads, 0, 2);
 	tcase_add_test(tc, test_tensor_dropout_masks);
 	tcase_add_test(tc, test_tensor_i32_views);
+	tcase_add_test(tc, test_tensor_attention_fused_matches_composed);
 	suite_add_tcase(s, tc);
 
 	tcase_set_timeout(te, 60);
@@ -2504,6 +2789,7 @@ int main(void)
 	tcase_add_test(te, test_tensor_err_permute);
 	tcase_add_test(te, test_tensor_err_slice);
 	tcase_add_test(te, test_tensor_err_causal_softmax);
+	tcase_add_test(te, test_tensor_err_causal_attention);
 	tcase_add_test(te, test_tensor_err_layer_norm);
 	tcase_add_test(te, test_tensor_err_embedding);
 	tcase_add_test(te, test_tensor_err_dropout);

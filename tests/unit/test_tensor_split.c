@@ -7,7 +7,10 @@
  *
  * The split happens where the outputs are too few for the device, so the
  * shapes here (a handful of outputs, thousands of terms) split on every
- * device, the cpu backend included.
+ * device, the cpu backend included. The larger ones (a few 128 x 128
+ * tiles) split into slices of matmul_big on a device of a few compute
+ * units (the cpu backend, PoCL and lavapipe here): aligned for its vector
+ * loads, and ragged, with a shorter last slice.
  */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "core/gpuopt_i.h"
 
 #define TOL	2e-5	/* of the sum of the terms' magnitudes */
 
@@ -39,6 +43,27 @@ static void expect_split(struct gpo_graph *g, const char *dev)
 	for (i = 0; i < n; i++)
 		red |= !strcmp(t[i].op, "reduce");
 	ck_assert_msg(red, "%s: the product was not split", dev);
+}
+
+/*
+ * the slices ran on matmul_big, where the device has the few compute
+ * units that make it the choice (tensor/emit.c, mm())
+ */
+static void expect_big(struct gpo_graph *g, struct gpo_device *dev)
+{
+	struct gpo_device_info info;
+	struct gpo_op_time t[8];
+	int n = gpo_graph_profile(g, GPO_RUN_FORWARD, t, 8), i, big = 0;
+
+	ck_assert_int_eq(gpo_device_info(tu_ctx(), gpo_device_index(dev),
+					 &info), 0);
+	if (info.compute_units > 4)
+		return;
+	ck_assert_int_gt(n, 0);
+	for (i = 0; i < n; i++)
+		big |= !strcmp(t[i].op, "matmul_big");
+	ck_assert_msg(big, "%s: the slices did not run on matmul_big",
+		      tu_device_id(dev));
 }
 
 /* op(A) op(B) in double, and the sums of |terms| */
@@ -67,13 +92,14 @@ static void ref_mm(const float *a, const float *b, int ta, int tb, uint32_t m,
 START_TEST(test_split_product_matches_float64)
 {
 	static const uint32_t dims[][3] = { { 5, 7, 3001 }, { 67, 3, 1031 },
-					    { 1, 1, 4099 } };
+					    { 1, 1, 4099 }, { 256, 128, 4096 },
+					    { 250, 120, 4100 } };
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int nd = tu_devices(devs, TU_MAX_DEVICES), d, v, f;
 	uint64_t seed = tu_seed();
 
 	for (d = 0; d < nd; d++)
-		for (v = 0; v < 3; v++)
+		for (v = 0; v < 5; v++)
 			for (f = 0; f < 4; f++) {
 				uint32_t m = dims[v][0], n = dims[v][1];
 				uint32_t k = dims[v][2];
@@ -102,6 +128,8 @@ START_TEST(test_split_product_matches_float64)
 				ck_assert_int_eq(gpo_graph_run(g, GPO_RUN_FORWARD), 0);
 				ck_assert_int_eq(gpo_tensor_read(tc, c, m * n * 4), 0);
 				expect_split(g, tu_device_id(devs[d]));
+				if (m >= 128)
+					expect_big(g, devs[d]);
 				ref_mm(a, b, ta, tb, m, n, k, w, mag);
 				snprintf(what, sizeof(what), "%ux%ux%u%s%s", m, n,
 					 k, ta ? " ta" : "", tb ? " tb" : "");
@@ -195,6 +223,79 @@ START_TEST(test_split_gradients_accumulate)
 }
 END_TEST
 
+/*
+ * an embedding's gradient over more indices than lavapipe lets one
+ * work-item walk (abi/tensor.h): launches of fewer indices, each adding
+ * to the last, give the sums of every index on every device
+ */
+START_TEST(test_split_embedding_gradient_over_many_indices)
+{
+	enum { V = 37, D = 300, N = 40009 };
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int nd = tu_devices(devs, TU_MAX_DEVICES), d;
+	uint64_t seed = tu_seed();
+	const uint64_t ts[2] = { V, D }, is[1] = { N }, rs[2] = { N, D };
+
+	for (d = 0; d < nd; d++) {
+		float *r = malloc((size_t)N * D * 4), gw[V * D], w[V * D];
+		double want[V * D], mag[V * D];
+		int32_t *ix = malloc(N * 4);
+		struct gpo_tensor *tt, *ti, *tr, *loss;
+		struct gpo_op_time pt[32];
+		struct gpo_optim *opt;
+		struct gpo_graph *g;
+		uint32_t i, j, launches = 0;
+		int n, k;
+
+		tu_fill(r, (size_t)N * D, &seed, -1, 1);
+		tu_fill(w, V * D, &seed, -1, 1);
+		for (i = 0; i < N; i++)
+			ix[i] = (int32_t)tu_rand(&seed, 0, V);
+		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_SGD, &opt), 0);
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, "t", 2, ts, 0), 0);
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+		tt = gpo_tensor_param(g, opt, "t");
+		ti = gpo_tensor_input(g, "i", GPO_I32, 1, is);
+		tr = gpo_tensor_input(g, "r", GPO_F32, 2, rs);
+		loss = gpo_sum(g, gpo_sum(g, gpo_mul(g, gpo_embedding(g, tt, ti),
+						     tr), 1), 0);
+		ck_assert_int_eq(gpo_graph_backward(g, loss), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "param", "t", w,
+						 sizeof(w)), 0);
+		tu_poison(gw, V * D);
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", "t", gw,
+						 sizeof(gw)), 0);
+		ck_assert_int_eq(gpo_tensor_write(ti, ix, N * 4), 0);
+		ck_assert_int_eq(gpo_tensor_write(tr, r, (size_t)N * D * 4), 0);
+		n = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, pt,
+				      32);
+		ck_assert_int_gt(n, 0);
+		for (k = 0; k < n; k++)
+			if (!strcmp(pt[k].op, "embed_bwd"))
+				launches = (uint32_t)pt[k].launches;
+		if (devs[d]->loop_limit)
+			ck_assert_uint_ge(launches, 2);
+		else
+			ck_assert_uint_eq(launches, 1);
+		ck_assert_int_eq(gpo_optim_read(opt, "grad", "t", gw,
+						sizeof(gw)), 0);
+		for (i = 0; i < V * D; i++)
+			want[i] = mag[i] = 0;
+		for (i = 0; i < N; i++)
+			for (j = 0; j < D; j++) {
+				want[ix[i] * D + j] += r[(size_t)i * D + j];
+				mag[ix[i] * D + j] += fabs(r[(size_t)i * D + j]);
+			}
+		check_close("embedding gradient", tu_device_id(devs[d]), gw,
+			    want, mag, V * D);
+		gpo_graph_free(g);
+		gpo_optim_free(opt);
+		free(r);
+		free(ix);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tensor_split");
@@ -203,6 +304,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_split_product_matches_float64);
 	tcase_add_test(tc, test_split_gradients_accumulate);
+	tcase_add_test(tc, test_split_embedding_gradient_over_many_indices);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

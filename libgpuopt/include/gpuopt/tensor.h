@@ -150,6 +150,18 @@ struct gpo_tensor *gpo_causal_softmax(struct gpo_graph *g,
 				      struct gpo_tensor *x, double scale);
 
 /*
+ * gpo_causal_attention - softmax(@scale q k^T, causal mask) v for q, k, v
+ * of one shape [BH, T, hd] (hd at most 128): the composition of
+ * gpo_matmul(q, k, GPO_MATMUL_TB), gpo_causal_softmax() and gpo_matmul(.,
+ * v) in fused kernels that never store the T x T scores (flash-attention
+ * style), nor visit the blocks above the diagonal. Deterministic.
+ */
+struct gpo_tensor *gpo_causal_attention(struct gpo_graph *g,
+					struct gpo_tensor *q,
+					struct gpo_tensor *k,
+					struct gpo_tensor *v, double scale);
+
+/*
  * gpo_layer_norm - torch.nn.functional.layer_norm over the last dimension
  * @w, @b: [D] scale and shift (either may be NULL: 1 and 0)
  * @eps:   added to the (biased) variance, 1e-5 as torch's default

@@ -27,6 +27,7 @@
 #include "abi/loss.h"
 #include "abi/gather.h"
 #include "abi/layernorm.h"
+#include "abi/attention.h"
 
 #define P4	(OP_RW | OP_VEC4)	/* a parameter or state view */
 #define G4	(OP_R | OP_VEC4)	/* the gradient view */
@@ -137,6 +138,22 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 		{ { "y", OP_R }, { "dy", OP_R }, { "stats", OP_R },
 		  { "dx", OP_RW } },
 		sizeof(struct gpo_layernorm_args), DT(GPO_F32) },
+	[OP_ATTN_FWD] = { "attn_fwd", "attention", GRID_GROUPS, 5,
+		{ { "q", OP_R }, { "k", OP_R }, { "v", OP_R }, { "y", OP_W },
+		  { "l", OP_W } },
+		sizeof(struct gpo_attn_args), DT(GPO_F32) },
+	[OP_ATTN_BWD_D] = { "attn_bwd_d", "attention", GRID_GROUPS, 3,
+		{ { "y", OP_R }, { "dy", OP_R }, { "d", OP_W } },
+		sizeof(struct gpo_attn_args), DT(GPO_F32) },
+	[OP_ATTN_BWD_DQ] = { "attn_bwd_dq", "attention", GRID_GROUPS, 7,
+		{ { "q", OP_R }, { "k", OP_R }, { "v", OP_R }, { "dy", OP_R },
+		  { "l", OP_R }, { "d", OP_R }, { "dq", OP_RW } },
+		sizeof(struct gpo_attn_args), DT(GPO_F32) },
+	[OP_ATTN_BWD_DKDV] = { "attn_bwd_dkdv", "attention", GRID_GROUPS, 8,
+		{ { "q", OP_R }, { "k", OP_R }, { "v", OP_R }, { "dy", OP_R },
+		  { "l", OP_R }, { "d", OP_R }, { "dk", OP_RW },
+		  { "dv", OP_RW } },
+		sizeof(struct gpo_attn_args), DT(GPO_F32) },
 };
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,

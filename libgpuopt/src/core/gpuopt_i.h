@@ -50,6 +50,11 @@ struct gpo_device {
 	 * they are given, so callers launch them in runs that fit.
 	 */
 	uint64_t max_binding;
+	/*
+	 * loop iterations one work-item may run in all before the driver
+	 * ends its loops, by open; 0: no limit (lavapipe: 65535, abi/tensor.h)
+	 */
+	uint32_t loop_limit;
 	struct pool pool;
 };
 

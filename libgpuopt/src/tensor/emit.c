@@ -19,6 +19,7 @@
  *	C = A[s:s+n]	dA[s:s+n] += dC (the rest of dA 0 if unwritten)
  *	C = T[idx]	dT = the rows of dC summed by index (embed_bwd)
  *	softmax, reductions, cross-entropy, layer norm: their _bwd kernels
+ *	causal attention: attn_bwd_d, then attn_bwd_dkdv and attn_bwd_dq
  * A reshape is its source's memory, and its gradient its source's: a
  * contribution to it is one to the source, and it has no backward.
  */
@@ -341,38 +342,73 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 	*cols = t->shape[t->ndim - 1];
 }
 
-/* the fewest matmul_big tiles a product needs to be given to it */
+/*
+ * the fewest matmul_big tiles a product needs to be given to it, and to
+ * be given to it over a sum shorter than MM_BIG_MIN_K (but no shorter
+ * than MM_BIG_SHORT_K)
+ */
 #define MM_BIG_TILES	256
+#define MM_BIG_MANY	1024
+#define MM_BIG_MIN_K	512
+#define MM_BIG_SHORT_K	256
 
-/* c = op(x) op(y), batched over the leading dimension of 3-d operands */
-static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
-		  struct mm_op y, const struct tview *c, uint32_t flags)
+/* the tiles of side @ts an m x n product has (@batch of them) */
+static uint64_t mm_tiles(uint32_t m, uint32_t n, uint32_t batch, uint32_t ts)
 {
-	uint32_t xr, xc, yr, yc, m, n, k, batch, tm, tn;
+	return (uint64_t)batch * ((m + ts - 1) / ts) * ((n + ts - 1) / ts);
+}
+
+/*
+ * mm_big_fits - matmul_big's tiles cover m x n with at most an eighth of
+ * their area past the edges: never 64 columns in 128-wide tiles.
+ */
+static int mm_big_fits(uint32_t m, uint32_t n)
+{
+	uint64_t area = mm_tiles(m, n, 1, GPO_MM_TILE_BIG) * GPO_MM_TILE_BIG *
+			GPO_MM_TILE_BIG;
+
+	return 8 * area <= 9 * (uint64_t)m * n;
+}
+
+/*
+ * mm_big - whether an m x n product (@batch of them) summing @k terms goes
+ * to matmul_big. Its tiles do 4 times the work of matmul's for half the
+ * loads a product, but they are 4 times fewer: only where there are
+ * enough of them to fill a large GPU and little is lost to ragged edges.
+ * A short sum is mostly the loads before the first multiply and the
+ * stores after the last: on an H100, 16384 x 384 over 384 terms ran as
+ * fast on either (384 tiles of matmul_big), 16384 x 1152 over 384 terms
+ * 10% faster on matmul_big, and 16384 x 384 from 1152 terms on 10 to 20%
+ * faster (bench/results/gemmgpt-h100-sweep.txt); attention's scores,
+ * 256 x 256 over 64 terms in 384 products, 15% slower.
+ */
+static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
+		  uint32_t k, uint32_t batch)
+{
+	uint64_t tiles = mm_tiles(m, n, batch, GPO_MM_TILE_BIG);
+
+	return tiles >= MM_BIG_TILES && mm_big_fits(m, n) &&
+	       (k >= MM_BIG_MIN_K ||
+		(k >= MM_BIG_SHORT_K && tiles >= MM_BIG_MANY));
+}
+
+/*
+ * mm_launch - c_z = op(x_z) op(y_z) for z < @batch, m x n, summing @k
+ * terms from term @p0 on; x_z at x + z @bsa, y_z at y + z @bsb (in
+ * elements), c_z at c + z m n; on matmul_big when @big
+ */
+static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		     struct mm_op y, const struct tview *c, uint32_t m,
+		     uint32_t n, uint32_t k, uint32_t batch, uint32_t p0,
+		     uint32_t bsa, uint32_t bsb, uint32_t flags, int big)
+{
+	uint32_t ts = big ? GPO_MM_TILE_BIG : GPO_MM_TILE, xr, xc, yr, yc;
+	uint32_t tm = (m + ts - 1) / ts, tn = (n + ts - 1) / ts;
 	struct gpo_matmul_args *a;
 	struct launch *L;
-	int big;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	m = x.trans ? xc : xr;
-	k = x.trans ? xr : xc;
-	n = y.trans ? yr : yc;
-	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
-	tm = (m + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-	tn = (n + GPO_MM_TILE_BIG - 1) / GPO_MM_TILE_BIG;
-	/*
-	 * matmul_big's tiles do 4 times the work of matmul's for half the
-	 * loads a product, but they are 4 times fewer: only where there are
-	 * enough of them to fill a large GPU several times over (2048 x 2048
-	 * and up) and little is lost to ragged edges.
-	 */
-	big = (uint64_t)batch * tm * tn >= MM_BIG_TILES &&
-	      m >= GPO_MM_TILE_BIG * 4 && n >= GPO_MM_TILE_BIG * 4;
-	if (!big) {
-		tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-		tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	}
 	L = push(g, l, big ? OP_MATMUL_BIG : OP_MATMUL,
 		 (uint64_t)batch * tm * tn);
 	if (!L)
@@ -389,22 +425,41 @@ static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->lda = xc;
 	a->ldb = yc;
 	a->ldc = n;
-	a->bsa = xr * xc;
-	a->bsb = yr * yc;
+	a->bsa = bsa;
+	a->bsb = bsb;
 	a->bsc = m * n;
 	a->alpha = 1.0f;
 	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
 	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	/* op(x)'s columns are x's rows when transposed, and so on */
+	a->off_a += x.trans ? p0 * xc : p0;
+	a->off_b += y.trans ? p0 : p0 * yc;
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
 	/* bindings start on 256 bytes: the rest is the operand's own */
-	if (big && !(a->off_a % 4) && !(a->lda % 4))
+	if (big && !(a->off_a % 4) && !(a->lda % 4) && !(a->bsa % 4))
 		a->flags |= GPO_MM_VEC_A;
-	if (big && !(a->off_b % 4) && !(a->ldb % 4))
+	if (big && !(a->off_b % 4) && !(a->ldb % 4) && !(a->bsb % 4))
 		a->flags |= GPO_MM_VEC_B;
 	return 0;
 }
 
-#define SPLIT_MIN_K	256	/* the least of the sum a part takes */
+/* c = op(x) op(y), batched over the leading dimension of 3-d operands */
+static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
+		  struct mm_op y, const struct tview *c, uint32_t flags)
+{
+	uint32_t xr, xc, yr, yc, m, n, k, batch;
+
+	mm_dims(x.t, &xr, &xc);
+	mm_dims(y.t, &yr, &yc);
+	m = x.trans ? xc : xr;
+	k = x.trans ? xr : xc;
+	n = y.trans ? yr : yc;
+	batch = x.t->ndim == 3 ? x.t->shape[0] : 1;
+	return mm_launch(g, l, x, y, c, m, n, k, batch, 0, xr * xc, yr * yc,
+			 flags, mm_big(g, m, n, k, batch));
+}
+
+#define SPLIT_MIN_K	512	/* the least of the sum a part takes */
 
 /*
  * mm_part - c_z = op(x) op(y) over the terms p in [p0 + z kc, p0 + (z+1) kc)
@@ -413,42 +468,26 @@ static int mm_one(struct gpo_graph *g, struct llist *l, struct mm_op x,
  */
 static int mm_part(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		   struct mm_op y, const struct tview *c, uint32_t m,
-		   uint32_t n, uint32_t p0, uint32_t kc, uint32_t parts)
+		   uint32_t n, uint32_t p0, uint32_t kc, uint32_t parts,
+		   int big)
 {
-	uint32_t xr, xc, yr, yc, tm, tn;
-	struct gpo_matmul_args *a;
-	struct launch *L;
+	uint32_t xr, xc, yr, yc;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	tm = (m + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	tn = (n + GPO_MM_TILE - 1) / GPO_MM_TILE;
-	L = push(g, l, OP_MATMUL, (uint64_t)parts * tm * tn);
-	if (!L)
-		return -ENOMEM;
-	a = &L->a.mm;
-	a->m = m;
-	a->n = n;
-	a->k = kc;
-	a->batch = parts;
-	a->tiles_m = tm;
-	a->tiles_n = tn;
-	a->flags = (x.trans ? GPO_MM_TRANS_A : 0) |
-		   (y.trans ? GPO_MM_TRANS_B : 0);
-	a->lda = xc;
-	a->ldb = yc;
-	a->ldc = n;
-	/* op(x)'s columns are x's rows when transposed, and so on */
-	a->bsa = x.trans ? kc * xc : kc;
-	a->bsb = y.trans ? kc : kc * yc;
-	a->bsc = m * n;
-	a->alpha = 1.0f;
-	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
-	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
-	a->off_a += x.trans ? p0 * xc : p0;
-	a->off_b += y.trans ? p0 : p0 * yc;
-	gpo__view_bind(c, (uint64_t)parts * m * n, &L->call.buf[2], &a->off_c);
-	return 0;
+	return mm_launch(g, l, x, y, c, m, n, kc, parts, p0,
+			 x.trans ? kc * xc : kc, y.trans ? kc : kc * yc, 0,
+			 big);
+}
+
+/* the fewest slices, a power of 2, that make @tiles at least @want */
+static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
+{
+	uint32_t s = 1;
+
+	while (tiles * s < want && 2 * s <= most)
+		s *= 2;
+	return s;
 }
 
 /*
@@ -459,39 +498,61 @@ static int mm_part(struct gpo_graph *g, struct llist *l, struct mm_op x,
  * temporary, and then summed in order into c (reduce). The same bits on
  * every run; the sum's order differs from one launch's, as any kernel's
  * blocking does.
+ *
+ * S is a power of 2, so that a sum over a power of 2 of rows needs one
+ * launch for the slices (else the shorter last slice is a launch of its
+ * own, of few groups, as long as the others); enough for 8 groups a
+ * compute unit, slices of SPLIT_MIN_K terms or more, and a temporary no
+ * larger than half the operands (the arena keeps every temporary of a
+ * graph: a GPT's weight gradients in 32 slices took a gigabyte more than
+ * in 5). On matmul_big where its tiles fit the product
+ * and, split as finely, are 4 a compute unit: on an H100 the weight
+ * gradients of a GPT (1536 x 384 over 16384 rows) ran 1.3 times faster
+ * so, in 16 slices, than in the 4 slices of matmul that 4 groups a
+ * compute unit gave, and 384 x 1152 1.4 times faster in 16 slices of
+ * matmul than in 5 and a shorter last one, a launch of its own
+ * (bench/results/gemmgpt-h100-sweep.txt).
  */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
 {
-	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, tiles;
-	uint64_t want = fill_groups(g);
+	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, most;
+	uint64_t want = 2 * fill_groups(g), tiles, big_tiles, half;
 	struct tview tmp;
-	int ret;
+	int big = 0, ret;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
 	m = x.trans ? xc : xr;
 	k = x.trans ? xr : xc;
 	n = y.trans ? yr : yc;
-	tiles = ((m + GPO_MM_TILE - 1) / GPO_MM_TILE) *
-		((n + GPO_MM_TILE - 1) / GPO_MM_TILE);
+	tiles = mm_tiles(m, n, 1, GPO_MM_TILE);
 	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
 		return mm_one(g, l, x, y, c, flags);
-	s = (uint32_t)((want + tiles - 1) / tiles);
-	if (s > k / SPLIT_MIN_K)
-		s = k / SPLIT_MIN_K;
+	most = k / SPLIT_MIN_K;
+	half = (uint64_t)k * (m + n) / 2;
+	if ((uint64_t)most * m * n > half)
+		most = (uint32_t)(half / ((uint64_t)m * n));
+	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
+	s = mm_slices(big_tiles, want, most);
+	if (mm_big_fits(m, n) && big_tiles * s >= want / 2)
+		big = 1;
+	else
+		s = mm_slices(tiles, want, most);
+	if (s < 2)
+		return mm_one(g, l, x, y, c, flags);
 	/* slices of a multiple of 4 terms, the last one shorter */
 	kc = ((k + s - 1) / s + 3) & ~3u;
 	s = (k + kc - 1) / kc;
 	full = k % kc ? s - 1 : s;
 	place(g, &tmp, (uint64_t)s * m * n);
-	ret = mm_part(g, l, x, y, &tmp, m, n, 0, kc, full);
+	ret = mm_part(g, l, x, y, &tmp, m, n, 0, kc, full, big);
 	if (!ret && full < s) {
 		struct tview last = tmp;
 
 		last.elem += (uint64_t)full * m * n;
 		ret = mm_part(g, l, x, y, &last, m, n, full * kc,
-			      k - full * kc, 1);
+			      k - full * kc, 1, big);
 	}
 	return ret ? ret : reduce(g, l, GPO_RED_SUM, flags, 1, s,
 				  (uint64_t)m * n, &tmp, c, NULL, 1.0f);
@@ -748,6 +809,42 @@ static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+/* the shape, scale and grid of attention @t's launches */
+static void attn_args(const struct gpo_tensor *t, struct gpo_attn_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->bh = t->shape[0];
+	a->t = t->shape[1];
+	a->hd = t->shape[2];
+	a->blocks = (a->t + GPO_ATTN_BLOCK - 1) / GPO_ATTN_BLOCK;
+	/* bh * t * hd < 2^32: bh * blocks fits too */
+	a->groups = a->bh * a->blocks;
+	a->scale = (float)t->alpha;
+}
+
+/* y and each row's logsumexp (aux), which backward reads */
+static int fwd_attention(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct gpo_attn_args *a, sh;
+	struct launch *c;
+
+	attn_args(t, &sh);
+	place(g, &t->aux, rows);
+	c = push(g, &g->fwd, OP_ATTN_FWD, sh.groups);
+	if (!c)
+		return -ENOMEM;
+	a = &c->a.attn;
+	*a = sh;
+	gpo__view_bind(&q->st, q->numel, &c->call.buf[0], &a->off_q);
+	gpo__view_bind(&k->st, k->numel, &c->call.buf[1], &a->off_k);
+	gpo__view_bind(&v->st, v->numel, &c->call.buf[2], &a->off_v);
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[3], &a->off_y);
+	gpo__view_bind(&t->aux, rows, &c->call.buf[4], &a->off_l);
+	return 0;
+}
+
 static int fwd_unary(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	int ret = unary_flat(g, &g->fwd, t->fn, 0, &t->src[0]->st, &t->st,
@@ -796,6 +893,8 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 	case T_EMBEDDING:
 		return gather(g, &a->st, a->shape[0], a->shape[1], &b->st,
 			      (uint32_t)b->numel, &t->st);
+	case T_ATTENTION:
+		return fwd_attention(g, t);
 	}
 	return gpo__err(-EINVAL, "tensor op %d", t->op);
 }
@@ -1086,26 +1185,145 @@ static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	return 0;
 }
 
+/*
+ * the indices one embed_bwd launch may walk: all of them, or where the
+ * device ends long loops (lavapipe) few enough that a work-item's walks
+ * (its table rows times its column stretches times the indices and their
+ * chunks) stay within half its limit
+ */
+static uint64_t embed_rows_per_launch(const struct gpo_graph *g,
+				      uint64_t vocab, uint32_t width,
+				      uint32_t groups)
+{
+	uint64_t walks = ((vocab + groups - 1) / groups) *
+			 ((width + GPO_WG_SIZE - 1) / GPO_WG_SIZE);
+	uint64_t c;
+
+	if (!g->dev->loop_limit)
+		return UINT64_MAX;
+	c = g->dev->loop_limit / 2 / walks;
+	c -= c / GPO_WG_SIZE + 2;
+	c &= ~(uint64_t)(GPO_WG_SIZE - 1);
+	return c < GPO_WG_SIZE ? GPO_WG_SIZE : c;
+}
+
+/*
+ * the gradient of an embedding: the rows of dY summed by index into the
+ * table's, in launches of at most embed_rows_per_launch() indices, each
+ * after the first adding to the sums so far: the same order
+ */
 static int bwd_embedding(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *tab = t->src[0], *idx = t->src[1];
-	uint32_t gr = rows_groups(tab->shape[0]);
-	struct launch *c = push(g, &g->bwd, OP_EMBED_BWD, gr);
-	struct gpo_gather_args *a;
+	uint32_t gr = rows_groups(tab->shape[0]), width = tab->shape[1];
+	uint64_t per = embed_rows_per_launch(g, tab->shape[0], width, gr);
+	uint32_t flags = acc(tab);
+	uint64_t b0;
 
+	for (b0 = 0; b0 < idx->numel; b0 += per) {
+		uint64_t rows = idx->numel - b0 < per ? idx->numel - b0 : per;
+		struct launch *c = push(g, &g->bwd, OP_EMBED_BWD, gr);
+		struct tview iv = idx->st, dv = t->grad->st;
+		struct gpo_gather_args *a;
+
+		if (!c)
+			return -ENOMEM;
+		iv.elem += b0;
+		dv.elem += b0 * width;
+		a = &c->a.gather;
+		a->n = (uint32_t)tab->numel;
+		a->groups = gr;
+		a->rows = (uint32_t)rows;
+		a->width = width;
+		a->row_hi = tab->shape[0];
+		a->flags = b0 ? GPO_T_ACCUM : flags;
+		gpo__view_bind(&iv, rows, &c->call.buf[0], &a->off_idx);
+		gpo__view_bind(&dv, rows * width, &c->call.buf[1], &a->off_src);
+		gpo__view_bind(&tab->grad->st, tab->numel, &c->call.buf[2],
+			       &a->off_dst);
+	}
+	return 0;
+}
+
+/* the six inputs of attn_bwd_dq and attn_bwd_dkdv */
+static void attn_bwd_inputs(struct launch *c, const struct gpo_tensor *t,
+			    const struct tview *d)
+{
+	const struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct gpo_attn_args *a = &c->a.attn;
+
+	gpo__view_bind(&q->st, q->numel, &c->call.buf[0], &a->off_q);
+	gpo__view_bind(&k->st, k->numel, &c->call.buf[1], &a->off_k);
+	gpo__view_bind(&v->st, v->numel, &c->call.buf[2], &a->off_v);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[3], &a->off_dy);
+	gpo__view_bind(&t->aux, rows, &c->call.buf[4], &a->off_l);
+	gpo__view_bind(d, rows, &c->call.buf[5], &a->off_d);
+}
+
+/*
+ * d = rowsum(dy * y), then dk and dv (one launch: key blocks), then dq
+ * (query blocks). A gradient nobody wants is written to a temporary. The
+ * dkdv kernel writes each element of dk before the same element of dv,
+ * so k and v may be one tensor: acc() in that order says which adds.
+ */
+static int bwd_attention(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	struct gpo_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+	uint64_t rows = (uint64_t)t->shape[0] * t->shape[1];
+	struct tview d, dk, dv;
+	struct gpo_attn_args sh, *a;
+	struct launch *c;
+	uint32_t gr = groups_for(rows);
+
+	attn_args(t, &sh);
+	place(g, &d, rows);
+	c = push(g, &g->bwd, OP_ATTN_BWD_D, gr);
 	if (!c)
 		return -ENOMEM;
-	a = &c->a.gather;
-	a->n = (uint32_t)tab->numel;
+	a = &c->a.attn;
+	*a = sh;
 	a->groups = gr;
-	a->rows = (uint32_t)idx->numel;
-	a->width = tab->shape[1];
-	a->row_hi = tab->shape[0];
-	a->flags = acc(tab);
-	gpo__view_bind(&idx->st, idx->numel, &c->call.buf[0], &a->off_idx);
-	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_src);
-	gpo__view_bind(&tab->grad->st, tab->numel, &c->call.buf[2],
-		       &a->off_dst);
+	gpo__view_bind(&t->st, t->numel, &c->call.buf[0], &a->off_y);
+	gpo__view_bind(&t->grad->st, t->numel, &c->call.buf[1], &a->off_dy);
+	gpo__view_bind(&d, rows, &c->call.buf[2], &a->off_d);
+
+	if (k->wants_grad || v->wants_grad) {
+		uint32_t fl = 0;
+
+		if (k->wants_grad) {
+			fl |= acc(k);
+			dk = k->grad->st;
+		} else {
+			place(g, &dk, t->numel);
+		}
+		if (v->wants_grad) {
+			fl |= acc(v) ? GPO_ATTN_ACC_DV : 0;
+			dv = v->grad->st;
+		} else {
+			place(g, &dv, t->numel);
+		}
+		c = push(g, &g->bwd, OP_ATTN_BWD_DKDV, sh.groups);
+		if (!c)
+			return -ENOMEM;
+		a = &c->a.attn;
+		*a = sh;
+		a->flags = fl;
+		attn_bwd_inputs(c, t, &d);
+		gpo__view_bind(&dk, t->numel, &c->call.buf[6], &a->off_dk);
+		gpo__view_bind(&dv, t->numel, &c->call.buf[7], &a->off_dv);
+	}
+	if (q->wants_grad) {
+		c = push(g, &g->bwd, OP_ATTN_BWD_DQ, sh.groups);
+		if (!c)
+			return -ENOMEM;
+		a = &c->a.attn;
+		*a = sh;
+		a->flags = acc(q);
+		attn_bwd_inputs(c, t, &d);
+		gpo__view_bind(&q->grad->st, t->numel, &c->call.buf[6],
+			       &a->off_dq);
+	}
 	return 0;
 }
 
@@ -1132,6 +1350,8 @@ static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 		return bwd_layernorm(g, t);
 	case T_EMBEDDING:
 		return bwd_embedding(g, t);
+	case T_ATTENTION:
+		return bwd_attention(g, t);
 	default:
 		return 0;	/* no inputs that take gradients */
 	}
@@ -1252,7 +1472,7 @@ int gpo__graph_make_grads(struct gpo_graph *g)
 			return gpo__err(-ENOMEM, "out of memory");
 		*d = *t;
 		d->op = T_INPUT;
-		d->src[0] = d->src[1] = NULL;
+		d->src[0] = d->src[1] = d->src[2] = NULL;
 		d->grad = NULL;
 		d->wants_grad = d->needs_grad = 0;
 		snprintf(d->name, sizeof(d->name), "grad of %.50s",

@@ -694,6 +694,40 @@ struct gpo_tensor *gpo_dropout(struct gpo_graph *g, struct gpo_tensor *x,
 	return t;
 }
 
+struct gpo_tensor *gpo_causal_attention(struct gpo_graph *g,
+					struct gpo_tensor *q,
+					struct gpo_tensor *k,
+					struct gpo_tensor *v, double scale)
+{
+	char sq[64], sk[64], sv[64];
+	struct gpo_tensor *t;
+
+	if (check_in(g, q, k, 2) || check_in(g, v, NULL, 1))
+		return NULL;
+	if (q->ndim != 3)
+		return fail(g, -EINVAL, "causal_attention: q is %s, not [BH, T, hd]",
+			    shape_str(q, sq, sizeof(sq)));
+	if (k->ndim != 3 || v->ndim != 3 ||
+	    memcmp(q->shape, k->shape, 3 * sizeof(q->shape[0])) ||
+	    memcmp(q->shape, v->shape, 3 * sizeof(q->shape[0])))
+		return fail(g, -EINVAL, "causal_attention: q is %s, k %s, v %s: not one shape",
+			    shape_str(q, sq, sizeof(sq)),
+			    shape_str(k, sk, sizeof(sk)),
+			    shape_str(v, sv, sizeof(sv)));
+	if (q->shape[2] > GPO_ATTN_MAX_HD)
+		return fail(g, -EINVAL, "causal_attention: a head size of %u (at most %d)",
+			    q->shape[2], GPO_ATTN_MAX_HD);
+	if (!isfinite(scale))
+		return fail(g, -EINVAL, "causal_attention: scale %g", scale);
+	t = derive(g, T_ATTENTION, 3, q->shape, q, k);
+	if (t) {
+		t->src[2] = v;
+		t->needs_grad |= v->needs_grad;
+		t->alpha = scale;
+	}
+	return t;
+}
+
 void gpo_graph_set_step(struct gpo_graph *g, uint64_t step)
 {
 	if (g)
@@ -867,7 +901,7 @@ int gpo_graph_backward(struct gpo_graph *g, struct gpo_tensor *loss)
 
 		if (!t->wants_grad)
 			continue;
-		for (s = 0; s < 2; s++)
+		for (s = 0; s < 3; s++)
 			if (t->src[s] && t->src[s]->needs_grad)
 				t->src[s]->wants_grad = 1;
 	}

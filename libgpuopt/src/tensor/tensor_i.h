@@ -26,6 +26,7 @@
 #include "abi/loss.h"
 #include "abi/gather.h"
 #include "abi/layernorm.h"
+#include "abi/attention.h"
 
 #define T_DIMS		GPO_TENSOR_DIMS
 #define T_ALIGN		64	/* elements: places in the arena, 256 bytes */
@@ -48,6 +49,7 @@ enum t_op {
 	T_ONE_HOT,
 	T_LAYERNORM,	/* eps: rows to mean 0, variance 1 */
 	T_EMBEDDING,	/* src[0] the table, src[1] the indices */
+	T_ATTENTION,	/* alpha: the scale; src[0..2] q, k, v */
 };
 
 /* where a tensor's elements are: element @elem of block @blk */
@@ -66,7 +68,7 @@ struct gpo_tensor {
 	uint64_t numel;
 
 	enum t_op op;
-	struct gpo_tensor *src[2];
+	struct gpo_tensor *src[3];
 	uint32_t fn;
 	unsigned int flags;	/* GPO_MATMUL_* */
 	int axis;		/* reductions */
@@ -88,7 +90,8 @@ struct gpo_tensor {
 	struct tview st;	/* its elements */
 	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
 				 * ONE_HOT: the identity; LAYERNORM: each
-				 * row's mean and 1 / std */
+				 * row's mean and 1 / std; ATTENTION: each
+				 * row's logsumexp */
 };
 
 /* a launch and the storage of its parameter struct */
@@ -103,6 +106,7 @@ struct launch {
 		struct gpo_loss_args loss;
 		struct gpo_gather_args gather;
 		struct gpo_layernorm_args ln;
+		struct gpo_attn_args attn;
 	} a;
 };
 

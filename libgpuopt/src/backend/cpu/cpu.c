@@ -579,6 +579,10 @@ static const struct cpu_kernel {
 	{ "embed_bwd", gpo__cpu_embed_bwd, DT(GPO_F32) },
 	{ "layernorm", gpo__cpu_layernorm, DT(GPO_F32) },
 	{ "layernorm_bwd", gpo__cpu_layernorm_bwd, DT(GPO_F32) },
+	{ "attn_fwd", gpo__cpu_attn_fwd, DT(GPO_F32) },
+	{ "attn_bwd_d", gpo__cpu_attn_bwd_d, DT(GPO_F32) },
+	{ "attn_bwd_dq", gpo__cpu_attn_bwd_dq, DT(GPO_F32) },
+	{ "attn_bwd_dkdv", gpo__cpu_attn_bwd_dkdv, DT(GPO_F32) },
 };
 
 /* the kernel of each op, looked up by name once */

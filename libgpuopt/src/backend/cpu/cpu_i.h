@@ -50,5 +50,10 @@ void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo,
 			    uint32_t hi);
+void gpo__cpu_attn_fwd(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_attn_bwd_d(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_attn_bwd_dq(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_attn_bwd_dkdv(const struct op_call *c, uint32_t lo,
+			    uint32_t hi);
 
 #endif /* GPUOPT_CPU_I_H */

@@ -3,7 +3,7 @@
  * tensor.c - the cpu kernels of the tensor engine's ops
  *
  * The formulas are in kernels/abi/{matmul,ew,reduce,softmax,loss,gather,
- * layernorm}.h.
+ * layernorm,attention}.h.
  * Every op is a group op: a slice [lo, hi) of the launch's workgroups.
  * For the grid-stride ops a group's elements are the chunks of
  * GPO_WG_SIZE it would visit on a GPU; a slice of consecutive groups
@@ -25,6 +25,7 @@
 #include "abi/loss.h"
 #include "abi/gather.h"
 #include "abi/layernorm.h"
+#include "abi/attention.h"
 
 /* see cpu.c: an AVX2 clone of the loops that matter, same results */
 #define CPU_CLONES __attribute__((target_clones("avx2", "default")))
@@ -962,4 +963,189 @@ void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 					dxr[j] = v;
 			}
 		}
+}
+
+/* ---- attention ------------------------------------------------------ */
+
+/*
+ * One block of GPO_ATTN_BLOCK rows (queries, or keys for dkdv) of one
+ * matrix per group, each row on its own: its sums over the keys (or the
+ * queries) j ascending, in double, the row's accumulators on the stack
+ * (hd <= GPO_ATTN_MAX_HD). The scores are recomputed where needed rather
+ * than stored: this backend is the reference, not the fast path.
+ */
+static double attn_dot(const float *a, const float *b, uint32_t hd)
+{
+	double s = 0;
+	uint32_t c;
+
+	for (c = 0; c < hd; c++)
+		s += (double)a[c] * b[c];
+	return s;
+}
+
+/* the rows [*lo, *hi) of group @g's block; 0 if it has none */
+static int attn_block(const struct gpo_attn_args *a, uint32_t g,
+		      uint32_t *z, uint32_t *lo, uint32_t *hi)
+{
+	if (!a->blocks || g >= a->groups || g / a->blocks >= a->bh)
+		return 0;
+	*z = g / a->blocks;
+	*lo = g % a->blocks * GPO_ATTN_BLOCK;
+	*hi = min_u32(*lo + GPO_ATTN_BLOCK, a->t);
+	return *lo < *hi;
+}
+
+static inline void attn_put(float *y, uint32_t flags, uint32_t acc_flag,
+			    double v)
+{
+	if (flags & acc_flag)
+		*y += (float)v;
+	else
+		*y = (float)v;
+}
+
+void gpo__cpu_attn_fwd(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_attn_args *a = c->args;
+	const uint32_t hd = a->hd;
+	double acc[GPO_ATTN_MAX_HD];
+	uint32_t g, z, i0, i1, i, j, e;
+
+	for (g = lo; g < hi; g++) {
+		if (!attn_block(a, g, &z, &i0, &i1))
+			continue;
+		for (i = i0; i < i1; i++) {
+			const uint64_t row = (uint64_t)z * a->t;
+			const float *q = bp(c, 0) + a->off_q + (row + i) * hd;
+			const float *k = bp(c, 1) + a->off_k + row * hd;
+			const float *v = bp(c, 2) + a->off_v + row * hd;
+			float *y = bp(c, 3) + a->off_y + (row + i) * hd;
+			double m = -INFINITY, l = 0;
+
+			for (j = 0; j <= i; j++) {
+				double s = a->scale * attn_dot(q, k + j * hd, hd);
+
+				m = s > m ? s : m;
+			}
+			for (e = 0; e < hd; e++)
+				acc[e] = 0;
+			for (j = 0; j <= i; j++) {
+				double p = exp(a->scale *
+					       attn_dot(q, k + j * hd, hd) - m);
+
+				l += p;
+				for (e = 0; e < hd; e++)
+					acc[e] += p * v[(uint64_t)j * hd + e];
+			}
+			for (e = 0; e < hd; e++)
+				y[e] = (float)(acc[e] / l);
+			bp(c, 4)[a->off_l + row + i] = (float)(m + log(l));
+		}
+	}
+}
+
+static void attn_d_range(const struct op_call *c, uint64_t s, uint64_t e)
+{
+	const struct gpo_attn_args *a = c->args;
+
+	for (; s < e; s++) {
+		const float *y = bp(c, 0) + a->off_y + s * a->hd;
+		const float *dy = bp(c, 1) + a->off_dy + s * a->hd;
+
+		bp(c, 2)[a->off_d + s] = (float)attn_dot(dy, y, a->hd);
+	}
+}
+
+void gpo__cpu_attn_bwd_d(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_attn_args *a = c->args;
+
+	grid_ranges(c, lo, hi, (uint64_t)a->bh * a->t, a->groups,
+		    attn_d_range);
+}
+
+void gpo__cpu_attn_bwd_dq(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_attn_args *a = c->args;
+	const uint32_t hd = a->hd;
+	double acc[GPO_ATTN_MAX_HD];
+	uint32_t g, z, i0, i1, i, j, e;
+
+	for (g = lo; g < hi; g++) {
+		if (!attn_block(a, g, &z, &i0, &i1))
+			continue;
+		for (i = i0; i < i1; i++) {
+			const uint64_t row = (uint64_t)z * a->t;
+			const float *q = bp(c, 0) + a->off_q + (row + i) * hd;
+			const float *k = bp(c, 1) + a->off_k + row * hd;
+			const float *v = bp(c, 2) + a->off_v + row * hd;
+			const float *dy = bp(c, 3) + a->off_dy + (row + i) * hd;
+			const double l = bp(c, 4)[a->off_l + row + i];
+			const double d = bp(c, 5)[a->off_d + row + i];
+			float *dq = bp(c, 6) + a->off_dq + (row + i) * hd;
+
+			for (e = 0; e < hd; e++)
+				acc[e] = 0;
+			for (j = 0; j <= i; j++) {
+				const float *kj = k + (uint64_t)j * hd;
+				double p = exp(a->scale * attn_dot(q, kj, hd) - l);
+				double ds = p * (attn_dot(dy, v + (uint64_t)j * hd,
+							  hd) - d);
+
+				for (e = 0; e < hd; e++)
+					acc[e] += ds * kj[e];
+			}
+			for (e = 0; e < hd; e++)
+				attn_put(&dq[e], a->flags, GPO_T_ACCUM,
+					 a->scale * acc[e]);
+		}
+	}
+}
+
+void gpo__cpu_attn_bwd_dkdv(const struct op_call *c, uint32_t lo,
+			    uint32_t hi)
+{
+	const struct gpo_attn_args *a = c->args;
+	const uint32_t hd = a->hd;
+	double ak[GPO_ATTN_MAX_HD], av[GPO_ATTN_MAX_HD];
+	uint32_t g, z, j0, j1, i, j, e;
+
+	for (g = lo; g < hi; g++) {
+		if (!attn_block(a, g, &z, &j0, &j1))
+			continue;
+		for (j = j0; j < j1; j++) {
+			const uint64_t row = (uint64_t)z * a->t;
+			const float *q = bp(c, 0) + a->off_q + row * hd;
+			const float *k = bp(c, 1) + a->off_k + (row + j) * hd;
+			const float *v = bp(c, 2) + a->off_v + (row + j) * hd;
+			const float *dy = bp(c, 3) + a->off_dy + row * hd;
+			const float *l = bp(c, 4) + a->off_l + row;
+			const float *d = bp(c, 5) + a->off_d + row;
+			float *dk = bp(c, 6) + a->off_dk + (row + j) * hd;
+			float *dv = bp(c, 7) + a->off_dv + (row + j) * hd;
+
+			for (e = 0; e < hd; e++)
+				ak[e] = av[e] = 0;
+			for (i = j; i < a->t; i++) {
+				const float *qi = q + (uint64_t)i * hd;
+				const float *dyi = dy + (uint64_t)i * hd;
+				double p = exp(a->scale * attn_dot(qi, k, hd) -
+					       l[i]);
+				double ds = p * (attn_dot(dyi, v, hd) - d[i]);
+
+				for (e = 0; e < hd; e++) {
+					av[e] += p * dyi[e];
+					ak[e] += ds * qi[e];
+				}
+			}
+			/* dk first: with k and v one tensor, dv adds to it */
+			for (e = 0; e < hd; e++)
+				attn_put(&dk[e], a->flags, GPO_T_ACCUM,
+					 a->scale * ak[e]);
+			for (e = 0; e < hd; e++)
+				attn_put(&dv[e], a->flags, GPO_ATTN_ACC_DV,
+					 av[e]);
+		}
+	}
 }

@@ -598,6 +598,9 @@ static int vk_open(struct gpo_device *dev)
 			 l->minStorageBufferOffsetAlignment : 256;
 	dev->max_alloc = vd->max_alloc;
 	dev->max_binding = vd->max_range;
+	/* llvmpipe ends loops silently past LP_MAX_TGSI_LOOP_ITERATIONS */
+	if (!strncmp(vd->props.deviceName, "llvmpipe", 8))
+		dev->loop_limit = 65535;
 	return 0;
 
 out_teardown:
