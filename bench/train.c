@@ -562,6 +562,47 @@ static int parse_mlp(const char *spec, uint32_t *in, uint32_t *out,
 }
 
 /*
+ * time_steps - wall time per training step of @t: rounds of R steps
+ * queued with no result and one step that asks for its result (so waits
+ * for all of them), after WARMUP_S of warm-up; the median of the rounds
+ * into *@step. -EIO when the loss is not finite (no figure for a run that
+ * diverged).
+ */
+static int time_steps(struct gpo_train *t, const char *what, const char *spec,
+		      const char *id, double *round_t, double *step)
+{
+	struct gpo_train_result res;
+	double t0 = now_s(), per;
+	int ret, i, r, reps, warm = 0;
+
+	do {
+		ret = gpo_train_step(t, &res);
+		if (ret)
+			return ret;
+		warm++;
+	} while (now_s() - t0 < WARMUP_S || warm < 3);
+	if (!isfinite(res.loss)) {
+		fprintf(stderr, "%s %s on %s: loss %g\n", what, spec, id,
+			res.loss);
+		return -EIO;
+	}
+	per = (now_s() - t0) / warm;
+	reps = (int)(ROUND_S / per) + 1;
+	for (r = 0; r < rounds; r++) {
+		t0 = now_s();
+		for (i = 0; i < reps && !ret; i++)
+			ret = gpo_train_step(t, NULL);
+		if (!ret)
+			ret = gpo_train_step(t, &res);
+		if (ret)
+			return ret;
+		round_t[r] = (now_s() - t0) / (reps + 1);
+	}
+	*step = median(round_t, rounds);
+	return 0;
+}
+
+/*
  * Rounds of R steps queued with no result and one step that asks for its
  * result (so waits for all of them): wall time per step.
  */
@@ -572,15 +613,14 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	struct gpo_optim *opt = NULL;
 	struct gpo_model *m = NULL;
 	struct gpo_train *t = NULL;
-	struct gpo_train_result res;
 	double *round_t = calloc(rounds, sizeof(double));
-	double flop, t0, per, step;
+	double flop, step;
 	uint32_t in, out;
 	uint64_t n;
 	char path[128], mspec[160], opts[64], key[200], name[64];
 	char peer[160] = "", *pp = peer;
 	static const char *const plabels[] = { "torch_eager", "torch_graph" };
-	int ret = -EINVAL, i, r, reps, warm = 0;
+	int ret = -EINVAL, i;
 
 	if (!round_t)
 		goto out;
@@ -612,31 +652,9 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	ret = gpo_train_new(m, ds, opts, &t);
 	if (ret)
 		goto out;
-	t0 = now_s();
-	do {
-		ret = gpo_train_step(t, &res);
-		if (ret)
-			goto out;
-		warm++;
-	} while (now_s() - t0 < WARMUP_S || warm < 3);
-	if (!isfinite(res.loss)) {
-		fprintf(stderr, "mlp %s on %s: loss %g\n", spec, id, res.loss);
-		ret = -EIO;
+	ret = time_steps(t, "mlp", spec, id, round_t, &step);
+	if (ret)
 		goto out;
-	}
-	per = (now_s() - t0) / warm;
-	reps = (int)(ROUND_S / per) + 1;
-	for (r = 0; r < rounds; r++) {
-		t0 = now_s();
-		for (i = 0; i < reps && !ret; i++)
-			ret = gpo_train_step(t, NULL);
-		if (!ret)
-			ret = gpo_train_step(t, &res);
-		if (ret)
-			goto out;
-		round_t[r] = (now_s() - t0) / (reps + 1);
-	}
-	step = median(round_t, rounds);
 	snprintf(key, sizeof(key), "mlp:%s@%u", spec, batch);
 	for (i = 0; i < 2; i++) {
 		const struct peer *p = find_peer(plabels[i], key);
@@ -783,14 +801,13 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	struct gpo_model *m = NULL;
 	struct gpo_train *t = NULL;
 	struct gpo_model_info mi;
-	struct gpo_train_result res;
 	double *round_t = calloc(rounds, sizeof(double));
-	double t0, per, step, flop, tokens;
+	double step, flop, tokens;
 	unsigned int l, h, d, ctx;
 	char path[128], mspec[160], opts[64], key[200], name[64];
 	char peer[160] = "", *pp = peer;
 	static const char *const plabels[] = { "torch_eager", "torch_graph" };
-	int ret = -EINVAL, i, r, reps, warm = 0;
+	int ret = -EINVAL, i;
 
 	if (!round_t)
 		goto out;
@@ -824,31 +841,9 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	ret = gpo_train_new(m, ds, opts, &t);
 	if (ret)
 		goto out;
-	t0 = now_s();
-	do {
-		ret = gpo_train_step(t, &res);
-		if (ret)
-			goto out;
-		warm++;
-	} while (now_s() - t0 < WARMUP_S || warm < 3);
-	if (!isfinite(res.loss)) {
-		fprintf(stderr, "gpt %s on %s: loss %g\n", spec, id, res.loss);
-		ret = -EIO;
+	ret = time_steps(t, "gpt", spec, id, round_t, &step);
+	if (ret)
 		goto out;
-	}
-	per = (now_s() - t0) / warm;
-	reps = (int)(ROUND_S / per) + 1;
-	for (r = 0; r < rounds; r++) {
-		t0 = now_s();
-		for (i = 0; i < reps && !ret; i++)
-			ret = gpo_train_step(t, NULL);
-		if (!ret)
-			ret = gpo_train_step(t, &res);
-		if (ret)
-			goto out;
-		round_t[r] = (now_s() - t0) / (reps + 1);
-	}
-	step = median(round_t, rounds);
 	tokens = (double)batch * ctx;
 	/* per token: 2 a weight (wpe's are not multiplied), 4 T D a layer */
 	flop = 3.0 * tokens * (2.0 * (mi.params - (double)ctx * d) +

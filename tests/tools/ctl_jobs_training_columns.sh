@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpuoptctl jobs -o: a job that trains on data shows its stat's epoch,
-# samples_per_sec, eval_loss, accuracy and train_accuracy as columns (in
-# JSON as numbers); a job without them shows - (JSON null).
+# samples_per_sec (a gpt job: tokens_per_sec), eval_loss, accuracy and
+# train_accuracy as columns (in JSON as numbers); a job without them shows
+# - (JSON null).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 command -v python3 >/dev/null || skip "no python3"
@@ -15,6 +16,16 @@ ok create t model=mlp:784x16x10 "data=$slice" device=cpu batch_size=16 \
 ok step t 60
 ok create q model=quadratic:16 max_steps=20
 ok step q 7
+ok create g model=gpt:layers=1,heads=2,dim=16,ctx=16 \
+	data=/usr/share/common-licenses/GPL-3 device=cpu batch_size=4 seed=3
+ok step g 3
+ok jobs --raw -o job,samples_per_sec,tokens_per_sec
+expect "tokens header" "$(echo "$out" | head -n 1)" "JOB SAMPLES/S TOKENS/S"
+expect "q: no tokens" "$(echo "$out" | awk '$1 == "q" { print $3 }')" "-"
+expect "t: no tokens" "$(echo "$out" | awk '$1 == "t" { print $3 }')" "-"
+tps=$(echo "$out" | awk '$1 == "g" { print $3 }')
+expect "g: tokens_per_sec" "$tps" "$(awk '$1 == "tokens_per_sec" { printf "%.0f", $2 }' "$M/jobs/g/stat")"
+awk -v s="$tps" 'BEGIN { exit !(s > 0) }' || fail "tokens_per_sec '$tps'"
 
 cols=job,epoch,samples_per_sec,eval_loss,accuracy,train_accuracy
 ok jobs --raw -o $cols

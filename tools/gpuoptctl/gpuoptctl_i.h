@@ -97,6 +97,7 @@ struct job_stat {
 	double eta_s;
 	double epoch;		/* models trained on data; else NAN */
 	double samples_per_sec;
+	double tokens_per_sec;	/* gpt jobs */
 	double train_accuracy;
 	char device[32];
 	char optimizer[16];

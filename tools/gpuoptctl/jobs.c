@@ -17,7 +17,18 @@
 
 enum { J_JOB, J_OWNER, J_STATE, J_STEP, J_LOSS, J_LR, J_SPS, J_ETA, J_DEVICE,
        J_MAX_STEPS, J_EVAL_LOSS, J_ACCURACY, J_GRAD_NORM, J_ELAPSED,
-       J_OPTIMIZER, J_MODEL, J_UID, J_EPOCH, J_SAMPLES_PS, J_TRAIN_ACC };
+       J_OPTIMIZER, J_MODEL, J_UID, J_EPOCH, J_SAMPLES_PS, J_TOKENS_PS,
+       J_TRAIN_ACC };
+
+/* a rate: whole numbers in the table, as read in JSON, "-" when absent */
+static void set_rate(struct table *t, struct libscols_line *ln, int col,
+		     double v)
+{
+	if (isnan(v) || tbl_json)
+		table_set_num(t, ln, col, v, 6);
+	else
+		table_setf(t, ln, col, "%.0f", v);
+}
 
 static const struct col_def job_cols[] = {
 	[J_JOB] = { "job", "JOB", 0, "" },
@@ -41,6 +52,8 @@ static const struct col_def job_cols[] = {
 	[J_EPOCH] = { "epoch", "EPOCH", COL_RIGHT | COL_NUMBER, "" },
 	[J_SAMPLES_PS] = { "samples_per_sec", "SAMPLES/S",
 			   COL_RIGHT | COL_NUMBER, "" },
+	[J_TOKENS_PS] = { "tokens_per_sec", "TOKENS/S",
+			  COL_RIGHT | COL_NUMBER, "" },
 	[J_TRAIN_ACC] = { "train_accuracy", "TRAIN_ACC",
 			  COL_RIGHT | COL_NUMBER, "" },
 };
@@ -91,11 +104,8 @@ int jobs_table(struct gpo__sbuf *out)
 		table_set_num(&t, ln, J_GRAD_NORM, js.grad_norm, 6);
 		table_set_num(&t, ln, J_EPOCH, js.epoch, 20);
 		table_set_num(&t, ln, J_TRAIN_ACC, js.train_accuracy, 4);
-		if (isnan(js.samples_per_sec) || tbl_json)
-			table_set_num(&t, ln, J_SAMPLES_PS, js.samples_per_sec, 6);
-		else
-			table_setf(&t, ln, J_SAMPLES_PS, "%.0f",
-				   js.samples_per_sec);
+		set_rate(&t, ln, J_SAMPLES_PS, js.samples_per_sec);
+		set_rate(&t, ln, J_TOKENS_PS, js.tokens_per_sec);
 		table_set_num(&t, ln, J_ELAPSED, js.elapsed_s, 6);
 		if (isnan(js.steps_per_sec) || js.steps_per_sec <= 0)
 			table_set(&t, ln, J_SPS, "-");

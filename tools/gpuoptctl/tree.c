@@ -352,6 +352,7 @@ static const struct {
 	{ "eta_s", offsetof(struct job_stat, eta_s) },
 	{ "epoch", offsetof(struct job_stat, epoch) },
 	{ "samples_per_sec", offsetof(struct job_stat, samples_per_sec) },
+	{ "tokens_per_sec", offsetof(struct job_stat, tokens_per_sec) },
 	{ "train_accuracy", offsetof(struct job_stat, train_accuracy) },
 };
 

@@ -694,13 +694,26 @@ static int fwd_reduce(struct gpo_graph *g, struct gpo_tensor *t)
 		      &t->st, idx ? &t->aux : NULL, (float)t->alpha);
 }
 
+/*
+ * row_launch - a launch of the row op @op over @x's rows (its last
+ * dimension), a workgroup a row up to the cap: its rows, length and groups
+ */
+static struct launch *row_launch(struct gpo_graph *g, struct llist *l,
+				 enum gpo__op_id op, const struct gpo_tensor *x,
+				 uint64_t *rows, uint32_t *len, uint32_t *gr)
+{
+	*len = x->shape[x->ndim - 1];
+	*rows = x->numel / *len;
+	*gr = rows_groups(*rows);
+	return push(g, l, op, *gr);
+}
+
 static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
-	uint32_t len = x->shape[x->ndim - 1];
-	uint64_t rows = x->numel / len;
-	uint32_t gr = rows_groups(rows);
-	struct launch *c = push(g, &g->fwd, OP_SOFTMAX, gr);
+	uint32_t len, gr;
+	uint64_t rows;
+	struct launch *c = row_launch(g, &g->fwd, OP_SOFTMAX, x, &rows, &len, &gr);
 	struct gpo_softmax_args *s;
 
 	if (!c)
@@ -787,14 +800,13 @@ static int fwd_one_hot(struct gpo_graph *g, struct gpo_tensor *t)
 static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
-	uint32_t len = x->shape[x->ndim - 1];
-	uint64_t rows = x->numel / len;
-	uint32_t gr = rows_groups(rows);
+	uint32_t len, gr;
+	uint64_t rows;
+	struct launch *c = row_launch(g, &g->fwd, OP_LAYERNORM, x, &rows, &len,
+				      &gr);
 	struct gpo_layernorm_args *a;
-	struct launch *c;
 
 	place(g, &t->aux, 2 * rows);
-	c = push(g, &g->fwd, OP_LAYERNORM, gr);
 	if (!c)
 		return -ENOMEM;
 	a = &c->a.ln;
@@ -1105,10 +1117,9 @@ static int bwd_slice(struct gpo_graph *g, struct gpo_tensor *t)
 static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
-	uint32_t len = x->shape[x->ndim - 1];
-	uint64_t rows = x->numel / len;
-	uint32_t gr = rows_groups(rows);
-	struct launch *c = push(g, &g->bwd, OP_SOFTMAX_BWD, gr);
+	uint32_t len, gr;
+	uint64_t rows;
+	struct launch *c = row_launch(g, &g->bwd, OP_SOFTMAX_BWD, x, &rows, &len, &gr);
 	struct gpo_softmax_args *s;
 
 	if (!c)
@@ -1163,10 +1174,9 @@ static int bwd_xent(struct gpo_graph *g, struct gpo_tensor *t)
 static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
-	uint32_t len = x->shape[x->ndim - 1];
-	uint64_t rows = x->numel / len;
-	uint32_t gr = rows_groups(rows);
-	struct launch *c = push(g, &g->bwd, OP_LAYERNORM_BWD, gr);
+	uint32_t len, gr;
+	uint64_t rows;
+	struct launch *c = row_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len, &gr);
 	struct gpo_layernorm_args *a;
 
 	if (!c)
