@@ -665,7 +665,7 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, p->ms * 1e3,
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "mlp%s", spec);
+	snprintf(name, sizeof(name), "mlp%.60s", spec);
 	/* forward 2 flop a weight and sample, backward 4 */
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, 3.0 * flop * batch / step / 1e12,
@@ -986,13 +986,78 @@ static int bench_attention(struct gpo_device *dev, const char *id,
 	return 0;
 }
 
+/* ---- the lists of cases -------------------------------------------- */
+
+typedef int (*bench_fn)(struct gpo_device *dev, const char *id,
+			const char *item);
+
+/* "SPEC@BATCH" into @spec and @batch; -EINVAL without a batch */
+static int split_batch(const char *item, char *spec, size_t len,
+		       uint32_t *batch)
+{
+	const char *at = strchr(item, '@');
+
+	if (!at || (size_t)(at - item) >= len)
+		return -EINVAL;
+	memcpy(spec, item, at - item);
+	spec[at - item] = '\0';
+	*batch = (uint32_t)strtoul(at + 1, NULL, 10);
+	return 0;
+}
+
+static int sgemm_item(struct gpo_device *dev, const char *id, const char *item)
+{
+	uint32_t n = (uint32_t)parse_size(item);
+
+	return n ? bench_sgemm(dev, id, n) : 0;
+}
+
+static int mlp_item(struct gpo_device *dev, const char *id, const char *item)
+{
+	char spec[128];
+	uint32_t batch;
+
+	if (split_batch(item, spec, sizeof(spec), &batch))
+		return 0;
+	return bench_mlp(dev, id, spec, batch);
+}
+
+static int gpt_item(struct gpo_device *dev, const char *id, const char *item)
+{
+	char spec[128];
+	uint32_t batch;
+
+	if (split_batch(item, spec, sizeof(spec), &batch))
+		return 0;
+	return bench_gpt(dev, id, spec, batch);
+}
+
+/*
+ * bench_each - @fn for each item of the comma list @list ("0": none), the
+ * pool trimmed after each so that one case's memory does not weigh on
+ * the next
+ */
+static void bench_each(const char *list, struct gpo_device *dev,
+		       const char *id, bench_fn fn)
+{
+	char buf[2048], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "0"))
+			fn(dev, id, tok);
+		gpo_pool_trim(dev);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *devs = "best", *sizes_arg = "1024,4096,8192";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
 	const char *gpts_arg = "0", *prods_arg = "0", *attn_arg = "0";
 	struct gpo_ctx *ctx;
-	char buf[512], mbuf[512], pbuf[2048], *tok, *save, *mtok, *msave;
+	char buf[512], *tok, *save;
 	int c, ret;
 
 	while ((c = getopt(argc, argv, "d:s:m:g:M:A:r:p:qh")) != -1) {
@@ -1024,7 +1089,6 @@ int main(int argc, char **argv)
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct gpo_device_info info;
 		struct gpo_device *dev;
-		char sbuf[256], *stok, *ssave;
 
 		if (gpo_device_select(ctx, tok, &dev)) {
 			fprintf(stderr, "bench_train: %s: %s\n", tok,
@@ -1035,54 +1099,11 @@ int main(int argc, char **argv)
 		if (!quiet)
 			printf("# %s: %s (%s, %s)\n", info.id, info.name,
 			       info.driver, gpo_device_type_name(info.type));
-		snprintf(sbuf, sizeof(sbuf), "%s", sizes_arg);
-		for (stok = strtok_r(sbuf, ",", &ssave); stok;
-		     stok = strtok_r(NULL, ",", &ssave)) {
-			uint32_t n = (uint32_t)parse_size(stok);
-
-			if (n)
-				bench_sgemm(dev, info.id, n);
-			gpo_pool_trim(dev);
-		}
-		snprintf(mbuf, sizeof(mbuf), "%s", mlps_arg);
-		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
-		     mtok = strtok_r(NULL, ",", &msave)) {
-			char *at = strchr(mtok, '@');
-
-			if (!at)
-				continue;
-			*at = '\0';
-			bench_mlp(dev, info.id, mtok,
-				  (uint32_t)strtoul(at + 1, NULL, 10));
-			gpo_pool_trim(dev);
-		}
-		snprintf(mbuf, sizeof(mbuf), "%s", attn_arg);
-		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
-		     mtok = strtok_r(NULL, ",", &msave)) {
-			if (strcmp(mtok, "0"))
-				bench_attention(dev, info.id, mtok);
-			gpo_pool_trim(dev);
-		}
-		snprintf(mbuf, sizeof(mbuf), "%s", gpts_arg);
-		for (mtok = strtok_r(mbuf, ",", &msave); mtok;
-		     mtok = strtok_r(NULL, ",", &msave)) {
-			char *at = strchr(mtok, '@');
-
-			if (!at)
-				continue;
-			*at = '\0';
-			bench_gpt(dev, info.id, mtok,
-				  (uint32_t)strtoul(at + 1, NULL, 10));
-			gpo_pool_trim(dev);
-		}
-		snprintf(pbuf, sizeof(pbuf), "%s", prods_arg);
-		for (mtok = strtok_r(pbuf, ",", &msave); mtok;
-		     mtok = strtok_r(NULL, ",", &msave)) {
-			if (!strcmp(mtok, "0"))
-				continue;
-			bench_product(dev, info.id, mtok);
-			gpo_pool_trim(dev);
-		}
+		bench_each(sizes_arg, dev, info.id, sgemm_item);
+		bench_each(mlps_arg, dev, info.id, mlp_item);
+		bench_each(attn_arg, dev, info.id, bench_attention);
+		bench_each(gpts_arg, dev, info.id, gpt_item);
+		bench_each(prods_arg, dev, info.id, bench_product);
 	}
 	gpo_ctx_free(ctx);
 	return 0;

@@ -95,6 +95,39 @@ def product(spec, device, rounds, sync):
     return timed(lambda: torch.matmul(a, b, out=c), sync, rounds)
 
 
+def stepper(step, window, nb, graph):
+    """A function that runs step() on batch k = 0, 1, .. (mod nb) of
+    window(k): eagerly, or replaying step() captured in a CUDA graph, the
+    next batch copied into the captured inputs as part of the step."""
+    pos = [0]
+
+    def next_batch():
+        k = pos[0] % nb
+        pos[0] += 1
+        return window(k)
+
+    if not graph:
+        return lambda: step(*next_batch())
+    sx, sy = (w.clone() for w in window(0))
+    # warm up on a side stream before capture, as torch's docs do
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step(sx, sy)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(sx, sy)
+
+    def replay():
+        xb, yb = next_batch()
+        sx.copy_(xb, non_blocking=True)
+        sy.copy_(yb, non_blocking=True)
+        g.replay()
+    return replay
+
+
 def mlp_step_fn(sizes, batch, device, graph):
     torch.manual_seed(1)
     layers = []
@@ -111,7 +144,6 @@ def mlp_step_fn(sizes, batch, device, graph):
                             **kw)
     lossf = torch.nn.CrossEntropyLoss()
     nb = n // batch
-    pos = [0]
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=False)
@@ -120,34 +152,8 @@ def mlp_step_fn(sizes, batch, device, graph):
         opt.step()
         return loss
 
-    if not graph:
-        def eager():
-            k = pos[0] % nb
-            pos[0] += 1
-            step(x[k * batch:(k + 1) * batch], y[k * batch:(k + 1) * batch])
-        return eager
-
-    sx = x[:batch].clone()
-    sy = y[:batch].clone()
-    # warm up on a side stream before capture, as torch's docs do
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            step(sx, sy)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step(sx, sy)
-
-    def replay():
-        k = pos[0] % nb
-        pos[0] += 1
-        # the next batch into the captured inputs: part of the step
-        sx.copy_(x[k * batch:(k + 1) * batch], non_blocking=True)
-        sy.copy_(y[k * batch:(k + 1) * batch], non_blocking=True)
-        g.replay()
-    return replay
+    return stepper(step, lambda k: (x[k * batch:(k + 1) * batch],
+                                    y[k * batch:(k + 1) * batch]), nb, graph)
 
 
 def attention(q, k, v):
@@ -212,7 +218,6 @@ def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01,
                             **kw)
     lossf = torch.nn.CrossEntropyLoss()
-    pos = [0]
 
     def window(k):
         w = data[k * batch * ctx:(k + 1) * batch * ctx + 1]
@@ -225,32 +230,7 @@ def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph):
         opt.step()
         return loss
 
-    if not graph:
-        def eager():
-            k = pos[0] % nb
-            pos[0] += 1
-            step(*window(k))
-        return eager
-
-    sx, sy = (w.clone() for w in window(0))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            step(sx, sy)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step(sx, sy)
-
-    def replay():
-        k = pos[0] % nb
-        pos[0] += 1
-        xb, yb = window(k)
-        sx.copy_(xb, non_blocking=True)
-        sy.copy_(yb, non_blocking=True)
-        g.replay()
-    return replay
+    return stepper(step, window, nb, graph)
 
 
 def main():

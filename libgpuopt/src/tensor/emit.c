@@ -713,7 +713,8 @@ static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->fwd, OP_SOFTMAX, x, &rows, &len, &gr);
+	struct launch *c = row_launch(g, &g->fwd, OP_SOFTMAX, x, &rows, &len,
+				      &gr);
 	struct gpo_softmax_args *s;
 
 	if (!c)
@@ -1119,7 +1120,8 @@ static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->bwd, OP_SOFTMAX_BWD, x, &rows, &len, &gr);
+	struct launch *c = row_launch(g, &g->bwd, OP_SOFTMAX_BWD, x, &rows, &len,
+				      &gr);
 	struct gpo_softmax_args *s;
 
 	if (!c)
@@ -1176,7 +1178,8 @@ static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len, &gr);
+	struct launch *c = row_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len,
+				      &gr);
 	struct gpo_layernorm_args *a;
 
 	if (!c)
