@@ -1131,16 +1131,37 @@ static struct hn *lin_loss(struct tc *c, struct hn *y)
 
 /* ---- running and checking ------------------------------------------------ */
 
-/* a reduction's terms: the mean over its outputs of sum |input| */
-static double terms(const struct hn *h)
+static double terms(const struct hn *h);
+
+/* the largest of |@h| and of its terms */
+static double magnitude(const struct hn *h)
 {
-	double sum = 0;
+	double m = terms(h);
 	size_t i;
 
+	for (i = 0; i < h->n; i++)
+		m = fmax(m, fabs(h->v[i]));
+	return m;
+}
+
+/*
+ * the size of the terms behind @h's values, which may cancel to a small
+ * result: for a reduction the mean over its outputs of sum |input|, for a
+ * sum or difference |a| + |b|; an input counts at least its own terms (its
+ * error is of their size, not of its value's)
+ */
+static double terms(const struct hn *h)
+{
+	double sum = 0, below;
+	size_t i;
+
+	if (h->op == H_BINARY && (h->fn == B_ADD || h->fn == B_SUB))
+		return magnitude(h->a) + magnitude(h->b);
 	if (h->op != H_REDUCE)
 		return 0;
+	below = terms(h->a);
 	for (i = 0; i < h->a->n; i++)
-		sum += fabs(h->a->v[i]);
+		sum += fmax(fabs(h->a->v[i]), below);
 	return sum / (double)h->n;
 }
 
