@@ -487,6 +487,41 @@ struct gpo_step_info {
  */
 int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info);
 
+/*
+ * gpo_optim_step_async - queue one optimizer step and return without
+ * waiting for it
+ *
+ * The step is submitted to the device, behind everything queued before
+ * it, and runs while the caller goes on. Several queued steps give the
+ * same bytes as the same synchronous steps: each uses the lr and the
+ * step count the synchronous one would (schedule included). Calls that
+ * touch the device are ordered after it: gpo_optim_write() (new
+ * gradients) cannot change what a queued step reads, gpo_optim_read()
+ * returns data with the step applied, checkpoints see it.
+ * A step that may be skipped (check_finite, grad_scale) is decided on the
+ * device; the host learns the outcome, and counts it, at the next step
+ * or at gpo_optim_wait(), gpo_optim_steps_done() or a checkpoint, which
+ * therefore wait for it. Errors of the kernels show at the wait.
+ * Safe from several threads: calls on one device are serialised, each
+ * step_async queues one whole step, and a wait waits for every step
+ * queued before it returns.
+ * Returns 0, or what gpo_optim_step() returns for a step it refuses
+ * (nothing queued then); -EINVAL for NULL.
+ */
+int gpo_optim_step_async(struct gpo_optim *opt);
+
+/*
+ * gpo_optim_wait - wait for the steps gpo_optim_step_async() queued
+ * @info: filled for the last step (may be NULL): step and skipped_total
+ *        are the counts after it, lr, grad_norm and skipped are its own,
+ *        device_ns the device time of everything waited for
+ *
+ * Returns at once when nothing is queued (@info then describes the last
+ * step, with device_ns 0). Returns 0; -EINVAL for NULL @opt; -EIO or
+ * -ENODEV if the device failed a queued step.
+ */
+int gpo_optim_wait(struct gpo_optim *opt, struct gpo_step_info *info);
+
 /* gpo_optim_steps_done - the number of steps applied (0 for NULL) */
 uint64_t gpo_optim_steps_done(struct gpo_optim *opt);
 

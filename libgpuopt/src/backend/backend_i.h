@@ -156,6 +156,12 @@ struct backend_ops {
 	 * last one's end, 0 when the backend cannot tell
 	 */
 	int (*wait)(struct gpo_device *dev, uint64_t *device_ns);
+	/*
+	 * start what was launched on the device and return without waiting
+	 * for it; launches, reads and writes after it are ordered after it,
+	 * and wait() waits for it. NULL: launches run at once (cpu).
+	 */
+	int (*submit)(struct gpo_device *dev);
 	/* free bytes on the device as the driver sees them, 0 if unknown */
 	uint64_t (*mem_free)(struct gpo_device *dev);
 };

@@ -750,6 +750,9 @@ static int prepare_save(struct save_job *j)
 
 	pthread_mutex_lock(&opt->dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
+	/* a queued step that may be skipped: its counts first */
+	if (!ret)
+		ret = gpo__optim_settle(opt);
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (ret)
 		return ret;
@@ -1473,6 +1476,9 @@ static int restore(struct restore_job *j, unsigned int flags)
 		return ret;
 	pthread_mutex_lock(&opt->dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
+	/* a queued step that may be skipped: its counts first */
+	if (!ret)
+		ret = gpo__optim_settle(opt);
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (!ret)
 		ret = stage(j);

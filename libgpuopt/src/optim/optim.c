@@ -54,6 +54,7 @@ int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 	opt->fam = gpo__optim_family(kind);
 	opt->ngroups = 1;
 	opt->metric = NAN;
+	opt->last.grad_norm = NAN;
 	gpo__hparams_defaults(kind, &opt->groups[0].hp);
 	*out = opt;
 	return 0;
@@ -1014,9 +1015,107 @@ static int launch_step(struct gpo_optim *opt, uint64_t t, int use_norm)
 	return opt->fam->launch(opt, t, use_norm ? GPO_UPD_USE_SCAL : 0);
 }
 
+/* can a step of this configuration be skipped (non-finite gradients)? */
+static int may_skip(const struct hparams *hp)
+{
+	return hp->check_finite || hp->grad_scale != 1.0;
+}
+
+/*
+ * count_step - what a step changes on the host once its outcome is
+ * known. The step is done whatever the schedule says: past onecycle's
+ * total_steps (-ERANGE) the lr stays; a plateau without a metric
+ * (-EINVAL) does not count the step.
+ */
+static void count_step(struct gpo_optim *opt, int skipped, double metric)
+{
+	int g;
+
+	if (skipped) {
+		opt->skipped++;
+		return;
+	}
+	opt->step++;
+	for (g = 0; g < opt->ngroups; g++)
+		if (opt->groups[g].hp.momentum != 0)
+			opt->groups[g].momentum_started = 1;
+	if (opt->sched)
+		gpo_sched_step(opt->sched, metric);
+}
+
+/* read the step's scalars into opt->last: waits for the queued steps */
+static int read_scal(struct gpo_optim *opt, float *scal)
+{
+	struct gpo_device *dev = opt->dev;
+	int ret;
+
+	ret = dev->ops->read(dev, &opt->scal, 0, scal,
+			     GPO_SCAL_COUNT * sizeof(float));
+	if (ret)
+		return ret;
+	opt->last.grad_norm = scal[GPO_SCAL_NORM];
+	opt->last.skipped = scal[GPO_SCAL_SKIP] != 0.0f;
+	return 0;
+}
+
+int gpo__optim_settle(struct gpo_optim *opt)
+{
+	float scal[GPO_SCAL_COUNT];
+	int ret;
+
+	if (!opt->unsettled)
+		return 0;
+	ret = read_scal(opt, scal);
+	if (ret)
+		return ret;
+	opt->unsettled = 0;
+	count_step(opt, opt->last.skipped, opt->unsettled_metric);
+	opt->last.step = opt->step;
+	opt->last.skipped_total = opt->skipped;
+	gpo__err_clear();
+	return 0;
+}
+
 int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
 {
 	return gpo__optim_step(opt, info, 1);
+}
+
+int gpo_optim_step_async(struct gpo_optim *opt)
+{
+	return gpo__optim_step(opt, NULL, GPO__STEP_ASYNC);
+}
+
+/*
+ * An asynchronous step is submitted and not waited for. Its scalars (t,
+ * lr) are those of the step that follows the ones before it, which the
+ * host knows unless one of those may have been skipped: that one is
+ * settled first (a wait), so queued steps give the bytes of synchronous
+ * ones.
+ */
+static int step_async(struct gpo_optim *opt, int use_norm, double lr)
+{
+	struct gpo_device *dev = opt->dev;
+	int ret = 0;
+
+	if (dev->ops->submit)
+		ret = dev->ops->submit(dev);
+	if (ret)
+		return ret;
+	opt->queued++;
+	opt->last_norm = use_norm;
+	opt->last.lr = lr;
+	opt->last.grad_norm = NAN;
+	opt->last.skipped = 0;
+	if (use_norm && may_skip(&opt->groups[0].hp)) {
+		opt->unsettled = 1;
+		opt->unsettled_metric = opt->metric;
+	} else {
+		count_step(opt, 0, opt->metric);
+	}
+	opt->last.step = opt->step;
+	opt->last.skipped_total = opt->skipped;
+	return 0;
 }
 
 int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
@@ -1026,7 +1125,8 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	const struct hparams *hp;
 	float scal[GPO_SCAL_COUNT] = { 1.0f, 0.0f, NAN, 0.0f };
 	uint64_t ns = 0;
-	int use_norm, skipped, g, ret;
+	int use_norm, skipped, ret;
+	double lr;
 
 	if (!opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
@@ -1040,9 +1140,16 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 
 	pthread_mutex_lock(&dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
+	if (!ret)
+		ret = gpo__optim_settle(opt);
 	if (ret)
 		goto out_unlock;
+	lr = optim_group_lr(opt, &opt->groups[0]);
 	ret = launch_step(opt, opt->step + 1, use_norm);
+	if (!ret && sync == GPO__STEP_ASYNC) {
+		ret = step_async(opt, use_norm, lr);
+		goto out_clear;
+	}
 	/* without the norm pass no step is skipped: nothing to learn */
 	if (!ret && use_norm)
 		ret = dev->ops->read(dev, &opt->scal, 0, scal, sizeof(scal));
@@ -1050,31 +1157,58 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 		ret = dev->ops->wait(dev, &ns);
 	if (ret)
 		goto out_unlock;
+	if (sync)
+		opt->queued = 0;
 
 	skipped = use_norm && scal[GPO_SCAL_SKIP] != 0.0f;
-	if (skipped) {
-		opt->skipped++;
-	} else {
-		opt->step++;
-		for (g = 0; g < opt->ngroups; g++)
-			if (opt->groups[g].hp.momentum != 0)
-				opt->groups[g].momentum_started = 1;
+	count_step(opt, skipped, opt->metric);
+	opt->last.step = opt->step;
+	opt->last.skipped_total = opt->skipped;
+	opt->last.lr = lr;
+	opt->last.grad_norm = use_norm ? scal[GPO_SCAL_NORM] : NAN;
+	opt->last.skipped = skipped;
+	opt->last.device_ns = ns;
+	opt->last_norm = 0;
+	if (info)
+		*info = opt->last;
+out_clear:
+	if (!ret)
+		gpo__err_clear();
+out_unlock:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+int gpo_optim_wait(struct gpo_optim *opt, struct gpo_step_info *info)
+{
+	struct gpo_device *dev;
+	float scal[GPO_SCAL_COUNT];
+	uint64_t ns = 0;
+	int ret = 0;
+
+	if (!opt)
+		return gpo__err(-EINVAL, "NULL optimizer");
+	dev = opt->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (opt->queued || opt->unsettled) {
+		/* the last step's scalars come with the wait for it */
+		if (opt->unsettled)
+			ret = gpo__optim_settle(opt);
+		else if (opt->last_norm)
+			ret = read_scal(opt, scal);
+		if (!ret)
+			ret = dev->ops->wait(dev, &ns);
+		if (ret)
+			goto out_unlock;
+		opt->queued = 0;
+		opt->last_norm = 0;
 	}
+	opt->last.device_ns = ns;
 	if (info) {
+		*info = opt->last;
 		info->step = opt->step;
 		info->skipped_total = opt->skipped;
-		info->lr = optim_group_lr(opt, &opt->groups[0]);
-		info->grad_norm = use_norm ? scal[GPO_SCAL_NORM] : NAN;
-		info->skipped = skipped;
-		info->device_ns = ns;
 	}
-	/*
-	 * The step is done whatever the schedule says: past onecycle's
-	 * total_steps (-ERANGE) the lr stays; a plateau without a metric
-	 * (-EINVAL) does not count the step.
-	 */
-	if (!skipped && opt->sched)
-		gpo_sched_step(opt->sched, opt->metric);
 	gpo__err_clear();
 out_unlock:
 	pthread_mutex_unlock(&dev->lock);
@@ -1141,26 +1275,53 @@ out_unlock:
 	return ret;
 }
 
+/* the counters, settled: a queued step that may be skipped is waited for */
+static void settled_counts(struct gpo_optim *opt, uint64_t *step,
+			   uint64_t *skipped)
+{
+	pthread_mutex_lock(&opt->dev->lock);
+	gpo__optim_settle(opt);
+	*step = opt->step;
+	*skipped = opt->skipped;
+	pthread_mutex_unlock(&opt->dev->lock);
+}
+
 uint64_t gpo_optim_steps_done(struct gpo_optim *opt)
 {
-	return opt ? opt->step : 0;
+	uint64_t step, skipped;
+
+	if (!opt)
+		return 0;
+	settled_counts(opt, &step, &skipped);
+	return step;
 }
 
 uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt)
 {
-	return opt ? opt->skipped : 0;
+	uint64_t step, skipped;
+
+	if (!opt)
+		return 0;
+	settled_counts(opt, &step, &skipped);
+	return skipped;
 }
 
 int gpo_optim_set_step(struct gpo_optim *opt, uint64_t step)
 {
+	int ret;
+
 	if (!opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
 	/* the next step runs as step + 1: 0 would divide by 1 - beta^0 */
 	if (step == UINT64_MAX)
 		return gpo__err(-EOVERFLOW, "step %" PRIu64 ": no step can follow it",
 			       step);
-	opt->step = step;
-	return 0;
+	pthread_mutex_lock(&opt->dev->lock);
+	ret = gpo__optim_settle(opt);
+	if (!ret)
+		opt->step = step;
+	pthread_mutex_unlock(&opt->dev->lock);
+	return ret;
 }
 
 int gpo_optim_reset(struct gpo_optim *opt)
@@ -1172,6 +1333,7 @@ int gpo_optim_reset(struct gpo_optim *opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
 	dev = opt->dev;
 	pthread_mutex_lock(&dev->lock);
+	ret = gpo__optim_settle(opt);
 	if (opt->allocated) {
 		for (s = 0; s < SL_COUNT && !ret; s++)
 			if (opt->slot[s].mem)
@@ -1180,6 +1342,7 @@ int gpo_optim_reset(struct gpo_optim *opt)
 			ret = dev->ops->wait(dev, NULL);
 	}
 	if (!ret) {
+		opt->queued = 0;
 		opt->step = 0;
 		opt->skipped = 0;
 		for (g = 0; g < opt->ngroups; g++)

@@ -69,6 +69,20 @@ struct gpo_optim {
 	uint64_t skipped;
 	struct gpo_sched *sched;
 	double metric;
+
+	/*
+	 * Asynchronous steps (gpo_optim_step_async()), under dev->lock:
+	 * @queued steps were submitted since the last wait; @unsettled: the
+	 * last one may have been skipped (a finite check), so the counters,
+	 * the schedule and momentum_started wait for its scalars, to be
+	 * applied with @unsettled_metric; @last_norm: it ran the norm pass;
+	 * @last: what the last step did, as far as the host knows.
+	 */
+	int queued;
+	int unsettled;
+	int last_norm;
+	double unsettled_metric;
+	struct gpo_step_info last;
 };
 
 /* torch's state-dict names of the slots, indexed by enum slot_id */
@@ -96,9 +110,18 @@ void gpo__optim_drop_tensors(struct gpo_optim *opt);
  * @sync 0 a step that needs no norm pass (no clipping, no loss scale, no
  * finite check: it cannot be skipped) is only queued, behind the launches
  * before it, and info->device_ns is 0; one with the norm pass still reads
- * its scalars (whether it was skipped) and so waits.
+ * its scalars (whether it was skipped) and so waits. With @sync
+ * GPO__STEP_ASYNC: gpo_optim_step_async() (@info unused).
  */
+#define GPO__STEP_ASYNC	2
 int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 		    int sync);
+
+/*
+ * gpo__optim_settle - bring the step counters up to date with an
+ * asynchronous step that may have been skipped: reads its scalars, so it
+ * waits for it. Device lock held. Returns 0 or -errno.
+ */
+int gpo__optim_settle(struct gpo_optim *opt);
 
 #endif /* GPUOPT_OPTIM_I_H */

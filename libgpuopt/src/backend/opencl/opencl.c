@@ -1265,6 +1265,15 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 	return err ? cl_fail(dev, err, 0, "running kernels") : 0;
 }
 
+/* the queue's commands go to the device; wait() finishes them */
+static int ocl_submit(struct gpo_device *dev)
+{
+	struct ocl_dev *od = dev->priv;
+	cl_int err = clFlush(od->queue);
+
+	return err ? cl_fail(dev, err, 0, "clFlush") : 0;
+}
+
 const struct backend_ops gpo__opencl_backend_ops = {
 	.name = "opencl",
 	.probe = ocl_probe,
@@ -1277,5 +1286,6 @@ const struct backend_ops gpo__opencl_backend_ops = {
 	.supports = ocl_supports,
 	.launch = ocl_launch,
 	.wait = ocl_wait,
+	.submit = ocl_submit,
 	.mem_free = ocl_mem_free,
 };

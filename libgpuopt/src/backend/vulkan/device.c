@@ -634,6 +634,7 @@ const struct backend_ops gpo__vulkan_backend_ops = {
 	.supports = gpo__vk_supports,
 	.launch = gpo__vk_launch,
 	.wait = gpo__vk_wait,
+	.submit = gpo__vk_submit,
 	.mem_free = gpo__vk_mem_free,
 };
 

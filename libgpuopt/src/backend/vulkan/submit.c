@@ -3,13 +3,18 @@
  * submit.c - the Vulkan backend's batch: commands are recorded into one
  * command buffer, with a barrier between two that touch overlapping
  * ranges (one of them writing), and submitted together at wait() or at a
- * read, timed by a pair of timestamps
+ * read, timed by a pair of timestamps. submit() starts a batch without
+ * waiting for it; the next batch is recorded into the next of VK_SLOTS
+ * command buffers meanwhile, ordered after it by a barrier.
  */
 #include <string.h>
 #include <time.h>
 #include "core/gpuopt_i.h"
 #include "backend/vulkan/vulkan_i.h"
 
+
+static void barrier(struct vk_dev *vd, VkPipelineStageFlags dst_stage,
+		    VkAccessFlags dst_access);
 
 int gpo__vk_batch_begin(struct gpo_device *dev)
 {
@@ -19,6 +24,7 @@ int gpo__vk_batch_begin(struct gpo_device *dev)
 		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
 	};
 	VkResult r;
+	int s;
 
 	if (vd->recording)
 		return 0;
@@ -29,6 +35,20 @@ int gpo__vk_batch_begin(struct gpo_device *dev)
 	vd->ts_started = 0;
 	vd->bound = VK_NULL_HANDLE;
 	vd->nacc = 0;
+	/*
+	 * batches still running (gpo__vk_submit()) wrote what this one may
+	 * read or overwrite: a barrier orders it after everything before
+	 */
+	for (s = 0; s < VK_SLOTS; s++)
+		if (vd->busy[s]) {
+			barrier(vd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+				VK_PIPELINE_STAGE_TRANSFER_BIT,
+				VK_ACCESS_SHADER_READ_BIT |
+				VK_ACCESS_SHADER_WRITE_BIT |
+				VK_ACCESS_TRANSFER_READ_BIT |
+				VK_ACCESS_TRANSFER_WRITE_BIT);
+			break;
+		}
 	return 0;
 }
 
@@ -81,18 +101,18 @@ void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n)
 
 
 /*
- * fence_wait - wait for the batch. A blocking wait wakes 30-60 us late on
+ * fence_wait - wait for @fence. A blocking wait wakes 30-60 us late on
  * NVIDIA, so on GPUs: sleep through most of a batch as long as the last
  * one (steps repeat), then poll the fence for vd->spin_ns, then block.
  */
-static VkResult fence_wait(struct vk_dev *vd)
+static VkResult fence_wait(struct vk_dev *vd, VkFence fence)
 {
 	uint64_t start = gpo__now_ns(), end;
 	VkResult r;
 
 	if (vd->spin_ns) {
 		if (vd->last_batch_ns > 2 * vd->spin_ns) {
-			r = vkWaitForFences(vd->device, 1, &vd->fence, VK_TRUE,
+			r = vkWaitForFences(vd->device, 1, &fence, VK_TRUE,
 					    vd->last_batch_ns - vd->spin_ns);
 			if (r != VK_TIMEOUT)
 				return r;
@@ -100,58 +120,31 @@ static VkResult fence_wait(struct vk_dev *vd)
 		/* the timed wait may return early: poll to the expected end */
 		end = start + vd->last_batch_ns + vd->spin_ns;
 		do {
-			r = vkGetFenceStatus(vd->device, vd->fence);
+			r = vkGetFenceStatus(vd->device, fence);
 			if (r != VK_NOT_READY)
 				return r;
 		} while (gpo__now_ns() < end);
 	}
-	return vkWaitForFences(vd->device, 1, &vd->fence, VK_TRUE,
-			       UINT64_MAX);
+	return vkWaitForFences(vd->device, 1, &fence, VK_TRUE, UINT64_MAX);
 }
 
 /*
- * gpo__vk_batch_flush - submit the batch and wait for it; the device
- * time between its timestamps is added to vd->ns. The command buffer is reset whatever
- * happens, so the next launch starts a fresh batch.
+ * retire - wait for the batch of slot @s and free the slot; the device
+ * time between its timestamps is added to vd->ns. The slot is freed
+ * whatever happens.
  */
-int gpo__vk_batch_flush(struct gpo_device *dev)
+static int retire(struct gpo_device *dev, int s)
 {
 	struct vk_dev *vd = dev->priv;
-	VkSubmitInfo si = {
-		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-		.commandBufferCount = 1,
-		.pCommandBuffers = &vd->cmd,
-	};
 	uint64_t ts[2];
 	VkResult r;
-	int ret = 0, submitted = 0;
+	int ret = 0;
 
-	if (!vd->recording)
-		return 0;
-	if (vd->ts_started)
-		vkCmdWriteTimestamp(vd->cmd,
-				    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-				    vd->query_pool, 1);
-	/* device writes must be made visible to the host that reads them */
-	barrier(vd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-	r = vkEndCommandBuffer(vd->cmd);
-	if (r != VK_SUCCESS) {
-		ret = gpo__vk_fail(dev, r, "vkEndCommandBuffer");
-		goto out_reset;
-	}
-	r = vkQueueSubmit(vd->queue, 1, &si, vd->fence);
-	if (r != VK_SUCCESS) {
-		ret = gpo__vk_fail(dev, r, "vkQueueSubmit");
-		goto out_reset;
-	}
-	submitted = 1;
-	r = fence_wait(vd);
-	if (r != VK_SUCCESS) {
+	r = fence_wait(vd, vd->fences[s]);
+	if (r != VK_SUCCESS)
 		ret = gpo__vk_fail(dev, r, "vkWaitForFences");
-		goto out_reset;
-	}
-	if (vd->ts_started &&
-	    vkGetQueryPoolResults(vd->device, vd->query_pool, 0, 2,
+	if (!ret && vd->timed[s] &&
+	    vkGetQueryPoolResults(vd->device, vd->query_pool, 2 * s, 2,
 				  sizeof(ts), ts, sizeof(ts[0]),
 				  VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
 		uint64_t mask = vd->ts_bits >= 64 ? UINT64_MAX :
@@ -162,14 +155,99 @@ int gpo__vk_batch_flush(struct gpo_device *dev)
 					    vd->props.limits.timestampPeriod);
 		vd->ns += vd->last_batch_ns;
 	}
-out_reset:
-	if (submitted)
-		vkResetFences(vd->device, 1, &vd->fence);
-	vkResetCommandBuffer(vd->cmd, 0);
+	vkResetFences(vd->device, 1, &vd->fences[s]);
+	vkResetCommandBuffer(vd->cmds[s], 0);
+	vd->busy[s] = 0;
+	vd->timed[s] = 0;
+	return ret;
+}
+
+/*
+ * submit_open - end the open batch and submit it without waiting; the
+ * next batch goes into the next slot, whose previous batch is waited for
+ * first. On failure the batch is dropped.
+ */
+static int submit_open(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	VkSubmitInfo si = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &vd->cmd,
+	};
+	int s = vd->cur, ret = 0;
+	VkResult r;
+
+	if (!vd->recording)
+		return 0;
+	if (vd->ts_started)
+		vkCmdWriteTimestamp(vd->cmd,
+				    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+				    vd->query_pool, 2 * s + 1);
+	/* device writes must be made visible to the host that reads them */
+	barrier(vd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+	r = vkEndCommandBuffer(vd->cmd);
+	if (r == VK_SUCCESS)
+		r = vkQueueSubmit(vd->queue, 1, &si, vd->fences[s]);
 	vd->recording = 0;
+	vd->nacc = 0;
+	if (r != VK_SUCCESS) {
+		ret = gpo__vk_fail(dev, r, "vkQueueSubmit");
+		vkResetCommandBuffer(vd->cmd, 0);
+		vd->ts_started = 0;
+		return ret;
+	}
+	vd->busy[s] = 1;
+	vd->timed[s] = vd->ts_started;
+	vd->seq[s] = vd->nsubmit++;
 	vd->ts_started = 0;
+	vd->cur = (s + 1) % VK_SLOTS;
+	vd->cmd = vd->cmds[vd->cur];
+	if (vd->busy[vd->cur])
+		ret = retire(dev, vd->cur);
+	return ret;
+}
+
+/*
+ * gpo__vk_batch_flush - submit the open batch and wait for it and for
+ * every batch submitted before it. The staging buffer is free again
+ * after it, so the next launch starts a fresh batch at its start.
+ */
+int gpo__vk_batch_flush(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	int ret, err, s, oldest;
+
+	ret = submit_open(dev);
+	for (;;) {
+		oldest = -1;
+		for (s = 0; s < VK_SLOTS; s++)
+			if (vd->busy[s] &&
+			    (oldest < 0 || vd->seq[s] < vd->seq[oldest]))
+				oldest = s;
+		if (oldest < 0)
+			break;
+		err = retire(dev, oldest);
+		if (!ret)
+			ret = err;
+	}
 	vd->staging_pos = 0;
 	vd->nacc = 0;
+	return ret;
+}
+
+/*
+ * gpo__vk_submit - start the open batch on the device and return without
+ * waiting; what is launched next is ordered after it (batch_begin()).
+ */
+int gpo__vk_submit(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	int ret;
+
+	pthread_mutex_lock(&vd->lock);
+	ret = vd->lost ? gpo__vk_lost(dev) : submit_open(dev);
+	pthread_mutex_unlock(&vd->lock);
 	return ret;
 }
 
@@ -204,9 +282,9 @@ void gpo__vk_timestamp_start(struct vk_dev *vd)
 {
 	if (!vd->query_pool || vd->ts_started)
 		return;
-	vkCmdResetQueryPool(vd->cmd, vd->query_pool, 0, 2);
+	vkCmdResetQueryPool(vd->cmd, vd->query_pool, 2 * vd->cur, 2);
 	vkCmdWriteTimestamp(vd->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-			    vd->query_pool, 0);
+			    vd->query_pool, 2 * vd->cur);
 	vd->ts_started = 1;
 }
 
@@ -238,7 +316,7 @@ int gpo__vk_create_commands(struct gpo_device *dev)
 	VkCommandBufferAllocateInfo cbai = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
 		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-		.commandBufferCount = 1,
+		.commandBufferCount = VK_SLOTS,
 	};
 	VkFenceCreateInfo fci = {
 		.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
@@ -246,20 +324,25 @@ int gpo__vk_create_commands(struct gpo_device *dev)
 	VkQueryPoolCreateInfo qpci = {
 		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
 		.queryType = VK_QUERY_TYPE_TIMESTAMP,
-		.queryCount = 2,
+		.queryCount = 2 * VK_SLOTS,
 	};
 	VkResult r;
+	int s;
 
 	r = vkCreateCommandPool(vd->device, &cpci, NULL, &vd->cmd_pool);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateCommandPool");
 	cbai.commandPool = vd->cmd_pool;
-	r = vkAllocateCommandBuffers(vd->device, &cbai, &vd->cmd);
+	r = vkAllocateCommandBuffers(vd->device, &cbai, vd->cmds);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkAllocateCommandBuffers");
-	r = vkCreateFence(vd->device, &fci, NULL, &vd->fence);
-	if (r != VK_SUCCESS)
-		return gpo__vk_fail(dev, r, "vkCreateFence");
+	vd->cur = 0;
+	vd->cmd = vd->cmds[0];
+	for (s = 0; s < VK_SLOTS; s++) {
+		r = vkCreateFence(vd->device, &fci, NULL, &vd->fences[s]);
+		if (r != VK_SUCCESS)
+			return gpo__vk_fail(dev, r, "vkCreateFence");
+	}
 	if (vd->ts_bits) {
 		r = vkCreateQueryPool(vd->device, &qpci, NULL,
 				      &vd->query_pool);
@@ -271,10 +354,13 @@ int gpo__vk_create_commands(struct gpo_device *dev)
 
 void gpo__vk_destroy_commands(struct vk_dev *vd)
 {
+	int s;
+
 	if (vd->query_pool)
 		vkDestroyQueryPool(vd->device, vd->query_pool, NULL);
-	if (vd->fence)
-		vkDestroyFence(vd->device, vd->fence, NULL);
+	for (s = 0; s < VK_SLOTS; s++)
+		if (vd->fences[s])
+			vkDestroyFence(vd->device, vd->fences[s], NULL);
 	if (vd->cmd_pool)
 		vkDestroyCommandPool(vd->device, vd->cmd_pool, NULL);
 }

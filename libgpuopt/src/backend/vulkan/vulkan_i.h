@@ -49,6 +49,13 @@ struct vk_access {
 
 #define VK_MAX_ACCESS	64
 
+/*
+ * Command buffers in turn (submit.c): an asynchronous submit leaves its
+ * batch running and records the next one into the following buffer; a
+ * buffer is waited for only when its turn comes again or at wait().
+ */
+#define VK_SLOTS	4
+
 /* The descriptor-set cache, without VK_KHR_push_descriptor. */
 struct vk_desc_key {
 	VkBuffer buffer[OP_MAX_BUF];
@@ -91,9 +98,15 @@ struct vk_dev {
 	VkDevice device;
 	VkQueue queue;
 	VkCommandPool cmd_pool;
-	VkCommandBuffer cmd;
-	VkFence fence;
-	VkQueryPool query_pool;
+	VkCommandBuffer cmd;		/* the open batch's: cmds[cur] */
+	VkCommandBuffer cmds[VK_SLOTS];
+	VkFence fences[VK_SLOTS];
+	int busy[VK_SLOTS];		/* submitted, not yet waited for */
+	int timed[VK_SLOTS];		/* ... with its two timestamps */
+	uint64_t seq[VK_SLOTS];		/* submission order of busy slots */
+	uint64_t nsubmit;
+	int cur;
+	VkQueryPool query_pool;		/* 2 timestamps a slot */
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout pipe_layout;
 	PFN_vkCmdPushDescriptorSetKHR push_desc;	/* NULL: set cache */
@@ -181,6 +194,7 @@ int gpo__vk_batch_begin(struct gpo_device *dev);
 void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n);
 void gpo__vk_timestamp_start(struct vk_dev *vd);
 int gpo__vk_batch_flush(struct gpo_device *dev);
+int gpo__vk_submit(struct gpo_device *dev);
 int gpo__vk_record_copy(struct gpo_device *dev, VkBuffer src, uint64_t soff,
 			VkBuffer dst, uint64_t doff, uint64_t bytes);
 int gpo__vk_wait(struct gpo_device *dev, uint64_t *device_ns);
