@@ -104,6 +104,21 @@ SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv
 endef
 $(foreach c,$(COMP_SRCS),$(foreach d,$(call spv_dtypes,$(c)),\
 	$(eval $(call spv_rule,$(c),$(d)))))
+# steps: a shader marked "// recorded: yes" in its first lines is also
+# built with -DGPO_ARGS_BUF as <op>.<dtype>.ab.spv, which reads its
+# parameter struct from a buffer (binding GPO_ARGS_BINDING) instead of push
+# constants, for command buffers recorded once and replayed (graph.c)
+spv_recorded = $(shell sed -n '1,5s|^// recorded: *yes|yes|p' $(1))
+define spv_ab_rule
+$(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv: $(1) $$(GLSL_DEPS)
+	@mkdir -p $$(dir $$@)
+	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
+		-DGPO_DTYPE_$(call spv_upper,$(2)) -DGPO_ARGS_BUF -o $$@ $$<
+SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv
+endef
+$(foreach c,$(COMP_SRCS),$(if $(call spv_recorded,$(c)),\
+	$(foreach d,$(call spv_dtypes,$(c)),\
+		$(eval $(call spv_ab_rule,$(c),$(d))))))
 
 SOLIB := $(BUILD)/lib/libgpuopt.so.$(VERSION)
 ALIB := $(BUILD)/lib/libgpuopt.a

@@ -31,7 +31,20 @@
 #define GPO_ARGS_MAX	128	/* bytes: Vulkan's guaranteed push range */
 #define GPO_WG_SIZE	256	/* work-items per workgroup, every kernel */
 
-#if defined(VULKAN)
+/*
+ * Vulkan, shaders built with -DGPO_ARGS_BUF (their ".ab" variant, for
+ * recorded command buffers): the struct is read from the storage buffer
+ * at binding GPO_ARGS_BINDING, written by the host before each submit.
+ */
+#define GPO_ARGS_BINDING	8
+
+#if defined(VULKAN) && defined(GPO_ARGS_BUF)
+#define gpo_u32 uint
+#define gpo_f32 float
+#define GPO_ARGS(name) layout(set = 0, binding = GPO_ARGS_BINDING, std430) \
+	readonly buffer name##_ab {
+#define GPO_ARGS_END(name) } args;
+#elif defined(VULKAN)
 #define gpo_u32 uint
 #define gpo_f32 float
 #define GPO_ARGS(name) layout(push_constant, std430) uniform name##_pc {

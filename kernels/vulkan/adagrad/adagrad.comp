@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * adagrad.comp - adagrad, torch 1.13's Adagrad:
  *   g = g + wd * p

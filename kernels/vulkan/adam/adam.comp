@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * adam.comp - adam, torch 1.13's Adam and AdamW:
  *   Adam:  g = g + wd * p          AdamW: p = p * (1 - lr * wd) first

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * lamb_apply.comp - lamb_apply: workgroup i takes block
  * b = first_block + i and applies p = p - lr * trust[tensor] * r, r

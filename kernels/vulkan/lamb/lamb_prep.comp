@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * lamb_prep.comp - lamb_prep: workgroup i takes block b = first_block + i of
  * the block table {tensor, start, count, 0}, updates m and v there and

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * lamb_trust.comp - lamb_trust: for each of ntensors tensors, sum its block
  * partials and write

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * lion.comp - lion (Chen et al. 2023, as lion-pytorch):
  *   c = b1 * m + (1 - b1) * g

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * norm_final.comp - norm_final, one workgroup: reduce args.groups
  * partials in a fixed order and write scal:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * norm_partial.comp - norm_partial: group i sums g^2 over elements
  * [i * chunk, min(n, (i + 1) * chunk)) and notes any inf or NaN:

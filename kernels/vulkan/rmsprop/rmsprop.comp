@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * rmsprop.comp - rmsprop, torch 1.13's RMSprop:
  *   g = g + wd * p

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * sgd.comp - sgd, torch 1.13's SGD:
  *   d = g + wd * p

@@ -21,6 +21,7 @@
 
 struct gpo_device;
 struct dev_mem;			/* a backend's device allocation */
+struct dev_graph;		/* a backend's recorded launches */
 
 /* A sub-allocation handed out by the pool: @size bytes at @off in @mem. */
 struct dev_buf {
@@ -162,6 +163,23 @@ struct backend_ops {
 	 * and wait() waits for it. NULL: launches run at once (cpu).
 	 */
 	int (*submit)(struct gpo_device *dev);
+	/*
+	 * Recorded launches (NULL: the backend has none). Between
+	 * graph_begin() and graph_end(), under dev->lock with no transfer
+	 * between, launches are collected into *@g (made on first use).
+	 * graph_end() submits them without waiting, as a command buffer
+	 * recorded the first time and replayed while the launches differ
+	 * only in their parameter structs, and returns 1; with @readback,
+	 * @bytes of it are copied at the end of the same submission to
+	 * *@host, to be read after the next wait(). It returns 0 when the
+	 * launches could not be recorded and went to the batch as usual
+	 * (or none came), and discards them if @abort.
+	 */
+	int (*graph_begin)(struct gpo_device *dev, struct dev_graph **g);
+	int (*graph_end)(struct gpo_device *dev, struct dev_graph *g,
+			 int abort, const struct dev_buf *readback,
+			 uint64_t bytes, const void **host);
+	void (*graph_free)(struct gpo_device *dev, struct dev_graph *g);
 	/* free bytes on the device as the driver sees them, 0 if unknown */
 	uint64_t (*mem_free)(struct gpo_device *dev);
 };

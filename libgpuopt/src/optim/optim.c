@@ -67,6 +67,10 @@ static void free_buffers(struct gpo_optim *opt)
 	struct gpo_device *dev = opt->dev;
 	int i;
 
+	if (opt->graph)
+		dev->ops->graph_free(dev, opt->graph);
+	opt->graph = NULL;
+	opt->scal_host = NULL;
 	gpo__pool_free(dev, &opt->param);
 	gpo__pool_free(dev, &opt->grad);
 	for (i = 0; i < SL_COUNT; i++)
@@ -1015,6 +1019,33 @@ static int launch_step(struct gpo_optim *opt, uint64_t t, int use_norm)
 	return opt->fam->launch(opt, t, use_norm ? GPO_UPD_USE_SCAL : 0);
 }
 
+/*
+ * launch_graph - the step's launches through the backend's recorded
+ * steps: replayed and submitted (1, opt->scal_host then holds where its
+ * scalars arrive) or, when they could not be recorded, queued in the
+ * batch as launch_step() queues them (0); -errno on failure
+ */
+static int launch_graph(struct gpo_optim *opt, int use_norm)
+{
+	struct gpo_device *dev = opt->dev;
+	const void *host = NULL;
+	int ret, end;
+
+	opt->scal_host = NULL;
+	ret = dev->ops->graph_begin(dev, &opt->graph);
+	if (ret)
+		return ret;
+	ret = launch_step(opt, opt->step + 1, use_norm);
+	end = dev->ops->graph_end(dev, opt->graph, ret != 0,
+				  use_norm ? &opt->scal : NULL,
+				  GPO_SCAL_COUNT * sizeof(float), &host);
+	if (ret)
+		return ret;
+	if (end > 0)
+		opt->scal_host = host;
+	return end;
+}
+
 /* can a step of this configuration be skipped (non-finite gradients)? */
 static int may_skip(const struct hparams *hp)
 {
@@ -1043,14 +1074,25 @@ static void count_step(struct gpo_optim *opt, int skipped, double metric)
 		gpo_sched_step(opt->sched, metric);
 }
 
-/* read the step's scalars into opt->last: waits for the queued steps */
-static int read_scal(struct gpo_optim *opt, float *scal)
+/*
+ * read the last step's scalars into opt->last: waits for the queued
+ * steps. A replayed step copied them to host memory in its submission:
+ * they are there after the wait, whose device time goes to *@ns.
+ */
+static int read_scal(struct gpo_optim *opt, float *scal, uint64_t *ns)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret;
 
-	ret = dev->ops->read(dev, &opt->scal, 0, scal,
-			     GPO_SCAL_COUNT * sizeof(float));
+	if (opt->scal_host) {
+		ret = dev->ops->wait(dev, ns);
+		if (!ret)
+			memcpy(scal, opt->scal_host,
+			       GPO_SCAL_COUNT * sizeof(float));
+	} else {
+		ret = dev->ops->read(dev, &opt->scal, 0, scal,
+				     GPO_SCAL_COUNT * sizeof(float));
+	}
 	if (ret)
 		return ret;
 	opt->last.grad_norm = scal[GPO_SCAL_NORM];
@@ -1058,14 +1100,15 @@ static int read_scal(struct gpo_optim *opt, float *scal)
 	return 0;
 }
 
-int gpo__optim_settle(struct gpo_optim *opt)
+/* gpo__optim_settle(); the device time it waited for goes to *@ns */
+static int settle(struct gpo_optim *opt, uint64_t *ns)
 {
 	float scal[GPO_SCAL_COUNT];
 	int ret;
 
 	if (!opt->unsettled)
 		return 0;
-	ret = read_scal(opt, scal);
+	ret = read_scal(opt, scal, ns);
 	if (ret)
 		return ret;
 	opt->unsettled = 0;
@@ -1074,6 +1117,11 @@ int gpo__optim_settle(struct gpo_optim *opt)
 	opt->last.skipped_total = opt->skipped;
 	gpo__err_clear();
 	return 0;
+}
+
+int gpo__optim_settle(struct gpo_optim *opt)
+{
+	return settle(opt, NULL);
 }
 
 int gpo_optim_step(struct gpo_optim *opt, struct gpo_step_info *info)
@@ -1093,12 +1141,13 @@ int gpo_optim_step_async(struct gpo_optim *opt)
  * settled first (a wait), so queued steps give the bytes of synchronous
  * ones.
  */
-static int step_async(struct gpo_optim *opt, int use_norm, double lr)
+static int step_async(struct gpo_optim *opt, int use_norm, double lr,
+		      int replayed)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret = 0;
 
-	if (dev->ops->submit)
+	if (!replayed && dev->ops->submit)
 		ret = dev->ops->submit(dev);
 	if (ret)
 		return ret;
@@ -1125,7 +1174,7 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	const struct hparams *hp;
 	float scal[GPO_SCAL_COUNT] = { 1.0f, 0.0f, NAN, 0.0f };
 	uint64_t ns = 0;
-	int use_norm, skipped, ret;
+	int use_norm, skipped, replayed = 0, ret;
 	double lr;
 
 	if (!opt)
@@ -1145,16 +1194,29 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	if (ret)
 		goto out_unlock;
 	lr = optim_group_lr(opt, &opt->groups[0]);
-	ret = launch_step(opt, opt->step + 1, use_norm);
+	if (sync && dev->ops->graph_begin) {
+		replayed = launch_graph(opt, use_norm);
+		ret = replayed < 0 ? replayed : 0;
+	} else {
+		opt->scal_host = NULL;
+		ret = launch_step(opt, opt->step + 1, use_norm);
+	}
 	if (!ret && sync == GPO__STEP_ASYNC) {
-		ret = step_async(opt, use_norm, lr);
+		ret = step_async(opt, use_norm, lr, replayed > 0);
 		goto out_clear;
 	}
 	/* without the norm pass no step is skipped: nothing to learn */
-	if (!ret && use_norm)
-		ret = dev->ops->read(dev, &opt->scal, 0, scal, sizeof(scal));
-	if (!ret && (sync || use_norm))
+	if (!ret && replayed > 0) {
 		ret = dev->ops->wait(dev, &ns);
+		if (!ret && use_norm)
+			memcpy(scal, opt->scal_host, sizeof(scal));
+	} else {
+		if (!ret && use_norm)
+			ret = dev->ops->read(dev, &opt->scal, 0, scal,
+					     sizeof(scal));
+		if (!ret && (sync || use_norm))
+			ret = dev->ops->wait(dev, &ns);
+	}
 	if (ret)
 		goto out_unlock;
 	if (sync)
@@ -1183,7 +1245,7 @@ int gpo_optim_wait(struct gpo_optim *opt, struct gpo_step_info *info)
 {
 	struct gpo_device *dev;
 	float scal[GPO_SCAL_COUNT];
-	uint64_t ns = 0;
+	uint64_t ns = 0, more = 0;
 	int ret = 0;
 
 	if (!opt)
@@ -1193,11 +1255,12 @@ int gpo_optim_wait(struct gpo_optim *opt, struct gpo_step_info *info)
 	if (opt->queued || opt->unsettled) {
 		/* the last step's scalars come with the wait for it */
 		if (opt->unsettled)
-			ret = gpo__optim_settle(opt);
+			ret = settle(opt, &ns);
 		else if (opt->last_norm)
-			ret = read_scal(opt, scal);
+			ret = read_scal(opt, scal, &ns);
 		if (!ret)
-			ret = dev->ops->wait(dev, &ns);
+			ret = dev->ops->wait(dev, &more);
+		ns += more;
 		if (ret)
 			goto out_unlock;
 		opt->queued = 0;

@@ -80,6 +80,13 @@ struct gpo_optim {
 	 */
 	int queued;
 	int unsettled;
+	/*
+	 * the step's launches recorded once and replayed (backends with
+	 * graph_begin); @scal_host: the last replayed step's scalars, read
+	 * back in its submission, valid after a wait, NULL: read scal
+	 */
+	struct dev_graph *graph;
+	const void *scal_host;
 	int last_norm;
 	double unsettled_metric;
 	struct gpo_step_info last;

@@ -105,12 +105,13 @@ int gpo__vk_desc_set(struct gpo_device *dev, const VkDescriptorBufferInfo *bi,
 int gpo__vk_create_layout(struct gpo_device *dev)
 {
 	struct vk_dev *vd = dev->priv;
-	VkDescriptorSetLayoutBinding b[OP_MAX_BUF];
+	/* the op's buffers, then GPO_ARGS_BINDING (recorded steps) */
+	VkDescriptorSetLayoutBinding b[OP_MAX_BUF + 1];
 	VkDescriptorSetLayoutCreateInfo dslci = {
 		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
 		.flags = vd->push_desc ?
 			VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
-		.bindingCount = OP_MAX_BUF,
+		.bindingCount = OP_MAX_BUF + 1,
 		.pBindings = b,
 	};
 	VkPushConstantRange pcr = {
@@ -126,7 +127,7 @@ int gpo__vk_create_layout(struct gpo_device *dev)
 	};
 	VkDescriptorPoolSize ps = {
 		.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-		.descriptorCount = VK_DESC_CACHE * OP_MAX_BUF,
+		.descriptorCount = VK_DESC_CACHE * (OP_MAX_BUF + 1),
 	};
 	VkDescriptorPoolCreateInfo dpci = {
 		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -137,7 +138,7 @@ int gpo__vk_create_layout(struct gpo_device *dev)
 	uint32_t i;
 	VkResult r;
 
-	for (i = 0; i < OP_MAX_BUF; i++)
+	for (i = 0; i <= OP_MAX_BUF; i++)
 		b[i] = (VkDescriptorSetLayoutBinding) {
 			.binding = i,
 			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,

@@ -36,7 +36,8 @@
  * cache), nomap (staging for every transfer), staging=BYTES, range=BYTES
  * (a smaller maxStorageBufferRange), groups=N (element ops' dispatch cap,
  * and the group ops' grid row), spin=US (fence polling before a blocking
- * wait).
+ * wait), nograph (optimizer steps launched one by one into the batch,
+ * never recorded and replayed: graph.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -456,6 +457,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->nopush = 1;
 		else if (!strcmp(tok, "nomap"))
 			dbg->nomap = 1;
+		else if (!strcmp(tok, "nograph"))
+			dbg->nograph = 1;
 		else if (!strncmp(tok, "staging=", 8))
 			dbg->staging = strtoull(tok + 8, NULL, 0);
 		else if (!strncmp(tok, "range=", 6))
@@ -582,6 +585,7 @@ static int vk_open(struct gpo_device *dev)
 		      0 : SPIN_NS;
 	if (dbg.spin_us >= 0)
 		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
+	vd->nograph = dbg.nograph;
 	vd->opened = 1;
 
 	/* the dummy is bound for absent buffers: keep it zero */
@@ -635,6 +639,9 @@ const struct backend_ops gpo__vulkan_backend_ops = {
 	.launch = gpo__vk_launch,
 	.wait = gpo__vk_wait,
 	.submit = gpo__vk_submit,
+	.graph_begin = gpo__vk_graph_begin,
+	.graph_end = gpo__vk_graph_end,
+	.graph_free = gpo__vk_graph_free,
 	.mem_free = gpo__vk_mem_free,
 };
 

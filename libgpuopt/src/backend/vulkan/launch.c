@@ -214,27 +214,133 @@ static int launch_groups(struct gpo_device *dev, const struct op_call *call,
 	return 0;
 }
 
+/* launch() under vd->lock, into the batch */
+int gpo__vk_launch_locked(struct gpo_device *dev, const struct op_call *call)
+{
+	VkPipeline pipe;
+	int ret;
+
+	ret = gpo__vk_pipeline(dev, call->op, call->dtype, &pipe);
+	if (ret)
+		return ret;
+	if (gpo__ops[call->op].grid == GRID_ELEMENTS)
+		return launch_elements(dev, call, pipe);
+	return launch_groups(dev, call, pipe);
+}
+
 int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call)
 {
 	struct vk_dev *vd = dev->priv;
-	VkPipeline pipe;
 	int ret;
 
 	if (!call->work)
 		return 0;
 	pthread_mutex_lock(&vd->lock);
-	if (vd->lost) {
+	if (vd->lost)
 		ret = gpo__vk_lost(dev);
-		goto out_unlock;
-	}
-	ret = gpo__vk_pipeline(dev, call->op, call->dtype, &pipe);
-	if (ret)
-		goto out_unlock;
-	if (gpo__ops[call->op].grid == GRID_ELEMENTS)
-		ret = launch_elements(dev, call, pipe);
+	else if (vd->collect)
+		ret = gpo__vk_graph_add(dev, call);
 	else
-		ret = launch_groups(dev, call, pipe);
-out_unlock:
+		ret = gpo__vk_launch_locked(dev, call);
 	pthread_mutex_unlock(&vd->lock);
 	return ret;
+}
+
+/*
+ * gpo__vk_recordable - can @call go into a recorded step? It needs push
+ * descriptors (the recording names its bindings), an ".ab" shader, and,
+ * for an element op, one window: its parameter struct is written once per
+ * step, so no window can have its own n.
+ */
+int gpo__vk_recordable(struct gpo_device *dev, const struct op_call *call)
+{
+	struct vk_dev *vd = dev->priv;
+	const struct gpo__op *op = &gpo__ops[call->op];
+	uint64_t es = gpo__vk_dtype_size(call->dtype);
+
+	if (!vd->push_desc || !gpo__vk_has_ab(call->op, call->dtype) ||
+	    op->args_size < 4 || op->args_size > GPO_ARGS_MAX)
+		return 0;
+	if (op->grid == GRID_ELEMENTS)
+		return es && call->work * es <= (vd->max_range & ~255ull);
+	return 1;
+}
+
+/*
+ * gpo__vk_record_ab - record @call (gpo__vk_recordable()) into vd->cmd
+ * with its ".ab" pipeline, its parameter struct bound from @args, and the
+ * barrier its accesses need
+ */
+int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
+		      const VkDescriptorBufferInfo *args)
+{
+	struct vk_dev *vd = dev->priv;
+	const struct gpo__op *op = &gpo__ops[call->op];
+	uint64_t es = gpo__vk_dtype_size(call->dtype), n = call->work;
+	VkDescriptorBufferInfo bi[OP_MAX_BUF + 1];
+	VkWriteDescriptorSet w[OP_MAX_BUF + 1];
+	struct vk_access acc[OP_MAX_BUF];
+	uint32_t work = (uint32_t)call->work, row = vd->group_row;
+	uint32_t rows = work / row, rest = work % row, groups;
+	VkPipeline pipe;
+	unsigned int i;
+	int nacc = 0, ret;
+
+	ret = gpo__vk_pipeline_ab(dev, call->op, call->dtype, &pipe);
+	if (ret)
+		return ret;
+	if (op->grid == GRID_GROUPS &&
+	    rows + (rest ? 1 : 0) >
+	    vd->props.limits.maxComputeWorkGroupCount[1])
+		return gpo__err(-ENOSYS, "%s: %s: %u workgroups are more than the device can dispatch",
+				dev->info.id, op->name, work);
+	for (i = 0; i < op->nbuf; i++) {
+		if (op->grid == GRID_ELEMENTS && (op->buf[i].role & OP_VEC4))
+			ret = bind_buf(dev, call, i, 0, n * es, &bi[i]);
+		else
+			ret = bind_buf(dev, call, i, 0, whole(&call->buf[i]),
+				       &bi[i]);
+		if (ret)
+			return ret;
+		if (bi[i].buffer == vd->dummy.buffer)
+			continue;
+		acc[nacc].buffer = bi[i].buffer;
+		acc[nacc].lo = bi[i].offset;
+		acc[nacc].hi = bi[i].offset + bi[i].range;
+		acc[nacc].write = !!(op->buf[i].role & OP_W);
+		nacc++;
+	}
+	bi[op->nbuf] = *args;
+	for (i = 0; i <= op->nbuf; i++)
+		w[i] = (VkWriteDescriptorSet) {
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstBinding = i < op->nbuf ? i : GPO_ARGS_BINDING,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &bi[i],
+		};
+	gpo__vk_track(vd, acc, nacc);
+	if (vd->bound != pipe) {
+		vkCmdBindPipeline(vd->cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+				  pipe);
+		vd->bound = pipe;
+	}
+	vd->push_desc(vd->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vd->pipe_layout,
+		      0, op->nbuf + 1, w);
+	if (op->grid == GRID_ELEMENTS) {
+		groups = (uint32_t)(((n + 3) / 4 + GPO_WG_SIZE - 1) /
+				    GPO_WG_SIZE);
+		if (groups > vd->max_groups)
+			groups = vd->max_groups;
+		vkCmdDispatch(vd->cmd, groups, 1, 1);
+		return 0;
+	}
+	if (!rows) {
+		vkCmdDispatch(vd->cmd, rest, 1, 1);
+		return 0;
+	}
+	vkCmdDispatch(vd->cmd, row, rows, 1);
+	if (rest)
+		vkCmdDispatchBase(vd->cmd, 0, rows, 0, rest, 1, 1);
+	return 0;
 }

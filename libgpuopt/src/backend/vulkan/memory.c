@@ -176,6 +176,34 @@ static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
 	return 0;
 }
 
+/*
+ * gpo__vk_mem_mapped - a small mapped buffer of its own for graph.c (the
+ * parameters of recorded steps and their readback): host-visible and
+ * coherent, device-local too when @local and the device has such memory
+ * (what a shader reads every step should not cross PCIe), else
+ * host-cached when it has that (what the host reads back).
+ */
+int gpo__vk_mem_mapped(struct gpo_device *dev, uint64_t bytes, int local,
+		       struct dev_mem *out)
+{
+	struct vk_dev *vd = dev->priv;
+	const VkMemoryPropertyFlags vis = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+					  VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+	int t = -1;
+
+	if (local)
+		t = find_type(vd, ~0u, vis | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+			      -1);
+	if (t < 0)
+		t = (int)vd->staging_type;
+	return mem_create(dev, bytes, POOL_USAGE, t, 1, out);
+}
+
+void gpo__vk_mem_unmapped(struct vk_dev *vd, struct dev_mem *mem)
+{
+	mem_destroy(vd, mem);
+}
+
 /* ---- transfers ----------------------------------------------------------- */
 
 static int check_range(struct gpo_device *dev, const struct dev_buf *b,
@@ -299,6 +327,7 @@ void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
 	/* nothing queued may still use it; a new buffer may get its handle */
 	gpo__vk_batch_flush(dev);
 	gpo__vk_desc_cache_clear(vd);
+	vd->free_gen++;		/* recorded steps that name it are stale */
 	mem_destroy(vd, mem);
 	pthread_mutex_unlock(&vd->lock);
 	free(mem);

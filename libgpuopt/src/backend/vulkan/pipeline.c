@@ -19,13 +19,14 @@
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
 
+/* @ab: the variant that reads its parameters from a buffer (graph.c) */
 static const struct embedded_file *spv_find(enum gpo__op_id op,
-					    enum gpo_dtype dtype)
+					    enum gpo_dtype dtype, int ab)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "%s.%s", gpo__ops[op].name,
-		 gpo__vk_dtype_name(dtype));
+	snprintf(name, sizeof(name), "%s.%s%s", gpo__ops[op].name,
+		 gpo__vk_dtype_name(dtype), ab ? ".ab" : "");
 	return gpo__embedded_find(gpo__embedded_spv, name);
 }
 
@@ -48,7 +49,7 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 		return 0;
 	if (!dtype_usable(dev->priv, dtype))
 		return 0;
-	f = spv_find(op, dtype);
+	f = spv_find(op, dtype, 0);
 	return f && f->size && !(f->size % 4);
 }
 
@@ -158,13 +159,13 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
- * gpo__vk_pipeline - the pipeline of @op in @dtype, built on its first
- * use. Called under vd->lock. Group ops get the device's grid row width
- * as specialization constant 0 and may be dispatched with a base
- * (launch.c); element ops ignore both.
+ * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
+ * built on its first use. Called under vd->lock. Group ops get the
+ * device's grid row width as specialization constant 0 and may be
+ * dispatched with a base (launch.c); element ops ignore both.
  */
-int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
-		     enum gpo_dtype dtype, VkPipeline *out)
+static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
+		    enum gpo_dtype dtype, int ab, VkPipeline *out)
 {
 	struct vk_dev *vd = dev->priv;
 	const struct gpo__op *o = &gpo__ops[op];
@@ -195,19 +196,20 @@ int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
-	VkPipeline pipe;
+	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype] :
+				      &vd->pipes[op][dtype];
 	VkResult r;
 	int ret;
 
-	if (vd->pipes[op][dtype]) {
-		*out = vd->pipes[op][dtype];
+	if (*slot) {
+		*out = *slot;
 		return 0;
 	}
-	f = spv_find(op, dtype);
+	f = spv_find(op, dtype, ab);
 	if (!f || !f->size || f->size % 4)
-		return gpo__err(-ENOSYS, "%s: no SPIR-V for %s.%s",
+		return gpo__err(-ENOSYS, "%s: no SPIR-V for %s.%s%s",
 				dev->info.id, o->name,
-				gpo__vk_dtype_name(dtype));
+				gpo__vk_dtype_name(dtype), ab ? ".ab" : "");
 	if (!vd->pipe_cache) {
 		ret = cache_open(dev);
 		if (ret)
@@ -223,10 +225,30 @@ int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");
-	vd->pipes[op][dtype] = pipe;
+	*slot = pipe;
 	vd->cache_dirty = 1;
 	*out = pipe;
 	return 0;
+}
+
+int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
+		     enum gpo_dtype dtype, VkPipeline *out)
+{
+	return pipeline(dev, op, dtype, 0, out);
+}
+
+int gpo__vk_pipeline_ab(struct gpo_device *dev, enum gpo__op_id op,
+			enum gpo_dtype dtype, VkPipeline *out)
+{
+	return pipeline(dev, op, dtype, 1, out);
+}
+
+/* has @op in @dtype an ".ab" variant? (without building it) */
+int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype)
+{
+	const struct embedded_file *f = spv_find(op, dtype, 1);
+
+	return f && f->size && !(f->size % 4);
 }
 
 /* Save the cache, then destroy every pipeline and the cache. */
@@ -241,6 +263,11 @@ void gpo__vk_destroy_pipelines(struct gpo_device *dev)
 			if (vd->pipes[op][t])
 				vkDestroyPipeline(vd->device,
 						  vd->pipes[op][t], NULL);
+	for (op = 0; op < OP_COUNT; op++)
+		for (t = 0; t < GPO_DTYPES; t++)
+			if (vd->pipes_ab[op][t])
+				vkDestroyPipeline(vd->device,
+						  vd->pipes_ab[op][t], NULL);
 	if (vd->pipe_cache)
 		vkDestroyPipelineCache(vd->device, vd->pipe_cache, NULL);
 }

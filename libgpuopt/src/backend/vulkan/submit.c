@@ -100,6 +100,41 @@ void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n)
 }
 
 
+/* the nanoseconds between two timestamps */
+static uint64_t ts_ns(const struct vk_dev *vd, const uint64_t *ts)
+{
+	uint64_t mask = vd->ts_bits >= 64 ? UINT64_MAX :
+			(1ull << vd->ts_bits) - 1;
+
+	return (uint64_t)((double)((ts[1] - ts[0]) & mask) *
+			  vd->props.limits.timestampPeriod);
+}
+
+/*
+ * gpo__vk_barrier_all - every earlier command's writes before every
+ * later command (graph.c: a recorded step after whatever came before)
+ */
+void gpo__vk_barrier_all(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT |
+				 VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT |
+				 VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+			     VK_PIPELINE_STAGE_TRANSFER_BIT |
+			     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+			     VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL,
+			     0, NULL);
+}
+
 /*
  * fence_wait - wait for @fence. A blocking wait wakes 30-60 us late on
  * NVIDIA, so on GPUs: sleep through most of a batch as long as the last
@@ -129,14 +164,14 @@ static VkResult fence_wait(struct vk_dev *vd, VkFence fence)
 }
 
 /*
- * retire - wait for the batch of slot @s and free the slot; the device
- * time between its timestamps is added to vd->ns. The slot is freed
- * whatever happens.
+ * gpo__vk_retire - wait for the batch of slot @s and free the slot; the
+ * device time between its timestamps (and a recorded step's) is added
+ * to vd->ns. The slot is freed whatever happens.
  */
-static int retire(struct gpo_device *dev, int s)
+int gpo__vk_retire(struct gpo_device *dev, int s)
 {
 	struct vk_dev *vd = dev->priv;
-	uint64_t ts[2];
+	uint64_t ts[2], ns = 0;
 	VkResult r;
 	int ret = 0;
 
@@ -146,47 +181,56 @@ static int retire(struct gpo_device *dev, int s)
 	if (!ret && vd->timed[s] &&
 	    vkGetQueryPoolResults(vd->device, vd->query_pool, 2 * s, 2,
 				  sizeof(ts), ts, sizeof(ts[0]),
-				  VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
-		uint64_t mask = vd->ts_bits >= 64 ? UINT64_MAX :
-				(1ull << vd->ts_bits) - 1;
-
-		vd->last_batch_ns = (uint64_t)((double)((ts[1] - ts[0]) &
-						       mask) *
-					    vd->props.limits.timestampPeriod);
-		vd->ns += vd->last_batch_ns;
+				  VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+		ns = ts_ns(vd, ts);
+	if (!ret && vd->slot_graph[s])
+		ns += gpo__vk_graph_ns(vd, vd->slot_graph[s], vd->slot_copy[s]);
+	if (!ret && (vd->timed[s] || vd->slot_graph[s])) {
+		vd->last_batch_ns = ns;
+		vd->ns += ns;
 	}
 	vkResetFences(vd->device, 1, &vd->fences[s]);
 	vkResetCommandBuffer(vd->cmds[s], 0);
 	vd->busy[s] = 0;
 	vd->timed[s] = 0;
+	vd->slot_graph[s] = NULL;
 	return ret;
 }
 
 /*
- * submit_open - end the open batch and submit it without waiting; the
- * next batch goes into the next slot, whose previous batch is waited for
- * first. On failure the batch is dropped.
+ * submit_slot - end the open batch and submit it, then @extra (a
+ * recorded step of graph @g, its copy @copy; may be NULL) in the same
+ * submission, without waiting; the next batch goes into the next slot,
+ * whose previous batch is waited for first. *@slot (may be NULL): the
+ * slot submitted. On failure the batch is dropped.
  */
-static int submit_open(struct gpo_device *dev)
+static int submit_slot(struct gpo_device *dev, VkCommandBuffer extra,
+		       struct dev_graph *g, int copy, int *slot)
 {
 	struct vk_dev *vd = dev->priv;
+	VkCommandBuffer bufs[2];
 	VkSubmitInfo si = {
 		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-		.commandBufferCount = 1,
-		.pCommandBuffers = &vd->cmd,
+		.pCommandBuffers = bufs,
 	};
 	int s = vd->cur, ret = 0;
-	VkResult r;
+	VkResult r = VK_SUCCESS;
 
-	if (!vd->recording)
+	if (vd->recording) {
+		if (vd->ts_started)
+			vkCmdWriteTimestamp(vd->cmd,
+					    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+					    vd->query_pool, 2 * s + 1);
+		/* device writes must be made visible to the host */
+		barrier(vd, VK_PIPELINE_STAGE_HOST_BIT,
+			VK_ACCESS_HOST_READ_BIT);
+		r = vkEndCommandBuffer(vd->cmd);
+		bufs[si.commandBufferCount++] = vd->cmd;
+	}
+	if (extra)
+		bufs[si.commandBufferCount++] = extra;
+	if (!si.commandBufferCount)
 		return 0;
-	if (vd->ts_started)
-		vkCmdWriteTimestamp(vd->cmd,
-				    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-				    vd->query_pool, 2 * s + 1);
-	/* device writes must be made visible to the host that reads them */
-	barrier(vd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-	r = vkEndCommandBuffer(vd->cmd);
 	if (r == VK_SUCCESS)
 		r = vkQueueSubmit(vd->queue, 1, &si, vd->fences[s]);
 	vd->recording = 0;
@@ -199,13 +243,32 @@ static int submit_open(struct gpo_device *dev)
 	}
 	vd->busy[s] = 1;
 	vd->timed[s] = vd->ts_started;
+	vd->slot_graph[s] = g;
+	vd->slot_copy[s] = copy;
 	vd->seq[s] = vd->nsubmit++;
 	vd->ts_started = 0;
+	if (slot)
+		*slot = s;
 	vd->cur = (s + 1) % VK_SLOTS;
 	vd->cmd = vd->cmds[vd->cur];
 	if (vd->busy[vd->cur])
-		ret = retire(dev, vd->cur);
+		ret = gpo__vk_retire(dev, vd->cur);
 	return ret;
+}
+
+static int submit_open(struct gpo_device *dev)
+{
+	return submit_slot(dev, VK_NULL_HANDLE, NULL, 0, NULL);
+}
+
+/*
+ * gpo__vk_submit_graph - submit the open batch and then @cmd, copy @copy
+ * of the recorded step @g, as one submission; *@slot: its slot
+ */
+int gpo__vk_submit_graph(struct gpo_device *dev, VkCommandBuffer cmd,
+			 struct dev_graph *g, int copy, int *slot)
+{
+	return submit_slot(dev, cmd, g, copy, slot);
 }
 
 /*
@@ -227,7 +290,7 @@ int gpo__vk_batch_flush(struct gpo_device *dev)
 				oldest = s;
 		if (oldest < 0)
 			break;
-		err = retire(dev, oldest);
+		err = gpo__vk_retire(dev, oldest);
 		if (!ret)
 			ret = err;
 	}

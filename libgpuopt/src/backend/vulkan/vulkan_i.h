@@ -12,6 +12,8 @@
  *   pipeline.c    shader modules, pipelines on first use, the pipeline
  *                 cache on disk, supports()
  *   launch.c      an op's bindings, windows and grid: launch()
+ *   graph.c       recorded steps: launches collected, recorded once into
+ *                 a command buffer and replayed (graph_begin/end)
  *
  * Everything below is under vd->lock once the device is open, except what
  * probe sets.
@@ -78,6 +80,7 @@ struct vk_debug {
 	uint64_t range;
 	uint64_t groups;
 	int64_t spin_us;
+	int nograph;
 };
 
 struct vk_dev {
@@ -106,6 +109,9 @@ struct vk_dev {
 	uint64_t seq[VK_SLOTS];		/* submission order of busy slots */
 	uint64_t nsubmit;
 	int cur;
+	/* a slot that ran a recorded step: whose timestamps to read */
+	struct dev_graph *slot_graph[VK_SLOTS];
+	int slot_copy[VK_SLOTS];
 	VkQueryPool query_pool;		/* 2 timestamps a slot */
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout pipe_layout;
@@ -116,6 +122,7 @@ struct vk_dev {
 
 	/* pipelines, built on first use (pipeline.c) */
 	VkPipeline pipes[OP_COUNT][GPO_DTYPES];
+	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES];	/* ".ab": graph.c */
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
 	uint64_t cache_hash;		/* of the data on disk, 0: none */
@@ -135,6 +142,11 @@ struct vk_dev {
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
+	int nograph;			/* GPUOPT_VULKAN_DEBUG=nograph */
+
+	/* recorded steps (graph.c) */
+	struct dev_graph *collect;	/* launches go here, not to the batch */
+	uint64_t free_gen;		/* buffers freed: recordings name them */
 
 	/* the open batch */
 	int recording;
@@ -178,6 +190,9 @@ int gpo__vk_main_heap(const VkPhysicalDeviceMemoryProperties *mp);
 int gpo__vk_create_buffers(struct gpo_device *dev,
 			   const struct vk_debug *dbg);
 void gpo__vk_destroy_buffers(struct vk_dev *vd);
+int gpo__vk_mem_mapped(struct gpo_device *dev, uint64_t bytes, int local,
+		       struct dev_mem *out);
+void gpo__vk_mem_unmapped(struct vk_dev *vd, struct dev_mem *mem);
 int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
 		  struct dev_mem **out);
 void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem);
@@ -195,6 +210,10 @@ void gpo__vk_track(struct vk_dev *vd, const struct vk_access *acc, int n);
 void gpo__vk_timestamp_start(struct vk_dev *vd);
 int gpo__vk_batch_flush(struct gpo_device *dev);
 int gpo__vk_submit(struct gpo_device *dev);
+int gpo__vk_retire(struct gpo_device *dev, int s);
+int gpo__vk_submit_graph(struct gpo_device *dev, VkCommandBuffer cmd,
+			 struct dev_graph *g, int copy, int *slot);
+void gpo__vk_barrier_all(VkCommandBuffer cmd);
 int gpo__vk_record_copy(struct gpo_device *dev, VkBuffer src, uint64_t soff,
 			VkBuffer dst, uint64_t doff, uint64_t bytes);
 int gpo__vk_wait(struct gpo_device *dev, uint64_t *device_ns);
@@ -211,6 +230,9 @@ void gpo__vk_desc_cache_clear(struct vk_dev *vd);
 /* pipeline.c */
 int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		     enum gpo_dtype dtype, VkPipeline *out);
+int gpo__vk_pipeline_ab(struct gpo_device *dev, enum gpo__op_id op,
+			enum gpo_dtype dtype, VkPipeline *out);
+int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype);
 void gpo__vk_cache_save(struct gpo_device *dev);
 void gpo__vk_destroy_pipelines(struct gpo_device *dev);
 int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
@@ -218,5 +240,18 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 
 /* launch.c */
 int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call);
+int gpo__vk_launch_locked(struct gpo_device *dev, const struct op_call *call);
+int gpo__vk_recordable(struct gpo_device *dev, const struct op_call *call);
+int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
+		      const VkDescriptorBufferInfo *args);
+
+/* graph.c */
+int gpo__vk_graph_begin(struct gpo_device *dev, struct dev_graph **g);
+int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
+		      int abort, const struct dev_buf *readback,
+		      uint64_t bytes, const void **host);
+void gpo__vk_graph_free(struct gpo_device *dev, struct dev_graph *g);
+int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call);
+uint64_t gpo__vk_graph_ns(struct vk_dev *vd, struct dev_graph *g, int copy);
 
 #endif /* GPUOPT_VULKAN_I_H */

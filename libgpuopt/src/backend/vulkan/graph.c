@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+/*
+ * graph.c - recorded steps. The launches of one optimizer step, made
+ * between graph_begin() and graph_end(), are collected instead of
+ * recorded into the batch. The first time, they are recorded into a
+ * command buffer of their own with the ".ab" pipelines, which read the
+ * parameter struct from a small mapped buffer (binding GPO_ARGS_BINDING)
+ * instead of push constants; after that a step only copies its parameter
+ * structs there and submits the recorded buffer: no recording, no
+ * descriptor pushes. A step's scalars (lr, bias corrections) so come from
+ * device memory, written before each submit.
+ *
+ * A recording is replayed while the step launches the same ops in the
+ * same dtypes over the same work and buffers, and no buffer was freed
+ * since (a recording names VkBuffers; a new one may get a freed handle).
+ * Anything else records again. Launches it cannot record (no ".ab" shader,
+ * windows, no push descriptors, too many) send the whole step to the
+ * batch as before.
+ *
+ * Four copies of the recording are used in turn, each with its own
+ * parameter structs and readback, so that steps queued without waiting
+ * (gpo_optim_step_async()) do not overwrite what a running one reads; a
+ * copy is waited for before it is written again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "core/gpuopt_i.h"
+#include "backend/vulkan/vulkan_i.h"
+
+_Static_assert(GPO_ARGS_BINDING == OP_MAX_BUF,
+	       "the parameter binding follows the op's buffers");
+
+#define GRAPH_CALLS	16		/* launches a recorded step may hold */
+#define GRAPH_COPIES	VK_SLOTS
+#define READBACK_MAX	256		/* bytes: each copy's readback */
+
+struct graph_call {
+	enum gpo__op_id op;
+	enum gpo_dtype dtype;
+	uint64_t work;
+	struct dev_buf buf[OP_MAX_BUF];
+	uint32_t args[GPO_ARGS_MAX / 4];
+};
+
+struct graph_copy {
+	VkCommandBuffer cmd;
+	int recorded;			/* holds dev_graph.rec */
+	int slot;			/* the batch slot of its last submit */
+	uint64_t seq;			/* ... that submission; slot -1: none */
+};
+
+struct dev_graph {
+	struct graph_call calls[GRAPH_CALLS];	/* this step's */
+	int ncalls;
+	int spilled;			/* they went to the batch instead */
+	/* what the recordings hold (their parameter structs aside) */
+	struct graph_call rec[GRAPH_CALLS];
+	int nrec;
+	struct dev_buf rb;		/* readback source, 0: none */
+	uint64_t rb_bytes;
+	uint64_t gen;			/* vd->free_gen at recording */
+	struct graph_copy copy[GRAPH_COPIES];
+	int next;			/* the copy the next step uses */
+	uint64_t stride;		/* bytes between parameter structs */
+	struct dev_mem args;		/* GRAPH_COPIES * GRAPH_CALLS structs */
+	struct dev_mem back;		/* GRAPH_COPIES * READBACK_MAX */
+	VkQueryPool qpool;		/* 2 timestamps a copy */
+};
+
+static int graph_new(struct gpo_device *dev, struct dev_graph **out)
+{
+	struct vk_dev *vd = dev->priv;
+	VkQueryPoolCreateInfo qpci = {
+		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+		.queryType = VK_QUERY_TYPE_TIMESTAMP,
+		.queryCount = 2 * GRAPH_COPIES,
+	};
+	VkCommandBufferAllocateInfo cbai = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = vd->cmd_pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = 1,
+	};
+	uint64_t align = vd->props.limits.minStorageBufferOffsetAlignment;
+	struct dev_graph *g;
+	VkResult r;
+	int i, ret;
+
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return gpo__err(-ENOMEM, "out of memory");
+	g->stride = align > GPO_ARGS_MAX ? align : GPO_ARGS_MAX;
+	g->stride = (g->stride + align - 1) / align * align;
+	ret = gpo__vk_mem_mapped(dev, g->stride * GRAPH_CALLS * GRAPH_COPIES,
+				 1, &g->args);
+	if (ret)
+		goto out_free;
+	ret = gpo__vk_mem_mapped(dev, READBACK_MAX * GRAPH_COPIES, 0,
+				 &g->back);
+	if (ret)
+		goto out_args;
+	for (i = 0; i < GRAPH_COPIES; i++) {
+		g->copy[i].slot = -1;
+		r = vkAllocateCommandBuffers(vd->device, &cbai,
+					     &g->copy[i].cmd);
+		if (r != VK_SUCCESS) {
+			ret = gpo__vk_fail(dev, r, "vkAllocateCommandBuffers");
+			goto out_cmds;
+		}
+	}
+	if (vd->ts_bits) {
+		r = vkCreateQueryPool(vd->device, &qpci, NULL, &g->qpool);
+		if (r != VK_SUCCESS) {
+			ret = gpo__vk_fail(dev, r, "vkCreateQueryPool");
+			goto out_cmds;
+		}
+	}
+	*out = g;
+	return 0;
+
+out_cmds:
+	for (i = 0; i < GRAPH_COPIES; i++)
+		if (g->copy[i].cmd)
+			vkFreeCommandBuffers(vd->device, vd->cmd_pool, 1,
+					     &g->copy[i].cmd);
+	gpo__vk_mem_unmapped(vd, &g->back);
+out_args:
+	gpo__vk_mem_unmapped(vd, &g->args);
+out_free:
+	free(g);
+	return ret;
+}
+
+void gpo__vk_graph_free(struct gpo_device *dev, struct dev_graph *g)
+{
+	struct vk_dev *vd = dev->priv;
+	int i;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&vd->lock);
+	/* no running batch may refer to it any more */
+	gpo__vk_batch_flush(dev);
+	if (vd->collect == g)
+		vd->collect = NULL;
+	for (i = 0; i < GRAPH_COPIES; i++)
+		vkFreeCommandBuffers(vd->device, vd->cmd_pool, 1,
+				     &g->copy[i].cmd);
+	if (g->qpool)
+		vkDestroyQueryPool(vd->device, g->qpool, NULL);
+	gpo__vk_mem_unmapped(vd, &g->back);
+	gpo__vk_mem_unmapped(vd, &g->args);
+	pthread_mutex_unlock(&vd->lock);
+	free(g);
+}
+
+int gpo__vk_graph_begin(struct gpo_device *dev, struct dev_graph **g)
+{
+	struct vk_dev *vd = dev->priv;
+	int ret = 0;
+
+	pthread_mutex_lock(&vd->lock);
+	if (vd->lost) {
+		ret = gpo__vk_lost(dev);
+		goto out_unlock;
+	}
+	if (vd->nograph || !vd->push_desc) {
+		ret = 1;	/* launches go to the batch */
+		goto out_unlock;
+	}
+	if (!*g)
+		ret = graph_new(dev, g);
+	if (ret)
+		goto out_unlock;
+	(*g)->ncalls = 0;
+	(*g)->spilled = 0;
+	vd->collect = *g;
+out_unlock:
+	pthread_mutex_unlock(&vd->lock);
+	return ret > 0 ? 0 : ret;
+}
+
+/* the collected launches go to the batch, in order; collection ends */
+static int spill(struct gpo_device *dev, struct dev_graph *g)
+{
+	struct vk_dev *vd = dev->priv;
+	struct op_call call;
+	int i, b, ret = 0;
+
+	vd->collect = NULL;
+	g->spilled = 1;
+	for (i = 0; i < g->ncalls && !ret; i++) {
+		memset(&call, 0, sizeof(call));
+		call.op = g->calls[i].op;
+		call.dtype = g->calls[i].dtype;
+		call.work = g->calls[i].work;
+		for (b = 0; b < OP_MAX_BUF; b++)
+			call.buf[b] = g->calls[i].buf[b];
+		call.args = g->calls[i].args;
+		ret = gpo__vk_launch_locked(dev, &call);
+	}
+	g->ncalls = 0;
+	return ret;
+}
+
+/* a launch while collecting (vd->lock held) */
+int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call)
+{
+	struct vk_dev *vd = dev->priv;
+	struct dev_graph *g = vd->collect;
+	const struct gpo__op *op = &gpo__ops[call->op];
+	struct graph_call *c;
+	int ret;
+
+	if (g->ncalls == GRAPH_CALLS || !gpo__vk_recordable(dev, call)) {
+		ret = spill(dev, g);
+		return ret ? ret : gpo__vk_launch_locked(dev, call);
+	}
+	/* what launch_elements() checks: n is the launch's element count */
+	if (op->grid == GRID_ELEMENTS && *(const uint32_t *)call->args !=
+	    call->work)
+		return gpo__err(-EINVAL, "%s: %s: n = %u in the parameters, %llu elements launched",
+				dev->info.id, op->name,
+				*(const uint32_t *)call->args,
+				(unsigned long long)call->work);
+	c = &g->calls[g->ncalls++];
+	memset(c, 0, sizeof(*c));
+	c->op = call->op;
+	c->dtype = call->dtype;
+	c->work = call->work;
+	memcpy(c->buf, call->buf, sizeof(c->buf));
+	memcpy(c->args, call->args, op->args_size);
+	return 0;
+}
+
+/* do the collected launches match the recording, parameters aside? */
+static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
+			 const struct dev_buf *rb, uint64_t rb_bytes)
+{
+	int i;
+
+	if (g->nrec != g->ncalls || g->gen != vd->free_gen ||
+	    g->rb_bytes != rb_bytes ||
+	    (rb_bytes && memcmp(&g->rb, rb, sizeof(*rb))))
+		return 0;
+	for (i = 0; i < g->ncalls; i++) {
+		const struct graph_call *a = &g->calls[i], *b = &g->rec[i];
+
+		if (a->op != b->op || a->dtype != b->dtype ||
+		    a->work != b->work || memcmp(a->buf, b->buf, sizeof(a->buf)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * record - record copy @k: a barrier after whatever ran before, the
+ * launches with their parameters at copy @k's structs, the readback,
+ * timestamps around it all. Uses the batch's access tracking on the
+ * copy's command buffer, the open batch's saved and put back.
+ */
+static int record(struct gpo_device *dev, struct dev_graph *g, int k)
+{
+	struct vk_dev *vd = dev->priv;
+	VkCommandBufferBeginInfo bi = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+	};
+	VkCommandBuffer cmd = g->copy[k].cmd, saved_cmd = vd->cmd;
+	VkPipeline saved_bound = vd->bound;
+	struct vk_access *saved_acc;
+	int saved_nacc = vd->nacc, i, ret = 0;
+	VkResult r;
+
+	saved_acc = malloc(sizeof(vd->acc));
+	if (!saved_acc)
+		return gpo__err(-ENOMEM, "out of memory");
+	memcpy(saved_acc, vd->acc, sizeof(vd->acc));
+	vkResetCommandBuffer(cmd, 0);
+	r = vkBeginCommandBuffer(cmd, &bi);
+	if (r != VK_SUCCESS) {
+		ret = gpo__vk_fail(dev, r, "vkBeginCommandBuffer");
+		goto out_restore;
+	}
+	vd->cmd = cmd;
+	vd->nacc = 0;
+	vd->bound = VK_NULL_HANDLE;
+	gpo__vk_barrier_all(cmd);
+	if (g->qpool) {
+		vkCmdResetQueryPool(cmd, g->qpool, 2 * k, 2);
+		vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+				    g->qpool, 2 * k);
+	}
+	for (i = 0; i < g->ncalls && !ret; i++) {
+		const struct graph_call *c = &g->calls[i];
+		VkDescriptorBufferInfo args = {
+			.buffer = g->args.buffer,
+			.offset = ((uint64_t)k * GRAPH_CALLS + i) * g->stride,
+			.range = gpo__ops[c->op].args_size,
+		};
+		struct op_call call = {
+			.op = c->op, .dtype = c->dtype, .work = c->work,
+			.args = c->args,
+		};
+
+		memcpy(call.buf, c->buf, sizeof(call.buf));
+		ret = gpo__vk_record_ab(dev, &call, &args);
+	}
+	if (!ret && g->rb_bytes) {
+		struct vk_access acc[2] = {
+			{ g->rb.mem->buffer, g->rb.off, g->rb.off + g->rb_bytes,
+			  0 },
+			{ g->back.buffer, (uint64_t)k * READBACK_MAX,
+			  (uint64_t)k * READBACK_MAX + g->rb_bytes, 1 },
+		};
+		VkBufferCopy region = {
+			.srcOffset = g->rb.off,
+			.dstOffset = (uint64_t)k * READBACK_MAX,
+			.size = g->rb_bytes,
+		};
+
+		gpo__vk_track(vd, acc, 2);
+		vkCmdCopyBuffer(cmd, g->rb.mem->buffer, g->back.buffer, 1,
+				&region);
+	}
+	if (!ret) {
+		VkMemoryBarrier mb = {
+			.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+			.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
+					 VK_ACCESS_TRANSFER_WRITE_BIT,
+			.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+		};
+
+		if (g->qpool)
+			vkCmdWriteTimestamp(cmd,
+					    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+					    g->qpool, 2 * k + 1);
+		vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+				     VK_PIPELINE_STAGE_TRANSFER_BIT,
+				     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+				     NULL, 0, NULL);
+	}
+	r = vkEndCommandBuffer(cmd);
+	if (!ret && r != VK_SUCCESS)
+		ret = gpo__vk_fail(dev, r, "vkEndCommandBuffer");
+	g->copy[k].recorded = !ret;
+out_restore:
+	vd->cmd = saved_cmd;
+	vd->bound = saved_bound;
+	vd->nacc = saved_nacc;
+	memcpy(vd->acc, saved_acc, sizeof(vd->acc));
+	free(saved_acc);
+	return ret;
+}
+
+int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
+		      int abort, const struct dev_buf *readback,
+		      uint64_t bytes, const void **host)
+{
+	struct vk_dev *vd = dev->priv;
+	struct graph_copy *c;
+	int i, k, ret = 0;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&vd->lock);
+	if (vd->collect != g || g->spilled || !g->ncalls || abort) {
+		vd->collect = NULL;
+		g->ncalls = 0;
+		goto out_unlock;
+	}
+	vd->collect = NULL;
+	if (!readback)
+		bytes = 0;
+	if (bytes > READBACK_MAX || (bytes && !readback->mem)) {
+		ret = spill(dev, g);
+		goto out_unlock;
+	}
+	if (!same_launches(vd, g, readback, bytes)) {
+		memcpy(g->rec, g->calls, sizeof(g->calls));
+		g->nrec = g->ncalls;
+		g->gen = vd->free_gen;
+		g->rb_bytes = bytes;
+		memset(&g->rb, 0, sizeof(g->rb));
+		if (bytes)
+			g->rb = *readback;
+		for (i = 0; i < GRAPH_COPIES; i++)
+			g->copy[i].recorded = 0;
+	}
+	k = g->next;
+	c = &g->copy[k];
+	/* its last submission may still read its structs: wait for it */
+	if (c->slot >= 0 && vd->busy[c->slot] && vd->seq[c->slot] == c->seq)
+		ret = gpo__vk_retire(dev, c->slot);
+	c->slot = -1;
+	if (ret)
+		goto out_unlock;
+	for (i = 0; i < g->ncalls; i++)
+		memcpy(g->args.map + ((uint64_t)k * GRAPH_CALLS + i) * g->stride,
+		       g->calls[i].args, gpo__ops[g->calls[i].op].args_size);
+	if (!c->recorded) {
+		ret = record(dev, g, k);
+		if (ret)
+			goto out_unlock;
+	}
+	ret = gpo__vk_submit_graph(dev, c->cmd, g, k, &c->slot);
+	if (ret) {
+		c->slot = -1;
+		goto out_unlock;
+	}
+	c->seq = vd->seq[c->slot];
+	g->next = (k + 1) % GRAPH_COPIES;
+	if (host)
+		*host = bytes ? g->back.map + (uint64_t)k * READBACK_MAX : NULL;
+	ret = 1;
+out_unlock:
+	g->ncalls = 0;
+	pthread_mutex_unlock(&vd->lock);
+	return ret;
+}
+
+/* the device time of copy @copy of @g's last run (vd->lock held) */
+uint64_t gpo__vk_graph_ns(struct vk_dev *vd, struct dev_graph *g, int copy)
+{
+	uint64_t ts[2], mask;
+
+	if (!g->qpool ||
+	    vkGetQueryPoolResults(vd->device, g->qpool, 2 * copy, 2,
+				  sizeof(ts), ts, sizeof(ts[0]),
+				  VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+		return 0;
+	mask = vd->ts_bits >= 64 ? UINT64_MAX : (1ull << vd->ts_bits) - 1;
+	return (uint64_t)((double)((ts[1] - ts[0]) & mask) *
+			  vd->props.limits.timestampPeriod);
+}
