@@ -10,11 +10,17 @@
  * results file is given (bench/peer_torch.py writes it).
  *
  *   bench_optim [-d DEV[,DEV..]] [-s SIZES] [-r REPS] [-c CASES]
- *               [-p PEERFILE] [-m] [-q]
+ *               [-p PEERFILE] [-m] [-S] [-x] [-q]
  *   -s  sizes in parameters, e.g. 1M,16M,64M (K, M suffixes)
  *   -c  cases: all, or a comma list like adamw,sgd_m,adamw+clip
- *   -m  also the many-tensor cases (2000x4096, GPT-2 small) and a
- *       10 000-parameter step
+ *   -m  also the many-tensor cases (2000x4096, GPT-2 small) and the
+ *       small steps
+ *   -S  only the small steps: 10 000-parameter AdamW, with and without
+ *       clipping, synchronous (gpo_optim_step) and queued
+ *       (gpo_optim_step_async, a wait every 16), in microseconds of wall
+ *       time against the target (15 us, 25 us clipped) and the peer
+ *       (torch's fused AdamW replayed from a CUDA graph, peer_torch.py)
+ *   -x  skip CPU implementations of OpenCL and Vulkan (PoCL, lavapipe)
  */
 #include <getopt.h>
 #include <math.h>
@@ -66,6 +72,7 @@ static struct peer peers[64];
 static int npeers;
 static int reps = 20;
 static int quiet;
+static int skip_cpu_impl;
 
 /*
  * Peer file lines: "label params ms_per_step", e.g.
@@ -95,6 +102,21 @@ static void load_peers(const char *path)
 	fclose(f);
 }
 
+/* the fastest peer of @params parameters whose label has @tag (NULL: any) */
+static const struct peer *find_peer_tag(uint64_t params, const char *tag)
+{
+	const struct peer *best = NULL;
+	int i;
+
+	for (i = 0; i < npeers; i++)
+		if (peers[i].params == params &&
+		    (!tag || strstr(peers[i].label, tag)) &&
+		    (!best || peers[i].ms < best->ms))
+			best = &peers[i];
+	return best;
+}
+
+/* the plain AdamW peers (not the clipped ones) */
 static const struct peer *find_peer(uint64_t params)
 {
 	const struct peer *best = NULL;
@@ -102,6 +124,7 @@ static const struct peer *find_peer(uint64_t params)
 
 	for (i = 0; i < npeers; i++)
 		if (peers[i].params == params &&
+		    !strstr(peers[i].label, "clip") &&
 		    (!best || peers[i].ms < best->ms))
 			best = &peers[i];
 	return best;
@@ -173,9 +196,17 @@ struct result {
 	double wall_ms;
 };
 
-/* Run @c over tensors @shapes (ntensors of numel each, or one of @n). */
-static int run_case(struct gpo_device *dev, const struct bench_case *c,
-		    int ntensors, const uint64_t *numels, struct result *res)
+#define ASYNC_BATCH	16	/* queued steps between two waits */
+
+/*
+ * Run @c over tensors @shapes (ntensors of numel each, or one of @n).
+ * @async: time gpo_optim_step_async() instead, ASYNC_BATCH queued steps
+ * and a wait per repetition, the wall time per step (kernel: the device
+ * time per step).
+ */
+static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
+			 int ntensors, const uint64_t *numels,
+			 struct result *res, int async)
 {
 	double *dev_t = calloc(reps, sizeof(double));
 	double *wall_t = calloc(reps, sizeof(double));
@@ -184,7 +215,7 @@ static int run_case(struct gpo_device *dev, const struct bench_case *c,
 	uint64_t total = 0, i, seed = 0x9e3779b97f4a7c15ull;
 	float *host = NULL;
 	char name[32];
-	int t, ret = -ENOMEM, k;
+	int t, ret = -ENOMEM, k, j;
 	double t0;
 
 	if (!dev_t || !wall_t)
@@ -236,11 +267,20 @@ static int run_case(struct gpo_device *dev, const struct bench_case *c,
 	} while (now_s() - t0 < WARMUP_S);
 	for (t = 0; t < reps; t++) {
 		t0 = now_s();
-		ret = gpo_optim_step(opt, &info);
+		if (async) {
+			for (j = 0; j < ASYNC_BATCH && !ret; j++)
+				ret = gpo_optim_step_async(opt);
+			if (!ret)
+				ret = gpo_optim_wait(opt, &info);
+		} else {
+			ret = gpo_optim_step(opt, &info);
+		}
 		if (ret)
 			goto out;
-		wall_t[t] = now_s() - t0;
-		dev_t[t] = info.device_ns ? info.device_ns * 1e-9 : wall_t[t];
+		wall_t[t] = (now_s() - t0) / (async ? ASYNC_BATCH : 1);
+		dev_t[t] = info.device_ns ?
+			   info.device_ns * 1e-9 / (async ? ASYNC_BATCH : 1) :
+			   wall_t[t];
 	}
 	res->kernel_ms = median(dev_t, reps) * 1e3;
 	res->wall_ms = median(wall_t, reps) * 1e3;
@@ -252,6 +292,12 @@ out:
 	free(dev_t);
 	free(wall_t);
 	return ret;
+}
+
+static int run_case(struct gpo_device *dev, const struct bench_case *c,
+		    int ntensors, const uint64_t *numels, struct result *res)
+{
+	return run_case_mode(dev, c, ntensors, numels, res, 0);
 }
 
 static int case_selected(const char *list, const char *name)
@@ -314,6 +360,54 @@ static int gpt2_numels(uint64_t *out, int max)
 	return n;
 }
 
+/*
+ * Small steps (issue 14): a 10 000-parameter AdamW step, plain and
+ * clipped, synchronous and queued, in microseconds of wall time beside
+ * the target and torch's fused AdamW replayed from a CUDA graph.
+ */
+static void small_steps(const char *id, struct gpo_device *dev)
+{
+	static const struct {
+		const char *name;
+		struct bench_case c;
+		int async;
+		double target_us;
+		const char *peer;	/* the peer label's tag */
+	} rows[] = {
+		{ "adamw_10k", { "adamw", "adamw", "lr=0.001", 28 }, 0, 15,
+		  "fused_graph" },
+		{ "adamw+clip_10k", { "adamw+clip", "adamw",
+		  "lr=0.001 clip_norm=1", 32 }, 0, 25, "clip_graph" },
+		{ "adamw_10k_async", { "adamw", "adamw", "lr=0.001", 28 }, 1,
+		  15, "fused_graph" },
+		{ "adamw+clip_10k_as", { "adamw+clip", "adamw",
+		  "lr=0.001 clip_norm=1", 32 }, 1, 25, "clip_graph" },
+	};
+	const uint64_t n = 10000;
+	struct result r;
+	size_t i;
+
+	printf("%-10s %-17s %8s %8s %8s %9s %6s  %s\n", "device", "case",
+	       "params", "kern_us", "wall_us", "target_us", "ratio", "peer");
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		const struct peer *p = find_peer_tag(n, rows[i].peer);
+		char peer[96] = "-";
+
+		if (run_case_mode(dev, &rows[i].c, 1, &n, &r, rows[i].async))
+			continue;
+		if (p)
+			snprintf(peer, sizeof(peer), "%s %.1f us (%.2fx)",
+				 p->label, p->ms * 1e3,
+				 p->ms / r.wall_ms);
+		printf("%-10s %-17s %8llu %8.1f %8.1f %9.0f %5.2fx  %s\n", id,
+		       rows[i].name, (unsigned long long)n,
+		       r.kernel_ms * 1e3, r.wall_ms * 1e3, rows[i].target_us,
+		       r.wall_ms * 1e3 / rows[i].target_us, peer);
+		fflush(stdout);
+	}
+	gpo_pool_trim(dev);
+}
+
 static void bench_device(struct gpo_ctx *ctx, struct gpo_device *dev,
 			 const uint64_t *sizes, int nsizes, const char *sel,
 			 int many)
@@ -370,18 +464,10 @@ static void bench_device(struct gpo_ctx *ctx, struct gpo_device *dev,
 		if (!run_case(dev, &adamw, n, numels, &r))
 			print_row(info.id, "adamw_gpt2", total, 28, &r,
 				  copy_bw);
-		numels[0] = 10000;
-		copy_bw = copy_bandwidth(dev, 10000, &copy_ms);
-		if (!run_case(dev, &adamw, 1, numels, &r))
-			print_row(info.id, "adamw_10k", 10000, 28, &r,
-				  copy_bw);
-		for (i = 0; i < (int)ARRAY_SIZE(cases); i++)
-			if (!strcmp(cases[i].name, "adamw+clip") &&
-			    !run_case(dev, &cases[i], 1, numels, &r))
-				print_row(info.id, "adamw+clip_10k", 10000,
-					  32, &r, copy_bw);
 		gpo_pool_trim(dev);
 	}
+	if (many)
+		small_steps(info.id, dev);
 	free(numels);
 }
 
@@ -391,9 +477,9 @@ int main(int argc, char **argv)
 	uint64_t sizes[16];
 	struct gpo_ctx *ctx;
 	char buf[512], *tok, *save;
-	int nsizes = 0, many = 0, c, ret;
+	int nsizes = 0, many = 0, small = 0, c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:r:c:p:mqh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:r:c:p:mSxqh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
@@ -401,10 +487,12 @@ int main(int argc, char **argv)
 		case 'c': sel = optarg; break;
 		case 'p': load_peers(optarg); break;
 		case 'm': many = 1; break;
+		case 'S': small = 1; break;
+		case 'x': skip_cpu_impl = 1; break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-r REPS] [-c CASES] [-p PEERFILE] [-m] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-r REPS] [-c CASES] [-p PEERFILE] [-m] [-S] [-x] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -419,15 +507,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_optim: %s\n", gpo_errmsg());
 		return 1;
 	}
-	print_header();
+	if (!small)
+		print_header();
 	snprintf(buf, sizeof(buf), "%s", devs);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		struct gpo_device *dev;
 
+		struct gpo_device_info info;
+
 		if (gpo_device_select(ctx, tok, &dev)) {
 			fprintf(stderr, "bench_optim: %s: %s\n", tok,
 				gpo_errmsg());
+			continue;
+		}
+		gpo_device_info(ctx, gpo_device_index(dev), &info);
+		if (skip_cpu_impl && info.type == GPO_DEVICE_CPU_IMPL) {
+			fprintf(stderr, "bench_optim: %s (%s): skipped (-x)\n",
+				info.id, info.name);
+			continue;
+		}
+		if (small) {
+			if (!quiet)
+				printf("# %s: %s (%s)\n", info.id, info.name,
+				       info.driver);
+			small_steps(info.id, dev);
 			continue;
 		}
 		bench_device(ctx, dev, sizes, nsizes, sel, many);

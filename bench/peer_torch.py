@@ -6,7 +6,10 @@ synchronised), which bench_optim -p reads:
     peer_torch.py --device cpu --sizes 1M,16M,64M [--many] [--reps 20]
 On the CPU it runs torch.optim.AdamW with foreach off and on, with
 torch.set_num_threads(--threads or all cores); on CUDA with fused=True
-(where this torch has it) and foreach=True.
+(where this torch has it) and foreach=True. With --many on CUDA, the
+10 000-parameter step also as fused AdamW captured in a CUDA graph and
+replayed (torch_adamw_fused_graph), and with clip_grad_norm_ before it in
+the same graph (torch_adamw_clip_graph): bench_optim's small-step peers.
 """
 import argparse
 import os
@@ -56,6 +59,46 @@ def time_adamw(shapes, device, reps, **kw):
     return statistics.median(times) * 1e3
 
 
+def time_adamw_graph(shapes, reps, clip):
+    """Fused, capturable AdamW (and clip_grad_norm_ to 1.0 if @clip) in a
+    CUDA graph: the median wall time of a replay and its synchronisation."""
+    gen = torch.Generator().manual_seed(1)
+    params = []
+    for s in shapes:
+        p = (torch.rand(s, generator=gen) - 0.5).cuda().requires_grad_()
+        p.grad = (torch.rand(s, generator=gen) - 0.5).cuda() * 0.01
+        params.append(p)
+    try:
+        opt = torch.optim.AdamW(params, lr=1e-3, fused=True, capturable=True)
+    except (TypeError, RuntimeError, ValueError) as e:
+        print("# capturable fused AdamW unavailable: %s" % e, file=sys.stderr)
+        return None
+
+    def step():
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+        opt.step()
+    # warm up on a side stream before capture, as torch's docs do
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    times = []
+    for i in range(max(reps, 200) + 20):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        g.replay()
+        torch.cuda.synchronize()
+        if i >= 20:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
@@ -81,6 +124,12 @@ def main():
             if ms is not None:
                 print("torch_adamw_%s %d %.4f" % (name, params, ms),
                       flush=True)
+        if a.device == "cuda" and shape == (10000,):
+            for label, clip in (("fused_graph", False), ("clip_graph", True)):
+                ms = time_adamw_graph(shapes, a.reps, clip)
+                if ms is not None:
+                    print("torch_adamw_%s %d %.4f" % (label, params, ms),
+                          flush=True)
 
 
 if __name__ == "__main__":

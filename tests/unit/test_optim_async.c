@@ -92,6 +92,11 @@ struct variant {
 	const char *sched;		/* "kind settings" or NULL */
 	int bad_step;			/* gradients with an inf, 0: none */
 	int lr_change_step;		/* set lr=... before it, 0: none */
+	/* configure @change before step @change_step (0: none) */
+	int change_step;
+	const char *change;
+	int change2_step;
+	const char *change2;
 };
 
 static void attach_sched(struct run *r, const char *spec)
@@ -146,6 +151,13 @@ static void async_matches_sync(struct gpo_device *dev,
 		if (k + 1 == v->lr_change_step) {
 			ck_assert_int_eq(gpo_optim_set(s.opt, -1, "lr", 0.0123), 0);
 			ck_assert_int_eq(gpo_optim_set(a.opt, -1, "lr", 0.0123), 0);
+		}
+		if (k + 1 == v->change_step || k + 1 == v->change2_step) {
+			const char *c = k + 1 == v->change_step ? v->change :
+							       v->change2;
+
+			ck_assert_int_eq(gpo_optim_configure(s.opt, -1, c), 0);
+			ck_assert_int_eq(gpo_optim_configure(a.opt, -1, c), 0);
 		}
 		ck_assert_int_eq(gpo_optim_write(s.opt, "grad", NULL, grads[k],
 						 n * 4), 0);
@@ -275,6 +287,24 @@ START_TEST(test_async_lr_change_between_steps_matches_sync)
 	each_device("async_lr", GPO_ADAMW, "lr=0.01 clip_norm=0.5", &v);
 	each_device("async_lr_rms", GPO_RMSPROP,
 		    "lr=0.01 momentum=0.5 centered=1", &v);
+}
+END_TEST
+
+/*
+ * Changes that alter the step's launches (a norm pass, a new state slot,
+ * other flags) between queued steps: recorded steps are recorded again,
+ * and the bytes stay those of synchronous steps.
+ */
+START_TEST(test_async_config_change_matches_sync)
+{
+	struct variant v = { .change_step = 3, .change = "clip_norm=0.5",
+			     .change2_step = 5, .change2 = "amsgrad=1" };
+	struct variant w = { .change_step = 2, .change = "maximize=1",
+			     .change2_step = 4, .change2 = "clip_norm=0" };
+
+	each_device("async_change", GPO_ADAM, "lr=0.01 weight_decay=0.1", &v);
+	each_device("async_change_sgd", GPO_SGD,
+		    "lr=0.05 momentum=0.9 clip_norm=1", &w);
 }
 END_TEST
 
@@ -490,6 +520,7 @@ int main(void)
 	tcase_add_test(tc, test_async_skipped_last_step_reported_by_wait);
 	tcase_add_test(tc, test_async_schedule_matches_sync);
 	tcase_add_test(tc, test_async_lr_change_between_steps_matches_sync);
+	tcase_add_test(tc, test_async_config_change_matches_sync);
 	tcase_add_test(tc, test_async_read_sees_queued_step);
 	tcase_add_test(tc, test_async_threads_queue_whole_steps);
 	tcase_add_test(tc, test_async_wait_with_nothing_queued_returns_at_once);

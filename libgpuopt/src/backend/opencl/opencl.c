@@ -73,7 +73,33 @@ struct ocl_dev {
 	/* the first and the last launch since the previous wait */
 	cl_event first;
 	cl_event last;
+	/* the last command of all (a step's readback): wait() polls it */
+	cl_event tail;
+
+	/*
+	 * The arguments each kernel was last given (set_args()), so a step
+	 * sets only those that changed; stale once any buffer is freed
+	 * (@free_gen), as a new cl_mem may get a freed one's handle.
+	 */
+	struct kern_args {
+		uint64_t gen;		/* free_gen + 1 when set; 0: none */
+		cl_mem mem[OP_MAX_BUF];
+		cl_ulong off[OP_MAX_BUF];
+		uint32_t args[GPO_ARGS_MAX / 4];
+	} kargs[OP_COUNT][GPO_DTYPES];
+	uint64_t free_gen;
+	/*
+	 * wait() polls the last event for spin_ns (GPUs) before blocking:
+	 * a blocking wait wakes late. @in_order: our own in-order queue, so
+	 * the last command done means all are.
+	 */
+	uint64_t spin_ns;
+	uint64_t last_ns;		/* wall time of the last wait's batch */
+	int in_order;
 };
+
+/* the wait for a small step: polled this long past the last batch's time */
+#define SPIN_NS		20000
 
 static const char *cl_err_name(cl_int err)
 {
@@ -971,7 +997,10 @@ static void teardown(struct ocl_dev *od)
 		clReleaseEvent(od->first);
 	if (od->last)
 		clReleaseEvent(od->last);
-	od->first = od->last = NULL;
+	if (od->tail)
+		clReleaseEvent(od->tail);
+	od->first = od->last = od->tail = NULL;
+	memset(od->kargs, 0, sizeof(od->kargs));
 	release_kernels(od);
 	if (od->dummy)
 		clReleaseMemObject(od->dummy);
@@ -1021,6 +1050,9 @@ static int ocl_open(struct gpo_device *dev)
 	}
 	dev->mem_align = align_bits / 8 > 256 ? align_bits / 8 : 256;
 	dev->max_alloc = max_alloc;
+	od->in_order = 1;
+	/* on a CPU implementation polling takes a core from its workers */
+	od->spin_ns = dev->info.type == GPO_DEVICE_CPU_IMPL ? 0 : SPIN_NS;
 	return 0;
 
 out_teardown:
@@ -1094,6 +1126,7 @@ static void ocl_free(struct gpo_device *dev, struct dev_mem *mem)
 	/* OpenCL keeps the memory until the kernels using it are done */
 	clReleaseMemObject(mem->mem);
 	free(mem);
+	((struct ocl_dev *)dev->priv)->free_gen++;
 }
 
 static int ocl_write(struct gpo_device *dev, const struct dev_buf *dst,
@@ -1168,26 +1201,39 @@ static int set_args(struct gpo_device *dev, cl_kernel kern,
 		    const struct gpo__op *op, const struct op_call *call)
 {
 	struct ocl_dev *od = dev->priv;
+	struct kern_args *ka = &od->kargs[call->op][call->dtype];
+	int fresh = ka->gen != od->free_gen + 1;
 	cl_uint arg = 0, i;
 	cl_int err = 0;
 
-	for (i = 0; i < op->nbuf && !err; i++) {
+	for (i = 0; i < op->nbuf && !err; i++, arg += 2) {
 		const struct dev_buf *b = &call->buf[i];
 		cl_mem m = b->mem ? b->mem->mem : od->dummy;
 		cl_ulong off = b->mem ? b->off / 4 : 0;
 
-		if (b->off % 4)
+		if (b->off % 4) {
+			ka->gen = 0;
 			return gpo__err(-EINVAL, "%s: %s: buffer %s at offset %llu is not at a whole element",
 					dev->info.id, op->name,
 					op->buf[i].name,
 					(unsigned long long)b->off);
-		err = clSetKernelArg(kern, arg++, sizeof(m), &m);
-		if (!err)
-			err = clSetKernelArg(kern, arg++, sizeof(off), &off);
+		}
+		if (fresh || ka->mem[i] != m)
+			err = clSetKernelArg(kern, arg, sizeof(m), &m);
+		if (!err && (fresh || ka->off[i] != off))
+			err = clSetKernelArg(kern, arg + 1, sizeof(off), &off);
+		ka->mem[i] = m;
+		ka->off[i] = off;
 	}
-	if (!err)
+	if (!err && (fresh || memcmp(ka->args, call->args, op->args_size)))
 		err = clSetKernelArg(kern, arg, op->args_size, call->args);
-	return err ? cl_fail(dev, err, 0, op->name) : 0;
+	if (err) {
+		ka->gen = 0;
+		return cl_fail(dev, err, 0, op->name);
+	}
+	memcpy(ka->args, call->args, op->args_size);
+	ka->gen = od->free_gen + 1;
+	return 0;
 }
 
 static int ocl_launch(struct gpo_device *dev, const struct op_call *call)
@@ -1236,20 +1282,54 @@ static cl_int event_status(cl_event ev)
 	return st < 0 ? st : CL_SUCCESS;
 }
 
+/*
+ * spin - poll @ev for about the last batch's time plus od->spin_ns:
+ * 1 if it completed (or failed) meanwhile, 0 if not
+ */
+static int spin(struct ocl_dev *od, cl_event ev)
+{
+	uint64_t start = gpo__now_ns(), end;
+	cl_int st;
+
+	if (!od->spin_ns || !od->in_order ||
+	    od->last_ns > 2 * od->spin_ns || clFlush(od->queue))
+		return 0;
+	end = start + od->last_ns + od->spin_ns;
+	do {
+		if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+				   sizeof(st), &st, NULL))
+			return 0;
+		if (st <= CL_COMPLETE)
+			return 1;
+	} while (gpo__now_ns() < end);
+	return 0;
+}
+
 static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 {
 	struct ocl_dev *od = dev->priv;
 	cl_event end = od->last ? od->last : od->first;
+	cl_event tail = od->tail ? od->tail : end;
+	uint64_t t = gpo__now_ns();
 	cl_ulong t0 = 0, t1 = 0;
-	cl_int err;
+	cl_int err = 0;
 
 	if (device_ns)
 		*device_ns = 0;
-	err = clFinish(od->queue);
+	/*
+	 * In order, the last command done means all are (reads and writes
+	 * between are blocking): no clFinish, which blocks and wakes late
+	 */
+	if (!tail || !spin(od, tail))
+		err = clFinish(od->queue);
+	if (tail)
+		od->last_ns = gpo__now_ns() - t;
 	if (!err)
 		err = event_status(od->first);
 	if (!err)
 		err = event_status(od->last);
+	if (!err)
+		err = event_status(od->tail);
 	if (!err && device_ns && od->first &&
 	    !clGetEventProfilingInfo(od->first, CL_PROFILING_COMMAND_START,
 				     sizeof(t0), &t0, NULL) &&
@@ -1261,8 +1341,69 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 		clReleaseEvent(od->first);
 	if (od->last)
 		clReleaseEvent(od->last);
-	od->first = od->last = NULL;
+	if (od->tail)
+		clReleaseEvent(od->tail);
+	od->first = od->last = od->tail = NULL;
 	return err ? cl_fail(dev, err, 0, "running kernels") : 0;
+}
+
+/*
+ * Recorded steps, OpenCL's way: launches go to the queue as they come
+ * (set_args() already sets only what changed); graph_end() puts the
+ * readback of the step's scalars behind them, non-blocking, and flushes,
+ * so a step is one flush and one wait, and the host reads the scalars
+ * from @back after it. Only the latest step's scalars are ever read, so
+ * steps queued one after another may share @back.
+ */
+struct dev_graph {
+	float back[64];
+};
+
+static int ocl_graph_begin(struct gpo_device *dev, struct dev_graph **g)
+{
+	if (!*g)
+		*g = calloc(1, sizeof(**g));
+	return *g ? 0 : gpo__err(-ENOMEM, "out of memory");
+}
+
+static int ocl_graph_end(struct gpo_device *dev, struct dev_graph *g,
+			 int abort, const struct dev_buf *readback,
+			 uint64_t bytes, const void **host)
+{
+	struct ocl_dev *od = dev->priv;
+	cl_event ev = NULL;
+	cl_int err = 0;
+
+	if (abort || !od->in_order)
+		return 0;
+	if (readback && bytes) {
+		if (bytes > sizeof(g->back) || !readback->mem)
+			return 0;
+		err = clEnqueueReadBuffer(od->queue, readback->mem->mem,
+					  CL_FALSE, readback->off, bytes,
+					  g->back, 0, NULL, &ev);
+		if (err)
+			return cl_fail(dev, err, 0, "clEnqueueReadBuffer");
+		if (od->tail)
+			clReleaseEvent(od->tail);
+		od->tail = ev;
+	}
+	err = clFlush(od->queue);
+	if (err)
+		return cl_fail(dev, err, 0, "clFlush");
+	*host = readback && bytes ? g->back : NULL;
+	return 1;
+}
+
+static void ocl_graph_free(struct gpo_device *dev, struct dev_graph *g)
+{
+	struct ocl_dev *od = dev->priv;
+
+	if (!g)
+		return;
+	/* a readback may still be writing into it */
+	clFinish(od->queue);
+	free(g);
 }
 
 /* the queue's commands go to the device; wait() finishes them */
@@ -1287,5 +1428,8 @@ const struct backend_ops gpo__opencl_backend_ops = {
 	.launch = ocl_launch,
 	.wait = ocl_wait,
 	.submit = ocl_submit,
+	.graph_begin = ocl_graph_begin,
+	.graph_end = ocl_graph_end,
+	.graph_free = ocl_graph_free,
 	.mem_free = ocl_mem_free,
 };

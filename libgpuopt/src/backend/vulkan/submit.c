@@ -190,7 +190,9 @@ int gpo__vk_retire(struct gpo_device *dev, int s)
 		vd->ns += ns;
 	}
 	vkResetFences(vd->device, 1, &vd->fences[s]);
-	vkResetCommandBuffer(vd->cmds[s], 0);
+	if (vd->used[s])
+		vkResetCommandBuffer(vd->cmds[s], 0);
+	vd->used[s] = 0;
 	vd->busy[s] = 0;
 	vd->timed[s] = 0;
 	vd->slot_graph[s] = NULL;
@@ -242,6 +244,7 @@ static int submit_slot(struct gpo_device *dev, VkCommandBuffer extra,
 		return ret;
 	}
 	vd->busy[s] = 1;
+	vd->used[s] = bufs[0] == vd->cmd;
 	vd->timed[s] = vd->ts_started;
 	vd->slot_graph[s] = g;
 	vd->slot_copy[s] = copy;

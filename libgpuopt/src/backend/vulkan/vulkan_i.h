@@ -106,6 +106,7 @@ struct vk_dev {
 	VkFence fences[VK_SLOTS];
 	int busy[VK_SLOTS];		/* submitted, not yet waited for */
 	int timed[VK_SLOTS];		/* ... with its two timestamps */
+	int used[VK_SLOTS];		/* ... with cmds[s] in it */
 	uint64_t seq[VK_SLOTS];		/* submission order of busy slots */
 	uint64_t nsubmit;
 	int cur;
