@@ -1141,13 +1141,13 @@ int gpo_optim_step_async(struct gpo_optim *opt)
  * settled first (a wait), so queued steps give the bytes of synchronous
  * ones.
  */
-static int step_async(struct gpo_optim *opt, int use_norm, double lr,
-		      int replayed)
+static int step_async(struct gpo_optim *opt, int use_norm, double lr)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret = 0;
 
-	if (!replayed && dev->ops->submit)
+	/* a replayed step may be submitted already: then this costs nothing */
+	if (dev->ops->submit)
 		ret = dev->ops->submit(dev);
 	if (ret)
 		return ret;
@@ -1202,7 +1202,7 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 		ret = launch_step(opt, opt->step + 1, use_norm);
 	}
 	if (!ret && sync == GPO__STEP_ASYNC) {
-		ret = step_async(opt, use_norm, lr, replayed > 0);
+		ret = step_async(opt, use_norm, lr);
 		goto out_clear;
 	}
 	/* without the norm pass no step is skipped: nothing to learn */

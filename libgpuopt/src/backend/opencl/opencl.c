@@ -1350,9 +1350,9 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 /*
  * Recorded steps, OpenCL's way: launches go to the queue as they come
  * (set_args() already sets only what changed); graph_end() puts the
- * readback of the step's scalars behind them, non-blocking, and flushes,
- * so a step is one flush and one wait, and the host reads the scalars
- * from @back after it. Only the latest step's scalars are ever read, so
+ * readback of the step's scalars behind them, non-blocking, so a step is
+ * one flush and one wait, and the host reads the scalars from @back after
+ * it. Only the latest step's scalars are ever read, so
  * steps queued one after another may share @back.
  */
 struct dev_graph {
@@ -1388,9 +1388,7 @@ static int ocl_graph_end(struct gpo_device *dev, struct dev_graph *g,
 			clReleaseEvent(od->tail);
 		od->tail = ev;
 	}
-	err = clFlush(od->queue);
-	if (err)
-		return cl_fail(dev, err, 0, "clFlush");
+	/* no flush: wait() flushes when it polls, submit() when asked */
 	*host = readback && bytes ? g->back : NULL;
 	return 1;
 }
