@@ -14,7 +14,9 @@
  *		     min(1, clip_norm / (scal[NORM] + 1e-6)) : 1)
  *	scal[SKIP] = bad && (flags & GPO_NORM_CHECK_FINITE) ? 1 : 0
  *	scal[TOTAL] = total
- * Both f32.
+ * norm_small    groups (work = 1)       buf0 g (r), buf1 scal (w)
+ *	both in one group over all n elements (small steps: one dispatch)
+ * All f32.
  */
 #ifndef GPO_ABI_NORM_H
 #define GPO_ABI_NORM_H

@@ -363,6 +363,55 @@ static void norm_final_ref(struct tcase *tc)
 	tc->b[1].want[GPO_SCAL_TOTAL] = total;
 }
 
+/*
+ * norm_small: flags bit 0 clip, bit 1 check finite, bit 2 an inf, bit 3
+ * a NaN among the gradients
+ */
+static void norm_small_setup(struct tcase *tc)
+{
+	struct gpo_norm_args *a = &tc->a.norm;
+
+	tc->n = odd_n(tc);
+	a->n = (uint32_t)tc->n;
+	a->groups = 1;
+	a->chunk = (uint32_t)((tc->n + 3) / 4 * 4);
+	a->inv_scale = (float)(1.0 / tu_rand(&tc->rng, 0.5, 1000));
+	a->clip_norm = VARIANT(tc) & 1 ? (float)tu_rand(&tc->rng, 0.1, 5) : 0;
+	a->flags = VARIANT(tc) & 2 ? GPO_NORM_CHECK_FINITE : 0;
+	tc->work = 1;
+	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	if (VARIANT(tc) & 12)
+		put(&tc->b[0], (uint64_t)tu_rand(&tc->rng, 0, tc->n),
+		    VARIANT(tc) & 4 ? INFINITY : NAN);
+	tb_out(&tc->b[1], GPO_SCAL_COUNT);
+	tc->b[1].exact = 0;
+}
+
+static void norm_small_ref(struct tcase *tc)
+{
+	const struct gpo_norm_args *a = &tc->a.norm;
+	double total = 0, norm, mul = a->inv_scale;
+	int bad = 0;
+	uint64_t i;
+
+	for (i = 0; i < tc->n; i++) {
+		double g = f(&tc->b[0], i);
+
+		if (!isfinite(g))
+			bad = 1;
+		else
+			total += g * g;
+	}
+	norm = sqrt(total) * a->inv_scale;
+	if (a->clip_norm > 0 && a->clip_norm / (norm + 1e-6) < 1)
+		mul *= a->clip_norm / (norm + 1e-6);
+	/* with a non-finite gradient only the skip flag is defined */
+	tc->b[1].want[GPO_SCAL_MUL] = bad ? DONTCARE : mul;
+	tc->b[1].want[GPO_SCAL_SKIP] = bad && (a->flags & GPO_NORM_CHECK_FINITE);
+	tc->b[1].want[GPO_SCAL_NORM] = bad ? DONTCARE : norm;
+	tc->b[1].want[GPO_SCAL_TOTAL] = bad ? DONTCARE : total;
+}
+
 /* ---- the element-wise updates ------------------------------------------- */
 
 static uint32_t upd_flags(struct tcase *tc)
@@ -3104,6 +3153,12 @@ static const struct op_case cases[] = {
 	{ OP_NORM_FINAL, "clip", norm_final_setup, norm_final_ref, 1 },
 	{ OP_NORM_FINAL, "clip check bad", norm_final_setup, norm_final_ref, 7 },
 	{ OP_NORM_FINAL, "bad unchecked", norm_final_setup, norm_final_ref, 4 },
+	{ OP_NORM_SMALL, "", norm_small_setup, norm_small_ref, 0 },
+	{ OP_NORM_SMALL, "clip", norm_small_setup, norm_small_ref, 1 },
+	{ OP_NORM_SMALL, "clip check inf", norm_small_setup, norm_small_ref,
+	  7 },
+	{ OP_NORM_SMALL, "check nan", norm_small_setup, norm_small_ref, 10 },
+	{ OP_NORM_SMALL, "inf unchecked", norm_small_setup, norm_small_ref, 4 },
 	{ OP_SGD, "", sgd_setup, sgd_ref, 0 },
 	{ OP_SGD, "momentum first", sgd_setup, sgd_ref,
 	  GPO_SGD_MOMENTUM | GPO_SGD_FIRST },

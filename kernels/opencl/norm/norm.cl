@@ -4,7 +4,8 @@
  *
  * norm_partial: group i sums g^2 over its chunk [i * chunk, (i + 1) *
  * chunk) and flags inf/NaN; norm_final: one group adds the partials in a
- * fixed order and turns them into the step's scalars (abi/norm.h). The
+ * fixed order and turns them into the step's scalars (abi/norm.h);
+ * norm_small: both in one group over all elements, for small steps. The
  * work-item to element mapping and the reduction trees are fixed, so a
  * given input always gives the same bits.
  */
@@ -47,6 +48,57 @@ KERNEL void norm_partial(BUF(const float, g), BUF(float, part),
 	}
 }
 
+/* the step's scalars from the total sum of squares and the bad flag */
+static inline void put_scal(__global float *scal, const struct gpo_norm_args *a,
+			    float total, int bad)
+{
+	float mul = a->inv_scale;
+	float norm = sqrt(total) * a->inv_scale;
+
+	if (a->clip_norm > 0.0f) {
+		float coef = a->clip_norm / (norm + 1e-6f);
+
+		if (coef < 1.0f)
+			mul *= coef;
+	}
+	scal[GPO_SCAL_MUL] = mul;
+	scal[GPO_SCAL_SKIP] = bad && (a->flags & GPO_NORM_CHECK_FINITE) ?
+			      1.0f : 0.0f;
+	scal[GPO_SCAL_NORM] = norm;
+	scal[GPO_SCAL_TOTAL] = total;
+}
+
+/* One group over all a.n elements: norm_partial and norm_final at once. */
+KERNEL void norm_small(BUF(const float, g), BUF(float, scal),
+		       struct gpo_norm_args a)
+{
+	__local float2 tmp[GPO_WG_SIZE];
+	uint lid = get_local_id(0), mid = a.n & ~3u;
+	float4 acc = (float4)(0.0f);
+	float4 bad = (float4)(0.0f);
+	float2 r;
+
+	VIEW(g);
+	VIEW(scal);
+	for (uint i = lid; i < mid / 4; i += GPO_WG_SIZE) {
+		float4 v = ld4(g, 4 * i, 4);
+
+		acc += v * v;
+		bad += v * 0.0f;
+	}
+	if (lid == 0 && mid < a.n) {
+		float4 v = ld4(g, mid, a.n - mid);
+
+		acc += v * v;
+		bad += v * 0.0f;
+	}
+	r.x = (acc.x + acc.y) + (acc.z + acc.w);
+	r.y = (bad.x + bad.y) + (bad.z + bad.w);
+	r = wg_sum2(tmp, r);
+	if (lid == 0)
+		put_scal(scal, &a, r.x, isnan(r.y));
+}
+
 /*
  * One group over a.groups partials; clip_norm 0 means no clipping.
  * Work-item j adds partials j, j + 256, ... then the tree: a fixed order.
@@ -65,21 +117,6 @@ KERNEL void norm_final(BUF(const float, part), BUF(float, scal),
 		r.y += part[2 * i + 1] != 0.0f ? 1.0f : 0.0f;
 	}
 	r = wg_sum2(tmp, r);
-	if (lid == 0) {
-		float total = r.x, mul = a.inv_scale;
-		float norm = sqrt(total) * a.inv_scale;
-
-		if (a.clip_norm > 0.0f) {
-			float coef = a.clip_norm / (norm + 1e-6f);
-
-			if (coef < 1.0f)
-				mul *= coef;
-		}
-		scal[GPO_SCAL_MUL] = mul;
-		scal[GPO_SCAL_SKIP] = r.y != 0.0f &&
-				      (a.flags & GPO_NORM_CHECK_FINITE) ?
-				      1.0f : 0.0f;
-		scal[GPO_SCAL_NORM] = norm;
-		scal[GPO_SCAL_TOTAL] = total;
-	}
+	if (lid == 0)
+		put_scal(scal, &a, r.x, r.y != 0.0f);
 }

@@ -73,6 +73,7 @@ enum gpo__op_id {
 	OP_FILL,
 	OP_NORM_PARTIAL,
 	OP_NORM_FINAL,
+	OP_NORM_SMALL,
 	OP_SGD,
 	OP_ADAM,
 	OP_RMSPROP,

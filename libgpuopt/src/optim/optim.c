@@ -23,6 +23,12 @@
 
 /* norm groups per run of the partial-sum pass (launch_norm) */
 #define NORM_RUN	32
+/*
+ * up to this many elements the norm pass is one launch of one group
+ * (norm_small): a dispatch and a barrier fewer, which is most of a small
+ * step's norm pass on a GPU
+ */
+#define NORM_SMALL_MAX	16384
 
 const char *const gpo__optim_slot_names[SL_COUNT] = {
 	[SL_MOMENTUM] = "momentum_buffer",
@@ -970,6 +976,16 @@ static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 
 	if (hp->check_finite || hp->grad_scale != 1.0)
 		a.flags |= GPO_NORM_CHECK_FINITE;
+	if (opt->total <= NORM_SMALL_MAX &&
+	    gpo__op_supported(dev, OP_NORM_SMALL, GPO_F32)) {
+		a.n = (uint32_t)opt->total;
+		a.groups = 1;
+		call.op = OP_NORM_SMALL;
+		call.work = 1;
+		call.buf[0] = opt->grad;
+		call.buf[1] = opt->scal;
+		return gpo__launch(dev, &call);
+	}
 	if (dev->max_binding && chunk * 4 * run > dev->max_binding)
 		run = dev->max_binding / (chunk * 4) / NORM_RUN * NORM_RUN;
 	if (!run)

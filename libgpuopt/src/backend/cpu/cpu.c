@@ -137,56 +137,63 @@ typedef float v4f __attribute__((vector_size(16)));
  * because gcc will not reassociate a float sum without -ffast-math; the
  * lane order is fixed, so the result is deterministic.
  */
+static inline __attribute__((always_inline)) void
+norm_range(const float *restrict g, uint64_t start, uint64_t end,
+	   float *sum_out, int *bad_out)
+{
+	v4f acc0 = { 0 }, acc1 = { 0 }, bad = { 0 }, x, y;
+	float sum = 0, nan = 0;
+	uint64_t i;
+	int j;
+
+	for (i = start; i + 8 <= end; i += 8) {
+		__builtin_memcpy(&x, g + i, 16);
+		__builtin_memcpy(&y, g + i + 4, 16);
+		acc0 += x * x;
+		acc1 += y * y;
+		bad += x * 0.0f + y * 0.0f;
+	}
+	acc0 += acc1;
+	for (j = 0; j < 4; j++) {
+		sum += acc0[j];
+		nan += bad[j];
+	}
+	for (; i < end; i++) {
+		sum += g[i] * g[i];
+		nan += g[i] * 0.0f;
+	}
+	*sum_out = sum;
+	*bad_out = isnan(nan);
+}
+
 CPU_CLONES
 static void k_norm_partial(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
 	const struct gpo_norm_args *a = c->args;
 	const float *restrict g = bp(c, 0);
 	float *restrict part = bp(c, 1);
-	uint32_t grp, i, j;
+	uint32_t grp;
 
 	for (grp = lo; grp < hi; grp++) {
 		uint64_t start = (uint64_t)grp * a->chunk;
 		uint64_t end = start + a->chunk;
-		v4f acc0 = { 0 }, acc1 = { 0 }, bad = { 0 }, x, y;
-		float sum = 0, nan = 0;
+		float sum;
+		int bad;
 
 		if (end > a->n)
 			end = a->n;
-		for (i = start; i + 8 <= end; i += 8) {
-			__builtin_memcpy(&x, g + i, 16);
-			__builtin_memcpy(&y, g + i + 4, 16);
-			acc0 += x * x;
-			acc1 += y * y;
-			bad += x * 0.0f + y * 0.0f;
-		}
-		acc0 += acc1;
-		for (j = 0; j < 4; j++) {
-			sum += acc0[j];
-			nan += bad[j];
-		}
-		for (; i < end; i++) {
-			sum += g[i] * g[i];
-			nan += g[i] * 0.0f;
-		}
+		norm_range(g, start, end, &sum, &bad);
 		part[2 * grp] = sum;
-		part[2 * grp + 1] = isnan(nan) ? 1.0f : 0.0f;
+		part[2 * grp + 1] = bad ? 1.0f : 0.0f;
 	}
 }
 
-static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
+/* the step's scalars from the sum of squares and the bad flag */
+static void put_scal(float *scal, const struct gpo_norm_args *a, float total,
+		     int bad)
 {
-	const struct gpo_norm_args *a = c->args;
-	const float *part = bp(c, 0);
-	float *scal = bp(c, 1);
-	float total = 0, norm, mul = a->inv_scale;
-	int bad = 0;
-	uint32_t i;
+	float norm, mul = a->inv_scale;
 
-	for (i = 0; i < a->groups; i++) {
-		total += part[2 * i];
-		bad |= part[2 * i + 1] != 0.0f;
-	}
 	norm = sqrtf(total) * a->inv_scale;
 	if (a->clip_norm > 0) {
 		float coef = a->clip_norm / (norm + 1e-6f);
@@ -199,6 +206,33 @@ static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
 			      1.0f : 0.0f;
 	scal[GPO_SCAL_NORM] = norm;
 	scal[GPO_SCAL_TOTAL] = total;
+}
+
+static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_norm_args *a = c->args;
+	const float *part = bp(c, 0);
+	float total = 0;
+	int bad = 0;
+	uint32_t i;
+
+	for (i = 0; i < a->groups; i++) {
+		total += part[2 * i];
+		bad |= part[2 * i + 1] != 0.0f;
+	}
+	put_scal(bp(c, 1), a, total, bad);
+}
+
+/* norm_partial over all n as one group, then norm_final */
+CPU_CLONES
+static void k_norm_small(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_norm_args *a = c->args;
+	float total;
+	int bad;
+
+	norm_range(bp(c, 0), 0, a->n, &total, &bad);
+	put_scal(bp(c, 1), a, total, bad);
 }
 
 CPU_CLONES
@@ -553,6 +587,7 @@ static const struct cpu_kernel {
 	{ "fill", k_fill, DT(GPO_F32) },
 	{ "norm_partial", k_norm_partial, DT(GPO_F32) },
 	{ "norm_final", k_norm_final, DT(GPO_F32) },
+	{ "norm_small", k_norm_small, DT(GPO_F32) },
 	{ "sgd", k_sgd, DT(GPO_F32) },
 	{ "adam", k_adam, DT(GPO_F32) },
 	{ "rmsprop", k_rmsprop, DT(GPO_F32) },
