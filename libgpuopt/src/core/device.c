@@ -65,6 +65,62 @@ int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	return 0;
 }
 
+int gpo__ctx_adopt_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+			  const struct gpo_device_info *info, void *priv,
+			  struct gpo_device **out)
+{
+	struct gpo_device *dev;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = gpo__ctx_add_device(ctx, ops, info, priv);
+	if (ret) {
+		pthread_mutex_unlock(&ctx->lock);
+		return gpo__err(ret, "out of memory");
+	}
+	dev = ctx->devs[ctx->ndevs - 1];
+	dev->adopted = 1;
+	ret = ops->open(dev);
+	if (ret) {
+		/* as if never added: @priv goes back to the backend */
+		ctx->ndevs--;
+		pthread_mutex_destroy(&dev->lock);
+		pthread_mutex_destroy(&dev->pool.lock);
+		free(dev);
+	} else {
+		dev->opened = 1;
+		*out = dev;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int gpo_device_adopt_opencl(struct gpo_ctx *ctx,
+			    const struct gpo_opencl_handles *h,
+			    struct gpo_device **out)
+{
+	if (!ctx || !h || !out)
+		return gpo__err(-EINVAL, "NULL argument");
+#ifdef GPO_HAVE_OPENCL
+	return gpo__opencl_adopt(ctx, h, out);
+#else
+	return gpo__err(-ENOSYS, "libgpuopt was built without OpenCL");
+#endif
+}
+
+int gpo_device_adopt_vulkan(struct gpo_ctx *ctx,
+			    const struct gpo_vulkan_handles *h,
+			    struct gpo_device **out)
+{
+	if (!ctx || !h || !out)
+		return gpo__err(-EINVAL, "NULL argument");
+#ifdef GPO_HAVE_VULKAN
+	return gpo__vulkan_adopt(ctx, h, out);
+#else
+	return gpo__err(-ENOSYS, "libgpuopt was built without Vulkan");
+#endif
+}
+
 /* Probe every backend into @ctx; @failed[i] says backend i's probe failed. */
 static void ctx_probe(struct gpo_ctx *ctx, int *failed)
 {
@@ -197,6 +253,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 		dev = scratch->devs[k];
 		for (i = 0; i < nold; i++)
 			if (!found[i] && !ctx->devs[i]->gone &&
+			    !ctx->devs[i]->adopted &&
 			    same_device(ctx->devs[i], dev))
 				break;
 		if (i < nold) {
@@ -210,7 +267,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 	}
 	for (i = 0; i < nold; i++) {
 		dev = ctx->devs[i];
-		if (found[i] || dev->gone)
+		if (found[i] || dev->gone || dev->adopted)
 			continue;
 		/* a backend that failed to probe loses no device */
 		slot = backend_slot(dev->ops);
@@ -361,7 +418,7 @@ static int select_best(struct gpo_ctx *ctx, const char *backend,
 		for (i = 0; i < ctx->ndevs && i < (int)sizeof(used); i++) {
 			struct gpo_device *dev = ctx->devs[i];
 
-			if (used[i] || !dev->info.enabled)
+			if (used[i] || !dev->info.enabled || dev->adopted)
 				continue;
 			if (backend && strcmp(dev->info.backend, backend))
 				continue;

@@ -1265,6 +1265,13 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 	return err ? cl_fail(dev, err, 0, "running kernels") : 0;
 }
 
+/* not yet: the clinter helper's */
+int gpo__opencl_adopt(struct gpo_ctx *ctx, const struct gpo_opencl_handles *h,
+		      struct gpo_device **out)
+{
+	return gpo__err(-ENOSYS, "adopting an OpenCL context is not implemented yet");
+}
+
 const struct backend_ops gpo__opencl_backend_ops = {
 	.name = "opencl",
 	.probe = ocl_probe,
