@@ -289,6 +289,7 @@ struct gpo_extbuf {
 	int fd;			/* GPO_EXTBUF_VK_FD: gpuopt owns it on success */
 	uint64_t size;		/* bytes of the buffer (or the fd's memory) */
 	uint64_t offset;	/* bytes from its start to the flat buffer */
+	enum gpo_dtype dtype;	/* of its elements: the slot's dtype */
 };
 
 /*
@@ -315,8 +316,9 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * a VkBuffer must outlive the optimizer; an fd's memory is imported and
  * lives as long as the optimizer.
  *
- * Returns 0; -EINVAL for a NULL pointer, another slot, a buffer too small
- * for offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
+ * Returns 0; -EINVAL for a NULL pointer, another slot, a dtype other than
+ * the slot's (gpo_optim_set_dtype() first), a buffer too small for
+ * offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
  * another context or device, a kind the device's backend cannot take, or
  * a cl_mem already released; -EBUSY once the buffers are allocated or
  * when @slot is already bound; -ENOSYS where the backend cannot import

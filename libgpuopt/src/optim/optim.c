@@ -985,6 +985,7 @@ int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
 {
 	struct gpo_device *dev;
 	struct dev_mem *mem;
+	enum gpo_dtype dt;
 	uint64_t bytes;
 	int which, ret;
 
@@ -999,6 +1000,10 @@ int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
 			       slot);
 	dev = opt->dev;
 	bytes = gpo_optim_buffer_bytes(opt, slot);
+	dt = which ? opt->grad_dtype : opt->param_dtype;
+	if (buf->dtype != dt)
+		return gpo__err(-EINVAL, "%s is %s, the buffer says %s", slot,
+			       gpo_dtype_name(dt), gpo_dtype_name(buf->dtype));
 	if (!opt->ntensors)
 		return gpo__err(-EINVAL, "%s: add the tensors before binding", slot);
 	if (buf->offset % 256)
