@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define MAX_CL		16
@@ -854,6 +855,90 @@ START_TEST(test_interop_released_while_bound_and_read_write)
 }
 END_TEST
 
+/*
+ * A checkpoint of an optimizer on bound buffers: saved from the caller's
+ * memory, and restored into it (the caller's cl_mem stays the buffer).
+ */
+START_TEST(test_interop_checkpoint_of_bound_buffers)
+{
+	char dir[] = "/tmp/gpuopt-interop-XXXXXX", path[64];
+	cl_device_id ids[MAX_CL];
+	struct gpo_device *dev;
+	struct gpo_optim *opt;
+	struct gpo_extbuf eb;
+	struct gpo_ctx *ctx;
+	struct layout l;
+	struct cl_env e;
+	uint64_t rng = tu_rng("ckpt");
+	float *x, *saved, *got, *flat;
+	cl_mem pm, gm;
+	int k;
+
+	ck_assert(cl_devices(ids, MAX_CL) > 0);
+	ck_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/opt.safetensors", dir);
+	env_open(&e, ids[0], 0);
+	ck_assert(!gpo_ctx_new(&ctx, 0));
+	ck_assert_msg(!gpo_device_adopt_opencl(ctx,
+		&(struct gpo_opencl_handles){ e.context, e.device, e.queue },
+		&dev), "%s", gpo_errmsg());
+	draw_layout(&l, &rng);
+	opt = new_optim(dev, &l);
+	pm = buffer(&e, CL_MEM_READ_WRITE, l.bytes);
+	gm = buffer(&e, CL_MEM_READ_WRITE, l.bytes);
+	eb = extbuf(pm, l.bytes, 0);
+	ck_assert_msg(!gpo_optim_bind(opt, "param", &eb), "%s", gpo_errmsg());
+	eb = extbuf(gm, l.bytes, 0);
+	ck_assert_msg(!gpo_optim_bind(opt, "grad", &eb), "%s", gpo_errmsg());
+	x = malloc(l.bytes);
+	saved = malloc(l.bytes);
+	got = malloc(l.bytes);
+	flat = malloc(l.bytes);
+	ck_assert(x && saved && got && flat);
+	tu_fill(x, l.total, &rng, -1, 1);
+	ck_assert(!gpo_optim_write(opt, "param", NULL, x, l.total * 4));
+	for (k = 0; k < 6; k++) {
+		tu_fill(x, l.total, &rng, -1, 1);
+		ck_assert(!gpo_optim_write(opt, "grad", NULL, x, l.total * 4));
+		ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
+		if (k == 2) {
+			ck_assert_msg(!gpo_optim_save(opt, path, 0), "%s",
+				      gpo_errmsg());
+			ck_assert(!gpo_optim_read(opt, "param", NULL, saved,
+						  l.total * 4));
+		}
+	}
+	ck_assert_msg(!gpo_optim_restore(opt, path, 0), "%s", gpo_errmsg());
+	ck_assert_int_eq(gpo_optim_steps_done(opt), 3);
+	/* in the caller's buffer, where its kernels look */
+	tu_poison(flat, l.bytes / 4);
+	cl_read(&e, pm, 0, flat, l.bytes);
+	pack(&l, flat, got);
+	ck_assert_msg(!memcmp(got, saved, l.total * 4),
+		      "restore did not write the caller's cl_mem");
+	/* and steps go on from there in it */
+	ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
+	ck_assert(!gpo_optim_read(opt, "param", NULL, x, l.total * 4));
+	cl_read(&e, pm, 0, flat, l.bytes);
+	pack(&l, flat, got);
+	ck_assert(!memcmp(got, x, l.total * 4));
+	ck_assert(memcmp(got, saved, l.total * 4));
+
+	gpo_optim_free(opt);
+	ck_assert_uint_eq(mem_refs(pm), 1);
+	clReleaseMemObject(pm);
+	clReleaseMemObject(gm);
+	free(x);
+	free(saved);
+	free(got);
+	free(flat);
+	unlink(path);
+	rmdir(dir);
+	gpo_ctx_free(ctx);
+	env_close(&e);
+}
+END_TEST
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(void)
@@ -874,6 +959,7 @@ int main(void)
 	tcase_add_test(tc, test_interop_adopt_misuse_refused);
 	tcase_add_test(tc, test_interop_bind_misuse_refused);
 	tcase_add_test(tc, test_interop_released_while_bound_and_read_write);
+	tcase_add_test(tc, test_interop_checkpoint_of_bound_buffers);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
