@@ -319,8 +319,9 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * Returns 0; -EINVAL for a NULL pointer, another slot, a dtype other than
  * the slot's (gpo_optim_set_dtype() first), a buffer too small for
  * offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
- * another context or device, a kind the device's backend cannot take, or
- * a cl_mem already released; -EBUSY once the buffers are allocated or
+ * another context or device, a kind the device's backend cannot take, a
+ * cl_mem already released or not a read-write buffer the host can read
+ * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY once the buffers are allocated or
  * when @slot is already bound; -ENOSYS where the backend cannot import
  * (an fd without VK_KHR_external_memory_fd). On failure nothing changes.
  */
