@@ -201,6 +201,19 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 		      struct gpo_device **out);
 
 /*
+ * gpo_device_best_rank - where device @index stands in "best"'s order
+ * @why: receives, in up to @len bytes (NUL included), the reason in words
+ *       ("a discrete GPU: first", ...); NULL with @len 0 for none
+ *
+ * Returns the device's place among the devices "best" may pick, 1 for the
+ * one it tries first (which it takes unless that fails to open), or 0 when
+ * "best" never picks it (disabled, gone or adopted; @why says which);
+ * -EINVAL for a NULL @ctx, -ENODEV for an index out of range.
+ */
+int gpo_device_best_rank(struct gpo_ctx *ctx, int index, char *why,
+			 size_t len);
+
+/*
  * gpo_device_enable - allow (1) or refuse (0) new use of a device
  * Existing optimizers go on. Returns 0, -EINVAL, -ENODEV (no such device,
  * or enabling a gone one).
