@@ -474,6 +474,59 @@ START_TEST(test_interop_caller_releases_context_after_adopt)
 }
 END_TEST
 
+/* One step of a fresh optimizer on @dev, from fresh random inputs. */
+static void step_once(struct gpo_device *dev, uint64_t *rng)
+{
+	struct gpo_optim *opt;
+	struct layout l;
+	float *x;
+
+	draw_layout(&l, rng);
+	opt = new_optim(dev, &l);
+	x = malloc(l.total * 4);
+	ck_assert(x);
+	tu_fill(x, l.total, rng, -1, 1);
+	ck_assert(!gpo_optim_write(opt, "grad", NULL, x, l.total * 4));
+	ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
+	free(x);
+	gpo_optim_free(opt);
+}
+
+/*
+ * The adopted device uses the disk cache of the same device probed: the
+ * programs a step on the plain device stored serve the adopted one, which
+ * stores nothing new.
+ */
+START_TEST(test_interop_adopted_shares_program_cache)
+{
+	char dir[64], path[4200];
+	struct gpo_device_info pinfo;
+	cl_device_id ids[MAX_CL];
+	struct gpo_device *dev;
+	struct gpo_ctx *ctx;
+	struct cl_env e;
+	uint64_t rng = tu_rng("cache"), key;
+	int n;
+
+	ck_assert(cl_devices(ids, MAX_CL) > 0);
+	tu_cache_dir_new(dir, sizeof(dir));
+	ck_assert(!gpo_ctx_new(&ctx, 0));
+	step_once(probed(ctx, 0, &pinfo), &rng);
+	n = tu_cache_entries(dir, "opencl", path, sizeof(path), &key);
+	ck_assert_msg(n > 0, "the plain device stored no program");
+	env_open(&e, ids[0], 0);
+	ck_assert_msg(!gpo_device_adopt_opencl(ctx,
+		&(struct gpo_opencl_handles){ e.context, e.device, e.queue },
+		&dev), "%s", gpo_errmsg());
+	step_once(dev, &rng);
+	ck_assert_int_eq(tu_cache_entries(dir, "opencl", path, sizeof(path),
+					  &key), n);
+	gpo_ctx_free(ctx);
+	env_close(&e);
+	tu_cache_dir_remove(dir);
+}
+END_TEST
+
 /*
  * On every OpenCL device: 20 AdamW steps (two groups, clipping) on the
  * caller's cl_mem give the same bytes as the same steps through host
@@ -960,6 +1013,7 @@ int main(void)
 	tcase_add_test(tc, test_interop_bind_misuse_refused);
 	tcase_add_test(tc, test_interop_released_while_bound_and_read_write);
 	tcase_add_test(tc, test_interop_checkpoint_of_bound_buffers);
+	tcase_add_test(tc, test_interop_adopted_shares_program_cache);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
