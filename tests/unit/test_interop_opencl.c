@@ -7,7 +7,10 @@
  * steps on the device gpuopt opened itself; misuse is refused with
  * -EINVAL or -EBUSY and a message, and changes nothing (a valid call
  * afterwards works); references are balanced (the caller's objects are
- * back to their own counts after gpo_ctx_free()).
+ * back to their own counts after gpo_ctx_free()); a cl_mem the caller
+ * released while bound lives until gpo_optim_free(); reads, writes and
+ * checkpoints reach the caller's memory; the adopted device shares the
+ * program cache of the same device probed.
  *
  * Exits 77 when there is no OpenCL device, unless GPUOPT_TEST_REQUIRE
  * names opencl.

@@ -1498,7 +1498,7 @@ static int ocl_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		return gpo__err(-EINVAL, "%s: the buffer is said to hold %llu bytes; the cl_mem has %zu",
 				dev->info.id, (unsigned long long)eb->size,
 				size);
-	/* steps read and write it in kernels; reads and writes go from the host */
+	/* kernels read and write it; so does the host (reads, writes, saves) */
 	if (flags & (kernel_rw | host_rw))
 		return gpo__err(-EINVAL, "%s: the cl_mem must be CL_MEM_READ_WRITE and host accessible (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_*)",
 				dev->info.id);
