@@ -168,10 +168,12 @@ int gpo__vk_graph_begin(struct gpo_device *dev, struct dev_graph **g)
 		ret = 1;	/* launches go to the batch */
 		goto out_unlock;
 	}
-	if (!*g)
-		ret = graph_new(dev, g);
-	if (ret)
+	if (!*g && graph_new(dev, g)) {
+		/* steps still run, launched into the batch as before */
+		vd->nograph = 1;
+		gpo__err_clear();
 		goto out_unlock;
+	}
 	(*g)->ncalls = 0;
 	(*g)->spilled = 0;
 	vd->collect = *g;
@@ -397,10 +399,17 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	for (i = 0; i < g->ncalls; i++)
 		memcpy(g->args.map + ((uint64_t)k * GRAPH_CALLS + i) * g->stride,
 		       g->calls[i].args, gpo__ops[g->calls[i].op].args_size);
-	if (!c->recorded) {
-		ret = record(dev, g, k);
-		if (ret)
-			goto out_unlock;
+	/*
+	 * A recording the driver refuses (a pipeline, a command buffer) is
+	 * no reason to fail the step: it and every later one go to the batch
+	 */
+	if (!c->recorded && record(dev, g, k)) {
+		vd->nograph = 1;
+		gpo__err_clear();
+		for (i = 0; i < GRAPH_COPIES; i++)
+			g->copy[i].recorded = 0;
+		ret = spill(dev, g);
+		goto out_unlock;
 	}
 	ret = gpo__vk_submit_graph(dev, c->cmd, g, k, &c->slot);
 	if (ret) {
