@@ -15,7 +15,8 @@
  * since (a recording names VkBuffers; a new one may get a freed handle).
  * Anything else records again. Launches it cannot record (no ".ab" shader,
  * windows, no push descriptors, too many) send the whole step to the
- * batch as before.
+ * batch as before; a recording the driver refuses sends every later step
+ * there too.
  *
  * Four copies of the recording are used in turn, each with its own
  * parameter structs and readback, so that steps queued without waiting
