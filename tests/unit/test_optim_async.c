@@ -7,6 +7,10 @@
  * host writes and reads after a queued step are ordered after it, several
  * threads may queue on one optimizer, and bad input is refused.
  */
+#ifdef GPO_HAVE_OPENCL
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#endif
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -426,6 +430,129 @@ START_TEST(test_async_threads_queue_whole_steps)
 }
 END_TEST
 
+/* ---- the caller's OpenCL queue ------------------------------------------ */
+
+#ifdef GPO_HAVE_OPENCL
+/*
+ * On a device adopted from the caller's in-order queue, with param and
+ * grad bound to the caller's cl_mem, the caller's non-blocking writes of
+ * each step's gradients are enqueued after the queued step before them
+ * and before the next: no event, no wait until the end, and the bytes of
+ * the same synchronous steps through host buffers on the same device.
+ */
+START_TEST(test_async_adopted_opencl_queue_orders_callers_writes)
+{
+	const uint64_t n = 2053;
+	uint64_t rng = tu_rng("async_adopted"), bytes;
+	cl_platform_id plat;
+	cl_device_id d;
+	cl_context context;
+	cl_command_queue queue;
+	cl_mem pm, gm;
+	cl_int err;
+	struct gpo_opencl_handles h;
+	struct gpo_device *dev;
+	struct gpo_extbuf eb;
+	struct run s, a;
+	float *params, *grads[NSTEPS], *x, *y;
+	cl_uint np = 0;
+	int k;
+
+	if (clGetPlatformIDs(1, &plat, &np) || !np ||
+	    clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &d, NULL)) {
+		ck_assert_msg(!tu_built("opencl") ||
+			      !getenv("GPUOPT_TEST_REQUIRE") ||
+			      !strstr(getenv("GPUOPT_TEST_REQUIRE"), "opencl"),
+			      "no OpenCL device");
+		return;
+	}
+	context = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
+	ck_assert_msg(context, "clCreateContext: %d", err);
+	queue = clCreateCommandQueue(context, d, 0, &err);
+	ck_assert_msg(queue, "clCreateCommandQueue: %d", err);
+	h.context = context;
+	h.device = d;
+	h.queue = queue;
+	ck_assert_msg(!gpo_device_adopt_opencl(tu_ctx(), &h, &dev), "%s",
+		      gpo_errmsg());
+
+	params = malloc(n * 4);
+	x = malloc(n * 4);
+	y = malloc(n * 4);
+	ck_assert(params && x && y);
+	tu_fill(params, n, &rng, -1, 1);
+	for (k = 0; k < NSTEPS; k++) {
+		grads[k] = malloc(n * 4);
+		ck_assert_ptr_nonnull(grads[k]);
+		tu_fill(grads[k], n, &rng, -2, 2);
+	}
+	/* the synchronous steps through host buffers */
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_ADAMW, &s.opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(s.opt, "w", 1, &n, 0), 0);
+	ck_assert_int_eq(gpo_optim_configure(s.opt, -1,
+					     "lr=0.01 clip_norm=0.5"), 0);
+	s.n = n;
+	ck_assert_int_eq(gpo_optim_write(s.opt, "param", NULL, params, n * 4),
+			 0);
+	for (k = 0; k < NSTEPS; k++) {
+		ck_assert_int_eq(gpo_optim_write(s.opt, "grad", NULL, grads[k],
+						 n * 4), 0);
+		ck_assert_int_eq(gpo_optim_step(s.opt, NULL), 0);
+	}
+
+	/* queued steps on the caller's cl_mem, fed by the caller's queue */
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_ADAMW, &a.opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(a.opt, "w", 1, &n, 0), 0);
+	ck_assert_int_eq(gpo_optim_configure(a.opt, -1,
+					     "lr=0.01 clip_norm=0.5"), 0);
+	a.n = n;
+	bytes = gpo_optim_buffer_bytes(a.opt, "param");
+	pm = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+	ck_assert(pm);
+	gm = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+	ck_assert(gm);
+	ck_assert(!clEnqueueWriteBuffer(queue, pm, CL_TRUE, 0, n * 4, params,
+					0, NULL, NULL));
+	eb = (struct gpo_extbuf) {
+		.kind = GPO_EXTBUF_CL_MEM, .handle = pm, .size = bytes,
+		.offset = 0, .dtype = GPO_F32,
+	};
+	ck_assert_msg(!gpo_optim_bind(a.opt, "param", &eb), "%s",
+		      gpo_errmsg());
+	eb.handle = gm;
+	ck_assert_msg(!gpo_optim_bind(a.opt, "grad", &eb), "%s",
+		      gpo_errmsg());
+	for (k = 0; k < NSTEPS; k++) {
+		ck_assert(!clEnqueueWriteBuffer(queue, gm, CL_FALSE, 0, n * 4,
+						grads[k], 0, NULL, NULL));
+		ck_assert_msg(!gpo_optim_step_async(a.opt), "%s",
+			      gpo_errmsg());
+	}
+	ck_assert_int_eq(gpo_optim_wait(a.opt, NULL), 0);
+	same_bytes(&s, &a, "adopted queue");
+	tu_poison(x, n);
+	tu_poison(y, n);
+	ck_assert(!clEnqueueReadBuffer(queue, pm, CL_TRUE, 0, n * 4, x, 0,
+				       NULL, NULL));
+	ck_assert_int_eq(gpo_optim_read(s.opt, "param", NULL, y, n * 4), 0);
+	ck_assert_msg(!memcmp(x, y, n * 4), "the caller's cl_mem differs");
+
+	gpo_optim_free(a.opt);
+	gpo_optim_free(s.opt);
+	clReleaseMemObject(pm);
+	clReleaseMemObject(gm);
+	for (k = 0; k < NSTEPS; k++)
+		free(grads[k]);
+	free(params);
+	free(x);
+	free(y);
+	/* the device stays adopted until the test's context goes */
+}
+END_TEST
+#endif
+
 /* ---- edges and bad input --------------------------------------------- */
 
 START_TEST(test_async_wait_with_nothing_queued_returns_at_once)
@@ -523,6 +650,9 @@ int main(void)
 	tcase_add_test(tc, test_async_config_change_matches_sync);
 	tcase_add_test(tc, test_async_read_sees_queued_step);
 	tcase_add_test(tc, test_async_threads_queue_whole_steps);
+#ifdef GPO_HAVE_OPENCL
+	tcase_add_test(tc, test_async_adopted_opencl_queue_orders_callers_writes);
+#endif
 	tcase_add_test(tc, test_async_wait_with_nothing_queued_returns_at_once);
 	tcase_add_test(tc, test_async_null_is_einval);
 	tcase_add_test(tc, test_async_refused_step_queues_nothing);
