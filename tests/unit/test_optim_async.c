@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define NDEV	TU_MAX_DEVICES
@@ -309,6 +310,67 @@ START_TEST(test_async_config_change_matches_sync)
 	each_device("async_change", GPO_ADAM, "lr=0.01 weight_decay=0.1", &v);
 	each_device("async_change_sgd", GPO_SGD,
 		    "lr=0.05 momentum=0.9 clip_norm=1", &w);
+}
+END_TEST
+
+/*
+ * A checkpoint saved right after queued steps, one of them skipped and
+ * the last one not yet settled, holds their parameters and counts: it
+ * restores into a fresh optimizer as the synchronous run's state.
+ */
+START_TEST(test_async_checkpoint_sees_queued_steps)
+{
+	struct gpo_device *devs[NDEV];
+	int ndev = devices(devs), d, k;
+	uint64_t rng = tu_rng("async_ckpt"), n;
+	const char *config = "lr=0.01 check_finite=1";
+	float *params, *grads[4];
+	struct run s, a, r;
+	char dir[] = "/tmp/gpo-async-XXXXXX", path[64];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.safetensors", dir);
+	n = sizes[0] + sizes[1] + sizes[2];
+	params = malloc(n * 4);
+	ck_assert_ptr_nonnull(params);
+	for (k = 0; k < 4; k++) {
+		grads[k] = malloc(n * 4);
+		ck_assert_ptr_nonnull(grads[k]);
+	}
+	for (d = 0; d < ndev; d++) {
+		tu_fill(params, n, &rng, -1, 1);
+		for (k = 0; k < 4; k++)
+			tu_fill(grads[k], n, &rng, -1, 1);
+		grads[1][(size_t)tu_rand(&rng, 0, (double)n)] = NAN;
+		run_init(&s, devs[d], GPO_ADAMW, config, params);
+		run_init(&a, devs[d], GPO_ADAMW, config, params);
+		run_init(&r, devs[d], GPO_ADAMW, config, params);
+		for (k = 0; k < 4; k++) {
+			ck_assert_int_eq(gpo_optim_write(s.opt, "grad", NULL,
+							 grads[k], n * 4), 0);
+			ck_assert_int_eq(gpo_optim_step(s.opt, NULL), 0);
+			ck_assert_int_eq(gpo_optim_write(a.opt, "grad", NULL,
+							 grads[k], n * 4), 0);
+			ck_assert_int_eq(gpo_optim_step_async(a.opt), 0);
+		}
+		ck_assert_msg(!gpo_optim_save(a.opt, path, GPO_CKPT_BUFFERED),
+			      "%s", gpo_errmsg());
+		ck_assert_msg(!gpo_optim_restore(r.opt, path,
+						 GPO_CKPT_BUFFERED),
+			      "%s", gpo_errmsg());
+		ck_assert_uint_eq(gpo_optim_steps_done(r.opt), 3);
+		ck_assert_uint_eq(gpo_optim_steps_skipped(r.opt), 1);
+		same_bytes(&s, &r, tu_device_id(devs[d]));
+		ck_assert_int_eq(gpo_optim_wait(a.opt, NULL), 0);
+		unlink(path);
+		run_free(&s);
+		run_free(&a);
+		run_free(&r);
+	}
+	rmdir(dir);
+	for (k = 0; k < 4; k++)
+		free(grads[k]);
+	free(params);
 }
 END_TEST
 
@@ -649,6 +711,7 @@ int main(void)
 	tcase_add_test(tc, test_async_lr_change_between_steps_matches_sync);
 	tcase_add_test(tc, test_async_config_change_matches_sync);
 	tcase_add_test(tc, test_async_read_sees_queued_step);
+	tcase_add_test(tc, test_async_checkpoint_sees_queued_steps);
 	tcase_add_test(tc, test_async_threads_queue_whole_steps);
 #ifdef GPO_HAVE_OPENCL
 	tcase_add_test(tc, test_async_adopted_opencl_queue_orders_callers_writes);
