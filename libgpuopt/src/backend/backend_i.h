@@ -168,9 +168,11 @@ struct backend_ops {
 	 * Recorded launches (NULL: the backend has none). Between
 	 * graph_begin() and graph_end(), under dev->lock with no transfer
 	 * between, launches are collected into *@g (made on first use).
-	 * graph_end() submits them without waiting, as a command buffer
-	 * recorded the first time and replayed while the launches differ
-	 * only in their parameter structs, and returns 1; with @readback,
+	 * graph_end() queues them without waiting (Vulkan: submitted, as a
+	 * command buffer recorded the first time and replayed while the
+	 * launches differ only in their parameter structs; OpenCL: on the
+	 * queue, started by the next wait() or submit()) and returns 1;
+	 * with @readback,
 	 * @bytes of it are copied at the end of the same submission to
 	 * *@host, to be read after the next wait(). It returns 0 when the
 	 * launches could not be recorded and went to the batch as usual
