@@ -290,6 +290,12 @@ struct gpo_extbuf {
 	uint64_t size;		/* bytes of the buffer (or the fd's memory) */
 	uint64_t offset;	/* bytes from its start to the flat buffer */
 	enum gpo_dtype dtype;	/* of its elements: the slot's dtype */
+	/*
+	 * GPO_EXTBUF_VK_FD: the memoryTypeIndex the memory was allocated
+	 * with (@size its allocationSize), which an import of an opaque fd
+	 * must repeat
+	 */
+	uint32_t vk_memory_type;
 };
 
 /*
