@@ -112,6 +112,9 @@ TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 # a left-out backend's own test program (test_vulkan.c needs its headers)
 TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_%.c,\
 	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
+# vkinter: the Vulkan interop test and example need the Vulkan backend
+TEST_SRCS := $(filter-out $(if $(call have,vulkan),,tests/unit/test_interop_vulkan.c),\
+	$(TEST_SRCS))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # the table-driven op test (tests/ops): every op on every device
 OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))

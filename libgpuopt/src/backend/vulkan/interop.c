@@ -76,6 +76,7 @@ static int import_buffer(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		return gpo__err(-ENOMEM, "out of memory");
 	mem->buffer = (VkBuffer)eb->handle;
 	mem->size = eb->size;
+	mem->imported = 1;
 	*out = mem;
 	return 0;
 }
@@ -197,6 +198,7 @@ static int import_fd(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		mem->map = map;
 	}
 	mem->size = eb->size;
+	mem->imported = 1;
 	close(eb->fd);
 	*out = mem;
 	return 0;
@@ -227,6 +229,28 @@ int gpo__vk_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		return gpo__err(-EINVAL, "%s: a Vulkan device takes a VkBuffer or an fd, not buffer kind %d",
 			       dev->info.id, (int)eb->kind);
 	}
+}
+
+/*
+ * gpo__vk_interop_write - write() as memory.c does it, then, where the
+ * caller may look next (its own memory, or any buffer of an adopted
+ * device, whose queue the caller uses after the call), submit the copies
+ * the write queued: a write must be done before the caller's next
+ * command, not at gpuopt's next wait.
+ */
+int gpo__vk_interop_write(struct gpo_device *dev, const struct dev_buf *dst,
+			  uint64_t off, const void *src, uint64_t bytes)
+{
+	struct vk_dev *vd = dev->priv;
+	int ret;
+
+	ret = gpo__vk_write(dev, dst, off, src, bytes);
+	if (ret || !(vd->adopted || (dst->mem && dst->mem->imported)))
+		return ret;
+	pthread_mutex_lock(&vd->lock);
+	ret = gpo__vk_batch_flush(dev);
+	pthread_mutex_unlock(&vd->lock);
+	return ret;
 }
 
 void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem)

@@ -40,6 +40,7 @@ struct dev_mem {
 	VkDeviceMemory memory;
 	uint64_t size;
 	unsigned char *map;		/* NULL unless host-visible */
+	int imported;			/* the caller's memory (interop.c) */
 };
 
 /* A range a command of the open batch reads or writes. */
@@ -222,5 +223,7 @@ void gpo__vk_adopted_barrier(struct vk_dev *vd);
 int gpo__vk_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		   struct dev_mem **out);
 void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem);
+int gpo__vk_interop_write(struct gpo_device *dev, const struct dev_buf *dst,
+			  uint64_t off, const void *src, uint64_t bytes);
 
 #endif /* GPUOPT_VULKAN_I_H */
