@@ -124,6 +124,10 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
 EXAMPLES := $(patsubst libgpuopt/examples/%.c,$(BUILD)/bin/%,\
 	$(wildcard libgpuopt/examples/*.c))
+# vkinter: interop_vulkan needs the Vulkan backend and embeds its own
+# kernel, SPIR-V from glslc as a C initializer
+EXAMPLES := $(filter-out $(if $(call have,vulkan),,$(BUILD)/bin/interop_vulkan),\
+	$(EXAMPLES))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 	$(BUILD)/bin/gpuoptctl
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
@@ -212,6 +216,11 @@ $(COMMON_LIB): $(COMMON_OBJS) | $(SAN_KEEP)
 $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
+
+$(BUILD)/gen/interop_vulkan_grad.spv.h: libgpuopt/examples/interop_vulkan_grad.comp
+	@mkdir -p $(dir $@)
+	$(GLSLC) --target-env=vulkan1.1 -O -mfmt=c -o $@ $<
+$(BUILD)/bin/interop_vulkan: $(BUILD)/gen/interop_vulkan_grad.spv.h
 
 $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
