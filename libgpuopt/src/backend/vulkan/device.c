@@ -27,6 +27,14 @@
  * the blocks themselves are host-cached. The staging buffer doubles as
  * the ring for uploads on devices without a mappable heap.
  *
+ * An adopted device (gpo_device_adopt_vulkan) is described as probe
+ * describes one, from the caller's physical device and queue family, and
+ * opened on the caller's VkDevice and VkQueue: everything else open makes
+ * is ours and goes at close, the device stays. No extension of the
+ * caller's is assumed (so no push descriptors and no fd import there),
+ * and each batch starts and ends with a full barrier (interop.c) in place
+ * of a semaphore between the caller's submissions and ours.
+ *
  * The pipeline cache lives on disk (diskcache "vulkan"), keyed by the
  * device, the driver and the SPIR-V, and is checked against the device
  * before use.
