@@ -387,6 +387,39 @@ static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst)
 			     1, &mb, 0, NULL, 0, NULL);
 }
 
+/*
+ * -x: the parameters and gradients are shared with gpuopt's device, which
+ * holds them between the program's command buffers: each acquires them
+ * from VK_QUEUE_FAMILY_EXTERNAL first and releases them last (Vulkan's
+ * queue family ownership transfer between devices; gpuopt does the same)
+ */
+static void own(struct app *a, VkCommandBuffer cmd, int acquire)
+{
+	VkBufferMemoryBarrier bb[2];
+	int i;
+
+	if (!a->export)
+		return;
+	for (i = 0; i < 2; i++)
+		bb[i] = (VkBufferMemoryBarrier) {
+			.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+			.srcAccessMask = acquire ? 0 : VK_ACCESS_MEMORY_WRITE_BIT,
+			.dstAccessMask = acquire ? VK_ACCESS_MEMORY_READ_BIT |
+					 VK_ACCESS_MEMORY_WRITE_BIT : 0,
+			.srcQueueFamilyIndex = acquire ?
+				VK_QUEUE_FAMILY_EXTERNAL : a->qfam,
+			.dstQueueFamilyIndex = acquire ? a->qfam :
+				VK_QUEUE_FAMILY_EXTERNAL,
+			.buffer = i ? a->g.buf : a->p.buf,
+			.size = VK_WHOLE_SIZE,
+		};
+	vkCmdPipelineBarrier(cmd, acquire ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT :
+			     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+			     acquire ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT :
+			     VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, NULL, 2,
+			     bb, 0, NULL);
+}
+
 static void copy(VkCommandBuffer cmd, VkBuffer src, uint64_t soff,
 		 VkBuffer dst, uint64_t doff, uint64_t bytes)
 {
@@ -453,9 +486,11 @@ static int upload(struct app *a, const void *src, VkBuffer dst, uint64_t bytes)
 	ret = begin(a->cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
 	if (ret)
 		return ret;
+	own(a, a->cmd, 1);
 	barrier(a->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT);
 	copy(a->cmd, a->s.buf, 0, dst, 0, bytes);
 	barrier(a->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+	own(a, a->cmd, 0);
 	vkEndCommandBuffer(a->cmd);
 	ret = submit(a, a->cmd);
 	return ret ? ret : fence_wait(a);
@@ -473,11 +508,13 @@ static int download(struct app *a, VkBuffer src, void *dst, uint64_t bytes)
 	ret = begin(a->cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
 	if (ret)
 		return ret;
+	own(a, a->cmd, 1);
 	barrier(a->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT);
 	copy(a->cmd, src, 0, a->s.buf, 0, bytes);
 	vkCmdPipelineBarrier(a->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
 			     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0,
 			     NULL);
+	own(a, a->cmd, 0);
 	vkEndCommandBuffer(a->cmd);
 	ret = submit(a, a->cmd);
 	if (!ret)
@@ -532,16 +569,20 @@ static int setup(struct app *a, uint64_t bytes)
 	/* the kernel alone; and with the copies a step through the host needs */
 	if (begin(a->step, 0))
 		return 1;
+	own(a, a->step, 1);
 	record_grad(a, a->step);
+	own(a, a->step, 0);
 	vkEndCommandBuffer(a->step);
 	if (begin(a->hstep, 0))
 		return 1;
+	own(a, a->hstep, 1);
 	barrier(a->hstep, VK_PIPELINE_STAGE_TRANSFER_BIT);
 	copy(a->hstep, a->s.buf, 0, a->p.buf, 0, vec);
 	record_grad(a, a->hstep);
 	barrier(a->hstep, VK_PIPELINE_STAGE_TRANSFER_BIT);
 	copy(a->hstep, a->g.buf, 0, a->s.buf, vec, vec);
 	barrier(a->hstep, VK_PIPELINE_STAGE_HOST_BIT);
+	own(a, a->hstep, 0);
 	vkEndCommandBuffer(a->hstep);
 	return upload(a, a->data, a->d.buf, 2 * vec);
 }

@@ -33,7 +33,9 @@
  * is ours and goes at close, the device stays. No extension of the
  * caller's is assumed (so no push descriptors and no fd import there),
  * and each batch starts and ends with a full barrier (interop.c) in place
- * of a semaphore between the caller's submissions and ours.
+ * of a semaphore between the caller's submissions and ours. Memory
+ * imported from an fd changes hands with the other device at the same
+ * two points.
  *
  * The pipeline cache lives on disk (diskcache "vulkan"), keyed by the
  * device, the driver and the SPIR-V, and is checked against the device
@@ -526,6 +528,7 @@ static void teardown(struct gpo_device *dev)
 			vkDestroyDevice(vd->device, NULL);
 	}
 	free(vd->desc_tab);
+	free(vd->fd_bufs);
 	memset((char *)vd + offsetof(struct vk_dev, opened), 0,
 	       sizeof(*vd) - offsetof(struct vk_dev, opened));
 }

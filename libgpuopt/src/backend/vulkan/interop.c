@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * interop.c - the caller's own Vulkan objects: the barrier that orders an
- * adopted device's batches among the caller's work on the same queue, and
- * the caller's buffers bound to an optimizer (gpo_optim_bind): a VkBuffer
+ * interop.c - the caller's own Vulkan objects: the barriers that order an
+ * adopted device's batches among the caller's work on the same queue and
+ * hand memory shared by fd to and from the other device, and the
+ * caller's buffers bound to an optimizer (gpo_optim_bind): a VkBuffer
  * of an adopted device, used as it is, or memory another VkDevice of the
  * same physical device exported as an opaque fd, imported into a
  * VkDeviceMemory of ours with a VkBuffer over it.
@@ -22,15 +23,15 @@
 		      VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
 /*
- * gpo__vk_adopted_barrier - every write of the queue so far made visible
- * to every command after. A pipeline barrier's first scope holds all the
- * commands submitted to the queue before it and its second all those
- * after, other submissions included: at a batch's start it orders the
- * batch after the caller's earlier submissions (gradients its kernels
- * wrote), at the end the caller's later ones after the batch (parameters
- * the step wrote), with no semaphore.
+ * Every write of the queue so far made visible to every command after. A
+ * pipeline barrier's first scope holds all the commands submitted to the
+ * queue before it and its second all those after, other submissions
+ * included: at a batch's start it orders the batch after the caller's
+ * earlier submissions (gradients its kernels wrote), at the end the
+ * caller's later ones after the batch (parameters the step wrote), with
+ * no semaphore.
  */
-void gpo__vk_adopted_barrier(struct vk_dev *vd)
+static void full_barrier(struct vk_dev *vd)
 {
 	VkMemoryBarrier mb = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -42,6 +43,84 @@ void gpo__vk_adopted_barrier(struct vk_dev *vd)
 	vkCmdPipelineBarrier(vd->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
 			     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
 			     NULL, 0, NULL);
+}
+
+/*
+ * Memory shared with another VkDevice belongs to VK_QUEUE_FAMILY_EXTERNAL
+ * between our batches: each batch acquires it first and releases it last
+ * (a queue family ownership transfer, which Vulkan asks of an exclusive
+ * buffer used by two devices; the other side releases and acquires too)
+ */
+static void transfer_fd_bufs(struct vk_dev *vd, int acquire)
+{
+	enum { CHUNK = 16 };
+	VkBufferMemoryBarrier bb[CHUNK];
+	uint32_t i, k;
+
+	for (i = 0; i < vd->n_fd_bufs; i += k) {
+		for (k = 0; k < CHUNK && i + k < vd->n_fd_bufs; k++) {
+			bb[k] = (VkBufferMemoryBarrier) {
+				.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+				.srcAccessMask = acquire ? 0 :
+						 VK_ACCESS_MEMORY_WRITE_BIT,
+				.dstAccessMask = acquire ?
+					VK_ACCESS_MEMORY_READ_BIT |
+					VK_ACCESS_MEMORY_WRITE_BIT : 0,
+				.srcQueueFamilyIndex = acquire ?
+					VK_QUEUE_FAMILY_EXTERNAL : vd->qfam,
+				.dstQueueFamilyIndex = acquire ? vd->qfam :
+					VK_QUEUE_FAMILY_EXTERNAL,
+				.buffer = vd->fd_bufs[i + k],
+				.size = VK_WHOLE_SIZE,
+			};
+		}
+		vkCmdPipelineBarrier(vd->cmd, acquire ?
+				     VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT :
+				     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+				     acquire ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT :
+				     VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0,
+				     NULL, k, bb, 0, NULL);
+	}
+}
+
+/* gpo__vk_interop_begin - the first commands of every batch */
+void gpo__vk_interop_begin(struct vk_dev *vd)
+{
+	if (vd->adopted)
+		full_barrier(vd);
+	transfer_fd_bufs(vd, 1);
+}
+
+/* gpo__vk_interop_end - the last commands of every batch */
+void gpo__vk_interop_end(struct vk_dev *vd)
+{
+	if (vd->adopted)
+		full_barrier(vd);
+	transfer_fd_bufs(vd, 0);
+}
+
+/* note @buf among those a batch acquires and releases; vd->lock held */
+static int fd_buf_add(struct vk_dev *vd, VkBuffer buf)
+{
+	VkBuffer *b;
+
+	b = realloc(vd->fd_bufs, (vd->n_fd_bufs + 1) * sizeof(*b));
+	if (!b)
+		return gpo__err(-ENOMEM, "out of memory");
+	vd->fd_bufs = b;
+	vd->fd_bufs[vd->n_fd_bufs++] = buf;
+	return 0;
+}
+
+static void fd_buf_remove(struct vk_dev *vd, VkBuffer buf)
+{
+	uint32_t i;
+
+	for (i = 0; i < vd->n_fd_bufs; i++)
+		if (vd->fd_bufs[i] == buf) {
+			vd->fd_bufs[i] = vd->fd_bufs[--vd->n_fd_bufs];
+			return;
+		}
 }
 
 /* the caller's VkBuffer, of the adopted device, as it is */
@@ -197,12 +276,23 @@ static int import_fd(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		}
 		mem->map = map;
 	}
+	/* an open batch acquired the others only: it goes first */
+	pthread_mutex_lock(&vd->lock);
+	ret = gpo__vk_batch_flush(dev);
+	if (!ret)
+		ret = fd_buf_add(vd, mem->buffer);
+	pthread_mutex_unlock(&vd->lock);
+	if (ret)
+		goto out_unmap;
 	mem->size = eb->size;
 	mem->imported = 1;
 	close(eb->fd);
 	*out = mem;
 	return 0;
 
+out_unmap:
+	if (mem->map)
+		vkUnmapMemory(vd->device, mem->memory);
 out_destroy:
 	if (mem->buffer)
 		vkDestroyBuffer(vd->device, mem->buffer, NULL);
@@ -267,6 +357,7 @@ void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem)
 	gpo__vk_batch_flush(dev);
 	gpo__vk_desc_cache_clear(vd);
 	if (mem->memory) {
+		fd_buf_remove(vd, mem->buffer);
 		if (mem->map)
 			vkUnmapMemory(vd->device, mem->memory);
 		vkDestroyBuffer(vd->device, mem->buffer, NULL);

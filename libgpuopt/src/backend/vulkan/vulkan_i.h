@@ -103,6 +103,8 @@ struct vk_dev {
 	VkDevice device;
 	VkQueue queue;
 	int ext_fd;			/* VK_KHR_external_memory_fd enabled */
+	VkBuffer *fd_bufs;		/* over memory imported from fds */
+	uint32_t n_fd_bufs;
 	VkCommandPool cmd_pool;
 	VkCommandBuffer cmd;
 	VkFence fence;
@@ -219,7 +221,8 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call);
 
 /* interop.c */
-void gpo__vk_adopted_barrier(struct vk_dev *vd);
+void gpo__vk_interop_begin(struct vk_dev *vd);
+void gpo__vk_interop_end(struct vk_dev *vd);
 int gpo__vk_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		   struct dev_mem **out);
 void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem);
