@@ -246,24 +246,28 @@ static int make_buf(struct app *a, struct buf *b, uint64_t bytes,
 	if (r != VK_SUCCESS)
 		return vk_fail("vkCreateBuffer", r);
 	vkGetBufferMemoryRequirements(a->dev, b->buf, &req);
-	for (i = 0; i < a->mp.memoryTypeCount && type == UINT32_MAX; i++)
-		if ((req.memoryTypeBits & (1u << i)) &&
-		    (a->mp.memoryTypes[i].propertyFlags & want) == want)
-			type = i;
-	/* no device-local type takes it: any will do, more slowly */
-	for (i = 0; i < a->mp.memoryTypeCount && type == UINT32_MAX &&
-	     !(want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT); i++)
-		if (req.memoryTypeBits & (1u << i))
-			type = i;
-	if (type == UINT32_MAX) {
-		fprintf(stderr, "interop_vulkan: no memory type for a buffer\n");
-		return 1;
-	}
 	mai.allocationSize = req.size;
-	mai.memoryTypeIndex = type;
-	r = vkAllocateMemory(a->dev, &mai, NULL, &b->mem);
-	if (r == VK_SUCCESS)
-		r = vkBindBufferMemory(a->dev, b->buf, b->mem, 0);
+	/*
+	 * the first type with @want that takes it (and exports it); for
+	 * device-local memory any type next, more slowly
+	 */
+	r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	for (i = 0; i < 2 * a->mp.memoryTypeCount && type == UINT32_MAX; i++) {
+		uint32_t t = i % a->mp.memoryTypeCount;
+		VkMemoryPropertyFlags f = a->mp.memoryTypes[t].propertyFlags;
+
+		if (!(req.memoryTypeBits & (1u << t)) ||
+		    (i < a->mp.memoryTypeCount ? (f & want) != want :
+		     !!(want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)))
+			continue;
+		mai.memoryTypeIndex = t;
+		r = vkAllocateMemory(a->dev, &mai, NULL, &b->mem);
+		if (r == VK_SUCCESS)
+			type = t;
+	}
+	if (type == UINT32_MAX)
+		return vk_fail("no memory type takes a buffer", r);
+	r = vkBindBufferMemory(a->dev, b->buf, b->mem, 0);
 	if (r == VK_SUCCESS && (want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
 		r = vkMapMemory(a->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map);
 	if (r != VK_SUCCESS)

@@ -185,17 +185,21 @@ static void tbuf_init(struct tdev *d, struct tbuf *b, uint64_t bytes,
 	ck_assert_int_eq(vkCreateBuffer(d->dev, &bci, NULL, &b->buf),
 			 VK_SUCCESS);
 	vkGetBufferMemoryRequirements(d->dev, b->buf, &req);
-	b->type = UINT32_MAX;
-	for (i = 0; i < d->mp.memoryTypeCount && b->type == UINT32_MAX; i++)
-		if ((req.memoryTypeBits & (1u << i)) &&
-		    (d->mp.memoryTypes[i].propertyFlags & want) == want)
-			b->type = i;
-	ck_assert_uint_ne(b->type, UINT32_MAX);
 	mai.allocationSize = req.size;
-	mai.memoryTypeIndex = b->type;
 	b->size = req.size;
-	ck_assert_int_eq(vkAllocateMemory(d->dev, &mai, NULL, &b->mem),
-			 VK_SUCCESS);
+	/* the first host-visible type that takes it (and exports, if asked) */
+	b->type = UINT32_MAX;
+	for (i = 0; i < d->mp.memoryTypeCount && b->type == UINT32_MAX; i++) {
+		if (!(req.memoryTypeBits & (1u << i)) ||
+		    (d->mp.memoryTypes[i].propertyFlags & want) != want)
+			continue;
+		mai.memoryTypeIndex = i;
+		if (vkAllocateMemory(d->dev, &mai, NULL, &b->mem) == VK_SUCCESS)
+			b->type = i;
+	}
+	ck_assert_msg(b->type != UINT32_MAX,
+		      "no host-visible memory for a storage buffer%s",
+		      export ? " that exports as an fd" : "");
 	ck_assert_int_eq(vkBindBufferMemory(d->dev, b->buf, b->mem, 0),
 			 VK_SUCCESS);
 	ck_assert_int_eq(vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &p),
