@@ -112,9 +112,9 @@ TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 # a left-out backend's own test program (test_vulkan.c needs its headers)
 TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_%.c,\
 	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
-# vkinter: the Vulkan interop test and example need the Vulkan backend
-TEST_SRCS := $(filter-out $(if $(call have,vulkan),,tests/unit/test_interop_vulkan.c),\
-	$(TEST_SRCS))
+# and its interop test (test_interop_opencl.c: CL/cl.h and -lOpenCL)
+TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_interop_%.c,\
+	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # the table-driven op test (tests/ops): every op on every device
 OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))
@@ -124,10 +124,9 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
 EXAMPLES := $(patsubst libgpuopt/examples/%.c,$(BUILD)/bin/%,\
 	$(wildcard libgpuopt/examples/*.c))
-# vkinter: interop_vulkan needs the Vulkan backend and embeds its own
-# kernel, SPIR-V from glslc as a C initializer
-EXAMPLES := $(filter-out $(if $(call have,vulkan),,$(BUILD)/bin/interop_vulkan),\
-	$(EXAMPLES))
+# interop_<api>.c calls that API itself: built with its backend only
+EXAMPLES := $(filter-out $(patsubst %,$(BUILD)/bin/interop_%,\
+	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(EXAMPLES))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 	$(BUILD)/bin/gpuoptctl
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
@@ -217,6 +216,8 @@ $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
+# vkinter: interop_vulkan embeds its own kernel, SPIR-V from glslc as a C
+# initializer
 $(BUILD)/gen/interop_vulkan_grad.spv.h: libgpuopt/examples/interop_vulkan_grad.comp
 	@mkdir -p $(dir $@)
 	$(GLSLC) --target-env=vulkan1.1 -O -mfmt=c -o $@ $<

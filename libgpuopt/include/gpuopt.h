@@ -201,6 +201,19 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 		      struct gpo_device **out);
 
 /*
+ * gpo_device_best_rank - where device @index stands in "best"'s order
+ * @why: receives, in up to @len bytes (NUL included), the reason in words
+ *       ("a discrete GPU: first", ...); NULL with @len 0 for none
+ *
+ * Returns the device's place among the devices "best" may pick, 1 for the
+ * one it tries first (which it takes unless that fails to open), or 0 when
+ * "best" never picks it (disabled, gone or adopted; @why says which);
+ * -EINVAL for a NULL @ctx, -ENODEV for an index out of range.
+ */
+int gpo_device_best_rank(struct gpo_ctx *ctx, int index, char *why,
+			 size_t len);
+
+/*
  * gpo_device_enable - allow (1) or refuse (0) new use of a device
  * Existing optimizers go on. Returns 0, -EINVAL, -ENODEV (no such device,
  * or enabling a gone one).
@@ -333,8 +346,9 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * Returns 0; -EINVAL for a NULL pointer, another slot, a dtype other than
  * the slot's (gpo_optim_set_dtype() first), a buffer too small for
  * offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
- * another context or device, a kind the device's backend cannot take, or
- * a cl_mem already released; -EBUSY once the buffers are allocated or
+ * another context or device, a kind the device's backend cannot take, a
+ * cl_mem already released or not a read-write buffer the host can read
+ * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY once the buffers are allocated or
  * when @slot is already bound; -ENOSYS where the backend cannot import
  * (an fd without VK_KHR_external_memory_fd, or on an adopted device). On
  * failure nothing changes (an fd stays the caller's, open).

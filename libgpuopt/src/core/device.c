@@ -406,6 +406,58 @@ static int device_rank(const struct gpo_device *dev)
 	return rank * 4 + (strcmp(dev->info.backend, "vulkan") ? 1 : 0);
 }
 
+/* can "best" pick @dev at all? */
+static int best_candidate(const struct gpo_device *dev)
+{
+	return dev->info.enabled && !dev->gone && !dev->adopted;
+}
+
+int gpo_device_best_rank(struct gpo_ctx *ctx, int index, char *why,
+			 size_t len)
+{
+	static const char *const kind[] = {
+		[GPO_DEVICE_DISCRETE_GPU] = "a discrete GPU: first",
+		[GPO_DEVICE_INTEGRATED_GPU] = "an integrated GPU: after discrete ones",
+		[GPO_DEVICE_VIRTUAL_GPU] = "a virtual GPU: after discrete ones",
+		[GPO_DEVICE_CPU_IMPL] = "OpenCL or Vulkan on the CPU: after the cpu backend, which runs the same work several times faster",
+		[GPO_DEVICE_CPU] = "libgpuopt's cpu backend: after every GPU, before OpenCL or Vulkan on a CPU",
+		[GPO_DEVICE_OTHER] = "an accelerator of another kind: after discrete GPUs",
+	};
+	const struct gpo_device *dev;
+	int i, place = 1, r;
+
+	if (!ctx || (!why && len))
+		return gpo__err(-EINVAL, "NULL argument");
+	if (index < 0 || index >= ctx->ndevs)
+		return gpo__err(-ENODEV, "no device %d (there are %d)", index,
+			       ctx->ndevs);
+	dev = ctx->devs[index];
+	if (!best_candidate(dev)) {
+		if (len)
+			snprintf(why, len, "never: %s",
+				 dev->gone ? "gone" : dev->adopted ?
+				 "adopted, the caller's own objects" :
+				 "disabled");
+		return 0;
+	}
+	r = device_rank(dev);
+	for (i = 0; i < ctx->ndevs; i++) {
+		const struct gpo_device *o = ctx->devs[i];
+
+		if (best_candidate(o) &&
+		    (device_rank(o) < r || (device_rank(o) == r && i < index)))
+			place++;
+	}
+	if (len)
+		snprintf(why, len, "%s%s",
+			 (unsigned int)dev->info.type < ARRAY_SIZE(kind) &&
+			 kind[dev->info.type] ? kind[dev->info.type] :
+			 "of unknown kind",
+			 strcmp(dev->info.backend, "vulkan") ? "" :
+			 "; Vulkan before OpenCL");
+	return place;
+}
+
 static int select_best(struct gpo_ctx *ctx, const char *backend,
 		       struct gpo_device **out)
 {
@@ -418,7 +470,7 @@ static int select_best(struct gpo_ctx *ctx, const char *backend,
 		for (i = 0; i < ctx->ndevs && i < (int)sizeof(used); i++) {
 			struct gpo_device *dev = ctx->devs[i];
 
-			if (used[i] || !dev->info.enabled || dev->adopted)
+			if (used[i] || !best_candidate(dev))
 				continue;
 			if (backend && strcmp(dev->info.backend, backend))
 				continue;

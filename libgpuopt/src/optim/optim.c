@@ -1015,10 +1015,6 @@ int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
 					buf->size - buf->offset),
 			       (unsigned long long)buf->offset,
 			       (unsigned long long)bytes);
-	if (!dev->ops->import)
-		return gpo__err(-EINVAL, "%s: the %s backend takes no buffers of the caller's",
-			       dev->info.id, dev->info.backend);
-
 	pthread_mutex_lock(&dev->lock);
 	if (opt->allocated) {
 		ret = gpo__err(-EBUSY, "%s: buffers are bound before the first use",
@@ -1027,6 +1023,11 @@ int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
 	}
 	if (opt->ext[which]) {
 		ret = gpo__err(-EBUSY, "%s is already bound", slot);
+		goto out_unlock;
+	}
+	if (!dev->ops->import) {
+		ret = gpo__err(-EINVAL, "%s: the %s backend takes no buffers of the caller's",
+			       dev->info.id, dev->info.backend);
 		goto out_unlock;
 	}
 	ret = dev->ops->import(dev, buf, &mem);
