@@ -31,7 +31,7 @@
  * caller's later ones after the batch (parameters the step wrote), with
  * no semaphore.
  */
-static void full_barrier(struct vk_dev *vd)
+static void full_barrier(VkCommandBuffer cmd)
 {
 	VkMemoryBarrier mb = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -40,7 +40,7 @@ static void full_barrier(struct vk_dev *vd)
 				 VK_ACCESS_MEMORY_WRITE_BIT,
 	};
 
-	vkCmdPipelineBarrier(vd->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
 			     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
 			     NULL, 0, NULL);
 }
@@ -51,7 +51,8 @@ static void full_barrier(struct vk_dev *vd)
  * (a queue family ownership transfer, which Vulkan asks of an exclusive
  * buffer used by two devices; the other side releases and acquires too)
  */
-static void transfer_fd_bufs(struct vk_dev *vd, int acquire)
+static void transfer_fd_bufs(struct vk_dev *vd, VkCommandBuffer cmd,
+			     int acquire)
 {
 	enum { CHUNK = 16 };
 	VkBufferMemoryBarrier bb[CHUNK];
@@ -74,7 +75,7 @@ static void transfer_fd_bufs(struct vk_dev *vd, int acquire)
 				.size = VK_WHOLE_SIZE,
 			};
 		}
-		vkCmdPipelineBarrier(vd->cmd, acquire ?
+		vkCmdPipelineBarrier(cmd, acquire ?
 				     VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT :
 				     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
 				     acquire ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT :
@@ -83,20 +84,24 @@ static void transfer_fd_bufs(struct vk_dev *vd, int acquire)
 	}
 }
 
-/* gpo__vk_interop_begin - the first commands of every batch */
-void gpo__vk_interop_begin(struct vk_dev *vd)
+/*
+ * gpo__vk_interop_begin - the first commands of every command buffer we
+ * submit (@cmd), gpo__vk_interop_end the last: on an adopted device a
+ * full barrier each, where memory is shared by fd its acquisition and
+ * release; nothing otherwise
+ */
+void gpo__vk_interop_begin(struct vk_dev *vd, VkCommandBuffer cmd)
 {
 	if (vd->adopted)
-		full_barrier(vd);
-	transfer_fd_bufs(vd, 1);
+		full_barrier(cmd);
+	transfer_fd_bufs(vd, cmd, 1);
 }
 
-/* gpo__vk_interop_end - the last commands of every batch */
-void gpo__vk_interop_end(struct vk_dev *vd)
+void gpo__vk_interop_end(struct vk_dev *vd, VkCommandBuffer cmd)
 {
 	if (vd->adopted)
-		full_barrier(vd);
-	transfer_fd_bufs(vd, 0);
+		full_barrier(cmd);
+	transfer_fd_bufs(vd, cmd, 0);
 }
 
 /* note @buf among those a batch acquires and releases; vd->lock held */

@@ -221,8 +221,8 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call);
 
 /* interop.c */
-void gpo__vk_interop_begin(struct vk_dev *vd);
-void gpo__vk_interop_end(struct vk_dev *vd);
+void gpo__vk_interop_begin(struct vk_dev *vd, VkCommandBuffer cmd);
+void gpo__vk_interop_end(struct vk_dev *vd, VkCommandBuffer cmd);
 int gpo__vk_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
 		   struct dev_mem **out);
 void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem);
