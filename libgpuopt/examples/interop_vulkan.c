@@ -407,7 +407,8 @@ static void own(struct app *a, VkCommandBuffer cmd, int acquire)
 	for (i = 0; i < 2; i++)
 		bb[i] = (VkBufferMemoryBarrier) {
 			.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
-			.srcAccessMask = acquire ? 0 : VK_ACCESS_MEMORY_WRITE_BIT,
+			.srcAccessMask = acquire ? 0 :
+					 VK_ACCESS_MEMORY_WRITE_BIT,
 			.dstAccessMask = acquire ? VK_ACCESS_MEMORY_READ_BIT |
 					 VK_ACCESS_MEMORY_WRITE_BIT : 0,
 			.srcQueueFamilyIndex = acquire ?
@@ -420,8 +421,8 @@ static void own(struct app *a, VkCommandBuffer cmd, int acquire)
 	vkCmdPipelineBarrier(cmd, acquire ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT :
 			     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
 			     acquire ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT :
-			     VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, NULL, 2,
-			     bb, 0, NULL);
+			     VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, NULL,
+			     2, bb, 0, NULL);
 }
 
 static void copy(VkCommandBuffer cmd, VkBuffer src, uint64_t soff,
@@ -570,7 +571,7 @@ static int setup(struct app *a, uint64_t bytes)
 	    make_pipeline(a))
 		return 1;
 
-	/* the kernel alone; and with the copies a step through the host needs */
+	/* the kernel alone; and with the copies of a step through the host */
 	if (begin(a->step, 0))
 		return 1;
 	own(a, a->step, 1);
@@ -591,7 +592,7 @@ static int setup(struct app *a, uint64_t bytes)
 	return upload(a, a->data, a->d.buf, 2 * vec);
 }
 
-/* ---- gpuopt --------------------------------------------------------------- */
+/* ---- gpuopt -------------------------------------------------------------- */
 
 /* gpuopt's own Vulkan device of the program's GPU (not an adopted one) */
 static int own_device(struct gpo_ctx *ctx, const char *uuid,

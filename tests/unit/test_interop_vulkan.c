@@ -26,7 +26,7 @@
 
 #define MAX_PHYS	8
 #define STEPS		20
-#define OFFSET		256	/* the flat buffer's place in the caller's */
+#define OFFSET		256	/* the flat buffer in the caller's */
 
 /* ---- the test's own Vulkan objects --------------------------------------- */
 
@@ -290,7 +290,8 @@ static void model_init(struct model *m, uint64_t *s)
 	m->total = 0;
 	for (i = 0; i < NT; i++) {
 		/* odd sizes: tails of every kind */
-		m->n[i] = 1 + 2 * (uint64_t)tu_rand(s, 100, i == 2 ? 200 : 3000);
+		m->n[i] = 1 + 2 * (uint64_t)tu_rand(s, 100,
+						     i == 2 ? 200 : 3000);
 		m->total += m->n[i];
 	}
 	m->p0 = malloc(m->total * sizeof(float));

@@ -514,7 +514,7 @@ static void teardown(struct gpo_device *dev)
 	struct vk_dev *vd = dev->priv;
 
 	if (vd->device) {
-		/* the caller's device may be busy with its own work: not ours */
+		/* the caller's device may be busy with work not ours */
 		if (vd->adopted)
 			vkQueueWaitIdle(vd->queue);
 		else

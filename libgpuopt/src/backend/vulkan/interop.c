@@ -55,6 +55,7 @@ static void transfer_fd_bufs(struct vk_dev *vd, VkCommandBuffer cmd,
 			     int acquire)
 {
 	enum { CHUNK = 16 };
+	const VkPipelineStageFlags all = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
 	VkBufferMemoryBarrier bb[CHUNK];
 	uint32_t i, k;
 
@@ -76,9 +77,8 @@ static void transfer_fd_bufs(struct vk_dev *vd, VkCommandBuffer cmd,
 			};
 		}
 		vkCmdPipelineBarrier(cmd, acquire ?
-				     VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT :
-				     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-				     acquire ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT :
+				     VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT : all,
+				     acquire ? all :
 				     VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0,
 				     NULL, k, bb, 0, NULL);
 	}
