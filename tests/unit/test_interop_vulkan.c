@@ -54,8 +54,43 @@ struct tbuf {
 	unsigned char *map;
 };
 
+static void phys_uuid(VkPhysicalDevice phys, char *uuid)
+{
+	VkPhysicalDeviceIDProperties idp = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+	};
+	VkPhysicalDeviceProperties2 p2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &idp,
+	};
+	uint32_t i;
+
+	vkGetPhysicalDeviceProperties2(phys, &p2);
+	for (i = 0; i < VK_UUID_SIZE; i++)
+		snprintf(uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
+}
+
+/* is gpuopt's device of @uuid one GPUOPT_TEST_DEVICES lets tests use? */
+static int uuid_wanted(struct gpo_ctx *ctx, const char *uuid)
+{
+	struct gpo_device_info info;
+	int i;
+
+	for (i = 0; i < gpo_device_count(ctx); i++)
+		if (!gpo_device_info(ctx, i, &info) &&
+		    !strcmp(info.backend, "vulkan") &&
+		    !strcmp(info.uuid, uuid))
+			return tu_wanted(&info);
+	return 0;
+}
+
+/* an instance of the test's own and the physical devices to test */
 static void tvk_init(struct tvk *t)
 {
+	VkPhysicalDevice all[MAX_PHYS];
+	struct gpo_ctx *ctx;
+	char uuid[40];
+	uint32_t n = MAX_PHYS, i;
 	VkApplicationInfo app = {
 		.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
 		.pApplicationName = "test_interop_vulkan",
@@ -67,9 +102,16 @@ static void tvk_init(struct tvk *t)
 	};
 
 	ck_assert_int_eq(vkCreateInstance(&ici, NULL, &t->inst), VK_SUCCESS);
-	t->nphys = MAX_PHYS;
-	ck_assert(vkEnumeratePhysicalDevices(t->inst, &t->nphys, t->phys) >= 0);
-	ck_assert_uint_gt(t->nphys, 0);
+	ck_assert(vkEnumeratePhysicalDevices(t->inst, &n, all) >= 0);
+	ck_assert(!gpo_ctx_new(&ctx, 0));
+	t->nphys = 0;
+	for (i = 0; i < n; i++) {
+		phys_uuid(all[i], uuid);
+		if (uuid_wanted(ctx, uuid))
+			t->phys[t->nphys++] = all[i];
+	}
+	gpo_ctx_free(ctx);
+	ck_assert_msg(t->nphys > 0, "no Vulkan device GPUOPT_TEST_DEVICES wants");
 }
 
 static int has_ext(VkPhysicalDevice phys, const char *name)
@@ -87,13 +129,6 @@ static int has_ext(VkPhysicalDevice phys, const char *name)
 /* a device with one compute queue; @want_fd: VK_KHR_external_memory_fd */
 static void tdev_init(struct tdev *d, VkPhysicalDevice phys, int want_fd)
 {
-	VkPhysicalDeviceIDProperties idp = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
-	};
-	VkPhysicalDeviceProperties2 p2 = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-		.pNext = &idp,
-	};
 	VkQueueFamilyProperties qf[16];
 	uint32_t nq = 16, i;
 	const float prio = 1.0f;
@@ -113,9 +148,7 @@ static void tdev_init(struct tdev *d, VkPhysicalDevice phys, int want_fd)
 	memset(d, 0, sizeof(*d));
 	d->phys = phys;
 	vkGetPhysicalDeviceMemoryProperties(phys, &d->mp);
-	vkGetPhysicalDeviceProperties2(phys, &p2);
-	for (i = 0; i < VK_UUID_SIZE; i++)
-		snprintf(d->uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
+	phys_uuid(phys, d->uuid);
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf);
 	d->qfam = UINT32_MAX;
 	for (i = 0; i < nq && d->qfam == UINT32_MAX; i++)
