@@ -60,6 +60,7 @@ struct dev_graph {
 	struct dev_buf rb;		/* readback source, 0: none */
 	uint64_t rb_bytes;
 	uint64_t gen;			/* vd->free_gen at recording */
+	uint64_t fd_sig;		/* fd_sig() at recording */
 	struct graph_copy copy[GRAPH_COPIES];
 	int next;			/* the copy the next step uses */
 	uint64_t stride;		/* bytes between parameter structs */
@@ -236,6 +237,21 @@ int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call)
 	return 0;
 }
 
+/*
+ * the buffers over memory imported from fds, which each submission
+ * acquires and releases (interop.c): a recording holds those barriers
+ */
+static uint64_t fd_sig(const struct vk_dev *vd)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ vd->n_fd_bufs;
+	uint32_t i;
+
+	for (i = 0; i < vd->n_fd_bufs; i++)
+		h = (h ^ (uint64_t)(uintptr_t)vd->fd_bufs[i]) *
+		    0x100000001b3ull;
+	return h;
+}
+
 /* do the collected launches match the recording, parameters aside? */
 static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
 			 const struct dev_buf *rb, uint64_t rb_bytes)
@@ -243,6 +259,7 @@ static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
 	int i;
 
 	if (g->nrec != g->ncalls || g->gen != vd->free_gen ||
+	    g->fd_sig != fd_sig(vd) ||
 	    g->rb_bytes != rb_bytes ||
 	    (rb_bytes && memcmp(&g->rb, rb, sizeof(*rb))))
 		return 0;
@@ -288,6 +305,8 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 	vd->nacc = 0;
 	vd->bound = VK_NULL_HANDLE;
 	gpo__vk_barrier_all(cmd);
+	/* an adopted device's barrier, imported memory acquired */
+	gpo__vk_interop_begin(vd, cmd);
 	if (g->qpool) {
 		vkCmdResetQueryPool(cmd, g->qpool, 2 * k, 2);
 		vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
@@ -341,6 +360,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 				     VK_PIPELINE_STAGE_TRANSFER_BIT,
 				     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
 				     NULL, 0, NULL);
+		gpo__vk_interop_end(vd, cmd);
 	}
 	r = vkEndCommandBuffer(cmd);
 	if (!ret && r != VK_SUCCESS)
@@ -382,6 +402,7 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 		memcpy(g->rec, g->calls, sizeof(g->calls));
 		g->nrec = g->ncalls;
 		g->gen = vd->free_gen;
+		g->fd_sig = fd_sig(vd);
 		g->rb_bytes = bytes;
 		memset(&g->rb, 0, sizeof(g->rb));
 		if (bytes)

@@ -378,7 +378,8 @@ int gpo__vk_create_buffers(struct gpo_device *dev,
 	if (ret)
 		return ret;
 
-	if (vd->pool_mapped && vd->direct_read)
+	/* the caller's buffers (interop.c) are never mapped: staging */
+	if (vd->pool_mapped && vd->direct_read && !vd->adopted)
 		return 0;
 	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~15ull :
 						  STAGING_BYTES;

@@ -31,6 +31,7 @@ int gpo__vk_batch_begin(struct gpo_device *dev)
 	r = vkBeginCommandBuffer(vd->cmd, &bi);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkBeginCommandBuffer");
+	gpo__vk_interop_begin(vd, vd->cmd);
 	vd->recording = 1;
 	vd->ts_started = 0;
 	vd->bound = VK_NULL_HANDLE;
@@ -226,6 +227,7 @@ static int submit_slot(struct gpo_device *dev, VkCommandBuffer extra,
 		/* device writes must be made visible to the host */
 		barrier(vd, VK_PIPELINE_STAGE_HOST_BIT,
 			VK_ACCESS_HOST_READ_BIT);
+		gpo__vk_interop_end(vd, vd->cmd);
 		r = vkEndCommandBuffer(vd->cmd);
 		bufs[si.commandBufferCount++] = vd->cmd;
 	}
