@@ -407,7 +407,8 @@ static void norm_small_ref(struct tcase *tc)
 		mul *= a->clip_norm / (norm + 1e-6);
 	/* with a non-finite gradient only the skip flag is defined */
 	tc->b[1].want[GPO_SCAL_MUL] = bad ? DONTCARE : mul;
-	tc->b[1].want[GPO_SCAL_SKIP] = bad && (a->flags & GPO_NORM_CHECK_FINITE);
+	tc->b[1].want[GPO_SCAL_SKIP] = bad &&
+				       (a->flags & GPO_NORM_CHECK_FINITE);
 	tc->b[1].want[GPO_SCAL_NORM] = bad ? DONTCARE : norm;
 	tc->b[1].want[GPO_SCAL_TOTAL] = bad ? DONTCARE : total;
 }

@@ -714,7 +714,8 @@ int main(void)
 	tcase_add_test(tc, test_async_checkpoint_sees_queued_steps);
 	tcase_add_test(tc, test_async_threads_queue_whole_steps);
 #ifdef GPO_HAVE_OPENCL
-	tcase_add_test(tc, test_async_adopted_opencl_queue_orders_callers_writes);
+	tcase_add_test(tc,
+		       test_async_adopted_opencl_queue_orders_callers_writes);
 #endif
 	tcase_add_test(tc, test_async_wait_with_nothing_queued_returns_at_once);
 	tcase_add_test(tc, test_async_null_is_einval);

@@ -267,7 +267,8 @@ static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
 		const struct graph_call *a = &g->calls[i], *b = &g->rec[i];
 
 		if (a->op != b->op || a->dtype != b->dtype ||
-		    a->work != b->work || memcmp(a->buf, b->buf, sizeof(a->buf)))
+		    a->work != b->work ||
+		    memcmp(a->buf, b->buf, sizeof(a->buf)))
 			return 0;
 	}
 	return 1;
@@ -345,6 +346,8 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 				&region);
 	}
 	if (!ret) {
+		const VkPipelineStageFlagBits bottom =
+			VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
 		VkMemoryBarrier mb = {
 			.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 			.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
@@ -353,9 +356,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 		};
 
 		if (g->qpool)
-			vkCmdWriteTimestamp(cmd,
-					    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-					    g->qpool, 2 * k + 1);
+			vkCmdWriteTimestamp(cmd, bottom, g->qpool, 2 * k + 1);
 		vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
 				     VK_PIPELINE_STAGE_TRANSFER_BIT,
 				     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
@@ -418,9 +419,12 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	c->slot = -1;
 	if (ret)
 		goto out_unlock;
-	for (i = 0; i < g->ncalls; i++)
-		memcpy(g->args.map + ((uint64_t)k * GRAPH_CALLS + i) * g->stride,
-		       g->calls[i].args, gpo__ops[g->calls[i].op].args_size);
+	for (i = 0; i < g->ncalls; i++) {
+		uint64_t at = ((uint64_t)k * GRAPH_CALLS + i) * g->stride;
+
+		memcpy(g->args.map + at, g->calls[i].args,
+		       gpo__ops[g->calls[i].op].args_size);
+	}
 	/*
 	 * A recording the driver refuses (a pipeline, a command buffer) is
 	 * no reason to fail the step: it and every later one go to the batch

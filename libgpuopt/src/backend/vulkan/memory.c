@@ -192,8 +192,8 @@ int gpo__vk_mem_mapped(struct gpo_device *dev, uint64_t bytes, int local,
 	int t = -1;
 
 	if (local)
-		t = find_type(vd, ~0u, vis | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-			      -1);
+		t = find_type(vd, ~0u,
+			      vis | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, -1);
 	if (t < 0)
 		t = (int)vd->staging_type;
 	return mem_create(dev, bytes, POOL_USAGE, t, 1, out);

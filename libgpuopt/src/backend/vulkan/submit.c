@@ -216,14 +216,15 @@ static int submit_slot(struct gpo_device *dev, VkCommandBuffer extra,
 		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 		.pCommandBuffers = bufs,
 	};
+	const VkPipelineStageFlagBits bottom =
+		VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
 	int s = vd->cur, ret = 0;
 	VkResult r = VK_SUCCESS;
 
 	if (vd->recording) {
 		if (vd->ts_started)
-			vkCmdWriteTimestamp(vd->cmd,
-					    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-					    vd->query_pool, 2 * s + 1);
+			vkCmdWriteTimestamp(vd->cmd, bottom, vd->query_pool,
+					    2 * s + 1);
 		/* device writes must be made visible to the host */
 		barrier(vd, VK_PIPELINE_STAGE_HOST_BIT,
 			VK_ACCESS_HOST_READ_BIT);

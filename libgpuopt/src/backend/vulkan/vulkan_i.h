@@ -162,7 +162,7 @@ struct vk_dev {
 
 	/* recorded steps (graph.c) */
 	struct dev_graph *collect;	/* launches go here, not to the batch */
-	uint64_t free_gen;		/* buffers freed: recordings name them */
+	uint64_t free_gen;		/* buffers freed (recordings name them) */
 
 	/* the open batch */
 	int recording;
