@@ -614,9 +614,9 @@ static int fill(struct save_src *s, char *dst, uint64_t len)
 	return 0;
 }
 
-static size_t io_chunk(uint64_t bytes, size_t align)
+static size_t io_chunk(uint64_t bytes, size_t align, size_t dflt)
 {
-	size_t chunk = gpo__ckpt_tune.chunk ? gpo__ckpt_tune.chunk : CKIO_CHUNK;
+	size_t chunk = gpo__ckpt_tune.chunk ? gpo__ckpt_tune.chunk : dflt;
 
 	if (align < CKPT_ALIGN)
 		align = CKPT_ALIGN;
@@ -636,6 +636,69 @@ static int io_err(int ret, const char *path)
 	if (ret == -ENOMEM)
 		return ret;
 	return sys_err(-ret, "write", path);
+}
+
+/*
+ * Pinned staging: the I/O engine's buffers in memory from gpo_host_alloc(),
+ * so that the device copies by DMA straight into the buffers the file
+ * writes come from (save) and out of those the reads fill (restore), no
+ * copy on the host between. Not for the cpu backend, whose memory is host
+ * memory already. Where it cannot be had, pageable buffers do.
+ */
+struct staging {
+	struct gpo_device *dev;
+	void *mem;
+	char *bufs;			/* aligned for direct I/O */
+};
+
+static int staged_device(const struct gpo_device *dev)
+{
+	return dev && dev->info.type != GPO_DEVICE_CPU;
+}
+
+static void stage_alloc(struct staging *st, struct gpo_device *dev,
+			size_t chunk, int nbuf, size_t mem_align)
+{
+	memset(st, 0, sizeof(*st));
+	if (!staged_device(dev))
+		return;
+	if (mem_align < 4096)
+		mem_align = 4096;
+	if (gpo_host_alloc(dev, chunk * (size_t)nbuf + mem_align, &st->mem)) {
+		gpo__err_clear();
+		return;
+	}
+	st->dev = dev;
+	st->bufs = (char *)round_up((uintptr_t)st->mem, mem_align);
+}
+
+/* After gpo__ckio_exit(): nothing in flight uses it. */
+static void stage_free(struct staging *st)
+{
+	if (st->mem)
+		gpo_host_free(st->dev, st->mem);
+	st->mem = st->bufs = NULL;
+}
+
+/*
+ * Direct I/O pins the pages of its buffer, which memory a GPU driver
+ * mapped may refuse (EFAULT): one block tells. Without it, buffered I/O
+ * from the same pinned buffers. A save's probe writes where the header
+ * goes last.
+ */
+static void check_direct(int fd, char *buf, size_t align, uint64_t off,
+			 int writing)
+{
+	ssize_t n;
+
+	if (!(fcntl(fd, F_GETFL) & O_DIRECT))
+		return;
+	if (writing)
+		memset(buf, 0, align);
+	n = writing ? pwrite(fd, buf, align, (off_t)off) :
+		      pread(fd, buf, align, (off_t)off);
+	if (n < 0 && errno == EFAULT)
+		gpo__ckio_set_direct(fd, 0);
 }
 
 /* Data chunks from the device to the file, several writes in flight. */
@@ -726,17 +789,28 @@ static int write_file(struct save_job *j)
 	size_t chunk;
 	int ret;
 
-	chunk = io_chunk(j->plan.data_len, j->tg.align);
+	struct staging st;
+	int nbuf;
+
+	chunk = io_chunk(j->plan.data_len, j->tg.align,
+			 staged_device(j->opt->dev) ? CKIO_DEV_CHUNK : CKIO_CHUNK);
 	nchunks = (j->plan.data_len + chunk - 1) / chunk;
-	ret = gpo__ckio_init(&io, j->tg.fd, 1, chunk, io_nbuf(nchunks),
-			j->tg.mem_align);
-	if (ret)
+	nbuf = io_nbuf(nchunks);
+	stage_alloc(&st, j->opt->dev, chunk, nbuf, j->tg.mem_align);
+	ret = gpo__ckio_init_mem(&io, j->tg.fd, 1, chunk, nbuf,
+				 j->tg.mem_align, st.bufs);
+	if (ret) {
+		stage_free(&st);
 		return ret;
+	}
+	if (st.bufs && j->tg.direct)
+		check_direct(j->tg.fd, st.bufs, j->tg.align, 0, 1);
 	XXH64_reset(&src.hs, 0);
 	ret = write_data(&io, &src, &j->tg, j->data_start);
 	if (!ret)
 		ret = write_header(&io, j);
 	gpo__ckio_exit(&io);
+	stage_free(&st);
 	if (!ret && ftruncate(j->tg.fd, (off_t)j->file_size))
 		ret = sys_err(errno, "ftruncate", j->tg.path);
 	return ret;
@@ -1064,20 +1138,30 @@ static void setup_direct(int fd, unsigned int flags, struct reader *r,
 static int stream_data(struct ckpt *ck, int fd, unsigned int flags,
 		       struct sink *sk)
 {
+	struct gpo_device *dev = sk->opt ? sk->opt->dev : NULL;
+	struct staging st;
 	struct reader r;
 	size_t mem_align, chunk;
-	int ret;
+	int ret, nbuf;
 
 	XXH64_reset(&sk->hs, 0);
 	setup_direct(fd, flags, &r, &mem_align);
 	r.base = ck->data_start / r.align * r.align;
-	chunk = io_chunk(ck->file_size - r.base, r.align);
+	chunk = io_chunk(ck->file_size - r.base, r.align,
+			 staged_device(dev) ? CKIO_DEV_CHUNK : CKIO_CHUNK);
 	r.nchunks = (ck->file_size - r.base + chunk - 1) / chunk;
-	ret = gpo__ckio_init(&r.io, fd, 0, chunk, io_nbuf(r.nchunks), mem_align);
-	if (ret)
+	nbuf = io_nbuf(r.nchunks);
+	stage_alloc(&st, dev, chunk, nbuf, mem_align);
+	ret = gpo__ckio_init_mem(&r.io, fd, 0, chunk, nbuf, mem_align, st.bufs);
+	if (ret) {
+		stage_free(&st);
 		return ret;
+	}
+	if (st.bufs)
+		check_direct(fd, st.bufs, r.align, r.base, 0);
 	ret = read_loop(&r, ck, sk);
 	gpo__ckio_exit(&r.io);
+	stage_free(&st);
 	gpo__ckio_set_direct(fd, 0);
 	if (!ret && sk->nbad)
 		ret = gpo__err(-EBADE, "%d tensor(s) fail their checksum, first '%.200s'",

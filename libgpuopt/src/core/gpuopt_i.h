@@ -54,14 +54,6 @@ void gpo__host_destroy(struct gpo_device *dev);
  */
 int gpo__host_find(struct gpo_device *dev, const void *p, uint64_t bytes,
 		   struct host_mem *out);
-/*
- * gpo__host_alloc_mem, gpo__host_free_mem - pinned memory for the library's
- * own staging (checkpoints), not in the device's list; on failure a
- * caller falls back to pageable memory. *@out's ptr is page-aligned.
- */
-int gpo__host_alloc_mem(struct gpo_device *dev, uint64_t bytes,
-			struct host_mem *out);
-void gpo__host_free_mem(struct gpo_device *dev, struct host_mem *hm);
 
 struct gpo_device {
 	struct gpo_ctx *ctx;

@@ -29,8 +29,8 @@ static uint64_t phys_bytes(void)
 				       UINT64_MAX;
 }
 
-int gpo__host_alloc_mem(struct gpo_device *dev, uint64_t bytes,
-			struct host_mem *out)
+static int host_alloc_mem(struct gpo_device *dev, uint64_t bytes,
+			  struct host_mem *out)
 {
 	void *p;
 	int ret;
@@ -48,7 +48,7 @@ int gpo__host_alloc_mem(struct gpo_device *dev, uint64_t bytes,
 	return 0;
 }
 
-void gpo__host_free_mem(struct gpo_device *dev, struct host_mem *hm)
+static void host_free_mem(struct gpo_device *dev, struct host_mem *hm)
 {
 	if (!hm->ptr)
 		return;
@@ -113,7 +113,7 @@ int gpo_host_alloc(struct gpo_device *dev, size_t bytes, void **out)
 			       dev->info.id, bytes,
 			       (unsigned long long)phys_bytes());
 	hr = &dev->host;
-	ret = gpo__host_alloc_mem(dev, bytes, &hm);
+	ret = host_alloc_mem(dev, bytes, &hm);
 	if (ret)
 		return ret;
 
@@ -124,7 +124,7 @@ int gpo_host_alloc(struct gpo_device *dev, size_t bytes, void **out)
 		v = realloc(hr->v, (size_t)cap * sizeof(*v));
 		if (!v) {
 			pthread_mutex_unlock(&hr->lock);
-			gpo__host_free_mem(dev, &hm);
+			host_free_mem(dev, &hm);
 			return gpo__err(-ENOMEM, "out of memory");
 		}
 		hr->v = v;
@@ -165,7 +165,7 @@ int gpo_host_free(struct gpo_device *dev, void *p)
 	memmove(&hr->v[i], &hr->v[i + 1], (size_t)(hr->n - i - 1) * sizeof(hm));
 	hr->n--;
 	pthread_mutex_unlock(&hr->lock);
-	gpo__host_free_mem(dev, &hm);
+	host_free_mem(dev, &hm);
 	return 0;
 }
 
@@ -175,7 +175,7 @@ void gpo__host_destroy(struct gpo_device *dev)
 	int i;
 
 	for (i = 0; i < hr->n; i++)
-		gpo__host_free_mem(dev, &hr->v[i]);
+		host_free_mem(dev, &hr->v[i]);
 	free(hr->v);
 	hr->v = NULL;
 	hr->n = hr->cap = 0;
