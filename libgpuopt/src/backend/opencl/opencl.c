@@ -15,6 +15,11 @@
  * launches create nothing: no sub-buffers, no per-step objects. A buffer a
  * kernel does not use (a zeroed dev_buf) is bound to a small dummy buffer.
  *
+ * Transfers: pinned memory (gpo_host_alloc(): a CL_MEM_ALLOC_HOST_PTR
+ * buffer, mapped) is read and written in one blocking copy, which the
+ * driver does by DMA; larger transfers from other memory go through a
+ * pinned staging buffer in slots, several copies in flight.
+ *
  * Launches only enqueue. wait() finishes the queue and reports the device
  * time from the start of the first launch after the previous wait to the
  * end of the last, from the only two events kept.

@@ -2,7 +2,13 @@
 /*
  * memory.c - the Vulkan backend's memory: the memory types of pool blocks
  * and staging, blocks, the dummy buffer bound for absent buffers, host
- * transfers, the heap budget
+ * transfers, pinned host memory, the heap budget
+ *
+ * Transfers (transfer()): memory gpo_host_alloc() gave is one buffer
+ * copy, by DMA. Other host memory goes through the staging buffer: up to
+ * a quarter of it in the batch, more in VK_XFER_SLOTS slots with their
+ * own command buffers and fences, so that the host's memcpy of one chunk
+ * overlaps the device's copies of the others.
  */
 #include <stdlib.h>
 #include <string.h>
