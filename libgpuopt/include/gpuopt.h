@@ -245,7 +245,8 @@ int gpo_pool_trim(struct gpo_device *dev);
  * gpo_host_alloc - host memory the device copies by DMA
  * @dev:   an opened device
  * @bytes: > 0
- * @out:   gets the memory, page-aligned, its contents undefined
+ * @out:   gets the memory, aligned to 64 bytes at least, its contents
+ *         undefined
  *
  * Page-locked memory mapped for @dev (Vulkan: a host-visible, host-cached
  * allocation; OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer, mapped; the cpu

@@ -205,6 +205,27 @@ START_TEST(test_xfer_round_trips_through_small_slots)
 END_TEST
 
 /*
+ * Staging copies split over threads (a machine with many cores does it
+ * by itself): chunks of 16 MiB in default staging, in 3 parts.
+ */
+START_TEST(test_xfer_round_trips_with_copy_threads)
+{
+	static const uint64_t n[] = { 9, 5242883, 7 };
+
+	if (tu_quick())
+		return;
+	setenv("GPUOPT_COPY_THREADS", "3", 1);
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+	unsetenv("GPUOPT_OPENCL_DEBUG");
+	check_all_pairings(n, 3, "copy threads");
+	setenv("GPUOPT_VULKAN_DEBUG", "nomap", 1);
+	check_all_pairings(n, 3, "copy threads, vulkan staging");
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+	unsetenv("GPUOPT_COPY_THREADS");
+}
+END_TEST
+
+/*
  * The paths a device takes by itself: mapped memory on lavapipe, and
  * above 16 MiB the slots of the default staging (OpenCL).
  */
@@ -538,6 +559,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_xfer_round_trips_through_small_slots);
 	tcase_add_test(tc, test_xfer_round_trips_default_paths);
+	tcase_add_test(tc, test_xfer_round_trips_with_copy_threads);
 	tcase_add_test(tc, test_xfer_host_alloc_bad_input);
 	tcase_add_test(tc, test_xfer_partly_pinned_range_is_not_pinned);
 	tcase_add_test(tc, test_xfer_free_pinned_with_work_queued);

@@ -54,6 +54,12 @@ void gpo__host_destroy(struct gpo_device *dev);
  */
 int gpo__host_find(struct gpo_device *dev, const void *p, uint64_t bytes,
 		   struct host_mem *out);
+/*
+ * gpo__host_copy - memcpy() for staging chunks: split over a few threads
+ * on a machine with cores to spare (one thread's copy is a third of what
+ * the bus moves); GPUOPT_COPY_THREADS=N sets the count (1: plain memcpy)
+ */
+void gpo__host_copy(void *dst, const void *src, uint64_t bytes);
 
 struct gpo_device {
 	struct gpo_ctx *ctx;

@@ -14,6 +14,9 @@
 #include "core/gpuopt_i.h"
 
 #define HOST_ALIGN	4096
+#define COPY_THREADS	4
+/* below this a thread costs more than it saves */
+#define COPY_SPLIT	(4ull << 20)
 
 void gpo__host_init(struct host_ranges *hr)
 {
@@ -167,6 +170,75 @@ int gpo_host_free(struct gpo_device *dev, void *p)
 	pthread_mutex_unlock(&hr->lock);
 	host_free_mem(dev, &hm);
 	return 0;
+}
+
+/* ---- copies to and from staging ------------------------------------------ */
+
+struct copy_part {
+	unsigned char *dst;
+	const unsigned char *src;
+	uint64_t bytes;
+};
+
+static void *copy_part(void *arg)
+{
+	struct copy_part *p = arg;
+
+	memcpy(p->dst, p->src, p->bytes);
+	return NULL;
+}
+
+/* GPUOPT_COPY_THREADS, else COPY_THREADS where there are 4 cores a thread */
+static int copy_threads(void)
+{
+	static int by_cpus;
+	const char *env = getenv("GPUOPT_COPY_THREADS");
+	long cpus;
+	int n;
+
+	if (env && atoi(env) > 0)
+		return atoi(env) < 16 ? atoi(env) : 16;
+	n = __atomic_load_n(&by_cpus, __ATOMIC_RELAXED);
+	if (!n) {
+		/* sysconf() reads /sys: once */
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cpus >= 4 * COPY_THREADS ? COPY_THREADS :
+		    cpus >= 8 ? 2 : 1;
+		__atomic_store_n(&by_cpus, n, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+void gpo__host_copy(void *dst, const void *src, uint64_t bytes)
+{
+	struct copy_part part[16];
+	pthread_t th[16];
+	int n = copy_threads(), i, started;
+	uint64_t each, pos = 0;
+
+	if (n < 2 || bytes < COPY_SPLIT) {
+		memcpy(dst, src, bytes);
+		return;
+	}
+	/* parts of whole cache lines; the caller's thread takes the last */
+	each = (bytes / n + 63) & ~63ull;
+	for (i = 0; i < n; i++) {
+		uint64_t len = bytes - pos < each ? bytes - pos : each;
+
+		part[i] = (struct copy_part){ (unsigned char *)dst + pos,
+					      (const unsigned char *)src + pos,
+					      len };
+		pos += len;
+	}
+	for (started = 0; started < n - 1; started++)
+		if (pthread_create(&th[started], NULL, copy_part,
+				   &part[started]))
+			break;
+	/* what no thread took (none could start: all of it) */
+	for (i = started; i < n; i++)
+		copy_part(&part[i]);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
 }
 
 void gpo__host_destroy(struct gpo_device *dev)

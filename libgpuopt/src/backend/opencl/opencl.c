@@ -1271,7 +1271,7 @@ static int transfer_slots(struct gpo_device *dev, cl_mem mem, uint64_t off,
 			err = slot_wait(od, i);
 			if (err)
 				break;
-			memcpy(map, host + pos, len);
+			gpo__host_copy(map, host + pos, len);
 			err = slot_enqueue(od, mem, off + pos, i, len, 1);
 			continue;
 		}
@@ -1283,7 +1283,7 @@ static int transfer_slots(struct gpo_device *dev, cl_mem mem, uint64_t off,
 		if (!err)
 			err = slot_wait(od, i);
 		if (!err)
-			memcpy(host + pos, map, len);
+			gpo__host_copy(host + pos, map, len);
 	}
 	for (i = 0; i < XFER_SLOTS; i++) {
 		e = slot_wait(od, i);

@@ -322,7 +322,7 @@ static int transfer_slots(struct gpo_device *dev, const struct dev_buf *b,
 			ret = slot_wait(dev, s);
 			if (ret)
 				break;
-			memcpy(map, host + pos, len);
+			gpo__host_copy(map, host + pos, len);
 			ret = slot_copy(dev, s, stg, (uint64_t)(map - vd->staging.map),
 					pool, dpos + pos, len);
 			continue;
@@ -336,7 +336,7 @@ static int transfer_slots(struct gpo_device *dev, const struct dev_buf *b,
 		if (!ret)
 			ret = slot_wait(dev, s);
 		if (!ret)
-			memcpy(host + pos, map, len);
+			gpo__host_copy(host + pos, map, len);
 	}
 	r = slots_drain(dev);
 	return ret ? ret : r;
@@ -401,7 +401,8 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		ret = gpo__vk_batch_flush(dev);
 		map = b->mem->map + b->off + off;
 		if (!ret)
-			memcpy(write ? map : host, write ? host : map, bytes);
+			gpo__host_copy(write ? map : host, write ? host : map,
+				       bytes);
 		goto out_unlock;
 	}
 	if (pinned) {
