@@ -19,6 +19,9 @@
  * its copy at PCIe speed */
 #define STAGING_BYTES		(64ull << 20)
 
+/* pinned writes up to this size (or a slot) are queued through staging */
+#define PINNED_QUEUED		(1ull << 20)
+
 #define POOL_USAGE (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | \
 		    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | \
 		    VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -370,10 +373,11 @@ static int transfer_pinned(struct gpo_device *dev, const struct dev_buf *b,
  * launched so far are done (they may read what a write replaces); a read
  * only where that memory is host-cached; not from or to pinned memory on
  * a discrete GPU, where a DMA copy outruns the CPU's over the bus. Pinned
- * memory is otherwise one DMA copy. Otherwise through staging: more than
- * a slot goes through the slots, several chunks in flight; less goes in
- * the batch, a write's copy queued, a read's in the same submission as
- * the kernels before it, so a small read (scal) costs one fence wait.
+ * memory is otherwise one DMA copy, but for small writes. Otherwise
+ * through staging: more than a slot goes through the slots, several
+ * chunks in flight; less goes in the batch, a write's copy queued, a
+ * read's in the same submission as the kernels before it, so a small read
+ * (scal) costs one fence wait.
  */
 static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		    uint64_t off, unsigned char *host, uint64_t bytes,
@@ -395,6 +399,13 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 	}
 	/* under vd->lock: host_free() waits for it before freeing */
 	pinned = gpo__host_find(dev, host, bytes, &hm);
+	/*
+	 * A small write stays queued in the batch, as from any memory: its
+	 * memcpy costs less than the submission and wait a DMA copy needs
+	 * before the source may be reused (a step's gradients)
+	 */
+	if (pinned && write && bytes <= min_u64(PINNED_QUEUED, vd->slot_size))
+		pinned = 0;
 	if (b->mem->map && (write || vd->direct_read) &&
 	    !(pinned && vd->props.deviceType ==
 			VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU)) {
