@@ -475,6 +475,75 @@ START_TEST(test_xfer_threads_on_one_device)
 }
 END_TEST
 
+/*
+ * The tensor engine's transfers (gpo_tensor_write/read): i32 input
+ * tensors of odd lengths, from and to pinned and pageable memory at odd
+ * offsets, through small slots and the default paths.
+ */
+static void check_tensor_bytes(const char *tag)
+{
+	static const uint64_t sizes[] = { 1, 4095, 4097, 25001 };
+	const uint64_t most = 25001 * 4;
+	struct gpo_device *devs[MAX_DEV];
+	struct gpo_ctx *ctx;
+	uint64_t s = tu_rng(tag);
+	int ndev = open_all(&ctx, devs), d, k, i;
+
+	for (d = 0; d < ndev; d++) {
+		struct gpo_graph *g;
+		struct gpo_tensor *t[4];
+		unsigned char *pin, *page;
+		char name[16];
+
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+		for (k = 0; k < 4; k++) {
+			snprintf(name, sizeof(name), "b%d", k);
+			t[k] = gpo_tensor_input(g, name, GPO_I32, 1, &sizes[k]);
+			ck_assert_msg(t[k] != NULL, "%s", gpo_errmsg());
+		}
+		ck_assert_int_eq(gpo_host_alloc(devs[d], 2 * most + 64,
+						(void **)&pin), 0);
+		page = malloc(2 * most + 64);
+		ck_assert_ptr_nonnull(page);
+		for (k = 0; k < 4; k++)
+			for (i = 0; i < 4; i++) {
+				/* i: pinned or pageable source and target */
+				unsigned char *src = (i & 1 ? page : pin) + 1;
+				unsigned char *dst = (i & 2 ? page : pin) +
+						     most + 7 + i;
+				uint64_t bytes = sizes[k] * 4;
+
+				fill_bits(src, bytes, &s);
+				memset(dst, 0, bytes);
+				ck_assert_msg(!gpo_tensor_write(t[k], src,
+								bytes),
+					      "%s", gpo_errmsg());
+				ck_assert_msg(!gpo_tensor_read(t[k], dst,
+							       bytes),
+					      "%s", gpo_errmsg());
+				ck_assert_msg(!memcmp(src, dst, bytes),
+					      "%s %s: %llu elements, case %d differ",
+					      tu_device_id(devs[d]), tag,
+					      (unsigned long long)sizes[k], i);
+			}
+		gpo_graph_free(g);
+		ck_assert_int_eq(gpo_host_free(devs[d], pin), 0);
+		free(page);
+	}
+	gpo_ctx_free(ctx);
+}
+
+START_TEST(test_xfer_tensor_odd_lengths)
+{
+	setenv("GPUOPT_VULKAN_DEBUG", "nomap," SMALL_STAGING, 1);
+	setenv("GPUOPT_OPENCL_DEBUG", SMALL_STAGING, 1);
+	check_tensor_bytes("tensor small slots");
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+	unsetenv("GPUOPT_OPENCL_DEBUG");
+	check_tensor_bytes("tensor default");
+}
+END_TEST
+
 /* ---- checkpoints through pinned staging ---------------------------------- */
 
 /*
@@ -565,6 +634,7 @@ int main(void)
 	tcase_add_test(tc, test_xfer_free_pinned_with_work_queued);
 	tcase_add_test(tc, test_xfer_threads_on_one_device);
 	tcase_add_test(tc, test_xfer_checkpoint_through_staging_round_trips);
+	tcase_add_test(tc, test_xfer_tensor_odd_lengths);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
