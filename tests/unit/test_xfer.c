@@ -5,12 +5,13 @@
  * odd host offsets, through small staging slots (many chunks, ranges
  * across chunk boundaries) and the default paths; bytes equal after each
  * round trip. Pinned memory's bad input, a pointer only partly inside a
- * pinned range, freeing pinned memory with copies queued, and several
- * threads transferring on one device.
+ * pinned range, freeing pinned memory with copies queued, several
+ * threads transferring on one device, staging copies split over threads,
+ * the tensor engine's transfers, and checkpoints through pinned staging.
  *
  * Transfers go through an SGD optimizer's parameter buffer: tensors of
  * odd element counts packed back to back put device offsets anywhere.
- * Data are random bits (never zeros); a readback lands in poisoned
+ * Data are random bytes with no zero among them, read back into zeroed
  * memory, so a byte that was not written fails the comparison.
  */
 #include <errno.h>
