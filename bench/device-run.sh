@@ -54,6 +54,10 @@ case ${DEVICE_RUN:-all} in
 xfer)
 	BENCH_PYTHON=python3 BENCH_FLAGS=-x sh bench/xfer.sh "$build" 2>&1 |
 		tee "$out/xfer.txt"
+	# Vulkan with its pool unmapped: staging where ReBAR would be used
+	[ -n "$nv_vk" ] && GPUOPT_VULKAN_DEBUG=nomap \
+		"$build/bin/bench_xfer" -d "$nv_vk" -r 3 2>&1 |
+		tee "$out/xfer-vk-nomap.txt"
 	BENCH_DEVICES=${nv_vk}${nv_cl:+,$nv_cl} \
 		BENCH_CKPT_SIZES=${BENCH_CKPT_SIZES:-4G} \
 		BENCH_CKPT_REPS=${BENCH_CKPT_REPS:-2} \
