@@ -112,6 +112,9 @@ TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 # a left-out backend's own test program (test_vulkan.c needs its headers)
 TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_%.c,\
 	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
+# and its interop test (test_interop_opencl.c: CL/cl.h and -lOpenCL)
+TEST_SRCS := $(filter-out $(patsubst %,tests/unit/test_interop_%.c,\
+	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(TEST_SRCS))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # the table-driven op test (tests/ops): every op on every device
 OPS_SRCS := $(sort $(wildcard tests/ops/test_*.c))
@@ -121,6 +124,9 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/%.o)
 
 EXAMPLES := $(patsubst libgpuopt/examples/%.c,$(BUILD)/bin/%,\
 	$(wildcard libgpuopt/examples/*.c))
+# interop_<api>.c calls that API itself: built with its backend only
+EXAMPLES := $(filter-out $(patsubst %,$(BUILD)/bin/interop_%,\
+	$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL))),$(EXAMPLES))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 	$(BUILD)/bin/gpuoptctl
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))

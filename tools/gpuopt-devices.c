@@ -46,9 +46,12 @@ static void set(json_t *obj, const char *key, json_t *val, int *err)
 		*err = 1;
 }
 
-static json_t *device_json(const struct gpo_device_info *d, int *err)
+static json_t *device_json(struct gpo_ctx *ctx,
+			   const struct gpo_device_info *d, int *err)
 {
 	json_t *o = json_object();
+	char why[160];
+	int rank = gpo_device_best_rank(ctx, d->index, why, sizeof(why));
 
 	if (!o) {
 		*err = 1;
@@ -69,6 +72,8 @@ static json_t *device_json(const struct gpo_device_info *d, int *err)
 	set(o, "uuid", d->uuid[0] ? gpo__json_str(d->uuid) : json_null(), err);
 	set(o, "enabled", json_boolean(d->enabled), err);
 	set(o, "present", json_boolean(d->present), err);
+	set(o, "best_rank", rank > 0 ? json_integer(rank) : json_null(), err);
+	set(o, "best_why", gpo__json_str(rank >= 0 ? why : ""), err);
 	return o;
 }
 
@@ -110,7 +115,7 @@ static int print_json(struct gpo_ctx *ctx, int n)
 	set(root, "devices", devs, &err);
 	for (i = 0; i < n; i++)
 		if (!gpo_device_info(ctx, i, &info) &&
-		    json_array_append_new(devs, device_json(&info, &err)))
+		    json_array_append_new(devs, device_json(ctx, &info, &err)))
 			err = 1;
 	set(root, "skipped", skipped_json(gpo_ctx_probe_log(ctx), &err), &err);
 	if (err)
@@ -130,19 +135,31 @@ out_root:
 static void print_table(struct gpo_ctx *ctx, int n, int verbose)
 {
 	struct gpo_device_info info;
-	int i;
+	char why[160], place[8];
+	int i, rank;
 
-	printf("%-3s %-10s %-10s %-6s %12s %-s\n", "idx", "id", "type", "CUs",
-	       "memory_MiB", "name / vendor / driver / uuid");
+	printf("%-3s %-10s %-10s %-6s %12s %-4s %-s\n", "idx", "id", "type",
+	       "CUs", "memory_MiB", "best", "name / vendor / driver / uuid");
 	for (i = 0; i < n; i++) {
 		if (gpo_device_info(ctx, i, &info))
 			continue;
-		printf("%-3d %-10s %-10s %-6u %12llu %s / %s / %s / %s\n",
+		rank = gpo_device_best_rank(ctx, i, NULL, 0);
+		snprintf(place, sizeof(place), rank > 0 ? "%d" : "-", rank);
+		printf("%-3d %-10s %-10s %-6u %12llu %-4s %s / %s / %s / %s\n",
 		       info.index, info.id, gpo_device_type_name(info.type),
 		       info.compute_units,
 		       (unsigned long long)(info.mem_total_bytes >> 20),
-		       info.name, info.vendor, info.driver,
+		       place, info.name, info.vendor, info.driver,
 		       info.uuid[0] ? info.uuid : "-");
+	}
+	/* why "best" (gpo_device_select) tries them in this order */
+	printf("\nbest:\n");
+	for (i = 0; i < n; i++) {
+		if (gpo_device_info(ctx, i, &info))
+			continue;
+		rank = gpo_device_best_rank(ctx, i, why, sizeof(why));
+		snprintf(place, sizeof(place), rank > 0 ? "%d" : "-", rank);
+		printf("  %-4s %-10s %s\n", place, info.id, why);
 	}
 	if (verbose && *gpo_ctx_probe_log(ctx))
 		printf("\nskipped:\n%s", gpo_ctx_probe_log(ctx));

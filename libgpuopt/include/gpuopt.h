@@ -201,6 +201,19 @@ int gpo_device_select(struct gpo_ctx *ctx, const char *spec,
 		      struct gpo_device **out);
 
 /*
+ * gpo_device_best_rank - where device @index stands in "best"'s order
+ * @why: receives, in up to @len bytes (NUL included), the reason in words
+ *       ("a discrete GPU: first", ...); NULL with @len 0 for none
+ *
+ * Returns the device's place among the devices "best" may pick, 1 for the
+ * one it tries first (which it takes unless that fails to open), or 0 when
+ * "best" never picks it (disabled, gone or adopted; @why says which);
+ * -EINVAL for a NULL @ctx, -ENODEV for an index out of range.
+ */
+int gpo_device_best_rank(struct gpo_ctx *ctx, int index, char *why,
+			 size_t len);
+
+/*
  * gpo_device_enable - allow (1) or refuse (0) new use of a device
  * Existing optimizers go on. Returns 0, -EINVAL, -ENODEV (no such device,
  * or enabling a gone one).
@@ -209,6 +222,124 @@ int gpo_device_enable(struct gpo_ctx *ctx, int index, int enabled);
 
 /* gpo_device_index - the index of an opened device */
 int gpo_device_index(const struct gpo_device *dev);
+
+/* ---- the caller's own devices and buffers (interop) ----------------------
+ *
+ * A program that runs its own OpenCL or Vulkan kernels hands gpuopt its
+ * device objects; gpuopt then runs on them (an adopted device) and steps
+ * the program's own buffers, bound as an optimizer's parameters or
+ * gradients, with no copy through the host. Handles are passed as void *
+ * (cl_context, VkDevice, ...), so this header needs neither API's headers.
+ */
+
+/*
+ * The caller's OpenCL objects. gpuopt retains them (clRetain*) for as long
+ * as the adopted device lives and enqueues all its work on @queue, which
+ * must be an in-order queue of @context on @device: work the caller
+ * enqueued before a gpuopt call is done before gpuopt's, and gpuopt's
+ * before what the caller enqueues after it returns.
+ */
+struct gpo_opencl_handles {
+	void *context;		/* cl_context */
+	void *device;		/* cl_device_id */
+	void *queue;		/* cl_command_queue, in order */
+};
+
+/*
+ * The caller's Vulkan objects, from the same loader gpuopt links
+ * (libvulkan.so.1). @device must have been created with a queue of
+ * @queue_family (compute capable) and API version 1.1 or later. gpuopt
+ * submits its work to @queue, behind a barrier that waits for everything
+ * submitted to it before; the caller must not use @queue from another
+ * thread during a gpuopt call (Vulkan's external synchronisation). gpuopt
+ * destroys none of them: the caller destroys them after gpo_ctx_free().
+ */
+struct gpo_vulkan_handles {
+	void *instance;		/* VkInstance */
+	void *physical_device;	/* VkPhysicalDevice */
+	void *device;		/* VkDevice */
+	void *queue;		/* VkQueue */
+	uint32_t queue_family;
+};
+
+/*
+ * gpo_device_adopt_opencl / gpo_device_adopt_vulkan - add a device that
+ * runs on the caller's objects
+ * @ctx: the context it joins (as "opencl:N" or "vulkan:N", N the next free
+ *       index of its backend, with "adopted" in gpo_device_info()'s driver
+ *       field); "best" never picks it
+ * @out: receives the device, opened
+ *
+ * Must not run concurrently with other calls on @ctx (as
+ * gpo_ctx_rescan()). Returns 0; -EINVAL for a NULL or invalid handle, a
+ * queue of another context or family, or a device too old; -ENOSYS when libgpuopt was built
+ * without that API; the driver's error otherwise. On failure nothing is
+ * added and nothing of the caller's is changed.
+ */
+int gpo_device_adopt_opencl(struct gpo_ctx *ctx,
+			    const struct gpo_opencl_handles *h,
+			    struct gpo_device **out);
+int gpo_device_adopt_vulkan(struct gpo_ctx *ctx,
+			    const struct gpo_vulkan_handles *h,
+			    struct gpo_device **out);
+
+enum gpo_extbuf_kind {
+	GPO_EXTBUF_CL_MEM = 1,	/* a cl_mem of the adopted device's context */
+	GPO_EXTBUF_VK_BUFFER,	/* a VkBuffer of the adopted VkDevice */
+	GPO_EXTBUF_VK_FD,	/* an opaque fd of memory exported by another
+				 * VkDevice (VK_KHR_external_memory_fd) */
+};
+
+/*
+ * A buffer of the caller's. The optimizer's flat buffer lies at @offset
+ * in it; the buffer must hold gpo_optim_buffer_bytes() bytes from there.
+ * A VkBuffer needs STORAGE_BUFFER usage (and TRANSFER_SRC/DST for reads
+ * and writes through gpuopt); @offset a multiple of 256 bytes.
+ */
+struct gpo_extbuf {
+	enum gpo_extbuf_kind kind;
+	void *handle;		/* cl_mem or VkBuffer; unused for an fd */
+	int fd;			/* GPO_EXTBUF_VK_FD: gpuopt owns it on success */
+	uint64_t size;		/* bytes of the buffer (or the fd's memory) */
+	uint64_t offset;	/* bytes from its start to the flat buffer */
+	enum gpo_dtype dtype;	/* of its elements: the slot's dtype */
+};
+
+/*
+ * gpo_optim_buffer_bytes - the bytes of buffer @slot ("param", "grad" or a
+ * state slot) at its dtype, padding included; 0 for a NULL @opt or an
+ * unknown slot. Fixed once the tensors are added.
+ */
+uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
+
+/*
+ * gpo_optim_bind - use the caller's buffer as an optimizer's "param" or
+ * "grad" buffer
+ * @slot: "param" or "grad"
+ * @buf:  the caller's buffer, of the optimizer's device (adopted from the
+ *        same context, or the same VkDevice)
+ *
+ * Only after every tensor is added and before the buffers are allocated
+ * (the first read, write, step, save or restore). Tensor i lies at
+ * gpo_optim_tensor_info()'s offset in elements of the buffer's dtype;
+ * gpuopt zeroes the padding between groups once, at allocation, and never
+ * writes the rest except as steps do (parameters) or as gpo_optim_write()
+ * asks. From then on the step reads and writes the caller's memory in
+ * place, ordered by the caller's queue. A cl_mem is retained while bound;
+ * a VkBuffer must outlive the optimizer; an fd's memory is imported and
+ * lives as long as the optimizer.
+ *
+ * Returns 0; -EINVAL for a NULL pointer, another slot, a dtype other than
+ * the slot's (gpo_optim_set_dtype() first), a buffer too small for
+ * offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
+ * another context or device, a kind the device's backend cannot take, a
+ * cl_mem already released or not a read-write buffer the host can read
+ * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY once the buffers are allocated or
+ * when @slot is already bound; -ENOSYS where the backend cannot import
+ * (an fd without VK_KHR_external_memory_fd). On failure nothing changes.
+ */
+int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
+		   const struct gpo_extbuf *buf);
 
 /* ---- memory pools (one per device) --------------------------------------- */
 

@@ -12,13 +12,19 @@ tool=$BUILD/bin/gpuopt-devices
 [ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
 python3 -m json.tool "$T/out.json" >/dev/null || fail "not JSON: $(cat "$T/out.json")"
 "$tool" >"$T/table" || fail "the table: exit $?"
-# the table's rows as the JSON would print them: idx id type CUs MiB
-tail -n +2 "$T/table" | awk '{ print $1, $2, $3, $4, $5 }' >"$T/rows"
+# the table's rows (up to the blank line before "best:") as the JSON
+# would print them: idx id type CUs MiB best
+awk 'NR > 1 && !NF { exit } NR > 1 { print $1, $2, $3, $4, $5, $6 }' \
+	"$T/table" >"$T/rows"
+# "best:" lists every device again, in index order, with its reason
+awk '/^best:$/ { on = 1; next } on && NF { print $1, $2 }' "$T/table" \
+	>"$T/best"
 
-python3 - "$T/out.json" "$T/rows" <<'PY' || fail "schema"
+python3 - "$T/out.json" "$T/rows" "$T/best" <<'PY' || fail "schema"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 rows = [l.split() for l in open(sys.argv[2])]
+best = [l.split() for l in open(sys.argv[3])]
 assert sorted(doc) == ["devices", "skipped"], sorted(doc)
 assert isinstance(doc["skipped"], list)
 assert all(isinstance(s, str) for s in doc["skipped"])
@@ -26,7 +32,7 @@ devs = doc["devices"]
 assert len(devs) == len(rows) >= 1, (len(devs), len(rows))
 keys = ["index", "id", "backend", "type", "compute_units",
         "mem_total_bytes", "mem_used_bytes", "name", "vendor", "driver",
-        "uuid", "enabled", "present"]
+        "uuid", "enabled", "present", "best_rank", "best_why"]
 for d, r in zip(devs, rows):
     assert list(d) == keys, list(d)
     for k in ("index", "compute_units", "mem_total_bytes", "mem_used_bytes"):
@@ -37,10 +43,24 @@ for d, r in zip(devs, rows):
                                  int(d["uuid"], 16) >= 0), d["uuid"]
     assert type(d["enabled"]) is bool and type(d["present"]) is bool
     assert d["id"].split(":")[0] == d["backend"], d
+    assert d["best_rank"] is None or type(d["best_rank"]) is int, d
+    assert isinstance(d["best_why"], str) and d["best_why"], d
+    place = "-" if d["best_rank"] is None else str(d["best_rank"])
     got = [str(d["index"]), d["id"], d["type"], str(d["compute_units"]),
-           str(d["mem_total_bytes"] >> 20)]
+           str(d["mem_total_bytes"] >> 20), place]
     assert got == r, (got, r)
+assert best == [[r[5], r[1]] for r in rows], (best, rows)
 assert any(d["id"] == "cpu:0" and d["type"] == "cpu" for d in devs)
+# places 1..n once each, in the order "best" tries: GPUs, cpu, cpu-impl
+ranked = sorted((d for d in devs if d["best_rank"]), key=lambda d: d["best_rank"])
+assert [d["best_rank"] for d in ranked] == list(range(1, len(ranked) + 1))
+order = {"discrete": 0, "integrated": 1, "virtual": 1, "other": 1,
+         "cpu": 2, "cpu-impl": 3}
+kinds = [order[d["type"]] for d in ranked]
+assert kinds == sorted(kinds), [d["id"] for d in ranked]
+# without a GPU the cpu backend comes first, ahead of PoCL and lavapipe
+if not any(order[d["type"]] < 2 for d in ranked):
+    assert ranked[0]["id"] == "cpu:0", ranked[0]
 PY
 # -v changes nothing in JSON
 "$tool" -v --json >"$T/v.json" || fail "-v --json: exit $?"

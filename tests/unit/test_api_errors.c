@@ -640,6 +640,66 @@ START_TEST(test_add_after_first_use_is_ebusy)
 }
 END_TEST
 
+/*
+ * gpo_optim_bind's checks that need no buffer of the caller's, on every
+ * device, before and after the first use: each fails with its errno and
+ * a message and binds nothing (the optimizer then allocates its own)
+ */
+START_TEST(test_bind_bad_buffers_are_einval)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = devices(devs), d, use;
+	struct gpo_extbuf eb;
+	float x[72];
+	struct fix f;
+
+	for (d = 0; d < ndev; d++) {
+		for (use = 0; use < 2; use++) {
+			fix_init(&f, devs[d], GPO_ADAMW, NULL, use);
+			/* 37 + 35 elements, one group: 288 bytes */
+			ck_assert_int_eq(gpo_optim_buffer_bytes(f.opt, "param"),
+					 288);
+			ck_assert_int_eq(gpo_optim_buffer_bytes(f.opt, "grad"),
+					 288);
+			ck_assert_int_eq(gpo_optim_buffer_bytes(f.opt, "nope"),
+					 0);
+			ck_assert_int_eq(gpo_optim_buffer_bytes(NULL, "grad"),
+					 0);
+			memset(&eb, 0, sizeof(eb));
+			eb.kind = GPO_EXTBUF_CL_MEM;
+			eb.size = 4096;
+			eb.dtype = GPO_F32;
+			BAD(&f, -EINVAL, gpo_optim_bind(NULL, "param", &eb));
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, NULL, &eb));
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "param", NULL));
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "exp_avg", &eb));
+			eb.dtype = GPO_BF16;
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "grad", &eb));
+			eb.dtype = GPO_F32;
+			eb.offset = 100;
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "grad", &eb));
+			eb.offset = 3840;	/* 256 bytes left of 4096 */
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "grad", &eb));
+			eb.offset = 8192;
+			BAD(&f, -EINVAL, gpo_optim_bind(f.opt, "grad", &eb));
+			/* right sizes, but no such buffer (or no import) */
+			eb.offset = 0;
+			BAD(&f, use ? -EBUSY : -EINVAL,
+			    gpo_optim_bind(f.opt, "param", &eb));
+			eb.kind = GPO_EXTBUF_VK_BUFFER;
+			BAD(&f, use ? -EBUSY : -EINVAL,
+			    gpo_optim_bind(f.opt, "param", &eb));
+			/* nothing is bound: the optimizer's own buffers work */
+			tu_fill(x, 72, &(uint64_t){ 7 }, -1, 1);
+			ck_assert_int_eq(gpo_optim_write(f.opt, "grad", NULL, x,
+							 sizeof(x)), 0);
+			ck_assert_int_eq(gpo_optim_step(f.opt, NULL), 0);
+			fix_free(&f);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_objective_errors_are_einval)
 {
 	struct gpo_device *devs[TU_MAX_DEVICES];
@@ -917,6 +977,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_shape_is_einval_or_eoverflow);
 	tcase_add_test(tc, test_bad_group_in_add_tensor_is_einval);
 	tcase_add_test(tc, test_add_after_first_use_is_ebusy);
+	tcase_add_test(tc, test_bind_bad_buffers_are_einval);
 	tcase_add_test(tc, test_objective_errors_are_einval);
 	tcase_add_test(tc, test_bad_kind_is_einval);
 	tcase_add_test(tc, test_null_pointers_are_einval);

@@ -246,6 +246,76 @@ START_TEST(test_select_best_prefers_gpus_then_cpu_implementations)
 }
 END_TEST
 
+/*
+ * gpo_device_best_rank: the enabled devices hold places 1..k in rank
+ * order (the earliest of equals first), the device "best" opens comes
+ * after only devices that fail to open, a disabled one holds 0 with the
+ * reason, and a reason is always given
+ */
+START_TEST(test_best_rank_explains_the_order)
+{
+	struct gpo_ctx *ctx = new_ctx();
+	struct gpo_device_info a, b;
+	int i, j, n = gpo_device_count(ctx), k = 0, ra, rb;
+	char why[160];
+
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(gpo_device_info(ctx, i, &a), 0);
+		memset(why, 0, sizeof(why));
+		ra = gpo_device_best_rank(ctx, i, why, sizeof(why));
+		ck_assert_msg(*why, "%s: no reason", a.id);
+		if (!a.enabled) {
+			ck_assert_int_eq(ra, 0);
+			ck_assert_str_eq(why, "never: disabled");
+			continue;
+		}
+		k++;
+		ck_assert_int_ge(ra, 1);
+		for (j = 0; j < n; j++) {
+			ck_assert_int_eq(gpo_device_info(ctx, j, &b), 0);
+			if (j == i || !b.enabled)
+				continue;
+			rb = gpo_device_best_rank(ctx, j, NULL, 0);
+			ck_assert_int_ne(ra, rb);
+			ck_assert_int_eq(ra < rb, rank(&a) < rank(&b) ||
+					 (rank(&a) == rank(&b) && i < j));
+		}
+		if (a.type == GPO_DEVICE_CPU_IMPL)
+			ck_assert_ptr_nonnull(strstr(why, "after the cpu backend"));
+	}
+	for (i = 0; i < n; i++)
+		ck_assert_int_le(gpo_device_best_rank(ctx, i, NULL, 0), k);
+	/* every device placed before the one "best" opens fails to open */
+	i = expected_best(ctx, NULL);
+	ra = gpo_device_best_rank(ctx, i, NULL, 0);
+	ck_assert_int_ge(ra, 1);
+	for (j = 0; j < n; j++) {
+		struct gpo_device *dev;
+
+		rb = gpo_device_best_rank(ctx, j, NULL, 0);
+		if (rb >= 1 && rb < ra)
+			ck_assert_int_ne(gpo_device_get(ctx, j, &dev), 0);
+	}
+
+	/* disabling the first moves everyone else up one */
+	ck_assert_int_eq(gpo_device_enable(ctx, i, 0), 0);
+	ck_assert_int_eq(gpo_device_best_rank(ctx, i, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "never: disabled");
+	for (j = 0; j < n; j++)
+		ck_assert_int_le(gpo_device_best_rank(ctx, j, NULL, 0), k - 1);
+
+	/* bad input */
+	ck_assert_int_eq(gpo_device_best_rank(NULL, 0, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(gpo_device_best_rank(ctx, 0, NULL, 8), -EINVAL);
+	ck_assert_int_eq(gpo_device_best_rank(ctx, n, why, sizeof(why)),
+			 -ENODEV);
+	ck_assert_int_eq(gpo_device_best_rank(ctx, -1, why, sizeof(why)),
+			 -ENODEV);
+	gpo_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_select_by_backend_and_id)
 {
 	static const char *const backends[] = { "cpu", "opencl", "vulkan" };
@@ -456,6 +526,7 @@ int main(void)
 	tcase_add_test(tc, test_device_info_out_of_range_is_enodev);
 	tcase_add_test(tc, test_type_names);
 	tcase_add_test(tc, test_select_best_prefers_gpus_then_cpu_implementations);
+	tcase_add_test(tc, test_best_rank_explains_the_order);
 	tcase_add_test(tc, test_select_by_backend_and_id);
 	tcase_add_test(tc, test_select_malformed_is_einval);
 	tcase_add_test(tc, test_select_missing_device_is_enodev);

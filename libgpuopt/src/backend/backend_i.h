@@ -177,7 +177,26 @@ struct backend_ops {
 	int (*wait)(struct gpo_device *dev, uint64_t *device_ns);
 	/* free bytes on the device as the driver sees them, 0 if unknown */
 	uint64_t (*mem_free)(struct gpo_device *dev);
+	/*
+	 * wrap the caller's buffer @eb in a dev_mem that launches, reads and
+	 * writes use like the backend's own, after checking that it is of
+	 * this device (context, VkDevice), of a kind the backend takes and
+	 * holds eb->size bytes; release() undoes it (the caller's buffer
+	 * lives on). NULL where the backend imports nothing (-EINVAL).
+	 */
+	int (*import)(struct gpo_device *dev, const struct gpo_extbuf *eb,
+		      struct dev_mem **out);
+	void (*release)(struct gpo_device *dev, struct dev_mem *mem);
 };
+
+/*
+ * Adopting the caller's objects (gpo_device_adopt_*): each backend's, by
+ * way of gpo__ctx_adopt_device()
+ */
+int gpo__opencl_adopt(struct gpo_ctx *ctx, const struct gpo_opencl_handles *h,
+		      struct gpo_device **out);
+int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
+		      struct gpo_device **out);
 
 /*
  * gpo__launch - check @call against its descriptor and queue it: the op

@@ -1501,6 +1501,44 @@ static void unload_sched(struct restore_job *j)
 		gpo_sched_load(j->opt->sched, j->sched_backup);
 }
 
+/*
+ * A param buffer bound to the caller's memory (gpo_optim_bind) stays the
+ * buffer the caller's kernels read: the staged values are copied into it
+ * instead of swapped in. After every check, just before commit(): only a
+ * device failure can leave it part written. Whole 4-byte words on the
+ * device, a 2-byte dtype's odd last element through the host.
+ */
+static int copy_to_bound(struct restore_job *j)
+{
+	struct gpo_optim *opt = j->opt;
+	struct gpo_device *dev = opt->dev;
+	uint64_t bytes = opt->param.size, words = bytes / 4;
+	struct gpo_mem_args a = { .n = (uint32_t)words };
+	struct op_call call = {
+		.op = OP_COPY, .dtype = GPO_F32, .work = words, .args = &a,
+	};
+	unsigned char tail[4];
+	int ret = 0;
+
+	if (!opt->ext[0])
+		return 0;
+	call.buf[0] = opt->param;
+	call.buf[1] = j->staged[0];
+	pthread_mutex_lock(&dev->lock);
+	if (words)
+		ret = gpo__launch(dev, &call);
+	if (!ret)
+		ret = dev->ops->wait(dev, NULL);
+	if (!ret && bytes % 4)
+		ret = dev->ops->read(dev, &j->staged[0], words * 4, tail,
+				     bytes % 4);
+	if (!ret && bytes % 4)
+		ret = dev->ops->write(dev, &opt->param, words * 4, tail,
+				      bytes % 4);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
 static void swap_in(struct dev_buf *dst, struct dev_buf *src,
 		    struct gpo_device *dev)
 {
@@ -1517,7 +1555,9 @@ static void commit(struct restore_job *j)
 	int s, g;
 
 	pthread_mutex_lock(&dev->lock);
-	swap_in(&opt->param, &j->staged[0], dev);
+	/* a bound param got its values by copy_to_bound() */
+	if (!opt->ext[0])
+		swap_in(&opt->param, &j->staged[0], dev);
 	for (s = 0; s < SL_COUNT; s++) {
 		if (j->have[s])
 			swap_in(&opt->slot[s], &j->staged[s + 1], dev);
@@ -1564,6 +1604,8 @@ static int restore(struct restore_job *j, unsigned int flags)
 		sk.dst[i] = &j->staged[i];
 	if (!ret)
 		ret = stream_data(j->ck, j->fd, flags, &sk);
+	if (!ret)
+		ret = copy_to_bound(j);
 	if (!ret)
 		commit(j);
 	return ret;

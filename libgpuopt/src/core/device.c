@@ -66,6 +66,62 @@ int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	return 0;
 }
 
+int gpo__ctx_adopt_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+			  const struct gpo_device_info *info, void *priv,
+			  struct gpo_device **out)
+{
+	struct gpo_device *dev;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = gpo__ctx_add_device(ctx, ops, info, priv);
+	if (ret) {
+		pthread_mutex_unlock(&ctx->lock);
+		return gpo__err(ret, "out of memory");
+	}
+	dev = ctx->devs[ctx->ndevs - 1];
+	dev->adopted = 1;
+	ret = ops->open(dev);
+	if (ret) {
+		/* as if never added: @priv goes back to the backend */
+		ctx->ndevs--;
+		pthread_mutex_destroy(&dev->lock);
+		pthread_mutex_destroy(&dev->pool.lock);
+		free(dev);
+	} else {
+		dev->opened = 1;
+		*out = dev;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int gpo_device_adopt_opencl(struct gpo_ctx *ctx,
+			    const struct gpo_opencl_handles *h,
+			    struct gpo_device **out)
+{
+	if (!ctx || !h || !out)
+		return gpo__err(-EINVAL, "NULL argument");
+#ifdef GPO_HAVE_OPENCL
+	return gpo__opencl_adopt(ctx, h, out);
+#else
+	return gpo__err(-ENOSYS, "libgpuopt was built without OpenCL");
+#endif
+}
+
+int gpo_device_adopt_vulkan(struct gpo_ctx *ctx,
+			    const struct gpo_vulkan_handles *h,
+			    struct gpo_device **out)
+{
+	if (!ctx || !h || !out)
+		return gpo__err(-EINVAL, "NULL argument");
+#ifdef GPO_HAVE_VULKAN
+	return gpo__vulkan_adopt(ctx, h, out);
+#else
+	return gpo__err(-ENOSYS, "libgpuopt was built without Vulkan");
+#endif
+}
+
 /* Probe every backend into @ctx; @failed[i] says backend i's probe failed. */
 static void ctx_probe(struct gpo_ctx *ctx, int *failed)
 {
@@ -199,6 +255,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 		dev = scratch->devs[k];
 		for (i = 0; i < nold; i++)
 			if (!found[i] && !ctx->devs[i]->gone &&
+			    !ctx->devs[i]->adopted &&
 			    same_device(ctx->devs[i], dev))
 				break;
 		if (i < nold) {
@@ -212,7 +269,7 @@ int gpo_ctx_rescan(struct gpo_ctx *ctx)
 	}
 	for (i = 0; i < nold; i++) {
 		dev = ctx->devs[i];
-		if (found[i] || dev->gone)
+		if (found[i] || dev->gone || dev->adopted)
 			continue;
 		/* a backend that failed to probe loses no device */
 		slot = backend_slot(dev->ops);
@@ -351,6 +408,58 @@ static int device_rank(const struct gpo_device *dev)
 	return rank * 4 + (strcmp(dev->info.backend, "vulkan") ? 1 : 0);
 }
 
+/* can "best" pick @dev at all? */
+static int best_candidate(const struct gpo_device *dev)
+{
+	return dev->info.enabled && !dev->gone && !dev->adopted;
+}
+
+int gpo_device_best_rank(struct gpo_ctx *ctx, int index, char *why,
+			 size_t len)
+{
+	static const char *const kind[] = {
+		[GPO_DEVICE_DISCRETE_GPU] = "a discrete GPU: first",
+		[GPO_DEVICE_INTEGRATED_GPU] = "an integrated GPU: after discrete ones",
+		[GPO_DEVICE_VIRTUAL_GPU] = "a virtual GPU: after discrete ones",
+		[GPO_DEVICE_CPU_IMPL] = "OpenCL or Vulkan on the CPU: after the cpu backend, which runs the same work several times faster",
+		[GPO_DEVICE_CPU] = "libgpuopt's cpu backend: after every GPU, before OpenCL or Vulkan on a CPU",
+		[GPO_DEVICE_OTHER] = "an accelerator of another kind: after discrete GPUs",
+	};
+	const struct gpo_device *dev;
+	int i, place = 1, r;
+
+	if (!ctx || (!why && len))
+		return gpo__err(-EINVAL, "NULL argument");
+	if (index < 0 || index >= ctx->ndevs)
+		return gpo__err(-ENODEV, "no device %d (there are %d)", index,
+			       ctx->ndevs);
+	dev = ctx->devs[index];
+	if (!best_candidate(dev)) {
+		if (len)
+			snprintf(why, len, "never: %s",
+				 dev->gone ? "gone" : dev->adopted ?
+				 "adopted, the caller's own objects" :
+				 "disabled");
+		return 0;
+	}
+	r = device_rank(dev);
+	for (i = 0; i < ctx->ndevs; i++) {
+		const struct gpo_device *o = ctx->devs[i];
+
+		if (best_candidate(o) &&
+		    (device_rank(o) < r || (device_rank(o) == r && i < index)))
+			place++;
+	}
+	if (len)
+		snprintf(why, len, "%s%s",
+			 (unsigned int)dev->info.type < ARRAY_SIZE(kind) &&
+			 kind[dev->info.type] ? kind[dev->info.type] :
+			 "of unknown kind",
+			 strcmp(dev->info.backend, "vulkan") ? "" :
+			 "; Vulkan before OpenCL");
+	return place;
+}
+
 static int select_best(struct gpo_ctx *ctx, const char *backend,
 		       struct gpo_device **out)
 {
@@ -363,7 +472,7 @@ static int select_best(struct gpo_ctx *ctx, const char *backend,
 		for (i = 0; i < ctx->ndevs && i < (int)sizeof(used); i++) {
 			struct gpo_device *dev = ctx->devs[i];
 
-			if (used[i] || !dev->info.enabled)
+			if (used[i] || !best_candidate(dev))
 				continue;
 			if (backend && strcmp(dev->info.backend, backend))
 				continue;

@@ -68,6 +68,7 @@ struct gpo_device {
 	void *priv;			/* the backend's */
 	int opened;
 	int gone;			/* a rescan no longer found it */
+	int adopted;			/* runs on the caller's objects */
 	/* serialises launch..wait sequences of different optimizers */
 	pthread_mutex_t lock;
 	uint64_t mem_align;		/* sub-allocation alignment, set by open */
@@ -106,6 +107,16 @@ int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 
 /* gpo__ctx_log - append a line to the context's probe log */
 void gpo__ctx_log(struct gpo_ctx *ctx, const char *fmt, ...) GPO_PRINTF(2, 3);
+
+/*
+ * gpo__ctx_adopt_device - called by a backend's adopt: add a device that
+ * runs on the caller's objects (@priv holds them), open it, return it in
+ * @out; on failure the device is not added and @priv is the caller's to
+ * free. Never picked by "best", left alone by rescans.
+ */
+int gpo__ctx_adopt_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
+			  const struct gpo_device_info *info, void *priv,
+			  struct gpo_device **out);
 
 /* gpo__device_open - open on first use; takes ctx->lock */
 int gpo__device_open(struct gpo_device *dev);

@@ -61,13 +61,22 @@ int gpo_optim_new(struct gpo_device *dev, enum gpo_optim_kind kind,
 
 static int layout(struct gpo_optim *opt);
 
+/* a bound buffer is the caller's: only its view goes */
+static void free_flat(struct gpo_optim *opt, int which, struct dev_buf *buf)
+{
+	if (opt->ext[which])
+		memset(buf, 0, sizeof(*buf));
+	else
+		gpo__pool_free(opt->dev, buf);
+}
+
 static void free_buffers(struct gpo_optim *opt)
 {
 	struct gpo_device *dev = opt->dev;
 	int i;
 
-	gpo__pool_free(dev, &opt->param);
-	gpo__pool_free(dev, &opt->grad);
+	free_flat(opt, 0, &opt->param);
+	free_flat(opt, 1, &opt->grad);
 	for (i = 0; i < SL_COUNT; i++)
 		gpo__pool_free(dev, &opt->slot[i]);
 	gpo__pool_free(dev, &opt->scal);
@@ -79,11 +88,25 @@ static void free_buffers(struct gpo_optim *opt)
 	opt->allocated = 0;
 }
 
+/* give the caller's bound buffers back */
+static void unbind_all(struct gpo_optim *opt)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!opt->ext[i])
+			continue;
+		opt->dev->ops->release(opt->dev, opt->ext[i]);
+		opt->ext[i] = NULL;
+	}
+}
+
 void gpo_optim_free(struct gpo_optim *opt)
 {
 	if (!opt)
 		return;
 	free_buffers(opt);
+	unbind_all(opt);
 	free(opt->groups);
 	free(opt->tensors);
 	free(opt->name_idx);
@@ -93,6 +116,7 @@ void gpo_optim_free(struct gpo_optim *opt)
 void gpo__optim_drop_tensors(struct gpo_optim *opt)
 {
 	free_buffers(opt);
+	unbind_all(opt);
 	free(opt->tensors);
 	free(opt->name_idx);
 	opt->tensors = NULL;
@@ -112,6 +136,8 @@ int gpo_optim_add_group(struct gpo_optim *opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "groups cannot be added after the first use");
+	if (opt->ext[0] || opt->ext[1])
+		return gpo__err(-EBUSY, "groups cannot be added once a buffer is bound");
 	groups = realloc(opt->groups, (opt->ngroups + 1) * sizeof(*groups));
 	if (!groups)
 		return gpo__err(-ENOMEM, "out of memory");
@@ -244,6 +270,8 @@ int gpo_optim_add_tensor(struct gpo_optim *opt, const char *name, int ndim,
 		return gpo__err(-EINVAL, "gpo_optim_add_tensor: NULL argument");
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "tensors cannot be added after the first use");
+	if (opt->ext[0] || opt->ext[1])
+		return gpo__err(-EBUSY, "tensors cannot be added once a buffer is bound");
 	if (!valid_name(name))
 		return gpo__err(-EINVAL,
 			       "bad tensor name '%.80s': 1-%d of A-Z a-z 0-9 _ . : -",
@@ -664,6 +692,45 @@ static uint32_t div_up(uint64_t a, uint64_t b)
 	return (uint32_t)((a + b - 1) / b);
 }
 
+/* param (@which 0) or grad (1): the caller's bound buffer or the pool's */
+static int alloc_flat(struct gpo_optim *opt, int which, struct dev_buf *buf,
+		      enum gpo_dtype dt)
+{
+	uint64_t bytes = opt->total * gpo_dtype_size(dt);
+
+	if (!opt->ext[which])
+		return gpo__pool_alloc(opt->dev, bytes, buf);
+	buf->mem = opt->ext[which];
+	buf->off = opt->ext_off[which];
+	buf->size = bytes;
+	return 0;
+}
+
+/*
+ * A buffer of the pool starts as zeros; a bound one keeps the caller's
+ * values but gets zeros in the padding between groups and at the end,
+ * which the norm pass sums and the kernels run over.
+ */
+static int zero_flat(struct gpo_optim *opt, int which,
+		     const struct dev_buf *buf, enum gpo_dtype dt)
+{
+	static const unsigned char zeros[(GROUP_ALIGN + 4) * 8];
+	uint64_t es = gpo_dtype_size(dt), end = 0, next;
+	int g, ret = 0;
+
+	if (!opt->ext[which])
+		return zero_bytes(opt, buf);
+	for (g = 0; g <= opt->ngroups && !ret; g++) {
+		next = g < opt->ngroups ? opt->groups[g].start : opt->total;
+		if (next > end)
+			ret = opt->dev->ops->write(opt->dev, buf, end * es,
+						   zeros, (next - end) * es);
+		if (g < opt->ngroups)
+			end = opt->groups[g].start + opt->groups[g].numel;
+	}
+	return ret;
+}
+
 /* First use: allocate and initialise every buffer. Device lock held. */
 int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 {
@@ -688,12 +755,9 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 		opt->norm_groups = div_up(opt->total, opt->norm_chunk);
 	}
 
-	ret = gpo__pool_alloc(dev, opt->total * gpo_dtype_size(opt->param_dtype),
-			      &opt->param);
+	ret = alloc_flat(opt, 0, &opt->param, opt->param_dtype);
 	if (!ret)
-		ret = gpo__pool_alloc(dev,
-				      opt->total * gpo_dtype_size(opt->grad_dtype),
-				      &opt->grad);
+		ret = alloc_flat(opt, 1, &opt->grad, opt->grad_dtype);
 	if (!ret)
 		ret = gpo__pool_alloc(dev, GPO_SCAL_COUNT * sizeof(float),
 				      &opt->scal);
@@ -703,9 +767,9 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 		ret = opt->fam->prepare(opt);
 	if (ret)
 		goto out_free;
-	ret = zero_bytes(opt, &opt->param);
+	ret = zero_flat(opt, 0, &opt->param, opt->param_dtype);
 	if (!ret)
-		ret = zero_bytes(opt, &opt->grad);
+		ret = zero_flat(opt, 1, &opt->grad, opt->grad_dtype);
 	if (ret)
 		goto out_free;
 	opt->allocated = 1;
@@ -898,8 +962,82 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "%s: the dtype cannot change after the first use",
 			       buffer);
+	if ((field == &opt->param_dtype && opt->ext[0]) ||
+	    (field == &opt->grad_dtype && opt->ext[1]))
+		return gpo__err(-EBUSY, "%s: the dtype cannot change once bound",
+			       buffer);
 	*field = dt;
 	return 0;
+}
+
+uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot)
+{
+	enum gpo_dtype *field;
+
+	if (!opt || !slot)
+		return 0;
+	field = dtype_field(opt, slot);
+	return field ? opt->total * gpo_dtype_size(*field) : 0;
+}
+
+int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
+		   const struct gpo_extbuf *buf)
+{
+	struct gpo_device *dev;
+	struct dev_mem *mem;
+	enum gpo_dtype dt;
+	uint64_t bytes;
+	int which, ret;
+
+	if (!opt || !slot || !buf)
+		return gpo__err(-EINVAL, "gpo_optim_bind: NULL argument");
+	if (!strcmp(slot, "param"))
+		which = 0;
+	else if (!strcmp(slot, "grad"))
+		which = 1;
+	else
+		return gpo__err(-EINVAL, "%.64s: only \"param\" and \"grad\" can be bound",
+			       slot);
+	dev = opt->dev;
+	bytes = gpo_optim_buffer_bytes(opt, slot);
+	dt = which ? opt->grad_dtype : opt->param_dtype;
+	if (buf->dtype != dt)
+		return gpo__err(-EINVAL, "%s is %s, the buffer says %s", slot,
+			       gpo_dtype_name(dt), gpo_dtype_name(buf->dtype));
+	if (!opt->ntensors)
+		return gpo__err(-EINVAL, "%s: add the tensors before binding", slot);
+	if (buf->offset % 256)
+		return gpo__err(-EINVAL, "%s: offset %llu is not a multiple of 256",
+			       slot, (unsigned long long)buf->offset);
+	if (buf->offset > buf->size || buf->size - buf->offset < bytes)
+		return gpo__err(-EINVAL, "%s: the buffer holds %llu bytes from offset %llu, the optimizer needs %llu",
+			       slot, (unsigned long long)(buf->offset > buf->size ? 0 :
+					buf->size - buf->offset),
+			       (unsigned long long)buf->offset,
+			       (unsigned long long)bytes);
+	pthread_mutex_lock(&dev->lock);
+	if (opt->allocated) {
+		ret = gpo__err(-EBUSY, "%s: buffers are bound before the first use",
+			       slot);
+		goto out_unlock;
+	}
+	if (opt->ext[which]) {
+		ret = gpo__err(-EBUSY, "%s is already bound", slot);
+		goto out_unlock;
+	}
+	if (!dev->ops->import) {
+		ret = gpo__err(-EINVAL, "%s: the %s backend takes no buffers of the caller's",
+			       dev->info.id, dev->info.backend);
+		goto out_unlock;
+	}
+	ret = dev->ops->import(dev, buf, &mem);
+	if (ret)
+		goto out_unlock;
+	opt->ext[which] = mem;
+	opt->ext_off[which] = buf->offset;
+out_unlock:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
 }
 
 int gpo_optim_dtype(struct gpo_optim *opt, const char *buffer)

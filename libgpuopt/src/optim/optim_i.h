@@ -54,6 +54,9 @@ struct gpo_optim {
 
 	struct dev_buf param;
 	struct dev_buf grad;
+	/* the caller's buffers bound as param [0] and grad [1] (gpo_optim_bind) */
+	struct dev_mem *ext[2];
+	uint64_t ext_off[2];
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
 	/* element types, fixed at allocation (0 = GPO_F32) */
 	enum gpo_dtype param_dtype, grad_dtype, slot_dtype[SL_COUNT];

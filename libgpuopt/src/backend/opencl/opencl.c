@@ -23,6 +23,16 @@
  * Launches only enqueue. wait() finishes the queue and reports the device
  * time from the start of the first launch after the previous wait to the
  * end of the last, from the only two events kept.
+ *
+ * An adopted device (gpo_device_adopt_opencl) runs on the caller's context
+ * and in-order queue: open retains them instead of making its own, close
+ * releases them, and everything gpuopt enqueues goes to that queue, after
+ * the caller's earlier work. wait() finishes the whole queue, so it also
+ * waits for work the caller enqueued before (which gpuopt's waits on in an
+ * in-order queue anyway) or from another thread meanwhile; a queue made
+ * without CL_QUEUE_PROFILING_ENABLE reports a device time of 0. The
+ * caller's cl_mem objects bound to an optimizer (import) are retained and
+ * passed to kernels as the pool's blocks are.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -44,6 +54,8 @@
 #define UUID_BYTES			16
 
 #define DUMMY_BYTES	256
+/* gpo_device_info()'s driver field of an adopted device starts so */
+#define ADOPTED_PREFIX	"adopted, "
 /*
  * Element kernels get one work-item per float4. Measured: an H200 copies
  * at 4.25 TB/s so, and at 3.9 with a grid-stride loop over 2048 work-items
@@ -70,9 +82,13 @@ struct ocl_dev {
 	/* from probe */
 	cl_platform_id platform;
 	cl_device_id device;
-	/* from open */
+	/*
+	 * from open; an adopted device's context and queue are the caller's,
+	 * set by adopt: open takes references of its own, teardown drops them
+	 */
 	cl_context context;
 	cl_command_queue queue;
+	int adopted;
 	cl_mem dummy;
 	/*
 	 * built on first use (get_kernel), under @lock; a family's programs
@@ -249,13 +265,13 @@ static void fill_uuid(cl_device_id d, const char *ext, char *out,
 }
 
 /*
- * Describe device @d and register it. Returns 0, or a negative errno with
- * @why saying why the device is left out.
+ * Describe device @d in @info as probe and adopt both do, after checking
+ * that gpuopt can run on it. Returns 0, or a negative errno (-ENODEV: a
+ * device gpuopt cannot use) with @why saying why.
  */
-static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
-			cl_device_id d, char *why, size_t wlen)
+static int describe_device(cl_device_id d, struct gpo_device_info *info,
+			   char *why, size_t wlen)
 {
-	struct gpo_device_info info;
 	char *name = NULL, *vendor = NULL, *driver = NULL, *ext = NULL;
 	char *cver = NULL;
 	cl_device_type type = 0;
@@ -263,7 +279,6 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 	cl_uint cu = 0;
 	cl_ulong mem = 0;
 	size_t wg = 0;
-	struct ocl_dev *od;
 	cl_int err;
 	int ret = -EIO;
 
@@ -313,45 +328,76 @@ static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
 		goto out_free;
 	}
 
-	memset(&info, 0, sizeof(info));
-	snprintf(info.name, sizeof(info.name), "%s", name);
-	snprintf(info.vendor, sizeof(info.vendor), "%s", vendor);
-	snprintf(info.driver, sizeof(info.driver), "%s", driver);
-	fill_uuid(d, ext, info.uuid, sizeof(info.uuid));
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%s", name);
+	snprintf(info->vendor, sizeof(info->vendor), "%s", vendor);
+	snprintf(info->driver, sizeof(info->driver), "%s", driver);
+	fill_uuid(d, ext, info->uuid, sizeof(info->uuid));
 	if (type & CL_DEVICE_TYPE_GPU)
-		info.type = unified ? GPO_DEVICE_INTEGRATED_GPU :
-				      GPO_DEVICE_DISCRETE_GPU;
+		info->type = unified ? GPO_DEVICE_INTEGRATED_GPU :
+				       GPO_DEVICE_DISCRETE_GPU;
 	else if (type & CL_DEVICE_TYPE_CPU)
-		info.type = GPO_DEVICE_CPU_IMPL;
+		info->type = GPO_DEVICE_CPU_IMPL;
 	else
-		info.type = GPO_DEVICE_OTHER;
-	info.compute_units = cu;
-	info.mem_total_bytes = mem;
-
-	od = calloc(1, sizeof(*od));
-	if (!od) {
-		snprintf(why, wlen, "%s: out of memory", name);
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	od->platform = plat;
-	od->device = d;
-	kernel_table(od);
-	pthread_mutex_init(&od->lock, NULL);
-	pthread_mutex_init(&od->xfer_lock, NULL);
-	ret = gpo__ctx_add_device(ctx, &gpo__opencl_backend_ops, &info, od);
-	if (ret) {
-		snprintf(why, wlen, "%s: cannot register: %s", name,
-			 strerror(-ret));
-		pthread_mutex_destroy(&od->lock);
-		free(od);
-	}
+		info->type = GPO_DEVICE_OTHER;
+	info->compute_units = cu;
+	info->mem_total_bytes = mem;
+	ret = 0;
 out_free:
 	free(name);
 	free(vendor);
 	free(driver);
 	free(ext);
 	free(cver);
+	return ret;
+}
+
+static struct ocl_dev *ocl_dev_new(cl_platform_id plat, cl_device_id d)
+{
+	struct ocl_dev *od = calloc(1, sizeof(*od));
+
+	if (!od)
+		return NULL;
+	od->platform = plat;
+	od->device = d;
+	kernel_table(od);
+	pthread_mutex_init(&od->lock, NULL);
+	pthread_mutex_init(&od->xfer_lock, NULL);
+	return od;
+}
+
+static void ocl_dev_free(struct ocl_dev *od)
+{
+	pthread_mutex_destroy(&od->lock);
+	pthread_mutex_destroy(&od->xfer_lock);
+	free(od);
+}
+
+/*
+ * Describe device @d and register it. Returns 0, or a negative errno with
+ * @why saying why the device is left out.
+ */
+static int probe_device(struct gpo_ctx *ctx, cl_platform_id plat,
+			cl_device_id d, char *why, size_t wlen)
+{
+	struct gpo_device_info info;
+	struct ocl_dev *od;
+	int ret;
+
+	ret = describe_device(d, &info, why, wlen);
+	if (ret)
+		return ret;
+	od = ocl_dev_new(plat, d);
+	if (!od) {
+		snprintf(why, wlen, "%s: out of memory", info.name);
+		return -ENOMEM;
+	}
+	ret = gpo__ctx_add_device(ctx, &gpo__opencl_backend_ops, &info, od);
+	if (ret) {
+		snprintf(why, wlen, "%s: cannot register: %s", info.name,
+			 strerror(-ret));
+		ocl_dev_free(od);
+	}
 	return ret;
 }
 
@@ -789,15 +835,20 @@ static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 static uint64_t program_key(const struct gpo_device *dev, cl_platform_id plat,
 			    const char *src, size_t len, const char *opts)
 {
+	const char *driver = dev->info.driver;
 	char pver[256] = "";
 	uint64_t key;
 
+	/* adopted or probed, one device runs the same binaries */
+	if (dev->adopted && !strncmp(driver, ADOPTED_PREFIX,
+				     strlen(ADOPTED_PREFIX)))
+		driver += strlen(ADOPTED_PREFIX);
 	clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof(pver) - 1, pver,
 			  NULL);
 	key = gpo__diskcache_key(0, src, len);
 	key = gpo__diskcache_key_str(key, opts);
 	key = gpo__diskcache_key_str(key, dev->info.name);
-	key = gpo__diskcache_key_str(key, dev->info.driver);
+	key = gpo__diskcache_key_str(key, driver);
 	return gpo__diskcache_key_str(key, pver);
 }
 
@@ -1021,6 +1072,9 @@ static void teardown(struct ocl_dev *od)
 	if (od->context)
 		clReleaseContext(od->context);
 	od->context = NULL;
+	/* a root device ignores this; a sub-device of the caller's does not */
+	if (od->adopted)
+		clReleaseDevice(od->device);
 }
 
 /*
@@ -1058,6 +1112,13 @@ static int ocl_open(struct gpo_device *dev)
 	if (err)
 		return cl_fail(dev, err, 0, "clGetDeviceInfo");
 
+	if (od->adopted) {
+		/* checked by adopt; released by teardown as if made here */
+		clRetainDevice(od->device);
+		clRetainContext(od->context);
+		clRetainCommandQueue(od->queue);
+		goto out_dummy;
+	}
 	od->context = clCreateContext(props, 1, &od->device, NULL, NULL,
 				      &err);
 	if (!od->context)
@@ -1068,6 +1129,7 @@ static int ocl_open(struct gpo_device *dev)
 		ret = cl_fail(dev, err, 0, "clCreateCommandQueue");
 		goto out_teardown;
 	}
+out_dummy:
 	od->dummy = clCreateBuffer(od->context, CL_MEM_READ_WRITE,
 				   DUMMY_BYTES, NULL, &err);
 	if (!od->dummy) {
@@ -1091,12 +1153,11 @@ static void ocl_close(struct gpo_device *dev)
 
 	if (!od)
 		return;
+	/* an adopted queue's: the caller's work before ours finishes too */
 	if (od->queue)
 		clFinish(od->queue);
 	teardown(od);
-	pthread_mutex_destroy(&od->lock);
-	pthread_mutex_destroy(&od->xfer_lock);
-	free(od);
+	ocl_dev_free(od);
 	dev->priv = NULL;
 }
 
@@ -1485,6 +1546,207 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
 	return err ? cl_fail(dev, err, 0, "running kernels") : 0;
 }
 
+/* ---- the caller's objects (interop) ----------------------------------- */
+
+/*
+ * Is @d one of @ctx's devices? Returns CL_SUCCESS and sets *@found, or
+ * the error of the query (CL_INVALID_CONTEXT for a context that is not).
+ */
+static cl_int context_has_device(cl_context ctx, cl_device_id d, int *found)
+{
+	cl_device_id *devs;
+	size_t size = 0, i;
+	cl_int err;
+
+	*found = 0;
+	err = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, NULL, &size);
+	if (err)
+		return err;
+	devs = malloc(size ? size : 1);
+	if (!devs)
+		return CL_OUT_OF_HOST_MEMORY;
+	err = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, size, devs, NULL);
+	for (i = 0; !err && i < size / sizeof(*devs); i++)
+		if (devs[i] == d)
+			*found = 1;
+	free(devs);
+	return err;
+}
+
+/* -EINVAL for what the caller handed in, -ENOMEM or -EIO for the rest */
+static int adopt_fail(cl_int err, const char *what)
+{
+	int ret = err == CL_OUT_OF_HOST_MEMORY ? -ENOMEM :
+		  err == CL_OUT_OF_RESOURCES ? -EIO : -EINVAL;
+
+	return gpo__err(ret, "adopting an OpenCL context: %s: %s (%d)", what,
+			cl_err_name(err), (int)err);
+}
+
+/*
+ * Check the caller's handles before anything is retained: the queries
+ * read them and change nothing, so a refusal leaves them as they were.
+ */
+static int check_handles(const struct gpo_opencl_handles *h,
+			 cl_platform_id *plat)
+{
+	cl_context context = h->context, qctx = NULL;
+	cl_device_id device = h->device, qdev = NULL;
+	cl_command_queue queue = h->queue;
+	cl_command_queue_properties props = 0;
+	int found;
+	cl_int err;
+
+	if (!context || !device || !queue)
+		return gpo__err(-EINVAL, "adopting an OpenCL context: a NULL %s",
+				!context ? "context" : !device ? "device" :
+				"queue");
+	err = clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(*plat), plat,
+			      NULL);
+	if (err)
+		return adopt_fail(err, "the device");
+	err = context_has_device(context, device, &found);
+	if (err)
+		return adopt_fail(err, "the context");
+	if (!found)
+		return gpo__err(-EINVAL, "adopting an OpenCL context: the device is not one of the context's");
+	err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(qctx),
+				    &qctx, NULL);
+	if (!err)
+		err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE,
+					    sizeof(qdev), &qdev, NULL);
+	if (!err)
+		err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES,
+					    sizeof(props), &props, NULL);
+	if (err)
+		return adopt_fail(err, "the queue");
+	if (qctx != context)
+		return gpo__err(-EINVAL, "adopting an OpenCL context: the queue is of another context");
+	if (qdev != device)
+		return gpo__err(-EINVAL, "adopting an OpenCL context: the queue is of another device");
+	/* gpuopt's launches rely on each starting after the one before */
+	if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+		return gpo__err(-EINVAL, "adopting an OpenCL context: the queue executes out of order; gpuopt needs an in-order queue");
+	return 0;
+}
+
+int gpo__opencl_adopt(struct gpo_ctx *ctx, const struct gpo_opencl_handles *h,
+		      struct gpo_device **out)
+{
+	struct gpo_device_info info;
+	cl_platform_id plat = NULL;
+	struct ocl_dev *od;
+	char why[256], driver[sizeof(info.driver)];
+	int ret;
+
+	ret = check_handles(h, &plat);
+	if (ret)
+		return ret;
+	ret = describe_device(h->device, &info, why, sizeof(why));
+	if (ret)
+		return gpo__err(ret == -ENODEV ? -EINVAL : ret,
+				"adopting an OpenCL context: %s", why);
+	snprintf(driver, sizeof(driver), "%s", info.driver);
+	snprintf(info.driver, sizeof(info.driver), ADOPTED_PREFIX "%.*s",
+		 (int)(sizeof(info.driver) - sizeof(ADOPTED_PREFIX)), driver);
+
+	od = ocl_dev_new(plat, h->device);
+	if (!od)
+		return gpo__err(-ENOMEM, "out of memory");
+	od->context = h->context;
+	od->queue = h->queue;
+	od->adopted = 1;
+	ret = gpo__ctx_adopt_device(ctx, &gpo__opencl_backend_ops, &info, od,
+				    out);
+	if (ret)
+		ocl_dev_free(od);
+	return ret;
+}
+
+/*
+ * A cl_mem of the caller's, retained while bound. gpuopt passes it to its
+ * kernels as it does its own buffers (the cl_mem and an element offset,
+ * set_args), never as a sub-buffer: the offset of a binding needs no
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN, only the 256 bytes gpo_optim_bind()
+ * asks, which keep float4 accesses aligned.
+ */
+static int ocl_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
+		      struct dev_mem **out)
+{
+	const cl_mem_flags kernel_rw = CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY;
+	const cl_mem_flags host_rw = CL_MEM_HOST_READ_ONLY |
+		CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS;
+	struct ocl_dev *od = dev->priv;
+	cl_mem m = eb->handle;
+	cl_mem_object_type type = 0;
+	cl_mem_flags flags = 0;
+	cl_context mctx = NULL;
+	struct dev_mem *mem;
+	size_t size = 0;
+	cl_int err;
+
+	if (eb->kind != GPO_EXTBUF_CL_MEM)
+		return gpo__err(-EINVAL, "%s: an OpenCL device binds cl_mem buffers only (GPO_EXTBUF_CL_MEM), not kind %d",
+				dev->info.id, (int)eb->kind);
+	if (!dev->adopted)
+		return gpo__err(-EINVAL, "%s: not adopted: bind a cl_mem to an optimizer of a device from gpo_device_adopt_opencl()",
+				dev->info.id);
+	if (!m)
+		return gpo__err(-EINVAL, "%s: a NULL cl_mem", dev->info.id);
+	/* a released cl_mem is CL_INVALID_MEM_OBJECT here, as is a stray one */
+	err = clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof(type), &type, NULL);
+	if (!err)
+		err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof(mctx),
+					 &mctx, NULL);
+	if (!err)
+		err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size,
+					 NULL);
+	if (!err)
+		err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof(flags),
+					 &flags, NULL);
+	if (err)
+		return gpo__err(err == CL_OUT_OF_HOST_MEMORY ? -ENOMEM : -EINVAL,
+				"%s: not a valid cl_mem (released?): %s (%d)",
+				dev->info.id, cl_err_name(err), (int)err);
+	if (type != CL_MEM_OBJECT_BUFFER)
+		return gpo__err(-EINVAL, "%s: the cl_mem is an image or a pipe, not a buffer",
+				dev->info.id);
+	if (mctx != od->context)
+		return gpo__err(-EINVAL, "%s: the cl_mem is of another OpenCL context",
+				dev->info.id);
+	if (eb->size > size)
+		return gpo__err(-EINVAL, "%s: the buffer is said to hold %llu bytes; the cl_mem has %zu",
+				dev->info.id, (unsigned long long)eb->size,
+				size);
+	/* kernels read and write it; so does the host (reads, writes, saves) */
+	if (flags & (kernel_rw | host_rw))
+		return gpo__err(-EINVAL, "%s: the cl_mem must be CL_MEM_READ_WRITE and host accessible (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_*)",
+				dev->info.id);
+
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return gpo__err(-ENOMEM, "out of memory");
+	err = clRetainMemObject(m);
+	if (err) {
+		free(mem);
+		return cl_fail(dev, err, 0, "clRetainMemObject");
+	}
+	mem->mem = m;
+	mem->size = eb->size;
+	*out = mem;
+	return 0;
+}
+
+/* Drop the reference import took; the caller's cl_mem lives on if theirs does. */
+static void ocl_release(struct gpo_device *dev, struct dev_mem *mem)
+{
+	if (!mem)
+		return;
+	/* OpenCL keeps the memory until the kernels using it are done */
+	clReleaseMemObject(mem->mem);
+	free(mem);
+}
+
 const struct backend_ops gpo__opencl_backend_ops = {
 	.name = "opencl",
 	.probe = ocl_probe,
@@ -1500,4 +1762,6 @@ const struct backend_ops gpo__opencl_backend_ops = {
 	.launch = ocl_launch,
 	.wait = ocl_wait,
 	.mem_free = ocl_mem_free,
+	.import = ocl_import,
+	.release = ocl_release,
 };

@@ -622,6 +622,13 @@ static void vk_close(struct gpo_device *dev)
 	dev->priv = NULL;
 }
 
+/* not yet: the vkinter helper's */
+int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
+		      struct gpo_device **out)
+{
+	return gpo__err(-ENOSYS, "adopting a Vulkan device is not implemented yet");
+}
+
 const struct backend_ops gpo__vulkan_backend_ops = {
 	.name = "vulkan",
 	.probe = vk_probe,
