@@ -326,7 +326,7 @@ static int transfer_slots(struct gpo_device *dev, const struct dev_buf *b,
 			if (ret)
 				break;
 			gpo__host_copy(map, host + pos, len);
-			ret = slot_copy(dev, s, stg, (uint64_t)(map - vd->staging.map),
+			ret = slot_copy(dev, s, stg, (k % VK_XFER_SLOTS) * size,
 					pool, dpos + pos, len);
 			continue;
 		}
@@ -420,7 +420,7 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		ret = transfer_pinned(dev, b, off, &hm, host, bytes, write);
 		goto out_unlock;
 	}
-	if (bytes > vd->slot_size) {
+	if (vd->slot_size && bytes > vd->slot_size) {
 		ret = transfer_slots(dev, b, off, host, bytes, write);
 		goto out_unlock;
 	}
