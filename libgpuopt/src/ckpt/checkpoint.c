@@ -784,13 +784,11 @@ static int write_header(struct ckio *io, struct save_job *j)
 static int write_file(struct save_job *j)
 {
 	struct save_src src = { .opt = j->opt, .p = &j->plan };
+	struct staging st;
 	struct ckio io;
 	uint64_t nchunks;
 	size_t chunk;
-	int ret;
-
-	struct staging st;
-	int nbuf;
+	int ret, nbuf;
 
 	chunk = io_chunk(j->plan.data_len, j->tg.align,
 			 staged_device(j->opt->dev) ? CKIO_DEV_CHUNK : CKIO_CHUNK);
