@@ -216,6 +216,13 @@ $(BUILD)/bin/%: libgpuopt/examples/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)
 
+# vkinter: interop_vulkan embeds its own kernel, SPIR-V from glslc as a C
+# initializer
+$(BUILD)/gen/interop_vulkan_grad.spv.h: libgpuopt/examples/interop_vulkan_grad.comp
+	@mkdir -p $(dir $@)
+	$(GLSLC) --target-env=vulkan1.1 -O -mfmt=c -o $@ $<
+$(BUILD)/bin/interop_vulkan: $(BUILD)/gen/interop_vulkan_grad.spv.h
+
 $(BUILD)/bin/%: tools/%.c $(ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALIB) $(LIB_LIBS) $(LDPROG)

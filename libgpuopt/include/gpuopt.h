@@ -250,9 +250,13 @@ struct gpo_opencl_handles {
  * (libvulkan.so.1). @device must have been created with a queue of
  * @queue_family (compute capable) and API version 1.1 or later. gpuopt
  * submits its work to @queue, behind a barrier that waits for everything
- * submitted to it before; the caller must not use @queue from another
- * thread during a gpuopt call (Vulkan's external synchronisation). gpuopt
- * destroys none of them: the caller destroys them after gpo_ctx_free().
+ * submitted to it before, and ends it with one that orders what the caller
+ * submits after; each call's work is submitted before it returns. The
+ * caller must not use @queue from another thread during a gpuopt call
+ * (Vulkan's external synchronisation). gpuopt relies on no extension of
+ * @device and creates its own command pool, fence, query pool, pipelines
+ * and buffers on it, destroyed by gpo_ctx_free(); it destroys none of the
+ * caller's objects: the caller destroys them after gpo_ctx_free().
  */
 struct gpo_vulkan_handles {
 	void *instance;		/* VkInstance */
@@ -294,7 +298,10 @@ enum gpo_extbuf_kind {
  * A buffer of the caller's. The optimizer's flat buffer lies at @offset
  * in it; the buffer must hold gpo_optim_buffer_bytes() bytes from there.
  * A VkBuffer needs STORAGE_BUFFER usage (and TRANSFER_SRC/DST for reads
- * and writes through gpuopt); @offset a multiple of 256 bytes.
+ * and writes through gpuopt); @offset a multiple of 256 bytes. An fd goes
+ * to gpuopt's own Vulkan device of the exporter's physical device (the
+ * same uuid in gpo_device_info()), which enables VK_KHR_external_memory_fd
+ * where the driver has it; an adopted device takes VkBuffers only.
  */
 struct gpo_extbuf {
 	enum gpo_extbuf_kind kind;
@@ -303,6 +310,12 @@ struct gpo_extbuf {
 	uint64_t size;		/* bytes of the buffer (or the fd's memory) */
 	uint64_t offset;	/* bytes from its start to the flat buffer */
 	enum gpo_dtype dtype;	/* of its elements: the slot's dtype */
+	/*
+	 * GPO_EXTBUF_VK_FD: the memoryTypeIndex the memory was allocated
+	 * with (@size its allocationSize), which an import of an opaque fd
+	 * must repeat
+	 */
+	uint32_t vk_memory_type;
 };
 
 /*
@@ -317,7 +330,8 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * "grad" buffer
  * @slot: "param" or "grad"
  * @buf:  the caller's buffer, of the optimizer's device (adopted from the
- *        same context, or the same VkDevice)
+ *        same context, or the same VkDevice; for an fd, gpuopt's own
+ *        Vulkan device of the same physical device)
  *
  * Only after every tensor is added and before the buffers are allocated
  * (the first read, write, step, save or restore). Tensor i lies at
@@ -336,7 +350,8 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * cl_mem already released or not a read-write buffer the host can read
  * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY once the buffers are allocated or
  * when @slot is already bound; -ENOSYS where the backend cannot import
- * (an fd without VK_KHR_external_memory_fd). On failure nothing changes.
+ * (an fd without VK_KHR_external_memory_fd, or on an adopted device). On
+ * failure nothing changes (an fd stays the caller's, open).
  */
 int gpo_optim_bind(struct gpo_optim *opt, const char *slot,
 		   const struct gpo_extbuf *buf);

@@ -27,6 +27,16 @@
  * the blocks themselves are host-cached. The staging buffer doubles as
  * the ring for uploads on devices without a mappable heap.
  *
+ * An adopted device (gpo_device_adopt_vulkan) is described as probe
+ * describes one, from the caller's physical device and queue family, and
+ * opened on the caller's VkDevice and VkQueue: everything else open makes
+ * is ours and goes at close, the device stays. No extension of the
+ * caller's is assumed (so no push descriptors and no fd import there),
+ * and each batch starts and ends with a full barrier (interop.c) in place
+ * of a semaphore between the caller's submissions and ours. Memory
+ * imported from an fd changes hands with the other device at the same
+ * two points.
+ *
  * The pipeline cache lives on disk (diskcache "vulkan"), keyed by the
  * device, the driver and the SPIR-V, and is checked against the device
  * before use.
@@ -207,12 +217,30 @@ static enum gpo_device_type device_type(VkPhysicalDeviceType t)
 	}
 }
 
+/* the compute queue family of @qf with timestamps if any has them */
+static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
+{
+	uint32_t i, best = UINT32_MAX;
+
+	for (i = 0; i < nq; i++) {
+		if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) ||
+		    !qf[i].queueCount)
+			continue;
+		if (best == UINT32_MAX ||
+		    (!qf[best].timestampValidBits && qf[i].timestampValidBits))
+			best = i;
+	}
+	return best;
+}
+
 /*
- * probe_one - describe physical device @phys and register it
- * Returns 0, or -errno with a message (the caller logs and skips it).
+ * describe - what probe and adopt learn of physical device @phys: a new
+ * vk_dev in *@out and its @info. @what names it in messages ("vulkan
+ * device 2"); @qfam is the queue family to use, UINT32_MAX to choose one.
+ * Returns 0, or -errno with a message.
  */
-static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
-		     VkPhysicalDevice phys, uint32_t index)
+static int describe(VkPhysicalDevice phys, const char *what, uint32_t qfam,
+		    struct vk_dev **out, struct gpo_device_info *info)
 {
 	VkPhysicalDeviceIDProperties idp = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
@@ -234,7 +262,6 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 	};
 	VkQueueFamilyProperties *qf = NULL;
 	VkExtensionProperties *ext = NULL;
-	struct gpo_device_info info;
 	uint32_t next = 0, nq = 0, i;
 	int has_drv, has_sm, has_amd, heap, ret;
 	struct vk_dev *vd;
@@ -242,8 +269,8 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 
 	vkGetPhysicalDeviceProperties(phys, &p2.properties);
 	if (p2.properties.apiVersion < VK_API_VERSION_1_1)
-		return gpo__err(-ENODEV, "vulkan device %u (%.100s): Vulkan %u.%u, 1.1 needed",
-			       index, p2.properties.deviceName,
+		return gpo__err(-ENODEV, "%s (%.100s): Vulkan %u.%u, 1.1 needed",
+			       what, p2.properties.deviceName,
 			       VK_API_VERSION_MAJOR(p2.properties.apiVersion),
 			       VK_API_VERSION_MINOR(p2.properties.apiVersion));
 
@@ -256,8 +283,8 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 							 ext);
 	}
 	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-		ret = gpo__err(gpo__vk_errno(r), "vulkan device %u (%.100s): vkEnumerateDeviceExtensionProperties: %s",
-			      index, p2.properties.deviceName,
+		ret = gpo__err(gpo__vk_errno(r), "%s (%.100s): vkEnumerateDeviceExtensionProperties: %s",
+			      what, p2.properties.deviceName,
 			      gpo__vk_result_name(r));
 		goto out_free;
 	}
@@ -297,8 +324,9 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 				    VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 	vd->has_budget = has_ext(ext, next,
 				 VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+	vd->has_ext_fd = has_ext(ext, next,
+				 VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 
-	/* a compute queue, one with timestamps if there is a choice */
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
 	qf = calloc(nq ? nq : 1, sizeof(*qf));
 	if (!qf) {
@@ -306,52 +334,37 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 		goto out_free_vd;
 	}
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf);
-	vd->qfam = UINT32_MAX;
-	for (i = 0; i < nq; i++) {
-		if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) ||
-		    !qf[i].queueCount)
-			continue;
-		if (vd->qfam == UINT32_MAX ||
-		    (!vd->ts_bits && qf[i].timestampValidBits)) {
-			vd->qfam = i;
-			vd->ts_bits = qf[i].timestampValidBits;
-		}
-	}
-	if (vd->qfam == UINT32_MAX) {
-		ret = gpo__err(-ENODEV, "vulkan device %u (%.100s): no compute queue",
-			      index, p2.properties.deviceName);
+	if (qfam == UINT32_MAX)
+		qfam = pick_queue(qf, nq);
+	if (qfam >= nq || !(qf[qfam].queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+		ret = gpo__err(-ENODEV, "%s (%.100s): no compute queue",
+			      what, p2.properties.deviceName);
 		goto out_free_vd;
 	}
+	vd->qfam = qfam;
+	vd->ts_bits = qf[qfam].timestampValidBits;
 
-	memset(&info, 0, sizeof(info));
-	snprintf(info.name, sizeof(info.name), "%.127s",
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%.127s",
 		 p2.properties.deviceName);
-	vendor_name(p2.properties.vendorID, info.vendor, sizeof(info.vendor));
+	vendor_name(p2.properties.vendorID, info->vendor,
+		    sizeof(info->vendor));
 	driver_version(&p2.properties, has_drv ? drv.driverInfo : NULL,
-		       info.driver, sizeof(info.driver));
+		       info->driver, sizeof(info->driver));
 	for (i = 0; i < VK_UUID_SIZE; i++)
-		snprintf(info.uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
-	info.type = device_type(p2.properties.deviceType);
+		snprintf(info->uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
+	info->type = device_type(p2.properties.deviceType);
 	if (has_sm)
-		info.compute_units = sm.shaderSMCount;
+		info->compute_units = sm.shaderSMCount;
 	else if (has_amd)
-		info.compute_units = amd.shaderEngineCount *
-				     amd.shaderArraysPerEngineCount *
-				     amd.computeUnitsPerShaderArray;
+		info->compute_units = amd.shaderEngineCount *
+				      amd.shaderArraysPerEngineCount *
+				      amd.computeUnitsPerShaderArray;
 	heap = gpo__vk_main_heap(&vd->memprops);
-	info.mem_total_bytes = heap < 0 ? 0 :
-			       vd->memprops.memoryHeaps[heap].size;
-
+	info->mem_total_bytes = heap < 0 ? 0 :
+				vd->memprops.memoryHeaps[heap].size;
 	pthread_mutex_init(&vd->lock, NULL);
-	vd->inst = inst;
-	inst->refs++;
-	ret = gpo__ctx_add_device(ctx, &gpo__vulkan_backend_ops, &info, vd);
-	if (ret) {
-		inst->refs--;
-		pthread_mutex_destroy(&vd->lock);
-		ret = gpo__err(ret, "out of memory");
-		goto out_free_vd;
-	}
+	*out = vd;
 	free(qf);
 	free(ext);
 	return 0;
@@ -362,6 +375,34 @@ out_free:
 	free(qf);
 	free(ext);
 	return ret;
+}
+
+/*
+ * probe_one - describe physical device @phys and register it
+ * Returns 0, or -errno with a message (the caller logs and skips it).
+ */
+static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
+		     VkPhysicalDevice phys, uint32_t index)
+{
+	struct gpo_device_info info;
+	struct vk_dev *vd;
+	char what[32];
+	int ret;
+
+	snprintf(what, sizeof(what), "vulkan device %u", index);
+	ret = describe(phys, what, UINT32_MAX, &vd, &info);
+	if (ret)
+		return ret;
+	vd->inst = inst;
+	inst->refs++;
+	ret = gpo__ctx_add_device(ctx, &gpo__vulkan_backend_ops, &info, vd);
+	if (ret) {
+		inst->refs--;
+		pthread_mutex_destroy(&vd->lock);
+		free(vd);
+		return gpo__err(ret, "out of memory");
+	}
+	return 0;
 }
 
 static int vk_probe(struct gpo_ctx *ctx)
@@ -473,15 +514,21 @@ static void teardown(struct gpo_device *dev)
 	struct vk_dev *vd = dev->priv;
 
 	if (vd->device) {
-		vkDeviceWaitIdle(vd->device);
+		/* the caller's device may be busy with work not ours */
+		if (vd->adopted)
+			vkQueueWaitIdle(vd->queue);
+		else
+			vkDeviceWaitIdle(vd->device);
 		/* saves the pipeline cache if pipelines were built */
 		gpo__vk_destroy_pipelines(dev);
 		gpo__vk_destroy_layout(vd);
 		gpo__vk_destroy_buffers(vd);
 		gpo__vk_destroy_commands(vd);
-		vkDestroyDevice(vd->device, NULL);
+		if (!vd->adopted)
+			vkDestroyDevice(vd->device, NULL);
 	}
 	free(vd->desc_tab);
+	free(vd->fd_bufs);
 	memset((char *)vd + offsetof(struct vk_dev, opened), 0,
 	       sizeof(*vd) - offsetof(struct vk_dev, opened));
 }
@@ -496,7 +543,7 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[2];
+	const char *exts[3];
 	VkDeviceCreateInfo dci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 		.queueCreateInfoCount = 1,
@@ -512,9 +559,14 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	if (vd->has_budget)
 		exts[dci.enabledExtensionCount++] =
 			VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+	/* memory another VkDevice shares by fd (GPO_EXTBUF_VK_FD) */
+	if (vd->has_ext_fd)
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
 	r = vkCreateDevice(vd->phys, &dci, NULL, &vd->device);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateDevice");
+	vd->ext_fd = vd->has_ext_fd;
 	vkGetDeviceQueue(vd->device, vd->qfam, 0, &vd->queue);
 	if (push) {
 		vd->push_desc = (PFN_vkCmdPushDescriptorSetKHR)
@@ -553,8 +605,17 @@ static int vk_open(struct gpo_device *dev)
 
 	parse_debug(&dbg);
 	ret = check_limits(dev);
-	if (!ret)
+	if (!ret && vd->adopted) {
+		/*
+		 * The caller's device, with the extensions it chose: none
+		 * assumed, so descriptors come from the set cache and fds
+		 * are not imported
+		 */
+		vd->device = vd->adopted_device;
+		vd->queue = vd->adopted_queue;
+	} else if (!ret) {
 		ret = create_device(dev, &dbg);
+	}
 	if (!ret)
 		ret = gpo__vk_create_commands(dev);
 	if (!ret)
@@ -622,11 +683,84 @@ static void vk_close(struct gpo_device *dev)
 	dev->priv = NULL;
 }
 
-/* not yet: the vkinter helper's */
+/* is @phys one of @instance's physical devices? */
+static int of_instance(VkInstance instance, VkPhysicalDevice phys)
+{
+	VkPhysicalDevice *all;
+	uint32_t n = 0, i;
+	int found = 0;
+	VkResult r;
+
+	r = vkEnumeratePhysicalDevices(instance, &n, NULL);
+	if (r != VK_SUCCESS || !n)
+		return 0;
+	all = calloc(n, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	r = vkEnumeratePhysicalDevices(instance, &n, all);
+	for (i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++)
+		found |= all[i] == phys;
+	free(all);
+	return found;
+}
+
 int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
 		      struct gpo_device **out)
 {
-	return gpo__err(-ENOSYS, "adopting a Vulkan device is not implemented yet");
+	VkPhysicalDevice phys = h->physical_device;
+	VkQueueFamilyProperties *qf;
+	VkPhysicalDeviceProperties props;
+	struct gpo_device_info info;
+	char driver[sizeof(info.driver)];
+	struct vk_dev *vd;
+	uint32_t nq = 0;
+	int ret;
+
+	if (!h->instance || !phys || !h->device || !h->queue)
+		return gpo__err(-EINVAL, "gpo_device_adopt_vulkan: a NULL handle");
+	ret = of_instance(h->instance, phys);
+	if (ret <= 0)
+		return ret ? gpo__err(ret, "out of memory") :
+		       gpo__err(-EINVAL, "gpo_device_adopt_vulkan: the physical device is not one of the instance's");
+	vkGetPhysicalDeviceProperties(phys, &props);
+	if (props.apiVersion < VK_API_VERSION_1_1)
+		return gpo__err(-EINVAL, "%.100s: Vulkan %u.%u, 1.1 needed",
+			       props.deviceName,
+			       VK_API_VERSION_MAJOR(props.apiVersion),
+			       VK_API_VERSION_MINOR(props.apiVersion));
+	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
+	if (h->queue_family >= nq)
+		return gpo__err(-EINVAL, "%.100s: queue family %u of %u",
+			       props.deviceName, h->queue_family, nq);
+	qf = calloc(nq, sizeof(*qf));
+	if (!qf)
+		return gpo__err(-ENOMEM, "out of memory");
+	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf);
+	ret = qf[h->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT;
+	free(qf);
+	if (!ret)
+		return gpo__err(-EINVAL, "%.100s: queue family %u cannot compute",
+			       props.deviceName, h->queue_family);
+
+	ret = describe(phys, "adopted vulkan device", h->queue_family, &vd,
+		       &info);
+	if (ret)
+		return ret;
+	/* which extensions the caller enabled is not known: none */
+	vd->has_push_desc = 0;
+	vd->has_ext_fd = 0;
+	vd->adopted = 1;
+	vd->adopted_device = h->device;
+	vd->adopted_queue = h->queue;
+	snprintf(driver, sizeof(driver), "%s", info.driver);
+	snprintf(info.driver, sizeof(info.driver), "adopted, %.50s", driver);
+	ret = gpo__ctx_adopt_device(ctx, &gpo__vulkan_backend_ops, &info, vd,
+				    out);
+	if (ret) {
+		pthread_mutex_destroy(&vd->lock);
+		free(vd);
+	}
+	return ret;
 }
 
 const struct backend_ops gpo__vulkan_backend_ops = {
@@ -636,7 +770,7 @@ const struct backend_ops gpo__vulkan_backend_ops = {
 	.close = vk_close,
 	.alloc = gpo__vk_alloc,
 	.free = gpo__vk_free,
-	.write = gpo__vk_write,
+	.write = gpo__vk_interop_write,
 	.read = gpo__vk_read,
 	.host_alloc = gpo__vk_host_alloc,
 	.host_free = gpo__vk_host_free,
@@ -644,5 +778,7 @@ const struct backend_ops gpo__vulkan_backend_ops = {
 	.launch = gpo__vk_launch,
 	.wait = gpo__vk_wait,
 	.mem_free = gpo__vk_mem_free,
+	.import = gpo__vk_import,
+	.release = gpo__vk_release,
 };
 

@@ -275,12 +275,15 @@ static int slot_copy(struct gpo_device *dev, struct vk_slot *s, VkBuffer src,
 	r = vkBeginCommandBuffer(s->cmd, &bi);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkBeginCommandBuffer");
+	/* an adopted device's barriers, memory shared by fd acquired */
+	gpo__vk_interop_begin(vd, s->cmd);
 	vkCmdPipelineBarrier(s->cmd, work, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
 			     1, &before, 0, NULL, 0, NULL);
 	vkCmdCopyBuffer(s->cmd, src, dst, 1, &region);
 	vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
 			     work | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after,
 			     0, NULL, 0, NULL);
+	gpo__vk_interop_end(vd, s->cmd);
 	r = vkEndCommandBuffer(s->cmd);
 	if (r == VK_SUCCESS)
 		r = vkQueueSubmit(vd->queue, 1, &si, s->fence);
@@ -623,7 +626,8 @@ int gpo__vk_create_buffers(struct gpo_device *dev,
 	if (ret)
 		return ret;
 
-	if (vd->pool_mapped && vd->direct_read)
+	/* the caller's buffers (interop.c) are never mapped: staging */
+	if (vd->pool_mapped && vd->direct_read && !vd->adopted)
 		return 0;
 	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~63ull :
 						  STAGING_BYTES;

@@ -25,6 +25,7 @@ int gpo__vk_batch_begin(struct gpo_device *dev)
 	r = vkBeginCommandBuffer(vd->cmd, &bi);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkBeginCommandBuffer");
+	gpo__vk_interop_begin(vd, vd->cmd);
 	vd->recording = 1;
 	vd->ts_started = 0;
 	vd->bound = VK_NULL_HANDLE;
@@ -134,6 +135,7 @@ int gpo__vk_batch_flush(struct gpo_device *dev)
 				    vd->query_pool, 1);
 	/* device writes must be made visible to the host that reads them */
 	barrier(vd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+	gpo__vk_interop_end(vd, vd->cmd);
 	r = vkEndCommandBuffer(vd->cmd);
 	if (r != VK_SUCCESS) {
 		ret = gpo__vk_fail(dev, r, "vkEndCommandBuffer");

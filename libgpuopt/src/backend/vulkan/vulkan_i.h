@@ -12,6 +12,8 @@
  *   pipeline.c    shader modules, pipelines on first use, the pipeline
  *                 cache on disk, supports()
  *   launch.c      an op's bindings, windows and grid: launch()
+ *   interop.c     adopting the caller's VkDevice, importing its VkBuffers
+ *                 and external-memory fds
  *
  * Everything below is under vd->lock once the device is open, except what
  * probe sets.
@@ -38,6 +40,7 @@ struct dev_mem {
 	VkDeviceMemory memory;
 	uint64_t size;
 	unsigned char *map;		/* NULL unless host-visible */
+	int imported;			/* the caller's memory (interop.c) */
 };
 
 /* A range a command of the open batch reads or writes. */
@@ -97,12 +100,24 @@ struct vk_dev {
 	uint64_t max_alloc;		/* maxMemoryAllocationSize or 0 */
 	int has_push_desc;
 	int has_budget;
+	int has_ext_fd;			/* VK_KHR_external_memory_fd */
+	/*
+	 * adopted (gpo_device_adopt_vulkan): open uses the caller's device
+	 * and queue, close leaves them; a batch starts and ends with a full
+	 * barrier, ordering it after and before the caller's own work
+	 */
+	int adopted;
+	VkDevice adopted_device;
+	VkQueue adopted_queue;
 	pthread_mutex_t lock;		/* the batch and pipelines, against free() */
 
 	/* from open, on: all zero while closed */
 	int opened;
 	VkDevice device;
 	VkQueue queue;
+	int ext_fd;			/* VK_KHR_external_memory_fd enabled */
+	VkBuffer *fd_bufs;		/* over memory imported from fds */
+	uint32_t n_fd_bufs;
 	VkCommandPool cmd_pool;
 	VkCommandBuffer cmd;
 	VkFence fence;
@@ -221,5 +236,14 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 
 /* launch.c */
 int gpo__vk_launch(struct gpo_device *dev, const struct op_call *call);
+
+/* interop.c */
+void gpo__vk_interop_begin(struct vk_dev *vd, VkCommandBuffer cmd);
+void gpo__vk_interop_end(struct vk_dev *vd, VkCommandBuffer cmd);
+int gpo__vk_import(struct gpo_device *dev, const struct gpo_extbuf *eb,
+		   struct dev_mem **out);
+void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem);
+int gpo__vk_interop_write(struct gpo_device *dev, const struct dev_buf *dst,
+			  uint64_t off, const void *src, uint64_t bytes);
 
 #endif /* GPUOPT_VULKAN_I_H */
