@@ -321,6 +321,7 @@ check-train: all
 bench: all
 	@bench/run.sh $(BUILD)
 	@bench/ckpt.sh $(BUILD)
+	@bench/xfer.sh $(BUILD)
 	@bench/ctl.sh $(BUILD)
 	@bench/train.sh $(BUILD)
 

@@ -6,7 +6,10 @@
  * the file holds SIZE bytes of tensors), in the same run and directory:
  *   limit  the disk's sequential direct-I/O rate: O_DIRECT writes of 8 MiB
  *          blocks one after another then fsync, and O_DIRECT reads of the
- *          same file, as dd bs=8M oflag=direct / iflag=direct do;
+ *          same file, as dd bs=8M oflag=direct / iflag=direct do; on
+ *          tmpfs (/dev/shm), which has no disk behind it, write() and
+ *          read() of 8 MiB blocks: a memory copy into and out of the
+ *          page cache;
  *   peer   plain write() + fsync and read() of the same bytes, the page
  *          cache dropped before reading;
  *   save   gpo_optim_save() (device to disk, durable: fsync, rename,
@@ -14,7 +17,8 @@
  *          dropping the cache (every checksum checked, into new device
  *          buffers);
  *   D2H    gpo_optim_read() of the same state into host memory, what the
- *          device alone allows.
+ *          device alone allows: into pageable memory, and into pinned
+ *          memory (gpo_host_alloc), which is what save stages through.
  * Each figure is the median of -r runs.
  *
  *   bench_ckpt [-d DEVICE] [-D DIR] [-s SIZES] [-r REPS]
@@ -27,10 +31,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/vfs.h>
 #include <gpuopt.h>
 #include "bench_i.h"
 
 #define BLOCK		(8u << 20)
+#define TMPFS_MAGIC	0x01021994
 #define NTENSORS	8
 #define MAXREPS		15
 
@@ -38,6 +44,7 @@ struct bench {
 	const char *device;
 	const char *dir;
 	int reps;
+	int tmpfs;			/* no direct I/O: the limit is a copy */
 	char path_direct[4096], path_plain[4096], path_ckpt[4096];
 };
 
@@ -134,23 +141,20 @@ static struct gpo_optim *make_state(struct gpo_device *dev, uint64_t bytes)
 	return opt;
 }
 
-static double d2h(struct gpo_optim *opt)
+/* The three slots into @x (pageable or pinned), pages touched first. */
+static double d2h(struct gpo_optim *opt, float *x)
 {
 	const char *slots[3] = { "param", "exp_avg", "exp_avg_sq" };
 	uint64_t bytes = gpo_optim_numel(opt) * 4;
-	float *x = malloc(bytes);
 	double t0;
 	int s;
 
-	if (!x)
-		sys_die("malloc");
+	memset(x, 0, bytes);
 	t0 = now_s();
 	for (s = 0; s < 3; s++)
 		if (gpo_optim_read(opt, slots[s], NULL, x, bytes))
 			die("gpo_optim_read");
-	t0 = now_s() - t0;
-	free(x);
-	return t0;
+	return now_s() - t0;
 }
 
 static void row(const char *op, uint64_t bytes, double t, double limit_t,
@@ -167,23 +171,30 @@ static void run_size(struct bench *b, struct gpo_device *dev,
 		     uint64_t bytes)
 {
 	double tw[MAXREPS], tr[MAXREPS], pw[MAXREPS], pr[MAXREPS];
-	double sv[MAXREPS], rs[MAXREPS], dh[MAXREPS];
+	double sv[MAXREPS], rs[MAXREPS], dh[MAXREPS], dp[MAXREPS];
 	struct gpo_optim *opt = make_state(dev, bytes);
 	uint64_t fbytes = gpo_optim_numel(opt) * 12;
+	float *page, *pin;
 	char *blk;
 	int r;
 
 	if (posix_memalign((void **)&blk, 4096, BLOCK))
 		sys_die("posix_memalign");
+	page = malloc(fbytes / 3);
+	if (!page)
+		sys_die("malloc");
+	if (gpo_host_alloc(dev, fbytes / 3, (void **)&pin))
+		die("gpo_host_alloc");
 	memset(blk, 0x5a, BLOCK);
 	for (r = 0; r < b->reps; r++) {
-		tw[r] = seq_io(b->path_direct, fbytes, 1, 1, blk);
-		tr[r] = seq_io(b->path_direct, fbytes, 0, 1, blk);
+		tw[r] = seq_io(b->path_direct, fbytes, 1, !b->tmpfs, blk);
+		tr[r] = seq_io(b->path_direct, fbytes, 0, !b->tmpfs, blk);
 		pw[r] = seq_io(b->path_plain, fbytes, 1, 0, blk);
 		pr[r] = seq_io(b->path_plain, fbytes, 0, 0, blk);
 		unlink(b->path_direct);
 		unlink(b->path_plain);
-		dh[r] = d2h(opt);
+		dh[r] = d2h(opt, page);
+		dp[r] = d2h(opt, pin);
 		sv[r] = now_s();
 		if (gpo_optim_save(opt, b->path_ckpt, 0))
 			die("gpo_optim_save");
@@ -202,12 +213,17 @@ static void run_size(struct bench *b, struct gpo_device *dev,
 	       "seconds", "GB/s", "limit", "GB/s", "ratio", "peer GB/s",
 	       "vs peer");
 	row("save", fbytes, median(sv, b->reps), median(tw, b->reps),
-	    "O_DIRECT write", median(pw, b->reps));
+	    b->tmpfs ? "tmpfs write" : "O_DIRECT write", median(pw, b->reps));
 	row("restore", fbytes, median(rs, b->reps), median(tr, b->reps),
-	    "O_DIRECT read", median(pr, b->reps));
-	printf("%-8s %9.3f %8.3f %8.2f  (device to host memory, no disk)\n",
+	    b->tmpfs ? "tmpfs read" : "O_DIRECT read", median(pr, b->reps));
+	printf("%-8s %9.3f %8.3f %8.2f  (device to pageable host memory, no file)\n",
 	       "D2H", fbytes / 1073741824.0, median(dh, b->reps),
 	       fbytes / median(dh, b->reps) / 1e9);
+	printf("%-8s %9.3f %8.3f %8.2f  (device to pinned host memory, no file)\n",
+	       "D2H pin", fbytes / 1073741824.0, median(dp, b->reps),
+	       fbytes / median(dp, b->reps) / 1e9);
+	gpo_host_free(dev, pin);
+	free(page);
 	free(blk);
 	gpo_optim_free(opt);
 }
@@ -218,6 +234,7 @@ int main(int argc, char **argv)
 	const char *sizes = "1G,4G";
 	struct gpo_device_info info;
 	struct gpo_device *dev;
+	struct statfs fs;
 	struct gpo_ctx *ctx;
 	char *list, *tok, *save;
 	int c;
@@ -244,12 +261,19 @@ int main(int argc, char **argv)
 		 b.dir);
 	if (gpo_ctx_new(&ctx, 0) || gpo_device_select(ctx, b.device, &dev))
 		die("device");
+	if (!statfs(b.dir, &fs) && fs.f_type == TMPFS_MAGIC)
+		b.tmpfs = 1;
 	gpo_device_info(ctx, gpo_device_index(dev), &info);
-	printf("# bench_ckpt: %s (%s), directory %s%s\n", info.id, info.name,
-	       b.dir, geteuid() ? "" : ", page cache dropped before reads");
-	printf("# limit: the disk's sequential direct-I/O rate (8 MiB blocks, "
-	       "as dd oflag=direct / iflag=direct);\n# peer: plain write()+fsync "
-	       "/ read() of the same bytes\n");
+	printf("# bench_ckpt: %s (%s), directory %s%s%s\n", info.id, info.name,
+	       b.dir, b.tmpfs ? " (tmpfs)" : "",
+	       geteuid() ? "" : ", page cache dropped before reads");
+	if (b.tmpfs)
+		printf("# limit: write() and read() of 8 MiB blocks to tmpfs "
+		       "(a memory copy);\n");
+	else
+		printf("# limit: the disk's sequential direct-I/O rate (8 MiB "
+		       "blocks, as dd oflag=direct / iflag=direct);\n");
+	printf("# peer: plain write()+fsync / read() of the same bytes\n");
 	list = strdup(sizes);
 	for (tok = strtok_r(list, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))

@@ -2,7 +2,9 @@
 # device-run.sh BUILD - everything the GPU machine run needs, in one call:
 # the devices, the unit suite on the GPU's Vulkan and OpenCL devices, and
 # the benchmark table beside PyTorch's AdamW. Writes logs under $OUT.
-#   DEVICE_RUN=tests|bench|all (default all)
+#   DEVICE_RUN=tests|bench|all (default all), or xfer: only the transfer
+#              and checkpoint benchmarks (bench/xfer.sh, bench/ckpt.sh of
+#              4 GiB to /dev/shm and the disk) on the NVIDIA devices
 #   BENCH_BEFORE=PATH  also run an earlier build's bench_optim on the same
 #                      devices and sizes, in the same call (before/after)
 set -u
@@ -46,5 +48,21 @@ bench|all)
 	fi
 	"$build/bin/bench_optim" -d "${nv_vk}${nv_cl:+,$nv_cl}" -s "$sizes" -m -r 50 \
 		-p "$out/peers.txt" 2>&1 | tee "$out/bench.txt"
+	;;
+esac
+case ${DEVICE_RUN:-all} in
+xfer)
+	BENCH_PYTHON=python3 BENCH_FLAGS=-x sh bench/xfer.sh "$build" 2>&1 |
+		tee "$out/xfer.txt"
+	# Vulkan with its pool unmapped: staging where ReBAR would be used
+	[ -n "$nv_vk" ] && GPUOPT_VULKAN_DEBUG=nomap \
+		"$build/bin/bench_xfer" -d "$nv_vk" -r 3 2>&1 |
+		tee "$out/xfer-vk-nomap.txt"
+	BENCH_DEVICES=${nv_vk}${nv_cl:+,$nv_cl} \
+		BENCH_CKPT_SIZES=${BENCH_CKPT_SIZES:-4G} \
+		BENCH_CKPT_REPS=${BENCH_CKPT_REPS:-2} \
+		BENCH_CKPT_DIR=/dev/shm/gpo-bench-ckpt,$build/bench-ckpt \
+		sh bench/ckpt.sh "$build" 2>&1 | tee "$out/ckpt.txt"
+	rm -rf /dev/shm/gpo-bench-ckpt "$build/bench-ckpt"
 	;;
 esac

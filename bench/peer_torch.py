@@ -4,6 +4,9 @@
 Prints lines "label params ms_per_step" (median wall time of a step,
 synchronised), which bench_optim -p reads:
     peer_torch.py --device cpu --sizes 1M,16M,64M [--many] [--reps 20]
+With --copies SIZE (CUDA only) it times host<->device copies of SIZE
+bytes instead, bench_xfer's limit and peer: lines
+"torch_copy_<h2d|d2h>_<pinned|pageable> bytes seconds" (median).
 On the CPU it runs torch.optim.AdamW with foreach off and on, with
 torch.set_num_threads(--threads or all cores); on CUDA with fused=True
 (where this torch has it) and foreach=True. With --many on CUDA, the
@@ -99,6 +102,27 @@ def time_adamw_graph(shapes, reps, clip):
     return statistics.median(times) * 1e3
 
 
+def time_copies(size, reps):
+    """torch's host<->device copies of @size bytes, pinned and pageable"""
+    dev = torch.empty(size, dtype=torch.uint8, device="cuda")
+    for kind in ("pinned", "pageable"):
+        host = torch.empty(size, dtype=torch.uint8,
+                           pin_memory=(kind == "pinned"))
+        host.fill_(7)
+        for name, dst, src in (("h2d", dev, host), ("d2h", host, dev)):
+            times = []
+            for i in range(reps + 1):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                dst.copy_(src)
+                torch.cuda.synchronize()
+                if i:
+                    times.append(time.perf_counter() - t0)
+            print("torch_copy_%s_%s %d %.6f" % (name, kind, size,
+                                                statistics.median(times)),
+                  flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
@@ -106,7 +130,12 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--many", action="store_true")
+    ap.add_argument("--copies")
     a = ap.parse_args()
+    if a.copies:
+        print("# torch %s host<->device copies" % torch.__version__)
+        time_copies(parse_size(a.copies), min(a.reps, 10))
+        return
     torch.set_num_threads(a.threads)
     variants = ([("fused", {"fused": True}), ("foreach", {"foreach": True})]
                 if a.device == "cuda" else

@@ -385,6 +385,37 @@ int gpo_pool_set_limit(struct gpo_device *dev, uint64_t limit);
 /* gpo_pool_trim - give every unused cached block back to the device. */
 int gpo_pool_trim(struct gpo_device *dev);
 
+/* ---- pinned host memory -------------------------------------------------- */
+
+/*
+ * gpo_host_alloc - host memory the device copies by DMA
+ * @dev:   an opened device
+ * @bytes: > 0
+ * @out:   gets the memory, aligned to 64 bytes at least, its contents
+ *         undefined
+ *
+ * Page-locked memory mapped for @dev (Vulkan: a host-visible, host-cached
+ * allocation; OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer, mapped; the cpu
+ * backend: plain aligned memory). A transfer of @dev (gpo_optim_write(),
+ * gpo_optim_read(), gpo_tensor_write(), gpo_tensor_read(), checkpoints)
+ * whose host range lies wholly in such memory copies straight from or to
+ * it; any other host range goes through the device's staging buffers.
+ * Thread-safe. Returns 0; -EINVAL for a NULL argument or 0 bytes; -ENOMEM
+ * when the memory cannot be had (more than the machine has, or the
+ * driver's refusal), with gpo_errmsg() saying which.
+ */
+int gpo_host_alloc(struct gpo_device *dev, size_t bytes, void **out);
+
+/*
+ * gpo_host_free - give back memory from gpo_host_alloc() on @dev
+ *
+ * Waits for copies still queued from or to it. NULL @p does nothing.
+ * Returns 0, or -EINVAL (and frees nothing) for a NULL @dev or a pointer
+ * that is not the start of memory gpo_host_alloc() gave on @dev.
+ * Memory not freed is freed with the context.
+ */
+int gpo_host_free(struct gpo_device *dev, void *p);
+
 /* ---- optimizers ----------------------------------------------------------
  *
  * An optimizer holds one flat device buffer for the parameters, one for the

@@ -23,6 +23,16 @@ struct gpo_device;
 struct dev_mem;			/* a backend's device allocation */
 struct dev_graph;		/* a backend's recorded launches */
 
+/*
+ * Pinned host memory: @size bytes at @ptr, page-locked and mapped for the
+ * device; @priv is the backend's (NULL on the cpu backend).
+ */
+struct host_mem {
+	unsigned char *ptr;
+	uint64_t size;
+	void *priv;
+};
+
 /* A sub-allocation handed out by the pool: @size bytes at @off in @mem. */
 struct dev_buf {
 	struct dev_mem *mem;
@@ -143,6 +153,15 @@ struct backend_ops {
 		     uint64_t off, const void *src, uint64_t bytes);
 	int (*read)(struct gpo_device *dev, const struct dev_buf *src,
 		    uint64_t off, void *dst, uint64_t bytes);
+	/*
+	 * pinned host memory (may be NULL: plain aligned memory is as good);
+	 * host_alloc fills hm->ptr and hm->priv for hm->size bytes, and
+	 * host_free returns once no queued copy uses the range any more.
+	 * write/read given a pointer into a range the device lists
+	 * (gpo__host_find) copy by DMA straight from or to it.
+	 */
+	int (*host_alloc)(struct gpo_device *dev, struct host_mem *hm);
+	void (*host_free)(struct gpo_device *dev, struct host_mem *hm);
 	/* can this device run @op in @dtype? 1 or 0 */
 	int (*supports)(struct gpo_device *dev, enum gpo__op_id op,
 			enum gpo_dtype dtype);

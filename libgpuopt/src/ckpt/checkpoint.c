@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -587,7 +588,10 @@ static void hash_piece(struct save_src *s, const char *src, uint64_t n)
 	}
 }
 
-/* The next @len bytes of the data, from the device. */
+/*
+ * The next @len bytes of the data, from the device. Hashing is the
+ * hasher's (below): si/spos are this function's, ei/epos/hs the hasher's.
+ */
 static int fill(struct save_src *s, char *dst, uint64_t len)
 {
 	struct gpo_device *dev = s->opt->dev;
@@ -602,7 +606,6 @@ static int fill(struct save_src *s, char *dst, uint64_t len)
 		pthread_mutex_unlock(&dev->lock);
 		if (ret)
 			return ret;
-		hash_piece(s, dst, n);
 		s->spos += n;
 		if (s->spos == g->len) {
 			s->si++;
@@ -614,9 +617,9 @@ static int fill(struct save_src *s, char *dst, uint64_t len)
 	return 0;
 }
 
-static size_t io_chunk(uint64_t bytes, size_t align)
+static size_t io_chunk(uint64_t bytes, size_t align, size_t dflt)
 {
-	size_t chunk = gpo__ckpt_tune.chunk ? gpo__ckpt_tune.chunk : CKIO_CHUNK;
+	size_t chunk = gpo__ckpt_tune.chunk ? gpo__ckpt_tune.chunk : dflt;
 
 	if (align < CKPT_ALIGN)
 		align = CKPT_ALIGN;
@@ -638,31 +641,208 @@ static int io_err(int ret, const char *path)
 	return sys_err(-ret, "write", path);
 }
 
+/*
+ * Pinned staging: the I/O engine's buffers in memory from gpo_host_alloc(),
+ * so that the device copies by DMA straight into the buffers the file
+ * writes come from (save) and out of those the reads fill (restore), no
+ * copy on the host between. Not for the cpu backend, whose memory is host
+ * memory already. Where it cannot be had, pageable buffers do.
+ */
+struct staging {
+	struct gpo_device *dev;
+	void *mem;
+	char *bufs;			/* aligned for direct I/O */
+};
+
+static int staged_device(const struct gpo_device *dev)
+{
+	return dev && dev->info.type != GPO_DEVICE_CPU;
+}
+
+static void stage_alloc(struct staging *st, struct gpo_device *dev,
+			size_t chunk, int nbuf, size_t mem_align)
+{
+	memset(st, 0, sizeof(*st));
+	if (!staged_device(dev))
+		return;
+	if (mem_align < 4096)
+		mem_align = 4096;
+	if (gpo_host_alloc(dev, chunk * (size_t)nbuf + mem_align, &st->mem)) {
+		gpo__err_clear();
+		return;
+	}
+	st->dev = dev;
+	st->bufs = (char *)round_up((uintptr_t)st->mem, mem_align);
+}
+
+/* After gpo__ckio_exit(): nothing in flight uses it. */
+static void stage_free(struct staging *st)
+{
+	if (st->mem)
+		gpo_host_free(st->dev, st->mem);
+	st->mem = st->bufs = NULL;
+}
+
+/*
+ * Direct I/O pins the pages of its buffer, which memory a GPU driver
+ * mapped may refuse (EFAULT): one block tells. Without it, buffered I/O
+ * from the same pinned buffers. A save's probe writes where the header
+ * goes last.
+ */
+static void check_direct(int fd, char *buf, size_t align, uint64_t off,
+			 int writing)
+{
+	ssize_t n;
+
+	if (!(fcntl(fd, F_GETFL) & O_DIRECT))
+		return;
+	if (writing)
+		memset(buf, 0, align);
+	n = writing ? pwrite(fd, buf, align, (off_t)off) :
+		      pread(fd, buf, align, (off_t)off);
+	if (n < 0 && errno == EFAULT)
+		gpo__ckio_set_direct(fd, 0);
+}
+
+/*
+ * The hasher: a thread that hashes chunk k while the device copies chunk
+ * k + 1 and the file takes earlier ones (XXH64 runs near 13 GB/s a core,
+ * below what the bus moves). It reads the buffers the writes go from;
+ * a buffer is reused once its write is done and its chunk hashed. With
+ * no thread, chunks are hashed in line.
+ */
+struct hasher {
+	pthread_t th;
+	int running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct save_src *src;
+	struct ckio *io;
+	uint64_t len;			/* of the data */
+	uint64_t posted;		/* chunks filled */
+	uint64_t done;			/* chunks hashed */
+	int stop;
+};
+
+static void hash_chunk(struct hasher *h, uint64_t k)
+{
+	uint64_t n = min_u64(h->io->chunk, h->len - k * h->io->chunk);
+
+	hash_piece(h->src, h->io->req[k % h->io->nbuf].p, n);
+}
+
+static void *hasher_main(void *arg)
+{
+	struct hasher *h = arg;
+	uint64_t k;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		while (h->done == h->posted && !h->stop)
+			pthread_cond_wait(&h->cond, &h->lock);
+		if (h->done == h->posted)
+			break;
+		k = h->done;
+		pthread_mutex_unlock(&h->lock);
+		hash_chunk(h, k);
+		pthread_mutex_lock(&h->lock);
+		h->done++;
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+static void hasher_start(struct hasher *h, struct save_src *src,
+			 struct ckio *io)
+{
+	memset(h, 0, sizeof(*h));
+	h->src = src;
+	h->io = io;
+	h->len = src->p->data_len;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	h->running = !pthread_create(&h->th, NULL, hasher_main, h);
+}
+
+/* Chunk @k is filled: hash it, or hand it over. */
+static void hasher_post(struct hasher *h, uint64_t k)
+{
+	if (!h->running) {
+		hash_chunk(h, k);
+		h->posted = h->done = k + 1;
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	h->posted = k + 1;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Wait until the first @k chunks are hashed. */
+static void hasher_wait(struct hasher *h, uint64_t k)
+{
+	if (!h->running)
+		return;
+	pthread_mutex_lock(&h->lock);
+	while (h->done < k)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Hash what was posted, then end the thread. */
+static void hasher_stop(struct hasher *h)
+{
+	if (h->running) {
+		pthread_mutex_lock(&h->lock);
+		h->stop = 1;
+		pthread_cond_broadcast(&h->cond);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->th, NULL);
+	}
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+}
+
 /* Data chunks from the device to the file, several writes in flight. */
 static int write_data(struct ckio *io, struct save_src *src,
 		      const struct target *tg, uint64_t data_start)
 {
 	uint64_t k, len = src->p->data_len, nchunks;
-	int ret;
+	struct hasher h;
+	int ret = 0;
 
 	nchunks = (len + io->chunk - 1) / io->chunk;
+	hasher_start(&h, src, io);
 	for (k = 0; k < nchunks; k++) {
 		int i = (int)(k % io->nbuf);
 		uint64_t n = min_u64(io->chunk, len - k * io->chunk);
 		uint64_t padded = round_up(n, tg->align);
 
 		ret = gpo__ckio_wait(io, i);
-		if (ret)
-			return io_err(ret, tg->path);
+		if (ret) {
+			ret = io_err(ret, tg->path);
+			break;
+		}
+		/* the chunk that last used buffer i */
+		if (k >= (uint64_t)io->nbuf)
+			hasher_wait(&h, k - io->nbuf + 1);
 		ret = fill(src, io->req[i].p, n);
 		if (ret)
-			return ret;	/* the device's error and message */
+			break;	/* the device's error and message */
 		memset(io->req[i].p + n, 0, padded - n);
 		ret = gpo__ckio_submit(io, i, NULL, data_start + k * io->chunk,
 				  padded, padded);
-		if (ret)
-			return io_err(ret, tg->path);
+		if (ret) {
+			ret = io_err(ret, tg->path);
+			break;
+		}
+		hasher_post(&h, k);
 	}
+	/* every sum is in before the header is built */
+	hasher_stop(&h);
+	if (ret)
+		return ret;
 	ret = gpo__ckio_drain(io);
 	return ret ? io_err(ret, tg->path) : 0;
 }
@@ -721,22 +901,31 @@ static int write_header(struct ckio *io, struct save_job *j)
 static int write_file(struct save_job *j)
 {
 	struct save_src src = { .opt = j->opt, .p = &j->plan };
+	struct staging st;
 	struct ckio io;
 	uint64_t nchunks;
 	size_t chunk;
-	int ret;
+	int ret, nbuf;
 
-	chunk = io_chunk(j->plan.data_len, j->tg.align);
+	chunk = io_chunk(j->plan.data_len, j->tg.align,
+			 staged_device(j->opt->dev) ? CKIO_DEV_CHUNK : CKIO_CHUNK);
 	nchunks = (j->plan.data_len + chunk - 1) / chunk;
-	ret = gpo__ckio_init(&io, j->tg.fd, 1, chunk, io_nbuf(nchunks),
-			j->tg.mem_align);
-	if (ret)
+	nbuf = io_nbuf(nchunks);
+	stage_alloc(&st, j->opt->dev, chunk, nbuf, j->tg.mem_align);
+	ret = gpo__ckio_init_mem(&io, j->tg.fd, 1, chunk, nbuf,
+				 j->tg.mem_align, st.bufs);
+	if (ret) {
+		stage_free(&st);
 		return ret;
+	}
+	if (st.bufs && j->tg.direct)
+		check_direct(j->tg.fd, st.bufs, j->tg.align, 0, 1);
 	XXH64_reset(&src.hs, 0);
 	ret = write_data(&io, &src, &j->tg, j->data_start);
 	if (!ret)
 		ret = write_header(&io, j);
 	gpo__ckio_exit(&io);
+	stage_free(&st);
 	if (!ret && ftruncate(j->tg.fd, (off_t)j->file_size))
 		ret = sys_err(errno, "ftruncate", j->tg.path);
 	return ret;
@@ -1067,20 +1256,30 @@ static void setup_direct(int fd, unsigned int flags, struct reader *r,
 static int stream_data(struct ckpt *ck, int fd, unsigned int flags,
 		       struct sink *sk)
 {
+	struct gpo_device *dev = sk->opt ? sk->opt->dev : NULL;
+	struct staging st;
 	struct reader r;
 	size_t mem_align, chunk;
-	int ret;
+	int ret, nbuf;
 
 	XXH64_reset(&sk->hs, 0);
 	setup_direct(fd, flags, &r, &mem_align);
 	r.base = ck->data_start / r.align * r.align;
-	chunk = io_chunk(ck->file_size - r.base, r.align);
+	chunk = io_chunk(ck->file_size - r.base, r.align,
+			 staged_device(dev) ? CKIO_DEV_CHUNK : CKIO_CHUNK);
 	r.nchunks = (ck->file_size - r.base + chunk - 1) / chunk;
-	ret = gpo__ckio_init(&r.io, fd, 0, chunk, io_nbuf(r.nchunks), mem_align);
-	if (ret)
+	nbuf = io_nbuf(r.nchunks);
+	stage_alloc(&st, dev, chunk, nbuf, mem_align);
+	ret = gpo__ckio_init_mem(&r.io, fd, 0, chunk, nbuf, mem_align, st.bufs);
+	if (ret) {
+		stage_free(&st);
 		return ret;
+	}
+	if (st.bufs)
+		check_direct(fd, st.bufs, r.align, r.base, 0);
 	ret = read_loop(&r, ck, sk);
 	gpo__ckio_exit(&r.io);
+	stage_free(&st);
 	gpo__ckio_set_direct(fd, 0);
 	if (!ret && sk->nbad)
 		ret = gpo__err(-EBADE, "%d tensor(s) fail their checksum, first '%.200s'",

@@ -61,6 +61,7 @@ int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	dev->priv = priv;
 	pthread_mutex_init(&dev->lock, NULL);
 	gpo__pool_init(&dev->pool);
+	gpo__host_init(&dev->host);
 	ctx->devs[ctx->ndevs++] = dev;
 	return 0;
 }
@@ -140,6 +141,7 @@ static void ctx_probe(struct gpo_ctx *ctx, int *failed)
 static void device_destroy(struct gpo_device *dev)
 {
 	gpo__pool_destroy(dev);
+	gpo__host_destroy(dev);
 	/* close also frees what probe left in dev->priv */
 	dev->ops->close(dev);
 	pthread_mutex_destroy(&dev->lock);

@@ -33,6 +33,34 @@ void gpo__pool_destroy(struct gpo_device *dev);
 int gpo__pool_alloc(struct gpo_device *dev, uint64_t bytes, struct dev_buf *out);
 void gpo__pool_free(struct gpo_device *dev, struct dev_buf *buf);
 
+/*
+ * hostmem.c: pinned host memory (gpo_host_alloc). A device keeps the
+ * ranges it handed out, so that a transfer given a pointer into one can
+ * copy by DMA straight from or to it.
+ */
+struct host_ranges {
+	pthread_mutex_t lock;
+	struct host_mem *v;		/* sorted by ptr */
+	int n, cap;
+};
+
+void gpo__host_init(struct host_ranges *hr);
+/* free what the caller left, before the backend closes */
+void gpo__host_destroy(struct gpo_device *dev);
+/*
+ * gpo__host_find - 1 with *@out a copy of the pinned range holding all of
+ * [@p, @p + @bytes), else 0. The copy stays usable while the caller
+ * holds what the backend's host_free() takes before it frees.
+ */
+int gpo__host_find(struct gpo_device *dev, const void *p, uint64_t bytes,
+		   struct host_mem *out);
+/*
+ * gpo__host_copy - memcpy() for staging chunks: split over a few threads
+ * on a machine with cores to spare (one thread's copy is a third of what
+ * the bus moves); GPUOPT_COPY_THREADS=N sets the count (1: plain memcpy)
+ */
+void gpo__host_copy(void *dst, const void *src, uint64_t bytes);
+
 struct gpo_device {
 	struct gpo_ctx *ctx;
 	const struct backend_ops *ops;
@@ -57,6 +85,7 @@ struct gpo_device {
 	 */
 	uint32_t loop_limit;
 	struct pool pool;
+	struct host_ranges host;	/* pinned host memory (hostmem.c) */
 };
 
 #define PROBE_LOG_MAX 4096

@@ -65,20 +65,23 @@ static void free_bufs(struct ckio *io)
 
 	if (!io->req)
 		return;
-	for (i = 0; i < io->nbuf; i++)
+	for (i = 0; i < io->nbuf && !io->ext_mem; i++)
 		free(io->req[i].p);
 	free(io->req);
 	io->req = NULL;
 }
 
-static int alloc_bufs(struct ckio *io, size_t mem_align)
+static int alloc_bufs(struct ckio *io, size_t mem_align, char *mem)
 {
 	int i;
 
 	io->req = calloc(io->nbuf + 1, sizeof(*io->req));
 	if (!io->req)
 		return -ENOMEM;
-	for (i = 0; i < io->nbuf; i++)
+	io->ext_mem = mem != NULL;
+	for (i = 0; i < io->nbuf && mem; i++)
+		io->req[i].p = mem + (size_t)i * io->chunk;
+	for (i = 0; i < io->nbuf && !mem; i++)
 		if (posix_memalign((void **)&io->req[i].p, mem_align,
 				   io->chunk))
 			return -ENOMEM;
@@ -108,12 +111,18 @@ static void register_bufs(struct ckio *io)
 int gpo__ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
 	      size_t mem_align)
 {
+	return gpo__ckio_init_mem(io, fd, writing, chunk, nbuf, mem_align, NULL);
+}
+
+int gpo__ckio_init_mem(struct ckio *io, int fd, int writing, size_t chunk,
+		       int nbuf, size_t mem_align, char *mem)
+{
 	memset(io, 0, sizeof(*io));
 	io->fd = fd;
 	io->writing = writing;
 	io->chunk = chunk;
 	io->nbuf = nbuf;
-	if (alloc_bufs(io, mem_align < 4096 ? 4096 : mem_align)) {
+	if (alloc_bufs(io, mem_align < 4096 ? 4096 : mem_align, mem)) {
 		free_bufs(io);
 		return gpo__err(-ENOMEM, "out of memory for %d I/O buffers of %zu bytes",
 			       nbuf, chunk);

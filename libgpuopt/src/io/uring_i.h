@@ -35,6 +35,7 @@ struct ckio {
 	int writing;
 	size_t chunk;
 	int nbuf;
+	int ext_mem;		/* the buffers are the caller's */
 	struct ckio_req *req;
 	int inflight;
 };
@@ -51,6 +52,11 @@ struct ckpt_tuning {
 extern struct ckpt_tuning gpo__ckpt_tune;
 
 #define CKIO_CHUNK	(2u << 20)
+/*
+ * through pinned staging from a GPU: a chunk is one DMA copy and one
+ * fence wait, which costs little beside 16 MiB at PCIe speed
+ */
+#define CKIO_DEV_CHUNK	(16u << 20)
 #define CKIO_NBUF	8
 
 /*
@@ -60,6 +66,14 @@ extern struct ckpt_tuning gpo__ckpt_tune;
  */
 int gpo__ckio_init(struct ckio *io, int fd, int writing, size_t chunk, int nbuf,
 	      size_t mem_align);
+/*
+ * gpo__ckio_init_mem - gpo__ckio_init() with the caller's buffer memory:
+ * @mem holds @nbuf * @chunk bytes, aligned for direct I/O, and outlives
+ * gpo__ckio_exit() (checkpoints pass pinned memory the device copies
+ * into by DMA). NULL: as gpo__ckio_init().
+ */
+int gpo__ckio_init_mem(struct ckio *io, int fd, int writing, size_t chunk,
+		       int nbuf, size_t mem_align, char *mem);
 /* gpo__ckio_exit - wait for what is in flight, then free everything */
 void gpo__ckio_exit(struct ckio *io);
 /*

@@ -15,6 +15,11 @@
  * launches create nothing: no sub-buffers, no per-step objects. A buffer a
  * kernel does not use (a zeroed dev_buf) is bound to a small dummy buffer.
  *
+ * Transfers: pinned memory (gpo_host_alloc(): a CL_MEM_ALLOC_HOST_PTR
+ * buffer, mapped) is read and written in one blocking copy, which the
+ * driver does by DMA; larger transfers from other memory go through a
+ * pinned staging buffer in slots, several copies in flight.
+ *
  * Launches only enqueue. wait() finishes the queue and reports the device
  * time from the start of the first launch after the previous wait to the
  * end of the last, from the only two events kept.
@@ -59,6 +64,14 @@
  */
 #define MAX_ITEMS	((size_t)1 << 30)
 #define BUILD_LOG_MAX	400
+/*
+ * Transfers larger than a slot go through a pinned staging buffer of
+ * XFER_SLOTS slots, so that the host copies one chunk while the device
+ * copies others: clEnqueueWrite/ReadBuffer straight from pageable memory
+ * moved 2.6 GB/s on an H100, where pinned memory moves 50.
+ */
+#define XFER_SLOTS	4
+#define XFER_SLOT_BYTES	(16ull << 20)
 
 struct dev_mem {
 	cl_mem mem;
@@ -112,6 +125,16 @@ struct ocl_dev {
 	uint64_t spin_ns;
 	uint64_t last_ns;		/* wall time of the last wait's batch */
 	int in_order;
+
+	/*
+	 * the staging buffer (CL_MEM_ALLOC_HOST_PTR, mapped), made by the
+	 * first large pageable transfer; each slot's copy has an event
+	 */
+	pthread_mutex_t xfer_lock;
+	cl_mem staging;
+	unsigned char *staging_map;
+	uint64_t slot_size;
+	cl_event slot_ev[XFER_SLOTS];
 };
 
 /*
@@ -207,6 +230,7 @@ static int cl_fail(const struct gpo_device *dev, cl_int err, int alloc,
 }
 
 static void kernel_table(struct ocl_dev *od);
+static cl_int event_status(cl_event ev);
 
 /* ---- probe --------------------------------------------------------------- */
 
@@ -369,12 +393,14 @@ static struct ocl_dev *ocl_dev_new(cl_platform_id plat, cl_device_id d)
 	od->device = d;
 	kernel_table(od);
 	pthread_mutex_init(&od->lock, NULL);
+	pthread_mutex_init(&od->xfer_lock, NULL);
 	return od;
 }
 
 static void ocl_dev_free(struct ocl_dev *od)
 {
 	pthread_mutex_destroy(&od->lock);
+	pthread_mutex_destroy(&od->xfer_lock);
 	free(od);
 }
 
@@ -1047,6 +1073,21 @@ out_unlock:
 /* Release what open made; what probe stored stays. */
 static void teardown(struct ocl_dev *od)
 {
+	int i;
+
+	for (i = 0; i < XFER_SLOTS; i++)
+		if (od->slot_ev[i])
+			clReleaseEvent(od->slot_ev[i]);
+	memset(od->slot_ev, 0, sizeof(od->slot_ev));
+	if (od->staging_map)
+		clEnqueueUnmapMemObject(od->queue, od->staging,
+					od->staging_map, 0, NULL, NULL);
+	if (od->queue)
+		clFinish(od->queue);
+	od->staging_map = NULL;
+	if (od->staging)
+		clReleaseMemObject(od->staging);
+	od->staging = NULL;
 	if (od->first)
 		clReleaseEvent(od->first);
 	if (od->last)
@@ -1068,6 +1109,22 @@ static void teardown(struct ocl_dev *od)
 	/* a root device ignores this; a sub-device of the caller's does not */
 	if (od->adopted)
 		clReleaseDevice(od->device);
+}
+
+/*
+ * The staging slots' size: GPUOPT_OPENCL_DEBUG=staging=BYTES (the whole
+ * staging buffer, as GPUOPT_VULKAN_DEBUG's) sends smaller transfers
+ * through them, for tests.
+ */
+static uint64_t staging_slot(void)
+{
+	const char *env = getenv("GPUOPT_OPENCL_DEBUG");
+	const char *p = env ? strstr(env, "staging=") : NULL;
+	uint64_t bytes = p ? strtoull(p + 8, NULL, 0) : 0;
+
+	if (bytes < 4096 || bytes > XFER_SLOTS * XFER_SLOT_BYTES)
+		return XFER_SLOT_BYTES;
+	return bytes / XFER_SLOTS;
 }
 
 static int ocl_open(struct gpo_device *dev)
@@ -1122,6 +1179,7 @@ out_dummy:
 	od->in_order = !od->adopted;
 	/* on a CPU implementation polling takes a core from its workers */
 	od->spin_ns = dev->info.type == GPO_DEVICE_CPU_IMPL ? 0 : SPIN_NS;
+	od->slot_size = staging_slot();
 	return 0;
 
 out_teardown:
@@ -1198,30 +1256,193 @@ static void ocl_free(struct gpo_device *dev, struct dev_mem *mem)
 	((struct ocl_dev *)dev->priv)->free_gen++;
 }
 
-static int ocl_write(struct gpo_device *dev, const struct dev_buf *dst,
-		     uint64_t off, const void *src, uint64_t bytes)
+/* ---- transfers --------------------------------------------------------- */
+
+/*
+ * Pinned memory: a CL_MEM_ALLOC_HOST_PTR buffer mapped for its life. The
+ * transfers below read and write its mapped pointer, which NVIDIA's
+ * driver recognises as page-locked and copies by DMA.
+ */
+static int map_pinned(struct gpo_device *dev, uint64_t bytes, cl_mem *mem,
+		      unsigned char **map)
 {
 	struct ocl_dev *od = dev->priv;
 	cl_int err;
+	void *p;
+
+	if (dev->max_alloc && bytes > dev->max_alloc)
+		return gpo__err(-ENOMEM, "%s (%s): %llu bytes of pinned memory: more than one buffer may hold (%llu)",
+			       dev->info.id, dev->info.name,
+			       (unsigned long long)bytes,
+			       (unsigned long long)dev->max_alloc);
+	*mem = clCreateBuffer(od->context, CL_MEM_READ_WRITE |
+			      CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
+	if (!*mem)
+		return cl_fail(dev, err, 1, "clCreateBuffer (pinned)");
+	p = clEnqueueMapBuffer(od->queue, *mem, CL_TRUE,
+			       CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
+			       NULL, &err);
+	if (!p) {
+		clReleaseMemObject(*mem);
+		*mem = NULL;
+		return cl_fail(dev, err, 1, "clEnqueueMapBuffer (pinned)");
+	}
+	*map = p;
+	return 0;
+}
+
+static int ocl_host_alloc(struct gpo_device *dev, struct host_mem *hm)
+{
+	cl_mem mem;
+	int ret;
+
+	ret = map_pinned(dev, hm->size, &mem, &hm->ptr);
+	if (!ret)
+		hm->priv = mem;
+	return ret;
+}
+
+static void ocl_host_free(struct gpo_device *dev, struct host_mem *hm)
+{
+	struct ocl_dev *od = dev->priv;
+	cl_mem mem = hm->priv;
+
+	/* copies from or to it may be queued: the unmap comes after them */
+	clEnqueueUnmapMemObject(od->queue, mem, hm->ptr, 0, NULL, NULL);
+	clFinish(od->queue);
+	clReleaseMemObject(mem);
+}
+
+/* slot_wait - wait for slot @i's copy, if any; its status */
+static cl_int slot_wait(struct ocl_dev *od, int i)
+{
+	cl_int err;
+
+	if (!od->slot_ev[i])
+		return CL_SUCCESS;
+	err = clWaitForEvents(1, &od->slot_ev[i]);
+	if (!err)
+		err = event_status(od->slot_ev[i]);
+	clReleaseEvent(od->slot_ev[i]);
+	od->slot_ev[i] = NULL;
+	return err;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static cl_int slot_enqueue(struct ocl_dev *od, cl_mem mem, uint64_t off,
+			   int i, uint64_t len, int write)
+{
+	unsigned char *map = od->staging_map + (uint64_t)i * od->slot_size;
+
+	return write ? clEnqueueWriteBuffer(od->queue, mem, CL_FALSE, off, len,
+					    map, 0, NULL, &od->slot_ev[i]) :
+		       clEnqueueReadBuffer(od->queue, mem, CL_FALSE, off, len,
+					   map, 0, NULL, &od->slot_ev[i]);
+}
+
+/*
+ * transfer_slots - chunk k through slot k % XFER_SLOTS: the host copies
+ * one chunk into or out of staging while the queue copies the others.
+ * Every slot is idle on return. Under od->xfer_lock.
+ */
+static int transfer_slots(struct gpo_device *dev, cl_mem mem, uint64_t off,
+			  unsigned char *host, uint64_t bytes, int write)
+{
+	struct ocl_dev *od = dev->priv;
+	const uint64_t size = od->slot_size, n = (bytes + size - 1) / size;
+	uint64_t k, next = 0;
+	cl_int err = CL_SUCCESS, e;
+	int i, ret;
+
+	if (!od->staging) {
+		ret = map_pinned(dev, size * XFER_SLOTS, &od->staging,
+				 &od->staging_map);
+		if (ret)
+			return ret;
+	}
+	for (k = 0; k < n && !err; k++) {
+		unsigned char *map;
+		uint64_t pos = k * size, len = min_u64(size, bytes - pos);
+
+		i = (int)(k % XFER_SLOTS);
+		map = od->staging_map + (uint64_t)i * size;
+		if (write) {
+			err = slot_wait(od, i);
+			if (err)
+				break;
+			gpo__host_copy(map, host + pos, len);
+			err = slot_enqueue(od, mem, off + pos, i, len, 1);
+			continue;
+		}
+		/* reads: every slot busy ahead of the host's copy */
+		for (; !err && next < n && next < k + XFER_SLOTS; next++)
+			err = slot_enqueue(od, mem, off + next * size,
+					   (int)(next % XFER_SLOTS),
+					   min_u64(size, bytes - next * size), 0);
+		if (!err)
+			err = slot_wait(od, i);
+		if (!err)
+			gpo__host_copy(host + pos, map, len);
+	}
+	for (i = 0; i < XFER_SLOTS; i++) {
+		e = slot_wait(od, i);
+		if (!err)
+			err = e;
+	}
+	return err ? cl_fail(dev, err, 0, write ? "clEnqueueWriteBuffer" :
+					       "clEnqueueReadBuffer") : 0;
+}
+
+/*
+ * transfer - pinned memory (gpo_host_alloc) and transfers up to a slot
+ * in one blocking copy from or to the caller's memory; larger pageable
+ * ones through the slots. The queue is in order: after the kernels.
+ */
+static int transfer(struct gpo_device *dev, const struct dev_buf *b,
+		    uint64_t off, unsigned char *host, uint64_t bytes,
+		    int write)
+{
+	struct ocl_dev *od = dev->priv;
+	struct host_mem hm;
+	cl_int err;
+	int ret;
 
 	if (!bytes)
 		return 0;
-	err = clEnqueueWriteBuffer(od->queue, dst->mem->mem, CL_TRUE,
-				   dst->off + off, bytes, src, 0, NULL, NULL);
-	return err ? cl_fail(dev, err, 0, "clEnqueueWriteBuffer") : 0;
+	off += b->off;
+	if (bytes > od->slot_size && !gpo__host_find(dev, host, bytes, &hm)) {
+		pthread_mutex_lock(&od->xfer_lock);
+		ret = transfer_slots(dev, b->mem->mem, off, host, bytes, write);
+		pthread_mutex_unlock(&od->xfer_lock);
+		return ret;
+	}
+	if (write)
+		err = clEnqueueWriteBuffer(od->queue, b->mem->mem, CL_TRUE, off,
+					   bytes, host, 0, NULL, NULL);
+	else
+		err = clEnqueueReadBuffer(od->queue, b->mem->mem, CL_TRUE, off,
+					  bytes, host, 0, NULL, NULL);
+	if (err)
+		return cl_fail(dev, err, 0, write ? "clEnqueueWriteBuffer" :
+						    "clEnqueueReadBuffer");
+	return 0;
+}
+
+static int ocl_write(struct gpo_device *dev, const struct dev_buf *dst,
+		     uint64_t off, const void *src, uint64_t bytes)
+{
+	/* transfer() only reads @src when it writes */
+	return transfer(dev, dst, off, (unsigned char *)src, bytes, 1);
 }
 
 static int ocl_read(struct gpo_device *dev, const struct dev_buf *src,
 		    uint64_t off, void *dst, uint64_t bytes)
 {
-	struct ocl_dev *od = dev->priv;
-	cl_int err;
-
-	if (!bytes)
-		return 0;
-	err = clEnqueueReadBuffer(od->queue, src->mem->mem, CL_TRUE,
-				  src->off + off, bytes, dst, 0, NULL, NULL);
-	return err ? cl_fail(dev, err, 0, "clEnqueueReadBuffer") : 0;
+	return transfer(dev, src, off, dst, bytes, 0);
 }
 
 static uint64_t ocl_mem_free(struct gpo_device *dev)
@@ -1694,6 +1915,8 @@ const struct backend_ops gpo__opencl_backend_ops = {
 	.free = ocl_free,
 	.write = ocl_write,
 	.read = ocl_read,
+	.host_alloc = ocl_host_alloc,
+	.host_free = ocl_host_free,
 	.supports = ocl_supports,
 	.launch = ocl_launch,
 	.wait = ocl_wait,

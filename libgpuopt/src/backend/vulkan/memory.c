@@ -2,14 +2,25 @@
 /*
  * memory.c - the Vulkan backend's memory: the memory types of pool blocks
  * and staging, blocks, the dummy buffer bound for absent buffers, host
- * transfers, the heap budget
+ * transfers, pinned host memory, the heap budget
+ *
+ * Transfers (transfer()): memory gpo_host_alloc() gave is one buffer
+ * copy, by DMA. Other host memory goes through the staging buffer: up to
+ * a quarter of it in the batch, more in VK_XFER_SLOTS slots with their
+ * own command buffers and fences, so that the host's memcpy of one chunk
+ * overlaps the device's copies of the others.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "backend/vulkan/vulkan_i.h"
 
-#define STAGING_BYTES		(32ull << 20)
+/* four slots of 16 MiB: a chunk's submission and fence cost little beside
+ * its copy at PCIe speed */
+#define STAGING_BYTES		(64ull << 20)
+
+/* pinned writes up to this size (or a slot) are queued through staging */
+#define PINNED_QUEUED		(1ull << 20)
 
 #define POOL_USAGE (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | \
 		    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | \
@@ -217,14 +228,187 @@ static int check_range(struct gpo_device *dev, const struct dev_buf *b,
 	return 0;
 }
 
+/* ---- the staging slots: large transfers, several chunks in flight -------- */
+
+/* slot_wait - wait for @s's copy, if one is queued; the fence is reset */
+static int slot_wait(struct gpo_device *dev, struct vk_slot *s)
+{
+	struct vk_dev *vd = dev->priv;
+	VkResult r;
+
+	if (!s->busy)
+		return 0;
+	r = vkWaitForFences(vd->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
+	s->busy = 0;
+	vkResetFences(vd->device, 1, &s->fence);
+	return r == VK_SUCCESS ? 0 : gpo__vk_fail(dev, r, "vkWaitForFences");
+}
+
+/* Every slot idle again: the staging buffer is free. The first error. */
+static int slots_drain(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	int i, ret = 0, r;
+
+	for (i = 0; i < VK_XFER_SLOTS; i++) {
+		r = slot_wait(dev, &vd->slot[i]);
+		if (!ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/*
+ * slot_copy - submit one buffer copy on slot @s. The barrier before it
+ * makes the writes of earlier submissions (kernels) visible to the copy;
+ * the one after makes the copy visible to the host and to later commands.
+ */
+static int slot_copy(struct gpo_device *dev, struct vk_slot *s, VkBuffer src,
+		     uint64_t soff, VkBuffer dst, uint64_t doff, uint64_t bytes)
+{
+	struct vk_dev *vd = dev->priv;
+	const VkAccessFlags any = VK_ACCESS_SHADER_READ_BIT |
+				  VK_ACCESS_SHADER_WRITE_BIT |
+				  VK_ACCESS_TRANSFER_READ_BIT |
+				  VK_ACCESS_TRANSFER_WRITE_BIT;
+	const VkPipelineStageFlags work = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+					  VK_PIPELINE_STAGE_TRANSFER_BIT;
+	VkCommandBufferBeginInfo bi = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VkMemoryBarrier before = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT |
+				 VK_ACCESS_TRANSFER_WRITE_BIT,
+	}, after = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = any | VK_ACCESS_HOST_READ_BIT,
+	};
+	VkBufferCopy region = {
+		.srcOffset = soff,
+		.dstOffset = doff,
+		.size = bytes,
+	};
+	VkSubmitInfo si = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &s->cmd,
+	};
+	VkResult r;
+
+	r = vkBeginCommandBuffer(s->cmd, &bi);
+	if (r != VK_SUCCESS)
+		return gpo__vk_fail(dev, r, "vkBeginCommandBuffer");
+	/* an adopted device's barriers, memory shared by fd acquired */
+	gpo__vk_interop_begin(vd, s->cmd);
+	vkCmdPipelineBarrier(s->cmd, work, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &before, 0, NULL, 0, NULL);
+	vkCmdCopyBuffer(s->cmd, src, dst, 1, &region);
+	vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			     work | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after,
+			     0, NULL, 0, NULL);
+	gpo__vk_interop_end(vd, s->cmd);
+	r = vkEndCommandBuffer(s->cmd);
+	if (r == VK_SUCCESS)
+		r = vkQueueSubmit(vd->queue, 1, &si, s->fence);
+	if (r != VK_SUCCESS) {
+		vkResetCommandBuffer(s->cmd, 0);
+		return gpo__vk_fail(dev, r, "vkQueueSubmit");
+	}
+	s->busy = 1;
+	return 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * transfer_slots - a transfer larger than a slot: chunk k goes through
+ * slot k % VK_XFER_SLOTS, so that the host copies one chunk into or out
+ * of staging while the device copies the others. The batch goes first
+ * (its kernels may write what is read, or read what is replaced); every
+ * slot is idle again on return.
+ */
+static int transfer_slots(struct gpo_device *dev, const struct dev_buf *b,
+			  uint64_t off, unsigned char *host, uint64_t bytes,
+			  int write)
+{
+	struct vk_dev *vd = dev->priv;
+	const uint64_t size = vd->slot_size, n = (bytes + size - 1) / size;
+	VkBuffer pool = b->mem->buffer, stg = vd->staging.buffer;
+	uint64_t k, next = 0, dpos = b->off + off;
+	int ret, r;
+
+	ret = gpo__vk_batch_flush(dev);
+	for (k = 0; k < n && !ret; k++) {
+		struct vk_slot *s = &vd->slot[k % VK_XFER_SLOTS];
+		unsigned char *map = vd->staging.map +
+				     (k % VK_XFER_SLOTS) * size;
+		uint64_t pos = k * size, len = min_u64(size, bytes - pos);
+
+		if (write) {
+			ret = slot_wait(dev, s);
+			if (ret)
+				break;
+			gpo__host_copy(map, host + pos, len);
+			ret = slot_copy(dev, s, stg, (k % VK_XFER_SLOTS) * size,
+					pool, dpos + pos, len);
+			continue;
+		}
+		/* reads: every slot busy ahead of the host's copy */
+		for (; !ret && next < n && next < k + VK_XFER_SLOTS; next++)
+			ret = slot_copy(dev, &vd->slot[next % VK_XFER_SLOTS],
+					pool, dpos + next * size, stg,
+					(next % VK_XFER_SLOTS) * size,
+					min_u64(size, bytes - next * size));
+		if (!ret)
+			ret = slot_wait(dev, s);
+		if (!ret)
+			gpo__host_copy(host + pos, map, len);
+	}
+	r = slots_drain(dev);
+	return ret ? ret : r;
+}
+
+/*
+ * transfer_pinned - one copy between pinned memory (gpo_host_alloc) and
+ * the pool, in the batch after its kernels; waited for, so that a write's
+ * source may be reused on return
+ */
+static int transfer_pinned(struct gpo_device *dev, const struct dev_buf *b,
+			   uint64_t off, const struct host_mem *hm,
+			   unsigned char *host, uint64_t bytes, int write)
+{
+	const struct dev_mem *pm = hm->priv;
+	uint64_t hoff = (uint64_t)(host - hm->ptr);
+	int ret;
+
+	if (write)
+		ret = gpo__vk_record_copy(dev, pm->buffer, hoff, b->mem->buffer,
+					  b->off + off, bytes);
+	else
+		ret = gpo__vk_record_copy(dev, b->mem->buffer, b->off + off,
+					  pm->buffer, hoff, bytes);
+	return ret ? ret : gpo__vk_batch_flush(dev);
+}
+
 /*
  * transfer - copy @bytes between @host and @b at @off: into @b if @write,
  * else out of it. Mapped memory is copied directly once the kernels
  * launched so far are done (they may read what a write replaces); a read
- * only where that memory is host-cached. Otherwise through the staging
- * buffer: a write's copies are queued in the batch, a read's go in the
- * same submission as the kernels before it, so a small read (scal) costs
- * one fence wait.
+ * only where that memory is host-cached; not from or to pinned memory on
+ * a discrete GPU, where a DMA copy outruns the CPU's over the bus. Pinned
+ * memory is otherwise one DMA copy, but for small writes. Otherwise
+ * through staging: more than a slot goes through the slots, several
+ * chunks in flight; less goes in the batch, a write's copy queued, a
+ * read's in the same submission as the kernels before it, so a small read
+ * (scal) costs one fence wait.
  */
 static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		    uint64_t off, unsigned char *host, uint64_t bytes,
@@ -232,8 +416,9 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 {
 	struct vk_dev *vd = dev->priv;
 	uint64_t chunk, pos;
+	struct host_mem hm;
 	unsigned char *map;
-	int ret;
+	int ret, pinned;
 
 	ret = check_range(dev, b, off, bytes);
 	if (ret || !bytes)
@@ -243,11 +428,31 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		ret = gpo__vk_lost(dev);
 		goto out_unlock;
 	}
-	if (b->mem->map && (write || vd->direct_read)) {
+	/* under vd->lock: host_free() waits for it before freeing */
+	pinned = gpo__host_find(dev, host, bytes, &hm);
+	/*
+	 * A small write stays queued in the batch, as from any memory: its
+	 * memcpy costs less than the submission and wait a DMA copy needs
+	 * before the source may be reused (a step's gradients)
+	 */
+	if (pinned && write && bytes <= min_u64(PINNED_QUEUED, vd->slot_size))
+		pinned = 0;
+	if (b->mem->map && (write || vd->direct_read) &&
+	    !(pinned && vd->props.deviceType ==
+			VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU)) {
 		ret = gpo__vk_batch_flush(dev);
 		map = b->mem->map + b->off + off;
 		if (!ret)
-			memcpy(write ? map : host, write ? host : map, bytes);
+			gpo__host_copy(write ? map : host, write ? host : map,
+				       bytes);
+		goto out_unlock;
+	}
+	if (pinned) {
+		ret = transfer_pinned(dev, b, off, &hm, host, bytes, write);
+		goto out_unlock;
+	}
+	if (vd->slot_size && bytes > vd->slot_size) {
+		ret = transfer_slots(dev, b, off, host, bytes, write);
 		goto out_unlock;
 	}
 	while (bytes) {
@@ -333,6 +538,52 @@ void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
 	free(mem);
 }
 
+/*
+ * Pinned memory: host-visible, host-cached where the device has it (the
+ * staging buffer's type), mapped for its life, wrapped in a buffer that
+ * copies go from and to.
+ */
+int gpo__vk_host_alloc(struct gpo_device *dev, struct host_mem *hm)
+{
+	struct vk_dev *vd = dev->priv;
+	struct dev_mem *mem;
+	int ret;
+
+	if (vd->lost)
+		return gpo__vk_lost(dev);
+	if (vd->max_alloc && hm->size > vd->max_alloc)
+		return gpo__err(-ENOMEM, "%s (%s): %llu bytes of pinned memory: more than one allocation may hold (%llu)",
+			       dev->info.id, dev->info.name,
+			       (unsigned long long)hm->size,
+			       (unsigned long long)vd->max_alloc);
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return gpo__err(-ENOMEM, "out of memory");
+	ret = mem_create(dev, hm->size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			 (int)vd->staging_type, 1, mem);
+	if (ret) {
+		free(mem);
+		return ret;
+	}
+	hm->ptr = mem->map;
+	hm->priv = mem;
+	return 0;
+}
+
+void gpo__vk_host_free(struct gpo_device *dev, struct host_mem *hm)
+{
+	struct vk_dev *vd = dev->priv;
+	struct dev_mem *mem = hm->priv;
+
+	pthread_mutex_lock(&vd->lock);
+	/* a copy from or to it may still be queued in the batch */
+	gpo__vk_batch_flush(dev);
+	mem_destroy(vd, mem);
+	pthread_mutex_unlock(&vd->lock);
+	free(mem);
+}
+
 uint64_t gpo__vk_mem_free(struct gpo_device *dev)
 {
 	struct vk_dev *vd = dev->priv;
@@ -352,6 +603,32 @@ uint64_t gpo__vk_mem_free(struct gpo_device *dev)
 	if (heap < 0 || budget.heapBudget[heap] < budget.heapUsage[heap])
 		return 0;
 	return budget.heapBudget[heap] - budget.heapUsage[heap];
+}
+
+/* The slots' command buffers (from the batch's pool) and fences. */
+static int create_slots(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	VkCommandBufferAllocateInfo cbai = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = vd->cmd_pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = 1,
+	};
+	VkFenceCreateInfo fci = {
+		.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
+	};
+	VkResult r = VK_SUCCESS;
+	int i;
+
+	for (i = 0; i < VK_XFER_SLOTS && r == VK_SUCCESS; i++) {
+		r = vkAllocateCommandBuffers(vd->device, &cbai,
+					     &vd->slot[i].cmd);
+		if (r == VK_SUCCESS)
+			r = vkCreateFence(vd->device, &fci, NULL,
+					  &vd->slot[i].fence);
+	}
+	return r == VK_SUCCESS ? 0 : gpo__vk_fail(dev, r, "transfer slots");
 }
 
 /* The dummy buffer (zeroed) and, where transfers need it, staging. */
@@ -381,16 +658,28 @@ int gpo__vk_create_buffers(struct gpo_device *dev,
 	/* the caller's buffers (interop.c) are never mapped: staging */
 	if (vd->pool_mapped && vd->direct_read && !vd->adopted)
 		return 0;
-	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~15ull :
+	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~63ull :
 						  STAGING_BYTES;
-	return mem_create(dev, vd->staging_size,
-			  VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-			  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-			  (int)vd->staging_type, 1, &vd->staging);
+	vd->slot_size = vd->staging_size / VK_XFER_SLOTS;
+	ret = mem_create(dev, vd->staging_size,
+			 VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			 (int)vd->staging_type, 1, &vd->staging);
+	return ret ? ret : create_slots(dev);
 }
 
 void gpo__vk_destroy_buffers(struct vk_dev *vd)
 {
+	int i;
+
+	for (i = 0; i < VK_XFER_SLOTS; i++) {
+		if (vd->slot[i].fence)
+			vkDestroyFence(vd->device, vd->slot[i].fence, NULL);
+		if (vd->slot[i].cmd)
+			vkFreeCommandBuffers(vd->device, vd->cmd_pool, 1,
+					     &vd->slot[i].cmd);
+	}
+	memset(vd->slot, 0, sizeof(vd->slot));
 	mem_destroy(vd, &vd->staging);
 	mem_destroy(vd, &vd->dummy);
 }

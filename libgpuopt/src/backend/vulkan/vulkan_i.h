@@ -61,6 +61,19 @@ struct vk_access {
  */
 #define VK_SLOTS	4
 
+/*
+ * A slot of the staging buffer for transfers of many chunks (memory.c):
+ * its own command buffer and fence, so that the host copies one chunk
+ * while the device copies others.
+ */
+#define VK_XFER_SLOTS	4
+
+struct vk_slot {
+	VkCommandBuffer cmd;
+	VkFence fence;
+	int busy;			/* submitted, fence not yet waited */
+};
+
 /* The descriptor-set cache, without VK_KHR_push_descriptor. */
 struct vk_desc_key {
 	VkBuffer buffer[OP_MAX_BUF];
@@ -151,6 +164,8 @@ struct vk_dev {
 	struct dev_mem dummy;		/* bound for absent buffers */
 	struct dev_mem staging;		/* uploads and readbacks */
 	uint64_t staging_size;
+	struct vk_slot slot[VK_XFER_SLOTS];	/* staging in slots */
+	uint64_t slot_size;		/* staging_size / VK_XFER_SLOTS */
 
 	uint64_t max_range;		/* bytes one descriptor may span */
 	uint32_t max_groups;		/* element ops' dispatch cap */
@@ -217,6 +232,8 @@ int gpo__vk_write(struct gpo_device *dev, const struct dev_buf *dst,
 int gpo__vk_read(struct gpo_device *dev, const struct dev_buf *src,
 		 uint64_t off, void *dst, uint64_t bytes);
 uint64_t gpo__vk_mem_free(struct gpo_device *dev);
+int gpo__vk_host_alloc(struct gpo_device *dev, struct host_mem *hm);
+void gpo__vk_host_free(struct gpo_device *dev, struct host_mem *hm);
 
 /* submit.c */
 int gpo__vk_create_commands(struct gpo_device *dev);
