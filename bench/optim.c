@@ -363,7 +363,9 @@ static int gpt2_numels(uint64_t *out, int max)
 /*
  * Small steps (issue 14): a 10 000-parameter AdamW step, plain and
  * clipped, synchronous and queued, in microseconds of wall time beside
- * the target and torch's fused AdamW replayed from a CUDA graph.
+ * the target and torch's fused AdamW replayed from a CUDA graph. Last, a
+ * 4-parameter SGD step: the least work one step can submit, so its wall
+ * time is what submitting and waiting cost on this device (the floor).
  */
 static void small_steps(const char *id, struct gpo_device *dev)
 {
@@ -373,26 +375,30 @@ static void small_steps(const char *id, struct gpo_device *dev)
 		int async;
 		double target_us;
 		const char *peer;	/* the peer label's tag */
+		uint64_t n;		/* parameters; 0: 10 000 */
 	} rows[] = {
 		{ "adamw_10k", { "adamw", "adamw", "lr=0.001", 28 }, 0, 15,
-		  "fused_graph" },
+		  "fused_graph", 0 },
 		{ "adamw+clip_10k", { "adamw+clip", "adamw",
-		  "lr=0.001 clip_norm=1", 32 }, 0, 25, "clip_graph" },
+		  "lr=0.001 clip_norm=1", 32 }, 0, 25, "clip_graph", 0 },
 		{ "adamw_10k_async", { "adamw", "adamw", "lr=0.001", 28 }, 1,
-		  15, "fused_graph" },
+		  15, "fused_graph", 0 },
 		{ "adamw+clip_10k_as", { "adamw+clip", "adamw",
-		  "lr=0.001 clip_norm=1", 32 }, 1, 25, "clip_graph" },
+		  "lr=0.001 clip_norm=1", 32 }, 1, 25, "clip_graph", 0 },
+		{ "sgd_4_floor", { "sgd", "sgd", "lr=0.001", 12 }, 0, 15,
+		  "fused_graph", 4 },
 	};
-	const uint64_t n = 10000;
 	struct result r;
+	uint64_t n;
 	size_t i;
 
 	printf("%-10s %-17s %8s %8s %8s %9s %6s  %s\n", "device", "case",
 	       "params", "kern_us", "wall_us", "target_us", "ratio", "peer");
 	for (i = 0; i < ARRAY_SIZE(rows); i++) {
-		const struct peer *p = find_peer_tag(n, rows[i].peer);
+		const struct peer *p = find_peer_tag(10000, rows[i].peer);
 		char peer[96] = "-";
 
+		n = rows[i].n ? rows[i].n : 10000;
 		if (run_case_mode(dev, &rows[i].c, 1, &n, &r, rows[i].async))
 			continue;
 		if (p)
