@@ -355,13 +355,7 @@ void gpo__vk_release(struct gpo_device *dev, struct dev_mem *mem)
 	if (!mem)
 		return;
 	pthread_mutex_lock(&vd->lock);
-	/*
-	 * nothing queued may still use it, and a buffer the caller makes
-	 * next may get its handle: no cached descriptor set may name it
-	 */
-	gpo__vk_batch_flush(dev);
-	gpo__vk_desc_cache_clear(vd);
-	vd->free_gen++;		/* recorded steps (graph.c) name it */
+	gpo__vk_forget(dev);
 	if (mem->memory) {
 		fd_buf_remove(vd, mem->buffer);
 		if (mem->map)

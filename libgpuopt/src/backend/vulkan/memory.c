@@ -522,6 +522,21 @@ int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
 	return 0;
 }
 
+/*
+ * gpo__vk_forget - before a buffer goes (ours, or the caller's let go):
+ * nothing queued may still use it, and as a buffer made next may get its
+ * handle, no cached descriptor set or recorded step (graph.c) may name
+ * it. Under vd->lock.
+ */
+void gpo__vk_forget(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+
+	gpo__vk_batch_flush(dev);
+	gpo__vk_desc_cache_clear(vd);
+	vd->free_gen++;
+}
+
 void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
 {
 	struct vk_dev *vd = dev->priv;
@@ -529,10 +544,7 @@ void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
 	if (!mem)
 		return;
 	pthread_mutex_lock(&vd->lock);
-	/* nothing queued may still use it; a new buffer may get its handle */
-	gpo__vk_batch_flush(dev);
-	gpo__vk_desc_cache_clear(vd);
-	vd->free_gen++;		/* recorded steps that name it are stale */
+	gpo__vk_forget(dev);
 	mem_destroy(vd, mem);
 	pthread_mutex_unlock(&vd->lock);
 	free(mem);

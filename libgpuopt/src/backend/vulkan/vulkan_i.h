@@ -227,6 +227,7 @@ void gpo__vk_mem_unmapped(struct vk_dev *vd, struct dev_mem *mem);
 int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
 		  struct dev_mem **out);
 void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem);
+void gpo__vk_forget(struct gpo_device *dev);
 int gpo__vk_write(struct gpo_device *dev, const struct dev_buf *dst,
 		  uint64_t off, const void *src, uint64_t bytes);
 int gpo__vk_read(struct gpo_device *dev, const struct dev_buf *src,
