@@ -181,6 +181,19 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
  * last partial row in a second one based at the next row, so no surplus
  * group runs and the shaders need not know @work.
  */
+static void dispatch_groups(VkCommandBuffer cmd, uint32_t work, uint32_t row)
+{
+	uint32_t rows = work / row, rest = work % row;
+
+	if (!rows) {
+		vkCmdDispatch(cmd, rest, 1, 1);
+		return;
+	}
+	vkCmdDispatch(cmd, row, rows, 1);
+	if (rest)
+		vkCmdDispatchBase(cmd, 0, rows, 0, rest, 1, 1);
+}
+
 static int launch_groups(struct gpo_device *dev, const struct op_call *call,
 			 VkPipeline pipe)
 {
@@ -204,13 +217,7 @@ static int launch_groups(struct gpo_device *dev, const struct op_call *call,
 	ret = record_bind(dev, call, pipe, bi, call->args);
 	if (ret)
 		return ret;
-	if (!rows) {
-		vkCmdDispatch(vd->cmd, rest, 1, 1);
-		return 0;
-	}
-	vkCmdDispatch(vd->cmd, row, rows, 1);
-	if (rest)
-		vkCmdDispatchBase(vd->cmd, 0, rows, 0, rest, 1, 1);
+	dispatch_groups(vd->cmd, work, row);
 	return 0;
 }
 
@@ -335,12 +342,6 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 		vkCmdDispatch(vd->cmd, groups, 1, 1);
 		return 0;
 	}
-	if (!rows) {
-		vkCmdDispatch(vd->cmd, rest, 1, 1);
-		return 0;
-	}
-	vkCmdDispatch(vd->cmd, row, rows, 1);
-	if (rest)
-		vkCmdDispatchBase(vd->cmd, 0, rows, 0, rest, 1, 1);
+	dispatch_groups(vd->cmd, work, row);
 	return 0;
 }
