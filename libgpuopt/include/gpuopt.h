@@ -276,9 +276,9 @@ struct gpo_vulkan_handles {
  *
  * Must not run concurrently with other calls on @ctx (as
  * gpo_ctx_rescan()). Returns 0; -EINVAL for a NULL or invalid handle, a
- * queue of another context or family, or a device too old; -ENOSYS when libgpuopt was built
- * without that API; the driver's error otherwise. On failure nothing is
- * added and nothing of the caller's is changed.
+ * queue of another context or family, or a device too old; -ENOSYS when
+ * libgpuopt was built without that API; the driver's error otherwise. On
+ * failure nothing is added and nothing of the caller's is changed.
  */
 int gpo_device_adopt_opencl(struct gpo_ctx *ctx,
 			    const struct gpo_opencl_handles *h,
@@ -348,8 +348,8 @@ uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot);
  * offset + gpo_optim_buffer_bytes(), a misaligned offset, a handle of
  * another context or device, a kind the device's backend cannot take, a
  * cl_mem already released or not a read-write buffer the host can read
- * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY once the buffers are allocated or
- * when @slot is already bound; -ENOSYS where the backend cannot import
+ * and write (no CL_MEM_READ_ONLY, WRITE_ONLY or HOST_* flags); -EBUSY
+ * once the buffers are allocated or when @slot is already bound; -ENOSYS where the backend cannot import
  * (an fd without VK_KHR_external_memory_fd, or on an adopted device). On
  * failure nothing changes (an fd stays the caller's, open).
  */
@@ -602,9 +602,10 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
  * save or restore). The step kernels are float32 only for now:
  * gpo_optim_step() and gpo_optim_objective() refuse with -ENOSYS while a
  * buffer they use is of another dtype; reads, writes, checkpoints and
- * gpo_optim_reset() work with every dtype. A slot other than f32 starts as zero bytes; adagrad's
- * sum in f16 or bf16 starts at initial_accumulator_value rounded to that
- * dtype, in u8, i32 or i64 only at 0 (else its allocation fails with
+ * gpo_optim_reset() work with every dtype. A slot other than f32 starts
+ * as zero bytes; adagrad's sum in f16 or bf16 starts at
+ * initial_accumulator_value rounded to that dtype, in u8, i32 or i64
+ * only at 0 (else its allocation fails with
  * -ENOSYS). Returns 0; -EINVAL for a NULL pointer or an invalid @dt;
  * -ENOENT for a buffer the kind has not; -EBUSY once the buffers are
  * allocated. On failure nothing changes.
