@@ -6,7 +6,8 @@
 # parameters, plain and clipped, synchronous and queued, in microseconds
 # beside that peer; then the same on Vulkan with the recorded steps off
 # (GPUOPT_VULKAN_DEBUG=nograph), for the difference they make. Twice,
-# interleaved. Writes logs under $OUT.
+# interleaved. First bench_submit: an empty submission and its wait
+# through each driver, the floor under any step. Writes logs under $OUT.
 set -u
 build=${1:-build}
 out=${OUT:-/tmp/out}
@@ -28,6 +29,8 @@ echo "NVIDIA devices: vulkan=$nv_vk opencl=$nv_cl"
 devs=${nv_vk}${nv_cl:+,$nv_cl}
 [ -n "$devs" ] || { echo "small.sh: no NVIDIA device" >&2; exit 1; }
 
+# the floor: one empty submission and its wait through each driver
+"$build/bin/bench_submit" 2>&1 | tee -a "$out/small.txt"
 python3 bench/peer_torch.py --device cuda --sizes 10K --many --reps 200 \
 	>"$out/peers-small.txt" 2>&1
 cat "$out/peers-small.txt"
