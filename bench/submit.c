@@ -6,9 +6,12 @@
  *   bench_submit [-r REPS] [-a]
  *
  * Vulkan: an empty command buffer, recorded once, submitted with a fence
- * that is then polled (vkGetFenceStatus) until signalled, and reset.
+ * that is then polled (vkGetFenceStatus) until signalled, and reset; then
+ * the same with two timestamps in it (read back after each wait), and
+ * with a full barrier first and a host barrier last as well.
  * OpenCL: a marker enqueued on an in-order queue, flushed, and its event
- * polled until complete. Median wall time of REPS (default 2000) after a
+ * polled until complete; then a 4-element kernel instead, on a plain
+ * queue and on a profiling one (its times read after each wait). Median wall time of REPS (default 2000) after a
  * warm-up, per GPU device (-a: CPU implementations too). bench_optim -S's
  * small steps sit on this floor: its sgd_4_floor row is the same through
  * libgpuopt, with a 4-element kernel.
@@ -51,7 +54,7 @@ static double median(double *v, int n)
 
 static void print_row(const char *api, const char *name, double us)
 {
-	printf("%-7s %-40.40s %9.1f\n", api, name, us);
+	printf("%-7s %-58.58s %9.1f\n", api, name, us);
 	fflush(stdout);
 }
 
@@ -88,13 +91,30 @@ static void vk_one(VkPhysicalDevice phys, int reps, double *t)
 		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 		.commandBufferCount = 1,
 	};
+	VkQueryPoolCreateInfo qpci = {
+		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+		.queryType = VK_QUERY_TYPE_TIMESTAMP,
+		.queryCount = 2,
+	};
+	VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT |
+				 VK_ACCESS_MEMORY_WRITE_BIT,
+	};
+	static const char *const variant[] = {
+		"empty", "+2 timestamps", "+barriers",
+	};
 	VkDevice dev;
 	VkQueue q;
 	VkCommandPool pool;
-	VkCommandBuffer cmd;
+	VkCommandBuffer cmd[3];
+	VkQueryPool qp = VK_NULL_HANDLE;
 	VkFence fence;
+	uint64_t ts[2];
+	char name[300];
 	double t0;
-	int i;
+	int i, v;
 
 	vkGetPhysicalDeviceProperties(phys, &props);
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nqf, qf);
@@ -114,26 +134,61 @@ static void vk_one(VkPhysicalDevice phys, int reps, double *t)
 	if (vkCreateCommandPool(dev, &cpci, NULL, &pool) != VK_SUCCESS)
 		goto out_dev;
 	cbai.commandPool = pool;
-	if (vkAllocateCommandBuffers(dev, &cbai, &cmd) != VK_SUCCESS ||
-	    vkBeginCommandBuffer(cmd, &bi) != VK_SUCCESS ||
-	    vkEndCommandBuffer(cmd) != VK_SUCCESS ||
+	cbai.commandBufferCount = 3;
+	if (vkAllocateCommandBuffers(dev, &cbai, cmd) != VK_SUCCESS ||
+	    vkCreateQueryPool(dev, &qpci, NULL, &qp) != VK_SUCCESS ||
 	    vkCreateFence(dev, &fci, NULL, &fence) != VK_SUCCESS)
 		goto out_pool;
-	si.pCommandBuffers = &cmd;
-	for (i = -WARMUP; i < reps; i++) {
-		t0 = now_us();
-		if (vkQueueSubmit(q, 1, &si, fence) != VK_SUCCESS)
-			break;
-		while (vkGetFenceStatus(dev, fence) == VK_NOT_READY)
-			;
-		vkResetFences(dev, 1, &fence);
-		if (i >= 0)
-			t[i] = now_us() - t0;
+	for (v = 0; v < 3; v++) {
+		vkBeginCommandBuffer(cmd[v], &bi);
+		if (v == 2)
+			vkCmdPipelineBarrier(cmd[v],
+					     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+					     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+					     0, 1, &mb, 0, NULL, 0, NULL);
+		if (v) {
+			vkCmdResetQueryPool(cmd[v], qp, 0, 2);
+			vkCmdWriteTimestamp(cmd[v],
+					    VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+					    qp, 0);
+			vkCmdWriteTimestamp(cmd[v],
+					    VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+					    qp, 1);
+		}
+		if (v == 2)
+			vkCmdPipelineBarrier(cmd[v],
+					     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+					     VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+					     &mb, 0, NULL, 0, NULL);
+		if (vkEndCommandBuffer(cmd[v]) != VK_SUCCESS)
+			goto out_fence;
 	}
-	if (i == reps)
-		print_row("vulkan", props.deviceName, median(t, reps));
+	for (v = 0; v < 3; v++) {
+		si.pCommandBuffers = &cmd[v];
+		for (i = -WARMUP; i < reps; i++) {
+			t0 = now_us();
+			if (vkQueueSubmit(q, 1, &si, fence) != VK_SUCCESS)
+				break;
+			while (vkGetFenceStatus(dev, fence) == VK_NOT_READY)
+				;
+			vkResetFences(dev, 1, &fence);
+			if (v)
+				vkGetQueryPoolResults(dev, qp, 0, 2, sizeof(ts),
+						      ts, sizeof(ts[0]),
+						      VK_QUERY_RESULT_64_BIT);
+			if (i >= 0)
+				t[i] = now_us() - t0;
+		}
+		snprintf(name, sizeof(name), "%s, %s", props.deviceName,
+			 variant[v]);
+		if (i == reps)
+			print_row("vulkan", name, median(t, reps));
+	}
+out_fence:
 	vkDestroyFence(dev, fence, NULL);
 out_pool:
+	if (qp)
+		vkDestroyQueryPool(dev, qp, NULL);
 	vkDestroyCommandPool(dev, pool, NULL);
 out_dev:
 	vkDestroyDevice(dev, NULL);
@@ -168,26 +223,29 @@ static void vk_all(int reps, int all, double *t)
 #endif
 
 #ifdef GPO_HAVE_OPENCL
-static void cl_one(cl_device_id d, int reps, double *t)
+static const char kernel_src[] =
+	"__kernel void k(__global float *x) { x[get_global_id(0)] += 1.0f; }";
+
+/*
+ * @kern NULL: a marker, else that kernel over 4 elements; on @q, whose
+ * profiling times are read after each wait when @prof
+ */
+static void cl_variant(cl_command_queue q, cl_kernel kern, int prof,
+		       const char *name, int reps, double *t)
 {
-	cl_int err, st;
-	cl_context ctx;
-	cl_command_queue q;
+	const size_t four = 4;
+	cl_ulong start, end;
+	cl_int st, r;
 	cl_event ev;
-	char name[128] = "";
 	double t0;
 	int i;
 
-	clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
-	ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
-	if (!ctx)
-		return;
-	q = clCreateCommandQueue(ctx, d, 0, &err);
-	if (!q)
-		goto out_ctx;
 	for (i = -WARMUP; i < reps; i++) {
 		t0 = now_us();
-		if (clEnqueueMarkerWithWaitList(q, 0, NULL, &ev) != CL_SUCCESS)
+		r = kern ? clEnqueueNDRangeKernel(q, kern, 1, NULL, &four, NULL,
+						  0, NULL, &ev) :
+			   clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
+		if (r != CL_SUCCESS)
 			break;
 		clFlush(q);
 		do {
@@ -195,6 +253,12 @@ static void cl_one(cl_device_id d, int reps, double *t)
 					   sizeof(st), &st, NULL) != CL_SUCCESS)
 				st = -1;
 		} while (st > CL_COMPLETE);
+		if (prof) {
+			clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START,
+						sizeof(start), &start, NULL);
+			clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END,
+						sizeof(end), &end, NULL);
+		}
 		clReleaseEvent(ev);
 		if (st < 0)
 			break;
@@ -203,6 +267,49 @@ static void cl_one(cl_device_id d, int reps, double *t)
 	}
 	if (i == reps)
 		print_row("opencl", name, median(t, reps));
+}
+
+static void cl_one(cl_device_id d, int reps, double *t)
+{
+	const char *src = kernel_src;
+	cl_command_queue q, qp = NULL;
+	cl_program prog = NULL;
+	cl_kernel kern = NULL;
+	cl_mem buf = NULL;
+	char dname[128] = "", name[200];
+	cl_context ctx;
+	cl_int err;
+
+	clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof(dname) - 1, dname, NULL);
+	ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
+	if (!ctx)
+		return;
+	q = clCreateCommandQueue(ctx, d, 0, &err);
+	if (!q)
+		goto out_ctx;
+	snprintf(name, sizeof(name), "%s, marker", dname);
+	cl_variant(q, NULL, 0, name, reps, t);
+	qp = clCreateCommandQueue(ctx, d, CL_QUEUE_PROFILING_ENABLE, &err);
+	prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+	if (!qp || !prog || clBuildProgram(prog, 1, &d, "", NULL, NULL))
+		goto out;
+	kern = clCreateKernel(prog, "k", &err);
+	buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 16, NULL, &err);
+	if (!kern || !buf || clSetKernelArg(kern, 0, sizeof(buf), &buf))
+		goto out;
+	snprintf(name, sizeof(name), "%s, 4-element kernel", dname);
+	cl_variant(q, kern, 0, name, reps, t);
+	snprintf(name, sizeof(name), "%s, kernel, profiling queue", dname);
+	cl_variant(qp, kern, 1, name, reps, t);
+out:
+	if (buf)
+		clReleaseMemObject(buf);
+	if (kern)
+		clReleaseKernel(kern);
+	if (prog)
+		clReleaseProgram(prog);
+	if (qp)
+		clReleaseCommandQueue(qp);
 	clReleaseCommandQueue(q);
 out_ctx:
 	clReleaseContext(ctx);
@@ -254,7 +361,7 @@ int main(int argc, char **argv)
 		return 1;
 	printf("# bench_submit: one empty submission and its wait through the driver, median of %d\n",
 	       reps);
-	printf("%-7s %-40s %9s\n", "api", "device", "floor_us");
+	printf("%-7s %-58s %9s\n", "api", "device, what", "floor_us");
 #ifdef GPO_HAVE_VULKAN
 	vk_all(reps, all, t);
 #endif
