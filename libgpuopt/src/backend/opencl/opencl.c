@@ -1643,17 +1643,49 @@ static int ocl_wait(struct gpo_device *dev, uint64_t *device_ns)
  * readback of the step's scalars behind them, non-blocking, so a step is
  * one flush and one wait, and the host reads the scalars from @back after
  * it. Only the latest step's scalars are ever read, so
- * steps queued one after another may share @back.
+ * steps queued one after another may share @back. @back is pinned memory
+ * where the driver gives it (a mapped CL_MEM_ALLOC_HOST_PTR buffer, which
+ * a GPU writes by DMA instead of staging a read into pageable memory),
+ * else @plain.
  */
+#define GRAPH_BACK	64
+
 struct dev_graph {
-	float back[64];
+	float *back;
+	cl_mem pin;			/* NULL: @back is @plain */
+	float plain[GRAPH_BACK];
 };
 
 static int ocl_graph_begin(struct gpo_device *dev, struct dev_graph **g)
 {
-	if (!*g)
-		*g = calloc(1, sizeof(**g));
-	return *g ? 0 : gpo__err(-ENOMEM, "out of memory");
+	struct ocl_dev *od = dev->priv;
+	struct dev_graph *n;
+	cl_int err;
+
+	if (*g)
+		return 0;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return gpo__err(-ENOMEM, "out of memory");
+	n->back = n->plain;
+	n->pin = clCreateBuffer(od->context, CL_MEM_ALLOC_HOST_PTR |
+				CL_MEM_READ_WRITE, sizeof(n->plain), NULL,
+				&err);
+	if (n->pin) {
+		void *map = clEnqueueMapBuffer(od->queue, n->pin, CL_TRUE,
+					       CL_MAP_READ | CL_MAP_WRITE, 0,
+					       sizeof(n->plain), 0, NULL,
+					       NULL, &err);
+
+		if (map) {
+			n->back = map;
+		} else {
+			clReleaseMemObject(n->pin);
+			n->pin = NULL;
+		}
+	}
+	*g = n;
+	return 0;
 }
 
 static int ocl_graph_end(struct gpo_device *dev, struct dev_graph *g,
@@ -1667,7 +1699,7 @@ static int ocl_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	if (abort || !od->in_order)
 		return 0;
 	if (readback && bytes) {
-		if (bytes > sizeof(g->back) || !readback->mem)
+		if (bytes > sizeof(g->plain) || !readback->mem)
 			return 0;
 		err = clEnqueueReadBuffer(od->queue, readback->mem->mem,
 					  CL_FALSE, readback->off, bytes,
@@ -1691,6 +1723,12 @@ static void ocl_graph_free(struct gpo_device *dev, struct dev_graph *g)
 		return;
 	/* a readback may still be writing into it */
 	clFinish(od->queue);
+	if (g->pin) {
+		clEnqueueUnmapMemObject(od->queue, g->pin, g->back, 0, NULL,
+					NULL);
+		clFinish(od->queue);
+		clReleaseMemObject(g->pin);
+	}
 	free(g);
 }
 
