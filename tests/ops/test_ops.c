@@ -653,6 +653,20 @@ static void lion_ref(struct tcase *tc)
 		double g = f(&tc->b[1], i) * gm, m = f(&tc->b[2], i);
 		double u = a->beta1 * m + a->one_minus_beta1 * g;
 
+		/*
+		 * Where the two terms cancel to within float rounding, the
+		 * sign is the float sum's, as the kernels compute it (no
+		 * contraction): float64 cannot say which way float goes
+		 */
+		if (fabs(u) <= 1e-6 * (fabs(a->beta1 * m) +
+				       fabs(a->one_minus_beta1 * g))) {
+			volatile float gf = (float)f(&tc->b[1], i) * (float)gm;
+			volatile float t1 = (float)m * a->beta1;
+			volatile float t2 = a->one_minus_beta1 * gf;
+
+			u = t1 + t2;
+		}
+
 		tc->b[0].want[i] = f(&tc->b[0], i) * a->decay -
 				   a->lr * (u > 0 ? 1 : u < 0 ? -1 : 0);
 		tc->b[2].want[i] = a->beta2 * m + a->one_minus_beta2 * g;
