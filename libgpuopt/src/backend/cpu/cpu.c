@@ -618,6 +618,9 @@ static const struct cpu_kernel {
 	{ "attn_bwd_d", gpo__cpu_attn_bwd_d, DT(GPO_F32) },
 	{ "attn_bwd_dq", gpo__cpu_attn_bwd_dq, DT(GPO_F32) },
 	{ "attn_bwd_dkdv", gpo__cpu_attn_bwd_dkdv, DT(GPO_F32) },
+	{ "cast", gpo__cpu_cast, DT(GPO_F32) },
+	{ "quantize8", gpo__cpu_quant8, DT(GPO_F32) },
+	{ "dequantize8", gpo__cpu_dequant8, DT(GPO_F32) },
 };
 
 /* the kernel of each op, looked up by name once */
