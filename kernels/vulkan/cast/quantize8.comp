@@ -3,12 +3,14 @@
 /*
  * quantize8.comp - quantize8 (abi/cast.h): one workgroup a block of 256, blocks
  * grp, grp + groups, ...: the block's absmax (max |x| by the bits, so a
- * NaN wins), then 64 invocations pack four codes each.
+ * NaN wins), then 64 invocations pack four codes each. The maps are
+ * read from shared memory (precision.glsl's PREC_QMAP_SHARED).
  */
 #version 450
 #include "common.glsl"
 #include "abi/cast.h"
 #include "group.glsl"
+#define PREC_QMAP_SHARED
 #include "precision.glsl"
 #include "cast.glsl"
 
@@ -23,6 +25,8 @@ void main()
 	uint grp = group_index(), lid = gl_LocalInvocationID.x;
 	uint blocks = (args.n + GPO_CAST_BLOCK - 1u) / GPO_CAST_BLOCK;
 
+	prec_qmap_load();
+	barrier();
 	if (grp >= args.groups)
 		return;
 	for (uint k = grp; k < blocks; k += args.groups) {
