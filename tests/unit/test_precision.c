@@ -208,7 +208,7 @@ START_TEST(test_quant8_is_the_nearest_code)
 		const float *q = gpo__qmap[sg];
 		unsigned int zero = sg ? GPO_QZERO_S : GPO_QZERO_U;
 
-		for (n = 0; n < 200000; n++) {
+		for (n = 0; n < (tu_quick() ? 20000 : 200000); n++) {
 			float absmax = (float)tu_rand(&s, 1e-3, 1e3);
 			float x = (float)tu_rand(&s, sg ? -1.0 : 0.0, 1.0);
 			unsigned int want, got;
@@ -273,7 +273,7 @@ START_TEST(test_kernel_div_mul_sqrt_are_correctly_rounded)
 	uint64_t s = tu_rng("cr_div");
 	long n;
 
-	for (n = 0; n < 3000000; n++) {
+	for (n = 0; n < (tu_quick() ? 200000 : 3000000); n++) {
 		float a = any_float(&s), b = any_float(&s);
 
 		if (n % 7 == 0)		/* results near the subnormal range */
@@ -370,7 +370,7 @@ START_TEST(test_kernel_conversions_match_the_reference)
 		if (fbits(f16_to_f32(h)) != fbits(gpo__f16_to_f32((uint16_t)h)) ||
 		    fbits(bf16_to_f32(h)) != fbits(gpo__bf16_to_f32((uint16_t)h)))
 			ck_abort_msg("16-bit pattern %04x", h);
-	for (n = 0; n < 4000000; n++) {
+	for (n = 0; n < (tu_quick() ? 200000 : 4000000); n++) {
 		float f = n & 1 ? any_float(&s) : bitsf((uint32_t)next64(&s));
 		uint32_t r = (uint32_t)next64(&s);
 
@@ -416,7 +416,7 @@ START_TEST(test_sr_is_unbiased_and_exact_where_it_must_be)
 	uint64_t s = tu_rng("sr");
 	int t;
 
-	for (t = 0; t < 40; t++) {
+	for (t = 0; t < (tu_quick() ? 8 : 40); t++) {
 		float x = (float)tu_rand(&s, -100.0, 100.0);
 		uint16_t lo = (uint16_t)(fbits(x) >> 16);
 		double step = fabs((double)gpo__bf16_to_f32(lo + 1) -
