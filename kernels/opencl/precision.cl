@@ -193,14 +193,19 @@ static inline float prec_sqrt(float a)
 }
 
 #ifdef GPO_CR_DIVSQRT
+/* a NaN result gets the bits the cpu's gives, not the device's own NaN */
 static inline float cr_div(float a, float b)
 {
-	return a / b;
+	float q = a / b;
+
+	return isnan(q) ? prec_div(a, b) : q;
 }
 
 static inline float cr_sqrt(float a)
 {
-	return sqrt(a);
+	float r = sqrt(a);
+
+	return isnan(r) ? prec_sqrt(a) : r;
 }
 #else
 static inline float cr_div(float a, float b)

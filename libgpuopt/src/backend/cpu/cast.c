@@ -5,8 +5,10 @@
  * backend is compared with exactly these bits
  *
  * Group ops over a grid-stride launch: group g owns the chunks q of
- * GPO_WG_SIZE items with q % groups == g (for quant8, an item is a block).
- * Each item is written by one group, so slices never share a word.
+ * GPO_WG_SIZE items with q % groups == g. For quantize8 the items are
+ * blocks, taken GPO_WG_SIZE at a time here (a GPU group takes one): which
+ * group computes a block changes none of its bits. Each item is written
+ * by one group, so slices never share a word.
  */
 #include <string.h>
 #include "core/gpuopt_i.h"
