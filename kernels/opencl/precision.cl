@@ -13,6 +13,8 @@
  *	uint quant8(float x, float absmax, bool is_signed)
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
+ * Also prec_mul(a, b), a correctly rounded product whatever the denormal
+ * mode (dequant8 uses it).
  *
  * OpenCL's / and sqrt are 2.5 and 3 ulp unless the device reports
  * CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, when the backend builds with
@@ -442,7 +444,8 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
 	v = cr_div(x, absmax);
-	if (isnan(v))
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
 	if (v <= prec_qmap(base, 0u))
 		return 0u;

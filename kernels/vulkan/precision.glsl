@@ -12,6 +12,9 @@
  *	uint quant8(float x, float absmax, bool is_signed)
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
+ * Also prec_mul(a, b), a correctly rounded product whatever the denormal
+ * mode (dequant8 uses it), and, for shaders that define PREC_QMAP_SHARED
+ * first, the maps in shared memory (prec_qmap_load(), below).
  *
  * Vulkan's / is only good to 2.5 ulp, its sqrt to what inversesqrt gives,
  * a * b + c may or may not be fused, and float denormals may be flushed.
@@ -421,7 +424,8 @@ uint quant8(float x, float absmax, bool is_signed)
 	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
 	v = cr_div(x, absmax);
-	if (isnan(v))
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
 	if (v <= prec_qmap(base, 0u))
 		return 0u;
