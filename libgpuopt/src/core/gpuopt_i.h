@@ -139,6 +139,11 @@ struct hparams {
 	double loss_scale;
 	double init_scale;		/* dynamic: the first scale */
 	double growth_interval;		/* dynamic: good steps to double */
+	/*
+	 * optimizer-wide: with f16/bf16 params, keep an f32 master copy
+	 * (1, the default) or round stochastically (0, bf16)
+	 */
+	int master_weights;
 	int nesterov;
 	int amsgrad;
 	int maximize;

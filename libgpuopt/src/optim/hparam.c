@@ -61,6 +61,7 @@ static const struct hp_desc hp_table[] = {
 	D(loss_scale, 1, 1, HR_NONNEG, " (0 or 'dynamic': dynamic, 1: off)"),
 	D(init_scale, 1, 1, HR_POS, ""),
 	D(growth_interval, 1, 1, HR_POS, ""),
+	B(master_weights, 1, 1),
 };
 
 /* the largest growth_interval: the good-step counter is an exact float */
@@ -93,6 +94,7 @@ void gpo__hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp)
 	hp->loss_scale = 1.0;
 	hp->init_scale = 65536.0;
 	hp->growth_interval = 2000.0;
+	hp->master_weights = 1;
 	if (fam && fam->defaults)
 		fam->defaults(hp);
 }

@@ -801,8 +801,8 @@ int gpo__optim_loss_state(struct gpo_optim *opt, double *scale,
 				     GPO_SCAL_LS * sizeof(float), v, sizeof(v));
 	if (ret)
 		return ret;
-	*scale = v[0];
-	*good = (uint64_t)v[2];
+	*scale = opt->ls_saved = v[0];
+	*good = opt->ls_saved_good = (uint64_t)v[2];
 	return 0;
 }
 

@@ -63,6 +63,9 @@ struct gpo_optim {
 	struct dev_buf scal;		/* GPO_SCAL_SIZE floats: abi/abi.h */
 	/* the loss scale's device state must be (re)written before use */
 	int ls_reset;
+	/* as gpo__optim_loss_state() last read it (a save's metadata) */
+	double ls_saved;
+	uint64_t ls_saved_good;
 	struct dev_buf partials;	/* 2 floats per norm group */
 	uint32_t norm_groups, norm_chunk;
 
