@@ -1691,6 +1691,8 @@ int gpo_optim_reset(struct gpo_optim *opt)
 		opt->queued = 0;
 		opt->step = 0;
 		opt->skipped = 0;
+		/* the loss scale starts over with the state */
+		opt->ls_reset = 1;
 		for (g = 0; g < opt->ngroups; g++)
 			opt->groups[g].momentum_started = 0;
 	}
