@@ -743,5 +743,6 @@ int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res)
 	res->tokens = t->gpt ? n * t->ctx : 0;
 	res->grad_norm = NAN;
 	res->lr = NAN;
+	res->loss_scale = NAN;
 	return 0;
 }
