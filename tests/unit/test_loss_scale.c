@@ -346,6 +346,21 @@ START_TEST(test_bad_settings_refused)
 		ck_assert(gpo_optim_describe(opt, -1, after, sizeof(after)) > 0);
 		ck_assert_str_eq(before, after);
 	}
+	/* the built-in objectives' gradients are unscaled: refused */
+	{
+		static const uint64_t three = 3;
+		struct gpo_optim *o;
+		double loss;
+
+		ck_assert(!gpo_optim_new(devs[ndev - 1], GPO_SGD, &o));
+		ck_assert(gpo_optim_add_tensor(o, "x", 1, &three, 0) >= 0);
+		ck_assert(!gpo_optim_configure(o, -1, "loss_scale=dynamic"));
+		ck_assert_int_eq(gpo_optim_objective(o, "quadratic", &loss),
+				 -EINVAL);
+		ck_assert(!gpo_optim_configure(o, -1, "loss_scale=1"));
+		ck_assert(!gpo_optim_objective(o, "quadratic", &loss));
+		gpo_optim_free(o);
+	}
 	ck_assert_int_eq(gpo_optim_loss_scale(NULL, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(gpo_optim_loss_scale(opt, NULL, NULL), -EINVAL);
 	gpo_optim_free(opt);

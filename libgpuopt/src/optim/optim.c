@@ -1574,6 +1574,9 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 			       name);
 	if (opt->ngroups != 1)
 		return gpo__err(-EINVAL, "objectives need a single parameter group");
+	/* its gradient is the loss's own: a loss scale would divide it */
+	if (ls_on(&opt->groups[0].hp))
+		return gpo__err(-EINVAL, "objectives compute unscaled gradients: set loss_scale=1");
 	ret = check_f32(opt, name, 0);
 	if (ret)
 		return ret;
