@@ -71,6 +71,8 @@ expect "scaled steps" "$(stat_of scaled step)" 7
 expect "scaled skipped" "$(stat_of scaled skipped)" 0
 # 256 doubled after steps 2, 4 and 6
 expect "scaled loss_scale" "$(stat_of scaled loss_scale)" 2048
+grep -q '^gpuopt_job_loss_scale{gpuopt_job="scaled",.*} 2048$' "$M/metrics.prom" ||
+	fail "metrics: $(grep loss_scale "$M/metrics.prom")"
 for p in $(ls "$M/jobs/plain/params"); do
 	[ "$p" = index ] && continue
 	cmp -s "$M/jobs/plain/params/$p" "$M/jobs/scaled/params/$p" ||
