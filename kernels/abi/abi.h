@@ -65,7 +65,7 @@
 #endif
 
 /*
- * The step's scalars: four floats the norm pass writes (norm.h) and every
+ * The step's scalars: the four floats the norm pass writes (norm.h) and every
  * update kernel reads when GPO_UPD_USE_SCAL is set.
  */
 #define GPO_SCAL_MUL	0	/* gradient multiplier: unscale * clip */

@@ -17,7 +17,7 @@
 
 layout(set = 0, binding = 0, std430) readonly buffer part_f1
 	{ float part[]; };
-layout(set = 0, binding = 1, std430) buffer scal_f1
+layout(set = 0, binding = 1, std430) buffer scal_f1	/* LS*: read */
 	{ float scal[]; };
 
 /* the step's scalars (abi/norm.h), the loss scale's update last */

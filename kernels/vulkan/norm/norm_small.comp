@@ -14,7 +14,7 @@
 #include "group.glsl"
 
 FLOAT4_BUF(0, g);
-layout(set = 0, binding = 1, std430) buffer scal_f1
+layout(set = 0, binding = 1, std430) buffer scal_f1	/* LS*: read */
 	{ float scal[]; };
 
 /* the step's scalars (abi/norm.h), the loss scale's update last */
