@@ -35,6 +35,12 @@
 
 #define PREC_QNAN	0xffc00000u	/* x86's default NaN */
 
+/* the device's estimates (the tests put in worse ones) */
+#ifndef PREC_RCP
+#define PREC_RCP(x)	(1.0f / (x))
+#define PREC_RSQRT(x)	rsqrt(x)
+#endif
+
 /*
  * @Q * 2^(@e - 24) (Q in [2^24, 2^25): 24 significand bits and a round
  * bit; @sticky: nonzero bits below) rounded to nearest even as a float
@@ -81,7 +87,7 @@ static inline void prec_unpack(uint bits, uint *m, int *e)
 	*e = p - 149;
 }
 
-static inline float prec_div(float a, float b)
+static inline float prec_div_int(float a, float b)
 {
 	uint ua = as_uint(a), ub = as_uint(b);
 	uint sign = (ua ^ ub) & 0x80000000u;
@@ -160,7 +166,7 @@ static inline float prec_mul(float a, float b)
 				   (lo & ((1u << shift) - 1u)) != 0u));
 }
 
-static inline float prec_sqrt(float a)
+static inline float prec_sqrt_int(float a)
 {
 	uint ua = as_uint(a), xa = ua & 0x7fffffffu;
 	uint A, Q, N, t;
@@ -194,20 +200,158 @@ static inline float prec_sqrt(float a)
 	return as_float(prec_round(0u, ((E - (int)t) >> 1) + 24, Q, R != 0));
 }
 
+/*
+ * The fast paths: float add, sub and mul only where they are exact (every
+ * IEEE device rounds those correctly; `precise` in the GLSL copy and
+ * FP_CONTRACT OFF here keep them from being fused), the device's own
+ * reciprocal and rsqrt only as estimates. PREC_RCP within 2.5 ulp and
+ * PREC_RSQRT within 2 ulp (OpenCL's and Vulkan's bounds) are all they
+ * need; tests/unit/test_precision.c runs them on estimates that are off
+ * by that much on purpose.
+ *
+ * Division, a = A 2^(ea-23) and b = B 2^(eb-23) positive normal (A, B in
+ * [2^23, 2^24)). In units U = 2^(eq+eb-46) (eq: q's exponent), a float q
+ * in [2^eq, 2^(eq+1)) is Q U / 2^(eb-23), Q its 24-bit significand, and a
+ * is a multiple of 2^22 U (a >= 2^(eq+eb-1) as a / b is within a few ulp
+ * of q).
+ * 1. y = 1/b within 2.5 ulp, q0 = a y within 6 ulp of a / b.
+ * 2. q' = q0 rounded to 19 bits (Q' a multiple of 2^5): within 22 ulp.
+ *    Split q' = qh + ql, b = bh + bl at bit 12 of the significands by
+ *    masking (Qh, Bh multiples of 2^12; Ql < 2^12, a multiple of 2^5;
+ *    Bl < 2^12): the four products have at most 24 bits, so are exact.
+ * 3. R' = a - q' b, the four products subtracted one by one, each
+ *    difference exact as it fits 24 bits at its granularity (|R'| < 22 B
+ *    < 2^29, a multiple of 2^5):
+ *      a - qh bh   = R' + QhBl + QlBh + QlBl  < 2^37.1, multiple of 2^22
+ *      .. - ql bh  = R' + QhBl + QlBl         < 2^36.1, multiple of 2^17
+ *      .. - qh bl  = R' + QlBl                < 2^30,   multiple of 2^12
+ *      .. - ql bl  = R'                       < 2^29,   multiple of 2^5
+ * 4. q1 = q' + R' y rounds a value within 2^-16 ulp of a / b: a / b is
+ *    less than one step of the float grid from q1, on either side. d =
+ *    q1 - q' is exact (Sterbenz) and k d / u at most 45 halves of an ulp
+ *    u of q': d bh and d bl are exact, and so is R1 = a - q1 b:
+ *      R' - d bh   = R1 + d Bl   < 2^23.1, a multiple of U / 2
+ *      .. - d bl   = R1          < 2^23.1, a multiple of U / 2
+ * 5. a / b is above the midpoint q1 + u1/2 (u1 = ulp(q1)) iff R1 > h =
+ *    b u1/2 and below q1 - u1/2 iff -R1 > h: an exact scaling of b by a
+ *    power of 2. A quotient is never a tie (a would need an odd
+ *    significand above 2^24), so -R1 >= h is the same test; it is also
+ *    right where q1 = 2^j and the step below is u1/2: a quotient below
+ *    2^j is at most 2^j - u1/2 (A / B < 1 means A <= B - 1), so there
+ *    a / b < q1 means -R1 >= h and a step down.
+ * No subnormal arises where a is in [2^-76, 2^126), b in [2^-126, 2^126)
+ * and q0 in [2^-83, 2^126): the least nonzero term is U/2 >= 2^-125, the
+ * least |R' y| 2^(eq-42) >= 2^-125, and nothing exceeds 2^126 (b u1 is
+ * about 2^-23 a). Anything else (zeros, subnormals, inf, NaN, extreme
+ * exponents) takes the integer path.
+ * Count: 1 reciprocal, 19 float ops (9 mul, 10 add/sub) and 2 compares;
+ * 18 integer ops (masks, range checks, the final +-1 on the bits).
+ */
+static inline float prec_div(float a, float b)
+{
+	uint ua = as_uint(a), ub = as_uint(b);
+	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, qb;
+	float fa = as_float(xa), fb = as_float(xb);
+	float y, q0, qp, qh, ql, bh, bl, r, q1, d, h;
+
+	if (xa - 0x19800000u >= 0x65000000u ||
+	    xb - 0x00800000u >= 0x7e000000u)
+		return prec_div_int(a, b);
+	y = PREC_RCP(fb);
+	q0 = fa * y;
+	if (as_uint(q0) - 0x16000000u >= 0x68800000u)
+		return prec_div_int(a, b);
+	qb = (as_uint(q0) + 0x10u) & 0xffffffe0u;
+	qp = as_float(qb);
+	qh = as_float(qb & 0xfffff000u);
+	ql = qp - qh;
+	bh = as_float(xb & 0xfffff000u);
+	bl = fb - bh;
+	r = fa - qh * bh;
+	r = r - ql * bh;
+	r = r - qh * bl;
+	r = r - ql * bl;
+	q1 = qp + r * y;
+	d = q1 - qp;
+	r = r - d * bh;
+	r = r - d * bl;
+	h = fb * as_float((as_uint(q1) & 0x7f800000u) - 0x0c000000u);
+	qb = as_uint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
+	return as_float(qb | ((ua ^ ub) & 0x80000000u));
+}
+
+/*
+ * Square root, the same way: a = A 2^(ea-23) positive normal, units U =
+ * u^2 = 2^(2es-46) (es: the root's exponent), a float s in [2^es,
+ * 2^(es+1)) is S u, a is a multiple of 2^22 U.
+ * 1. r = rsqrt(a) within 2 ulp, s0 = a r within 5 ulp of sqrt(a).
+ * 2. s' = s0 rounded to 21 bits (S' a multiple of 8): within k <= 9 ulp.
+ *    sh, sl split at bit 12 (Sl < 2^12 a multiple of 8): sh sh, sh 2sl
+ *    and sl sl are exact.
+ * 3. R' = a - s'^2 (|R'| <= k (2S' + k) < 2^28.3, a multiple of 2^6):
+ *      a - sh sh    = R' + 2ShSl + Sl^2  < 2^37.1, multiple of 2^22
+ *      .. - sh 2sl  = R' + Sl^2          < 2^28.4, multiple of 2^16
+ *      .. - sl sl   = R'                 < 2^28.3, multiple of 2^6
+ * 4. s1 = s' + R' r/2 rounds a value within 2^-16 ulp of sqrt(a); d =
+ *    s1 - s' (exact) is at most 21 halves of u; 2d sh, 2d sl and d d are
+ *    exact, and R1 = a - s1^2 = R' - 2d sh - 2d sl - d d:
+ *      R' - 2d sh   < 2^25.1, a multiple of 2^6
+ *      .. - 2d sl   < 2^25.1, a multiple of 2^3
+ *      .. - d d     = R1, one rounding of the exact value (|R1| <= 2^25)
+ * 5. In units u1^2 of s1 (S1 its significand) R1 is an integer, and
+ *    sqrt(a) > s1 + u1/2 iff R1 > S1 + 1/4 iff R1 > s1 u1; sqrt(a) < s1 -
+ *    u1/2 iff R1 <= -S1 (R1 <= -S1/2 where s1 is a power of 2 and the
+ *    step below is u1/2). A rounding of R1 (only beyond 2^24, as it is an
+ *    integer) keeps those comparisons, as S1 < 2^24. No ties either: a
+ *    would need bits below 2^22 U.
+ * No subnormal where a is in [2^-76, 2^126): the least term is U/4 >=
+ * 2^-124 and the least |R' r/2| 2^(es-42); nothing exceeds a.
+ * Count: 1 rsqrt, 21 float ops (11 mul, 10 add/sub), 2 compares and a
+ * select; 11 integer ops.
+ */
+static inline float prec_sqrt(float a)
+{
+	uint ua = as_uint(a), sb;
+	float r, s0, sp, sh, sl, sl2, x, s1, d, d2, hu, hl;
+
+	if (ua - 0x19800000u >= 0x65000000u)
+		return prec_sqrt_int(a);
+	r = PREC_RSQRT(a);
+	s0 = a * r;
+	sb = (as_uint(s0) + 4u) & 0xfffffff8u;
+	sp = as_float(sb);
+	sh = as_float(sb & 0xfffff000u);
+	sl = sp - sh;
+	sl2 = sl + sl;
+	x = a - sh * sh;
+	x = x - sh * sl2;
+	x = x - sl * sl;
+	s1 = sp + x * (0.5f * r);
+	d = s1 - sp;
+	d2 = d + d;
+	x = x - d2 * sh;
+	x = x - d2 * sl;
+	x = x - d * d;
+	hu = s1 * as_float((as_uint(s1) & 0x7f800000u) - 0x0b800000u);
+	hl = (as_uint(s1) & 0x7fffffu) == 0u ? hu * 0.5f : hu;
+	sb = as_uint(s1) + (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
+	return as_float(sb);
+}
+
 #ifdef GPO_CR_DIVSQRT
 /* a NaN result gets the bits the cpu's gives, not the device's own NaN */
 static inline float cr_div(float a, float b)
 {
 	float q = a / b;
 
-	return isnan(q) ? prec_div(a, b) : q;
+	return isnan(q) ? prec_div_int(a, b) : q;
 }
 
 static inline float cr_sqrt(float a)
 {
 	float r = sqrt(a);
 
-	return isnan(r) ? prec_sqrt(a) : r;
+	return isnan(r) ? prec_sqrt_int(a) : r;
 }
 #else
 static inline float cr_div(float a, float b)

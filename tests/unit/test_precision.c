@@ -48,6 +48,50 @@ static inline uint mul_hi(uint a, uint b)
 	return (uint)(((uint64_t)a * b) >> 32);
 }
 
+/*
+ * The fast paths take the device's reciprocal and rsqrt as estimates, good
+ * to 2.5 and 2 ulp: here the exact value moved by up to 1.99 and 1.49 ulp
+ * before rounding (random, or all the way up or down), or correctly
+ * rounded (est_mode 0). est_calls counts the fast paths' attempts.
+ */
+static int est_mode;
+static uint64_t est_rng = 0x5eed;
+static long est_calls;
+
+static float est(double x, double max_ulp)
+{
+	double ulp = ldexp(1.0, ilogb(x) - 23), off = 0;
+	uint64_t z;
+
+	switch (est_mode) {
+	case 1:
+		z = (est_rng += 0x9e3779b97f4a7c15ull);
+		z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+		off = ((double)(z >> 11) / 4503599627370496.0 - 1) * max_ulp;
+		break;
+	case 2:
+		off = max_ulp;
+		break;
+	case 3:
+		off = -max_ulp;
+		break;
+	}
+	return (float)(x + off * ulp);
+}
+
+static float est_rcp(float x)
+{
+	est_calls++;
+	return est(1.0 / x, 1.99);
+}
+
+static float est_rsqrt(float x)
+{
+	return est(1.0 / sqrt(x), 1.49);
+}
+
+#define PREC_RCP(x)	est_rcp(x)
+#define PREC_RSQRT(x)	est_rsqrt(x)
 #define as_uint(x)	prec_as_uint(x)
 #define as_float(x)	prec_as_float(x)
 #define __constant	static const
@@ -314,6 +358,217 @@ START_TEST(test_kernel_div_mul_sqrt_are_correctly_rounded)
 }
 END_TEST
 
+/* ---- the fast paths of cr_div and cr_sqrt ------------------------------- */
+
+/* a random float of significand 1.m with unbiased exponent e (normal) */
+static float with_exp(uint64_t *s, int e)
+{
+	return bitsf((uint32_t)(e + 127) << 23 | ((uint32_t)next64(s) & 0x7fffff));
+}
+
+static int rand_in(uint64_t *s, int lo, int hi)
+{
+	return lo + (int)(next64(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* the inverse of odd @b modulo 2^32 (Newton on the 2-adic integers) */
+static uint32_t inv_odd(uint32_t b)
+{
+	uint32_t x = b;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		x *= 2 - b * x;
+	return x;
+}
+
+/* prec_div(a, b) against a / b, and with a and b one ulp either side */
+static void check_div_near(float a, float b)
+{
+	int i, j;
+
+	for (i = -1; i <= 1; i++)
+		for (j = -1; j <= 1; j++) {
+			float x = bitsf(fbits(a) + (uint32_t)i);
+			float y = bitsf(fbits(b) + (uint32_t)j);
+
+			if (!same(prec_div(x, y), x / y))
+				ck_abort_msg("cr_div(%a, %a) = %a, IEEE %a (estimates %d)",
+					     x, y, prec_div(x, y), x / y, est_mode);
+		}
+}
+
+static void check_sqrt_near(float a)
+{
+	int i;
+
+	for (i = -2; i <= 2; i++) {
+		float x = bitsf(fbits(a) + (uint32_t)i);
+
+		if (!same(prec_sqrt(x), sqrtf(x)))
+			ck_abort_msg("cr_sqrt(%a) = %a, IEEE %a (estimates %d)", x,
+				     prec_sqrt(x), sqrtf(x), est_mode);
+	}
+}
+
+/* @x (positive) within 2^-16 ulp of a midpoint between two floats */
+static int near_tie(double x)
+{
+	double t = ldexp(x, 23 - ilogb(x));	/* [2^23, 2^24) */
+
+	return fabs(t - floor(t) - 0.5) < 0x1p-16;
+}
+
+/* the odd root of @c (c = 1 mod 8) modulo 2^k, by lifting bit by bit */
+static uint64_t sqrt_mod2k(uint64_t c, int k)
+{
+	uint64_t x = 1, m = (1ull << k) - 1;
+	int i;
+
+	for (i = 3; i < k; i++)
+		if (((x * x - c) & ((2ull << i) - 1)) != 0)
+			x += 1ull << (i - 1);
+	return x & m;
+}
+
+START_TEST(test_kernel_div_sqrt_fast_paths_are_exact)
+{
+	uint64_t s = tu_rng("cr_fast");
+	long n, per = tu_quick() ? 20000 : 250000, fast = 0;
+
+	for (est_mode = 0; est_mode < 4; est_mode++) {
+		est_calls = 0;
+		fast = 0;
+		for (n = 0; n < per; n++) {
+			uint32_t B, M, e;
+			uint64_t A, MB;
+			int64_t eps;
+			float a, b;
+
+			/* operands and quotients across the fast range */
+			a = with_exp(&s, rand_in(&s, -76, 125));
+			b = with_exp(&s, rand_in(&s, -126, 125));
+			if (n & 1)
+				a = bitsf(fbits(a) | (uint32_t)(n & 2) << 30);
+			if (!same(prec_div(a, b), a / b))
+				ck_abort_msg("cr_div(%a, %a) = %a, IEEE %a (estimates %d)",
+					     a, b, prec_div(a, b), a / b, est_mode);
+			/* everyday magnitudes: always fast */
+			a = with_exp(&s, rand_in(&s, -40, 40));
+			b = with_exp(&s, rand_in(&s, -40, 40));
+			fast++;
+			check_div_near(a, b);
+			/*
+			 * Near-ties: A 2^25 = M B + eps for an odd M in [2^24,
+			 * 2^25) and a small odd eps, so a / b is within eps / B
+			 * of the midpoint M 2^(e-25) between two floats.
+			 */
+			B = 0x800001u | ((uint32_t)next64(&s) & 0x7ffffe);
+			eps = (int64_t)(next64(&s) % 33) - 16;
+			eps |= 1;
+			M = (uint32_t)((uint64_t)(-eps) * inv_odd(B)) & 0x1ffffffu;
+			if (M >= 0x1000000u) {
+				MB = (uint64_t)M * B + (uint64_t)eps;
+				A = MB >> 25;
+				e = (uint32_t)rand_in(&s, -50, 50);
+				a = ldexpf((float)A, (int)e + 25);
+				b = ldexpf((float)B, (int)e - (int)rand_in(&s, -40, 40));
+				ck_assert(near_tie((double)a / b));
+				check_div_near(a, b);
+				fast++;
+			}
+			/* quotients at and around powers of 2 (q1 = 2^k) */
+			b = with_exp(&s, rand_in(&s, -30, 30));
+			a = ldexpf(b, rand_in(&s, -30, 30));
+			check_div_near(a, b);
+			a = bitsf(fbits(a) + (uint32_t)rand_in(&s, -8, 8));
+			check_div_near(a, b);
+			/* exact quotients: q with 12 bits, b with 12 bits */
+			a = (float)(next64(&s) % 4096 + 1) * (float)(next64(&s) % 4096 + 1);
+			b = (float)(next64(&s) % 4096 + 1);
+			check_div_near(a, b);
+			/* the edges of the fast range: a, b and a / b */
+			a = with_exp(&s, rand_in(&s, -79, -73));
+			b = with_exp(&s, rand_in(&s, -5, 5));
+			check_div_near(a, b);
+			a = with_exp(&s, rand_in(&s, 122, 127));
+			b = with_exp(&s, rand_in(&s, -5, 5));
+			check_div_near(a, b);
+			a = with_exp(&s, rand_in(&s, -5, 5));
+			b = with_exp(&s, n & 1 ? rand_in(&s, -126, -122) :
+				     rand_in(&s, 122, 127));
+			check_div_near(a, b);
+			a = with_exp(&s, rand_in(&s, -70, -60));
+			b = with_exp(&s, rand_in(&s, 10, 30));
+			check_div_near(a, b);	/* q near 2^-83 */
+			a = with_exp(&s, rand_in(&s, 100, 125));
+			b = with_exp(&s, rand_in(&s, -30, -10));
+			check_div_near(a, b);	/* q near 2^126 */
+		}
+		ck_assert_msg(est_calls > 8 * per, "fast div tried %ld times",
+			      est_calls);
+
+		for (n = 0; n < per; n++) {
+			uint64_t c, x, M, MM, A;
+			int k, sh;
+			float a;
+
+			a = with_exp(&s, rand_in(&s, -80, 127));
+			if (!same(prec_sqrt(a), sqrtf(a)))
+				ck_abort_msg("cr_sqrt(%a) = %a, IEEE %a (estimates %d)",
+					     a, prec_sqrt(a), sqrtf(a), est_mode);
+			check_sqrt_near(with_exp(&s, rand_in(&s, -40, 40)));
+			/*
+			 * Near-ties: M^2 + eps = A 2^k for an odd M in [2^24,
+			 * 2^25), eps = -c small (c = 1 mod 8, as odd squares
+			 * are), so sqrt(a) is within eps / 2M of M 2^j, a
+			 * midpoint.
+			 */
+			k = 25 + (int)(n & 1);
+			c = 1 + 8 * (next64(&s) % 8);
+			if (next64(&s) & 1)
+				c = (1ull << k) - (8 * (next64(&s) % 8) + 7);
+			x = sqrt_mod2k(c, k);
+			for (sh = 0; sh < 4; sh++) {
+				M = (sh & 1 ? (1ull << k) - x : x) +
+				    (sh & 2 ? 1ull << (k - 1) : 0);
+				M &= (1ull << k) - 1;
+				if (M < 1ull << 24 || M >= 1ull << 25)
+					continue;
+				MM = M * M;
+				A = MM + (c < 1ull << (k - 1) ? -c : (1ull << k) - c);
+				if ((A & ((1ull << k) - 1)) != 0)
+					ck_abort_msg("root %llx of %llx mod 2^%d",
+						     (unsigned long long)M,
+						     (unsigned long long)c, k);
+				A >>= k;
+				if (A >= 1ull << 24)
+					continue;
+				a = ldexpf((float)A, k + 2 * rand_in(&s, -50, 50) - 50);
+				ck_assert(near_tie(sqrt(a)));
+				check_sqrt_near(a);
+				fast++;
+			}
+			/* perfect squares and roots near powers of 2 */
+			a = (float)(next64(&s) % 4096 + 1);
+			check_sqrt_near(ldexpf(a * a, 2 * rand_in(&s, -30, 30)));
+			check_sqrt_near(ldexpf(1.0f, rand_in(&s, -60, 60)));
+			/* the range's edges */
+			check_sqrt_near(with_exp(&s, rand_in(&s, -79, -73)));
+			check_sqrt_near(with_exp(&s, rand_in(&s, 123, 127)));
+		}
+	}
+	est_mode = 0;
+	ck_assert(fast > per);
+	/* the edges exactly */
+	ck_assert(same(prec_sqrt(bitsf(0x19800000)), sqrtf(bitsf(0x19800000))));
+	ck_assert(same(prec_sqrt(bitsf(0x197fffff)), sqrtf(bitsf(0x197fffff))));
+	ck_assert(same(prec_sqrt(bitsf(0x7e7fffff)), sqrtf(bitsf(0x7e7fffff))));
+	ck_assert(same(prec_div(bitsf(0x19800000), 3.0f), bitsf(0x19800000) / 3.0f));
+	ck_assert(same(prec_div(1.0f, bitsf(0x00800000)), 1.0f / bitsf(0x00800000)));
+}
+END_TEST
+
 START_TEST(test_rne_conversions_hand_checked)
 {
 	static const struct {
@@ -462,6 +717,7 @@ int main(void)
 	tcase_add_test(tc, test_qmap_has_bitsandbytes_values);
 	tcase_add_test(tc, test_quant8_is_the_nearest_code);
 	tcase_add_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded);
+	tcase_add_test(tc, test_kernel_div_sqrt_fast_paths_are_exact);
 	tcase_add_test(tc, test_rne_conversions_hand_checked);
 	tcase_add_test(tc, test_kernel_conversions_match_the_reference);
 	tcase_add_test(tc, test_round_bits_are_philox_words);
