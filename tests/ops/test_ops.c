@@ -3215,20 +3215,74 @@ static float special(struct tcase *tc)
 	return (float)srand2(tc, 1e-3, 1e3);
 }
 
-/* div and sqrt: any operands, alpha 1, the cpu's IEEE bits exactly */
+/*
+ * Near-ties for the kernels' cr_div and cr_sqrt, whose fast paths round
+ * by an exact residual (kernels/opencl/precision.cl): a dividend A
+ * 2^(25+j) whose quotient by B 2^e (B odd) is within 16 / B ulp of a
+ * midpoint between two floats (A 2^25 = M B + eps, M odd in [2^24, 2^25),
+ * eps small and odd), and a square (M^2 + eps) 2^(2j) with M odd, 25 bits.
+ */
+static float div_near_tie(struct tcase *tc, uint32_t B)
+{
+	uint32_t inv = B, M;
+	int64_t eps;
+	int i;
+
+	for (i = 0; i < 5; i++)		/* B^-1 mod 2^32, Newton's way */
+		inv *= 2 - B * inv;
+	for (i = 0; i < 32; i++) {
+		eps = ((int64_t)urand(tc, 0, 32) - 16) | 1;
+		M = ((uint32_t)-eps * inv) & 0x1ffffffu;
+		if (M >= 0x1000000u)
+			return ldexpf((float)(((uint64_t)M * B +
+					       (uint64_t)eps) >> 25),
+				      (int)urand(tc, 0, 40) + 5);
+	}
+	return 3.0f;
+}
+
+static float sqrt_near_tie(struct tcase *tc)
+{
+	int k = 25 + (int)urand(tc, 0, 1), i;
+	uint64_t m = (1ull << k) - 1, c = 1 + 8 * urand(tc, 0, 7), x = 1;
+	uint64_t M, A;
+
+	if (urand(tc, 0, 1))
+		c = (1ull << k) - 7 - 8 * urand(tc, 0, 7);
+	for (i = 3; i < k; i++)		/* x^2 = c (mod 2^(i+1)) */
+		if (((x * x - c) & ((2ull << i) - 1)) != 0)
+			x += 1ull << (i - 1);
+	for (i = 0; i < 4; i++) {
+		M = ((i & 1 ? (1ull << k) - x : x) +
+		     (i & 2 ? 1ull << (k - 1) : 0)) & m;
+		A = (M * M + (c < 1ull << (k - 1) ? -c : (1ull << k) - c)) >> k;
+		if (M >= 1ull << 24 && M < 1ull << 25 && A < 1ull << 24)
+			return ldexpf((float)A, k - 90 +
+				      2 * (int)urand(tc, 0, 40));
+	}
+	return 2.0f;
+}
+
+/*
+ * div and sqrt: any operands, alpha 1, the cpu's IEEE bits exactly; half
+ * the divisors one B 2^e and half the dividends near-ties for it (so a
+ * quarter of the quotients are, whatever the broadcast), a third of the
+ * roots near-ties
+ */
 static void div_exact_setup(struct tcase *tc)
 {
-	uint64_t i;
+	uint32_t B = 0x800001u | (urand(tc, 0, 0xffffff) & 0x7ffffeu);
+	float b = ldexpf((float)B, (int)urand(tc, 0, 40) - 20);
+	uint64_t k;
 
 	binary_setup(tc);
 	tc->a.ew.alpha = 1.0f;
-	for (i = 0; i < 2; i++) {
-		struct tbuf *b = &tc->b[i];
-		uint64_t k;
-
-		for (k = 0; k < b->n; k++)
-			put(b, k, special(tc));
-	}
+	for (k = 0; k < tc->b[0].n; k++)
+		put(&tc->b[0], k, urand(tc, 0, 1) ? special(tc) :
+		    bitsw(wbits(div_near_tie(tc, B)) |
+			  urand(tc, 0, 1) << 31));
+	for (k = 0; k < tc->b[1].n; k++)
+		put(&tc->b[1], k, urand(tc, 0, 1) ? special(tc) : b);
 }
 
 static void div_exact_ref(struct tcase *tc)
@@ -3253,7 +3307,8 @@ static void sqrt_exact_setup(struct tcase *tc)
 	unary_setup(tc);
 	tc->a.ew.alpha = 1.0f;
 	for (k = 0; k < tc->b[0].n; k++)
-		put(&tc->b[0], k, special(tc));
+		put(&tc->b[0], k, urand(tc, 0, 2) ? special(tc) :
+		    sqrt_near_tie(tc));
 }
 
 static void sqrt_exact_ref(struct tcase *tc)
