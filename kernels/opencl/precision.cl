@@ -20,11 +20,15 @@
  * CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, when the backend builds with
  * -cl-fp32-correctly-rounded-divide-sqrt and defines GPO_CR_DIVSQRT:
  * there cr_div and cr_sqrt are the plain operators. Elsewhere they are
- * precision.glsl's integer algorithm: the 24-bit significands divided (or
- * square-rooted) from a float estimate corrected by an exact integer
- * remainder, then rounded to nearest even at the result's own precision,
- * subnormal or not; NaNs as x86 SSE gives them. The conversions are
- * integer only, so flushed denormals cannot change them.
+ * precision.glsl's algorithms: for normal operands in a wide range (a
+ * and b in [2^-76, 2^126) and more: prec_div() says) a fast path of exact
+ * float operations on an estimate (the device's reciprocal or rsqrt)
+ * and its exact residual; for the rest (zeros, subnormals, inf, NaN,
+ * extreme exponents) the integer algorithm: the 24-bit significands
+ * divided (or square-rooted) from a float estimate corrected by an exact
+ * integer remainder, then rounded to nearest even at the result's own
+ * precision, subnormal or not; NaNs as x86 SSE gives them. The
+ * conversions are integer only, so flushed denormals cannot change them.
  *
  * Include it after common.cl (which turns FP_CONTRACT off).
  * tests/unit/test_precision.c builds it as C too, against the cpu's

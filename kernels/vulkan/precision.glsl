@@ -18,12 +18,17 @@
  *
  * Vulkan's / is only good to 2.5 ulp, its sqrt to what inversesqrt gives,
  * a * b + c may or may not be fused, and float denormals may be flushed.
- * So the exact parts here are integer arithmetic on the bits: a division
- * or square root of the 24-bit significands, estimated in float and then
- * corrected with an exact integer remainder, rounded to nearest even
- * (with the sticky bit) at the result's own precision, subnormal or not.
- * The conversions are integer only. NaN results are what x86 SSE (the cpu
- * backend) gives: an operand NaN made quiet, else 0xffc00000.
+ * So cr_div and cr_sqrt take the driver's reciprocal or inversesqrt as
+ * an estimate only and round by an exact residual computed with exact
+ * float operations (`precise`), for normal operands in a wide range (a
+ * and b in [2^-76, 2^126) and more: cr_div() says); everything else
+ * (zeros, subnormals, inf, NaN, extreme exponents) goes to integer
+ * arithmetic on the bits: a division or square root of the 24-bit
+ * significands, estimated in float and then corrected with an exact
+ * integer remainder, rounded to nearest even (with the sticky bit) at the
+ * result's own precision, subnormal or not. The conversions are integer
+ * only. NaN results are what x86 SSE (the cpu backend) gives: an operand
+ * NaN made quiet, else 0xffc00000.
  *
  * Include it after common.glsl; it needs nothing else.
  */
