@@ -5,6 +5,7 @@
  * with clr = lr / (1 + (step - 1) * lr_decay) computed on the host.
  */
 #include "abi/adagrad.h"
+#include "opencl/update.cl"
 
 static inline void adagrad_at(__global float *p, __global const float *g,
 			      __global float *sum, uint e, uint cnt, float gm,
@@ -15,7 +16,7 @@ static inline void adagrad_at(__global float *p, __global const float *g,
 	float4 s = ld4(sum, e, cnt) + gi * gi;
 
 	st4(sum, e, cnt, s);
-	st4(p, e, cnt, pv - clr * (gi / (sqrt(s) + eps)));
+	st4(p, e, cnt, pv - clr * cr_div4(gi, cr_sqrt4(s) + eps));
 }
 
 KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),

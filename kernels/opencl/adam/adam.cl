@@ -8,6 +8,7 @@
  *   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
  */
 #include "abi/adam.h"
+#include "opencl/update.cl"
 
 static inline void adam_at(__global float *p, __global const float *g,
 			   __global float *m, __global float *v,
@@ -28,8 +29,8 @@ static inline void adam_at(__global float *p, __global const float *g,
 		vi = fmax(ld4(vmax, e, cnt), vi);
 		st4(vmax, e, cnt, vi);
 	}
-	denom = sqrt(vi) / bc2_sqrt + eps;
-	st4(p, e, cnt, pv * decay - step_size * (mi / denom));
+	denom = cr_div4(cr_sqrt4(vi), (float4)(bc2_sqrt)) + eps;
+	st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom));
 }
 
 /*

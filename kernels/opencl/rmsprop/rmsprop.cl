@@ -8,6 +8,7 @@
  *   else p -= lr g / avg
  */
 #include "abi/rmsprop.h"
+#include "opencl/update.cl"
 
 static inline void rmsprop_at(__global float *p, __global const float *g,
 			      __global float *sq, __global float *mb,
@@ -27,14 +28,14 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 		st4(ga, e, cnt, ca);
 		s = s - ca * ca;
 	}
-	avg = sqrt(s) + eps;
+	avg = cr_sqrt4(s) + eps;
 	if (flags & GPO_RMSPROP_MOMENTUM) {
-		float4 b = ld4(mb, e, cnt) * mom + gi / avg;
+		float4 b = ld4(mb, e, cnt) * mom + cr_div4(gi, avg);
 
 		st4(mb, e, cnt, b);
 		st4(p, e, cnt, pv - lr * b);
 	} else {
-		st4(p, e, cnt, pv - lr * (gi / avg));
+		st4(p, e, cnt, pv - lr * cr_div4(gi, avg));
 	}
 }
 

@@ -24,13 +24,13 @@ bool begin()
 	return grad_mul();
 }
 
-void adagrad(inout vec4 pi, vec4 g0, inout vec4 si)
+void adagrad(precise inout vec4 pi, vec4 g0, precise inout vec4 si)
 {
 	float clr = args.clr, wd = args.weight_decay, eps = args.eps;
-	vec4 gi = g0 * gm + wd * pi;
+	precise vec4 gi = g0 * gm + wd * pi;
 
 	si = si + gi * gi;
-	pi = pi - clr * (gi / (sqrt(si) + eps));
+	pi = pi - clr * cr_div4(gi, cr_sqrt4(si) + eps);
 }
 
 void update4(uint i)

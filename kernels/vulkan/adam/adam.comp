@@ -32,8 +32,8 @@ bool begin()
  * one_minus_beta1/2 come from double on the host: 1.0f - 0.999f is off
  * by 1e-5
  */
-void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
-	  inout vec4 vmi)
+void adam(precise inout vec4 pi, vec4 g0, precise inout vec4 mi,
+	  precise inout vec4 vi, precise inout vec4 vmi)
 {
 	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
 	float step_size = args.step_size, bc2_sqrt = args.bc2_sqrt;
@@ -41,8 +41,8 @@ void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 	bool decoupled = FLAG(GPO_ADAM_DECOUPLED);
 	float decay = decoupled ? args.decay : 1.0;
 	float l2 = decoupled ? 0.0 : args.weight_decay;
-	vec4 gi = g0 * gm + l2 * pi;
-	vec4 denom;
+	precise vec4 gi = g0 * gm + l2 * pi;
+	precise vec4 denom;
 
 	mi = mi * b1 + ob1 * gi;
 	vi = vi * b2 + ob2 * gi * gi;
@@ -51,8 +51,8 @@ void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 		vmi = max(vmi, vi);
 		denom = vmi;
 	}
-	denom = sqrt(denom) / bc2_sqrt + eps;
-	pi = pi * decay - step_size * (mi / denom);
+	denom = cr_div4(cr_sqrt4(denom), vec4(bc2_sqrt)) + eps;
+	pi = pi * decay - step_size * cr_div4(mi, denom);
 }
 
 void update4(uint i)

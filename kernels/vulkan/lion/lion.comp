@@ -23,12 +23,12 @@ bool begin()
 	return grad_mul();
 }
 
-void lion(inout vec4 pi, vec4 g0, inout vec4 mi)
+void lion(precise inout vec4 pi, vec4 g0, precise inout vec4 mi)
 {
 	float lr = args.lr, b1 = args.beta1, b2 = args.beta2;
 	float decay = args.decay, ob1 = args.one_minus_beta1;
 	float ob2 = args.one_minus_beta2;
-	vec4 gi = g0 * gm;
+	precise vec4 gi = g0 * gm;
 	/*
 	 * precise: no fma here, so c has the cpu's bits and sign(c) flips
 	 * nowhere (a flip moves p by 2 lr)

@@ -28,19 +28,19 @@ bool begin()
 	return grad_mul();
 }
 
-void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
-	     inout vec4 gai)
+void rmsprop(precise inout vec4 pi, vec4 g0, precise inout vec4 si,
+	     precise inout vec4 bi, precise inout vec4 gai)
 {
 	float lr = args.lr, alpha = args.alpha, eps = args.eps;
 	float wd = args.weight_decay, mom = args.momentum;
 	float oa = args.one_minus_alpha;
-	vec4 gi = g0 * gm + wd * pi;
+	precise vec4 gi = g0 * gm + wd * pi;
 	/*
 	 * precise: sq - ga^2 must not become fma(-ga, ga, sq), which is
 	 * negative (and sqrt NaN) where the cpu gets 0, e.g. with alpha 0
 	 */
 	precise vec4 s;
-	vec4 avg;
+	precise vec4 avg;
 
 	si = si * alpha + oa * gi * gi;
 	s = si;
@@ -48,12 +48,12 @@ void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
 		gai = gai * alpha + oa * gi;
 		s = s - gai * gai;
 	}
-	avg = sqrt(s) + eps;
+	avg = cr_sqrt4(s) + eps;
 	if (FLAG(GPO_RMSPROP_MOMENTUM)) {
-		bi = bi * mom + gi / avg;
+		bi = bi * mom + cr_div4(gi, avg);
 		pi = pi - lr * bi;
 	} else {
-		pi = pi - lr * (gi / avg);
+		pi = pi - lr * cr_div4(gi, avg);
 	}
 }
 

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_optim_precision.c - the optimizer's steps give the same bytes on
+ * every device: each family and mode, 20 steps of fresh random gradients
+ * over tensors of odd sizes in several groups with different lrs, run on
+ * cpu:0 (the reference) and on every test device, then parameters and
+ * every state slot compared with memcmp.
+ *
+ * No clipping or loss scale here: the global norm is a reduction whose
+ * order differs by device. The update kernels' / and sqrt are correctly
+ * rounded on every device (precision.glsl, precision.cl) and no a * b + c
+ * is fused, so the bits can agree.
+ *
+ * LAMB is not here: its trust ratio divides two norms that are reductions
+ * in a device-dependent order (param differs in the last bits on
+ * lavapipe), so it is tested against the float64 reference only
+ * (test_optim_lamb).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define STEPS		20
+#define NGROUPS		3
+#define MAX_DEVS	16
+#define MAX_SLOTS	8
+
+static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
+#define NTENSORS	((int)(sizeof(sizes) / sizeof(sizes[0])))
+
+static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
+
+/* what one device's run ends with: param and every slot, as bytes */
+struct run_out {
+	int nslots;
+	char slot_name[MAX_SLOTS][64];
+	void *buf[MAX_SLOTS + 1];	/* [0] param, then the slots */
+	size_t bytes[MAX_SLOTS + 1];
+};
+
+static void run_out_free(struct run_out *o)
+{
+	int i;
+
+	for (i = 0; i <= MAX_SLOTS; i++)
+		free(o->buf[i]);
+	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * Run @steps steps of @kind configured by @conf on @dev from the inputs
+ * drawn from @seed (the same on every device) and read everything back.
+ */
+static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
+		      const char *conf, uint64_t seed, int steps,
+		      struct run_out *o)
+{
+	struct gpo_optim *opt;
+	uint64_t s = seed, numel;
+	float *host;
+	char name[32];
+	int g, t, i, ret;
+
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
+	for (g = 1; g < NGROUPS; g++)
+		ck_assert_int_eq(gpo_optim_add_group(opt), g);
+	for (t = 0; t < NTENSORS; t++) {
+		snprintf(name, sizeof(name), "t%d", t);
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
+						      t % NGROUPS), 0);
+	}
+	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
+		      gpo_errmsg());
+	for (g = 0; g < NGROUPS; g++)
+		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
+	numel = gpo_optim_numel(opt);
+	host = malloc(numel * sizeof(float));
+	ck_assert_ptr_nonnull(host);
+	tu_fill(host, numel, &s, -1.0, 1.0);
+	ck_assert_msg(!gpo_optim_write(opt, "param", NULL, host,
+				       numel * sizeof(float)),
+		      "%s", gpo_errmsg());
+	for (i = 0; i < steps; i++) {
+		/* gradients of mixed scales, so state spans magnitudes */
+		tu_fill(host, numel, &s, -1.0, 1.0);
+		for (t = 0; t < (int)numel; t += 7)
+			host[t] *= 100.0f;
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
+						 numel * sizeof(float)), 0);
+		ret = gpo_optim_step(opt, NULL);
+		ck_assert_msg(!ret, "%s step %d on %s: %s", conf, i + 1,
+			      tu_device_id(dev), gpo_errmsg());
+	}
+	free(host);
+
+	o->bytes[0] = numel * gpo_dtype_size(gpo_optim_dtype(opt, "param"));
+	o->buf[0] = malloc(o->bytes[0]);
+	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, o->buf[0],
+					o->bytes[0]), 0);
+	o->nslots = gpo_optim_slot_count(opt);
+	ck_assert_int_le(o->nslots, MAX_SLOTS);
+	for (i = 0; i < o->nslots; i++) {
+		const char *sn = gpo_optim_slot_name(opt, i);
+		int dt = gpo_optim_dtype(opt, sn);
+
+		ck_assert_int_ge(dt, 0);
+		snprintf(o->slot_name[i], sizeof(o->slot_name[i]), "%s", sn);
+		o->bytes[i + 1] = numel * gpo_dtype_size(dt);
+		o->buf[i + 1] = malloc(o->bytes[i + 1]);
+		ret = gpo_optim_read(opt, sn, NULL, o->buf[i + 1],
+				     o->bytes[i + 1]);
+		ck_assert_msg(!ret, "read %s: %s", sn, gpo_errmsg());
+	}
+	gpo_optim_free(opt);
+}
+
+/* the first element where @a and @b differ, printed; -1 if none */
+static long first_diff(const void *a, const void *b, size_t bytes,
+		       size_t esize)
+{
+	size_t i;
+
+	for (i = 0; i < bytes / esize; i++)
+		if (memcmp((const char *)a + i * esize,
+			   (const char *)b + i * esize, esize))
+			return (long)i;
+	return -1;
+}
+
+static void compare(const char *what, const char *dev_id,
+		    const struct run_out *ref, const struct run_out *got)
+{
+	int i;
+
+	ck_assert_int_eq(ref->nslots, got->nslots);
+	for (i = 0; i <= ref->nslots; i++) {
+		const char *name = i ? ref->slot_name[i - 1] : "param";
+		long at;
+
+		ck_assert_uint_eq(ref->bytes[i], got->bytes[i]);
+		if (!memcmp(ref->buf[i], got->buf[i], ref->bytes[i]))
+			continue;
+		at = first_diff(ref->buf[i], got->buf[i], ref->bytes[i], 4);
+		if (at >= 0) {
+			float r, g;
+
+			memcpy(&r, (const char *)ref->buf[i] + at * 4, 4);
+			memcpy(&g, (const char *)got->buf[i] + at * 4, 4);
+			ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: %.9g (0x%08x) vs %.9g (0x%08x)",
+				     what, name, dev_id, at, r,
+				     *(const uint32_t *)((const char *)ref->buf[i] + at * 4),
+				     g,
+				     *(const uint32_t *)((const char *)got->buf[i] + at * 4));
+		}
+		ck_abort_msg("%s: %s on %s differs from cpu:0", what, name,
+			     dev_id);
+	}
+}
+
+/* @kind under @conf: every test device's bytes are cpu:0's */
+static void check_bitwise(const char *what, enum gpo_optim_kind kind,
+			  const char *conf)
+{
+	struct gpo_device *devs[MAX_DEVS], *cpu;
+	struct run_out ref, got;
+	uint64_t seed = tu_rng(what);
+	int n, i, compared = 0;
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
+		      gpo_errmsg());
+	run_steps(cpu, kind, conf, seed, STEPS, &ref);
+	n = tu_devices(devs, MAX_DEVS);
+	for (i = 0; i < n; i++) {
+		if (devs[i] == cpu)
+			continue;
+		run_steps(devs[i], kind, conf, seed, STEPS, &got);
+		compare(what, tu_device_id(devs[i]), &ref, &got);
+		run_out_free(&got);
+		compared++;
+	}
+	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
+		compared);
+	run_out_free(&ref);
+}
+
+START_TEST(test_sgd_bitwise)
+{
+	check_bitwise("sgd", GPO_SGD, "weight_decay=0.01");
+}
+END_TEST
+
+START_TEST(test_sgd_momentum_bitwise)
+{
+	check_bitwise("sgd_momentum", GPO_SGD,
+		      "momentum=0.9 dampening=0.1 weight_decay=0.01");
+}
+END_TEST
+
+START_TEST(test_sgd_nesterov_bitwise)
+{
+	check_bitwise("sgd_nesterov", GPO_SGD,
+		      "momentum=0.8 nesterov=1 maximize=1");
+}
+END_TEST
+
+START_TEST(test_adam_bitwise)
+{
+	check_bitwise("adam", GPO_ADAM, "weight_decay=0.05 betas=0.8,0.99");
+}
+END_TEST
+
+START_TEST(test_adam_amsgrad_bitwise)
+{
+	check_bitwise("adam_amsgrad", GPO_ADAM, "amsgrad=1 eps=1e-6");
+}
+END_TEST
+
+START_TEST(test_adamw_bitwise)
+{
+	check_bitwise("adamw", GPO_ADAMW, "weight_decay=0.1");
+}
+END_TEST
+
+START_TEST(test_adamw_amsgrad_bitwise)
+{
+	check_bitwise("adamw_amsgrad", GPO_ADAMW,
+		      "weight_decay=0.1 amsgrad=1 betas=0.9,0.8 maximize=1");
+}
+END_TEST
+
+START_TEST(test_rmsprop_bitwise)
+{
+	check_bitwise("rmsprop", GPO_RMSPROP, "weight_decay=0.01");
+}
+END_TEST
+
+START_TEST(test_rmsprop_centered_momentum_bitwise)
+{
+	check_bitwise("rmsprop_centered", GPO_RMSPROP,
+		      "centered=1 momentum=0.9 alpha=0.9");
+}
+END_TEST
+
+START_TEST(test_adagrad_bitwise)
+{
+	check_bitwise("adagrad", GPO_ADAGRAD,
+		      "lr_decay=0.01 weight_decay=0.01 initial_accumulator_value=0.1");
+}
+END_TEST
+
+START_TEST(test_lion_bitwise)
+{
+	check_bitwise("lion", GPO_LION, "weight_decay=0.1 betas=0.9,0.99");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("optim_precision");
+	TCase *tc = tcase_create("bitwise");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_sgd_bitwise);
+	tcase_add_test(tc, test_sgd_momentum_bitwise);
+	tcase_add_test(tc, test_sgd_nesterov_bitwise);
+	tcase_add_test(tc, test_adam_bitwise);
+	tcase_add_test(tc, test_adam_amsgrad_bitwise);
+	tcase_add_test(tc, test_adamw_bitwise);
+	tcase_add_test(tc, test_adamw_amsgrad_bitwise);
+	tcase_add_test(tc, test_rmsprop_bitwise);
+	tcase_add_test(tc, test_rmsprop_centered_momentum_bitwise);
+	tcase_add_test(tc, test_adagrad_bitwise);
+	tcase_add_test(tc, test_lion_bitwise);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
