@@ -16,11 +16,13 @@
  * lavapipe), so it is tested against the float64 reference only
  * (test_optim_lamb).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "core/dtype_i.h"
 
 #define STEPS		20
 #define NGROUPS		3
@@ -54,8 +56,8 @@ static void run_out_free(struct run_out *o)
  * drawn from @seed (the same on every device) and read everything back.
  */
 static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
-		      const char *conf, uint64_t seed, int steps,
-		      struct run_out *o)
+		      const char *conf, enum gpo_dtype sdt, uint64_t seed,
+		      int steps, struct run_out *o)
 {
 	struct gpo_optim *opt;
 	uint64_t s = seed, numel;
@@ -74,6 +76,10 @@ static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
 	}
 	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
 		      gpo_errmsg());
+	for (i = 0; sdt != GPO_F32 && i < gpo_optim_slot_count(opt); i++)
+		ck_assert_msg(!gpo_optim_set_dtype(opt,
+						   gpo_optim_slot_name(opt, i),
+						   sdt), "%s", gpo_errmsg());
 	for (g = 0; g < NGROUPS; g++)
 		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
 	numel = gpo_optim_numel(opt);
@@ -144,6 +150,13 @@ static void compare(const char *what, const char *dev_id,
 		if (!memcmp(ref->buf[i], got->buf[i], ref->bytes[i]))
 			continue;
 		at = first_diff(ref->buf[i], got->buf[i], ref->bytes[i], 4);
+		if (at >= 0 && ref->bytes[i] != ref->bytes[0]) {
+			const uint16_t *r = ref->buf[i], *g = got->buf[i];
+
+			at = first_diff(r, g, ref->bytes[i], 2);
+			ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: 0x%04x vs 0x%04x",
+				     what, name, dev_id, at, r[at], g[at]);
+		}
 		if (at >= 0) {
 			float r, g;
 
@@ -161,8 +174,8 @@ static void compare(const char *what, const char *dev_id,
 }
 
 /* @kind under @conf: every test device's bytes are cpu:0's */
-static void check_bitwise(const char *what, enum gpo_optim_kind kind,
-			  const char *conf)
+static void check_bitwise_dt(const char *what, enum gpo_optim_kind kind,
+			     const char *conf, enum gpo_dtype sdt)
 {
 	struct gpo_device *devs[MAX_DEVS], *cpu;
 	struct run_out ref, got;
@@ -171,12 +184,12 @@ static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 
 	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
 		      gpo_errmsg());
-	run_steps(cpu, kind, conf, seed, STEPS, &ref);
+	run_steps(cpu, kind, conf, sdt, seed, STEPS, &ref);
 	n = tu_devices(devs, MAX_DEVS);
 	for (i = 0; i < n; i++) {
 		if (devs[i] == cpu)
 			continue;
-		run_steps(devs[i], kind, conf, seed, STEPS, &got);
+		run_steps(devs[i], kind, conf, sdt, seed, STEPS, &got);
 		compare(what, tu_device_id(devs[i]), &ref, &got);
 		run_out_free(&got);
 		compared++;
@@ -184,6 +197,12 @@ static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
 		compared);
 	run_out_free(&ref);
+}
+
+static void check_bitwise(const char *what, enum gpo_optim_kind kind,
+			  const char *conf)
+{
+	check_bitwise_dt(what, kind, conf, GPO_F32);
 }
 
 START_TEST(test_sgd_bitwise)
@@ -257,6 +276,147 @@ START_TEST(test_lion_bitwise)
 }
 END_TEST
 
+/* ---- state_dtype bf16 ---------------------------------------------------- */
+
+START_TEST(test_adam_bf16_state_bitwise)
+{
+	check_bitwise_dt("adam_bf16", GPO_ADAM, "weight_decay=0.05", GPO_BF16);
+}
+END_TEST
+
+START_TEST(test_adamw_bf16_state_bitwise)
+{
+	check_bitwise_dt("adamw_bf16", GPO_ADAMW,
+			 "weight_decay=0.1 amsgrad=1 betas=0.9,0.8", GPO_BF16);
+}
+END_TEST
+
+/*
+ * The cpu backend's AdamW with bf16 state is the documented mode: the
+ * f32 update from the exactly read state, the new state rounded to
+ * nearest even (and the update uses the unrounded values); a host loop
+ * of those float operations gives the same bytes.
+ */
+START_TEST(test_adamw_bf16_state_is_the_mode)
+{
+	const uint64_t n = 4099;
+	/* the host's doubles, rounded as adam.c rounds them */
+	const double lr = 0.01, b1d = 0.9, b2d = 0.999, wd = 0.1;
+	const float b1 = (float)b1d, b2 = (float)b2d, eps = 1e-8f;
+	struct gpo_device *cpu;
+	struct gpo_optim *opt;
+	uint64_t s = tu_rng("adamw_bf16_mode"), t, i;
+	float *p = malloc(n * 4), *g = malloc(n * 4), *got = malloc(n * 4);
+	uint16_t *m = calloc(n, 2), *v = calloc(n, 2), *mg = malloc(n * 2);
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	ck_assert_int_eq(gpo_optim_new(cpu, GPO_ADAMW, &opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
+	ck_assert_int_eq(gpo_optim_configure(opt, 0, "lr=0.01 weight_decay=0.1"),
+			 0);
+	ck_assert_int_eq(gpo_optim_set_dtype(opt, "exp_avg", GPO_BF16), 0);
+	ck_assert_int_eq(gpo_optim_set_dtype(opt, "exp_avg_sq", GPO_BF16), 0);
+	tu_fill(p, n, &s, -1.0, 1.0);
+	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, p, n * 4), 0);
+	for (t = 1; t <= 5; t++) {
+		double bc1 = 1.0 - pow(b1d, (double)t);
+		double bc2 = 1.0 - pow(b2d, (double)t);
+		float step_size = (float)(lr / bc1);
+		float bc2_sqrt = (float)sqrt(bc2);
+		float decay = (float)(1.0 - lr * wd);
+		float ob1 = (float)(1.0 - b1d), ob2 = (float)(1.0 - b2d);
+
+		tu_fill(g, n, &s, -1.0, 1.0);
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, g, n * 4),
+				 0);
+		ck_assert_int_eq(gpo_optim_step(opt, NULL), 0);
+		for (i = 0; i < n; i++) {
+			float gi = g[i] * 1.0f + 0.0f * p[i];
+			float mi = gpo__bf16_to_f32(m[i]) * b1 + ob1 * gi;
+			float vi = gpo__bf16_to_f32(v[i]) * b2 +
+				   ob2 * gi * gi;
+			float denom = sqrtf(vi) / bc2_sqrt + eps;
+
+			m[i] = gpo__f32_to_bf16(mi);
+			v[i] = gpo__f32_to_bf16(vi);
+			p[i] = p[i] * decay - step_size * (mi / denom);
+		}
+	}
+	tu_poison(got, n);
+	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, got, n * 4), 0);
+	ck_assert_msg(!memcmp(got, p, n * 4), "param differs at %ld",
+		      first_diff(got, p, n * 4, 4));
+	ck_assert_int_eq(gpo_optim_read(opt, "exp_avg", NULL, mg, n * 2), 0);
+	ck_assert_msg(!memcmp(mg, m, n * 2), "exp_avg differs at %ld",
+		      first_diff(mg, m, n * 2, 2));
+	ck_assert_int_eq(gpo_optim_read(opt, "exp_avg_sq", NULL, mg, n * 2),
+			 0);
+	ck_assert_msg(!memcmp(mg, v, n * 2), "exp_avg_sq differs at %ld",
+		      first_diff(mg, v, n * 2, 2));
+	gpo_optim_free(opt);
+	free(p);
+	free(g);
+	free(got);
+	free(m);
+	free(v);
+	free(mg);
+}
+END_TEST
+
+/*
+ * Modes the kernels do not have: refused by the step with a message,
+ * nothing changed (the parameters keep their bytes, no step counted)
+ */
+static void check_refused(enum gpo_optim_kind kind, const char *slot,
+			  enum gpo_dtype dt, const char *slot2,
+			  enum gpo_dtype dt2)
+{
+	struct gpo_device *cpu;
+	struct gpo_optim *opt;
+	const uint64_t n = 61;
+	float p[61], g[61], got[61];
+	uint64_t s = tu_rng("refused");
+	size_t pbytes;
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	ck_assert_int_eq(gpo_optim_new(cpu, kind, &opt), 0);
+	ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
+	ck_assert_int_eq(gpo_optim_set_dtype(opt, slot, dt), 0);
+	if (slot2)
+		ck_assert_int_eq(gpo_optim_set_dtype(opt, slot2, dt2), 0);
+	pbytes = n * gpo_dtype_size(gpo_optim_dtype(opt, "param"));
+	tu_fill(p, n, &s, -1.0, 1.0);
+	tu_fill(g, n, &s, -1.0, 1.0);
+	/* a half param takes the first bytes as they are: any bits do */
+	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, p, pbytes), 0);
+	ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, g, sizeof(g)), 0);
+	ck_assert_int_eq(gpo_optim_step(opt, NULL), -ENOSYS);
+	tu_check_errmsg("gpo_optim_step");
+	ck_assert_uint_eq(gpo_optim_steps_done(opt), 0);
+	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, got, pbytes), 0);
+	ck_assert(!memcmp(got, p, pbytes));
+	/* and a dtype change after first use is -EBUSY */
+	ck_assert_int_eq(gpo_optim_set_dtype(opt, slot, GPO_F32), -EBUSY);
+	ck_assert_int_eq(gpo_optim_dtype(opt, slot), (int)dt);
+	gpo_optim_free(opt);
+}
+
+START_TEST(test_unsupported_state_dtypes_refused)
+{
+	/* bf16 state has kernels for Adam and AdamW only so far */
+	check_refused(GPO_LION, "exp_avg", GPO_BF16, NULL, GPO_F32);
+	check_refused(GPO_RMSPROP, "square_avg", GPO_BF16, NULL, GPO_F32);
+	check_refused(GPO_ADAGRAD, "sum", GPO_BF16, NULL, GPO_F32);
+	check_refused(GPO_ADAMW, "exp_avg", GPO_U8, "exp_avg_sq", GPO_U8);
+	/* one state dtype a step */
+	check_refused(GPO_ADAMW, "exp_avg", GPO_BF16, NULL, GPO_F32);
+	/* half parameters: no kernels yet */
+	check_refused(GPO_ADAMW, "param", GPO_BF16, NULL, GPO_F32);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("optim_precision");
@@ -274,6 +434,10 @@ int main(void)
 	tcase_add_test(tc, test_rmsprop_centered_momentum_bitwise);
 	tcase_add_test(tc, test_adagrad_bitwise);
 	tcase_add_test(tc, test_lion_bitwise);
+	tcase_add_test(tc, test_adam_bf16_state_bitwise);
+	tcase_add_test(tc, test_adamw_bf16_state_bitwise);
+	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
+	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -20,6 +20,16 @@ FLOAT4_BUF(2, m);
 FLOAT4_BUF(3, v);
 FLOAT4_BUF(4, vmax);
 SCAL_BUF(5);
+/*
+ * GPO_ADAM_STATE_BF16: the state bindings seen as bfloat16 pairs, a
+ * float4 of them an uvec2 (element 4i + 0 in the low half of .x)
+ */
+#define BF16X4_BUF(b, name) \
+	layout(set = 0, binding = b, std430) buffer name##_h4 \
+		{ uvec2 name##h[]; }
+BF16X4_BUF(2, m);
+BF16X4_BUF(3, v);
+BF16X4_BUF(4, vmax);
 
 #include "update.glsl"
 
@@ -55,8 +65,67 @@ void adam(precise inout vec4 pi, vec4 g0, precise inout vec4 mi,
 	pi = pi * decay - step_size * cr_div4(mi, denom);
 }
 
+vec4 bf16x4_load(uvec2 w)
+{
+	return vec4(bf16_to_f32(w.x & 0xffffu), bf16_to_f32(w.x >> 16),
+		    bf16_to_f32(w.y & 0xffffu), bf16_to_f32(w.y >> 16));
+}
+
+/* @x rounded to nearest even, lanes from @cnt on keeping @old's bits */
+uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
+{
+	uint h[4] = uint[4](f32_to_bf16(x.x), f32_to_bf16(x.y),
+			    f32_to_bf16(x.z), f32_to_bf16(x.w));
+	uint o[4] = uint[4](old.x & 0xffffu, old.x >> 16, old.y & 0xffffu,
+			    old.y >> 16);
+
+	for (uint k = cnt; k < 4u; k++)
+		h[k] = o[k];
+	return uvec2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+}
+
+/*
+ * Elements 4i .. 4i + cnt - 1 with bfloat16 state: one invocation does
+ * the whole float4 (the tail too, so no two write halves of one word)
+ */
+void update_bf16(uint i, uint cnt)
+{
+	bool ams = FLAG(GPO_ADAM_AMSGRAD);
+	uvec2 mw = mh[i], vw = vh[i], vmw = ams ? vmaxh[i] : uvec2(0u);
+	vec4 pi, gi;
+	vec4 mi = bf16x4_load(mw), vi = bf16x4_load(vw);
+	vec4 vmi = bf16x4_load(vmw);
+
+	if (cnt == 4u) {
+		pi = p4[i];
+		gi = g4[i];
+	} else {
+		pi = vec4(0.0);
+		gi = vec4(0.0);
+		for (uint k = 0u; k < cnt; k++) {
+			pi[k] = p[4u * i + k];
+			gi[k] = g[4u * i + k];
+		}
+	}
+	adam(pi, gi, mi, vi, vmi);
+	if (cnt == 4u) {
+		p4[i] = pi;
+	} else {
+		for (uint k = 0u; k < cnt; k++)
+			p[4u * i + k] = pi[k];
+	}
+	mh[i] = bf16x4_store(mi, mw, cnt);
+	vh[i] = bf16x4_store(vi, vw, cnt);
+	if (ams)
+		vmaxh[i] = bf16x4_store(vmi, vmw, cnt);
+}
+
 void update4(uint i)
 {
+	if (FLAG(GPO_ADAM_STATE_BF16)) {
+		update_bf16(i, 4u);
+		return;
+	}
 	vec4 pi = p4[i], mi = m4[i], vi = v4[i];
 	vec4 vmi = FLAG(GPO_ADAM_AMSGRAD) ? vmax4[i] : vec4(0.0);
 
@@ -70,6 +139,12 @@ void update4(uint i)
 
 void update1(uint i)
 {
+	if (FLAG(GPO_ADAM_STATE_BF16)) {
+		/* the first tail invocation does the whole tail */
+		if ((i & 3u) == 0u)
+			update_bf16(i >> 2, args.n & 3u);
+		return;
+	}
 	vec4 pi = vec4(p[i]), mi = vec4(m[i]), vi = vec4(v[i]);
 	vec4 vmi = vec4(FLAG(GPO_ADAM_AMSGRAD) ? vmax[i] : 0.0);
 

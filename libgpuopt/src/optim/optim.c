@@ -1075,16 +1075,31 @@ static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
  */
 static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 {
-	int s;
+	int s, first = -1;
 
 	if (opt->param_dtype != GPO_F32)
 		return no_kernel(what, "param", opt->param_dtype);
 	if (opt->grad_dtype != GPO_F32)
 		return no_kernel(what, "grad", opt->grad_dtype);
-	for (s = 0; slots && s < SL_COUNT; s++)
-		if (opt->slot_dtype[s] != GPO_F32 && slot_needed(opt, s))
-			return no_kernel(what, gpo__optim_slot_names[s],
-					 opt->slot_dtype[s]);
+	/*
+	 * State in another dtype: the family's kernels take it when every
+	 * slot the step uses has that one dtype (one flag says it)
+	 */
+	for (s = 0; slots && s < SL_COUNT; s++) {
+		enum gpo_dtype dt = opt->slot_dtype[s];
+
+		if (!slot_needed(opt, s))
+			continue;
+		if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt)))
+			return no_kernel(what, gpo__optim_slot_names[s], dt);
+		if (first >= 0 && dt != opt->slot_dtype[first])
+			return gpo__err(-ENOSYS, "%s: %s in %s but %s in %s: the state slots a step uses must share one dtype",
+					what, gpo__optim_slot_names[first],
+					gpo_dtype_name(opt->slot_dtype[first]),
+					gpo__optim_slot_names[s],
+					gpo_dtype_name(dt));
+		first = s;
+	}
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "core/gpuopt_i.h"
 #include "backend/cpu/cpu_i.h"
+#include "core/dtype_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -264,6 +265,47 @@ static void k_sgd(const struct op_call *c, uint32_t lo, uint32_t hi)
 	}
 }
 
+/*
+ * Adam with bfloat16 state (GPO_ADAM_STATE_BF16): the f32 loop's
+ * arithmetic, the state read exactly and stored rounded to nearest even
+ */
+static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
+			float gm)
+{
+	const struct gpo_adam_args *a = c->args;
+	float *restrict p = bp(c, 0);
+	const float *restrict g = bp(c, 1);
+	uint16_t *restrict m = (uint16_t *)(void *)bp(c, 2);
+	uint16_t *restrict v = (uint16_t *)(void *)bp(c, 3);
+	uint16_t *restrict vmax = (uint16_t *)(void *)bp(c, 4);
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float step_size = a->step_size, bc2_sqrt = a->bc2_sqrt;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int amsgrad = a->flags & GPO_ADAM_AMSGRAD;
+	const int decoupled = a->flags & GPO_ADAM_DECOUPLED;
+	const float decay = decoupled ? a->decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a->weight_decay;
+	uint32_t i;
+
+	for (i = lo; i < hi; i++) {
+		float gi = g[i] * gm + l2 * p[i];
+		float mi = gpo__bf16_to_f32(m[i]) * b1 + ob1 * gi;
+		float vi = gpo__bf16_to_f32(v[i]) * b2 + ob2 * gi * gi;
+		float denom;
+
+		m[i] = gpo__f32_to_bf16(mi);
+		v[i] = gpo__f32_to_bf16(vi);
+		if (amsgrad) {
+			float vm = gpo__bf16_to_f32(vmax[i]);
+
+			vi = vm > vi ? vm : vi;
+			vmax[i] = gpo__f32_to_bf16(vi);
+		}
+		denom = sqrtf(vi) / bc2_sqrt + eps;
+		p[i] = p[i] * decay - step_size * (mi / denom);
+	}
+}
+
 CPU_CLONES
 static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
@@ -284,6 +326,10 @@ static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
+	if (a->flags & GPO_ADAM_STATE_BF16) {
+		k_adam_bf16(c, lo, hi, gm);
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + l2 * p[i];
 		float mi = m[i] * b1 + ob1 * gi;
