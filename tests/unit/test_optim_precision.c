@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "core/dtype_i.h"
 
@@ -51,21 +52,15 @@ static void run_out_free(struct run_out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/*
- * Run @steps steps of @kind configured by @conf on @dev from the inputs
- * drawn from @seed (the same on every device) and read everything back.
- */
-static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
-		      const char *conf, enum gpo_dtype sdt, uint64_t seed,
-		      int steps, struct run_out *o)
+/* an optimizer of @kind on @dev: the test's tensors, groups, lrs, dtypes */
+static struct gpo_optim *make_opt(struct gpo_device *dev,
+				  enum gpo_optim_kind kind, const char *conf,
+				  enum gpo_dtype sdt)
 {
 	struct gpo_optim *opt;
-	uint64_t s = seed, numel;
-	float *host;
 	char name[32];
-	int g, t, i, ret;
+	int g, t, i;
 
-	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
 	for (g = 1; g < NGROUPS; g++)
 		ck_assert_int_eq(gpo_optim_add_group(opt), g);
@@ -82,26 +77,37 @@ static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
 						   sdt), "%s", gpo_errmsg());
 	for (g = 0; g < NGROUPS; g++)
 		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
-	numel = gpo_optim_numel(opt);
-	host = malloc(numel * sizeof(float));
+	return opt;
+}
+
+/* @steps steps of fresh gradients drawn from *@s */
+static void do_steps(struct gpo_optim *opt, uint64_t *s, int steps)
+{
+	uint64_t numel = gpo_optim_numel(opt);
+	float *host = malloc(numel * sizeof(float));
+	int i, t, ret;
+
 	ck_assert_ptr_nonnull(host);
-	tu_fill(host, numel, &s, -1.0, 1.0);
-	ck_assert_msg(!gpo_optim_write(opt, "param", NULL, host,
-				       numel * sizeof(float)),
-		      "%s", gpo_errmsg());
 	for (i = 0; i < steps; i++) {
 		/* gradients of mixed scales, so state spans magnitudes */
-		tu_fill(host, numel, &s, -1.0, 1.0);
+		tu_fill(host, numel, s, -1.0, 1.0);
 		for (t = 0; t < (int)numel; t += 7)
 			host[t] *= 100.0f;
 		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
 						 numel * sizeof(float)), 0);
 		ret = gpo_optim_step(opt, NULL);
-		ck_assert_msg(!ret, "%s step %d on %s: %s", conf, i + 1,
-			      tu_device_id(dev), gpo_errmsg());
+		ck_assert_msg(!ret, "step %d: %s", i + 1, gpo_errmsg());
 	}
 	free(host);
+}
 
+/* param and every slot of @opt into @o */
+static void read_all(struct gpo_optim *opt, struct run_out *o)
+{
+	uint64_t numel = gpo_optim_numel(opt);
+	int i, ret;
+
+	memset(o, 0, sizeof(*o));
 	o->bytes[0] = numel * gpo_dtype_size(gpo_optim_dtype(opt, "param"));
 	o->buf[0] = malloc(o->bytes[0]);
 	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, o->buf[0],
@@ -120,6 +126,28 @@ static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
 				     o->bytes[i + 1]);
 		ck_assert_msg(!ret, "read %s: %s", sn, gpo_errmsg());
 	}
+}
+
+/*
+ * Run @steps steps of @kind configured by @conf on @dev from the inputs
+ * drawn from @seed (the same on every device) and read everything back.
+ */
+static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
+		      const char *conf, enum gpo_dtype sdt, uint64_t seed,
+		      int steps, struct run_out *o)
+{
+	struct gpo_optim *opt = make_opt(dev, kind, conf, sdt);
+	uint64_t s = seed, numel = gpo_optim_numel(opt);
+	float *host = malloc(numel * sizeof(float));
+
+	ck_assert_ptr_nonnull(host);
+	tu_fill(host, numel, &s, -1.0, 1.0);
+	ck_assert_msg(!gpo_optim_write(opt, "param", NULL, host,
+				       numel * sizeof(float)),
+		      "%s", gpo_errmsg());
+	free(host);
+	do_steps(opt, &s, steps);
+	read_all(opt, o);
 	gpo_optim_free(opt);
 }
 
@@ -365,6 +393,72 @@ START_TEST(test_adamw_bf16_state_is_the_mode)
 END_TEST
 
 /*
+ * A checkpoint holds every buffer in its dtype and restores on any
+ * device: 10 steps on cpu:0, saved; restored on each device, 5 more
+ * steps there and on cpu:0 give the same bytes.
+ */
+static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
+			      const char *conf, enum gpo_dtype sdt)
+{
+	struct gpo_device *devs[MAX_DEVS], *cpu;
+	struct gpo_optim *src, *dst;
+	struct run_out ref, got;
+	uint64_t s = tu_rng(what), s_after, numel;
+	char dir[256], path[300];
+	float *host;
+	int n, i;
+
+	tu_cache_dir_new(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	src = make_opt(cpu, kind, conf, sdt);
+	numel = gpo_optim_numel(src);
+	host = malloc(numel * sizeof(float));
+	ck_assert_ptr_nonnull(host);
+	tu_fill(host, numel, &s, -1.0, 1.0);
+	ck_assert_int_eq(gpo_optim_write(src, "param", NULL, host,
+					 numel * sizeof(float)), 0);
+	free(host);
+	do_steps(src, &s, 10);
+	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
+	s_after = s;
+	do_steps(src, &s, 5);
+	read_all(src, &ref);
+	gpo_optim_free(src);
+
+	n = tu_devices(devs, MAX_DEVS);
+	for (i = 0; i < n; i++) {
+		dst = make_opt(devs[i], kind, conf, sdt);
+		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
+			      tu_device_id(devs[i]), gpo_errmsg());
+		s = s_after;
+		do_steps(dst, &s, 5);
+		read_all(dst, &got);
+		compare(what, tu_device_id(devs[i]), &ref, &got);
+		run_out_free(&got);
+		gpo_optim_free(dst);
+	}
+	run_out_free(&ref);
+	unlink(path);
+	tu_cache_dir_remove(dir);
+}
+
+START_TEST(test_ckpt_bf16_state_across_devices)
+{
+	check_ckpt_across("ckpt_adamw_bf16", GPO_ADAMW,
+			  "weight_decay=0.1 amsgrad=1", GPO_BF16);
+}
+END_TEST
+
+START_TEST(test_ckpt_f32_across_devices)
+{
+	check_ckpt_across("ckpt_rmsprop", GPO_RMSPROP,
+			  "centered=1 momentum=0.9", GPO_F32);
+}
+END_TEST
+
+/*
  * Modes the kernels do not have: refused by the step with a message,
  * nothing changed (the parameters keep their bytes, no step counted)
  */
@@ -438,6 +532,8 @@ int main(void)
 	tcase_add_test(tc, test_adamw_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
+	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);
+	tcase_add_test(tc, test_ckpt_f32_across_devices);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
