@@ -319,6 +319,12 @@ START_TEST(test_adamw_bf16_state_bitwise)
 }
 END_TEST
 
+START_TEST(test_lion_bf16_state_bitwise)
+{
+	check_bitwise_dt("lion_bf16", GPO_LION, "weight_decay=0.1", GPO_BF16);
+}
+END_TEST
+
 /*
  * The cpu backend's AdamW with bf16 state is the documented mode: the
  * f32 update from the exactly read state, the new state rounded to
@@ -499,8 +505,7 @@ static void check_refused(enum gpo_optim_kind kind, const char *slot,
 
 START_TEST(test_unsupported_state_dtypes_refused)
 {
-	/* bf16 state has kernels for Adam and AdamW only so far */
-	check_refused(GPO_LION, "exp_avg", GPO_BF16, NULL, GPO_F32);
+	/* bf16 state has kernels for Adam, AdamW and Lion only so far */
 	check_refused(GPO_RMSPROP, "square_avg", GPO_BF16, NULL, GPO_F32);
 	check_refused(GPO_ADAGRAD, "sum", GPO_BF16, NULL, GPO_F32);
 	check_refused(GPO_ADAMW, "exp_avg", GPO_U8, "exp_avg_sq", GPO_U8);
@@ -530,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, test_lion_bitwise);
 	tcase_add_test(tc, test_adam_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_bitwise);
+	tcase_add_test(tc, test_lion_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
 	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);

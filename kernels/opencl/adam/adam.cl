@@ -36,42 +36,8 @@ static inline void adam_at(__global float *p, __global const float *g,
 /*
  * GPO_ADAM_STATE_BF16: the same update with the state as bfloat16 (@m,
  * @v, @vmax point at ushorts), read exactly and stored rounded to
- * nearest even; lanes from @cnt on are neither read nor written
+ * nearest even (update.cl's bf16x4_ld/st)
  */
-static inline float4 bf16x4_ld(__global const ushort *x, uint e, uint cnt)
-{
-	float4 r = (float4)(0.0f);
-
-	if (cnt == 4) {
-		ushort4 h = vload4(0, x + e);
-
-		return (float4)(bf16_to_f32(h.x), bf16_to_f32(h.y),
-				bf16_to_f32(h.z), bf16_to_f32(h.w));
-	}
-	r.x = bf16_to_f32(x[e]);
-	if (cnt > 1)
-		r.y = bf16_to_f32(x[e + 1]);
-	if (cnt > 2)
-		r.z = bf16_to_f32(x[e + 2]);
-	return r;
-}
-
-static inline void bf16x4_st(__global ushort *x, uint e, uint cnt, float4 v)
-{
-	if (cnt == 4) {
-		vstore4((ushort4)((ushort)f32_to_bf16(v.x),
-				  (ushort)f32_to_bf16(v.y),
-				  (ushort)f32_to_bf16(v.z),
-				  (ushort)f32_to_bf16(v.w)), 0, x + e);
-		return;
-	}
-	x[e] = (ushort)f32_to_bf16(v.x);
-	if (cnt > 1)
-		x[e + 1] = (ushort)f32_to_bf16(v.y);
-	if (cnt > 2)
-		x[e + 2] = (ushort)f32_to_bf16(v.z);
-}
-
 static inline void adam_bf16_at(__global float *p, __global const float *g,
 				__global ushort *m, __global ushort *v,
 				__global ushort *vmax, uint e, uint cnt,

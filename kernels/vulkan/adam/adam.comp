@@ -20,18 +20,13 @@ FLOAT4_BUF(2, m);
 FLOAT4_BUF(3, v);
 FLOAT4_BUF(4, vmax);
 SCAL_BUF(5);
-/*
- * GPO_ADAM_STATE_BF16: the state bindings seen as bfloat16 pairs, a
- * float4 of them an uvec2 (element 4i + 0 in the low half of .x)
- */
-#define BF16X4_BUF(b, name) \
-	layout(set = 0, binding = b, std430) buffer name##_h4 \
-		{ uvec2 name##h[]; }
+
+#include "update.glsl"
+
+/* GPO_ADAM_STATE_BF16: the state as bfloat16 */
 BF16X4_BUF(2, m);
 BF16X4_BUF(3, v);
 BF16X4_BUF(4, vmax);
-
-#include "update.glsl"
 
 bool begin()
 {
@@ -63,25 +58,6 @@ void adam(precise inout vec4 pi, vec4 g0, precise inout vec4 mi,
 	}
 	denom = cr_div4(cr_sqrt4(denom), vec4(bc2_sqrt)) + eps;
 	pi = pi * decay - step_size * cr_div4(mi, denom);
-}
-
-vec4 bf16x4_load(uvec2 w)
-{
-	return vec4(bf16_to_f32(w.x & 0xffffu), bf16_to_f32(w.x >> 16),
-		    bf16_to_f32(w.y & 0xffffu), bf16_to_f32(w.y >> 16));
-}
-
-/* @x rounded to nearest even, lanes from @cnt on keeping @old's bits */
-uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
-{
-	uint h[4] = uint[4](f32_to_bf16(x.x), f32_to_bf16(x.y),
-			    f32_to_bf16(x.z), f32_to_bf16(x.w));
-	uint o[4] = uint[4](old.x & 0xffffu, old.x >> 16, old.y & 0xffffu,
-			    old.y >> 16);
-
-	for (uint k = cnt; k < 4u; k++)
-		h[k] = o[k];
-	return uvec2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
 }
 
 /*

@@ -430,6 +430,19 @@ static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
+	if (a->flags & GPO_LION_STATE_BF16) {
+		uint16_t *restrict mh = (uint16_t *)(void *)m;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm;
+			float mi = gpo__bf16_to_f32(mh[i]);
+			float u = mi * b1 + ob1 * gi;
+
+			p[i] = p[i] * decay - lr * sign_of(u);
+			mh[i] = gpo__f32_to_bf16(mi * b2 + ob2 * gi);
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm;
 		float u = m[i] * b1 + ob1 * gi;
