@@ -325,6 +325,14 @@ START_TEST(test_lion_bf16_state_bitwise)
 }
 END_TEST
 
+START_TEST(test_adagrad_bf16_state_bitwise)
+{
+	check_bitwise_dt("adagrad_bf16", GPO_ADAGRAD,
+			 "lr_decay=0.01 weight_decay=0.01 initial_accumulator_value=0.1",
+			 GPO_BF16);
+}
+END_TEST
+
 /*
  * The cpu backend's AdamW with bf16 state is the documented mode: the
  * f32 update from the exactly read state, the new state rounded to
@@ -505,9 +513,9 @@ static void check_refused(enum gpo_optim_kind kind, const char *slot,
 
 START_TEST(test_unsupported_state_dtypes_refused)
 {
-	/* bf16 state has kernels for Adam, AdamW and Lion only so far */
+	/* bf16 state: Adam, AdamW, Lion and Adagrad only so far */
 	check_refused(GPO_RMSPROP, "square_avg", GPO_BF16, NULL, GPO_F32);
-	check_refused(GPO_ADAGRAD, "sum", GPO_BF16, NULL, GPO_F32);
+	check_refused(GPO_ADAGRAD, "sum", GPO_F16, NULL, GPO_F32);
 	check_refused(GPO_ADAMW, "exp_avg", GPO_U8, "exp_avg_sq", GPO_U8);
 	/* one state dtype a step */
 	check_refused(GPO_ADAMW, "exp_avg", GPO_BF16, NULL, GPO_F32);
@@ -536,6 +544,7 @@ int main(void)
 	tcase_add_test(tc, test_adam_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_bitwise);
 	tcase_add_test(tc, test_lion_bf16_state_bitwise);
+	tcase_add_test(tc, test_adagrad_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
 	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);

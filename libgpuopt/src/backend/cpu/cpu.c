@@ -401,6 +401,18 @@ static void k_adagrad(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
+	if (a->flags & GPO_ADAGRAD_STATE_BF16) {
+		uint16_t *restrict sh = (uint16_t *)(void *)sum;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm + wd * p[i];
+			float s = gpo__bf16_to_f32(sh[i]) + gi * gi;
+
+			sh[i] = gpo__f32_to_bf16(s);
+			p[i] = p[i] - clr * (gi / (sqrtf(s) + eps));
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
 		float s = sum[i] + gi * gi;
