@@ -333,6 +333,15 @@ START_TEST(test_adagrad_bf16_state_bitwise)
 }
 END_TEST
 
+START_TEST(test_rmsprop_bf16_state_bitwise)
+{
+	check_bitwise_dt("rmsprop_bf16", GPO_RMSPROP,
+			 "centered=1 momentum=0.9 alpha=0.9 weight_decay=0.01",
+			 GPO_BF16);
+	check_bitwise_dt("rmsprop_bf16_plain", GPO_RMSPROP, "", GPO_BF16);
+}
+END_TEST
+
 /*
  * The cpu backend's AdamW with bf16 state is the documented mode: the
  * f32 update from the exactly read state, the new state rounded to
@@ -513,8 +522,8 @@ static void check_refused(enum gpo_optim_kind kind, const char *slot,
 
 START_TEST(test_unsupported_state_dtypes_refused)
 {
-	/* bf16 state: Adam, AdamW, Lion and Adagrad only so far */
-	check_refused(GPO_RMSPROP, "square_avg", GPO_BF16, NULL, GPO_F32);
+	/* bf16 state: Adam, AdamW, Lion, Adagrad and RMSprop only so far */
+	check_refused(GPO_RMSPROP, "square_avg", GPO_U8, NULL, GPO_F32);
 	check_refused(GPO_ADAGRAD, "sum", GPO_F16, NULL, GPO_F32);
 	check_refused(GPO_ADAMW, "exp_avg", GPO_U8, "exp_avg_sq", GPO_U8);
 	/* one state dtype a step */
@@ -545,6 +554,7 @@ int main(void)
 	tcase_add_test(tc, test_adamw_bf16_state_bitwise);
 	tcase_add_test(tc, test_lion_bf16_state_bitwise);
 	tcase_add_test(tc, test_adagrad_bf16_state_bitwise);
+	tcase_add_test(tc, test_rmsprop_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
 	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);

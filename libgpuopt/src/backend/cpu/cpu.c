@@ -365,6 +365,38 @@ static void k_rmsprop(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
+	if (a->flags & GPO_RMSPROP_STATE_BF16) {
+		uint16_t *restrict sqh = (uint16_t *)(void *)sq;
+		uint16_t *restrict bh = (uint16_t *)(void *)buf;
+		uint16_t *restrict gah = (uint16_t *)(void *)ga;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm + wd * p[i];
+			float s = gpo__bf16_to_f32(sqh[i]) * alpha +
+				  oa * gi * gi;
+			float avg;
+
+			sqh[i] = gpo__f32_to_bf16(s);
+			if (centered) {
+				float ca = gpo__bf16_to_f32(gah[i]) * alpha +
+					   oa * gi;
+
+				gah[i] = gpo__f32_to_bf16(ca);
+				s = s - ca * ca;
+			}
+			avg = sqrtf(s) + eps;
+			if (use_mom) {
+				float b = gpo__bf16_to_f32(bh[i]) * mom +
+					  gi / avg;
+
+				bh[i] = gpo__f32_to_bf16(b);
+				p[i] = p[i] - lr * b;
+			} else {
+				p[i] = p[i] - lr * (gi / avg);
+			}
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
 		float s = sq[i] * alpha + oa * gi * gi;
