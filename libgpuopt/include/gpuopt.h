@@ -599,10 +599,10 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
  * @dt:     the dtype
  *
  * Only before the buffers are allocated (the first read, write, step,
- * save or restore). The step kernels are float32, except that Adam and
- * AdamW also take their state (exp_avg, exp_avg_sq, max_exp_avg_sq) all
- * in bf16 (read exactly, stored rounded to nearest even, the same bytes
- * on every device); otherwise
+ * save or restore). The step kernels are float32, except that Adam,
+ * AdamW, Lion, RMSprop and Adagrad also take their state slots in bf16
+ * (every slot the step uses; read exactly, stored rounded to nearest
+ * even, the same bytes on every device); otherwise
  * gpo_optim_step() and gpo_optim_objective() refuse with -ENOSYS while a
  * buffer they use is of another dtype; reads, writes, checkpoints and
  * gpo_optim_reset() work with every dtype. A slot other than f32 starts
