@@ -35,10 +35,32 @@ static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
 
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 
+/* every state slot name (gpo_optim_slot_count() counts allocated ones) */
+static const char *const all_slots[] = {
+	"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+	"square_avg", "grad_avg", "sum",
+};
+
+/* every state slot @opt's kind has in @dt; returns how many */
+static int set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
+{
+	int i, ret, n = 0;
+
+	for (i = 0; i < (int)(sizeof(all_slots) / sizeof(all_slots[0])); i++) {
+		ret = gpo_optim_set_dtype(opt, all_slots[i], dt);
+		if (ret == -ENOENT)
+			continue;
+		ck_assert_msg(!ret, "%s: %s", all_slots[i], gpo_errmsg());
+		n++;
+	}
+	return n;
+}
+
 /* what one device's run ends with: param and every slot, as bytes */
 struct run_out {
 	int nslots;
 	char slot_name[MAX_SLOTS][64];
+	int dtype[MAX_SLOTS];
 	void *buf[MAX_SLOTS + 1];	/* [0] param, then the slots */
 	size_t bytes[MAX_SLOTS + 1];
 };
@@ -59,7 +81,7 @@ static struct gpo_optim *make_opt(struct gpo_device *dev,
 {
 	struct gpo_optim *opt;
 	char name[32];
-	int g, t, i;
+	int g, t;
 
 	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
 	for (g = 1; g < NGROUPS; g++)
@@ -71,10 +93,8 @@ static struct gpo_optim *make_opt(struct gpo_device *dev,
 	}
 	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
 		      gpo_errmsg());
-	for (i = 0; sdt != GPO_F32 && i < gpo_optim_slot_count(opt); i++)
-		ck_assert_msg(!gpo_optim_set_dtype(opt,
-						   gpo_optim_slot_name(opt, i),
-						   sdt), "%s", gpo_errmsg());
+	if (sdt != GPO_F32)
+		ck_assert_int_gt(set_state_dtype(opt, sdt), 0);
 	for (g = 0; g < NGROUPS; g++)
 		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
 	return opt;
@@ -119,6 +139,7 @@ static void read_all(struct gpo_optim *opt, struct run_out *o)
 		int dt = gpo_optim_dtype(opt, sn);
 
 		ck_assert_int_ge(dt, 0);
+		o->dtype[i] = dt;
 		snprintf(o->slot_name[i], sizeof(o->slot_name[i]), "%s", sn);
 		o->bytes[i + 1] = numel * gpo_dtype_size(dt);
 		o->buf[i + 1] = malloc(o->bytes[i + 1]);
@@ -213,6 +234,12 @@ static void check_bitwise_dt(const char *what, enum gpo_optim_kind kind,
 	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
 		      gpo_errmsg());
 	run_steps(cpu, kind, conf, sdt, seed, STEPS, &ref);
+	/* the mode is the one asked for: every slot in @sdt */
+	ck_assert(sdt == GPO_F32 || ref.nslots > 0);
+	for (i = 0; i < ref.nslots; i++)
+		ck_assert_msg(ref.dtype[i] == (int)sdt, "%s: %s is %s", what,
+			      ref.slot_name[i],
+			      gpo_dtype_name((enum gpo_dtype)ref.dtype[i]));
 	n = tu_devices(devs, MAX_DEVS);
 	for (i = 0; i < n; i++) {
 		if (devs[i] == cpu)
@@ -482,6 +509,64 @@ START_TEST(test_ckpt_f32_across_devices)
 END_TEST
 
 /*
+ * bf16 state's trajectory stays near f32's: AdamW, 100 steps of lr 1e-3
+ * from the same inputs. Each step moves a parameter by about lr times
+ * m / sqrt(v); bf16 state perturbs that ratio by at most a few 2^-8
+ * relative, so after T steps |p_bf16 - p_f32| <= T * lr * 2^-6 (with
+ * room), while the parameters themselves moved by up to T * lr.
+ */
+START_TEST(test_adamw_bf16_state_tracks_f32)
+{
+	const int steps = 100;
+	struct gpo_device *cpu;
+	struct gpo_optim *o32, *o16;
+	uint64_t s = tu_rng("bf16_tracks"), s32, s16, numel, i;
+	float *a, *b;
+	double worst = 0, moved = 0;
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	o32 = make_opt(cpu, GPO_ADAMW, "lr=0.001 weight_decay=0.01", GPO_F32);
+	o16 = make_opt(cpu, GPO_ADAMW, "lr=0.001 weight_decay=0.01", GPO_BF16);
+	for (i = 0; i < NGROUPS; i++) {
+		ck_assert_int_eq(gpo_optim_set(o32, (int)i, "lr", 1e-3), 0);
+		ck_assert_int_eq(gpo_optim_set(o16, (int)i, "lr", 1e-3), 0);
+	}
+	numel = gpo_optim_numel(o32);
+	a = malloc(numel * 4);
+	b = malloc(numel * 4);
+	ck_assert(a && b);
+	tu_fill(a, numel, &s, -1.0, 1.0);
+	ck_assert_int_eq(gpo_optim_write(o32, "param", NULL, a, numel * 4), 0);
+	ck_assert_int_eq(gpo_optim_write(o16, "param", NULL, a, numel * 4), 0);
+	memcpy(b, a, numel * 4);
+	s32 = s16 = s;
+	do_steps(o32, &s32, steps);
+	do_steps(o16, &s16, steps);
+	tu_poison(a, numel);
+	ck_assert_int_eq(gpo_optim_read(o32, "param", NULL, a, numel * 4), 0);
+	for (i = 0; i < numel; i++)
+		moved = fmax(moved, fabs((double)a[i] - b[i]));
+	ck_assert_int_eq(gpo_optim_read(o16, "param", NULL, b, numel * 4), 0);
+	for (i = 0; i < numel; i++) {
+		ck_assert(isfinite(b[i]));
+		worst = fmax(worst, fabs((double)a[i] - b[i]));
+	}
+	fprintf(stderr, "bf16 state vs f32, %d steps: max |dp| %.3g (moved up to %.3g)\n",
+		steps, worst, moved);
+	/* random gradients: m / sqrt(v) is well below 1, but not tiny */
+	ck_assert_msg(moved > steps * 1e-3 * 0.1, "the parameters hardly moved");
+	ck_assert_msg(worst <= steps * 1e-3 / 64.0,
+		      "bf16 state drifted %.3g from f32", worst);
+	ck_assert_msg(worst > 0, "bf16 state gave f32's bytes");
+	free(a);
+	free(b);
+	gpo_optim_free(o32);
+	gpo_optim_free(o16);
+}
+END_TEST
+
+/*
  * Modes the kernels do not have: refused by the step with a message,
  * nothing changed (the parameters keep their bytes, no step counted)
  */
@@ -556,6 +641,7 @@ int main(void)
 	tcase_add_test(tc, test_adagrad_bf16_state_bitwise);
 	tcase_add_test(tc, test_rmsprop_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
+	tcase_add_test(tc, test_adamw_bf16_state_tracks_f32);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
 	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);
 	tcase_add_test(tc, test_ckpt_f32_across_devices);
