@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include "core/gpuopt_i.h"
 #include "backend/cpu/cpu_i.h"
-#include "core/dtype_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -266,9 +265,34 @@ static void k_sgd(const struct op_call *c, uint32_t lo, uint32_t hi)
 }
 
 /*
+ * bfloat16 state in the update loops: core/dtype.c's gpo__f32_to_bf16
+ * and gpo__bf16_to_f32, inline and branch-free so the loops vectorise
+ * (the same bits: NaN made quiet, else round to nearest even)
+ */
+static inline uint16_t bf16_rne(float f)
+{
+	uint32_t x, r;
+
+	memcpy(&x, &f, 4);
+	r = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+	return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? (x >> 16 | 0x40) :
+			  r);
+}
+
+static inline float bf16_f32(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+/*
  * Adam with bfloat16 state (GPO_ADAM_STATE_BF16): the f32 loop's
  * arithmetic, the state read exactly and stored rounded to nearest even
  */
+CPU_CLONES
 static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
 			float gm)
 {
@@ -289,17 +313,17 @@ static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
 
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + l2 * p[i];
-		float mi = gpo__bf16_to_f32(m[i]) * b1 + ob1 * gi;
-		float vi = gpo__bf16_to_f32(v[i]) * b2 + ob2 * gi * gi;
+		float mi = bf16_f32(m[i]) * b1 + ob1 * gi;
+		float vi = bf16_f32(v[i]) * b2 + ob2 * gi * gi;
 		float denom;
 
-		m[i] = gpo__f32_to_bf16(mi);
-		v[i] = gpo__f32_to_bf16(vi);
+		m[i] = bf16_rne(mi);
+		v[i] = bf16_rne(vi);
 		if (amsgrad) {
-			float vm = gpo__bf16_to_f32(vmax[i]);
+			float vm = bf16_f32(vmax[i]);
 
 			vi = vm > vi ? vm : vi;
-			vmax[i] = gpo__f32_to_bf16(vi);
+			vmax[i] = bf16_rne(vi);
 		}
 		denom = sqrtf(vi) / bc2_sqrt + eps;
 		p[i] = p[i] * decay - step_size * (mi / denom);
@@ -372,24 +396,24 @@ static void k_rmsprop(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 		for (i = lo; i < hi; i++) {
 			float gi = g[i] * gm + wd * p[i];
-			float s = gpo__bf16_to_f32(sqh[i]) * alpha +
+			float s = bf16_f32(sqh[i]) * alpha +
 				  oa * gi * gi;
 			float avg;
 
-			sqh[i] = gpo__f32_to_bf16(s);
+			sqh[i] = bf16_rne(s);
 			if (centered) {
-				float ca = gpo__bf16_to_f32(gah[i]) * alpha +
+				float ca = bf16_f32(gah[i]) * alpha +
 					   oa * gi;
 
-				gah[i] = gpo__f32_to_bf16(ca);
+				gah[i] = bf16_rne(ca);
 				s = s - ca * ca;
 			}
 			avg = sqrtf(s) + eps;
 			if (use_mom) {
-				float b = gpo__bf16_to_f32(bh[i]) * mom +
+				float b = bf16_f32(bh[i]) * mom +
 					  gi / avg;
 
-				bh[i] = gpo__f32_to_bf16(b);
+				bh[i] = bf16_rne(b);
 				p[i] = p[i] - lr * b;
 			} else {
 				p[i] = p[i] - lr * (gi / avg);
@@ -438,9 +462,9 @@ static void k_adagrad(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 		for (i = lo; i < hi; i++) {
 			float gi = g[i] * gm + wd * p[i];
-			float s = gpo__bf16_to_f32(sh[i]) + gi * gi;
+			float s = bf16_f32(sh[i]) + gi * gi;
 
-			sh[i] = gpo__f32_to_bf16(s);
+			sh[i] = bf16_rne(s);
 			p[i] = p[i] - clr * (gi / (sqrtf(s) + eps));
 		}
 		return;
@@ -479,11 +503,11 @@ static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 		for (i = lo; i < hi; i++) {
 			float gi = g[i] * gm;
-			float mi = gpo__bf16_to_f32(mh[i]);
+			float mi = bf16_f32(mh[i]);
 			float u = mi * b1 + ob1 * gi;
 
 			p[i] = p[i] * decay - lr * sign_of(u);
-			mh[i] = gpo__f32_to_bf16(mi * b2 + ob2 * gi);
+			mh[i] = bf16_rne(mi * b2 + ob2 * gi);
 		}
 		return;
 	}
