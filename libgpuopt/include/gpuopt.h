@@ -617,6 +617,16 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 			enum gpo_dtype dt);
 
 /*
+ * gpo_optim_set_state_dtype - every state slot @opt's kind can keep in
+ * @dt: the state mode of its steps (f32, or bf16 for Adam, AdamW, Lion,
+ * RMSprop and Adagrad). Before the first use. Returns 0; -EINVAL for a
+ * NULL pointer, an invalid @dt or one the kind's steps cannot keep state
+ * in (SGD and LAMB: f32 only); -ENOSYS for u8, not written yet; -EBUSY
+ * once the buffers are allocated. On failure nothing changes.
+ */
+int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);
+
+/*
  * gpo_optim_dtype - the dtype of @buffer (names as gpo_optim_set_dtype()),
  * or -EINVAL for a NULL pointer, -ENOENT for a buffer the kind has not
  */

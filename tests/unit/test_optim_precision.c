@@ -442,6 +442,56 @@ START_TEST(test_adamw_bf16_state_is_the_mode)
 }
 END_TEST
 
+/* gpo_optim_set_state_dtype(): the whole state at once, or a clear no */
+START_TEST(test_set_state_dtype)
+{
+	static const char *const slots[] = { "exp_avg", "exp_avg_sq",
+					     "max_exp_avg_sq" };
+	struct gpo_device *cpu;
+	struct gpo_optim *opt;
+	const uint64_t n = 61;
+	float p[61];
+	uint64_t s = tu_rng("set_state_dtype");
+	int i;
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	ck_assert_int_eq(gpo_optim_set_state_dtype(NULL, GPO_BF16), -EINVAL);
+	/* SGD and LAMB: f32 state only; nothing changes */
+	ck_assert_int_eq(gpo_optim_new(cpu, GPO_SGD, &opt), 0);
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_U8), -EINVAL);
+	tu_check_errmsg("gpo_optim_set_state_dtype(sgd, u8)");
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_BF16), -EINVAL);
+	ck_assert_int_eq(gpo_optim_dtype(opt, "momentum_buffer"), GPO_F32);
+	gpo_optim_free(opt);
+	ck_assert_int_eq(gpo_optim_new(cpu, GPO_LAMB, &opt), 0);
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_U8), -EINVAL);
+	ck_assert_int_eq(gpo_optim_dtype(opt, "exp_avg"), GPO_F32);
+	gpo_optim_free(opt);
+
+	ck_assert_int_eq(gpo_optim_new(cpu, GPO_ADAMW, &opt), 0);
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_DTYPES), -EINVAL);
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_U8), -ENOSYS);
+	tu_check_errmsg("gpo_optim_set_state_dtype(adamw, u8)");
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(gpo_optim_dtype(opt, slots[i]), GPO_F32);
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_BF16), 0);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(gpo_optim_dtype(opt, slots[i]), GPO_BF16);
+	ck_assert_int_eq(gpo_optim_dtype(opt, "param"), GPO_F32);
+	ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
+	tu_fill(p, n, &s, -1.0, 1.0);
+	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, p, sizeof(p)), 0);
+	/* after the first use: -EBUSY, the mode stays */
+	ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_F32), -EBUSY);
+	tu_check_errmsg("gpo_optim_set_state_dtype after use");
+	ck_assert_int_eq(gpo_optim_dtype(opt, "exp_avg"), GPO_BF16);
+	ck_assert_uint_eq(gpo_optim_buffer_bytes(opt, "exp_avg_sq"),
+			  gpo_optim_buffer_bytes(opt, "param") / 2);
+	gpo_optim_free(opt);
+}
+END_TEST
+
 /*
  * A checkpoint holds every buffer in its dtype and restores on any
  * device: 10 steps on cpu:0, saved; restored on each device, 5 more
@@ -643,6 +693,7 @@ int main(void)
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_adamw_bf16_state_tracks_f32);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);
+	tcase_add_test(tc, test_set_state_dtype);
 	tcase_add_test(tc, test_ckpt_bf16_state_across_devices);
 	tcase_add_test(tc, test_ckpt_f32_across_devices);
 	suite_add_tcase(s, tc);

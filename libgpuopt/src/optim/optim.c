@@ -981,6 +981,34 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 	return 0;
 }
 
+int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
+{
+	const char *kind;
+	int s;
+
+	if (!opt)
+		return gpo__err(-EINVAL, "gpo_optim_set_state_dtype: NULL optimizer");
+	kind = gpo_optim_kind_name(opt->kind);
+	if ((unsigned int)dt >= GPO_DTYPES)
+		return gpo__err(-EINVAL, "%s: %d is not a dtype", kind, (int)dt);
+	if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt))) {
+		/* the blockwise 8-bit mode of these five is not written yet */
+		if (dt == GPO_U8 && opt->fam->state_dtypes)
+			return gpo__err(-ENOSYS, "%s: state in u8: no kernels yet",
+					kind);
+		return gpo__err(-EINVAL, "%s: no state in %s (its steps keep state in %s)",
+				kind, gpo_dtype_name(dt),
+				opt->fam->state_dtypes ? "f32 or bf16" : "f32");
+	}
+	if (opt->allocated)
+		return gpo__err(-EBUSY, "%s: the state dtype cannot change after the first use",
+				kind);
+	for (s = 0; s < SL_COUNT; s++)
+		if (gpo__optim_slot_possible(opt->kind, s))
+			opt->slot_dtype[s] = dt;
+	return 0;
+}
+
 uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot)
 {
 	enum gpo_dtype *field;
