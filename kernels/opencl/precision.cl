@@ -13,6 +13,8 @@
  *	uint quant8(float x, float absmax, bool is_signed)
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
+ * Also prec_mul(a, b), a correctly rounded product whatever the denormal
+ * mode (dequant8 uses it).
  *
  * OpenCL's / and sqrt are 2.5 and 3 ulp unless the device reports
  * CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, when the backend builds with
@@ -125,6 +127,39 @@ static inline float prec_div(float a, float b)
 	return as_float(prec_round(sign, e, Q, R != 0));
 }
 
+/*
+ * a * b correctly rounded, subnormal results included, in integers: what
+ * any IEEE multiply gives, but immune to a device that flushes denormals
+ * (dequant8's products of tiny scales)
+ */
+static inline float prec_mul(float a, float b)
+{
+	uint ua = as_uint(a), ub = as_uint(b);
+	uint sign = (ua ^ ub) & 0x80000000u;
+	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
+	uint A, B, hi, lo, Q, shift;
+	int ea, eb;
+
+	if (xa > 0x7f800000u)
+		return as_float(ua | 0x400000u);
+	if (xb > 0x7f800000u)
+		return as_float(ub | 0x400000u);
+	if (xa == 0x7f800000u || xb == 0x7f800000u)
+		return as_float(xa == 0u || xb == 0u ? PREC_QNAN :
+				sign | 0x7f800000u);
+	if (xa == 0u || xb == 0u)
+		return as_float(sign);
+	prec_unpack(xa, &A, &ea);
+	prec_unpack(xb, &B, &eb);
+	/* A B in [2^46, 2^48): its top 25 bits and a sticky bit */
+	hi = mul_hi(A, B);
+	lo = A * B;
+	shift = hi >= 0x8000u ? 23u : 22u;
+	Q = (hi << (32u - shift)) | (lo >> shift);
+	return as_float(prec_round(sign, ea + eb + (int)shift - 22, Q,
+				   (lo & ((1u << shift) - 1u)) != 0u));
+}
+
 static inline float prec_sqrt(float a)
 {
 	uint ua = as_uint(a), xa = ua & 0x7fffffffu;
@@ -160,14 +195,19 @@ static inline float prec_sqrt(float a)
 }
 
 #ifdef GPO_CR_DIVSQRT
+/* a NaN result gets the bits the cpu's gives, not the device's own NaN */
 static inline float cr_div(float a, float b)
 {
-	return a / b;
+	float q = a / b;
+
+	return isnan(q) ? prec_div(a, b) : q;
 }
 
 static inline float cr_sqrt(float a)
 {
-	return sqrt(a);
+	float r = sqrt(a);
+
+	return isnan(r) ? prec_sqrt(a) : r;
 }
 #else
 static inline float cr_div(float a, float b)
@@ -404,7 +444,8 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
 	v = cr_div(x, absmax);
-	if (isnan(v))
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
 	if (v <= prec_qmap(base, 0u))
 		return 0u;
@@ -427,7 +468,7 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 
 static inline float dequant8(uint q, float absmax, bool is_signed)
 {
-	return prec_qmap(is_signed ? 256u : 0u, q & 0xffu) * absmax;
+	return prec_mul(prec_qmap(is_signed ? 256u : 0u, q & 0xffu), absmax);
 }
 
 #endif /* GPO_PRECISION_CL */

@@ -12,6 +12,9 @@
  *	uint quant8(float x, float absmax, bool is_signed)
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
+ * Also prec_mul(a, b), a correctly rounded product whatever the denormal
+ * mode (dequant8 uses it), and, for shaders that define PREC_QMAP_SHARED
+ * first, the maps in shared memory (prec_qmap_load(), below).
  *
  * Vulkan's / is only good to 2.5 ulp, its sqrt to what inversesqrt gives,
  * a * b + c may or may not be fused, and float denormals may be flushed.
@@ -120,6 +123,38 @@ float cr_div(float a, float b)
 		R -= int(B);
 	}
 	return uintBitsToFloat(prec_round(sign, e, Q, R != 0));
+}
+
+/*
+ * a * b correctly rounded, subnormal results included, in integers: what
+ * any IEEE multiply gives, but immune to a device that flushes denormals
+ * (dequant8's products of tiny scales)
+ */
+float prec_mul(float a, float b)
+{
+	uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+	uint sign = (ua ^ ub) & 0x80000000u;
+	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
+	uint A, B, hi, lo, Q, shift;
+	int ea, eb;
+
+	if (xa > 0x7f800000u)
+		return uintBitsToFloat(ua | 0x400000u);
+	if (xb > 0x7f800000u)
+		return uintBitsToFloat(ub | 0x400000u);
+	if (xa == 0x7f800000u || xb == 0x7f800000u)
+		return uintBitsToFloat(xa == 0u || xb == 0u ? PREC_QNAN :
+				       sign | 0x7f800000u);
+	if (xa == 0u || xb == 0u)
+		return uintBitsToFloat(sign);
+	prec_unpack(xa, A, ea);
+	prec_unpack(xb, B, eb);
+	/* A B in [2^46, 2^48): its top 25 bits and a sticky bit */
+	umulExtended(A, B, hi, lo);
+	shift = hi >= 0x8000u ? 23u : 22u;
+	Q = (hi << (32u - shift)) | (lo >> shift);
+	return uintBitsToFloat(prec_round(sign, ea + eb + int(shift) - 22, Q,
+					  (lo & ((1u << shift) - 1u)) != 0u));
 }
 
 float cr_sqrt(float a)
@@ -351,10 +386,31 @@ const uint PREC_QMAP[512] = uint[512](
 #define PREC_QZERO_U	0u	/* the code of 0.0 in each map */
 #define PREC_QZERO_S	127u
 
+/*
+ * A shader that defines PREC_QMAP_SHARED before including this file reads
+ * the maps from shared memory instead of the constant array (which a
+ * driver may keep per invocation): every invocation calls
+ * prec_qmap_load() before any can return, then barrier(), then quant8().
+ */
+#ifdef PREC_QMAP_SHARED
+shared uint prec_qmap_s[512];
+
+void prec_qmap_load()
+{
+	for (uint i = gl_LocalInvocationID.x; i < 512u; i += gl_WorkGroupSize.x)
+		prec_qmap_s[i] = PREC_QMAP[i];
+}
+
+float prec_qmap(uint base, uint i)
+{
+	return uintBitsToFloat(prec_qmap_s[base + i]);
+}
+#else
 float prec_qmap(uint base, uint i)
 {
 	return uintBitsToFloat(PREC_QMAP[base + i]);
 }
+#endif
 
 /* quant_i.h's quant8: the nearest code, ties to the lower */
 uint quant8(float x, float absmax, bool is_signed)
@@ -368,7 +424,8 @@ uint quant8(float x, float absmax, bool is_signed)
 	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
 	v = cr_div(x, absmax);
-	if (isnan(v))
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
 	if (v <= prec_qmap(base, 0u))
 		return 0u;
@@ -391,7 +448,7 @@ uint quant8(float x, float absmax, bool is_signed)
 
 float dequant8(uint q, float absmax, bool is_signed)
 {
-	return prec_qmap(is_signed ? 256u : 0u, q & 0xffu) * absmax;
+	return prec_mul(prec_qmap(is_signed ? 256u : 0u, q & 0xffu), absmax);
 }
 
 #endif /* GPO_PRECISION_GLSL */
