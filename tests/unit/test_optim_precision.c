@@ -30,8 +30,12 @@
 #define MAX_DEVS	16
 #define MAX_SLOTS	8
 
-static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
-#define NTENSORS	((int)(sizeof(sizes) / sizeof(sizes[0])))
+static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
+/* groups of 1, 2 and 3 elements: a float4's tail alone in a group */
+static const uint64_t tiny_sizes[] = { 1, 2, 3 };
+/* the tensors make_opt() adds, one per group in turn */
+static const uint64_t *sizes = odd_sizes;
+static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
 
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 
@@ -86,7 +90,7 @@ static struct gpo_optim *make_opt(struct gpo_device *dev,
 	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
 	for (g = 1; g < NGROUPS; g++)
 		ck_assert_int_eq(gpo_optim_add_group(opt), g);
-	for (t = 0; t < NTENSORS; t++) {
+	for (t = 0; t < ntensors; t++) {
 		snprintf(name, sizeof(name), "t%d", t);
 		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
 						      t % NGROUPS), 0);
@@ -366,6 +370,19 @@ START_TEST(test_rmsprop_bf16_state_bitwise)
 			 "centered=1 momentum=0.9 alpha=0.9 weight_decay=0.01",
 			 GPO_BF16);
 	check_bitwise_dt("rmsprop_bf16_plain", GPO_RMSPROP, "", GPO_BF16);
+}
+END_TEST
+
+START_TEST(test_tiny_groups_bf16_state_bitwise)
+{
+	sizes = tiny_sizes;
+	ntensors = 3;
+	check_bitwise_dt("adamw_bf16_tiny", GPO_ADAMW, "amsgrad=1", GPO_BF16);
+	check_bitwise_dt("rmsprop_bf16_tiny", GPO_RMSPROP,
+			 "centered=1 momentum=0.5", GPO_BF16);
+	check_bitwise_dt("lion_bf16_tiny", GPO_LION, "", GPO_BF16);
+	check_bitwise_dt("adagrad_bf16_tiny", GPO_ADAGRAD, "", GPO_BF16);
+	check_bitwise_dt("adam_tiny", GPO_ADAM, "", GPO_F32);
 }
 END_TEST
 
@@ -690,6 +707,7 @@ int main(void)
 	tcase_add_test(tc, test_lion_bf16_state_bitwise);
 	tcase_add_test(tc, test_adagrad_bf16_state_bitwise);
 	tcase_add_test(tc, test_rmsprop_bf16_state_bitwise);
+	tcase_add_test(tc, test_tiny_groups_bf16_state_bitwise);
 	tcase_add_test(tc, test_adamw_bf16_state_is_the_mode);
 	tcase_add_test(tc, test_adamw_bf16_state_tracks_f32);
 	tcase_add_test(tc, test_unsupported_state_dtypes_refused);

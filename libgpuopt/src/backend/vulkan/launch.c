@@ -167,16 +167,23 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 	for (first = 0; first < n; first += cnt) {
 		cnt = n - first < chunk ? n - first : chunk;
 		for (i = 0; i < op->nbuf; i++) {
-			uint64_t bes = view_esize(&call->buf[i], n, es);
+			const struct dev_buf *b = &call->buf[i];
+			uint64_t bes = view_esize(b, n, es);
+			uint64_t range = cnt * bes;
 
-			if ((op->buf[i].role & OP_VEC4) && bes != es &&
-			    first + cnt == n)
+			/*
+			 * the last window of a half-precision view reaches
+			 * its end: n rounded up to 4 (1 bf16 element is read
+			 * as 8 bytes, more than the 4 that n * es says)
+			 */
+			if (first + cnt == n && b->mem &&
+			    b->size > first * bes + range &&
+			    b->size - first * bes <= vd->max_range &&
+			    b->size - first * bes <= (cnt + 3) * bes + 8)
+				range = b->size - first * bes;
+			if (op->buf[i].role & OP_VEC4)
 				ret = bind_buf(dev, call, i, first * bes,
-					       call->buf[i].size - first * bes,
-					       &bi[i]);
-			else if (op->buf[i].role & OP_VEC4)
-				ret = bind_buf(dev, call, i, first * bes,
-					       cnt * bes, &bi[i]);
+					       range, &bi[i]);
 			else
 				ret = bind_buf(dev, call, i, 0,
 					       whole(&call->buf[i]), &bi[i]);
