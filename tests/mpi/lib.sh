@@ -82,3 +82,15 @@ devices()
 			echo $d
 	done
 }
+
+# learned WHAT: the progress lines in $out (log_every=1, 20 steps) show
+# the mean loss of steps 16..20 below that of steps 1..5
+learned()
+{
+	echo "$out" | awk '$1 == "step" && $2 <= 5 { a += $4; na++ }
+		$1 == "step" && $2 >= 16 && $2 <= 20 { b += $4; nb++ }
+		END { if (na != 5 || nb != 5) exit 2
+		      printf "loss %.4f -> %.4f\n", a / na, b / nb
+		      exit !(b / nb < a / na) }' ||
+		fail "$1: nothing learned: $out"
+}

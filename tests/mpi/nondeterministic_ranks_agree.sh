@@ -5,16 +5,13 @@
 . "$(dirname "$0")/lib.sh"
 gen_data
 common="model=mlp:37x24x7 data=$T/data.safetensors batch_size=48 max_steps=20
-	optimizer=sgd lr=0.1 seed=2 device=cpu:0 shards=6 log_every=1"
+	optimizer=adamw lr=0.01 seed=2 device=cpu:0 shards=6 log_every=1"
 mpi 3 $common deterministic=1 dump=$T/det.bin
 ok "deterministic=1"
 mpi 3 $common deterministic=0 bucket_bytes=4096 dump=$T/nd.bin
 ok "deterministic=0"
 case $err in *differ*) fail "ranks differ: $err" ;; esac
-first=$(echo "$out" | awk '$1 == "step" && $2 == 1 { print $4 }')
-last=$(echo "$out" | awk '$1 == "step" && $2 == 20 { print $4 }')
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' ||
-	fail "loss $first at step 1, $last at step 20"
+learned "deterministic=0"
 /usr/bin/python3 - "$T/det.bin" "$T/nd.bin" <<'PY' || fail "too far apart"
 import struct, sys
 a = open(sys.argv[1], "rb").read()

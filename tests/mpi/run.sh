@@ -11,7 +11,7 @@ case $mb in /*) ;; *) mb=$top/$mb ;; esac
 case $pb in /*) ;; *) pb=$top/$pb ;; esac
 out=$mb/tests/mpi
 mkdir -p "$out" || exit 1
-export TOP="$top" TRAIN="$mb/bin/gpuopt-train" PLAIN_TRAIN="$pb/bin/gpuopt-train" \
+export TOP="$top" MPI_BUILD="$mb" PLAIN_BUILD="$pb" TRAIN="$mb/bin/gpuopt-train" PLAIN_TRAIN="$pb/bin/gpuopt-train" \
 	BENCH_COMM="$mb/bin/bench_comm"
 [ -x "$TRAIN" ] || { echo "tests/mpi/run.sh: no $TRAIN" >&2; exit 1; }
 
