@@ -80,6 +80,25 @@ int gpo_comm_device(struct gpo_comm *c, struct gpo_ctx *ctx, const char *spec,
  */
 int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t);
 
+/*
+ * gpo_comm_optim_attach, gpo_comm_shard_done, gpo_comm_reduce - the same
+ * reduction for a program that computes its own gradients in @opt's grad
+ * buffer (gpo_comm_train_attach() attaches the model's optimizer so):
+ * for each of this rank's shards (gpo_comm_shards(): [lo, hi) of
+ * shards), in order, write the shard's gradient and call
+ * gpo_comm_shard_done() (copied at once, or for the last one during the
+ * reduction, so leave it until then); then gpo_comm_reduce() (collective)
+ * leaves the mean of all shards' gradients in every rank's grad buffer.
+ * Returns 0; -EINVAL (not attached, a shard not this rank's, an
+ * optimizer without tensors or whose grad is not its own f32 buffer),
+ * -ENOMEM, a device error.
+ */
+int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt);
+int gpo_comm_shard_done(struct gpo_comm *c, uint32_t shard);
+int gpo_comm_reduce(struct gpo_comm *c);
+int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
+		    uint32_t *hi);
+
 struct gpo_comm_stats {
 	uint64_t reductions;	/* gradient reductions done */
 	uint64_t bytes;		/* gradient bytes reduced (per reduction:

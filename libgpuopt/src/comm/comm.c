@@ -514,20 +514,20 @@ static int reduce(void *arg, double *loss, double *acc)
 	return ret;
 }
 
-int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
+int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 {
-	struct train_shards sh = { 0 };
-	struct gpo_optim *opt = gpo__train_optim(t);
 	uint32_t K;
 	uint64_t per;
 	int ret, i;
 
-	if (!c || !t)
-		return gpo__err(-EINVAL, "gpo_comm_train_attach: NULL argument");
+	if (!c || !opt)
+		return gpo__err(-EINVAL, "gpo_comm_optim_attach: NULL argument");
 	if (c->opt)
 		return gpo__err(-EINVAL, "the communicator is attached already");
 	if (opt->grad_dtype != GPO_F32 || opt->ext[1])
 		return gpo__err(-EINVAL, "data-parallel steps need the optimizer's own f32 grad buffer");
+	if (!opt->ntensors)
+		return gpo__err(-EINVAL, "the optimizer has no tensors");
 	K = c->hi - c->lo;
 	pthread_mutex_lock(&opt->dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
@@ -558,6 +558,53 @@ int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
 		goto out_detach;
 	}
 	c->sacc = c->sloss + c->shards;
+	return 0;
+
+out_detach:
+	detach(c);
+	return ret;
+}
+
+int gpo_comm_shard_done(struct gpo_comm *c, uint32_t shard)
+{
+	if (!c || !c->opt)
+		return gpo__err(-EINVAL, "gpo_comm_shard_done: no optimizer attached");
+	if (shard < c->lo || shard >= c->hi)
+		return gpo__err(-EINVAL, "shard %u is not this rank's (%u..%u)",
+				shard, c->lo, c->hi - 1);
+	return shard_done(c, shard, 0, 0);
+}
+
+int gpo_comm_reduce(struct gpo_comm *c)
+{
+	double l, a;
+
+	if (!c || !c->opt)
+		return gpo__err(-EINVAL, "gpo_comm_reduce: no optimizer attached");
+	return reduce(c, &l, &a);
+}
+
+int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
+		    uint32_t *hi)
+{
+	if (!c || !shards || !lo || !hi)
+		return gpo__err(-EINVAL, "gpo_comm_shards: NULL argument");
+	*shards = c->shards;
+	*lo = c->lo;
+	*hi = c->hi;
+	return 0;
+}
+
+int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
+{
+	struct train_shards sh = { 0 };
+	int ret;
+
+	if (!c || !t)
+		return gpo__err(-EINVAL, "gpo_comm_train_attach: NULL argument");
+	ret = gpo_comm_optim_attach(c, gpo__train_optim(t));
+	if (ret)
+		return ret;
 	sh.shards = c->shards;
 	sh.lo = c->lo;
 	sh.hi = c->hi;
@@ -566,10 +613,6 @@ int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
 	sh.arg = c;
 	ret = gpo__train_set_shards(t, &sh);
 	if (ret)
-		goto out_detach;
-	return 0;
-
-out_detach:
-	detach(c);
+		detach(c);
 	return ret;
 }
