@@ -60,7 +60,8 @@ static void usage(void)
 		"  shuffle= activation= loss= dropout= eval_every= checkpoint_dir=\n"
 		"  checkpoint_every= resume= history= dump= log_every=, the\n"
 		"  optimizer's hyperparameters (lr= ...), and with MPI shards=\n"
-		"  deterministic= bucket_bytes= max_ranks=. See gpuopt-train(1).\n",
+		"  deterministic= bucket_bytes= max_ranks= timeout=. See\n"
+		"  gpuopt-train(1).\n",
 		prog);
 }
 
@@ -107,6 +108,7 @@ static int set_key(struct cfg *c, const char *word)
 {
 	static const char *const mpi_keys[] = {
 		"shards", "deterministic", "bucket_bytes", "max_ranks",
+		"timeout",
 	};
 	char key[64];
 	const char *eq = strchr(word, '='), *val;
@@ -310,6 +312,8 @@ static int train(struct run *r)
 				printf("step %" PRIu64 " loss %.6f acc %.4f lr %.6g eval_loss %.6f eval_acc %.4f %.0f samples/s\n",
 				       step, res.loss, res.accuracy, res.lr,
 				       eval_loss, acc, rate);
+			/* progress as it happens, also into a pipe or file */
+			fflush(stdout);
 			if (r->hist)
 				fprintf(r->hist, "%" PRIu64 ",%.9g,%.9g,%.9g,%.3f,%" PRIu64 ",%.9g,%.9g,%.9g\n",
 					step, res.loss, res.lr, res.grad_norm,

@@ -45,7 +45,11 @@ struct gpo_train;
  *            deterministic=0|1 (1; 0: each rank sums its shards and
  *            MPI_Iallreduce(MPI_SUM) adds the ranks' sums, in an order
  *            MPI chooses), bucket_bytes=N (4194304: 4096..1073741824, a
- *            multiple of 4), max_ranks=N (1024)
+ *            multiple of 4), max_ranks=N (1024), timeout=SECONDS (300;
+ *            0: none): the longest wait on the other ranks in a
+ *            reduction, after which it fails with -ETIMEDOUT (a rank
+ *            died or hangs); after any failure of a reduction the
+ *            communicator is unusable and the caller should MPI_Abort()
  * Collective. Returns 0; -EINVAL (a bad key or value; S not a multiple
  * of the rank count; more ranks than max_ranks), -ENOMEM, -EIO (MPI).
  */

@@ -13,6 +13,8 @@
  *	C  wait, the bucket back to the device's grad buffer
  *
  * and bucket b's A runs beside b-1's B and b-2's C (two buffers each).
+ * Every wait has a timeout (timeout=, 300 s): a rank that died or hangs
+ * makes the others' step fail with -ETIMEDOUT instead of waiting forever.
  *
  * The sum of element i is ((g_0[i] + g_1[i]) + ...) + g_{S-1}[i], then
  * / S, in f32, whatever the rank count: shard k is always the same rows of
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <mpi.h>
 #include <gpuopt/comm.h>
 #include "core/gpuopt_i.h"
@@ -39,6 +42,7 @@ struct gpo_comm {
 	int deterministic;
 	uint64_t bucket;		/* elements */
 	uint32_t max_ranks;
+	uint64_t timeout_ns;		/* a wait on MPI; 0: none */
 
 	/* attached: */
 	struct gpo_optim *opt;
@@ -81,8 +85,8 @@ static int parse_opts(struct gpo_comm *c, const char *opts)
 			continue;
 		}
 		if (strcmp(key, "shards") && strcmp(key, "bucket_bytes") &&
-		    strcmp(key, "max_ranks"))
-			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks)",
+		    strcmp(key, "max_ranks") && strcmp(key, "timeout"))
+			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout)",
 					key);
 		if (gpo__parse_u64(val, &v))
 			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
@@ -97,6 +101,11 @@ static int parse_opts(struct gpo_comm *c, const char *opts)
 				return gpo__err(-EINVAL, "bucket_bytes %llu: 4096..1073741824, a multiple of 4",
 						(unsigned long long)v);
 			c->bucket = v / 4;
+		} else if (!strcmp(key, "timeout")) {
+			if (v > 86400)
+				return gpo__err(-EINVAL, "timeout %llu: 0..86400 seconds",
+						(unsigned long long)v);
+			c->timeout_ns = v * 1000000000ull;
 		} else {
 			if (!v || v > 1u << 20)
 				return gpo__err(-EINVAL, "max_ranks %llu: 1..1048576",
@@ -126,6 +135,7 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 	c->deterministic = 1;
 	c->bucket = (4u << 20) / 4;
 	c->max_ranks = 1024;
+	c->timeout_ns = 300ull * 1000000000ull;
 	c->comm = MPI_COMM_NULL;
 	ret = parse_opts(c, opts);
 	if (ret)
@@ -306,11 +316,36 @@ static int shard_done(void *arg, uint32_t shard, double loss, double acc)
 	return read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
 }
 
+/*
+ * Wait for @r, at most the timeout: a peer that died or hangs would keep
+ * this rank in the collective forever. Polls (MPI_Wait cannot time out),
+ * spinning briefly first, then sleeping 20 us between tests.
+ */
 static int wait_req(struct gpo_comm *c, MPI_Request *r, const char *what)
 {
-	uint64_t t0 = gpo__now_ns();
-	int rc = MPI_Wait(r, MPI_STATUS_IGNORE);
+	struct timespec nap = { 0, 20000 };
+	uint64_t t0 = gpo__now_ns(), now;
+	int done = 0, rc, spins = 0;
 
+	if (!c->timeout_ns) {
+		rc = MPI_Wait(r, MPI_STATUS_IGNORE);
+		c->st.wait_ns += gpo__now_ns() - t0;
+		return mpi_err(rc, what);
+	}
+	for (;;) {
+		rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS || done)
+			break;
+		now = gpo__now_ns();
+		if (now - t0 > c->timeout_ns) {
+			c->st.wait_ns += now - t0;
+			return gpo__err(-ETIMEDOUT, "rank %d: %s: no answer from the other ranks in %llu s (one died or hangs)",
+					c->rank, what,
+					(unsigned long long)(c->timeout_ns / 1000000000ull));
+		}
+		if (++spins > 200)
+			nanosleep(&nap, NULL);
+	}
 	c->st.wait_ns += gpo__now_ns() - t0;
 	return mpi_err(rc, what);
 }
@@ -428,16 +463,22 @@ static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
 static int reduce_loss(struct gpo_comm *c, double *loss, double *acc)
 {
 	uint32_t K = c->hi - c->lo, s;
+	MPI_Request r;
 	double l = 0, a = 0;
 	int ret;
 
-	ret = mpi_err(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-				    c->sloss, (int)K, MPI_DOUBLE, c->comm),
-		      "MPI_Allgather");
+	/* sloss and sacc are one array: shard losses, then accuracies */
+	ret = mpi_err(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+				     c->sloss, (int)K, MPI_DOUBLE, c->comm, &r),
+		      "MPI_Iallgather");
 	if (!ret)
-		ret = mpi_err(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-					    c->sacc, (int)K, MPI_DOUBLE,
-					    c->comm), "MPI_Allgather");
+		ret = wait_req(c, &r, "the loss all-gather");
+	if (!ret)
+		ret = mpi_err(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+					     c->sacc, (int)K, MPI_DOUBLE,
+					     c->comm, &r), "MPI_Iallgather");
+	if (!ret)
+		ret = wait_req(c, &r, "the accuracy all-gather");
 	if (ret)
 		return ret;
 	for (s = 0; s < c->shards; s++) {
@@ -449,68 +490,53 @@ static int reduce_loss(struct gpo_comm *c, double *loss, double *acc)
 	return 0;
 }
 
+static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
+{
+	uint64_t b0 = b * c->bucket;
+
+	return c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+}
+
+/*
+ * The reduction: at step j, bucket j's stage A, j-1's B and j-2's C.
+ * After a failure requests may be left posted: the communicator is then
+ * unusable, and the caller must end the job (MPI_Abort), since the other
+ * ranks wait in collectives this rank will never join.
+ */
 static int reduce(void *arg, double *loss, double *acc)
 {
 	struct gpo_comm *c = arg;
-	MPI_Request ra[NBUF], rg[NBUF];
+	MPI_Request req[NBUF];
 	uint64_t nb = (c->total + c->bucket - 1) / c->bucket, j, t0;
-	int ret = 0, posted_a = 0, posted_g = 0;
+	int ret = 0;
 
 	t0 = gpo__now_ns();
-	/* step j: A(j), B(j - 1), C(j - 2) */
+	/*
+	 * C first: it frees the request slot A reuses (bucket j - 2's);
+	 * recv and send j % NBUF were last read by bucket j - 2's B
+	 */
 	for (j = 0; !ret && j < nb + 2; j++) {
-		if (j < nb) {
-			uint64_t b0 = j * c->bucket;
-			uint64_t len = c->total - b0 < c->bucket ?
-				       c->total - b0 : c->bucket;
-
-			ret = stage_a(c, b0, len, j % NBUF, &ra[j % NBUF]);
-			if (ret)
-				break;
-			posted_a++;
-		}
-		if (j >= 1 && j - 1 < nb) {
-			uint64_t b0 = (j - 1) * c->bucket;
-			uint64_t len = c->total - b0 < c->bucket ?
-				       c->total - b0 : c->bucket;
-			int i = (j - 1) % NBUF;
-
-			if (c->deterministic) {
-				posted_a--;
-				ret = stage_b(c, b0, len, i, &ra[i]);
-				if (ret)
-					break;
-				rg[i] = MPI_REQUEST_NULL;
-				rg[i] = ra[i];
-				ra[i] = MPI_REQUEST_NULL;
-			} else {
-				posted_a--;
-				rg[i] = ra[i];
-			}
-			posted_g++;
-		}
-		if (j >= 2) {
-			uint64_t b0 = (j - 2) * c->bucket;
-			uint64_t len = c->total - b0 < c->bucket ?
-				       c->total - b0 : c->bucket;
-
-			posted_g--;
-			ret = stage_c(c, b0, len, &rg[(j - 2) % NBUF]);
-		}
+		if (j >= 2)
+			ret = stage_c(c, (j - 2) * c->bucket,
+				      bucket_len(c, j - 2),
+				      &req[(j - 2) % NBUF]);
+		/* (deterministic=0 has no stage B: its Iallreduce is one) */
+		if (!ret && j >= 1 && j - 1 < nb && c->deterministic)
+			ret = stage_b(c, (j - 1) * c->bucket,
+				      bucket_len(c, j - 1), (j - 1) % NBUF,
+				      &req[(j - 1) % NBUF]);
+		if (!ret && j < nb)
+			ret = stage_a(c, j * c->bucket, bucket_len(c, j),
+				      j % NBUF, &req[j % NBUF]);
 	}
 	c->last_pending = 0;
-	if (ret) {
-		/* a failed rank's peers would wait forever: end the job */
-		fprintf(stderr, "gpuopt rank %d: the gradient reduction failed: %s\n",
-			c->rank, gpo_errmsg());
-		MPI_Abort(c->comm, 1);
-	}
-	(void)posted_a;
-	(void)posted_g;
-	ret = reduce_loss(c, loss, acc);
+	if (!ret)
+		ret = reduce_loss(c, loss, acc);
 	c->st.reduce_ns += gpo__now_ns() - t0;
-	c->st.reductions++;
-	c->st.bytes += c->total * 4;
+	if (!ret) {
+		c->st.reductions++;
+		c->st.bytes += c->total * 4;
+	}
 	return ret;
 }
 
