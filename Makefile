@@ -341,7 +341,7 @@ mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train \
 build-all: $(MPI_ALIB)
 BENCHES += $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
 endif
-.PHONY: mpi-all check-mpi
+.PHONY: mpi-all check-mpi bench-comm
 
 # the MPI build is its own build dir: build it there, run tests/mpi
 # (without the sanitizers: Open MPI's own allocations would be leaks)
@@ -351,6 +351,11 @@ check-mpi:
 		BACKENDS="$(BACKENDS_SET)" mpi-all
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(BUILD)/bin/gpuopt-train
 	@tests/mpi/run.sh $(MPI_BUILD) $(BUILD)
+
+bench-comm:
+	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
+		BACKENDS="$(BACKENDS_SET)" mpi-all
+	@bench/comm.sh $(MPI_BUILD)
 
 run: all
 	@tools/run-demo.sh $(BUILD)
