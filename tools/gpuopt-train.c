@@ -60,7 +60,7 @@ static void usage(void)
 		"  shuffle= activation= loss= dropout= eval_every= checkpoint_dir=\n"
 		"  checkpoint_every= resume= history= dump= log_every=, the\n"
 		"  optimizer's hyperparameters (lr= ...), and with MPI shards=\n"
-		"  deterministic= bucket_bytes= max_ranks= timeout=. See\n"
+		"  deterministic= bucket_bytes= max_ranks= timeout= zero=. See\n"
 		"  gpuopt-train(1).\n",
 		prog);
 }
@@ -108,7 +108,7 @@ static int set_key(struct cfg *c, const char *word)
 {
 	static const char *const mpi_keys[] = {
 		"shards", "deterministic", "bucket_bytes", "max_ranks",
-		"timeout",
+		"timeout", "zero",
 	};
 	char key[64];
 	const char *eq = strchr(word, '='), *val;
@@ -258,10 +258,19 @@ struct run {
 #endif
 };
 
+/* collective under MPI: ZeRO-1's state is gathered first */
 static int save_ckpt(struct run *r, uint64_t step)
 {
 	char path[VAL_MAX + 64];
 	int ret;
+
+#ifdef GPO_HAVE_MPI
+	ret = gpo_comm_sync_state(r->comm);
+	if (ret)
+		return fail("gathering the optimizer state", ret);
+#endif
+	if (rank)
+		return 0;
 
 	snprintf(path, sizeof(path), "%s/step-%08" PRIu64 ".safetensors",
 		 r->c->ckpt_dir, step);
@@ -319,12 +328,11 @@ static int train(struct run *r)
 					step, res.loss, res.lr, res.grad_norm,
 					el, res.epoch, rate, eval_loss, acc);
 		}
-		if (rank == 0 && c->ckpt_dir[0] && c->ckpt_every &&
+		if (c->ckpt_dir[0] && c->ckpt_every &&
 		    step % c->ckpt_every == 0 && save_ckpt(r, step))
 			return 1;
 	}
-	if (rank == 0 && c->ckpt_dir[0] && (!c->ckpt_every ||
-					    step % c->ckpt_every))
+	if (c->ckpt_dir[0] && (!c->ckpt_every || step % c->ckpt_every))
 		return save_ckpt(r, step);
 	return 0;
 }
@@ -431,17 +439,18 @@ static int setup(struct run *r)
 	ret = gpo_train_new(r->m, r->ds, topts, &r->t);
 	if (ret)
 		return fail("training", ret);
+	if (c->resume[0]) {
+		/* any rank count: every rank reads the same file (before
+		 * attaching: ZeRO-1 takes its slice of the state from it) */
+		ret = gpo_optim_restore(r->opt, c->resume, 0);
+		if (ret)
+			return fail(c->resume, ret);
+	}
 #ifdef GPO_HAVE_MPI
 	ret = gpo_comm_train_attach(r->comm, r->t);
 	if (ret)
 		return fail("data parallel", ret);
 #endif
-	if (c->resume[0]) {
-		/* any rank count: every rank reads the same file */
-		ret = gpo_optim_restore(r->opt, c->resume, 0);
-		if (ret)
-			return fail(c->resume, ret);
-	}
 	if (rank == 0 && c->ckpt_dir[0] && mkdir(c->ckpt_dir, 0777) &&
 	    errno != EEXIST) {
 		fprintf(stderr, "%s: %s: %s\n", prog, c->ckpt_dir,

@@ -18,6 +18,7 @@ alive()
 # rank 1, wait at most 60 s for mpirun to end; $rc, $err, $secs
 run_and()
 {
+	rm -f "$T/out" "$T/err"
 	$MPIRUN -np 2 "$TRAIN" $common timeout=$2 >"$T/out" 2>"$T/err" \
 		</dev/null &
 	mp=$!
@@ -28,9 +29,14 @@ run_and()
 		sleep 0.1
 	done
 	r1=
-	for p in $(pgrep -P $mp); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-			grep -qx 'OMPI_COMM_WORLD_RANK=1' && r1=$p
+	i=0
+	while [ -z "$r1" ] && [ $i -lt 50 ]; do
+		for p in $(pgrep -P $mp); do
+			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+				grep -qx 'OMPI_COMM_WORLD_RANK=1' && r1=$p
+		done
+		i=$((i + 1))
+		[ -n "$r1" ] || sleep 0.1
 	done
 	[ -n "$r1" ] || { kill $mp; fail "no rank 1 under mpirun $mp"; }
 	t0=$(date +%s)

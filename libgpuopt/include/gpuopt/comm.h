@@ -49,7 +49,8 @@ struct gpo_train;
  *            0: none): the longest wait on the other ranks in a
  *            reduction, after which it fails with -ETIMEDOUT (a rank
  *            died or hangs); after any failure of a reduction the
- *            communicator is unusable and the caller should MPI_Abort()
+ *            communicator is unusable and the caller should MPI_Abort(),
+ *            zero=0|1 (0; 1: ZeRO-1, below)
  * Collective. Returns 0; -EINVAL (a bad key or value; S not a multiple
  * of the rank count; more ranks than max_ranks), -ENOMEM, -EIO (MPI).
  */
@@ -102,6 +103,22 @@ int gpo_comm_shard_done(struct gpo_comm *c, uint32_t shard);
 int gpo_comm_reduce(struct gpo_comm *c);
 int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
 		    uint32_t *hi);
+
+/*
+ * ZeRO-1 (zero=1, deterministic=1, attached with gpo_comm_train_attach()):
+ * a rank owns the slice of every bucket whose sum it computes; instead of
+ * the all-gather of the gradient, it steps only its elements, in an
+ * optimizer of its own (the model's kind and hyperparameters, their
+ * parameters and state copied from the model's optimizer when attached),
+ * and an all-gather gives every rank all the parameters: the same bits as
+ * plain data parallel for the elementwise optimizers. -ENOSYS: more than
+ * one group, a schedule, lamb, clip_norm, grad_scale or check_finite. The
+ * model optimizer's state slots are then stale: gpo_comm_sync_state()
+ * (collective) gathers the ranks' state into them, before a checkpoint
+ * is saved (any rank count restores it). The device memory of the full
+ * state is not saved yet (the model's optimizer still allocates it).
+ */
+int gpo_comm_sync_state(struct gpo_comm *c);
 
 struct gpo_comm_stats {
 	uint64_t reductions;	/* gradient reductions done */

@@ -55,6 +55,17 @@ struct gpo_comm {
 	uint32_t last_pending;		/* the last shard awaits its copy */
 	int *cnt, *dsp, *rcnt, *rdsp;	/* size each */
 	struct gpo_comm_stats st;
+
+	/*
+	 * ZeRO-1 (zero=1): this rank's elements are its slice of every
+	 * bucket, @zn of them, packed in bucket order into @zopt, an
+	 * optimizer of one tensor that keeps their state; @full: pinned,
+	 * the whole flat buffer for the all-gathers
+	 */
+	int zero;
+	struct gpo_optim *zopt;
+	uint64_t zn;
+	float *zbuf, *full;
 };
 
 static int mpi_err(int rc, const char *what)
@@ -77,16 +88,19 @@ static int parse_opts(struct gpo_comm *c, const char *opts)
 
 	while ((ret = gpo__kv_next(&pos, key, sizeof(key), val,
 				   sizeof(val))) > 0) {
-		if (!strcmp(key, "deterministic")) {
+		if (!strcmp(key, "deterministic") || !strcmp(key, "zero")) {
 			if (gpo__parse_bool(val, &b))
-				return gpo__err(-EINVAL, "deterministic '%s': 0 or 1",
+				return gpo__err(-EINVAL, "%s '%s': 0 or 1", key,
 						val);
-			c->deterministic = b;
+			if (key[0] == 'd')
+				c->deterministic = b;
+			else
+				c->zero = b;
 			continue;
 		}
 		if (strcmp(key, "shards") && strcmp(key, "bucket_bytes") &&
 		    strcmp(key, "max_ranks") && strcmp(key, "timeout"))
-			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout)",
+			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout, zero)",
 					key);
 		if (gpo__parse_u64(val, &v))
 			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
@@ -150,6 +164,10 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 			       c->size, c->max_ranks);
 		goto out_free;
 	}
+	if (c->zero && !c->deterministic) {
+		ret = gpo__err(-EINVAL, "zero=1 needs deterministic=1 (each rank owns a slice of the sum)");
+		goto out_free;
+	}
 	if (!c->shards)
 		c->shards = (uint32_t)c->size;
 	if (c->shards % (uint32_t)c->size) {
@@ -189,7 +207,12 @@ static void detach(struct gpo_comm *c)
 	if (c->dev) {
 		gpo_host_free(c->dev, c->shard);
 		gpo_host_free(c->dev, c->out);
+		gpo_host_free(c->dev, c->full);
 	}
+	gpo_optim_free(c->zopt);
+	free(c->zbuf);
+	c->zopt = NULL;
+	c->zbuf = c->full = NULL;
 	for (i = 0; i < NBUF; i++) {
 		free(c->send[i]);
 		free(c->recv[i]);
@@ -430,6 +453,11 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 	}
 	for (j = 0; j < n; j++)
 		dst[j] /= inv;
+	if (c->zero) {
+		/* ZeRO-1: this rank steps its slice alone; nothing to share */
+		*req = MPI_REQUEST_NULL;
+		return 0;
+	}
 	for (q = 0; q < c->size; q++) {
 		c->rcnt[q] = (int)(slice_lo(c, len, q + 1) - slice_lo(c, len, q));
 		c->rdsp[q] = (int)slice_lo(c, len, q);
@@ -451,6 +479,8 @@ static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
 						  "MPI_Iallreduce");
 	if (ret)
 		return ret;
+	if (c->zero)
+		return 0;
 	if (!c->deterministic)
 		for (j = 0; j < len; j++)
 			c->out[b0 + j] /= (float)c->shards;
@@ -540,6 +570,179 @@ static int reduce(void *arg, double *loss, double *acc)
 	return ret;
 }
 
+/* ---- ZeRO-1 ---------------------------------------------------------------- */
+
+/* @src's slices of this rank (whole flat buffer) packed into @dst, or back */
+static void zero_pack(struct gpo_comm *c, float *packed, float *flat,
+		      int unpack)
+{
+	uint64_t b0, len, lo, n, o = 0;
+
+	for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		lo = slice_lo(c, len, c->rank);
+		n = slice_lo(c, len, c->rank + 1) - lo;
+		if (unpack)
+			memcpy(flat + b0 + lo, packed + o, n * 4);
+		else
+			memcpy(packed + o, flat + b0 + lo, n * 4);
+		o += n;
+	}
+}
+
+/* every rank's slices of @full, from each owner to all (collective) */
+static int zero_gather(struct gpo_comm *c, float *full)
+{
+	uint64_t b0, len;
+	MPI_Request r;
+	int q, ret = 0;
+
+	for (b0 = 0; !ret && b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		for (q = 0; q < c->size; q++) {
+			c->rcnt[q] = (int)(slice_lo(c, len, q + 1) -
+					   slice_lo(c, len, q));
+			c->rdsp[q] = (int)slice_lo(c, len, q);
+		}
+		ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0,
+					      MPI_DATATYPE_NULL, full + b0,
+					      c->rcnt, c->rdsp, MPI_FLOAT,
+					      c->comm, &r), "MPI_Iallgatherv");
+		if (!ret)
+			ret = wait_req(c, &r, "the ZeRO-1 all-gather");
+	}
+	return ret;
+}
+
+static int flat_io(struct gpo_comm *c, const struct dev_buf *b, float *host,
+		   int writing)
+{
+	struct gpo_device *dev = c->dev;
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = writing ? dev->ops->write(dev, b, 0, host, c->total * 4) :
+			dev->ops->read(dev, b, 0, host, c->total * 4);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/*
+ * The shard optimizer: the model's kind and hyperparameters, one tensor
+ * of this rank's elements, their parameters and state taken from the
+ * model's optimizer (after a restore too, when attached after it)
+ */
+static int zero_setup(struct gpo_comm *c)
+{
+	struct gpo_optim *opt = c->opt;
+	uint64_t shape[1], b0, len;
+	char *hp;
+	int s, ret;
+
+	if (opt->ngroups != 1 || opt->sched || opt->kind == GPO_LAMB)
+		return gpo__err(-ENOSYS, "zero=1: only one parameter group, no schedule, and not lamb (its per-tensor trust ratio)");
+	for (c->zn = 0, b0 = 0; b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		c->zn += slice_lo(c, len, c->rank + 1) - slice_lo(c, len, c->rank);
+	}
+	hp = malloc(8192);
+	c->zbuf = malloc(c->zn * 4 + 4);
+	if (!hp || !c->zbuf) {
+		free(hp);
+		return gpo__err(-ENOMEM, "out of memory");
+	}
+	ret = gpo_optim_describe(opt, 0, hp, 8192);
+	if (ret >= 0 && (strstr(hp, "\nclip_norm=") &&
+			 !strstr(hp, "\nclip_norm=0\n")))
+		ret = gpo__err(-ENOSYS, "zero=1: clip_norm needs the global norm of all ranks' slices: not yet");
+	if (ret >= 0 && ((strstr(hp, "\ngrad_scale=") &&
+			  !strstr(hp, "\ngrad_scale=1\n")) ||
+			 (strstr(hp, "\ncheck_finite=") &&
+			  !strstr(hp, "\ncheck_finite=0\n"))))
+		ret = gpo__err(-ENOSYS, "zero=1: grad_scale and check_finite need all ranks' verdict: not yet");
+	if (ret >= 0)
+		ret = gpo_host_alloc(c->dev, c->total * 4, (void **)&c->full);
+	if (!ret)
+		ret = gpo_optim_new(c->dev, opt->kind, &c->zopt);
+	if (!ret)
+		ret = gpo_optim_configure(c->zopt, 0, hp);
+	free(hp);
+	shape[0] = c->zn ? c->zn : 1;
+	if (!ret && !c->zn)
+		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (more ranks than elements a bucket)",
+				c->rank);
+	if (!ret) {
+		ret = gpo_optim_add_tensor(c->zopt, "zero1.shard", 1, shape, 0);
+		if (ret > 0)
+			ret = 0;
+	}
+	if (!ret)
+		ret = gpo_optim_set_step(c->zopt, opt->step);
+	if (!ret)
+		ret = flat_io(c, &opt->param, c->full, 0);
+	if (!ret) {
+		zero_pack(c, c->zbuf, c->full, 0);
+		ret = gpo_optim_write(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
+	}
+	for (s = 0; !ret && s < SL_COUNT; s++) {
+		if (!opt->slot[s].mem)
+			continue;
+		ret = flat_io(c, &opt->slot[s], c->full, 0);
+		if (!ret) {
+			zero_pack(c, c->zbuf, c->full, 0);
+			ret = gpo_optim_write(c->zopt, gpo__optim_slot_names[s],
+					      NULL, c->zbuf, c->zn * 4);
+		}
+	}
+	return ret;
+}
+
+/* ZeRO-1's step: this rank's slice, then every rank's parameters */
+static int zero_step(void *arg, struct gpo_step_info *si)
+{
+	struct gpo_comm *c = arg;
+	int ret;
+
+	zero_pack(c, c->zbuf, c->out, 0);
+	ret = gpo_optim_write(c->zopt, "grad", NULL, c->zbuf, c->zn * 4);
+	if (!ret)
+		ret = gpo_optim_step(c->zopt, si);
+	if (!ret)
+		ret = gpo_optim_read(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
+	if (ret)
+		return ret;
+	zero_pack(c, c->zbuf, c->full, 1);
+	ret = zero_gather(c, c->full);
+	if (!ret)
+		ret = flat_io(c, &c->opt->param, c->full, 1);
+	if (!ret)
+		ret = gpo_optim_set_step(c->opt, gpo_optim_steps_done(c->zopt));
+	return ret;
+}
+
+int gpo_comm_sync_state(struct gpo_comm *c)
+{
+	int s, ret = 0;
+
+	if (!c)
+		return gpo__err(-EINVAL, "gpo_comm_sync_state: NULL argument");
+	if (!c->zopt)
+		return 0;
+	for (s = 0; !ret && s < SL_COUNT; s++) {
+		if (!c->opt->slot[s].mem)
+			continue;
+		ret = gpo_optim_read(c->zopt, gpo__optim_slot_names[s], NULL,
+				     c->zbuf, c->zn * 4);
+		if (!ret) {
+			zero_pack(c, c->zbuf, c->full, 1);
+			ret = zero_gather(c, c->full);
+		}
+		if (!ret)
+			ret = flat_io(c, &c->opt->slot[s], c->full, 1);
+	}
+	return ret;
+}
+
 int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 {
 	uint32_t K;
@@ -584,6 +787,11 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 		goto out_detach;
 	}
 	c->sacc = c->sloss + c->shards;
+	if (c->zero) {
+		ret = zero_setup(c);
+		if (ret)
+			goto out_detach;
+	}
 	return 0;
 
 out_detach:
@@ -636,6 +844,7 @@ int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
 	sh.hi = c->hi;
 	sh.shard_done = shard_done;
 	sh.reduce = reduce;
+	sh.step = c->zero ? zero_step : NULL;
 	sh.arg = c;
 	ret = gpo__train_set_shards(t, &sh);
 	if (ret)

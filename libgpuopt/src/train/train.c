@@ -714,7 +714,8 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 		gpo_graph_set_step(t->net.g, pos);
 		ret = sharded_pass(t, pos, &sl, &sa);
 		if (!ret)
-			ret = gpo__optim_step(opt, &si, 0);
+			ret = t->sh.step ? t->sh.step(t->sh.arg, &si) :
+					   gpo__optim_step(opt, &si, 0);
 		if (ret || !res)
 			return ret;
 		res->loss = sl;

@@ -70,12 +70,14 @@ uint32_t gpo__window_phase(uint64_t seed, uint64_t epoch, uint32_t max);
  * added to) and @shard_done gets it with the shard's mean loss and
  * accuracy; then @reduce must leave the batch's gradient in the grad
  * buffer and its loss and accuracy in *loss and *acc before the
- * optimizer steps. shards 0: plain steps.
+ * optimizer steps (or @step steps in its place). shards 0: plain steps.
  */
 struct train_shards {
 	uint32_t shards, lo, hi;
 	int (*shard_done)(void *arg, uint32_t shard, double loss, double acc);
 	int (*reduce)(void *arg, double *loss, double *acc);
+	/* NULL: the model's optimizer steps; else this does (ZeRO-1) */
+	int (*step)(void *arg, struct gpo_step_info *si);
 	void *arg;
 };
 
