@@ -639,6 +639,13 @@ static int zero_setup(struct gpo_comm *c)
 	char *hp;
 	int s, ret;
 
+	for (s = 0; s < SL_COUNT; s++)
+		if (opt->slot[s].mem && opt->slot_dtype[s] != GPO_F32)
+			return gpo__err(-ENOSYS, "zero=1: optimizer state in %s: f32 only yet",
+					gpo_dtype_name(opt->slot_dtype[s]));
+	if (opt->param_dtype != GPO_F32)
+		return gpo__err(-ENOSYS, "zero=1: parameters in %s: f32 only yet",
+				gpo_dtype_name(opt->param_dtype));
 	if (opt->ngroups != 1 || opt->sched || opt->kind == GPO_LAMB)
 		return gpo__err(-ENOSYS, "zero=1: only one parameter group, no schedule, and not lamb (its per-tensor trust ratio)");
 	for (c->zn = 0, b0 = 0; b0 < c->total; b0 += c->bucket) {
