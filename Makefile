@@ -326,14 +326,17 @@ $(MPI_ALIB): $(COMM_OBJS) $(BUILD_CONF)
 	rm -f $@
 	ar rcs $@ $(COMM_OBJS)
 
-$(BUILD)/bin/gpuopt-train: tools/gpuopt-train.c $(MPI_ALIB) $(ALIB)
+# MPI_LINK_ALIB: the libgpuopt.a to link (check-mpi passes the plain
+# build's, the same objects, so that it is not compiled twice)
+MPI_LINK_ALIB ?= $(ALIB)
+$(BUILD)/bin/gpuopt-train: tools/gpuopt-train.c $(MPI_ALIB) $(MPI_LINK_ALIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -DGPO_HAVE_MPI -o $@ $< $(MPI_ALIB) \
-		$(ALIB) $(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
+		$(MPI_LINK_ALIB) $(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
 
-$(BUILD)/bin/bench_comm: bench/comm.c $(MPI_ALIB) $(ALIB)
+$(BUILD)/bin/bench_comm: bench/comm.c $(MPI_ALIB) $(MPI_LINK_ALIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) $(ALIB) \
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) $(MPI_LINK_ALIB) \
 		$(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
 
 mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train \
@@ -347,14 +350,17 @@ endif
 # (without the sanitizers: Open MPI's own allocations would be leaks)
 MPI_BUILD := build$(BACKENDS_TAG)$(if $(filter 1,$(MPI)),,-mpi)
 check-mpi:
-	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
-		BACKENDS="$(BACKENDS_SET)" mpi-all
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(BUILD)/bin/gpuopt-train
+	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
+		BACKENDS="$(BACKENDS_SET)" \
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
 	@tests/mpi/run.sh $(MPI_BUILD) $(BUILD)
 
 bench-comm:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(ALIB)
 	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
-		BACKENDS="$(BACKENDS_SET)" mpi-all
+		BACKENDS="$(BACKENDS_SET)" \
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
 	@bench/comm.sh $(MPI_BUILD)
 
 run: all
