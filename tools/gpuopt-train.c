@@ -383,6 +383,19 @@ static int finish(struct run *r)
 #endif
 	if (rank == 0 && !r->quiet)
 		printf("params %" PRIu64 " fnv1a %016" PRIx64 "\n", n, h);
+#ifdef GPO_HAVE_MPI
+	{
+		struct gpo_comm_stats cs;
+
+		if (rank == 0 && !r->quiet && !gpo_comm_stats(r->comm, &cs) &&
+		    cs.reductions)
+			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms)\n",
+			       cs.reductions, cs.bytes / 1e6 / cs.reductions,
+			       cs.reduce_ns / 1e6 / cs.reductions,
+			       cs.wait_ns / 1e6 / cs.reductions,
+			       cs.d2h_ns / 1e6 / cs.reductions);
+	}
+#endif
 	if (!bad && rank == 0 && r->c->dump[0] &&
 	    dump_params(r->opt, r->c->dump, p, bytes))
 		bad = 1;
