@@ -339,7 +339,15 @@ $(BUILD)/bin/bench_comm: bench/comm.c $(MPI_ALIB) $(MPI_LINK_ALIB)
 	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) $(MPI_LINK_ALIB) \
 		$(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
 
-mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train \
+# tests/mpi's C programs, run by its scripts under mpirun
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,\
+	$(wildcard tests/mpi/*.c))
+$(BUILD)/tests/mpi/%: tests/mpi/%.c $(MPI_ALIB) $(MPI_LINK_ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) \
+		$(MPI_LINK_ALIB) $(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
+
+mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train $(MPI_TESTS) \
 	$(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
 build-all: $(MPI_ALIB)
 BENCHES += $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)

@@ -23,6 +23,7 @@
  * lets MPI_Iallreduce(MPI_SUM) add the ranks' sums.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -770,10 +771,15 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (ret)
 		return ret;
+	per = c->bucket < opt->total ? c->bucket : opt->total;
+	/* MPI's counts are ints: a bucket's K shards out, S slices in */
+	if (per * K > INT_MAX ||
+	    (per + c->size - 1) / c->size * c->shards > INT_MAX)
+		return gpo__err(-EINVAL, "bucket_bytes %llu with %u shards: more than 2^31 elements in one message; take smaller buckets",
+				(unsigned long long)c->bucket * 4, c->shards);
 	c->opt = opt;
 	c->dev = opt->dev;
 	c->total = opt->total;
-	per = c->bucket < c->total ? c->bucket : c->total;
 	ret = gpo_host_alloc(c->dev, (uint64_t)K * c->total * 4,
 			     (void **)&c->shard);
 	if (!ret)
