@@ -40,6 +40,9 @@
 #include "abi/gather.h"
 #include "abi/layernorm.h"
 #include "abi/attention.h"
+#include "abi/cast.h"
+#include "core/dtype_i.h"
+#include "core/quant_i.h"
 
 #define GUARD		64	/* elements of poison before and after */
 #define LP_LOOP_LIMIT	65535	/* lavapipe's loop iterations a work-item */
@@ -78,6 +81,7 @@ union targs {
 	struct gpo_gather_args gather;
 	struct gpo_layernorm_args ln;
 	struct gpo_attn_args attn;
+	struct gpo_cast_args cast;
 };
 
 struct tcase {
@@ -3158,6 +3162,325 @@ END_TEST
 	{ OP_BINARY, name " column", binary_setup, binary_ref, \
 	  V_FN(fn) | EW_COL }
 
+
+/* ---- bit-exact ops: div and sqrt, and the cast family ------------------ */
+
+static uint32_t wbits(float v)
+{
+	uint32_t x;
+
+	memcpy(&x, &v, 4);
+	return x;
+}
+
+static float bitsw(uint32_t x)
+{
+	float v;
+
+	memcpy(&v, &x, 4);
+	return v;
+}
+
+/*
+ * A float of any kind for the bit-exact ops: ordinary values, subnormals,
+ * huge and tiny magnitudes, ties of the 16-bit roundings, zeros,
+ * infinities and NaNs (quiet and signalling, with payloads).
+ */
+static float special(struct tcase *tc)
+{
+	uint32_t r = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+	uint32_t sign = r & 0x80000000u, m = r & 0x7fffff;
+
+	switch (urand(tc, 0, 11)) {
+	case 0:
+		return bitsw(sign | m);				/* subnormal */
+	case 1:
+		return bitsw(sign | urand(tc, 0xf0, 0xfe) << 23 | m);
+	case 2:
+		return bitsw(sign | urand(tc, 1, 10) << 23 | m);
+	case 3:		/* ties and near-ties of bf16 and f16 rounding */
+		return bitsw((r & 0xffff0000u) | (urand(tc, 0, 1) ?
+			     0x8000 : 0x7fff + urand(tc, 0, 2)));
+	case 4:
+		return bitsw((r & 0xffffe000u) | 0x1000);
+	case 5:
+		return bitsw(sign | 0x7f800000u | (urand(tc, 0, 2) ? m : 0));
+	case 6:
+		return bitsw(sign | (urand(tc, 0, 1) ? 0 : 0x7fc00000u));
+	case 7:		/* f16's range edges: 65520, 2^-25, 2^-14 */
+		return bitsw(sign | urand(tc, 0x66, 0x71) << 23 | m);
+	case 8:
+		return bitsw(sign | urand(tc, 0x8e, 0x90) << 23 | m);
+	}
+	return (float)srand2(tc, 1e-3, 1e3);
+}
+
+/* div and sqrt: any operands, alpha 1, the cpu's IEEE bits exactly */
+static void div_exact_setup(struct tcase *tc)
+{
+	uint64_t i;
+
+	binary_setup(tc);
+	tc->a.ew.alpha = 1.0f;
+	for (i = 0; i < 2; i++) {
+		struct tbuf *b = &tc->b[i];
+		uint64_t k;
+
+		for (k = 0; k < b->n; k++)
+			put(b, k, special(tc));
+	}
+}
+
+static void div_exact_ref(struct tcase *tc)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	struct tbuf *y = &tc->b[2];
+	uint64_t i;
+
+	y->exact = 1;
+	for (i = 0; i < a->n; i++) {
+		float u = f(&tc->b[0], ew_index(a, a->sa, a->off_a, i));
+		float v = f(&tc->b[1], ew_index(a, a->sb, a->off_b, i));
+
+		y->want[a->off_y + i] = wbits(u / v);
+	}
+}
+
+static void sqrt_exact_setup(struct tcase *tc)
+{
+	uint64_t k;
+
+	unary_setup(tc);
+	tc->a.ew.alpha = 1.0f;
+	for (k = 0; k < tc->b[0].n; k++)
+		put(&tc->b[0], k, special(tc));
+}
+
+static void sqrt_exact_ref(struct tcase *tc)
+{
+	const struct gpo_ew_args *a = &tc->a.ew;
+	struct tbuf *y = &tc->b[1];
+	uint64_t i;
+
+	y->exact = 1;
+	for (i = 0; i < a->n; i++)
+		y->want[a->off_y + i] = wbits(sqrtf(f(&tc->b[0],
+			ew_index(a, a->sa, a->off_a, i))));
+}
+
+static void cast_groups(struct tcase *tc, struct gpo_cast_args *a,
+			uint64_t items)
+{
+	a->groups = urand(tc, 1, (uint32_t)((items + GPO_WG_SIZE - 1) /
+					    GPO_WG_SIZE) + 1);
+	tc->work = a->groups;
+}
+
+static int cast_to16(uint32_t fn)
+{
+	return fn == GPO_CAST_F32_F16 || fn == GPO_CAST_F32_BF16 ||
+	       fn == GPO_CAST_F32_BF16_SR;
+}
+
+/*
+ * cast: n odd or even, 16-bit views at even element offsets (a random
+ * number of words in), f32 views at odd ones; seed, step and the base
+ * 64-bit random.
+ */
+static void cast_setup(struct tcase *tc)
+{
+	struct gpo_cast_args *a = &tc->a.cast;
+	uint32_t fn = FN_OF(tc), wo, k;
+	uint64_t n = odd_n(tc) + urand(tc, 0, 1), i;
+
+	a->n = (uint32_t)n;
+	tc->n = n;
+	a->fn = fn;
+	a->seed_lo = urand(tc, 0, 0xfffffffeu);
+	a->seed_hi = urand(tc, 0, 0xfffffffeu);
+	a->step_lo = urand(tc, 0, 0xfffffffeu);
+	a->step_hi = urand(tc, 0, 0xfffffffeu);
+	/* a base near a 2^32 boundary now and then: the carry */
+	a->base_lo = urand(tc, 0, 1) ? 0xffffffffu - urand(tc, 0, 300) :
+				       urand(tc, 0, 0xfffffffeu);
+	a->base_hi = urand(tc, 0, 0xfffffffeu);
+	wo = urand(tc, 0, 5);
+	if (cast_to16(fn)) {
+		a->off_src = tb_in_at(tc, &tc->b[0], n, -1, 1);
+		for (i = 0; i < tc->b[0].n; i++)
+			put(&tc->b[0], i, special(tc));
+		tb_alloc(&tc->b[1], wo + (n + 1) / 2 + tail(tc));
+		a->off_dst = 2 * wo;
+		cast_groups(tc, a, (n + 1) / 2);
+	} else {
+		tb_alloc(&tc->b[0], wo + (n + 1) / 2 + tail(tc));
+		for (k = 0; k < tc->b[0].n; k++)
+			tc->b[0].in[k] = urand(tc, 0, 0xfffffffeu);
+		a->off_src = 2 * wo + urand(tc, 0, 1);
+		if (a->off_src + n > 2 * tc->b[0].n)
+			a->off_src--;
+		a->off_dst = tb_out_at(tc, &tc->b[1], n);
+		cast_groups(tc, a, n);
+	}
+	a->off_absmax = 0xdeadbeef;
+	tc->b[0].exact = 1;
+	tc->b[1].exact = 1;
+}
+
+static void cast_ref(struct tcase *tc)
+{
+	const struct gpo_cast_args *a = &tc->a.cast;
+	struct tbuf *d = &tc->b[1];
+	uint64_t seed = (uint64_t)a->seed_hi << 32 | a->seed_lo;
+	uint64_t step = (uint64_t)a->step_hi << 32 | a->step_lo;
+	uint64_t base = (uint64_t)a->base_hi << 32 | a->base_lo, i;
+
+	for (i = 0; i < a->n; i++) {
+		if (cast_to16(a->fn)) {
+			float x = f(&tc->b[0], a->off_src + i);
+			uint64_t w = a->off_dst / 2 + i / 2;
+			uint32_t h, old;
+
+			if (a->fn == GPO_CAST_F32_F16)
+				h = gpo__f32_to_f16(x);
+			else if (a->fn == GPO_CAST_F32_BF16)
+				h = gpo__f32_to_bf16(x);
+			else
+				h = gpo__f32_to_bf16_sr(x,
+					gpo__round_bits(seed, step, base + i));
+			old = isnan(d->want[w]) ? d->in[w] :
+						  (uint32_t)d->want[w];
+			old = i & 1 ? (old & 0xffff) | h << 16 :
+				      (old & 0xffff0000u) | h;
+			d->want[w] = old;
+		} else {
+			uint64_t e = a->off_src + i;
+			uint16_t h = (uint16_t)(tc->b[0].in[e / 2] >>
+						(e & 1 ? 16 : 0));
+
+			d->want[a->off_dst + i] = wbits(a->fn == GPO_CAST_F16_F32 ?
+				gpo__f16_to_f32(h) : gpo__bf16_to_f32(h));
+		}
+	}
+}
+
+#define Q_SIGNED	V_A
+#define Q_SPECIAL	V_B	/* blocks of zeros, infinities, NaNs */
+
+/* quant8: blocks of their own scale; u8 codes at a word boundary */
+static void quant8_setup(struct tcase *tc)
+{
+	struct gpo_cast_args *a = &tc->a.cast;
+	uint64_t n = odd_n(tc) * urand(tc, 1, 3) + urand(tc, 0, 1), i;
+	uint64_t blocks = (n + GPO_CAST_BLOCK - 1) / GPO_CAST_BLOCK;
+	uint32_t wo = urand(tc, 0, 5);
+	double scale = 1;
+
+	a->n = (uint32_t)n;
+	tc->n = n;
+	a->flags = HAS(tc, Q_SIGNED) ? GPO_CAST_SIGNED : 0;
+	a->off_src = tb_in_at(tc, &tc->b[0], n, -1, 1);
+	for (i = 0; i < n; i++) {
+		float x;
+
+		if (i % GPO_CAST_BLOCK == 0)
+			scale = pow(10, tu_rand(&tc->rng, -30, 30));
+		x = (float)(tu_rand(&tc->rng, HAS(tc, Q_SIGNED) ? -1 : 0, 1) *
+			    scale);
+		if (HAS(tc, Q_SPECIAL)) {
+			switch ((i / GPO_CAST_BLOCK) % 4) {
+			case 0:
+				x = 0;
+				break;
+			case 1:
+				if (tu_rand(&tc->rng, 0, 1) < 0.02)
+					x = special(tc);
+				break;
+			}
+		}
+		put(&tc->b[0], a->off_src + i, x);
+	}
+	tb_alloc(&tc->b[1], wo + (n + 3) / 4 + tail(tc));
+	a->off_dst = 4 * wo;
+	a->off_absmax = tb_out_at(tc, &tc->b[2], blocks);
+	cast_groups(tc, a, blocks * GPO_WG_SIZE);
+	if (a->groups > blocks + 1)
+		a->groups = (uint32_t)blocks + 1;
+	tc->work = a->groups;
+	tc->b[0].exact = tc->b[1].exact = tc->b[2].exact = 1;
+}
+
+static void quant8_ref(struct tcase *tc)
+{
+	const struct gpo_cast_args *a = &tc->a.cast;
+	int sg = !!(a->flags & GPO_CAST_SIGNED);
+	uint64_t i, k;
+
+	for (i = 0; i < tc->b[1].n; i++)
+		tc->b[1].want[i] = NAN;
+	for (k = 0; k * GPO_CAST_BLOCK < a->n; k++) {
+		uint64_t e = (k + 1) * GPO_CAST_BLOCK < a->n ?
+			     (k + 1) * GPO_CAST_BLOCK : a->n;
+		uint32_t m = 0;
+
+		for (i = k * GPO_CAST_BLOCK; i < e; i++)
+			if ((tc->b[0].in[a->off_src + i] & 0x7fffffff) > m)
+				m = tc->b[0].in[a->off_src + i] & 0x7fffffff;
+		tc->b[2].want[a->off_absmax + k] = m;
+		for (i = k * GPO_CAST_BLOCK; i < e; i++) {
+			uint64_t w = (a->off_dst + i) / 4;
+			uint32_t sh = 8 * ((a->off_dst + i) % 4), old;
+			uint8_t q = gpo__quant8(f(&tc->b[0], a->off_src + i),
+						bitsw(m), sg);
+
+			old = isnan(tc->b[1].want[w]) ? tc->b[1].in[w] :
+				(uint32_t)tc->b[1].want[w];
+			tc->b[1].want[w] = (old & ~(0xffu << sh)) |
+					   (uint32_t)q << sh;
+		}
+	}
+}
+
+static void dequant8_setup(struct tcase *tc)
+{
+	struct gpo_cast_args *a = &tc->a.cast;
+	uint64_t n = odd_n(tc) * urand(tc, 1, 3) + urand(tc, 0, 1), i;
+	uint64_t blocks = (n + GPO_CAST_BLOCK - 1) / GPO_CAST_BLOCK;
+	uint32_t wo = urand(tc, 0, 5);
+
+	a->n = (uint32_t)n;
+	tc->n = n;
+	a->flags = HAS(tc, Q_SIGNED) ? GPO_CAST_SIGNED : 0;
+	tb_alloc(&tc->b[0], wo + (n + 3) / 4 + tail(tc));
+	for (i = 0; i < tc->b[0].n; i++)
+		tc->b[0].in[i] = urand(tc, 0, 0xfffffffeu);
+	a->off_src = 4 * wo;
+	a->off_absmax = tb_in_at(tc, &tc->b[1], blocks, 0, 1);
+	for (i = 0; i < blocks; i++)
+		put(&tc->b[1], a->off_absmax + i, i % 5 == 4 ? 0.0f :
+		    /* tiny scales: subnormal products, on every device */
+		    i % 5 == 3 ? (float)pow(10, tu_rand(&tc->rng, -44, -32)) :
+		    (float)pow(10, tu_rand(&tc->rng, -30, 30)));
+	a->off_dst = tb_out_at(tc, &tc->b[2], n);
+	cast_groups(tc, a, n);
+	tc->b[0].exact = tc->b[1].exact = tc->b[2].exact = 1;
+}
+
+static void dequant8_ref(struct tcase *tc)
+{
+	const struct gpo_cast_args *a = &tc->a.cast;
+	int sg = !!(a->flags & GPO_CAST_SIGNED);
+	uint64_t i;
+
+	for (i = 0; i < a->n; i++) {
+		uint64_t e = a->off_src + i;
+		uint8_t q = (uint8_t)(tc->b[0].in[e / 4] >> (8 * (e % 4)));
+
+		tc->b[2].want[a->off_dst + i] = wbits(gpo__dequant8(q,
+			f(&tc->b[1], a->off_absmax + i / GPO_CAST_BLOCK), sg));
+	}
+}
+
 static const struct op_case cases[] = {
 	{ OP_COPY, "", copy_setup, copy_ref, 0 },
 	{ OP_FILL, "", fill_setup, fill_ref, 0 },
@@ -3287,6 +3610,27 @@ static const struct op_case cases[] = {
 	BINARY(GPO_EW_SUB, "sub"),
 	BINARY(GPO_EW_MUL, "mul"),
 	BINARY(GPO_EW_DIV, "div"),
+	{ OP_BINARY, "div bit-exact", div_exact_setup, div_exact_ref,
+	  V_FN(GPO_EW_DIV) },
+	{ OP_BINARY, "div bit-exact bias", div_exact_setup, div_exact_ref,
+	  V_FN(GPO_EW_DIV) | EW_BIAS },
+	{ OP_UNARY, "sqrt bit-exact", sqrt_exact_setup, sqrt_exact_ref,
+	  V_FN(GPO_EW_SQRT) },
+	{ OP_UNARY, "sqrt bit-exact transposed", sqrt_exact_setup,
+	  sqrt_exact_ref, V_FN(GPO_EW_SQRT) | EW_TRANSP },
+	{ OP_CAST, "f32 f16", cast_setup, cast_ref, V_FN(GPO_CAST_F32_F16) },
+	{ OP_CAST, "f32 bf16", cast_setup, cast_ref, V_FN(GPO_CAST_F32_BF16) },
+	{ OP_CAST, "f16 f32", cast_setup, cast_ref, V_FN(GPO_CAST_F16_F32) },
+	{ OP_CAST, "bf16 f32", cast_setup, cast_ref, V_FN(GPO_CAST_BF16_F32) },
+	{ OP_CAST, "f32 bf16 sr", cast_setup, cast_ref,
+	  V_FN(GPO_CAST_F32_BF16_SR) },
+	{ OP_QUANT8, "unsigned", quant8_setup, quant8_ref, 0 },
+	{ OP_QUANT8, "signed", quant8_setup, quant8_ref, Q_SIGNED },
+	{ OP_QUANT8, "signed specials", quant8_setup, quant8_ref,
+	  Q_SIGNED | Q_SPECIAL },
+	{ OP_QUANT8, "unsigned specials", quant8_setup, quant8_ref, Q_SPECIAL },
+	{ OP_DEQUANT8, "unsigned", dequant8_setup, dequant8_ref, 0 },
+	{ OP_DEQUANT8, "signed", dequant8_setup, dequant8_ref, Q_SIGNED },
 	{ OP_REDUCE, "sum", reduce_setup, reduce_ref, V_FN(GPO_RED_SUM) },
 	{ OP_REDUCE, "sum accum", reduce_setup, reduce_ref,
 	  V_FN(GPO_RED_SUM) | GPO_T_ACCUM },
@@ -3552,6 +3896,24 @@ static void run_case(struct gpo_device *dev, const struct op_case *oc,
 	tc_free(&tc);
 }
 
+/*
+ * GPUOPT_TEST_OPS=cast,quant8,...: only the cases of these ops (by their
+ * descriptor's name), e.g. to check bit-identity on a GPU quickly
+ */
+static int op_wanted(enum gpo__op_id op)
+{
+	const char *want = getenv("GPUOPT_TEST_OPS"), *p;
+	size_t len = strlen(gpo__ops[op].name);
+
+	if (!want || !*want)
+		return 1;
+	for (p = want; (p = strstr(p, gpo__ops[op].name)); p += len)
+		if ((p == want || p[-1] == ',') &&
+		    (p[len] == ',' || p[len] == 0))
+			return 1;
+	return 0;
+}
+
 /* every case on every device, each dtype its op has there */
 START_TEST(test_every_op_every_device)
 {
@@ -3567,6 +3929,10 @@ START_TEST(test_every_op_every_device)
 			const struct op_case *oc = &cases[c];
 			int dt;
 
+			if (!op_wanted(oc->op)) {
+				covered[oc->op] = 1;
+				continue;
+			}
 			for (dt = 0; dt < GPO_DTYPES; dt++) {
 				if (!gpo__op_supported(devs[d], oc->op, dt))
 					continue;

@@ -4,10 +4,12 @@
  * strided views, binary arithmetic with broadcasting, and the unary
  * functions' derivatives. One work-item per output element in the
  * grid-stride loop of abi/tensor.h; scalar accesses, since a strided or
- * broadcast view has no float4 to load.
+ * broadcast view has no float4 to load. DIV and SQRT are precision.cl's
+ * cr_div and cr_sqrt: correctly rounded, the cpu backend's bits.
  */
 #include "abi/ew.h"
 #include "opencl/tensor.cl"
+#include "opencl/precision.cl"
 
 #define FOR_EACH_OUTPUT(i, a) \
 	for (uint i = get_group_id(0) * GPO_WG_SIZE + get_local_id(0); \
@@ -179,7 +181,7 @@ static inline float unary_f(uint fn, float x)
 	case GPO_EW_SQUARE:
 		return x * x;
 	case GPO_EW_SQRT:
-		return sqrt(x);
+		return cr_sqrt(x);
 	}
 	return NAN;
 }
@@ -213,7 +215,7 @@ static inline float unary_df(uint fn, float x)
 	case GPO_EW_SQUARE:
 		return 2.0f * x;
 	case GPO_EW_SQRT:
-		return 0.5f / sqrt(x);
+		return cr_div(0.5f, cr_sqrt(x));
 	}
 	return NAN;
 }
@@ -258,7 +260,7 @@ static inline float binary_f(uint fn, float a, float b)
 	case GPO_EW_MUL:
 		return a * b;
 	case GPO_EW_DIV:
-		return a / b;
+		return cr_div(a, b);
 	}
 	return NAN;
 }

@@ -26,7 +26,7 @@ float ew_binary(uint fn, float u, float v)
 	case GPO_EW_MUL:
 		return u * v;
 	case GPO_EW_DIV:
-		return u / v;
+		return cr_div(u, v);
 	}
 	return f_nan();
 }
@@ -43,7 +43,7 @@ void main()
 						 args.sa[2], args.sa[3]);
 		uint bi = args.off_b + ew_offset(i, args.sb[0], args.sb[1],
 						 args.sb[2], args.sb[3]);
-		float r = args.alpha * ew_binary(args.fn, a[ai], b[bi]);
+		float r = ew_scale(ew_binary(args.fn, a[ai], b[bi]));
 
 		STORE(y, args.off_y + i, r);
 	}

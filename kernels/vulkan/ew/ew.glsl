@@ -3,7 +3,19 @@
  * ew.glsl - what the element-wise kernels share (abi/ew.h): an output
  * element's input offset in a strided view, and the unary functions with
  * their derivatives (math.glsl does the hard parts), and DROPOUT's mask.
+ * SQRT and DIV are precision.glsl's correctly rounded cr_sqrt and cr_div,
+ * so they give the cpu backend's bits.
  */
+#include "precision.glsl"
+
+/*
+ * alpha * @r, but @r itself for alpha 1: the same value, and a device
+ * that flushes denormals in a multiply would lose a subnormal @r
+ */
+float ew_scale(float r)
+{
+	return args.alpha == 1.0 ? r : args.alpha * r;
+}
 
 /*
  * The offset of output element @i of the contiguous shape args.shape in
@@ -85,7 +97,7 @@ float ew_unary(uint fn, float x)
 	case GPO_EW_SQUARE:
 		return x * x;
 	case GPO_EW_SQRT:
-		return sqrt(x);
+		return cr_sqrt(x);
 	}
 	return f_nan();
 }
@@ -119,7 +131,7 @@ float ew_unary_dx(uint fn, float x)
 	case GPO_EW_SQUARE:
 		return 2.0 * x;
 	case GPO_EW_SQRT:
-		return 0.5 / sqrt(x);
+		return cr_div(0.5, cr_sqrt(x));
 	}
 	return f_nan();
 }

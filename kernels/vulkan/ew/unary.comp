@@ -31,7 +31,7 @@ void main()
 			r = dropout_keep(i) ? v : 0.0;
 		else
 			r = ew_unary(args.fn, v);
-		r *= args.alpha;
+		r = ew_scale(r);
 
 		STORE(y, args.off_y + i, r);
 	}

@@ -115,6 +115,10 @@ enum gpo__op_id {
 	OP_ATTN_BWD_D,
 	OP_ATTN_BWD_DQ,
 	OP_ATTN_BWD_DKDV,
+	/* the cast family (kernels/abi/cast.h) */
+	OP_CAST,
+	OP_QUANT8,
+	OP_DEQUANT8,
 	OP_COUNT
 };
 

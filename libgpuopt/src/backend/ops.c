@@ -28,6 +28,7 @@
 #include "abi/gather.h"
 #include "abi/layernorm.h"
 #include "abi/attention.h"
+#include "abi/cast.h"
 
 #define P4	(OP_RW | OP_VEC4)	/* a parameter or state view */
 #define G4	(OP_R | OP_VEC4)	/* the gradient view */
@@ -45,10 +46,10 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 		{ { "g", G4 }, { "partials", OP_W } },
 		sizeof(struct gpo_norm_args), DT(GPO_F32) },
 	[OP_NORM_FINAL] = { "norm_final", "norm", GRID_GROUPS, 2,
-		{ { "partials", OP_R }, { "scal", OP_W } },
+		{ { "partials", OP_R }, { "scal", OP_RW } },
 		sizeof(struct gpo_norm_args), DT(GPO_F32) },
 	[OP_NORM_SMALL] = { "norm_small", "norm", GRID_GROUPS, 2,
-		{ { "g", G4 }, { "scal", OP_W } },
+		{ { "g", G4 }, { "scal", OP_RW } },
 		sizeof(struct gpo_norm_args), DT(GPO_F32) },
 	[OP_SGD] = { "sgd", "sgd", GRID_ELEMENTS, 4,
 		{ { "p", P4 }, { "g", G4 }, { "momentum_buffer", S4 }, SCAL },
@@ -157,6 +158,19 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 		  { "l", OP_R }, { "d", OP_R }, { "dk", OP_RW },
 		  { "dv", OP_RW } },
 		sizeof(struct gpo_attn_args), DT(GPO_F32) },
+	/*
+	 * The cast family: 16-bit and u8 views packed in 32-bit words, a
+	 * partly covered last word read and written (abi/cast.h).
+	 */
+	[OP_CAST] = { "cast", "cast", GRID_GROUPS, 2,
+		{ { "src", OP_R }, { "dst", OP_RW } },
+		sizeof(struct gpo_cast_args), DT(GPO_F32) },
+	[OP_QUANT8] = { "quantize8", "cast", GRID_GROUPS, 3,
+		{ { "src", OP_R }, { "codes", OP_RW }, { "absmax", OP_W } },
+		sizeof(struct gpo_cast_args), DT(GPO_F32) },
+	[OP_DEQUANT8] = { "dequantize8", "cast", GRID_GROUPS, 3,
+		{ { "codes", OP_R }, { "absmax", OP_R }, { "dst", OP_RW } },
+		sizeof(struct gpo_cast_args), DT(GPO_F32) },
 };
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,

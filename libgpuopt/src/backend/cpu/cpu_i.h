@@ -32,6 +32,11 @@ static inline const uint32_t *bu(const struct op_call *c, int i)
 	return (const uint32_t *)bp(c, i);
 }
 
+/* cast.c: the cast family (kernels/abi/cast.h), group units */
+void gpo__cpu_cast(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_quant8(const struct op_call *c, uint32_t lo, uint32_t hi);
+void gpo__cpu_dequant8(const struct op_call *c, uint32_t lo, uint32_t hi);
+
 /* tensor.c: the tensor engine's ops (kernels/abi/tensor.h), group units */
 void gpo__cpu_matmul(const struct op_call *c, uint32_t lo, uint32_t hi);
 void gpo__cpu_matmul_big(const struct op_call *c, uint32_t lo, uint32_t hi);

@@ -853,12 +853,15 @@ static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 	/*
 	 * Division and sqrt may be 2.5 and 3 ulp off by default; correctly
 	 * rounded ones give the cpu backend's results bit for bit, at no
-	 * cost to kernels that wait on memory.
+	 * cost to kernels that wait on memory. Without them, precision.cl's
+	 * cr_div and cr_sqrt compute the correctly rounded results in
+	 * integer arithmetic; with them (GPO_CR_DIVSQRT), they are / and sqrt.
 	 */
 	clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL);
 	snprintf(buf, len, "-cl-std=CL1.2%s -D%s",
 		 (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ?
-		 " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+		 " -cl-fp32-correctly-rounded-divide-sqrt -DGPO_CR_DIVSQRT" :
+		 "",
 		 dtype_define[dtype]);
 }
 

@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_precision.c - the precision library's C reference (core/quant.c)
+ * against hand-checked cases and brute force, and the kernels' own
+ * algorithms (kernels/opencl/precision.cl, built here as C; precision.glsl
+ * is the same text in GLSL) against the cpu's IEEE division and sqrt and
+ * core/dtype.c's conversions, bit for bit. The devices' kernels are
+ * compared with this reference in tests/ops (the cast family, and ew's div
+ * and sqrt).
+ */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "testutil.h"
+#include "core/dtype_i.h"
+#include "core/quant_i.h"
+#include "core/rng_i.h"
+
+/* ---- precision.cl as C ---------------------------------------------------- */
+
+typedef uint32_t uint;
+
+static inline uint prec_as_uint(float f)
+{
+	uint x;
+
+	memcpy(&x, &f, sizeof(x));
+	return x;
+}
+
+static inline float prec_as_float(uint x)
+{
+	float f;
+
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+static inline uint clz(uint x)
+{
+	return (uint)__builtin_clz(x);
+}
+
+static inline uint mul_hi(uint a, uint b)
+{
+	return (uint)(((uint64_t)a * b) >> 32);
+}
+
+#define as_uint(x)	prec_as_uint(x)
+#define as_float(x)	prec_as_float(x)
+#define __constant	static const
+#define GPO_PREC_HOST
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "opencl/precision.cl"
+#pragma GCC diagnostic pop
+#undef as_uint
+#undef as_float
+
+static uint64_t next64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t fbits(float f)
+{
+	return prec_as_uint(f);
+}
+
+static float bitsf(uint32_t x)
+{
+	return prec_as_float(x);
+}
+
+/*
+ * A float of every kind: random bits (all classes), subnormals, values near
+ * 1, huge and tiny magnitudes, zeros, infinities, NaNs.
+ */
+static float any_float(uint64_t *s)
+{
+	uint64_t r = next64(s);
+	uint32_t sign = (uint32_t)(r >> 63) << 31, m = (uint32_t)r & 0x7fffff;
+
+	switch ((r >> 32) % 10) {
+	case 0:
+		return bitsf(sign | m);				/* subnormal */
+	case 1:
+		return bitsf(sign | (uint32_t)(0x7e + (r >> 40) % 4) << 23 | m);
+	case 2:
+		return bitsf(sign | (uint32_t)(0xf0 + (r >> 40) % 15) << 23 | m);
+	case 3:
+		return bitsf(sign | (uint32_t)(1 + (r >> 40) % 8) << 23 | m);
+	case 4:
+		switch ((r >> 40) % 5) {
+		case 0:
+			return bitsf(sign);
+		case 1:
+			return bitsf(sign | 0x7f800000);
+		case 2:
+			return bitsf(sign | 0x7f800000 | (m ? m : 1));
+		case 3:
+			return bitsf(sign | 0x7fc00000 | (m >> 1));
+		}
+		return bitsf(sign | 0x7f7fffff);
+	}
+	return bitsf((uint32_t)r);
+}
+
+/* The bits the cpu gives; NaN bits only where the cpu is x86 (SSE's). */
+static int same(float got, float want)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return fbits(got) == fbits(want);
+#else
+	return isnan(want) ? isnan(got) : fbits(got) == fbits(want);
+#endif
+}
+
+/* ---- the map ------------------------------------------------------------ */
+
+START_TEST(test_qmap_has_bitsandbytes_values)
+{
+	int s, i;
+
+	for (s = 0; s < 2; s++) {
+		const float *q = gpo__qmap[s];
+		int zeros = 0, ones = 0;
+
+		for (i = 0; i < 256; i++) {
+			ck_assert(isfinite(q[i]));
+			zeros += q[i] == 0.0f;
+			ones += q[i] == 1.0f;
+			if (i)
+				ck_assert_msg(q[i - 1] < q[i],
+					      "map %d not ascending at %d", s, i);
+		}
+		ck_assert_int_eq(zeros, 1);
+		ck_assert_int_eq(ones, 1);
+		ck_assert(q[255] == 1.0f);
+		ck_assert(q[s ? GPO_QZERO_S : GPO_QZERO_U] == 0.0f);
+	}
+	/*
+	 * By hand from create_dynamic_map: decade 10^-6 has the midpoints of
+	 * linspace(0.1, 1, 3) (unsigned: 0.325, 0.775) or of linspace(0.1,
+	 * 1, 2) (signed: +-0.55); decade 10^0 ends at the last midpoint of
+	 * linspace(0.1, 1, 129) (1 - 0.9 / 256) or of 65 points (1 - 0.9 /
+	 * 128); the signed map starts at minus that.
+	 */
+	ck_assert(gpo__qmap[0][0] == 0.0f);
+	ck_assert(fabs(gpo__qmap[0][1] - 0.325e-6) < 1e-13);
+	ck_assert(fabs(gpo__qmap[0][2] - 0.775e-6) < 1e-13);
+	ck_assert(fabs(gpo__qmap[0][254] - (1 - 0.9 / 256)) < 1e-7);
+	ck_assert(fabs(gpo__qmap[1][128] - 0.55e-6) < 1e-13);
+	ck_assert(fabs(gpo__qmap[1][126] + 0.55e-6) < 1e-13);
+	ck_assert(fabs(gpo__qmap[1][254] - (1 - 0.9 / 128)) < 1e-7);
+	ck_assert(gpo__qmap[1][0] == -gpo__qmap[1][254]);
+	/* and the exact float32 values torch computes (tools/qmap.py) */
+	ck_assert_uint_eq(fbits(gpo__qmap[0][1]), 0x34ae7baa);
+	ck_assert_uint_eq(fbits(gpo__qmap[0][254]), 0x3f7f199a);
+	ck_assert_uint_eq(fbits(gpo__qmap[1][0]), 0xbf7e3333);
+	/* the signed map is symmetric but for 1.0 */
+	for (i = 0; i < 127; i++)
+		ck_assert(gpo__qmap[1][i] == -gpo__qmap[1][254 - i]);
+	/* the kernels' copy (precision.cl) is the same */
+	for (i = 0; i < 512; i++)
+		ck_assert_uint_eq(prec_qmap_bits[i],
+				  fbits(gpo__qmap[i / 256][i % 256]));
+}
+END_TEST
+
+/* ---- quant8 -------------------------------------------------------------- */
+
+/* The nearest code by search over all 256 (ties: the lower), in double. */
+static unsigned int brute_code(const float *q, float v, unsigned int zero)
+{
+	unsigned int c, best = 0;
+	double d, bd = INFINITY;
+
+	if (isnan(v))
+		return zero;
+	/* beyond an end (where double would lose |v - q|), that end */
+	if (v >= q[255])
+		return 255;
+	if (v <= q[0])
+		return 0;
+	for (c = 0; c < 256; c++) {
+		d = fabs((double)v - q[c]);
+		if (d < bd) {
+			bd = d;
+			best = c;
+		}
+	}
+	return best;
+}
+
+START_TEST(test_quant8_is_the_nearest_code)
+{
+	uint64_t s = tu_rng("quant8");
+	int sg, n, i;
+
+	for (sg = 0; sg < 2; sg++) {
+		const float *q = gpo__qmap[sg];
+		unsigned int zero = sg ? GPO_QZERO_S : GPO_QZERO_U;
+
+		for (n = 0; n < (tu_quick() ? 20000 : 200000); n++) {
+			float absmax = (float)tu_rand(&s, 1e-3, 1e3);
+			float x = (float)tu_rand(&s, sg ? -1.0 : 0.0, 1.0);
+			unsigned int want, got;
+
+			switch (n % 8) {
+			case 0:		/* beyond the block's absmax */
+				x *= 3.0f;
+				break;
+			case 1:		/* small values, down to subnormal */
+				x = ldexpf(x, -(int)(next64(&s) % 150));
+				break;
+			case 2:		/* a map value, exactly */
+				x = q[next64(&s) % 256];
+				absmax = 1.0f;
+				break;
+			case 3:		/* a specials */
+				x = any_float(&s);
+				break;
+			}
+			x *= absmax;
+			want = brute_code(q, absmax ? x / absmax : NAN, zero);
+			got = gpo__quant8(x, absmax, sg);
+			if (got != want || quant8(x, absmax, sg) != want)
+				ck_abort_msg("signed %d: quant8(%a, %a) = %u (kernel %u), nearest %u",
+					     sg, x, absmax, got,
+					     quant8(x, absmax, sg), want);
+			if (fbits(gpo__dequant8((uint8_t)got, absmax, sg)) !=
+			    fbits(q[got] * absmax) ||
+			    !same(dequant8(got, absmax, sg),
+				  gpo__dequant8((uint8_t)got, absmax, sg)))
+				ck_abort_msg("dequant8(%u, %a)", got, absmax);
+		}
+		/* ties (midpoints exact in float) go to the lower code */
+		for (i = 0; i < 255; i++) {
+			double mid = ((double)q[i] + q[i + 1]) / 2;
+
+			if ((float)mid != mid)
+				continue;
+			ck_assert_uint_eq(gpo__quant8((float)mid, 1.0f, sg), i);
+			ck_assert_uint_eq(quant8((float)mid, 1.0f, sg), i);
+			ck_assert_uint_eq(gpo__quant8(nextafterf((float)mid, 2),
+						      1.0f, sg), i + 1);
+		}
+		/* absmax 0 and NaN quotients: the code of 0.0 */
+		ck_assert_uint_eq(gpo__quant8(0.5f, 0.0f, sg), zero);
+		ck_assert_uint_eq(gpo__quant8(NAN, 1.0f, sg), zero);
+		ck_assert_uint_eq(gpo__quant8(1.0f, NAN, sg), zero);
+		ck_assert_uint_eq(gpo__quant8(INFINITY, 1.0f, sg), 255);
+		ck_assert_uint_eq(gpo__quant8(-INFINITY, 1.0f, sg), 0);
+		ck_assert_uint_eq(gpo__quant8(1.0f, 1.0f, sg), 255);
+		ck_assert_uint_eq(gpo__quant8(0.0f, 7.0f, sg), zero);
+		ck_assert_uint_eq(quant8(0.5f, 0.0f, sg), zero);
+		ck_assert_uint_eq(quant8(NAN, 1.0f, sg), zero);
+	}
+}
+END_TEST
+
+/* ---- the kernels' division, sqrt and conversions ----------------------- */
+
+START_TEST(test_kernel_div_mul_sqrt_are_correctly_rounded)
+{
+	uint64_t s = tu_rng("cr_div");
+	long n;
+
+	for (n = 0; n < (tu_quick() ? 200000 : 3000000); n++) {
+		float a = any_float(&s), b = any_float(&s);
+
+		if (n % 7 == 0)		/* results near the subnormal range */
+			b = bitsf((fbits(b) & 0x807fffff) |
+				  (uint32_t)(0x80 + next64(&s) % 30) << 23);
+		if (!same(prec_div(a, b), a / b))
+			ck_abort_msg("cr_div(%a, %a) = %a, IEEE %a", a, b,
+				     prec_div(a, b), a / b);
+		/* two NaNs: the compiler may have swapped a * b's operands */
+		if (isnan(a) && isnan(b) ? !isnan(prec_mul(a, b)) :
+		    !same(prec_mul(a, b), a * b))
+			ck_abort_msg("prec_mul(%a, %a) = %a, IEEE %a", a, b,
+				     prec_mul(a, b), a * b);
+		if (!same(prec_sqrt(a), sqrtf(a)))
+			ck_abort_msg("cr_sqrt(%a) = %a, IEEE %a", a,
+				     prec_sqrt(a), sqrtf(a));
+	}
+	/* hand-checked: ties in the subnormal range, overflow, exact */
+	ck_assert(prec_div(bitsf(3), 2.0f) == bitsf(2));	/* 1.5 -> 2 */
+	ck_assert(prec_div(bitsf(5), 2.0f) == bitsf(2));	/* 2.5 -> 2 */
+	ck_assert(prec_div(bitsf(1), 2.0f) == 0.0f);		/* 0.5 -> 0 */
+	ck_assert(prec_div(bitsf(1), 4.0f) == 0.0f);
+	ck_assert(prec_div(FLT_MAX, 0.5f) == INFINITY);
+	ck_assert(prec_div(-FLT_MAX, 0.5f) == -INFINITY);
+	ck_assert(prec_div(FLT_MIN, 2.0f) == FLT_MIN / 2);
+	ck_assert(prec_div(1.0f, 3.0f) == 1.0f / 3.0f);
+	ck_assert(prec_div(6.0f, 3.0f) == 2.0f);
+	ck_assert(prec_sqrt(bitsf(1)) == sqrtf(bitsf(1)));
+	ck_assert(prec_sqrt(2.0f) == sqrtf(2.0f));
+	ck_assert(prec_sqrt(16.0f) == 4.0f);
+	ck_assert_uint_eq(fbits(prec_sqrt(-0.0f)), 0x80000000);
+	ck_assert_uint_eq(fbits(prec_div(0.0f, 0.0f)), 0xffc00000);
+	ck_assert_uint_eq(fbits(prec_sqrt(-1.0f)), 0xffc00000);
+	ck_assert_uint_eq(fbits(prec_div(bitsf(0x7f800001), 1.0f)),
+			  0x7fc00001);
+	ck_assert_uint_eq(fbits(prec_div(1.0f, bitsf(0xff800001))),
+			  0xffc00001);
+}
+END_TEST
+
+START_TEST(test_rne_conversions_hand_checked)
+{
+	static const struct {
+		uint32_t f;
+		uint16_t h, b;
+	} cases[] = {
+		{ 0x3f800000, 0x3c00, 0x3f80 },	/* 1 */
+		{ 0x3f801000, 0x3c00, 0x3f80 },	/* 1 + 2^-11: f16 tie, even */
+		{ 0x3f803000, 0x3c02, 0x3f80 },	/* 1 + 3 2^-11: tie, up */
+		{ 0x3f808000, 0x3c04, 0x3f80 },	/* 1 + 2^-8: bf16 tie, even */
+		{ 0x3f818000, 0x3c0c, 0x3f82 },	/* 1 + 3 2^-8: tie, up */
+		{ 0x477fe000, 0x7bff, 0x4780 },	/* 65504 */
+		{ 0x477fefff, 0x7bff, 0x4780 },	/* just below 65520 */
+		{ 0x477ff000, 0x7c00, 0x4780 },	/* 65520: f16 inf */
+		{ 0x7f7fffff, 0x7c00, 0x7f80 },	/* FLT_MAX: inf in both */
+		{ 0x7f7f7fff, 0x7c00, 0x7f7f },	/* below bf16's half ulp */
+		{ 0x33800000, 0x0001, 0x3380 },	/* 2^-24 */
+		{ 0x33000000, 0x0000, 0x3300 },	/* 2^-25: tie, to 0 */
+		{ 0x33c00000, 0x0002, 0x33c0 },	/* 3 2^-25: tie, to 2 */
+		{ 0x387fe000, 0x0400, 0x3880 },	/* tie, carries to f16 normal */
+		{ 0x00000001, 0x0000, 0x0000 },	/* f32 subnormal */
+		{ 0x00008000, 0x0000, 0x0000 },	/* bf16 tie at 0, even */
+		{ 0x00018000, 0x0000, 0x0002 },	/* bf16 tie, up */
+		{ 0x80000000, 0x8000, 0x8000 },	/* -0 */
+		{ 0xff800000, 0xfc00, 0xff80 },	/* -inf */
+		{ 0x7f800001, 0x7e00, 0x7fc0 },	/* sNaN: quiet */
+		{ 0xffa02000, 0xff01, 0xffe0 },	/* payload kept, quiet */
+		{ 0x7fc00000, 0x7e00, 0x7fc0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		float f = bitsf(cases[i].f);
+
+		ck_assert_msg(gpo__f32_to_f16(f) == cases[i].h,
+			      "f16(%08x) = %04x, want %04x", cases[i].f,
+			      gpo__f32_to_f16(f), cases[i].h);
+		ck_assert_msg(gpo__f32_to_bf16(f) == cases[i].b,
+			      "bf16(%08x) = %04x, want %04x", cases[i].f,
+			      gpo__f32_to_bf16(f), cases[i].b);
+		ck_assert_uint_eq(f32_to_f16(f), cases[i].h);
+		ck_assert_uint_eq(f32_to_bf16(f), cases[i].b);
+	}
+}
+END_TEST
+
+START_TEST(test_kernel_conversions_match_the_reference)
+{
+	uint64_t s = tu_rng("conv");
+	uint32_t h;
+	long n;
+
+	for (h = 0; h < 65536; h++)
+		if (fbits(f16_to_f32(h)) != fbits(gpo__f16_to_f32((uint16_t)h)) ||
+		    fbits(bf16_to_f32(h)) != fbits(gpo__bf16_to_f32((uint16_t)h)))
+			ck_abort_msg("16-bit pattern %04x", h);
+	for (n = 0; n < (tu_quick() ? 200000 : 4000000); n++) {
+		float f = n & 1 ? any_float(&s) : bitsf((uint32_t)next64(&s));
+		uint32_t r = (uint32_t)next64(&s);
+
+		if (f32_to_f16(f) != gpo__f32_to_f16(f) ||
+		    f32_to_bf16(f) != gpo__f32_to_bf16(f) ||
+		    f32_to_bf16_sr(f, r) != gpo__f32_to_bf16_sr(f, r))
+			ck_abort_msg("f32 %08x (rnd %08x)", fbits(f), r);
+	}
+}
+END_TEST
+
+/* ---- stochastic rounding ------------------------------------------------ */
+
+START_TEST(test_round_bits_are_philox_words)
+{
+	uint64_t s = tu_rng("round_bits");
+	int n, k;
+
+	for (n = 0; n < 20000; n++) {
+		uint64_t seed = next64(&s), step = next64(&s) >> 20;
+		uint64_t i = next64(&s) >> (n % 40);
+		uint32_t w[4];
+
+		gpo__philox(seed, ((uint64_t)4 << 48) |
+			    (step & ((1ull << 48) - 1)), i / 4, w);
+		if (gpo__round_bits(seed, step, i) != w[i % 4])
+			ck_abort_msg("round_bits(%llx, %llx, %llx)",
+				     (unsigned long long)seed,
+				     (unsigned long long)step,
+				     (unsigned long long)i);
+		for (k = 0; k < 4; k++)
+			if (gpo__round_bits(seed, step, (i & ~3ull) + k) != w[k])
+				ck_abort_msg("word %d", k);
+	}
+	/* another step or seed draws other bits */
+	ck_assert_uint_ne(gpo__round_bits(1, 2, 3), gpo__round_bits(1, 3, 3));
+	ck_assert_uint_ne(gpo__round_bits(1, 2, 3), gpo__round_bits(2, 2, 3));
+}
+END_TEST
+
+START_TEST(test_sr_is_unbiased_and_exact_where_it_must_be)
+{
+	uint64_t s = tu_rng("sr");
+	int t;
+
+	for (t = 0; t < (tu_quick() ? 8 : 40); t++) {
+		float x = (float)tu_rand(&s, -100.0, 100.0);
+		uint16_t lo = (uint16_t)(fbits(x) >> 16);
+		double step = fabs((double)gpo__bf16_to_f32(lo + 1) -
+				   gpo__bf16_to_f32(lo));
+		uint64_t seed = next64(&s);
+		double sum = 0;
+		int i, n = 100000;
+
+		for (i = 0; i < n; i++) {
+			uint16_t b = gpo__f32_to_bf16_sr(x,
+					gpo__round_bits(seed, t, i));
+
+			if (b != lo && b != lo + 1)
+				ck_abort_msg("SR(%a) = %04x", x, b);
+			sum += gpo__bf16_to_f32(b);
+		}
+		/* one rounding's sd is at most step / 2: 6 sigma of the mean */
+		ck_assert_msg(fabs(sum / n - x) < 6 * step / 2 / sqrt(n),
+			      "mean of SR(%a) = %a, step %g", x, sum / n, step);
+	}
+	/* bf16 values stay; specials stay; rnd 0 truncates */
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(1.5f, 0xffffffff), 0x3fc0);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(INFINITY, 0xffff), 0x7f80);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(-INFINITY, 0xffff), 0xff80);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(bitsf(0x7f800001), 0xffff),
+			  0x7fc0);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(bitsf(0xffffffff), 0), 0xffff);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(bitsf(0x3f80ffff), 0), 0x3f80);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(bitsf(0x3f800001), 0xffff),
+			  0x3f81);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(bitsf(0x3f800001), 0xfffe),
+			  0x3f80);
+	ck_assert_uint_eq(gpo__f32_to_bf16_sr(-0.0f, 0xffff), 0x8000);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("precision");
+	TCase *tc = tcase_create("precision");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_qmap_has_bitsandbytes_values);
+	tcase_add_test(tc, test_quant8_is_the_nearest_code);
+	tcase_add_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded);
+	tcase_add_test(tc, test_rne_conversions_hand_checked);
+	tcase_add_test(tc, test_kernel_conversions_match_the_reference);
+	tcase_add_test(tc, test_round_bits_are_philox_words);
+	tcase_add_test(tc, test_sr_is_unbiased_and_exact_where_it_must_be);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
