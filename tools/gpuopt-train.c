@@ -34,6 +34,7 @@ static int rank;
 struct cfg {
 	char model[256], data[VAL_MAX], device[256], optimizer[32];
 	char activation[16], loss[8], dropout[32];
+	char param_dtype[8], state_dtype[8];	/* the precision mode */
 	char ckpt_dir[VAL_MAX], resume[VAL_MAX], history[VAL_MAX + 16];
 	char dump[VAL_MAX];
 	char hparams[2048];		/* for gpo_optim_configure() */
@@ -57,7 +58,8 @@ static void usage(void)
 		"  -h        this text\n"
 		"\n"
 		"keys: model= data= device= optimizer= batch_size= max_steps= seed=\n"
-		"  shuffle= activation= loss= dropout= eval_every= checkpoint_dir=\n"
+		"  shuffle= activation= loss= dropout= param_dtype= state_dtype=\n"
+		"  eval_every= checkpoint_dir=\n"
 		"  checkpoint_every= resume= history= dump= log_every=, the\n"
 		"  optimizer's hyperparameters (lr= ...), and with MPI shards=\n"
 		"  deterministic= bucket_bytes= max_ranks= timeout= zero=. See\n"
@@ -144,6 +146,10 @@ static int set_key(struct cfg *c, const char *word)
 		return copy(c->loss, sizeof(c->loss), key, val);
 	if (!strcmp(key, "dropout"))
 		return copy(c->dropout, sizeof(c->dropout), key, val);
+	if (!strcmp(key, "param_dtype"))
+		return copy(c->param_dtype, sizeof(c->param_dtype), key, val);
+	if (!strcmp(key, "state_dtype"))
+		return copy(c->state_dtype, sizeof(c->state_dtype), key, val);
 	if (!strcmp(key, "checkpoint_dir"))
 		return copy(c->ckpt_dir, sizeof(c->ckpt_dir), key, val);
 	if (!strcmp(key, "resume"))
@@ -212,6 +218,8 @@ static void defaults(struct cfg *c)
 	strcpy(c->activation, "relu");
 	strcpy(c->loss, "xent");
 	strcpy(c->dropout, "0");
+	strcpy(c->param_dtype, "f32");
+	strcpy(c->state_dtype, "f32");
 	c->batch = 64;
 	c->max_steps = 1000;
 	c->shuffle = 1;
@@ -382,7 +390,8 @@ static int finish(struct run *r)
 	}
 #endif
 	if (rank == 0 && !r->quiet)
-		printf("params %" PRIu64 " fnv1a %016" PRIx64 "\n", n, h);
+		printf("params %" PRIu64 " fnv1a %016" PRIx64 " skipped %" PRIu64 "\n",
+		       n, h, gpo_optim_steps_skipped(r->opt));
 #ifdef GPO_HAVE_MPI
 	{
 		struct gpo_comm_stats cs;
@@ -401,6 +410,36 @@ static int finish(struct run *r)
 		bad = 1;
 	free(p);
 	return bad;
+}
+
+/*
+ * The precision mode, as gpuoptfs's worker sets it before anything is
+ * allocated: param and grad in param_dtype, every state slot the kind
+ * keeps in state_dtype
+ */
+static int set_dtypes(struct gpo_optim *opt, const struct cfg *c)
+{
+	static const char *const slots[] = {
+		"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+		"square_avg", "grad_avg", "sum",
+	};
+	int pd = gpo_dtype_parse(c->param_dtype);
+	int sd = gpo_dtype_parse(c->state_dtype);
+	size_t i;
+	int ret;
+
+	if (pd < 0 || sd < 0)
+		return gpo__err(-EINVAL, "param_dtype '%s', state_dtype '%s': f32, f16, bf16 (u8: state)",
+				c->param_dtype, c->state_dtype);
+	ret = gpo_optim_set_dtype(opt, "param", pd);
+	if (!ret)
+		ret = gpo_optim_set_dtype(opt, "grad", pd);
+	for (i = 0; !ret && i < sizeof(slots) / sizeof(slots[0]); i++) {
+		ret = gpo_optim_set_dtype(opt, slots[i], sd);
+		if (ret == -ENOENT)
+			ret = 0;
+	}
+	return ret;
 }
 
 static int setup(struct run *r)
@@ -435,6 +474,9 @@ static int setup(struct run *r)
 		ret = gpo_optim_configure(r->opt, 0, c->hparams);
 	if (ret)
 		return fail("optimizer", ret);
+	ret = set_dtypes(r->opt, c);
+	if (ret)
+		return fail("precision", ret);
 	if (gpt)
 		snprintf(mopts, sizeof(mopts), "dropout=%s seed=%" PRIu64,
 			 c->dropout, c->seed);

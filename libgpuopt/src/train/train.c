@@ -686,7 +686,10 @@ static int sharded_pass(struct gpo_train *t, uint64_t pos, double *loss,
 		uint64_t at = first + (uint64_t)k * t->net.rows;
 
 		pthread_mutex_lock(&dev->lock);
-		ret = set_epoch(t, pos / t->spe);
+		/* a loss scale set since the last step, as plain steps do */
+		ret = gpo__optim_ensure_allocated(t->m->opt);
+		if (!ret)
+			ret = set_epoch(t, pos / t->spe);
 		if (!ret && t->gpt)
 			ret = load_windows(t, &t->train, t->order, at, t->phase,
 					   t->max_phase, &t->net);
