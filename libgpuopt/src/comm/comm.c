@@ -54,7 +54,14 @@ struct gpo_comm {
 	float *send[NBUF], *recv[NBUF];
 	double *sloss, *sacc;		/* per shard, all S */
 	uint32_t last_pending;		/* the last shard awaits its copy */
-	int *cnt, *dsp, *rcnt, *rdsp;	/* size each */
+	/*
+	 * counts and displacements, size each: MPI reads them until a
+	 * nonblocking collective completes, so each buffer slot has its own
+	 * for the all-to-all (send, receive) and the all-gather
+	 */
+	int *cnt[NBUF], *dsp[NBUF], *rcnt[NBUF], *rdsp[NBUF];
+	int *gcnt[NBUF], *gdsp[NBUF];
+	int *counts;			/* what they point into */
 	struct gpo_comm_stats st;
 
 	/*
@@ -137,7 +144,7 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 	MPI_Comm base = mpi_comm ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD;
 	struct gpo_comm *c;
 	MPI_Comm local;
-	int init = 0, ret;
+	int init = 0, ret, i;
 
 	if (!out)
 		return gpo__err(-EINVAL, "gpo_comm_new: NULL argument");
@@ -185,14 +192,21 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 		goto out_free;
 	MPI_Comm_rank(local, &c->local_rank);
 	MPI_Comm_free(&local);
-	c->cnt = calloc(4 * (size_t)c->size, sizeof(int));
-	if (!c->cnt) {
+c->counts = calloc(6 * NBUF * (size_t)c->size, sizeof(int));
+	if (!c->counts) {
 		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free;
 	}
-	c->dsp = c->cnt + c->size;
-	c->rcnt = c->dsp + c->size;
-	c->rdsp = c->rcnt + c->size;
+	for (i = 0; i < NBUF; i++) {
+		int *p = c->counts + 6 * i * c->size;
+
+		c->cnt[i] = p;
+		c->dsp[i] = p + c->size;
+		c->rcnt[i] = p + 2 * c->size;
+		c->rdsp[i] = p + 3 * c->size;
+		c->gcnt[i] = p + 4 * c->size;
+		c->gdsp[i] = p + 5 * c->size;
+	}
 	*out = c;
 	return 0;
 
@@ -233,7 +247,7 @@ void gpo_comm_free(struct gpo_comm *c)
 	detach(c);
 	if (c->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&c->comm);
-	free(c->cnt);
+	free(c->counts);
 	free(c);
 }
 
@@ -409,8 +423,8 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 	for (q = 0; q < c->size; q++) {
 		uint64_t lo = slice_lo(c, len, q), n = slice_lo(c, len, q + 1) - lo;
 
-		c->cnt[q] = (int)(n * K);
-		c->dsp[q] = (int)o;
+		c->cnt[i][q] = (int)(n * K);
+		c->dsp[i][q] = (int)o;
 		for (k = 0; k < K; k++, o += n)
 			memcpy(send + o, c->shard + (uint64_t)k * c->total +
 			       b0 + lo, n * 4);
@@ -421,12 +435,13 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		uint64_t n = slice_lo(c, len, c->rank + 1) - lo;
 
 		for (q = 0; q < c->size; q++) {
-			c->rcnt[q] = (int)(n * K);
-			c->rdsp[q] = (int)(n * K * q);
+			c->rcnt[i][q] = (int)(n * K);
+			c->rdsp[i][q] = (int)(n * K * q);
 		}
 	}
-	return mpi_err(MPI_Ialltoallv(send, c->cnt, c->dsp, MPI_FLOAT,
-				      c->recv[i], c->rcnt, c->rdsp, MPI_FLOAT,
+	return mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
+				      c->recv[i], c->rcnt[i], c->rdsp[i],
+				      MPI_FLOAT,
 				      c->comm, req), "MPI_Ialltoallv");
 }
 
@@ -460,11 +475,13 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		return 0;
 	}
 	for (q = 0; q < c->size; q++) {
-		c->rcnt[q] = (int)(slice_lo(c, len, q + 1) - slice_lo(c, len, q));
-		c->rdsp[q] = (int)slice_lo(c, len, q);
+		c->gcnt[i][q] = (int)(slice_lo(c, len, q + 1) -
+				      slice_lo(c, len, q));
+		c->gdsp[i][q] = (int)slice_lo(c, len, q);
 	}
 	return mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-				       c->out + b0, c->rcnt, c->rdsp, MPI_FLOAT,
+				       c->out + b0, c->gcnt[i], c->gdsp[i],
+				       MPI_FLOAT,
 				       c->comm, req), "MPI_Iallgatherv");
 }
 
@@ -601,13 +618,13 @@ static int zero_gather(struct gpo_comm *c, float *full)
 	for (b0 = 0; !ret && b0 < c->total; b0 += c->bucket) {
 		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
 		for (q = 0; q < c->size; q++) {
-			c->rcnt[q] = (int)(slice_lo(c, len, q + 1) -
-					   slice_lo(c, len, q));
-			c->rdsp[q] = (int)slice_lo(c, len, q);
+			c->gcnt[0][q] = (int)(slice_lo(c, len, q + 1) -
+					      slice_lo(c, len, q));
+			c->gdsp[0][q] = (int)slice_lo(c, len, q);
 		}
 		ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0,
 					      MPI_DATATYPE_NULL, full + b0,
-					      c->rcnt, c->rdsp, MPI_FLOAT,
+					      c->gcnt[0], c->gdsp[0], MPI_FLOAT,
 					      c->comm, &r), "MPI_Iallgatherv");
 		if (!ret)
 			ret = wait_req(c, &r, "the ZeRO-1 all-gather");
