@@ -57,6 +57,10 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h { uint b_w[]; };
 #define SA	(TB * LDA)	/* one buffer of op(A), halves */
 #define SB	(BK * LDBS)
 
+/*
+ * Subgroup fragments. glslang declares the Vulkan memory model for any
+ * cooperative matrix: the device enables it with them (device.c).
+ */
 #define FRAG_H	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 

@@ -246,18 +246,23 @@ static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
  * (VK_NV_cooperative_matrix, subgroup scope) into @vd->coop and
  * @info->coopmat: "nv:f16*f16+f32:16x16x16,16x8x16" or "none". A device
  * has matmul_coop when it lists GPO_MM_COOP_M x _N x _K among them and
- * can do f16 arithmetic (the shader's shared tiles are float16_t).
- * @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
+ * can do f16 arithmetic (the shader's shared tiles are float16_t) under
+ * the Vulkan memory model (glslang declares it for any cooperative
+ * matrix). Both through their extensions: the instance asks for Vulkan
+ * 1.1, where they are not core. @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
  * caller's): none.
  */
 static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		       const VkExtensionProperties *ext, uint32_t next,
-		       uint32_t api, struct vk_dev *vd,
-		       struct gpo_device_info *info)
+		       struct vk_dev *vd, struct gpo_device_info *info)
 {
 	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get;
+	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+	};
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+		.pNext = &vmm,
 	};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
@@ -273,11 +278,9 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 
 	snprintf(info->coopmat, sizeof(info->coopmat), "none");
 	if (instance == VK_NULL_HANDLE ||
-	    !has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
-		return;
-	vd->coop_f16_ext = api < VK_API_VERSION_1_2;
-	if (vd->coop_f16_ext &&
-	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
+	    !has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
+	    !has_ext(ext, next, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME))
 		return;
 	get = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 		vkGetInstanceProcAddr(instance,
@@ -285,7 +288,8 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 	if (!get)
 		return;
 	vkGetPhysicalDeviceFeatures2(phys, &f2);
-	if (!cm.cooperativeMatrix || !f16.shaderFloat16)
+	if (!cm.cooperativeMatrix || !f16.shaderFloat16 ||
+	    !vmm.vulkanMemoryModel)
 		return;
 	if (get(phys, &n, NULL) != VK_SUCCESS || !n)
 		return;
@@ -441,8 +445,7 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 	for (i = 0; i < VK_UUID_SIZE; i++)
 		snprintf(info->uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
 	info->type = device_type(p2.properties.deviceType);
-	coop_probe(instance, phys, ext, next, p2.properties.apiVersion, vd,
-		   info);
+	coop_probe(instance, phys, ext, next, vd, info);
 	if (has_sm)
 		info->compute_units = sm.shaderSMCount;
 	else if (has_amd)
@@ -634,10 +637,18 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[5];
-	/* matmul_coop: cooperative matrices, float16_t arithmetic */
+	const char *exts[6];
+	/*
+	 * matmul_coop: cooperative matrices, float16_t arithmetic, the
+	 * Vulkan memory model (coop_probe)
+	 */
+	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+		.vulkanMemoryModel = VK_TRUE,
+	};
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+		.pNext = &vmm,
 		.shaderFloat16 = VK_TRUE,
 	};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
@@ -668,9 +679,10 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	if (vd->coop) {
 		exts[dci.enabledExtensionCount++] =
 			VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-		if (vd->coop_f16_ext)
-			exts[dci.enabledExtensionCount++] =
-				VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
 	}
 	r = vkCreateDevice(vd->phys, &dci, NULL, &vd->device);
 	if (r != VK_SUCCESS)
