@@ -23,7 +23,8 @@
  * then exact: the products are those of the other kernels.
  *
  * Results: a tile inside C goes from the fragments straight to memory
- * (times alpha); a tile on C's edge, and every tile with GPO_T_ACCUM,
+ * (times alpha) where C's rows start on 16 bytes; a tile on C's edge,
+ * one of a C that is not so aligned, and every tile with GPO_T_ACCUM,
  * goes a fragment at a time through shared memory, element by element
  * with guards. (Adding C's fragment to the result as matrices crashes
  * glslc 2023.2's optimizer, as does a fragment passed to a function.)
@@ -51,7 +52,11 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h { uint b_w[]; };
 #define BK	32u		/* k a step */
 #define FR	16u		/* a fragment's side */
 #define NQ	16u		/* elements of a slice an invocation stages */
-/* slice rows padded by 8 halves: 16-byte rows that miss each other's banks */
+/*
+ * Slice rows padded by 8 halves: rows, fragments and buffers all start on
+ * 16 bytes, as cooperative matrix loads want, and rows miss each other's
+ * banks
+ */
 #define LDA	(BK + 8u)	/* op(A)'s slice: 128 rows of BK */
 #define LDBS	(TB + 8u)	/* op(B)'s slice: BK rows of 128 */
 #define SA	(TB * LDA)	/* one buffer of op(A), halves */
@@ -241,8 +246,9 @@ void main()
 		x ^= 1u;
 	}
 	cb = args.off_c + z * args.bsc;
+	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
 	inside = i0 + TB <= args.m && j0 + TB <= args.n &&
-		 !FLAG(GPO_T_ACCUM);
+		 !FLAG(GPO_T_ACCUM) && cb % 4u == 0u && args.ldc % 4u == 0u;
 	for (uint r = 0u; r < 4u; r++)
 		for (uint q = 0u; q < 2u; q++)
 			put(2u * r + q, cb, wr + r * FR, wc + q * FR, inside);
