@@ -245,11 +245,12 @@ static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
  * coop_probe - the f16 x f16 + f32 cooperative matrices of @phys
  * (VK_NV_cooperative_matrix, subgroup scope) into @vd->coop and
  * @info->coopmat: "nv:f16*f16+f32:16x16x16,16x8x16" or "none". A device
- * has matmul_coop when it lists GPO_MM_COOP_M x _N x _K among them and
- * can do f16 arithmetic (the shader's shared tiles are float16_t) under
- * the Vulkan memory model (glslang declares it for any cooperative
- * matrix). Both through their extensions: the instance asks for Vulkan
- * 1.1, where they are not core. @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
+ * has matmul_coop when it lists GPO_MM_COOP_M x _N x _K among them, has
+ * subgroups of 32, and can do f16 arithmetic (the shader's shared tiles
+ * are float16_t) under the Vulkan memory model (glslang declares it for
+ * any cooperative matrix); those two through their extensions, as the
+ * instance asks for Vulkan 1.1, where they are not core.
+ * @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
  * caller's): none.
  */
 static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
@@ -272,6 +273,13 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
 		.pNext = &cm,
 	};
+	VkPhysicalDeviceSubgroupProperties sg = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+	};
+	VkPhysicalDeviceProperties2 p2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &sg,
+	};
 	VkCooperativeMatrixPropertiesNV *cp = NULL;
 	uint32_t n = 0, i;
 	size_t len;
@@ -291,6 +299,7 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 	if (!cm.cooperativeMatrix || !f16.shaderFloat16 ||
 	    !vmm.vulkanMemoryModel)
 		return;
+	vkGetPhysicalDeviceProperties2(phys, &p2);
 	if (get(phys, &n, NULL) != VK_SUCCESS || !n)
 		return;
 	cp = calloc(n, sizeof(*cp));
@@ -311,8 +320,9 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		    c->DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
 		    c->scope != VK_SCOPE_SUBGROUP_NV)
 			continue;
+		/* the shader's 8 subgroups of 32 tile its 128 x 128 */
 		if (c->MSize == GPO_MM_COOP_M && c->NSize == GPO_MM_COOP_N &&
-		    c->KSize == GPO_MM_COOP_K)
+		    c->KSize == GPO_MM_COOP_K && sg.subgroupSize == 32)
 			vd->coop = 1;
 		if (len < sizeof(info->coopmat))
 			len += (size_t)snprintf(info->coopmat + len,
