@@ -790,6 +790,32 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 	return 1;
 }
 
+/*
+ * param_dtype / state_dtype: the precision mode's buffers. Which modes an
+ * optimizer can step is the library's to say (-ENOSYS at the build).
+ */
+static int parse_dtype_key(struct job_config *cfg, const char *key,
+			   const char *value)
+{
+	int dt = gpo_dtype_parse(value);
+
+	if (!strcmp(key, "param_dtype")) {
+		if (dt != GPO_F32 && dt != GPO_F16 && dt != GPO_BF16)
+			return fs_err(-EINVAL, "param_dtype: '%s' is not f32, f16 or bf16",
+				      value);
+		cfg->param_dtype = dt;
+		return 0;
+	}
+	if (!strcmp(key, "state_dtype")) {
+		if (dt != GPO_F32 && dt != GPO_BF16 && dt != GPO_U8)
+			return fs_err(-EINVAL, "state_dtype: '%s' is not f32, bf16 or u8",
+				      value);
+		cfg->state_dtype = dt;
+		return 0;
+	}
+	return 1;
+}
+
 static int parse_device(struct job_config *cfg, const char *value)
 {
 	const char *p;
@@ -869,6 +895,22 @@ out:
 	return ret;
 }
 
+/*
+ * Loss scaling multiplies the loss before backward: models that learn
+ * from data do (the training step seeds backward with the scale), an
+ * external job's gradient must come scaled (stat shows the scale); the
+ * built-in objectives compute an unscaled gradient, so they refuse it.
+ */
+static int validate_loss_scale(struct fsd *fs, const struct job_config *cfg)
+{
+	if ((cfg->model.kind == MODEL_QUADRATIC ||
+	     cfg->model.kind == MODEL_ROSENBROCK) &&
+	    config_hp(fs, cfg, "loss_scale") != 1)
+		return fs_err(-EINVAL, "loss_scale: model=%.64s computes unscaled gradients; loss scaling needs mlp, gpt or external",
+			      cfg->model.spec);
+	return 0;
+}
+
 static int validate_sched(const struct job_config *cfg)
 {
 	struct gpo_sched *s;
@@ -940,7 +982,9 @@ static unsigned int config_diff(const struct job_config *a,
 {
 	unsigned int c = 0;
 
-	if (a->optimizer != b->optimizer)
+	/* a dtype is fixed when the buffers are made: a new optimizer */
+	if (a->optimizer != b->optimizer || a->param_dtype != b->param_dtype ||
+	    a->state_dtype != b->state_dtype)
 		c |= CFG_OPTIMIZER;
 	if (!kv_equal(&a->hp, &b->hp))
 		c |= CFG_HP;
@@ -1071,6 +1115,9 @@ static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 	ret = parse_run_key(cfg, key, value);
 	if (ret <= 0)
 		return ret;
+	ret = parse_dtype_key(cfg, key, value);
+	if (ret <= 0)
+		return ret;
 	if (in_list(sched_keys, ARRAY_SIZE(sched_keys), key))
 		return kv_set(&cfg->sched, key, value);
 	/* the rest are the optimizer's: the library judges them */
@@ -1152,6 +1199,9 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	if (!ret && strcmp(out->device, cur->device))
 		ret = validate_device(fs, out->device);
 	pthread_rwlock_unlock(&fs->ctx_lock);
+	/* config_hp() takes ctx_lock itself */
+	if (!ret)
+		ret = validate_loss_scale(fs, out);
 	if (ret)
 		goto out_free;
 	/*
@@ -1176,6 +1226,14 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 out_free:
 	config_free(out);
 	return ret;
+}
+
+double config_loss_scale(struct fsd *fs, const struct job_config *cfg)
+{
+	double v = config_hp(fs, cfg, "loss_scale");
+
+	/* 0: dynamic, starting from init_scale */
+	return v == 0 ? config_hp(fs, cfg, "init_scale") : v;
 }
 
 uint64_t config_mem_bytes(const struct job_config *cfg)
@@ -1293,6 +1351,11 @@ static void show_hp_line(struct gpo__sbuf *sb, const char *line, double beta1)
 
 	if (!eq)
 		return;
+	/* a word, not a number (loss_scale=dynamic): as the library says */
+	if (!strcmp(eq + 1, "dynamic")) {
+		gpo__sbuf_printf(sb, "%s\n", line);
+		return;
+	}
 	v = gpo__strtod(eq + 1, NULL);
 	if (!strncmp(line, "beta1=", 6))
 		return;
@@ -1390,6 +1453,9 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	if (ret)
 		return ret;
 	show_sched(cfg, sb);
+	gpo__sbuf_printf(sb, "param_dtype=%s\nstate_dtype=%s\n",
+			 gpo_dtype_name(cfg->param_dtype),
+			 gpo_dtype_name(cfg->state_dtype));
 	/* epochs=N alone ends a data model's job: max_steps is then max */
 	if (cfg->max_steps == MAX_STEPS_UNLIMITED ||
 	    (config_learns(cfg) && cfg->train.epochs &&

@@ -110,6 +110,7 @@ struct job {
 	double lr;
 	double grad_norm;
 	double grad_scale;		/* as configured: there is no dynamic one */
+	double loss_scale;		/* the worker's last word, else config's */
 	uint64_t active_ns;		/* time spent running or stepping */
 	uint64_t run_since;		/* entered running, 0 when not */
 	char dev_id[32];		/* the daemon's id of its device */
@@ -997,6 +998,8 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	b->hp_len = hp.len;
 	b->sched_len = st.len;
 	b->model_len = mt.len;
+	b->param_dtype = cfg->param_dtype;
+	b->state_dtype = cfg->state_dtype;
 	t = (struct wp_tensor *)(off + b->ndisabled);
 	for (i = 0; i < m->ntensors; i++, t++) {
 		memset(t, 0, sizeof(*t));
@@ -1366,6 +1369,7 @@ static int take_restored(struct job *j, const char *file)
 	config_free(&j->cfg);
 	j->cfg = next;
 	j->grad_scale = config_hp(j->fs, &j->cfg, "grad_scale");
+	/* the loss scale is the file's, with the worker's reply */
 	job_touch(j, JOB_T(JOB_T_CONFIG));
 	pthread_mutex_unlock(&j->lock);
 	return 0;
@@ -1441,6 +1445,8 @@ static int ctl_restore(struct job *j, const char *arg, const char *how,
 		j->loss = NAN;
 		j->grad_norm = NAN;
 		j->lr = st.lr;
+		if (isfinite(st.loss_scale))
+			j->loss_scale = st.loss_scale;
 		snprintf(j->last_ckpt, sizeof(j->last_ckpt), "%s",
 			 strrchr(path, '/') + 1);
 		j->last_ckpt_step = st.step;
@@ -1596,6 +1602,8 @@ static void after_step(struct job *j, const struct step_result *r)
 	j->loss = si->loss;
 	j->lr = si->lr;
 	j->grad_norm = si->grad_norm;
+	if (isfinite(si->loss_scale))
+		j->loss_scale = si->loss_scale;
 	j->nextra = si->nextra;
 	memcpy(j->extra, si->extra, si->nextra * sizeof(si->extra[0]));
 	j->steps_run++;
@@ -1687,6 +1695,8 @@ static int worker_restart(struct job *j, char *from, size_t len)
 	j->lr = st.lr;
 	j->loss = NAN;
 	j->grad_norm = NAN;
+	if (isfinite(st.loss_scale))
+		j->loss_scale = st.loss_scale;
 	pthread_mutex_unlock(&j->lock);
 	return 0;
 }
@@ -2427,7 +2437,15 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 	if (!ret)
 		ret = apply_config(j, &next, changed);
 	if (!ret) {
+		/* a new loss scale setting starts afresh (the library's too) */
+		double ls = config_loss_scale(j->fs, &next);
+		int ls_new = ls != config_loss_scale(j->fs, &j->cfg) ||
+			     config_hp(j->fs, &next, "loss_scale") !=
+			     config_hp(j->fs, &j->cfg, "loss_scale");
+
 		pthread_mutex_lock(&j->lock);
+		if (ls_new || !started(j))
+			j->loss_scale = ls;
 		config_free(&j->cfg);
 		j->cfg = next;
 		if (changed & CFG_MODEL) {
@@ -2904,6 +2922,10 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->lr = j->lr;
 	s->grad_norm = j->grad_norm;
 	s->grad_scale = j->grad_scale;
+	s->loss_scale = j->loss_scale;
+	s->param_dtype = j->cfg.param_dtype;
+	s->state_dtype = j->cfg.state_dtype;
+	s->master_weights = config_hp(j->fs, &j->cfg, "master_weights") != 0;
 	el = active_ns(j) / 1e9;
 	s->elapsed_s = el;
 	s->steps_per_sec = el > 0 ? j->steps_run / el : 0;
@@ -3519,6 +3541,7 @@ static int rec_load(struct fsd *fs, uid_t uid, const char *dname,
 	config_free(&j->cfg);
 	j->cfg = next;
 	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
+	j->loss_scale = config_loss_scale(fs, &j->cfg);
 	gpo__sbuf_reset(&j->events);
 	gpo__sbuf_add(&j->events, r.blob[1], r.blob_len[1]);
 	gpo__sbuf_reset(&j->history);
@@ -3705,6 +3728,8 @@ static int restore_pending(struct job *j)
 		j->lr = st.lr;
 		j->loss = NAN;
 		j->grad_norm = NAN;
+		if (isfinite(st.loss_scale))
+			j->loss_scale = st.loss_scale;
 		job_event(j, -1, "restored %s at step %llu", file,
 			  (unsigned long long)st.step);
 	} else if (j->w.pid) {
@@ -3812,6 +3837,7 @@ static struct job *job_alloc(struct fsd *fs, const char *name, uid_t uid,
 	job_touch(j, ~0u);
 	j->lr = config_lr(fs, &j->cfg);
 	j->grad_scale = config_hp(fs, &j->cfg, "grad_scale");
+	j->loss_scale = config_loss_scale(fs, &j->cfg);
 	return j;
 }
 

@@ -103,6 +103,8 @@ struct job_config {
 	uint64_t memory_limit_bytes;	/* the worker's address space, 0: max */
 	uint64_t autostart;		/* a daemon restart resumes the job */
 	int max_steps_given;		/* written, not the default */
+	int param_dtype;		/* enum gpo_dtype: param and grad */
+	int state_dtype;		/* every state slot */
 	struct train_config train;
 	double temperature;		/* gpt: samples' (0: greedy) */
 };
@@ -147,6 +149,8 @@ int config_sched_text(const struct job_config *cfg, struct gpo__sbuf *sb);
 uint64_t config_mem_bytes(const struct job_config *cfg);
 /* config_lr - the lr group 0 starts with under @cfg */
 double config_lr(struct fsd *fs, const struct job_config *cfg);
+/* config_loss_scale - the loss scale a job of @cfg starts with (1: off) */
+double config_loss_scale(struct fsd *fs, const struct job_config *cfg);
 /* config_hp - hyperparameter @key of group 0 under @cfg, NaN if none */
 double config_hp(struct fsd *fs, const struct job_config *cfg,
 		 const char *key);
@@ -179,6 +183,9 @@ struct job_snapshot {
 	double lr;
 	double grad_norm;
 	double grad_scale;		/* the loss scale gradients are unscaled by */
+	double loss_scale;		/* loss_scale's now (1: off) */
+	int param_dtype, state_dtype;	/* enum gpo_dtype */
+	int master_weights;
 	double steps_per_sec;
 	double elapsed_s;
 	double eta_s;

@@ -243,6 +243,9 @@ static void job_metrics(struct metrics *m)
 	JOB_FAMILY("job_grad_scale", "gauge",
 		   "Loss scale the gradients are divided by (1: none).",
 		   j->grad_scale);
+	JOB_FAMILY("job_loss_scale", "gauge",
+		   "The loss scale after the last step (1: off).",
+		   j->loss_scale);
 	JOB_FAMILY("job_skipped_total", "counter",
 		   "Steps skipped for non-finite gradients.", j->skipped);
 	JOB_FAMILY("job_steps_per_second", "gauge",

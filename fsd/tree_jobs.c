@@ -119,6 +119,11 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 		    "param_bytes %llu\n", s.device, s.optimizer, s.model,
 		    (unsigned long long)s.params,
 		    (unsigned long long)s.param_bytes);
+	/* the precision mode and where the loss scale stands (1: off) */
+	put_double(sb, "loss_scale", s.loss_scale);
+	gpo__sbuf_printf(sb, "param_dtype %s\nstate_dtype %s\nmaster_weights %d\n",
+			 gpo_dtype_name(s.param_dtype),
+			 gpo_dtype_name(s.state_dtype), s.master_weights);
 	gpo__sbuf_printf(sb, "worker_pid %d\nrestarts %llu\n", s.worker_pid,
 		    (unsigned long long)s.restarts);
 	/* a model kind's own numbers: epoch, eval_loss, accuracy... */

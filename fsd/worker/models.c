@@ -278,6 +278,7 @@ static int learner_step(struct wk *w, struct wp_stat *st)
 	st->loss = r.loss;
 	st->lr = r.lr;
 	st->grad_norm = r.grad_norm;
+	st->loss_scale = r.loss_scale;
 	st->nextra = 0;
 	extra(st, "epoch", (double)r.epoch);
 	extra(st, m->gpt ? "tokens_per_sec" : "samples_per_sec", m->rate);

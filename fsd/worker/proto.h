@@ -27,7 +27,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	6
+#define WP_VERSION	7
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -95,6 +95,7 @@ struct wp_stat {
 	double loss;		/* NaN when not measured */
 	double lr;
 	double grad_norm;
+	double loss_scale;	/* after the step (1: off; NaN: not known) */
 	struct wp_extra extra[WP_EXTRA_MAX];
 };
 
@@ -176,6 +177,8 @@ struct wp_build {
 	uint32_t hp_len;
 	uint32_t sched_len;
 	uint32_t model_len;
+	int32_t param_dtype;	/* enum gpo_dtype of param and grad */
+	int32_t state_dtype;	/* of every state slot */
 };
 
 #endif /* WORKER_PROTO_H */

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include "worker_i.h"
+#include "core/dtype_i.h"
 
 int wk_err(struct wk *w, int err, const char *fmt, ...)
 {
@@ -50,6 +51,7 @@ void wk_step_info(struct wk *w, const struct gpo_step_info *si,
 	st->skipped = si->skipped;
 	st->lr = si->lr;
 	st->grad_norm = si->grad_norm;
+	st->loss_scale = si->loss_scale;
 }
 
 /*
@@ -309,6 +311,56 @@ static int same_tensors(struct wk *w, struct gpo_optim *opt,
 	return 0;
 }
 
+/*
+ * The precision mode, before anything allocates the buffers: param and
+ * grad in param_dtype, every state slot the kind can keep in state_dtype.
+ * The library refuses a mode it has no kernels for (-ENOSYS) when it
+ * first allocates or steps.
+ */
+static int set_dtypes(struct wk *w, struct gpo_optim *opt,
+		      const struct wp_build *b)
+{
+	static const char *const slots[] = {
+		"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+		"square_avg", "grad_avg", "sum",
+	};
+	size_t i;
+	int ret;
+
+	if (b->param_dtype < 0 || b->param_dtype >= GPO_DTYPES ||
+	    b->state_dtype < 0 || b->state_dtype >= GPO_DTYPES)
+		return wk_err(w, -EPROTO, "bad dtypes %d, %d", b->param_dtype,
+			      b->state_dtype);
+	ret = gpo_optim_set_dtype(opt, "param", b->param_dtype);
+	if (!ret)
+		ret = gpo_optim_set_dtype(opt, "grad", b->param_dtype);
+	/* -ENOENT: a slot this kind never keeps */
+	for (i = 0; !ret && i < sizeof(slots) / sizeof(slots[0]); i++) {
+		ret = gpo_optim_set_dtype(opt, slots[i], b->state_dtype);
+		if (ret == -ENOENT)
+			ret = 0;
+	}
+	return ret ? wk_lib_err(w, ret) : 0;
+}
+
+/*
+ * The start params, made in f32, as @dt: rounded in place (to nearest,
+ * ties to even) for f16 and bf16; the bytes to write
+ */
+static uint64_t half_params(float *x, uint64_t n, int dt)
+{
+	uint16_t *h = (uint16_t *)x;
+	uint64_t i;
+
+	if (dt != GPO_F16 && dt != GPO_BF16)
+		return n * sizeof(float);
+	/* h[i] lies at or before x[i]: each is read before it is written */
+	for (i = 0; i < n; i++)
+		h[i] = dt == GPO_F16 ? gpo__f32_to_f16(x[i]) :
+		       gpo__f32_to_bf16(x[i]);
+	return n * sizeof(uint16_t);
+}
+
 static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
@@ -374,6 +426,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		wk_lib_err(w, ret);
 		goto out_free;
 	}
+	ret = set_dtypes(w, opt, b);
+	if (ret)
+		goto out_free;
 	if (ops->setup) {
 		ret = ops->setup(w, b, opt, mt, &mstate, &spe);
 		if (!ret)
@@ -416,7 +471,8 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		ret = ops->init(w, b, x);
 	}
 	if (!ret) {
-		ret = gpo_optim_write(opt, "param", NULL, x, numel * 4);
+		ret = gpo_optim_write(opt, "param", NULL, x,
+				      half_params(x, numel, b->param_dtype));
 		if (ret)
 			wk_lib_err(w, ret);
 	}
@@ -863,6 +919,7 @@ int main(int argc, char **argv)
 		rp.st.loss = NAN;
 		rp.st.grad_norm = NAN;
 		rp.st.lr = NAN;
+		rp.st.loss_scale = NAN;
 		w.msg[0] = '\0';
 		rq.name[sizeof(rq.name) - 1] = '\0';
 		if (n != sizeof(rq))
@@ -871,6 +928,11 @@ int main(int argc, char **argv)
 			break;
 		else
 			ret = serve(&w, &rq, &rp);
+		/* where the loss scale stands after a build, restore, reset */
+		if (!ret && w.opt && (rq.cmd == WP_BUILD ||
+				      rq.cmd == WP_RESTORE ||
+				      rq.cmd == WP_RESET))
+			gpo_optim_loss_scale(w.opt, &rp.st.loss_scale, NULL);
 		pool_report(&w, &rp);
 		rp.ret = ret;
 		if (ret)

@@ -65,7 +65,7 @@
 #endif
 
 /*
- * The step's scalars: four floats the norm pass writes (norm.h) and every
+ * The step's scalars: the four floats the norm pass writes (norm.h) and every
  * update kernel reads when GPO_UPD_USE_SCAL is set.
  */
 #define GPO_SCAL_MUL	0	/* gradient multiplier: unscale * clip */
@@ -73,6 +73,17 @@
 #define GPO_SCAL_NORM	2	/* the global gradient norm, unscaled */
 #define GPO_SCAL_TOTAL	3	/* the sum of squares, scaled */
 #define GPO_SCAL_COUNT	4
+/*
+ * The loss scale's state after them, which only the norm pass with
+ * GPO_NORM_LOSS_SCALE reads and with GPO_NORM_DYNAMIC updates (norm.h),
+ * and which the training step's backward seed reads: kept on the device
+ * so that no step waits for it. Its reciprocal is kept beside it, so no
+ * kernel divides (power-of-two factors keep it exact).
+ */
+#define GPO_SCAL_LS	4	/* the loss scale (1 when off) */
+#define GPO_SCAL_LS_INV	5	/* its reciprocal */
+#define GPO_SCAL_LS_GOOD 6	/* good steps since the last change */
+#define GPO_SCAL_SIZE	8	/* floats in the buffer */
 
 /*
  * Flags every update kernel knows (bits 0-7); a family's own flags use

@@ -14,6 +14,14 @@
  *		     min(1, clip_norm / (scal[NORM] + 1e-6)) : 1)
  *	scal[SKIP] = bad && (flags & GPO_NORM_CHECK_FINITE) ? 1 : 0
  *	scal[TOTAL] = total
+ *	with GPO_NORM_LOSS_SCALE, inv_scale above is inv_scale *
+ *	scal[LS_INV] (scal is then read and written); with GPO_NORM_DYNAMIC
+ *	too, the loss scale then moves as torch's GradScaler moves it
+ *	(_amp_update_scale_), after the old one unscaled this step:
+ *	    bad:  LS *= 0.5, LS_INV *= 2, LS_GOOD = 0
+ *	    else if LS_GOOD + 1 >= growth_interval:
+ *		  LS *= 2 and LS_INV *= 0.5 unless LS * 2 is inf; LS_GOOD = 0
+ *	    else: LS_GOOD += 1
  * norm_small    groups (work = 1)       buf0 g (r), buf1 scal (w)
  *	both in one group over all n elements (small steps: one dispatch)
  * All f32.
@@ -23,6 +31,8 @@
 #include "abi.h"
 
 #define GPO_NORM_CHECK_FINITE	(1u << 0)
+#define GPO_NORM_LOSS_SCALE	(1u << 1)	/* unscale by scal[LS_INV] */
+#define GPO_NORM_DYNAMIC	(1u << 2)	/* and update the loss scale */
 #define GPO_NORM_MAX_GROUPS	1024
 
 GPO_ARGS(gpo_norm_args)
@@ -32,6 +42,7 @@ GPO_ARGS(gpo_norm_args)
 	gpo_u32 chunk;
 	gpo_f32 inv_scale;
 	gpo_f32 clip_norm;
+	gpo_u32 growth_interval;	/* GPO_NORM_DYNAMIC: >= 1 */
 GPO_ARGS_END(gpo_norm_args)
 
 #endif

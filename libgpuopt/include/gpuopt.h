@@ -653,6 +653,8 @@ struct gpo_step_info {
 	int skipped;		/* 1 if this step was skipped */
 	uint64_t device_ns;	/* device time of the step's kernels, 0 when
 				 * the device has no timestamps */
+	double loss_scale;	/* the loss scale after this step (1 when
+				 * off; NaN for a step not waited for) */
 };
 
 /*
@@ -712,6 +714,16 @@ uint64_t gpo_optim_steps_done(struct gpo_optim *opt);
 /* gpo_optim_steps_skipped - steps skipped for non-finite gradients (0 for
  * NULL) */
 uint64_t gpo_optim_steps_skipped(struct gpo_optim *opt);
+
+/*
+ * gpo_optim_loss_scale - the loss scale now (loss_scale=dynamic: as the
+ * steps so far moved it; fixed: that number; off: 1) and, when
+ * @good_steps is not NULL, the good steps counted towards its next
+ * growth. Waits for queued steps. Returns 0; -EINVAL for NULL @opt or
+ * @scale; -ENOMEM, -EIO or -ENODEV from the device.
+ */
+int gpo_optim_loss_scale(struct gpo_optim *opt, double *scale,
+			 uint64_t *good_steps);
 
 /*
  * gpo_optim_set_step - set the applied-step count (for restoring state);

@@ -52,9 +52,12 @@ KERNEL void norm_partial(BUF(const float, g), BUF(float, part),
 static inline void put_scal(__global float *scal, const struct gpo_norm_args *a,
 			    float total, int bad)
 {
-	float mul = a->inv_scale;
-	float norm = sqrt(total) * a->inv_scale;
+	float inv = a->inv_scale, mul, norm;
 
+	if (a->flags & GPO_NORM_LOSS_SCALE)
+		inv *= scal[GPO_SCAL_LS_INV];
+	mul = inv;
+	norm = sqrt(total) * inv;
 	if (a->clip_norm > 0.0f) {
 		float coef = a->clip_norm / (norm + 1e-6f);
 
@@ -66,6 +69,23 @@ static inline void put_scal(__global float *scal, const struct gpo_norm_args *a,
 			      1.0f : 0.0f;
 	scal[GPO_SCAL_NORM] = norm;
 	scal[GPO_SCAL_TOTAL] = total;
+	if (!(a->flags & GPO_NORM_DYNAMIC))
+		return;
+	/* GradScaler's update, after the old scale unscaled this step */
+	if (bad) {
+		scal[GPO_SCAL_LS] *= 0.5f;
+		scal[GPO_SCAL_LS_INV] *= 2.0f;
+		scal[GPO_SCAL_LS_GOOD] = 0.0f;
+	} else if (scal[GPO_SCAL_LS_GOOD] + 1.0f >=
+		   (float)a->growth_interval) {
+		if (isfinite(scal[GPO_SCAL_LS] * 2.0f)) {
+			scal[GPO_SCAL_LS] *= 2.0f;
+			scal[GPO_SCAL_LS_INV] *= 0.5f;
+		}
+		scal[GPO_SCAL_LS_GOOD] = 0.0f;
+	} else {
+		scal[GPO_SCAL_LS_GOOD] += 1.0f;
+	}
 }
 
 /* One group over all a.n elements: norm_partial and norm_final at once. */

@@ -17,8 +17,46 @@
 
 layout(set = 0, binding = 0, std430) readonly buffer part_f1
 	{ float part[]; };
-layout(set = 0, binding = 1, std430) writeonly buffer scal_f1
+layout(set = 0, binding = 1, std430) buffer scal_f1	/* LS*: read */
 	{ float scal[]; };
+
+/* the step's scalars (abi/norm.h), the loss scale's update last */
+void put_scal(float total, bool bad)
+{
+	float inv = args.inv_scale, mul, norm;
+
+	if (FLAG(GPO_NORM_LOSS_SCALE))
+		inv *= scal[GPO_SCAL_LS_INV];
+	mul = inv;
+	norm = sqrt(total) * inv;
+	if (args.clip_norm > 0.0) {
+		float coef = args.clip_norm / (norm + 1e-6);
+
+		if (coef < 1.0)
+			mul *= coef;
+	}
+	scal[GPO_SCAL_MUL] = mul;
+	scal[GPO_SCAL_SKIP] = bad && FLAG(GPO_NORM_CHECK_FINITE) ? 1.0 : 0.0;
+	scal[GPO_SCAL_NORM] = norm;
+	scal[GPO_SCAL_TOTAL] = total;
+	if (!FLAG(GPO_NORM_DYNAMIC))
+		return;
+	/* GradScaler's update, after the old scale unscaled this step */
+	if (bad) {
+		scal[GPO_SCAL_LS] *= 0.5;
+		scal[GPO_SCAL_LS_INV] *= 2.0;
+		scal[GPO_SCAL_LS_GOOD] = 0.0;
+	} else if (scal[GPO_SCAL_LS_GOOD] + 1.0 >=
+		   float(args.growth_interval)) {
+		if (!not_finite(scal[GPO_SCAL_LS] * 2.0)) {
+			scal[GPO_SCAL_LS] *= 2.0;
+			scal[GPO_SCAL_LS_INV] *= 0.5;
+		}
+		scal[GPO_SCAL_LS_GOOD] = 0.0;
+	} else {
+		scal[GPO_SCAL_LS_GOOD] += 1.0;
+	}
+}
 
 void main()
 {
@@ -31,20 +69,6 @@ void main()
 			bad = 1.0;
 	}
 	reduce2(total, bad);
-	if (t == 0u) {
-		float norm = sqrt(total) * args.inv_scale;
-		float mul = args.inv_scale;
-
-		if (args.clip_norm > 0.0) {
-			float coef = args.clip_norm / (norm + 1e-6);
-
-			if (coef < 1.0)
-				mul *= coef;
-		}
-		scal[GPO_SCAL_MUL] = mul;
-		scal[GPO_SCAL_SKIP] = bad != 0.0 &&
-				      FLAG(GPO_NORM_CHECK_FINITE) ? 1.0 : 0.0;
-		scal[GPO_SCAL_NORM] = norm;
-		scal[GPO_SCAL_TOTAL] = total;
-	}
+	if (t == 0u)
+		put_scal(total, bad != 0.0);
 }

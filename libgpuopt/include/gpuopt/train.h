@@ -151,6 +151,7 @@ struct gpo_train_result {
 	int skipped;		/* the step had non-finite gradients */
 	uint64_t tokens;	/* gpt: bytes predicted so far (eval: in
 				 * the set); mlp: 0 */
+	double loss_scale;	/* the loss scale after the step (1: off) */
 };
 
 /*

@@ -313,6 +313,7 @@ static int build_meta(const struct gpo_optim *opt, const struct save_plan *p,
 	ret = ret ? ret : set_u64(meta, CKPT_META_SKIPPED, opt->skipped);
 	if (!ret && sched)
 		ret = set_str(meta, CKPT_META_SCHED, sched);
+	ret = ret ? ret : gpo__ckpt_meta_precision(opt, meta);
 	ret = ret ? ret : set_json_text(meta, CKPT_META_XXH64,
 					sums_json(opt, p, final));
 	return ret;
@@ -942,6 +943,9 @@ static int prepare_save(struct save_job *j)
 	/* a queued step that may be skipped: its counts first */
 	if (!ret)
 		ret = gpo__optim_settle(opt);
+	if (!ret)
+		ret = gpo__optim_loss_state(opt, &opt->ls_saved,
+					    &opt->ls_saved_good);
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (ret)
 		return ret;
@@ -1696,6 +1700,8 @@ static void commit(struct restore_job *j)
 	 * afresh now; if that fails, the next step allocates them again.
 	 */
 	gpo__optim_ensure_allocated(opt);
+	/* the loss scale goes on from where it was saved */
+	gpo__ckpt_apply_loss(j->ck, opt);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -1709,6 +1715,8 @@ static int restore(struct restore_job *j, unsigned int flags)
 	if (!j->groups)
 		return gpo__err(-ENOMEM, "out of memory");
 	ret = gpo__ckpt_match(j->ck, opt, flags, j->have, j->groups);
+	if (!ret)
+		ret = gpo__ckpt_check_precision(j->ck, opt);
 	if (!ret)
 		ret = load_sched(j);
 	if (ret)

@@ -40,6 +40,15 @@
 #define CKPT_META_SKIPPED	"gpuopt.skipped"	/* decimal */
 #define CKPT_META_SCHED		"gpuopt.schedule"	/* gpo_sched_save() */
 #define CKPT_META_XXH64		"gpuopt.xxh64"		/* JSON, see below */
+/*
+ * Optional (older files lack them): the loss scale as the device held it
+ * (%.9g of a float, > 0) and its good-step counter (decimal); the
+ * precision mode, JSON {"param": "f32", "grad": "f32", <slot>: dtype...}
+ * for param, grad and every slot the configuration uses.
+ */
+#define CKPT_META_LOSS_SCALE	"gpuopt.loss_scale"
+#define CKPT_META_LOSS_GOOD	"gpuopt.loss_scale_good"
+#define CKPT_META_PRECISION	"gpuopt.precision"
 #define CKPT_META_HDR_XXH64	"gpuopt.header_xxh64"	/* see below */
 
 /*
@@ -108,7 +117,34 @@ struct ckpt {
 	uint64_t step;
 	uint64_t skipped;
 	char *sched;			/* NULL when none was saved */
+	int has_loss;			/* CKPT_META_LOSS_* were there */
+	float loss_scale;
+	uint64_t loss_good;
+	/* CKPT_META_PRECISION: dtypes of param, grad, slots (-1: absent) */
+	int has_prec;
+	int prec[2 + SL_COUNT];
 };
+
+/*
+ * gpo__ckpt_meta_precision - add the loss scale (as last read into
+ * @opt->ls_saved*) and the precision mode to @meta; 0 or -ENOMEM
+ */
+int gpo__ckpt_meta_precision(const struct gpo_optim *opt, json_t *meta);
+
+/*
+ * gpo__ckpt_check_precision - does @ck's precision mode (when it has one)
+ * match @opt's dtypes? 0, or -EINVAL with a message naming the first
+ * buffer that differs
+ */
+int gpo__ckpt_check_precision(const struct ckpt *ck,
+			      const struct gpo_optim *opt);
+
+/*
+ * gpo__ckpt_apply_loss - after a restore set @opt's hyperparameters: the
+ * loss scale and counter saved, or (an older file) the restored setting's
+ * starting state. Device lock held.
+ */
+int gpo__ckpt_apply_loss(const struct ckpt *ck, struct gpo_optim *opt);
 
 /*
  * An internal gpo__ckpt_parse() flag for the fuzz harness: skip the header's

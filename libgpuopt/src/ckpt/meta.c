@@ -7,6 +7,7 @@
  * before anything reads tensor data.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,165 @@ static int parse_count(const char *key, const char *text, uint64_t *out)
 	return 0;
 }
 
+/* ---- precision and loss scale ------------------------------------------ */
+
+/* the buffer names of ckpt.prec[]: param, grad, then the slots */
+static const char *prec_name(int i)
+{
+	return i == 0 ? "param" : i == 1 ? "grad" :
+	       gpo__optim_slot_names[i - 2];
+}
+
+static int opt_dtype(const struct gpo_optim *opt, int i)
+{
+	return i == 0 ? (int)opt->param_dtype : i == 1 ?
+	       (int)opt->grad_dtype : (int)opt->slot_dtype[i - 2];
+}
+
+/* does some group of @opt use slot @s? */
+static int slot_used(const struct gpo_optim *opt, int s)
+{
+	int g;
+
+	for (g = 0; g < opt->ngroups; g++)
+		if (gpo__optim_slot_needed(opt->kind, &opt->groups[g].hp, s))
+			return 1;
+	return 0;
+}
+
+int gpo__ckpt_meta_precision(const struct gpo_optim *opt, json_t *meta)
+{
+	json_t *prec = json_object();
+	char num[32], *text;
+	int i, bad = !prec;
+
+	for (i = 0; i < 2 + SL_COUNT && !bad; i++) {
+		if (i >= 2 && !slot_used(opt, i - 2))
+			continue;
+		bad = json_object_set_new(prec, prec_name(i),
+				json_string(gpo_dtype_name(opt_dtype(opt, i))));
+	}
+	text = bad ? NULL : json_dumps(prec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(prec);
+	if (!text || json_object_set_new(meta, CKPT_META_PRECISION,
+					 json_string(text))) {
+		free(text);
+		return -ENOMEM;
+	}
+	free(text);
+	/* as a float prints back exactly: 9 digits */
+	snprintf(num, sizeof(num), "%.9g", opt->ls_saved);
+	if (json_object_set_new(meta, CKPT_META_LOSS_SCALE, json_string(num)))
+		return -ENOMEM;
+	snprintf(num, sizeof(num), "%" PRIu64, opt->ls_saved_good);
+	if (json_object_set_new(meta, CKPT_META_LOSS_GOOD, json_string(num)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* the optional loss scale: both keys or neither, a float > 0, a count */
+static int parse_loss(struct ckpt *ck)
+{
+	const char *s = gpo__ckpt_find_meta(ck, CKPT_META_LOSS_SCALE);
+	const char *g = gpo__ckpt_find_meta(ck, CKPT_META_LOSS_GOOD);
+	const struct hparams *hp = &ck->groups[0].hp;
+	double v;
+	int ret;
+
+	if (!s && !g)
+		return 0;
+	if (!s || !g)
+		return gpo__err(-EPROTO, "metadata '%s' without '%s'",
+				s ? CKPT_META_LOSS_SCALE : CKPT_META_LOSS_GOOD,
+				s ? CKPT_META_LOSS_GOOD : CKPT_META_LOSS_SCALE);
+	if (gpo__parse_double(s, &v) || !(v > 0) || !isfinite((float)v) ||
+	    (double)(float)v != v)
+		return gpo__err(-EPROTO, "metadata '%s' = '%.40s' is not a positive float",
+				CKPT_META_LOSS_SCALE, s);
+	ret = parse_count(CKPT_META_LOSS_GOOD, g, &ck->loss_good);
+	if (ret)
+		return ret;
+	/* the counter stays below growth_interval and exact in a float */
+	if (ck->loss_good >= (uint64_t)hp->growth_interval &&
+	    hp->loss_scale == 0)
+		return gpo__err(-EPROTO, "metadata '%s' = %s: not below growth_interval %g",
+				CKPT_META_LOSS_GOOD, g, hp->growth_interval);
+	if (ck->loss_good > (1u << 24))
+		return gpo__err(-EPROTO, "metadata '%s' = %s: too large",
+				CKPT_META_LOSS_GOOD, g);
+	ck->has_loss = 1;
+	ck->loss_scale = (float)v;
+	return 0;
+}
+
+/* the optional precision mode: an object of known buffers and dtypes */
+static int parse_precision(struct ckpt *ck)
+{
+	const char *text = gpo__ckpt_find_meta(ck, CKPT_META_PRECISION);
+	const char *key;
+	json_t *j, *x;
+	int i, dt, ret;
+
+	if (!text)
+		return 0;
+	j = load_meta_json(ck, CKPT_META_PRECISION, text, &ret);
+	if (!j)
+		return ret;
+	if (!json_is_object(j)) {
+		ret = gpo__err(-EPROTO, "metadata '%s' is not an object",
+			       CKPT_META_PRECISION);
+		goto out_put;
+	}
+	for (i = 0; i < 2 + SL_COUNT; i++)
+		ck->prec[i] = -1;
+	json_object_foreach(j, key, x) {
+		for (i = 0; i < 2 + SL_COUNT; i++)
+			if (!strcmp(key, prec_name(i)))
+				break;
+		dt = json_is_string(x) ? gpo_dtype_parse(json_string_value(x)) :
+		     -1;
+		if (i == 2 + SL_COUNT || dt < 0) {
+			ret = gpo__err(-EPROTO, "metadata '%s': '%.40s' is not a buffer and a dtype",
+				       CKPT_META_PRECISION, key);
+			goto out_put;
+		}
+		ck->prec[i] = dt;
+	}
+	ck->has_prec = 1;
+out_put:
+	json_decref(j);
+	return ret;
+}
+
+int gpo__ckpt_check_precision(const struct ckpt *ck,
+			      const struct gpo_optim *opt)
+{
+	int i;
+
+	if (!ck->has_prec)
+		return 0;
+	for (i = 0; i < 2 + SL_COUNT; i++) {
+		if (ck->prec[i] < 0 || (i >= 2 && !slot_used(opt, i - 2)))
+			continue;
+		if (ck->prec[i] != opt_dtype(opt, i))
+			return gpo__err(-EINVAL, "the checkpoint's %s is %s, the optimizer's %s: set its dtype to restore it",
+					prec_name(i),
+					gpo_dtype_name(ck->prec[i]),
+					gpo_dtype_name(opt_dtype(opt, i)));
+	}
+	return 0;
+}
+
+int gpo__ckpt_apply_loss(const struct ckpt *ck, struct gpo_optim *opt)
+{
+	if (!ck->has_loss) {
+		/* an older file: the restored setting starts afresh */
+		opt->ls_reset = 1;
+		return gpo__optim_ensure_allocated(opt);
+	}
+	return gpo__optim_set_loss_state(opt, ck->loss_scale, ck->loss_good);
+}
+
 static int parse_gpuopt(struct ckpt *ck)
 {
 	const char *v, *kind, *groups, *step, *skipped, *sums;
@@ -300,7 +460,8 @@ static int parse_gpuopt(struct ckpt *ck)
 	v = gpo__ckpt_find_meta(ck, CKPT_META_SCHED);
 	if (v && !(ck->sched = strdup(v)))
 		return nomem();
-	return 0;
+	ret = parse_loss(ck);
+	return ret ? ret : parse_precision(ck);
 }
 
 /* Strict mode: gpuopt metadata and every checksum must be there. */

@@ -135,6 +135,15 @@ struct hparams {
 	double initial_accumulator_value;
 	double clip_norm;		/* optimizer-wide, kept in group 0 */
 	double grad_scale;		/* optimizer-wide */
+	/* loss scaling, optimizer-wide: 1 off, 0 dynamic, else fixed */
+	double loss_scale;
+	double init_scale;		/* dynamic: the first scale */
+	double growth_interval;		/* dynamic: good steps to double */
+	/*
+	 * optimizer-wide: with f16/bf16 params, keep an f32 master copy
+	 * (1, the default) or round stochastically (0, bf16)
+	 */
+	int master_weights;
 	int nesterov;
 	int amsgrad;
 	int maximize;

@@ -58,7 +58,14 @@ static const struct hp_desc hp_table[] = {
 	D(clip_norm, 1, 1, HR_NONNEG, " (0: off)"),
 	D(grad_scale, 1, 1, HR_POS, ""),
 	B(check_finite, 1, 1),
+	D(loss_scale, 1, 1, HR_NONNEG, " (0 or 'dynamic': dynamic, 1: off)"),
+	D(init_scale, 1, 1, HR_POS, ""),
+	D(growth_interval, 1, 1, HR_POS, ""),
+	B(master_weights, 1, 1),
 };
+
+/* the largest growth_interval: the good-step counter is an exact float */
+#define GROWTH_INTERVAL_MAX 16777216.0
 
 /* Does @fam have key @d? */
 static int fam_has(const struct optim_family *fam, const struct hp_desc *d)
@@ -83,6 +90,11 @@ void gpo__hparams_defaults(enum gpo_optim_kind kind, struct hparams *hp)
 	hp->beta2 = 0.999;
 	hp->eps = 1e-8;
 	hp->grad_scale = 1.0;
+	/* torch.cuda.amp.GradScaler's defaults, scaling off */
+	hp->loss_scale = 1.0;
+	hp->init_scale = 65536.0;
+	hp->growth_interval = 2000.0;
+	hp->master_weights = 1;
 	if (fam && fam->defaults)
 		fam->defaults(hp);
 }
@@ -144,6 +156,11 @@ int gpo__hparams_set(enum gpo_optim_kind kind, struct hparams *hp,
 	if (!d)
 		return hp_unknown(fam, key);
 	*is_global = d->global;
+	if (d->off == offsetof(struct hparams, loss_scale) &&
+	    !strcmp(value, "dynamic")) {
+		hp->loss_scale = 0;
+		return 0;
+	}
 	if (d->type == HP_BOOL) {
 		if (gpo__parse_bool(value, &b))
 			return gpo__err(-EINVAL, "%s: '%s' is not 0, 1, true or false",
@@ -219,6 +236,16 @@ int gpo__hparams_validate(enum gpo_optim_kind kind, const struct hparams *hp)
 					d->name, v, range_text[d->range],
 					d->note);
 	}
+	if (hp->growth_interval != floor(hp->growth_interval) ||
+	    hp->growth_interval > GROWTH_INTERVAL_MAX)
+		return gpo__err(-EINVAL, "invalid growth_interval %g: must be a whole number in [1, %.0f]",
+				hp->growth_interval, GROWTH_INTERVAL_MAX);
+	if (hp->loss_scale != 0 && !isfinite((float)hp->loss_scale))
+		return gpo__err(-EINVAL, "invalid loss_scale %g: must fit a float",
+				hp->loss_scale);
+	if (!isfinite((float)hp->init_scale) || (float)hp->init_scale == 0)
+		return gpo__err(-EINVAL, "invalid init_scale %g: must fit a float",
+				hp->init_scale);
 	return fam->validate ? fam->validate(hp) : 0;
 }
 
@@ -243,6 +270,9 @@ int gpo__hparams_describe(enum gpo_optim_kind kind, const struct hparams *hp,
 		/* the shortest text that reads back exactly, C locale */
 		if (d->type == HP_BOOL)
 			snprintf(num, sizeof(num), "%d", *(const int *)p);
+		else if (d->off == offsetof(struct hparams, loss_scale) &&
+			 hp->loss_scale == 0)
+			snprintf(num, sizeof(num), "dynamic");
 		else
 			gpo__fmt_double(num, sizeof(num), *(const double *)p);
 		n = snprintf(used < len ? buf + used : NULL,

@@ -427,6 +427,10 @@ int gpo_optim_configure(struct gpo_optim *opt, int group, const char *text)
 			goto out_free;
 		}
 	}
+	/* a new loss scale setting starts its device state afresh */
+	if (copy[0].hp.loss_scale != opt->groups[0].hp.loss_scale ||
+	    copy[0].hp.init_scale != opt->groups[0].hp.init_scale)
+		opt->ls_reset = 1;
 	memcpy(opt->groups, copy, opt->ngroups * sizeof(*copy));
 	ret = 0;
 out_free:
@@ -742,14 +746,118 @@ static int zero_flat(struct gpo_optim *opt, int which,
 	return ret;
 }
 
+/* ---- loss scaling -------------------------------------------------------- */
+
+/* is loss scaling on (fixed or dynamic)? */
+static int ls_on(const struct hparams *hp)
+{
+	return hp->loss_scale != 1.0;
+}
+
+/*
+ * write the loss scale's device state (abi.h GPO_SCAL_LS..): @scale, its
+ * reciprocal rounded once from double as GradScaler's, @good. Ordered
+ * after the steps queued before it.
+ */
+static int ls_write(struct gpo_optim *opt, float scale, uint64_t good)
+{
+	struct gpo_device *dev = opt->dev;
+	float v[3];
+	int ret;
+
+	v[0] = scale;
+	v[1] = (float)(1.0 / (double)scale);
+	v[2] = (float)good;
+	ret = dev->ops->write(dev, &opt->scal, GPO_SCAL_LS * sizeof(float), v,
+			      sizeof(v));
+	if (!ret)
+		opt->ls_reset = 0;
+	return ret;
+}
+
+/* a new setting's state: init_scale (dynamic), the scale (fixed) or 1 */
+static int ls_apply(struct gpo_optim *opt)
+{
+	const struct hparams *hp = &opt->groups[0].hp;
+
+	if (!opt->ls_reset)
+		return 0;
+	if (!ls_on(hp))
+		return ls_write(opt, 1.0f, 0);
+	return ls_write(opt, (float)(hp->loss_scale == 0 ? hp->init_scale :
+				     hp->loss_scale), 0);
+}
+
+int gpo__optim_loss_state(struct gpo_optim *opt, double *scale,
+			  uint64_t *good)
+{
+	struct gpo_device *dev = opt->dev;
+	float v[3];
+	int ret;
+
+	ret = gpo__optim_ensure_allocated(opt);
+	if (!ret)
+		ret = dev->ops->read(dev, &opt->scal,
+				     GPO_SCAL_LS * sizeof(float), v, sizeof(v));
+	if (ret)
+		return ret;
+	*scale = opt->ls_saved = v[0];
+	*good = opt->ls_saved_good = (uint64_t)v[2];
+	return 0;
+}
+
+int gpo__optim_set_loss_state(struct gpo_optim *opt, double scale,
+			      uint64_t good)
+{
+	const struct hparams *hp = &opt->groups[0].hp;
+	int ret;
+
+	if (!(scale > 0) || !isfinite((float)scale))
+		return gpo__err(-EINVAL, "loss scale %g: must be a positive float",
+				scale);
+	if ((double)(float)good != (double)good ||
+	    (hp->loss_scale == 0 && good >= hp->growth_interval))
+		return gpo__err(-EINVAL, "loss scale counter %llu: must be below growth_interval %g",
+				(unsigned long long)good, hp->growth_interval);
+	ret = gpo__optim_ensure_allocated(opt);
+	if (!ret)
+		ret = ls_write(opt, (float)scale, good);
+	return ret;
+}
+
+int gpo_optim_loss_scale(struct gpo_optim *opt, double *scale,
+			 uint64_t *good_steps)
+{
+	uint64_t good;
+	double s;
+	int ret;
+
+	if (!opt || !scale)
+		return gpo__err(-EINVAL, "NULL argument");
+	pthread_mutex_lock(&opt->dev->lock);
+	ret = gpo__optim_settle(opt);
+	if (!ret)
+		ret = gpo__optim_loss_state(opt, &s, &good);
+	pthread_mutex_unlock(&opt->dev->lock);
+	if (ret)
+		return ret;
+	*scale = s;
+	if (good_steps)
+		*good_steps = good;
+	gpo__err_clear();
+	return 0;
+}
+
 /* First use: allocate and initialise every buffer. Device lock held. */
 int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 {
 	struct gpo_device *dev = opt->dev;
 	int ret;
 
-	if (opt->allocated)
-		return ensure_slots(opt);
+	if (opt->allocated) {
+		ret = ensure_slots(opt);
+		return ret ? ret : ls_apply(opt);
+	}
 	if (!opt->ntensors)
 		return gpo__err(-EINVAL, "the optimizer has no tensors");
 
@@ -770,7 +878,7 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 	if (!ret)
 		ret = alloc_flat(opt, 1, &opt->grad, opt->grad_dtype);
 	if (!ret)
-		ret = gpo__pool_alloc(dev, GPO_SCAL_COUNT * sizeof(float),
+		ret = gpo__pool_alloc(dev, GPO_SCAL_SIZE * sizeof(float),
 				      &opt->scal);
 	if (!ret)
 		ret = gpo__pool_alloc(dev, 8ull * opt->norm_groups, &opt->partials);
@@ -785,6 +893,9 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 		goto out_free;
 	opt->allocated = 1;
 	ret = ensure_slots(opt);
+	opt->ls_reset = 1;
+	if (!ret)
+		ret = ls_apply(opt);
 	if (!ret)
 		ret = dev->ops->wait(dev, NULL);
 	if (ret)
@@ -1112,8 +1223,14 @@ static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 	};
 	int ret;
 
-	if (hp->check_finite || hp->grad_scale != 1.0)
+	if (hp->check_finite || hp->grad_scale != 1.0 || ls_on(hp))
 		a.flags |= GPO_NORM_CHECK_FINITE;
+	if (ls_on(hp))
+		a.flags |= GPO_NORM_LOSS_SCALE;
+	if (hp->loss_scale == 0) {
+		a.flags |= GPO_NORM_DYNAMIC;
+		a.growth_interval = (uint32_t)hp->growth_interval;
+	}
 	if (opt->total <= NORM_SMALL_MAX &&
 	    gpo__op_supported(dev, OP_NORM_SMALL, GPO_F32)) {
 		a.n = (uint32_t)opt->total;
@@ -1192,7 +1309,7 @@ static int launch_graph(struct gpo_optim *opt, int use_norm)
 	ret = launch_step(opt, opt->step + 1, use_norm);
 	end = dev->ops->graph_end(dev, opt->graph, ret != 0,
 				  use_norm ? &opt->scal : NULL,
-				  GPO_SCAL_COUNT * sizeof(float), &host);
+				  GPO_SCAL_SIZE * sizeof(float), &host);
 	if (ret)
 		return ret;
 	if (end > 0)
@@ -1203,7 +1320,7 @@ static int launch_graph(struct gpo_optim *opt, int use_norm)
 /* can a step of this configuration be skipped (non-finite gradients)? */
 static int may_skip(const struct hparams *hp)
 {
-	return hp->check_finite || hp->grad_scale != 1.0;
+	return hp->check_finite || hp->grad_scale != 1.0 || ls_on(hp);
 }
 
 /*
@@ -1242,22 +1359,23 @@ static int read_scal(struct gpo_optim *opt, float *scal, uint64_t *ns)
 		ret = dev->ops->wait(dev, ns);
 		if (!ret)
 			memcpy(scal, opt->scal_host,
-			       GPO_SCAL_COUNT * sizeof(float));
+			       GPO_SCAL_SIZE * sizeof(float));
 	} else {
 		ret = dev->ops->read(dev, &opt->scal, 0, scal,
-				     GPO_SCAL_COUNT * sizeof(float));
+				     GPO_SCAL_SIZE * sizeof(float));
 	}
 	if (ret)
 		return ret;
 	opt->last.grad_norm = scal[GPO_SCAL_NORM];
 	opt->last.skipped = scal[GPO_SCAL_SKIP] != 0.0f;
+	opt->last.loss_scale = scal[GPO_SCAL_LS];
 	return 0;
 }
 
 /* gpo__optim_settle(); the device time it waited for goes to *@ns */
 static int settle(struct gpo_optim *opt, uint64_t *ns)
 {
-	float scal[GPO_SCAL_COUNT];
+	float scal[GPO_SCAL_SIZE];
 	int ret;
 
 	if (!opt->unsettled)
@@ -1310,6 +1428,7 @@ static int step_async(struct gpo_optim *opt, int use_norm, double lr)
 	opt->last.lr = lr;
 	opt->last.grad_norm = NAN;
 	opt->last.skipped = 0;
+	opt->last.loss_scale = ls_on(&opt->groups[0].hp) ? NAN : 1.0;
 	if (use_norm && may_skip(&opt->groups[0].hp)) {
 		opt->unsettled = 1;
 		opt->unsettled_metric = opt->metric;
@@ -1326,7 +1445,7 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 {
 	struct gpo_device *dev;
 	const struct hparams *hp;
-	float scal[GPO_SCAL_COUNT] = { 1.0f, 0.0f, NAN, 0.0f };
+	float scal[GPO_SCAL_SIZE] = { 1.0f, 0.0f, NAN, 0.0f, 1.0f };
 	uint64_t ns = 0;
 	int use_norm, skipped, replayed = 0, ret;
 	double lr;
@@ -1339,7 +1458,7 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	dev = opt->dev;
 	hp = &opt->groups[0].hp;
 	use_norm = hp->clip_norm > 0 || hp->grad_scale != 1.0 ||
-		   hp->check_finite;
+		   hp->check_finite || ls_on(hp);
 
 	pthread_mutex_lock(&dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
@@ -1383,6 +1502,7 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	opt->last.lr = lr;
 	opt->last.grad_norm = use_norm ? scal[GPO_SCAL_NORM] : NAN;
 	opt->last.skipped = skipped;
+	opt->last.loss_scale = scal[GPO_SCAL_LS];
 	opt->last.device_ns = ns;
 	opt->last_norm = 0;
 	if (info)
@@ -1398,7 +1518,7 @@ out_unlock:
 int gpo_optim_wait(struct gpo_optim *opt, struct gpo_step_info *info)
 {
 	struct gpo_device *dev;
-	float scal[GPO_SCAL_COUNT];
+	float scal[GPO_SCAL_SIZE];
 	uint64_t ns = 0, more = 0;
 	int ret = 0;
 
@@ -1454,6 +1574,9 @@ int gpo_optim_objective(struct gpo_optim *opt, const char *name,
 			       name);
 	if (opt->ngroups != 1)
 		return gpo__err(-EINVAL, "objectives need a single parameter group");
+	/* its gradient is the loss's own: a loss scale would divide it */
+	if (ls_on(&opt->groups[0].hp))
+		return gpo__err(-EINVAL, "objectives compute unscaled gradients: set loss_scale=1");
 	ret = check_f32(opt, name, 0);
 	if (ret)
 		return ret;
@@ -1571,6 +1694,8 @@ int gpo_optim_reset(struct gpo_optim *opt)
 		opt->queued = 0;
 		opt->step = 0;
 		opt->skipped = 0;
+		/* the loss scale starts over with the state */
+		opt->ls_reset = 1;
 		for (g = 0; g < opt->ngroups; g++)
 			opt->groups[g].momentum_started = 0;
 	}

@@ -60,7 +60,12 @@ struct gpo_optim {
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
 	/* element types, fixed at allocation (0 = GPO_F32) */
 	enum gpo_dtype param_dtype, grad_dtype, slot_dtype[SL_COUNT];
-	struct dev_buf scal;		/* GPO_SCAL_COUNT floats: abi/abi.h */
+	struct dev_buf scal;		/* GPO_SCAL_SIZE floats: abi/abi.h */
+	/* the loss scale's device state must be (re)written before use */
+	int ls_reset;
+	/* as gpo__optim_loss_state() last read it (a save's metadata) */
+	double ls_saved;
+	uint64_t ls_saved_good;
 	struct dev_buf partials;	/* 2 floats per norm group */
 	uint32_t norm_groups, norm_chunk;
 
@@ -111,6 +116,16 @@ int gpo__optim_slot_possible(enum gpo_optim_kind kind, int s);
 /* gpo__optim_slot_needed - does a group configured as @hp use slot @s? */
 int gpo__optim_slot_needed(enum gpo_optim_kind kind, const struct hparams *hp,
 		      int s);
+
+/*
+ * gpo__optim_loss_state - the loss scale and its good-step counter as
+ * the device holds them now (waits for queued steps); _set_ writes them
+ * (a restore: the next step goes on from there). Device lock held.
+ */
+int gpo__optim_loss_state(struct gpo_optim *opt, double *scale,
+			  uint64_t *good);
+int gpo__optim_set_loss_state(struct gpo_optim *opt, double scale,
+			      uint64_t good);
 
 /* gpo__optim_drop_tensors - back to no tensors and no buffers (a failed model) */
 void gpo__optim_drop_tensors(struct gpo_optim *opt);

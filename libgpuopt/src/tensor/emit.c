@@ -1457,8 +1457,12 @@ static int pass_ops(struct gpo_graph *g)
 	/* a loss that depends on no parameter has no backward pass */
 	if (!g->loss || !g->loss->grad)
 		return 0;
-	/* d loss / d loss = 1 */
-	ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);
+	/* d loss / d loss = 1, or the loss scale: gradients come scaled */
+	if (g->seed_dev)
+		ret = unary_flat(g, &g->bwd, GPO_EW_COPY, 0, &g->seed,
+				 &g->loss->grad->st, 1, 1.0f);
+	else
+		ret = fill(g, &g->bwd, &g->loss->grad->st, 1, 1.0f);
 	if (ret)
 		return ret;
 	gpo__tensor_root(g->loss)->grad_written = 1;

@@ -984,6 +984,17 @@ static int params_moved(struct gpo_graph *g)
 	return 0;
 }
 
+int gpo__graph_seed_from(struct gpo_graph *g, const struct dev_buf *buf,
+			 uint64_t elem)
+{
+	if (g->planned)
+		return gpo__err(-EBUSY, "the backward seed is set before the graph is planned");
+	g->seed_dev = 1;
+	g->seed.blk = *buf;
+	g->seed.elem = elem;
+	return 0;
+}
+
 int gpo__graph_plan(struct gpo_graph *g)
 {
 	int ret;

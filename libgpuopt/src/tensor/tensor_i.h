@@ -120,6 +120,12 @@ struct gpo_graph {
 	struct gpo_tensor **t;
 	int nt, cap;
 	struct gpo_tensor *loss;	/* after gpo_graph_backward() */
+	/*
+	 * backward's seed d loss / d loss: 1, or with @seed_dev the float
+	 * at @seed (a loss scale the device keeps: gpo__graph_seed_from)
+	 */
+	int seed_dev;
+	struct tview seed;
 	int err;			/* the first error, sticky */
 	char errmsg[512];
 	uint32_t ndropout;		/* dropouts made: the next one's site */
@@ -155,6 +161,14 @@ int gpo__graph_emit(struct gpo_graph *g);
 int gpo__graph_reemit(struct gpo_graph *g);
 /* give the arena's blocks back (nothing may be queued that uses them) */
 void gpo__graph_free_arena(struct gpo_graph *g);
+/*
+ * gpo__graph_seed_from - seed backward with the float at element @elem
+ * of @buf instead of 1 (the loss scale), read when the backward runs.
+ * Before the graph is planned: -EBUSY after.
+ */
+int gpo__graph_seed_from(struct gpo_graph *g, const struct dev_buf *buf,
+			 uint64_t elem);
+
 /* the gradient tensors of what the loss depends on (once, at backward) */
 int gpo__graph_make_grads(struct gpo_graph *g);
 /* the tensor whose gradient @t's is: its reshapes' source */

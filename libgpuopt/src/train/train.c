@@ -297,7 +297,17 @@ static int net_build(struct gpo_train *t, struct net *n, uint32_t rows,
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&t->dev->lock);
-	ret = gpo__graph_plan(g);
+	/*
+	 * backward starts from the loss scale the optimizer keeps on the
+	 * device (1 when off): no step waits for it, and the optimizer's
+	 * norm pass unscales what arrives
+	 */
+	if (train)
+		ret = gpo__optim_ensure_allocated(t->m->opt);
+	if (!ret && train)
+		ret = gpo__graph_seed_from(g, &t->m->opt->scal, GPO_SCAL_LS);
+	if (!ret)
+		ret = gpo__graph_plan(g);
 	pthread_mutex_unlock(&t->dev->lock);
 	return ret;
 }
@@ -648,7 +658,10 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	/* the dropout masks of this data position */
 	gpo_graph_set_step(t->net.g, pos);
 	pthread_mutex_lock(&dev->lock);
-	ret = set_epoch(t, epoch);
+	/* a loss scale set since the last step: its state, before the seed */
+	ret = gpo__optim_ensure_allocated(opt);
+	if (!ret)
+		ret = set_epoch(t, epoch);
 	if (!ret && t->gpt)
 		ret = load_windows(t, &t->train, t->order, first, t->phase,
 				   t->max_phase, &t->net);
@@ -677,6 +690,7 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	res->grad_norm = si.grad_norm;
 	res->lr = si.lr;
 	res->skipped = si.skipped;
+	res->loss_scale = si.loss_scale;
 	return 0;
 }
 
@@ -729,5 +743,6 @@ int gpo_train_eval(struct gpo_train *t, struct gpo_train_result *res)
 	res->tokens = t->gpt ? n * t->ctx : 0;
 	res->grad_norm = NAN;
 	res->lr = NAN;
+	res->loss_scale = NAN;
 	return 0;
 }

@@ -192,9 +192,12 @@ static void k_norm_partial(const struct op_call *c, uint32_t lo, uint32_t hi)
 static void put_scal(float *scal, const struct gpo_norm_args *a, float total,
 		     int bad)
 {
-	float norm, mul = a->inv_scale;
+	float norm, inv = a->inv_scale, mul;
 
-	norm = sqrtf(total) * a->inv_scale;
+	if (a->flags & GPO_NORM_LOSS_SCALE)
+		inv *= scal[GPO_SCAL_LS_INV];
+	mul = inv;
+	norm = sqrtf(total) * inv;
 	if (a->clip_norm > 0) {
 		float coef = a->clip_norm / (norm + 1e-6f);
 
@@ -206,6 +209,22 @@ static void put_scal(float *scal, const struct gpo_norm_args *a, float total,
 			      1.0f : 0.0f;
 	scal[GPO_SCAL_NORM] = norm;
 	scal[GPO_SCAL_TOTAL] = total;
+	if (!(a->flags & GPO_NORM_DYNAMIC))
+		return;
+	/* GradScaler's update, after the old scale unscaled this step */
+	if (bad) {
+		scal[GPO_SCAL_LS] *= 0.5f;
+		scal[GPO_SCAL_LS_INV] *= 2.0f;
+		scal[GPO_SCAL_LS_GOOD] = 0.0f;
+	} else if (scal[GPO_SCAL_LS_GOOD] + 1.0f >= (float)a->growth_interval) {
+		if (isfinite(scal[GPO_SCAL_LS] * 2.0f)) {
+			scal[GPO_SCAL_LS] *= 2.0f;
+			scal[GPO_SCAL_LS_INV] *= 0.5f;
+		}
+		scal[GPO_SCAL_LS_GOOD] = 0.0f;
+	} else {
+		scal[GPO_SCAL_LS_GOOD] += 1.0f;
+	}
 }
 
 static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
