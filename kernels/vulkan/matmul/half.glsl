@@ -57,22 +57,12 @@ uint mm_f2h(float f)
 	return s | h;
 }
 
-/*
- * MM_ROUND_ALWAYS (matmul_coop): f32 operands are rounded whatever the
- * flags, since its tiles are float16_t
- */
-#ifdef MM_ROUND_ALWAYS
-#define MM_RND	true
-#else
-#define MM_RND	FLAG(GPO_MM_ROUND)
-#endif
-
 /* element @e of operand a (b), as the flags say it is stored */
 float load_a(uint e)
 {
 	if (FLAG(GPO_MM_F16_A))
 		return mm_h2f((a_w[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu);
-	if (MM_RND)
+	if (FLAG(GPO_MM_ROUND))
 		return mm_h2f(mm_f2h(a[e]));
 	return a[e];
 }
@@ -81,7 +71,7 @@ float load_b(uint e)
 {
 	if (FLAG(GPO_MM_F16_B))
 		return mm_h2f((b_w[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu);
-	if (MM_RND)
+	if (FLAG(GPO_MM_ROUND))
 		return mm_h2f(mm_f2h(b[e]));
 	return b[e];
 }

@@ -18,9 +18,10 @@
  * is contiguous in memory, so neighbours read neighbouring words
  * whatever the transposes. Elements past m, n or k load as 0.
  *
- * Operands are f16 (GPO_MM_F16_*) or f32 rounded to the nearest binary16
- * by integer code (half.glsl) before the float16_t conversion, which is
- * then exact: the products are those of the other kernels.
+ * Operands are f16 (GPO_MM_F16_*), their bits taken as they are, or f32
+ * rounded to the nearest binary16 by integer code (half.glsl), never by
+ * a float16_t conversion whose rounding is the driver's: the products
+ * are those of the other kernels.
  *
  * Results: a tile inside C goes from the fragments straight to memory
  * (times alpha) where C's rows start on 16 bytes; a tile on C's edge,
@@ -45,7 +46,6 @@ layout(set = 0, binding = 2, std430) buffer c_f1 { float c[]; };
 /* the operands as words: binary16 two a word (GPO_MM_F16_*) */
 layout(set = 0, binding = 0, std430) readonly buffer a_h { uint a_w[]; };
 layout(set = 0, binding = 1, std430) readonly buffer b_h { uint b_w[]; };
-#define MM_ROUND_ALWAYS
 #include "matmul/half.glsl"
 
 #define TB	128u		/* the tile */
@@ -89,18 +89,38 @@ uint group_index()
 }
 
 /*
+ * Element @e of operand a (b) as float16_t: binary16 bits as they are
+ * (unpackFloat2x16 reinterprets, it does not convert), or the f32 value's
+ * nearest binary16 by half.glsl's integer rounding. No f32 in between:
+ * the staging is most of this kernel's arithmetic.
+ */
+float16_t ld_a(uint e)
+{
+	if (FLAG(GPO_MM_F16_A))
+		return unpackFloat2x16(a_w[e >> 1])[e & 1u];
+	return unpackFloat2x16(mm_f2h(a[e])).x;
+}
+
+float16_t ld_b(uint e)
+{
+	if (FLAG(GPO_MM_F16_B))
+		return unpackFloat2x16(b_w[e >> 1])[e & 1u];
+	return unpackFloat2x16(mm_f2h(b[e])).x;
+}
+
+/*
  * This invocation's elements of the step at @p0. Without
  * GPO_MM_TRANS_A, A[i][p] is read along p, BK invocations a row:
  * (i, p) = (t / BK + 8 q, t % BK); with it along i: (t % 128,
  * t / 128 + 2 q). B likewise, the other way round.
  */
-void fetch(uint p0, out float ra[NQ], out float rb[NQ])
+void fetch(uint p0, out float16_t ra[NQ], out float16_t rb[NQ])
 {
 	uint t = gl_LocalInvocationID.x;
 
 	for (uint q = 0u; q < NQ; q++) {
 		uint i, p;
-		float v = 0.0;
+		float16_t v = float16_t(0.0);
 
 		if (FLAG(GPO_MM_TRANS_A)) {
 			i = i0 + t % TB;
@@ -111,13 +131,13 @@ void fetch(uint p0, out float ra[NQ], out float rb[NQ])
 		}
 		if (i < args.m && p < args.k)
 			v = FLAG(GPO_MM_TRANS_A) ?
-				load_a(abase + p * args.lda + i) :
-				load_a(abase + i * args.lda + p);
+				ld_a(abase + p * args.lda + i) :
+				ld_a(abase + i * args.lda + p);
 		ra[q] = v;
 	}
 	for (uint q = 0u; q < NQ; q++) {
 		uint j, p;
-		float v = 0.0;
+		float16_t v = float16_t(0.0);
 
 		if (FLAG(GPO_MM_TRANS_B)) {
 			j = j0 + t / BK + 8u * q;
@@ -128,30 +148,26 @@ void fetch(uint p0, out float ra[NQ], out float rb[NQ])
 		}
 		if (j < args.n && p < args.k)
 			v = FLAG(GPO_MM_TRANS_B) ?
-				load_b(bbase + j * args.ldb + p) :
-				load_b(bbase + p * args.ldb + j);
+				ld_b(bbase + j * args.ldb + p) :
+				ld_b(bbase + p * args.ldb + j);
 		rb[q] = v;
 	}
 }
 
-/* fetch()'s elements into buffer @x, as float16_t (exact: rounded) */
-void stage(uint x, float ra[NQ], float rb[NQ])
+/* fetch()'s elements into buffer @x */
+void stage(uint x, float16_t ra[NQ], float16_t rb[NQ])
 {
 	uint t = gl_LocalInvocationID.x, oa = x * SA, ob = x * SB;
 
 	for (uint q = 0u; q < NQ; q++) {
 		if (FLAG(GPO_MM_TRANS_A))
-			sa[oa + (t % TB) * LDA + t / TB + 2u * q] =
-				float16_t(ra[q]);
+			sa[oa + (t % TB) * LDA + t / TB + 2u * q] = ra[q];
 		else
-			sa[oa + (t / BK + 8u * q) * LDA + t % BK] =
-				float16_t(ra[q]);
+			sa[oa + (t / BK + 8u * q) * LDA + t % BK] = ra[q];
 		if (FLAG(GPO_MM_TRANS_B))
-			sb[ob + (t % BK) * LDBS + t / BK + 8u * q] =
-				float16_t(rb[q]);
+			sb[ob + (t % BK) * LDBS + t / BK + 8u * q] = rb[q];
 		else
-			sb[ob + (t / TB + 2u * q) * LDBS + t % TB] =
-				float16_t(rb[q]);
+			sb[ob + (t / TB + 2u * q) * LDBS + t % TB] = rb[q];
 	}
 }
 
@@ -199,7 +215,7 @@ void main()
 	uint g = group_index(), sg = gl_SubgroupID;
 	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u, cb;
 	uint wr = (sg / 4u) * 64u, wc = (sg % 4u) * 32u;
-	float ra[NQ], rb[NQ];
+	float16_t ra[NQ], rb[NQ];
 	bool inside;
 
 	if (g >= args.batch * tiles)
