@@ -161,6 +161,12 @@ struct gpo_device_info {
 	uint64_t mem_used_bytes;	/* held by this context's pool */
 	int enabled;			/* 0 after gpo_device_enable(.., 0) */
 	int present;			/* 0 once a rescan lost it */
+	/*
+	 * tensor-core matrix products: "nv:f16*f16+f32:16x16x16,16x8x16"
+	 * (VK_NV_cooperative_matrix's f16 x f16 + f32 sizes, M x N x K), or
+	 * "none"; matmuls with f16 operands use them where 16x16x16 is one
+	 */
+	char coopmat[96];
 };
 
 /*

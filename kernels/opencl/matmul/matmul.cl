@@ -32,12 +32,96 @@
 #define TPR	(TS / 4)	/* work-items per tile row: 16 */
 
 /*
+ * Operands (abi/matmul.h): MM_F32 as stored, MM_RND f32 rounded to the
+ * nearest binary16, MM_F16 binary16 read by vload_half (core OpenCL C,
+ * no cl_khr_fp16: NVIDIA's OpenCL has none). The rounding is integer
+ * code, not vstore_half_rte, which would need a half in private memory.
+ */
+#define MM_F32	0
+#define MM_RND	1
+#define MM_F16	2
+
+/* binary16 bits -> its value, exactly */
+static inline float mm_h2f(uint h)
+{
+	uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	float v;
+
+	if (!e) {
+		v = (float)m * (1.0f / 16777216.0f);
+		return s ? -v : v;
+	}
+	if (e == 31)
+		return as_float(s | 0x7f800000u | (m << 13));
+	return as_float(s | ((e + 112) << 23) | (m << 13));
+}
+
+/* f32 -> the nearest binary16 (ties to even; past 65520 infinity) */
+static inline uint mm_f2h(float f)
+{
+	uint x = as_uint(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+	uint e = a >> 23, h, rem, hw, sh, m;
+
+	if (a > 0x7f800000u)
+		return s | 0x7e00u | ((a >> 13) & 0x3ffu);
+	if (a >= 0x477ff000u)
+		return s | 0x7c00u;
+	if (a >= 0x38800000u) {
+		h = (a - 0x38000000u) >> 13;
+		rem = a & 0x1fffu;
+		if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+			h++;
+		return s | h;
+	}
+	/* below 2^-25 (half the least subnormal) and its tie: 0 */
+	if (e < 103)
+		return s;
+	m = (a & 0x7fffffu) | 0x800000u;
+	sh = 126 - e;
+	h = m >> sh;
+	rem = m & ((1u << sh) - 1);
+	hw = 1u << (sh - 1);
+	if (rem > hw || (rem == hw && (h & 1)))
+		h++;
+	return s | h;
+}
+
+/* element @o of an operand stored as @mode says */
+static inline float mm_ld(__global const float *mat, uint o, int mode)
+{
+	if (mode == MM_F16)
+		return vload_half(o, (__global const half *)mat);
+	if (mode == MM_RND)
+		return mm_h2f(mm_f2h(mat[o]));
+	return mat[o];
+}
+
+/* the mode of operand a (@f16 GPO_MM_F16_A) or b under @flags */
+static inline int mm_mode(uint flags, uint f16)
+{
+	if (flags & f16)
+		return MM_F16;
+	return (flags & GPO_MM_ROUND) ? MM_RND : MM_F32;
+}
+
+/* @mat advanced by @off elements of its mode */
+static inline __global const float *mm_at(__global const float *mat,
+					   uint off, int mode)
+{
+	if (mode == MM_F16)
+		return (__global const float *)((__global const uchar *)mat +
+						2 * (size_t)off);
+	return mat + off;
+}
+
+/*
  * This work-item's 4 elements of the next step of op(A) (or op(B), the
  * same with i for j), from @m: @mn rows (i), @k columns (p) of op(M),
  * stored with leading dimension @ld, transposed or not.
  */
-static inline void load_step(__global const float *mat, uint ld, int trans,
-			     uint mn, uint k, uint i0, uint p0, float r[4])
+static inline void load_step(__global const float *mat, int mode, uint ld,
+			     int trans, uint mn, uint k, uint i0, uint p0,
+			     float r[4])
 {
 	uint lid = get_local_id(0);
 
@@ -57,7 +141,8 @@ static inline void load_step(__global const float *mat, uint ld, int trans,
 		p += p0;
 		r[q] = 0.0f;
 		if (i < mn && p < k)
-			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
+			r[q] = trans ? mm_ld(mat, p * ld + i, mode) :
+				       mm_ld(mat, i * ld + p, mode);
 	}
 }
 
@@ -86,6 +171,8 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
 	uint tx = lid % TPR, ty = lid / TPR;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
+	int fa = mm_mode(a.flags, GPO_MM_F16_A);
+	int fb = mm_mode(a.flags, GPO_MM_F16_B);
 	float4 c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
 	float ra[4], rb[4];
 
@@ -99,20 +186,20 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
 	t = g % tiles;
 	i0 = t / a.tiles_n * TS;
 	j0 = t % a.tiles_n * TS;
-	A += a.off_a + z * a.bsa;
-	B += a.off_b + z * a.bsb;
+	A = mm_at(A, a.off_a + z * a.bsa, fa);
+	B = mm_at(B, a.off_b + z * a.bsb, fb);
 	C += a.off_c + z * a.bsc;
 
-	load_step(A, a.lda, ta, a.m, a.k, i0, 0, ra);
-	load_step(B, a.ldb, !tb, a.n, a.k, j0, 0, rb);
+	load_step(A, fa, a.lda, ta, a.m, a.k, i0, 0, ra);
+	load_step(B, fb, a.ldb, !tb, a.n, a.k, j0, 0, rb);
 	for (uint p0 = 0; p0 < a.k; p0 += KS) {
 		store_step(as, ta, ra);
 		store_step(bs, !tb, rb);
 		barrier(CLK_LOCAL_MEM_FENCE);
 		/* the next step's loads are in flight while this one sums */
 		if (p0 + KS < a.k) {
-			load_step(A, a.lda, ta, a.m, a.k, i0, p0 + KS, ra);
-			load_step(B, a.ldb, !tb, a.n, a.k, j0, p0 + KS, rb);
+			load_step(A, fa, a.lda, ta, a.m, a.k, i0, p0 + KS, ra);
+			load_step(B, fb, a.ldb, !tb, a.n, a.k, j0, p0 + KS, rb);
 		}
 #pragma unroll
 		for (uint p = 0; p < KS; p++) {
@@ -174,9 +261,9 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
  * with @vec (GPO_MM_VEC_*), as BNQ / 4 float4s along the contiguous
  * direction, element by element only where one would cross an edge.
  */
-static inline void big_load(__global const float *mat, uint ld, int trans,
-			    int vec, uint mn, uint k, uint i0, uint p0,
-			    float r[BNQ])
+static inline void big_load(__global const float *mat, int mode, uint ld,
+			    int trans, int vec, uint mn, uint k, uint i0,
+			    uint p0, float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
@@ -232,7 +319,8 @@ static inline void big_load(__global const float *mat, uint ld, int trans,
 		}
 		r[q] = 0.0f;
 		if (i < mn && p < k)
-			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
+			r[q] = trans ? mm_ld(mat, p * ld + i, mode) :
+				       mm_ld(mat, i * ld + p, mode);
 	}
 }
 
@@ -316,8 +404,11 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	uint tx = lid % 16, ty = lid / 16;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
-	int va = (a.flags & GPO_MM_VEC_A) != 0;
-	int vb = (a.flags & GPO_MM_VEC_B) != 0;
+	int fa = mm_mode(a.flags, GPO_MM_F16_A);
+	int fb = mm_mode(a.flags, GPO_MM_F16_B);
+	/* float4 reads only of operands used as stored */
+	int va = (a.flags & GPO_MM_VEC_A) && fa == MM_F32;
+	int vb = (a.flags & GPO_MM_VEC_B) && fb == MM_F32;
 	float4 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f;
 	float4 c20 = 0.0f, c21 = 0.0f, c30 = 0.0f, c31 = 0.0f;
 	float4 c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
@@ -334,13 +425,13 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	t = g % tiles;
 	i0 = t / a.tiles_n * TB;
 	j0 = t % a.tiles_n * TB;
-	A += a.off_a + z * a.bsa;
-	B += a.off_b + z * a.bsb;
+	A = mm_at(A, a.off_a + z * a.bsa, fa);
+	B = mm_at(B, a.off_b + z * a.bsb, fb);
 	C += a.off_c + z * a.bsc;
 
 	if (a.k) {
-		big_load(A, a.lda, ta, va, a.m, a.k, i0, 0, ra);
-		big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
+		big_load(A, fa, a.lda, ta, va, a.m, a.k, i0, 0, ra);
+		big_load(B, fb, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
 		big_store(sm, ta, va, ra);
 		big_store(sm + BSL, !tb, vb, rb);
 		barrier(CLK_LOCAL_MEM_FENCE);
@@ -353,9 +444,9 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 
 		/* the next step's loads are in flight while this one sums */
 		if (more) {
-			big_load(A, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
+			big_load(A, fa, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
 				 ra);
-			big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
+			big_load(B, fb, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
 				 rb);
 		}
 #pragma unroll

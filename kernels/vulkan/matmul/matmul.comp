@@ -28,6 +28,12 @@
 FLOAT_IN(0, a);
 FLOAT_IN(1, b);
 FLOAT_BUF(2, c);
+/* the operands as words: binary16 two a word (GPO_MM_F16_*) */
+layout(set = 0, binding = 0, std430) readonly buffer a_h
+	{ uint a_w[]; };
+layout(set = 0, binding = 1, std430) readonly buffer b_h
+	{ uint b_w[]; };
+#include "matmul/half.glsl"
 
 #define TILE	64u
 #define KS	16u		/* k a step */
@@ -74,8 +80,8 @@ void fetch(uint p0, out float ra[RB], out float rb[RB])
 		ra[q] = 0.0;
 		if (i < args.m && p < args.k)
 			ra[q] = FLAG(GPO_MM_TRANS_A) ?
-				a[abase + p * args.lda + i] :
-				a[abase + i * args.lda + p];
+				load_a(abase + p * args.lda + i) :
+				load_a(abase + i * args.lda + p);
 	}
 	for (uint q = 0u; q < RB; q++) {
 		uint jl, pl, j, p;
@@ -92,8 +98,8 @@ void fetch(uint p0, out float ra[RB], out float rb[RB])
 		rb[q] = 0.0;
 		if (j < args.n && p < args.k)
 			rb[q] = FLAG(GPO_MM_TRANS_B) ?
-				b[bbase + j * args.ldb + p] :
-				b[bbase + p * args.ldb + j];
+				load_b(bbase + j * args.ldb + p) :
+				load_b(bbase + p * args.ldb + j);
 	}
 }
 
