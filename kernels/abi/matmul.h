@@ -5,6 +5,7 @@
  * matmul      groups  buf0 a (r), buf1 b (r), buf2 c (rw with ACCUM, else w)
  *                     dtypes f32
  * matmul_big  groups  the same, in GPO_MM_TILE_BIG tiles
+ * matmul_half groups  the same, in GPO_MM_TILE tiles, binary16 products
  * matmul_coop groups  the same, in GPO_MM_TILE_COOP tiles, on
  *                     cooperative matrices (below)
  *
@@ -34,7 +35,9 @@
  * op, so that its registers and local memory do not weigh on matmul's.
  * The sum over p runs in the same order as matmul's.
  *
- * Half operands: with GPO_MM_F16_A (GPO_MM_F16_B) buffer a (b) holds
+ * Half operands, in matmul_half (matmul's tiles and order; matmul and
+ * matmul_big take f32 operands as stored, their flags GPO_MM_F16_* and
+ * GPO_MM_ROUND clear): with GPO_MM_F16_A (GPO_MM_F16_B) buffer a (b) holds
  * binary16 elements, element e in bits 16 (e % 2) .. of 32-bit word
  * e / 2; off_a, lda and bsa still count elements. With GPO_MM_ROUND the
  * f32 elements of an operand without its F16 flag are rounded to the

@@ -3620,29 +3620,29 @@ static const struct op_case cases[] = {
 	  matmul_ref, MM_WIDE | MM_BATCH | GPO_MM_VEC_A | GPO_MM_TRANS_B },
 	{ OP_MATMUL_BIG, "batch vec_b trans_a", matmul_setup, matmul_ref,
 	  MM_BATCH | GPO_MM_VEC_B | GPO_MM_TRANS_A },
-	/* half operands, and f32 ones rounded to half (abi/matmul.h) */
-	{ OP_MATMUL, "f16", matmul_setup, matmul_ref,
+	/* half operands, f32 ones rounded to half (abi/matmul.h) */
+	{ OP_MATMUL_HALF, "f16", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B },
-	{ OP_MATMUL, "f16_a round batch padded trans_a accum", matmul_setup,
-	  matmul_ref, GPO_MM_F16_A | GPO_MM_ROUND | MM_BATCH | MM_PAD |
+	{ OP_MATMUL_HALF, "f16_a round batch padded trans_a accum",
+	  matmul_setup, matmul_ref, GPO_MM_F16_A | GPO_MM_ROUND | MM_BATCH | MM_PAD |
 	  GPO_MM_TRANS_A | GPO_T_ACCUM },
-	{ OP_MATMUL, "f16 67x131x45 trans_a trans_b", matmul_setup,
+	{ OP_MATMUL_HALF, "f16 67x131x45 trans_a trans_b", matmul_setup,
 	  matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | MM_ODD |
 	  GPO_MM_TRANS_A | GPO_MM_TRANS_B },
-	{ OP_MATMUL, "round trans_b", matmul_setup, matmul_ref,
+	{ OP_MATMUL_HALF, "round trans_b", matmul_setup, matmul_ref,
 	  GPO_MM_ROUND | GPO_MM_TRANS_B },
-	{ OP_MATMUL, "f16 tiny batch", matmul_setup, matmul_ref,
+	{ OP_MATMUL_HALF, "f16 tiny batch", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B | MM_TINY | MM_BATCH },
-	{ OP_MATMUL_BIG, "f16 wide", matmul_setup, matmul_ref,
+	{ OP_MATMUL_HALF, "f16 wide", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WIDE },
-	{ OP_MATMUL_BIG, "f16_b round wide batch trans_b accum",
+	{ OP_MATMUL_HALF, "f16_b round wide batch trans_b accum",
 	  matmul_setup, matmul_ref, GPO_MM_F16_B | GPO_MM_ROUND | MM_WIDE |
 	  MM_BATCH | GPO_MM_TRANS_B | GPO_T_ACCUM },
-	{ OP_MATMUL_BIG, "round wide vec trans_a", matmul_setup, matmul_ref,
+	{ OP_MATMUL_HALF, "round wide vec trans_a", matmul_setup, matmul_ref,
 	  GPO_MM_ROUND | MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B |
 	  GPO_MM_TRANS_A },
-	{ OP_MATMUL_BIG, "f16 wide vec padded trans_a trans_b", matmul_setup,
-	  matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | GPO_MM_VEC_A |
+	{ OP_MATMUL_HALF, "f16 wide vec padded trans_a trans_b",
+	  matmul_setup, matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | GPO_MM_VEC_A |
 	  GPO_MM_VEC_B | MM_WIDE | MM_PAD | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
 	/* tensor cores: only where the device lists cooperative matrices */
 	{ OP_MATMUL_COOP, "f16", matmul_setup, matmul_ref,

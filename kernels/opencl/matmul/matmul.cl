@@ -161,24 +161,25 @@ static inline void store_step(__local float *s, int trans, const float r[4])
 	}
 }
 
-KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
-		   struct gpo_matmul_args a)
+/*
+ * One 64 x 64 tile of C (matmul, matmul_half): @h16 (a constant in each
+ * kernel, so each gets its own code) says whether the operands are as
+ * the half flags say (matmul_half) or f32 as stored (matmul).
+ */
+static inline void mm_tile(__global const float *A, __global const float *B,
+			   __global float *C, struct gpo_matmul_args a,
+			   __local float *as, __local float *bs, const int h16)
 {
-	__local float as[KS * LDS] __attribute__((aligned(16)));
-	__local float bs[KS * LDS] __attribute__((aligned(16)));
 	uint g = get_group_id(0), lid = get_local_id(0);
 	uint tiles = a.tiles_m * a.tiles_n, z, t, i0, j0;
 	uint tx = lid % TPR, ty = lid / TPR;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
-	int fa = mm_mode(a.flags, GPO_MM_F16_A);
-	int fb = mm_mode(a.flags, GPO_MM_F16_B);
+	int fa = h16 ? mm_mode(a.flags, GPO_MM_F16_A) : MM_F32;
+	int fb = h16 ? mm_mode(a.flags, GPO_MM_F16_B) : MM_F32;
 	float4 c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
 	float ra[4], rb[4];
 
-	VIEW(A);
-	VIEW(B);
-	VIEW(C);
 	/* a group past the work does nothing (abi/tensor.h) */
 	if (!tiles || g / tiles >= a.batch)
 		return;
@@ -233,6 +234,30 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
 	}
 }
 
+KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
+		   struct gpo_matmul_args a)
+{
+	__local float as[KS * LDS] __attribute__((aligned(16)));
+	__local float bs[KS * LDS] __attribute__((aligned(16)));
+
+	VIEW(A);
+	VIEW(B);
+	VIEW(C);
+	mm_tile(A, B, C, a, as, bs, 0);
+}
+
+KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
+			BUF(float, C), struct gpo_matmul_args a)
+{
+	__local float as[KS * LDS] __attribute__((aligned(16)));
+	__local float bs[KS * LDS] __attribute__((aligned(16)));
+
+	VIEW(A);
+	VIEW(B);
+	VIEW(C);
+	mm_tile(A, B, C, a, as, bs, 1);
+}
+
 /*
  * matmul_big: one 128 x 128 tile of C a workgroup (GPO_MM_TILE_BIG).
  * Work-item (tx, ty) of the 16 x 16 grid holds the 8 x 8 block of rows
@@ -261,9 +286,9 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
  * with @vec (GPO_MM_VEC_*), as BNQ / 4 float4s along the contiguous
  * direction, element by element only where one would cross an edge.
  */
-static inline void big_load(__global const float *mat, int mode, uint ld,
-			    int trans, int vec, uint mn, uint k, uint i0,
-			    uint p0, float r[BNQ])
+static inline void big_load(__global const float *mat, uint ld, int trans,
+			    int vec, uint mn, uint k, uint i0, uint p0,
+			    float r[BNQ])
 {
 	uint lid = get_local_id(0);
 
@@ -319,8 +344,7 @@ static inline void big_load(__global const float *mat, int mode, uint ld,
 		}
 		r[q] = 0.0f;
 		if (i < mn && p < k)
-			r[q] = trans ? mm_ld(mat, p * ld + i, mode) :
-				       mm_ld(mat, i * ld + p, mode);
+			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
 	}
 }
 
@@ -404,11 +428,8 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	uint tx = lid % 16, ty = lid / 16;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
-	int fa = mm_mode(a.flags, GPO_MM_F16_A);
-	int fb = mm_mode(a.flags, GPO_MM_F16_B);
-	/* float4 reads only of operands used as stored */
-	int va = (a.flags & GPO_MM_VEC_A) && fa == MM_F32;
-	int vb = (a.flags & GPO_MM_VEC_B) && fb == MM_F32;
+	int va = (a.flags & GPO_MM_VEC_A) != 0;
+	int vb = (a.flags & GPO_MM_VEC_B) != 0;
 	float4 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f;
 	float4 c20 = 0.0f, c21 = 0.0f, c30 = 0.0f, c31 = 0.0f;
 	float4 c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
@@ -425,13 +446,13 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 	t = g % tiles;
 	i0 = t / a.tiles_n * TB;
 	j0 = t % a.tiles_n * TB;
-	A = mm_at(A, a.off_a + z * a.bsa, fa);
-	B = mm_at(B, a.off_b + z * a.bsb, fb);
+	A += a.off_a + z * a.bsa;
+	B += a.off_b + z * a.bsb;
 	C += a.off_c + z * a.bsc;
 
 	if (a.k) {
-		big_load(A, fa, a.lda, ta, va, a.m, a.k, i0, 0, ra);
-		big_load(B, fb, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
+		big_load(A, a.lda, ta, va, a.m, a.k, i0, 0, ra);
+		big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
 		big_store(sm, ta, va, ra);
 		big_store(sm + BSL, !tb, vb, rb);
 		barrier(CLK_LOCAL_MEM_FENCE);
@@ -444,9 +465,9 @@ KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
 
 		/* the next step's loads are in flight while this one sums */
 		if (more) {
-			big_load(A, fa, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
+			big_load(A, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
 				 ra);
-			big_load(B, fb, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
+			big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
 				 rb);
 		}
 #pragma unroll

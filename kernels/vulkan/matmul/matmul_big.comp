@@ -33,12 +33,6 @@
 FLOAT_IN(0, a);
 FLOAT_IN(1, b);
 FLOAT_BUF(2, c);
-/* the operands as words: binary16 two a word (GPO_MM_F16_*) */
-layout(set = 0, binding = 0, std430) readonly buffer a_h
-	{ uint a_w[]; };
-layout(set = 0, binding = 1, std430) readonly buffer b_h
-	{ uint b_w[]; };
-#include "matmul/half.glsl"
 
 #define TB	128u
 #define BKS	8u		/* k a step */
@@ -77,9 +71,8 @@ void fetch(uint p0, out vec4 ra, out vec4 rb)
 			p = p0 + t % BKS;
 		}
 		if (i < args.m && p < args.k)
-			v = FLAG(GPO_MM_TRANS_A) ?
-				load_a(abase + p * args.lda + i) :
-				load_a(abase + i * args.lda + p);
+			v = FLAG(GPO_MM_TRANS_A) ? a[abase + p * args.lda + i] :
+						   a[abase + i * args.lda + p];
 		ra[q] = v;
 	}
 	for (uint q = 0u; q < 4u; q++) {
@@ -94,9 +87,8 @@ void fetch(uint p0, out vec4 ra, out vec4 rb)
 			p = p0 + t / TB + 2u * q;
 		}
 		if (j < args.n && p < args.k)
-			v = FLAG(GPO_MM_TRANS_B) ?
-				load_b(bbase + j * args.ldb + p) :
-				load_b(bbase + p * args.ldb + j);
+			v = FLAG(GPO_MM_TRANS_B) ? b[bbase + j * args.ldb + p] :
+						   b[bbase + p * args.ldb + j];
 		rb[q] = v;
 	}
 }

@@ -401,8 +401,9 @@ static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
  * graph's matmul_f16 setting, makes every product one of two binary16
  * values (f32 operands rounded as loaded, GPO_MM_ROUND), summed in f32;
  * on matmul_coop, the tensor cores, where the device has them, else on
- * the kernel @big picks. The same products everywhere, so that the
- * backends differ only by the order of the f32 sums.
+ * matmul_half (matmul's tiles; @big is ignored). The same products
+ * everywhere, so that the backends differ only by the order of the f32
+ * sums.
  */
 static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		     struct mm_op y, const struct tview *c, uint32_t m,
@@ -412,8 +413,10 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	int f16a = x.t->dtype == GPO_F16, f16b = y.t->dtype == GPO_F16;
 	int half = f16a || f16b || g->mm_f16;
 	int coop = half && gpo__op_supported(g->dev, OP_MATMUL_COOP, GPO_F32);
-	uint32_t ts = coop ? GPO_MM_TILE_COOP :
-		      big ? GPO_MM_TILE_BIG : GPO_MM_TILE;
+	enum gpo__op_id op = coop ? OP_MATMUL_COOP : half ? OP_MATMUL_HALF :
+			     big ? OP_MATMUL_BIG : OP_MATMUL;
+	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
+		      op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
 	uint32_t tm = (m + ts - 1) / ts, tn = (n + ts - 1) / ts;
 	uint32_t xr, xc, yr, yc;
 	struct gpo_matmul_args *a;
@@ -421,8 +424,7 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	L = push(g, l, coop ? OP_MATMUL_COOP :
-		 big ? OP_MATMUL_BIG : OP_MATMUL, (uint64_t)batch * tm * tn);
+	L = push(g, l, op, (uint64_t)batch * tm * tn);
 	if (!L)
 		return -ENOMEM;
 	a = &L->a.mm;
@@ -455,10 +457,10 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->off_b += y.trans ? p0 : p0 * yc;
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
 	/* bindings start on 256 bytes: the rest is the operand's own */
-	if (big && !f16a && !(a->off_a % 4) && !(a->lda % 4) &&
+	if (op == OP_MATMUL_BIG && !(a->off_a % 4) && !(a->lda % 4) &&
 	    !(a->bsa % 4))
 		a->flags |= GPO_MM_VEC_A;
-	if (big && !f16b && !(a->off_b % 4) && !(a->ldb % 4) &&
+	if (op == OP_MATMUL_BIG && !(a->off_b % 4) && !(a->ldb % 4) &&
 	    !(a->bsb % 4))
 		a->flags |= GPO_MM_VEC_B;
 	return 0;

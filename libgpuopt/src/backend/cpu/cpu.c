@@ -746,6 +746,7 @@ static const struct cpu_kernel {
 	{ "obj_rosenbrock", k_obj_rosenbrock, DT(GPO_F32) },
 	{ "matmul", gpo__cpu_matmul, DT(GPO_F32) },
 	{ "matmul_big", gpo__cpu_matmul_big, DT(GPO_F32) },
+	{ "matmul_half", gpo__cpu_matmul, DT(GPO_F32) },
 	{ "unary", gpo__cpu_unary, DT(GPO_F32) },
 	{ "binary", gpo__cpu_binary, DT(GPO_F32) },
 	{ "unary_bwd", gpo__cpu_unary_bwd, DT(GPO_F32) },
