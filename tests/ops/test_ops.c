@@ -3889,9 +3889,14 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 		if (want == DONTCARE)
 			continue;
 		if (b->exact) {
-			if (got != (uint32_t)want)
-				return "bits differ";
-			continue;
+			static char msg[64];
+
+			if (got == (uint32_t)want)
+				continue;
+			snprintf(msg, sizeof(msg),
+				 "bits differ: 0x%08x, want 0x%08x", got,
+				 (uint32_t)want);
+			return msg;
 		}
 		memcpy(&g, &got, 4);
 		if (b->exact_at && b->exact_at[i]) {
