@@ -14,6 +14,10 @@
 #                   build-<set> (build-cpu-vulkan), so sets never mix objects
 
 SANITIZE ?= 0
+# MPI=1: also libgpuopt-mpi (libgpuopt/src/comm/, Open MPI), gpuopt-train
+# and bench_comm with MPI, tests/mpi; in build-mpi (build-san-mpi, ...):
+# the plain library never links MPI
+MPI ?= 0
 BACKENDS_ALL := cpu opencl vulkan
 BACKENDS ?= $(BACKENDS_ALL)
 ifneq ($(filter-out $(BACKENDS_ALL),$(BACKENDS)),)
@@ -28,6 +32,9 @@ BACKENDS_TAG := -$(subst $() ,-,$(BACKENDS_SET))
 endif
 have = $(filter $(1),$(BACKENDS_SET))
 
+ifeq ($(MPI),1)
+BACKENDS_TAG := $(BACKENDS_TAG)-mpi
+endif
 ifeq ($(SANITIZE),1)
 BUILD ?= build-san$(BACKENDS_TAG)
 else
@@ -77,6 +84,8 @@ COMMON_SRCS := $(sort $(wildcard common/*.c))
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
 COMMON_LIB := $(BUILD)/lib/libgpocommon.a
 LIB_SRCS := $(sort $(wildcard libgpuopt/src/*/*.c libgpuopt/src/*/*/*.c))
+# comm/ is libgpuopt-mpi's (MPI=1), never the plain library's
+LIB_SRCS := $(filter-out libgpuopt/src/comm/%,$(LIB_SRCS))
 LIB_SRCS := $(filter-out $(foreach b,$(filter-out $(BACKENDS_SET),$(BACKENDS_ALL)),\
 	libgpuopt/src/backend/$(b)/%),$(LIB_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(COMMON_OBJS) \
@@ -145,6 +154,8 @@ EXAMPLES := $(filter-out $(patsubst %,$(BUILD)/bin/interop_%,\
 TOOLS := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/*.c)) \
 	$(BUILD)/bin/gpuoptctl
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bin/bench_%,$(wildcard bench/*.c))
+# bench/comm.c times MPI collectives: MPI=1 only
+BENCHES := $(filter-out $(BUILD)/bin/bench_comm,$(BENCHES))
 FSD_SRCS := $(sort $(wildcard fsd/*.c))
 FSD_OBJS := $(FSD_SRCS:%.c=$(BUILD)/%.o)
 FSD_BIN := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs $(BUILD)/bin/gpuoptfs-worker)
@@ -177,7 +188,7 @@ DEPS_MODES := $(strip $(if $(filter run bench,$(MAKECMDGOALS)),run) \
 DEPS_MODES := $(or $(DEPS_MODES),build)
 DEPS_STAMP := $(BUILD)/.deps-$(subst $() ,-,$(DEPS_MODES))
 $(DEPS_STAMP): tools/deps.sh
-	@BACKENDS="$(BACKENDS_SET)" tools/deps.sh $(DEPS_MODES)
+	@BACKENDS="$(BACKENDS_SET)" MPI="$(MPI)" tools/deps.sh $(DEPS_MODES)
 	@mkdir -p $(BUILD) && touch $@
 deps: $(DEPS_STAMP)
 
@@ -295,6 +306,73 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD_CONF)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -MMD -MP -c -o $@ $<
 
+# ---- libgpuopt-mpi (MPI=1) ------------------------------------------------
+# libgpuopt-mpi.a (comm/) beside libgpuopt.a; gpuopt-train built with
+# -DGPO_HAVE_MPI links both and Open MPI. `make check-mpi` builds them in
+# build-mpi and runs tests/mpi (real mpirun processes); `make check` runs
+# it when mpicc and mpirun are installed.
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS := $(or $(shell pkg-config --libs ompi-c 2>/dev/null),-lmpi)
+COMM_SRCS := $(sort $(wildcard libgpuopt/src/comm/*.c))
+COMM_OBJS := $(COMM_SRCS:%.c=$(BUILD)/%.o)
+MPI_ALIB := $(BUILD)/lib/libgpuopt-mpi.a
+ifeq ($(MPI),1)
+$(BUILD)/libgpuopt/src/comm/%.o: libgpuopt/src/comm/%.c $(BUILD_CONF)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+
+$(MPI_ALIB): $(COMM_OBJS) $(BUILD_CONF)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $(COMM_OBJS)
+
+# MPI_LINK_ALIB: the libgpuopt.a to link (check-mpi passes the plain
+# build's, the same objects, so that it is not compiled twice)
+MPI_LINK_ALIB ?= $(ALIB)
+$(BUILD)/bin/gpuopt-train: tools/gpuopt-train.c $(MPI_ALIB) $(MPI_LINK_ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -DGPO_HAVE_MPI -o $@ $< $(MPI_ALIB) \
+		$(MPI_LINK_ALIB) $(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
+
+$(BUILD)/bin/bench_comm: bench/comm.c $(MPI_ALIB) $(MPI_LINK_ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) $(MPI_LINK_ALIB) \
+		$(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
+
+# tests/mpi's C programs, run by its scripts under mpirun
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,\
+	$(wildcard tests/mpi/*.c))
+$(BUILD)/tests/mpi/%: tests/mpi/%.c $(MPI_ALIB) $(MPI_LINK_ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(MPI_ALIB) \
+		$(MPI_LINK_ALIB) $(MPI_LIBS) $(LIB_LIBS) $(LDPROG)
+
+mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train $(MPI_TESTS) \
+	$(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
+build-all: $(MPI_ALIB)
+BENCHES += $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
+endif
+.PHONY: mpi-all check-mpi bench-comm
+
+# the MPI build is its own build dir: build it there, run tests/mpi
+# (without the sanitizers: Open MPI's own allocations would be leaks);
+# run it from the plain build (make check-mpi), whose gpuopt-train the
+# tests also need
+MPI_BUILD := build$(BACKENDS_TAG)$(if $(filter 1,$(MPI)),,-mpi)
+check-mpi:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(BUILD)/bin/gpuopt-train
+	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
+		BACKENDS="$(BACKENDS_SET)" \
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
+	@tests/mpi/run.sh $(MPI_BUILD) $(BUILD)
+
+bench-comm:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(ALIB)
+	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
+		BACKENDS="$(BACKENDS_SET)" \
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
+	@bench/comm.sh $(MPI_BUILD)
+
 run: all
 	@tools/run-demo.sh $(BUILD)
 
@@ -306,6 +384,10 @@ check: all
 		ls tests/fs/*.sh >/dev/null 2>&1; then \
 		tests/run-fs.sh $(BUILD); fi
 	@tests/run-tools.sh $(BUILD)
+	@if [ "$(MPI)" = 1 ]; then :; \
+	elif command -v mpicc >/dev/null && command -v mpirun >/dev/null; then \
+		$(MAKE) --no-print-directory check-mpi; \
+	else echo "SKIP  mpi tests: no mpicc/mpirun (libopenmpi-dev, openmpi-bin)"; fi
 
 valgrind: all
 	@VALGRIND=1 tests/run-unit.sh $(BUILD) $(TEST_BINS)

@@ -28,7 +28,8 @@ CHECK_PKGS="clinfo vulkan-tools
 valgrind libxml2-utils bsdutils systemd groff-base
 clang libclang-rt-14-dev python3-numpy python3-pip locales
 prometheus python3-prometheus-client
-acl udev python3-torch"
+acl udev python3-torch
+libopenmpi-dev openmpi-bin"
 PCS="OpenCL vulkan fuse3 liburing libcap check libxxhash jansson zlib libsystemd smartcols"
 # what each API brings, for BACKENDS without it
 OPENCL_PKGS="ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
@@ -45,7 +46,10 @@ for mode; do
 		exit 2 ;;
 	esac
 done
-PKGS="$BUILD_PKGS ${run:+$RUN_PKGS} ${check:+$CHECK_PKGS} $GPUOPT_DEPS_EXTRA"
+# MPI=1 (the Makefile's): libgpuopt-mpi builds against Open MPI
+MPI_PKGS="libopenmpi-dev openmpi-bin"
+[ "${MPI:-0}" = 1 ] || MPI_PKGS=
+PKGS="$BUILD_PKGS $MPI_PKGS ${run:+$RUN_PKGS} ${check:+$CHECK_PKGS} $GPUOPT_DEPS_EXTRA"
 
 # drop: the words of $PKGS that are not in $1
 drop()

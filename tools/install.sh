@@ -17,6 +17,10 @@ install -m 0755 "$build/lib/libgpuopt.so.$version" "$root/lib/"
 ln -sf "libgpuopt.so.$version" "$root/lib/libgpuopt.so.$sover"
 ln -sf "libgpuopt.so.$sover" "$root/lib/libgpuopt.so"
 install -m 0644 "$build/lib/libgpuopt.a" "$root/lib/"
+# libgpuopt-mpi (make MPI=1): with libgpuopt.a and Open MPI
+if [ -e "$build/lib/libgpuopt-mpi.a" ]; then
+	install -m 0644 "$build/lib/libgpuopt-mpi.a" "$root/lib/"
+fi
 install -m 0644 libgpuopt/include/gpuopt.h "$root/include/"
 # the sub-headers gpuopt.h includes, under include/gpuopt/
 install -d "$root/include/gpuopt"
@@ -33,7 +37,8 @@ man_page()
 for p in libgpuopt/man/*.3; do
 	man_page "$p" "$root/share/man/man3"
 done
-for b in gpuoptfs gpuoptfs-worker gpuoptctl gpuopt-devices gpuopt-ckpt; do
+for b in gpuoptfs gpuoptfs-worker gpuoptctl gpuopt-devices gpuopt-ckpt \
+	gpuopt-train; do
 	if [ -x "$build/bin/$b" ]; then
 		install -m 0755 "$build/bin/$b" "$root/bin/"
 	fi
@@ -42,7 +47,8 @@ done
 sed "s/^VERSION = .*/VERSION = \"$version\"/" tools/gpuopt-torch \
 	>"$root/bin/gpuopt-torch"
 chmod 0755 "$root/bin/gpuopt-torch"
-for p in tools/gpuopt-ckpt.1 tools/gpuopt-devices.1 tools/gpuopt-torch.1; do
+for p in tools/gpuopt-ckpt.1 tools/gpuopt-devices.1 tools/gpuopt-torch.1 \
+	tools/gpuopt-train.1; do
 	man_page "$p" "$root/share/man/man1"
 done
 man_page fsd/gpuoptfs.8 "$root/share/man/man8"

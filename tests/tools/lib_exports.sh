@@ -21,7 +21,9 @@ sed -e 's|/\*.*\*/||g' -e 's|^ *\*.*||' -e 's|^/\*.*||' "$map" |
 	awk '/global:/ { g = 1; next } /local:/ { g = 0 } g' |
 	tr -d ' \t;' | grep -v '^$' | sort -u >"$T/map"
 # (the function's name is the last gpo_ word: "struct gpo_tensor *gpo_add(")
-grep -hEo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" "$hdrs"/*.h |
+# (gpuopt/comm.h is libgpuopt-mpi's: tests/mpi/comm_exports.sh)
+grep -hEo '^[a-z][a-z0-9_ *]*[ *]gpo_[a-z0-9_]+\(' "$hdr" \
+	$(ls "$hdrs"/*.h | grep -v '/comm\.h$') |
 	grep -Eo 'gpo_[a-z0-9_]+\($' | tr -d '(' | sort -u >"$T/hdr"
 nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' |
 	sort -u >"$T/so"

@@ -65,7 +65,8 @@ struct gpo_train {
 	uint32_t *order;		/* host: the epoch's order */
 	void *stage_x;			/* host mode: a batch (gpt: i32) */
 	int32_t *stage_y;
-	struct net net;			/* training */
+	struct net net;			/* training (sharded: a shard's rows) */
+	struct train_shards sh;		/* shards 0: none */
 	struct net ev[2];		/* evaluation: full batches, the rest */
 };
 
@@ -640,12 +641,81 @@ static int read_scalar(struct gpo_device *dev, struct gpo_tensor *s,
 	return ret;
 }
 
+int gpo__train_set_shards(struct gpo_train *t, const struct train_shards *s)
+{
+	struct net n = { 0 };
+	int ret;
+
+	if (!t || !s || !s->shards || s->lo >= s->hi || s->hi > s->shards ||
+	    !s->shard_done || !s->reduce)
+		return gpo__err(-EINVAL, "gpo__train_set_shards: bad arguments");
+	if (t->batch % s->shards)
+		return gpo__err(-EINVAL, "batch_size %u is not a multiple of shards=%u",
+				t->batch, s->shards);
+	ret = net_build(t, &n, t->batch / s->shards, 1);
+	if (ret) {
+		net_free(&n);
+		return ret;
+	}
+	net_free(&t->net);
+	t->net = n;
+	t->sh = *s;
+	return 0;
+}
+
+struct gpo_optim *gpo__train_optim(const struct gpo_train *t)
+{
+	return t ? t->m->opt : NULL;
+}
+
+/*
+ * One sharded step's forward and backward: this process's shards of the
+ * batch at data position @pos, each shard's gradient handed on before the
+ * next overwrites it, then the reduction
+ */
+static int sharded_pass(struct gpo_train *t, uint64_t pos, double *loss,
+			double *acc)
+{
+	struct gpo_device *dev = t->dev;
+	uint64_t first = (pos % t->spe) * t->batch;
+	uint32_t k;
+	double l, a;
+	int ret = 0;
+
+	for (k = t->sh.lo; !ret && k < t->sh.hi; k++) {
+		uint64_t at = first + (uint64_t)k * t->net.rows;
+
+		pthread_mutex_lock(&dev->lock);
+		/* a loss scale set since the last step, as plain steps do */
+		ret = gpo__optim_ensure_allocated(t->m->opt);
+		if (!ret)
+			ret = set_epoch(t, pos / t->spe);
+		if (!ret && t->gpt)
+			ret = load_windows(t, &t->train, t->order, at, t->phase,
+					   t->max_phase, &t->net);
+		else if (!ret)
+			ret = load(t, &t->train, t->order, at, &t->net);
+		if (!ret)
+			ret = gpo__graph_launch(t->net.g, GPO_RUN_FORWARD |
+							  GPO_RUN_BACKWARD);
+		if (!ret)
+			ret = read_scalar(dev, t->net.loss, &l);
+		if (!ret)
+			ret = read_scalar(dev, t->net.acc, &a);
+		pthread_mutex_unlock(&dev->lock);
+		if (!ret)
+			ret = t->sh.shard_done(t->sh.arg, k, l, a);
+	}
+	return ret ? ret : t->sh.reduce(t->sh.arg, loss, acc);
+}
+
 int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 {
 	struct gpo_device *dev;
 	struct gpo_optim *opt;
 	struct gpo_step_info si;
 	uint64_t pos, epoch, first;
+	double sl = 0, sa = 0;
 	int ret;
 
 	if (!t)
@@ -653,6 +723,18 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	dev = t->dev;
 	opt = t->m->opt;
 	pos = opt->step + opt->skipped;
+	if (t->sh.shards) {
+		gpo_graph_set_step(t->net.g, pos);
+		ret = sharded_pass(t, pos, &sl, &sa);
+		if (!ret)
+			ret = t->sh.step ? t->sh.step(t->sh.arg, &si) :
+					   gpo__optim_step(opt, &si, 0);
+		if (ret || !res)
+			return ret;
+		res->loss = sl;
+		res->accuracy = sa;
+		goto out_res;
+	}
 	epoch = pos / t->spe;
 	first = (pos % t->spe) * t->batch;
 	/* the dropout masks of this data position */
@@ -682,6 +764,7 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	pthread_mutex_unlock(&dev->lock);
 	if (ret)
 		return ret;
+out_res:
 	res->step = opt->step;
 	pos = opt->step + opt->skipped;
 	res->epoch = pos / t->spe;

@@ -62,6 +62,35 @@ int gpo__sample_order(uint64_t n, uint64_t seed, uint64_t epoch,
 #define GPO_RNG_PHASE_BIT	(1ull << 47)
 uint32_t gpo__window_phase(uint64_t seed, uint64_t epoch, uint32_t max);
 
+/*
+ * Sharded steps (libgpuopt-mpi's comm/ sets them): the batch is cut into
+ * @shards micro-shards of batch / shards rows, and this process runs
+ * shards [@lo, @hi) one after another. After each one's backward the
+ * optimizer's grad buffer holds that shard's gradient (it is written, not
+ * added to) and @shard_done gets it with the shard's mean loss and
+ * accuracy; then @reduce must leave the batch's gradient in the grad
+ * buffer and its loss and accuracy in *loss and *acc before the
+ * optimizer steps (or @step steps in its place). shards 0: plain steps.
+ */
+struct train_shards {
+	uint32_t shards, lo, hi;
+	int (*shard_done)(void *arg, uint32_t shard, double loss, double acc);
+	int (*reduce)(void *arg, double *loss, double *acc);
+	/* NULL: the model's optimizer steps; else this does (ZeRO-1) */
+	int (*step)(void *arg, struct gpo_step_info *si);
+	void *arg;
+};
+
+/*
+ * gpo__train_set_shards - set @s (copied) on @t, rebuilding its training
+ * graph for batch / shards rows; -EINVAL: batch_size not a multiple of
+ * shards, a bad range
+ */
+int gpo__train_set_shards(struct gpo_train *t, const struct train_shards *s);
+
+/* the optimizer @t steps (the model's) */
+struct gpo_optim *gpo__train_optim(const struct gpo_train *t);
+
 /* ---- model.c: models from a spec ---------------------------------------- */
 
 enum model_act {

@@ -1,0 +1,883 @@
+// SPDX-License-Identifier: MIT
+/*
+ * comm.c - data-parallel gradient reduction over MPI (libgpuopt-mpi)
+ *
+ * No GPU-aware MPI knows OpenCL or Vulkan buffers, so gradients are staged
+ * through pinned host memory (gpo_host_alloc()). A step's shard gradients
+ * are read back as each shard's backward finishes; the last one is read
+ * bucket by bucket inside the reduction, so that its copies overlap the
+ * collectives of the buckets before. A bucket goes through three stages:
+ *
+ *	A  (last shard's copy to the host), pack, MPI_Ialltoallv
+ *	B  wait, the ordered sum of this rank's slice, MPI_Iallgatherv
+ *	C  wait, the bucket back to the device's grad buffer
+ *
+ * and bucket b's A runs beside b-1's B and b-2's C (two buffers each).
+ * Every wait has a timeout (timeout=, 300 s): a rank that died or hangs
+ * makes the others' step fail with -ETIMEDOUT instead of waiting forever.
+ *
+ * The sum of element i is ((g_0[i] + g_1[i]) + ...) + g_{S-1}[i], then
+ * / S, in f32, whatever the rank count: shard k is always the same rows of
+ * the batch and its gradient does not depend on who computed it, so the
+ * bits do not either. deterministic=0 instead sums a rank's own shards and
+ * lets MPI_Iallreduce(MPI_SUM) add the ranks' sums.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <mpi.h>
+#include <gpuopt/comm.h>
+#include "core/gpuopt_i.h"
+#include "optim/optim_i.h"
+#include "train/train_i.h"
+
+#define NBUF	2
+
+struct gpo_comm {
+	MPI_Comm comm;
+	int rank, size, local_rank;
+	uint32_t shards, lo, hi;	/* this rank's shards [lo, hi) */
+	int deterministic;
+	uint64_t bucket;		/* elements */
+	uint32_t max_ranks;
+	uint64_t timeout_ns;		/* a wait on MPI; 0: none */
+
+	/* attached: */
+	struct gpo_optim *opt;
+	struct gpo_device *dev;
+	uint64_t total;			/* elements of the flat gradient */
+	float *shard;			/* pinned: (hi - lo) x total */
+	float *out;			/* pinned: the reduced gradient */
+	float *send[NBUF], *recv[NBUF];
+	double *sloss, *sacc;		/* per shard, all S */
+	uint32_t last_pending;		/* the last shard awaits its copy */
+	/*
+	 * counts and displacements, size each: MPI reads them until a
+	 * nonblocking collective completes, so each buffer slot has its own
+	 * for the all-to-all (send, receive) and the all-gather
+	 */
+	int *cnt[NBUF], *dsp[NBUF], *rcnt[NBUF], *rdsp[NBUF];
+	int *gcnt[NBUF], *gdsp[NBUF];
+	int *counts;			/* what they point into */
+	struct gpo_comm_stats st;
+
+	/*
+	 * ZeRO-1 (zero=1): this rank's elements are its slice of every
+	 * bucket, @zn of them, packed in bucket order into @zopt, an
+	 * optimizer of one tensor that keeps their state; @full: pinned,
+	 * the whole flat buffer for the all-gathers
+	 */
+	int zero;
+	struct gpo_optim *zopt;
+	uint64_t zn;
+	float *zbuf, *full;
+};
+
+static int mpi_err(int rc, const char *what)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (rc == MPI_SUCCESS)
+		return 0;
+	MPI_Error_string(rc, msg, &len);
+	return gpo__err(-EIO, "%s: %.*s", what, len, msg);
+}
+
+static int parse_opts(struct gpo_comm *c, const char *opts)
+{
+	const char *pos = opts ? opts : "";
+	char key[32], val[64];
+	uint64_t v;
+	int ret, b;
+
+	while ((ret = gpo__kv_next(&pos, key, sizeof(key), val,
+				   sizeof(val))) > 0) {
+		if (!strcmp(key, "deterministic") || !strcmp(key, "zero")) {
+			if (gpo__parse_bool(val, &b))
+				return gpo__err(-EINVAL, "%s '%s': 0 or 1", key,
+						val);
+			if (key[0] == 'd')
+				c->deterministic = b;
+			else
+				c->zero = b;
+			continue;
+		}
+		if (strcmp(key, "shards") && strcmp(key, "bucket_bytes") &&
+		    strcmp(key, "max_ranks") && strcmp(key, "timeout"))
+			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout, zero)",
+					key);
+		if (gpo__parse_u64(val, &v))
+			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
+					val);
+		if (!strcmp(key, "shards")) {
+			if (!v || v > 65536)
+				return gpo__err(-EINVAL, "shards %llu: 1..65536",
+						(unsigned long long)v);
+			c->shards = (uint32_t)v;
+		} else if (!strcmp(key, "bucket_bytes")) {
+			if (v < 4096 || v > (1u << 30) || v % 4)
+				return gpo__err(-EINVAL, "bucket_bytes %llu: 4096..1073741824, a multiple of 4",
+						(unsigned long long)v);
+			c->bucket = v / 4;
+		} else if (!strcmp(key, "timeout")) {
+			if (v > 86400)
+				return gpo__err(-EINVAL, "timeout %llu: 0..86400 seconds",
+						(unsigned long long)v);
+			c->timeout_ns = v * 1000000000ull;
+		} else {
+			if (!v || v > 1u << 20)
+				return gpo__err(-EINVAL, "max_ranks %llu: 1..1048576",
+						(unsigned long long)v);
+			c->max_ranks = (uint32_t)v;
+		}
+	}
+	return ret;
+}
+
+int gpo_comm_new(const void *mpi_comm, const char *opts,
+		 struct gpo_comm **out)
+{
+	MPI_Comm base = mpi_comm ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD;
+	struct gpo_comm *c;
+	MPI_Comm local;
+	int init = 0, ret, i;
+
+	if (!out)
+		return gpo__err(-EINVAL, "gpo_comm_new: NULL argument");
+	MPI_Initialized(&init);
+	if (!init)
+		return gpo__err(-EINVAL, "gpo_comm_new: MPI is not initialised (MPI_Init)");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return gpo__err(-ENOMEM, "out of memory");
+	c->deterministic = 1;
+	c->bucket = (4u << 20) / 4;
+	c->max_ranks = 1024;
+	c->timeout_ns = 300ull * 1000000000ull;
+	c->comm = MPI_COMM_NULL;
+	ret = parse_opts(c, opts);
+	if (ret)
+		goto out_free;
+	ret = mpi_err(MPI_Comm_dup(base, &c->comm), "MPI_Comm_dup");
+	if (ret)
+		goto out_free;
+	MPI_Comm_rank(c->comm, &c->rank);
+	MPI_Comm_size(c->comm, &c->size);
+	if ((uint32_t)c->size > c->max_ranks) {
+		ret = gpo__err(-EINVAL, "%d ranks: more than max_ranks=%u",
+			       c->size, c->max_ranks);
+		goto out_free;
+	}
+	if (c->zero && !c->deterministic) {
+		ret = gpo__err(-EINVAL, "zero=1 needs deterministic=1 (each rank owns a slice of the sum)");
+		goto out_free;
+	}
+	if (!c->shards)
+		c->shards = (uint32_t)c->size;
+	if (c->shards % (uint32_t)c->size) {
+		ret = gpo__err(-EINVAL, "shards=%u is not a multiple of the %d ranks",
+			       c->shards, c->size);
+		goto out_free;
+	}
+	c->lo = c->shards / c->size * c->rank;
+	c->hi = c->lo + c->shards / c->size;
+	ret = mpi_err(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED,
+					  c->rank, MPI_INFO_NULL, &local),
+		      "MPI_Comm_split_type");
+	if (ret)
+		goto out_free;
+	MPI_Comm_rank(local, &c->local_rank);
+	MPI_Comm_free(&local);
+c->counts = calloc(6 * NBUF * (size_t)c->size, sizeof(int));
+	if (!c->counts) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	for (i = 0; i < NBUF; i++) {
+		int *p = c->counts + 6 * i * c->size;
+
+		c->cnt[i] = p;
+		c->dsp[i] = p + c->size;
+		c->rcnt[i] = p + 2 * c->size;
+		c->rdsp[i] = p + 3 * c->size;
+		c->gcnt[i] = p + 4 * c->size;
+		c->gdsp[i] = p + 5 * c->size;
+	}
+	*out = c;
+	return 0;
+
+out_free:
+	gpo_comm_free(c);
+	return ret;
+}
+
+static void detach(struct gpo_comm *c)
+{
+	int i;
+
+	if (c->dev) {
+		gpo_host_free(c->dev, c->shard);
+		gpo_host_free(c->dev, c->out);
+		gpo_host_free(c->dev, c->full);
+	}
+	gpo_optim_free(c->zopt);
+	free(c->zbuf);
+	c->zopt = NULL;
+	c->zbuf = c->full = NULL;
+	for (i = 0; i < NBUF; i++) {
+		free(c->send[i]);
+		free(c->recv[i]);
+		c->send[i] = c->recv[i] = NULL;
+	}
+	free(c->sloss);
+	c->shard = c->out = NULL;
+	c->sloss = c->sacc = NULL;
+	c->opt = NULL;
+	c->dev = NULL;
+}
+
+void gpo_comm_free(struct gpo_comm *c)
+{
+	if (!c)
+		return;
+	detach(c);
+	if (c->comm != MPI_COMM_NULL)
+		MPI_Comm_free(&c->comm);
+	free(c->counts);
+	free(c);
+}
+
+int gpo_comm_rank(const struct gpo_comm *c)
+{
+	return c ? c->rank : -EINVAL;
+}
+
+int gpo_comm_size(const struct gpo_comm *c)
+{
+	return c ? c->size : -EINVAL;
+}
+
+int gpo_comm_stats(const struct gpo_comm *c, struct gpo_comm_stats *st)
+{
+	if (!c || !st)
+		return gpo__err(-EINVAL, "gpo_comm_stats: NULL argument");
+	*st = c->st;
+	return 0;
+}
+
+int gpo_comm_device(struct gpo_comm *c, struct gpo_ctx *ctx, const char *spec,
+		    struct gpo_device **out)
+{
+	char item[64], id[64];
+	const char *p, *e;
+	int n, i, k, hits;
+
+	if (!c || !ctx || !out)
+		return gpo__err(-EINVAL, "gpo_comm_device: NULL argument");
+	spec = spec ? spec : "";
+	if (strchr(spec, ',')) {
+		/* rank r takes item r modulo the count */
+		for (n = 1, p = spec; (p = strchr(p, ',')); p++)
+			n++;
+		for (p = spec, k = c->rank % n; k; k--)
+			p = strchr(p, ',') + 1;
+		e = strchr(p, ',');
+		i = e ? (int)(e - p) : (int)strlen(p);
+		if (i >= (int)sizeof(item))
+			return gpo__err(-EINVAL, "device '%.*s': too long", i, p);
+		memcpy(item, p, i);
+		item[i] = 0;
+		return gpo_device_select(ctx, item, out);
+	}
+	if (strcmp(spec, "cpu") && strcmp(spec, "opencl") &&
+	    strcmp(spec, "vulkan"))
+		return gpo_device_select(ctx, spec, out);
+	n = gpo_device_count(ctx);
+	for (i = 0, hits = 0; i < n; i++) {
+		struct gpo_device_info di;
+
+		if (!gpo_device_info(ctx, i, &di) && !strcmp(di.backend, spec))
+			hits++;
+	}
+	if (!hits)
+		return gpo__err(-ENODEV, "no %s device", spec);
+	k = c->local_rank % hits;
+	for (i = 0; i < n; i++) {
+		struct gpo_device_info di;
+
+		if (gpo_device_info(ctx, i, &di) || strcmp(di.backend, spec))
+			continue;
+		if (!k--) {
+			snprintf(id, sizeof(id), "%s", di.id);
+			return gpo_device_select(ctx, id, out);
+		}
+	}
+	return gpo__err(-ENODEV, "no %s device", spec);
+}
+
+/* the bucket [b0, b0 + len)'s slice of rank q */
+static uint64_t slice_lo(const struct gpo_comm *c, uint64_t len, int q)
+{
+	return len * (uint64_t)q / (uint64_t)c->size;
+}
+
+static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
+		     uint64_t n)
+{
+	struct gpo_device *dev = c->dev;
+	uint64_t t0 = gpo__now_ns();
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = dev->ops->read(dev, &c->opt->grad, from * 4, dst, n * 4);
+	pthread_mutex_unlock(&dev->lock);
+	c->st.d2h_ns += gpo__now_ns() - t0;
+	return ret;
+}
+
+static int shard_done(void *arg, uint32_t shard, double loss, double acc)
+{
+	struct gpo_comm *c = arg;
+	uint32_t k = shard - c->lo;
+
+	c->sloss[shard] = loss;
+	c->sacc[shard] = acc;
+	if (shard + 1 == c->hi) {
+		/* read bucket by bucket in the reduction's first stage */
+		c->last_pending = 1;
+		return 0;
+	}
+	return read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
+}
+
+/*
+ * Wait for @r, at most the timeout: a peer that died or hangs would keep
+ * this rank in the collective forever. Polls (MPI_Wait cannot time out),
+ * spinning briefly first, then sleeping 20 us between tests.
+ */
+static int wait_req(struct gpo_comm *c, MPI_Request *r, const char *what)
+{
+	struct timespec nap = { 0, 20000 };
+	uint64_t t0 = gpo__now_ns(), now;
+	int done = 0, rc, spins = 0;
+
+	if (!c->timeout_ns) {
+		rc = MPI_Wait(r, MPI_STATUS_IGNORE);
+		c->st.wait_ns += gpo__now_ns() - t0;
+		return mpi_err(rc, what);
+	}
+	for (;;) {
+		rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS || done)
+			break;
+		now = gpo__now_ns();
+		if (now - t0 > c->timeout_ns) {
+			c->st.wait_ns += now - t0;
+			return gpo__err(-ETIMEDOUT, "rank %d: %s: no answer from the other ranks in %llu s (one died or hangs)",
+					c->rank, what,
+					(unsigned long long)(c->timeout_ns / 1000000000ull));
+		}
+		if (++spins > 200)
+			nanosleep(&nap, NULL);
+	}
+	c->st.wait_ns += gpo__now_ns() - t0;
+	return mpi_err(rc, what);
+}
+
+/* stage A of bucket @b (buffer @i): the last shard's copy, pack, post */
+static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
+		   MPI_Request *req)
+{
+	uint32_t K = c->hi - c->lo, k;
+	uint64_t o = 0;
+	float *send = c->send[i];
+	int q, ret;
+
+	if (c->last_pending) {
+		ret = read_grad(c, c->shard + (uint64_t)(K - 1) * c->total + b0,
+				b0, len);
+		if (ret)
+			return ret;
+	}
+	if (!c->deterministic) {
+		/* this rank's shards, summed in order, into out */
+		float *dst = c->out + b0;
+		uint64_t j;
+
+		memcpy(dst, c->shard + b0, len * 4);
+		for (k = 1; k < K; k++) {
+			const float *g = c->shard + (uint64_t)k * c->total + b0;
+
+			for (j = 0; j < len; j++)
+				dst[j] += g[j];
+		}
+		return mpi_err(MPI_Iallreduce(MPI_IN_PLACE, dst, (int)len,
+					      MPI_FLOAT, MPI_SUM, c->comm,
+					      req), "MPI_Iallreduce");
+	}
+	/* to rank q: its slice of each of my K shards, shard by shard */
+	for (q = 0; q < c->size; q++) {
+		uint64_t lo = slice_lo(c, len, q), n = slice_lo(c, len, q + 1) - lo;
+
+		c->cnt[i][q] = (int)(n * K);
+		c->dsp[i][q] = (int)o;
+		for (k = 0; k < K; k++, o += n)
+			memcpy(send + o, c->shard + (uint64_t)k * c->total +
+			       b0 + lo, n * 4);
+	}
+	/* from rank p: my slice of its K shards, which are shards pK.. */
+	{
+		uint64_t lo = slice_lo(c, len, c->rank);
+		uint64_t n = slice_lo(c, len, c->rank + 1) - lo;
+
+		for (q = 0; q < c->size; q++) {
+			c->rcnt[i][q] = (int)(n * K);
+			c->rdsp[i][q] = (int)(n * K * q);
+		}
+	}
+	return mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
+				      c->recv[i], c->rcnt[i], c->rdsp[i],
+				      MPI_FLOAT,
+				      c->comm, req), "MPI_Ialltoallv");
+}
+
+/* stage B: the ordered sum of my slice, then post the all-gather */
+static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
+		   MPI_Request *req)
+{
+	uint64_t lo = slice_lo(c, len, c->rank);
+	uint64_t n = slice_lo(c, len, c->rank + 1) - lo, j;
+	float *dst = c->out + b0 + lo, *r = c->recv[i];
+	float inv = (float)c->shards;
+	uint32_t s;
+	int ret, q;
+
+	ret = wait_req(c, req, "MPI_Ialltoallv");
+	if (ret || !c->deterministic)
+		return ret;
+	/* recv holds shards 0..S-1 in order, n elements each */
+	memcpy(dst, r, n * 4);
+	for (s = 1; s < c->shards; s++) {
+		const float *g = r + (uint64_t)s * n;
+
+		for (j = 0; j < n; j++)
+			dst[j] += g[j];
+	}
+	for (j = 0; j < n; j++)
+		dst[j] /= inv;
+	if (c->zero) {
+		/* ZeRO-1: this rank steps its slice alone; nothing to share */
+		*req = MPI_REQUEST_NULL;
+		return 0;
+	}
+	for (q = 0; q < c->size; q++) {
+		c->gcnt[i][q] = (int)(slice_lo(c, len, q + 1) -
+				      slice_lo(c, len, q));
+		c->gdsp[i][q] = (int)slice_lo(c, len, q);
+	}
+	return mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+				       c->out + b0, c->gcnt[i], c->gdsp[i],
+				       MPI_FLOAT,
+				       c->comm, req), "MPI_Iallgatherv");
+}
+
+/* stage C: wait, and the bucket to the device */
+static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
+		   MPI_Request *req)
+{
+	struct gpo_device *dev = c->dev;
+	uint64_t j;
+	int ret;
+
+	ret = wait_req(c, req, c->deterministic ? "MPI_Iallgatherv" :
+						  "MPI_Iallreduce");
+	if (ret)
+		return ret;
+	if (c->zero)
+		return 0;
+	if (!c->deterministic)
+		for (j = 0; j < len; j++)
+			c->out[b0 + j] /= (float)c->shards;
+	pthread_mutex_lock(&dev->lock);
+	ret = dev->ops->write(dev, &c->opt->grad, b0 * 4, c->out + b0, len * 4);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int reduce_loss(struct gpo_comm *c, double *loss, double *acc)
+{
+	uint32_t K = c->hi - c->lo, s;
+	MPI_Request r;
+	double l = 0, a = 0;
+	int ret;
+
+	/* sloss and sacc are one array: shard losses, then accuracies */
+	ret = mpi_err(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+				     c->sloss, (int)K, MPI_DOUBLE, c->comm, &r),
+		      "MPI_Iallgather");
+	if (!ret)
+		ret = wait_req(c, &r, "the loss all-gather");
+	if (!ret)
+		ret = mpi_err(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+					     c->sacc, (int)K, MPI_DOUBLE,
+					     c->comm, &r), "MPI_Iallgather");
+	if (!ret)
+		ret = wait_req(c, &r, "the accuracy all-gather");
+	if (ret)
+		return ret;
+	for (s = 0; s < c->shards; s++) {
+		l += c->sloss[s];
+		a += c->sacc[s];
+	}
+	*loss = l / c->shards;
+	*acc = a / c->shards;
+	return 0;
+}
+
+static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
+{
+	uint64_t b0 = b * c->bucket;
+
+	return c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+}
+
+/*
+ * The reduction: at step j, bucket j's stage A, j-1's B and j-2's C.
+ * After a failure requests may be left posted: the communicator is then
+ * unusable, and the caller must end the job (MPI_Abort), since the other
+ * ranks wait in collectives this rank will never join.
+ */
+static int reduce(void *arg, double *loss, double *acc)
+{
+	struct gpo_comm *c = arg;
+	MPI_Request req[NBUF];
+	uint64_t nb = (c->total + c->bucket - 1) / c->bucket, j, t0;
+	int ret = 0;
+
+	t0 = gpo__now_ns();
+	/*
+	 * C first: it frees the request slot A reuses (bucket j - 2's);
+	 * recv and send j % NBUF were last read by bucket j - 2's B
+	 */
+	for (j = 0; !ret && j < nb + 2; j++) {
+		if (j >= 2)
+			ret = stage_c(c, (j - 2) * c->bucket,
+				      bucket_len(c, j - 2),
+				      &req[(j - 2) % NBUF]);
+		/* (deterministic=0 has no stage B: its Iallreduce is one) */
+		if (!ret && j >= 1 && j - 1 < nb && c->deterministic)
+			ret = stage_b(c, (j - 1) * c->bucket,
+				      bucket_len(c, j - 1), (j - 1) % NBUF,
+				      &req[(j - 1) % NBUF]);
+		if (!ret && j < nb)
+			ret = stage_a(c, j * c->bucket, bucket_len(c, j),
+				      j % NBUF, &req[j % NBUF]);
+	}
+	c->last_pending = 0;
+	if (!ret)
+		ret = reduce_loss(c, loss, acc);
+	c->st.reduce_ns += gpo__now_ns() - t0;
+	if (!ret) {
+		c->st.reductions++;
+		c->st.bytes += c->total * 4;
+	}
+	return ret;
+}
+
+/* ---- ZeRO-1 ---------------------------------------------------------------- */
+
+/* @src's slices of this rank (whole flat buffer) packed into @dst, or back */
+static void zero_pack(struct gpo_comm *c, float *packed, float *flat,
+		      int unpack)
+{
+	uint64_t b0, len, lo, n, o = 0;
+
+	for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		lo = slice_lo(c, len, c->rank);
+		n = slice_lo(c, len, c->rank + 1) - lo;
+		if (unpack)
+			memcpy(flat + b0 + lo, packed + o, n * 4);
+		else
+			memcpy(packed + o, flat + b0 + lo, n * 4);
+		o += n;
+	}
+}
+
+/* every rank's slices of @full, from each owner to all (collective) */
+static int zero_gather(struct gpo_comm *c, float *full)
+{
+	uint64_t b0, len;
+	MPI_Request r;
+	int q, ret = 0;
+
+	for (b0 = 0; !ret && b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		for (q = 0; q < c->size; q++) {
+			c->gcnt[0][q] = (int)(slice_lo(c, len, q + 1) -
+					      slice_lo(c, len, q));
+			c->gdsp[0][q] = (int)slice_lo(c, len, q);
+		}
+		ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0,
+					      MPI_DATATYPE_NULL, full + b0,
+					      c->gcnt[0], c->gdsp[0], MPI_FLOAT,
+					      c->comm, &r), "MPI_Iallgatherv");
+		if (!ret)
+			ret = wait_req(c, &r, "the ZeRO-1 all-gather");
+	}
+	return ret;
+}
+
+static int flat_io(struct gpo_comm *c, const struct dev_buf *b, float *host,
+		   int writing)
+{
+	struct gpo_device *dev = c->dev;
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = writing ? dev->ops->write(dev, b, 0, host, c->total * 4) :
+			dev->ops->read(dev, b, 0, host, c->total * 4);
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/*
+ * The shard optimizer: the model's kind and hyperparameters, one tensor
+ * of this rank's elements, their parameters and state taken from the
+ * model's optimizer (after a restore too, when attached after it)
+ */
+static int zero_setup(struct gpo_comm *c)
+{
+	struct gpo_optim *opt = c->opt;
+	uint64_t shape[1], b0, len;
+	char *hp;
+	int s, ret;
+
+	for (s = 0; s < SL_COUNT; s++)
+		if (opt->slot[s].mem && opt->slot_dtype[s] != GPO_F32)
+			return gpo__err(-ENOSYS, "zero=1: optimizer state in %s: f32 only yet",
+					gpo_dtype_name(opt->slot_dtype[s]));
+	if (opt->param_dtype != GPO_F32)
+		return gpo__err(-ENOSYS, "zero=1: parameters in %s: f32 only yet",
+				gpo_dtype_name(opt->param_dtype));
+	if (opt->ngroups != 1 || opt->sched || opt->kind == GPO_LAMB)
+		return gpo__err(-ENOSYS, "zero=1: only one parameter group, no schedule, and not lamb (its per-tensor trust ratio)");
+	for (c->zn = 0, b0 = 0; b0 < c->total; b0 += c->bucket) {
+		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+		c->zn += slice_lo(c, len, c->rank + 1) - slice_lo(c, len, c->rank);
+	}
+	hp = malloc(8192);
+	c->zbuf = malloc(c->zn * 4 + 4);
+	if (!hp || !c->zbuf) {
+		free(hp);
+		return gpo__err(-ENOMEM, "out of memory");
+	}
+	ret = gpo_optim_describe(opt, 0, hp, 8192);
+	if (ret >= 0 && (strstr(hp, "\nclip_norm=") &&
+			 !strstr(hp, "\nclip_norm=0\n")))
+		ret = gpo__err(-ENOSYS, "zero=1: clip_norm needs the global norm of all ranks' slices: not yet");
+	if (ret >= 0 && ((strstr(hp, "\ngrad_scale=") &&
+			  !strstr(hp, "\ngrad_scale=1\n")) ||
+			 (strstr(hp, "\ncheck_finite=") &&
+			  !strstr(hp, "\ncheck_finite=0\n"))))
+		ret = gpo__err(-ENOSYS, "zero=1: grad_scale and check_finite need all ranks' verdict: not yet");
+	if (ret >= 0)
+		ret = gpo_host_alloc(c->dev, c->total * 4, (void **)&c->full);
+	if (!ret)
+		ret = gpo_optim_new(c->dev, opt->kind, &c->zopt);
+	if (!ret)
+		ret = gpo_optim_configure(c->zopt, 0, hp);
+	free(hp);
+	shape[0] = c->zn ? c->zn : 1;
+	if (!ret && !c->zn)
+		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (more ranks than elements a bucket)",
+				c->rank);
+	if (!ret) {
+		ret = gpo_optim_add_tensor(c->zopt, "zero1.shard", 1, shape, 0);
+		if (ret > 0)
+			ret = 0;
+	}
+	if (!ret)
+		ret = gpo_optim_set_step(c->zopt, opt->step);
+	if (!ret)
+		ret = flat_io(c, &opt->param, c->full, 0);
+	if (!ret) {
+		zero_pack(c, c->zbuf, c->full, 0);
+		ret = gpo_optim_write(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
+	}
+	for (s = 0; !ret && s < SL_COUNT; s++) {
+		if (!opt->slot[s].mem)
+			continue;
+		ret = flat_io(c, &opt->slot[s], c->full, 0);
+		if (!ret) {
+			zero_pack(c, c->zbuf, c->full, 0);
+			ret = gpo_optim_write(c->zopt, gpo__optim_slot_names[s],
+					      NULL, c->zbuf, c->zn * 4);
+		}
+	}
+	return ret;
+}
+
+/* ZeRO-1's step: this rank's slice, then every rank's parameters */
+static int zero_step(void *arg, struct gpo_step_info *si)
+{
+	struct gpo_comm *c = arg;
+	int ret;
+
+	zero_pack(c, c->zbuf, c->out, 0);
+	ret = gpo_optim_write(c->zopt, "grad", NULL, c->zbuf, c->zn * 4);
+	if (!ret)
+		ret = gpo_optim_step(c->zopt, si);
+	if (!ret)
+		ret = gpo_optim_read(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
+	if (ret)
+		return ret;
+	zero_pack(c, c->zbuf, c->full, 1);
+	ret = zero_gather(c, c->full);
+	if (!ret)
+		ret = flat_io(c, &c->opt->param, c->full, 1);
+	if (!ret)
+		ret = gpo_optim_set_step(c->opt, gpo_optim_steps_done(c->zopt));
+	return ret;
+}
+
+int gpo_comm_sync_state(struct gpo_comm *c)
+{
+	int s, ret = 0;
+
+	if (!c)
+		return gpo__err(-EINVAL, "gpo_comm_sync_state: NULL argument");
+	if (!c->zopt)
+		return 0;
+	for (s = 0; !ret && s < SL_COUNT; s++) {
+		if (!c->opt->slot[s].mem)
+			continue;
+		ret = gpo_optim_read(c->zopt, gpo__optim_slot_names[s], NULL,
+				     c->zbuf, c->zn * 4);
+		if (!ret) {
+			zero_pack(c, c->zbuf, c->full, 1);
+			ret = zero_gather(c, c->full);
+		}
+		if (!ret)
+			ret = flat_io(c, &c->opt->slot[s], c->full, 1);
+	}
+	return ret;
+}
+
+int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
+{
+	uint32_t K;
+	uint64_t per;
+	int ret, i;
+
+	if (!c || !opt)
+		return gpo__err(-EINVAL, "gpo_comm_optim_attach: NULL argument");
+	if (c->opt)
+		return gpo__err(-EINVAL, "the communicator is attached already");
+	if (opt->grad_dtype != GPO_F32 || opt->ext[1])
+		return gpo__err(-EINVAL, "data-parallel steps need the optimizer's own f32 grad buffer");
+	if (!opt->ntensors)
+		return gpo__err(-EINVAL, "the optimizer has no tensors");
+	K = c->hi - c->lo;
+	pthread_mutex_lock(&opt->dev->lock);
+	ret = gpo__optim_ensure_allocated(opt);
+	pthread_mutex_unlock(&opt->dev->lock);
+	if (ret)
+		return ret;
+	per = c->bucket < opt->total ? c->bucket : opt->total;
+	/* MPI's counts are ints: a bucket's K shards out, S slices in */
+	if (per * K > INT_MAX ||
+	    (per + c->size - 1) / c->size * c->shards > INT_MAX)
+		return gpo__err(-EINVAL, "bucket_bytes %llu with %u shards: more than 2^31 elements in one message; take smaller buckets",
+				(unsigned long long)c->bucket * 4, c->shards);
+	c->opt = opt;
+	c->dev = opt->dev;
+	c->total = opt->total;
+	ret = gpo_host_alloc(c->dev, (uint64_t)K * c->total * 4,
+			     (void **)&c->shard);
+	if (!ret)
+		ret = gpo_host_alloc(c->dev, c->total * 4, (void **)&c->out);
+	if (ret)
+		goto out_detach;
+	c->sloss = calloc(2 * (size_t)c->shards, sizeof(double));
+	for (i = 0; i < NBUF; i++) {
+		/* K shards of a bucket out; S shards of a slice in */
+		c->send[i] = malloc(per * K * 4 + 4);
+		c->recv[i] = malloc(((per + c->size - 1) / c->size) * c->shards *
+				    4 + 4);
+		if (!c->send[i] || !c->recv[i])
+			break;
+	}
+	if (!c->sloss || i < NBUF) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_detach;
+	}
+	c->sacc = c->sloss + c->shards;
+	if (c->zero) {
+		ret = zero_setup(c);
+		if (ret)
+			goto out_detach;
+	}
+	return 0;
+
+out_detach:
+	detach(c);
+	return ret;
+}
+
+int gpo_comm_shard_done(struct gpo_comm *c, uint32_t shard)
+{
+	if (!c || !c->opt)
+		return gpo__err(-EINVAL, "gpo_comm_shard_done: no optimizer attached");
+	if (shard < c->lo || shard >= c->hi)
+		return gpo__err(-EINVAL, "shard %u is not this rank's (%u..%u)",
+				shard, c->lo, c->hi - 1);
+	return shard_done(c, shard, 0, 0);
+}
+
+int gpo_comm_reduce(struct gpo_comm *c)
+{
+	double l, a;
+
+	if (!c || !c->opt)
+		return gpo__err(-EINVAL, "gpo_comm_reduce: no optimizer attached");
+	return reduce(c, &l, &a);
+}
+
+int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
+		    uint32_t *hi)
+{
+	if (!c || !shards || !lo || !hi)
+		return gpo__err(-EINVAL, "gpo_comm_shards: NULL argument");
+	*shards = c->shards;
+	*lo = c->lo;
+	*hi = c->hi;
+	return 0;
+}
+
+int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
+{
+	struct train_shards sh = { 0 };
+	int ret;
+
+	if (!c || !t)
+		return gpo__err(-EINVAL, "gpo_comm_train_attach: NULL argument");
+	ret = gpo_comm_optim_attach(c, gpo__train_optim(t));
+	if (ret)
+		return ret;
+	sh.shards = c->shards;
+	sh.lo = c->lo;
+	sh.hi = c->hi;
+	sh.shard_done = shard_done;
+	sh.reduce = reduce;
+	sh.step = c->zero ? zero_step : NULL;
+	sh.arg = c;
+	ret = gpo__train_set_shards(t, &sh);
+	if (ret)
+		detach(c);
+	return ret;
+}
