@@ -242,13 +242,15 @@ float prec_sqrt_int(float a)
  *    right where q1 = 2^j and the step below is u1/2: a quotient below
  *    2^j is at most 2^j - u1/2 (A / B < 1 means A <= B - 1), so there
  *    a / b < q1 means -R1 >= h and a step down.
- * No subnormal arises where a is in [2^-76, 2^126), b in [2^-126, 2^126)
- * and q0 in [2^-83, 2^126): the least nonzero term is U/2 >= 2^-125, the
- * least |R' y| 2^(eq-42) >= 2^-125, and nothing exceeds 2^126 (b u1 is
- * about 2^-23 a). Anything else (zeros, subnormals, inf, NaN, extreme
- * exponents) takes the integer path.
- * Count: 1 reciprocal, 19 float ops (9 mul, 10 add/sub) and 2 compares;
- * 18 integer ops (masks, range checks, the final +-1 on the bits).
+ * No subnormal arises where a is in [2^-76, 2^126), b in [2^-100, 2^126)
+ * and q0 in [2^-83, 2^126): the least nonzero product or difference is
+ * U/2 >= 2^-125 (eq + eb >= ea - 2), the least parts bl >= 2^(eb-23),
+ * ql >= 2^(eq-18) and |d| >= 2^(eq-24), the least |R' y| 2^(eq-42), and
+ * nothing exceeds 2^126 (b u1 is about 2^-23 a). Anything else (zeros,
+ * subnormals, inf, NaN, extreme exponents) takes the integer path.
+ * Count: 1 reciprocal, 18 float ops (8 mul, 10 add/sub) and 2 compares;
+ * 22 integer ops (masks, range checks, exponent arithmetic, the final
+ * +-1 and the sign).
  */
 float cr_div(float a, float b)
 {
@@ -258,7 +260,7 @@ float cr_div(float a, float b)
 	precise float y, q0, qp, qh, ql, bh, bl, r, q1, d, h;
 
 	if (xa - 0x19800000u >= 0x65000000u ||
-	    xb - 0x00800000u >= 0x7e000000u)
+	    xb - 0x0d800000u >= 0x71000000u)
 		return prec_div_int(a, b);
 	y = PREC_RCP(fb);
 	q0 = fa * y;
@@ -278,8 +280,9 @@ float cr_div(float a, float b)
 	d = q1 - qp;
 	r = r - d * bh;
 	r = r - d * bl;
-	h = fb * uintBitsToFloat((floatBitsToUint(q1) & 0x7f800000u) -
-				 0x0c000000u);
+	/* h = b u1/2: q1's exponent - 24 added to b's, a normal float */
+	h = uintBitsToFloat(xb + (floatBitsToUint(q1) & 0x7f800000u) -
+			    0x4b800000u);
 	qb = floatBitsToUint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
 	return uintBitsToFloat(qb | ((ua ^ ub) & 0x80000000u));
 }
@@ -297,10 +300,10 @@ float cr_div(float a, float b)
  *      .. - sh 2sl  = R' + Sl^2          < 2^28.4, multiple of 2^16
  *      .. - sl sl   = R'                 < 2^28.3, multiple of 2^6
  * 4. s1 = s' + R' r/2 rounds a value within 2^-16 ulp of sqrt(a); d =
- *    s1 - s' (exact) is at most 21 halves of u; 2d sh, 2d sl and d d are
- *    exact, and R1 = a - s1^2 = R' - 2d sh - 2d sl - d d:
- *      R' - 2d sh   < 2^25.1, a multiple of 2^6
- *      .. - 2d sl   < 2^25.1, a multiple of 2^3
+ *    s1 - s' (exact) is at most 21 halves of u; d 2sh, d 2sl and d d are
+ *    exact, and R1 = a - s1^2 = R' - d 2sh - d 2sl - d d:
+ *      R' - d 2sh   < 2^25.1, a multiple of 2^6
+ *      .. - d 2sl   < 2^25.1, a multiple of 2^3
  *      .. - d d     = R1, one rounding of the exact value (|R1| <= 2^25)
  * 5. In units u1^2 of s1 (S1 its significand) R1 is an integer, and
  *    sqrt(a) > s1 + u1/2 iff R1 > S1 + 1/4 iff R1 > s1 u1; sqrt(a) < s1 -
@@ -308,15 +311,16 @@ float cr_div(float a, float b)
  *    step below is u1/2). A rounding of R1 (only beyond 2^24, as it is an
  *    integer) keeps those comparisons, as S1 < 2^24. No ties either: a
  *    would need bits below 2^22 U.
- * No subnormal where a is in [2^-76, 2^126): the least term is U/4 >=
- * 2^-124 and the least |R' r/2| 2^(es-42); nothing exceeds a.
- * Count: 1 rsqrt, 21 float ops (11 mul, 10 add/sub), 2 compares and a
- * select; 11 integer ops.
+ * No subnormal where a is in [2^-76, 2^126) (es >= -38): the least
+ * product or difference is U/4 >= 2^-124, the least parts sl >= 2^(es-20)
+ * and |d| >= 2^(es-24), the least |R' r/2| 2^(es-42); nothing exceeds a.
+ * Count: 1 rsqrt, 18 float ops (8 mul, 10 add/sub) and 2 compares; 16
+ * integer ops (range check, masks, exponent arithmetic, the final +-1).
  */
 float cr_sqrt(float a)
 {
 	uint ua = floatBitsToUint(a), sb;
-	precise float r, s0, sp, sh, sl, sl2, x, s1, d, d2, hu, hl;
+	precise float r, s0, sp, sh, sh2, sl, sl2, x, s1, d, hu, hl;
 
 	if (ua - 0x19800000u >= 0x65000000u)
 		return prec_sqrt_int(a);
@@ -325,21 +329,23 @@ float cr_sqrt(float a)
 	sb = (floatBitsToUint(s0) + 4u) & 0xfffffff8u;
 	sp = uintBitsToFloat(sb);
 	sh = uintBitsToFloat(sb & 0xfffff000u);
+	sh2 = uintBitsToFloat((sb & 0xfffff000u) + 0x800000u);
 	sl = sp - sh;
 	sl2 = sl + sl;
 	x = a - sh * sh;
 	x = x - sh * sl2;
 	x = x - sl * sl;
-	s1 = sp + x * (0.5 * r);
+	s1 = sp + x * uintBitsToFloat(floatBitsToUint(r) - 0x800000u); /* r/2 */
 	d = s1 - sp;
-	d2 = d + d;
-	x = x - d2 * sh;
-	x = x - d2 * sl;
+	x = x - d * sh2;
+	x = x - d * sl2;
 	x = x - d * d;
-	hu = s1 * uintBitsToFloat((floatBitsToUint(s1) & 0x7f800000u) -
-				  0x0b800000u);
-	hl = (floatBitsToUint(s1) & 0x7fffffu) == 0u ? hu * 0.5 : hu;
-	sb = floatBitsToUint(s1) + (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
+	/* s1 u1 and half that: exponents added, normal floats */
+	sb = floatBitsToUint(s1);
+	hu = uintBitsToFloat(sb + (sb & 0x7f800000u) - 0x4b000000u);
+	hl = uintBitsToFloat(floatBitsToUint(hu) -
+			     ((sb & 0x7fffffu) == 0u ? 0x800000u : 0u));
+	sb += (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
 	return uintBitsToFloat(sb);
 }
 
