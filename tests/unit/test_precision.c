@@ -541,6 +541,9 @@ START_TEST(test_kernel_div_sqrt_fast_paths_are_exact)
 			a = with_exp(&s, rand_in(&s, -79, -73));
 			b = with_exp(&s, rand_in(&s, -5, 5));
 			check_div_near(a, b);
+			a = with_exp(&s, rand_in(&s, -100, -70));
+			b = with_exp(&s, rand_in(&s, -103, -10));
+			check_div_near(a, b);	/* tiny a b, q in range */
 			a = with_exp(&s, rand_in(&s, 122, 127));
 			b = with_exp(&s, rand_in(&s, -5, 5));
 			check_div_near(a, b);
