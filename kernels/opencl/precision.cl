@@ -232,10 +232,12 @@ static inline float prec_sqrt_int(float a)
  *      .. - ql bl  = R'                       < 2^29,   multiple of 2^5
  * 4. q1 = q' + R' y rounds a value within 2^-16 ulp of a / b: a / b is
  *    less than one step of the float grid from q1, on either side. d =
- *    q1 - q' is exact (Sterbenz) and k d / u at most 45 halves of an ulp
- *    u of q': d bh and d bl are exact, and so is R1 = a - q1 b:
- *      R' - d bh   = R1 + d Bl   < 2^23.1, a multiple of U / 2
- *      .. - d bl   = R1          < 2^23.1, a multiple of U / 2
+ *    q1 - q' is exact (Sterbenz), at most 23 ulp u of q' and a multiple
+ *    of u/2 (6 bits): d bh and d bl are exact, and so is R1 = a - q1 b:
+ *      R' - d bh   = R1 + d Bl   < 2^24.1, a multiple of 2^5
+ *      .. - d bl   = R1          < 2^24,   a multiple of 1/2, 1 or 2
+ *    (|R1| < B/4, B/2 or B as q1 fell a binade below q', stayed, or rose
+ *    one: 2^23 multiples at most).
  * 5. a / b is above the midpoint q1 + u1/2 (u1 = ulp(q1)) iff R1 > h =
  *    b u1/2 and below q1 - u1/2 iff -R1 > h: an exact scaling of b by a
  *    power of 2. A quotient is never a tie (a would need an odd
@@ -250,7 +252,7 @@ static inline float prec_sqrt_int(float a)
  * nothing exceeds 2^126 (b u1 is about 2^-23 a). Anything else (zeros,
  * subnormals, inf, NaN, extreme exponents) takes the integer path.
  * Count: 1 reciprocal, 18 float ops (8 mul, 10 add/sub) and 2 compares;
- * 22 integer ops (masks, range checks, exponent arithmetic, the final
+ * 23 integer ops (masks, range checks, exponent arithmetic, the final
  * +-1 and the sign).
  */
 static inline float prec_div(float a, float b)
@@ -300,7 +302,7 @@ static inline float prec_div(float a, float b)
  *      .. - sh 2sl  = R' + Sl^2          < 2^28.4, multiple of 2^16
  *      .. - sl sl   = R'                 < 2^28.3, multiple of 2^6
  * 4. s1 = s' + R' r/2 rounds a value within 2^-16 ulp of sqrt(a); d =
- *    s1 - s' (exact) is at most 21 halves of u; d 2sh, d 2sl and d d are
+ *    s1 - s' (exact) is at most 20 halves of u; d 2sh, d 2sl and d d are
  *    exact, and R1 = a - s1^2 = R' - d 2sh - d 2sl - d d:
  *      R' - d 2sh   < 2^25.1, a multiple of 2^6
  *      .. - d 2sl   < 2^25.1, a multiple of 2^3
@@ -314,7 +316,7 @@ static inline float prec_div(float a, float b)
  * No subnormal where a is in [2^-76, 2^126) (es >= -38): the least
  * product or difference is U/4 >= 2^-124, the least parts sl >= 2^(es-20)
  * and |d| >= 2^(es-24), the least |R' r/2| 2^(es-42); nothing exceeds a.
- * Count: 1 rsqrt, 18 float ops (8 mul, 10 add/sub) and 2 compares; 16
+ * Count: 1 rsqrt, 18 float ops (8 mul, 10 add/sub) and 2 compares; 18
  * integer ops (range check, masks, exponent arithmetic, the final +-1).
  */
 static inline float prec_sqrt(float a)
