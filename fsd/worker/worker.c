@@ -13,6 +13,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include "worker_i.h"
 #include "core/dtype_i.h"
+#ifdef GPO_HAVE_MPI
+#include <limits.h>
+#include <mpi.h>
+#include <gpuopt/comm.h>
+#endif
+
+/*
+ * proto.h's fds; gpuoptfs-worker-mpi's rank 0 gets them over a socket
+ * once MPI holds fds of its own (mpi_connect())
+ */
+static int fd_sock = WP_FD_SOCK, fd_shm = WP_FD_SHM, fd_ckpt = WP_FD_CKPT;
 
 int wk_err(struct wk *w, int err, const char *fmt, ...)
 {
@@ -133,13 +146,23 @@ static int shm_map(struct wk *w, uint64_t size)
 
 	if (size == w->map_size)
 		return 0;
+	if (w->rank) {
+		/* the other ranks' copy of rank 0's shm (mpi_share()) */
+		p = realloc(w->map, size ? size : 1);
+		if (!p)
+			return wk_err(w, -ENOMEM, "cannot hold %llu bytes of rank 0's shared memory",
+				      (unsigned long long)size);
+		w->map = p;
+		w->map_size = size;
+		return 0;
+	}
 	if (w->map)
 		munmap(w->map, w->map_size);
 	w->map = NULL;
 	w->map_size = 0;
 	if (!size)
 		return 0;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, WP_FD_SHM, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_shm, 0);
 	if (p == MAP_FAILED)
 		return wk_err(w, -errno, "cannot map %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
@@ -612,11 +635,11 @@ static int ckpt_path(struct wk *w, const char *name, char *buf, size_t len)
 {
 	struct stat st;
 
-	if (fstat(WP_FD_CKPT, &st) || !S_ISDIR(st.st_mode))
+	if (fstat(fd_ckpt, &st) || !S_ISDIR(st.st_mode))
 		return wk_err(w, -ENOENT, "the job has no checkpoints directory");
 	if (!*name || strchr(name, '/') || name[0] == '.')
 		return wk_err(w, -EINVAL, "bad checkpoint name");
-	snprintf(buf, len, "/proc/self/fd/%d/%s", WP_FD_CKPT, name);
+	snprintf(buf, len, "/proc/self/fd/%d/%s", fd_ckpt, name);
 	return 0;
 }
 
@@ -836,6 +859,35 @@ static void pool_report(struct wk *w, struct wp_rep *rp)
 	rp->flags |= WP_R_POOL;
 }
 
+/*
+ * ranks=: the commands every rank runs (they build or change the model,
+ * or step it collectively); the others are rank 0's alone, whose model
+ * holds the same bits as every rank's.
+ */
+static int __attribute__((unused)) mirrored(uint32_t cmd)
+{
+	return cmd == WP_BUILD || cmd == WP_HPARAMS || cmd == WP_STEP ||
+	       cmd == WP_PARAM_WRITE || cmd == WP_RESET;
+}
+
+#ifdef GPO_HAVE_MPI
+/* rank 0's bytes of a mirrored command, to every rank's view of shm */
+static int mpi_share(struct wk *w, const struct wp_req *rq)
+{
+	uint64_t n = rq->bytes < w->shm_size ? rq->bytes : w->shm_size;
+
+	if (w->nranks < 2 || !mirrored(rq->cmd) || !n)
+		return 0;
+	if (n > INT_MAX)
+		return wk_err(w, -EFBIG, "%llu bytes to the ranks in one message (at most %d)",
+			      (unsigned long long)n, INT_MAX);
+	if (MPI_Bcast(w->shm, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD))
+		return wk_err(w, -EIO, "rank %d: MPI_Bcast of a command failed",
+			      w->rank);
+	return 0;
+}
+#endif
+
 static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 {
 	int ret;
@@ -848,6 +900,24 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	ret = shm_map(w, rq->shm_size);
 	if (!ret)
 		ret = shm_view(w, rq->off);
+#ifdef GPO_HAVE_MPI
+	/* every rank, failed or not, takes part in the broadcast */
+	if (w->nranks > 1 && mirrored(rq->cmd)) {
+		int any = ret != 0, all;
+
+		MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		if (all && !ret)
+			ret = wk_err(w, -EIO, "another rank cannot map the shared memory");
+		if (!ret)
+			ret = mpi_share(w, rq);
+	}
+	if (!ret && w->nranks > 1 &&
+	    (rq->cmd == WP_RESTORE || rq->cmd == WP_GRAD_STEP))
+		return wk_err(w, -ENOSYS, rq->cmd == WP_RESTORE ?
+			      "restoring a checkpoint into a job of %d ranks is not implemented yet" :
+			      "a job of %d ranks steps only its own model (mlp, gpt)",
+			      w->nranks);
+#endif
 	if (ret)
 		return ret;
 	if (rq->cmd == WP_BUILD)
@@ -880,14 +950,137 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	}
 }
 
+#ifdef GPO_HAVE_MPI
+/*
+ * Rank 0 of gpuoptfs-worker-mpi: mpirun passes no inherited fds to its
+ * ranks, so the daemon listens on the abstract unix socket @name ("@..."),
+ * checks that we run as the job's owner (SO_PEERCRED) and sends the
+ * memfd and, when the job has one, the checkpoints directory
+ * (SCM_RIGHTS) with its first message.
+ */
+static int mpi_connect(const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cb;
+	char byte[8];
+	struct iovec iov = { byte, sizeof(byte) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cb.buf, .msg_controllen = sizeof(cb.buf),
+	};
+	struct cmsghdr *cm;
+	size_t len = strlen(name);
+	int fd, fds[2] = { -1, -1 }, nfd = 0;
+
+	if (name[0] != '@' || len < 2 || len > sizeof(a.sun_path))
+		return -EINVAL;
+	memcpy(a.sun_path + 1, name + 1, len - 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a,
+		    offsetof(struct sockaddr_un, sun_path) + len) ||
+	    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) <= 0) {
+		close(fd);
+		return -errno ? -errno : -EPROTO;
+	}
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	cm = CMSG_FIRSTHDR(&mh);
+	if (nfd < 1 || nfd > 2 || (mh.msg_flags & MSG_CTRUNC)) {
+		close(fd);
+		return -EPROTO;
+	}
+	memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+	fd_sock = fd;
+	fd_shm = fds[0];
+	fd_ckpt = fds[1];
+	return 0;
+}
+
+/*
+ * After a mirrored command: did any rank fail? Rank 0 then answers with
+ * the lowest failed rank's words; when only some failed, their models
+ * differ and the job must end (*@diverged).
+ */
+static int mpi_agree(struct wk *w, int ret, int *diverged)
+{
+	struct { int v; int r; } in = { ret != 0, w->rank }, out;
+	int none_ok, ok = ret == 0;
+
+	MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	MPI_Allreduce(&ok, &none_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!out.v)
+		return 0;
+	*diverged = none_ok;
+	MPI_Bcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD);
+	w->msg[sizeof(w->msg) - 1] = '\0';
+	if (out.r != w->rank || !ret) {
+		char m[WP_MSG_MAX];
+
+		snprintf(m, sizeof(m), "%s", w->msg);
+		return wk_err(w, ret ? ret : -EIO, "rank %d: %.400s", out.r, m);
+	}
+	return ret;
+}
+
+/* MPI's start; rank 0 connects to the daemon; the communicator */
+static int mpi_start(struct wk *w, int *argc, char ***argv)
+{
+	char opts[256], **a;
+	int provided, ret;
+
+	MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &w->nranks);
+	a = *argv;
+	if (*argc != 4) {
+		fprintf(stderr, "usage: gpuoptfs-worker-mpi JOB @SOCKET COMM-SETTINGS (started by gpuoptfs through mpiexec)\n");
+		return -EINVAL;
+	}
+	if (!w->rank) {
+		ret = mpi_connect(a[2]);
+		if (ret) {
+			fprintf(stderr, "gpuoptfs-worker-mpi: rank 0 cannot reach the daemon at %s: %s\n",
+				a[2], strerror(-ret));
+			return ret;
+		}
+	}
+	snprintf(opts, sizeof(opts), "%s", a[3]);
+	ret = gpo_comm_new(NULL, opts, (struct gpo_comm **)&w->comm);
+	if (ret)
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n", w->rank,
+			gpo_errmsg());
+	return ret;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct wk w;
 	struct wp_req rq;
 	struct wp_rep rp;
-	ssize_t n;
-	int ret;
+	ssize_t n = 0;
+	int ret, diverged = 0;
 
+	(void)diverged;
+	memset(&w, 0, sizeof(w));
+	w.nranks = 1;
+#ifdef GPO_HAVE_MPI
+	ret = drop_caps();
+	if (!ret)
+		ret = mpi_start(&w, &argc, &argv);
+	if (ret) {
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d cannot start: %s\n",
+			w.rank, strerror(-ret));
+		MPI_Abort(MPI_COMM_WORLD, 1);
+		return 1;
+	}
+#else
 	if (argc != 2) {
 		fprintf(stderr, "usage: gpuoptfs-worker JOB (started by gpuoptfs)\n");
 		return 2;
@@ -898,8 +1091,8 @@ int main(int argc, char **argv)
 			strerror(-ret));
 		return 1;
 	}
+#endif
 	signal(SIGPIPE, SIG_IGN);
-	memset(&w, 0, sizeof(w));
 	w.job = argv[1];
 	w.fault = fault_parse(w.job);
 	prctl(PR_SET_NAME, "gpuoptfs-work", 0, 0, 0);
@@ -907,14 +1100,31 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "gpuoptfs-worker: no library context: %s\n",
 			strerror(-ret));
+#ifdef GPO_HAVE_MPI
+		MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
 		return 1;
 	}
 	for (;;) {
-		n = recv(WP_FD_SOCK, &rq, sizeof(rq), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;		/* the daemon closed its end */
+		if (!w.rank) {
+			n = recv(fd_sock, &rq, sizeof(rq), 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				/* the daemon closed its end */
+				memset(&rq, 0, sizeof(rq));
+				rq.cmd = WP_QUIT;
+				n = sizeof(rq);
+			}
+		}
+#ifdef GPO_HAVE_MPI
+		/* the other ranks wait for rank 0's next mirrored command */
+		if (w.nranks > 1 && (w.rank || (n == sizeof(rq) &&
+			(mirrored(rq.cmd) || rq.cmd == WP_QUIT)))) {
+			MPI_Bcast(&rq, sizeof(rq), MPI_BYTE, 0, MPI_COMM_WORLD);
+			n = sizeof(rq);
+		}
+#endif
 		memset(&rp, 0, sizeof(rp));
 		rp.st.loss = NAN;
 		rp.st.grad_norm = NAN;
@@ -928,6 +1138,25 @@ int main(int argc, char **argv)
 			break;
 		else
 			ret = serve(&w, &rq, &rp);
+#ifdef GPO_HAVE_MPI
+		/*
+		 * A failed collective step leaves the communicator unusable
+		 * (a rank died or hangs): answer, then end every rank.
+		 */
+		if (w.nranks > 1 && rq.cmd == WP_STEP && ret) {
+			diverged = 1;
+			if (w.rank)
+				fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n",
+					w.rank, w.msg);
+		} else if (w.nranks > 1 && mirrored(rq.cmd)) {
+			ret = mpi_agree(&w, ret, &diverged);
+		}
+		if (w.rank) {
+			if (diverged)
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			continue;
+		}
+#endif
 		/* where the loss scale stands after a build, restore, reset */
 		if (!ret && w.opt && (rq.cmd == WP_BUILD ||
 				      rq.cmd == WP_RESTORE ||
@@ -938,11 +1167,24 @@ int main(int argc, char **argv)
 		if (ret)
 			snprintf(rp.msg, sizeof(rp.msg), "%s",
 				 w.msg[0] ? w.msg : strerror(-ret));
-		if (send(WP_FD_SOCK, &rp, sizeof(rp), MSG_NOSIGNAL) < 0)
+		if (send(fd_sock, &rp, sizeof(rp), MSG_NOSIGNAL) < 0)
 			break;
+#ifdef GPO_HAVE_MPI
+		if (diverged) {
+			fprintf(stderr, "gpuoptfs-worker-mpi: rank 0: %s: ending every rank\n",
+				rp.msg);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+#endif
 	}
 	opt_free(&w);
 	free(w.t);
 	gpo_ctx_free(w.ctx);
+#ifdef GPO_HAVE_MPI
+	gpo_comm_free(w.comm);
+	if (w.rank)
+		free(w.map);
+	MPI_Finalize();
+#endif
 	return 0;
 }
