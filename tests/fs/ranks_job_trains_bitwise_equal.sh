@@ -41,9 +41,11 @@ for t in fc0.weight fc0.bias fc1.weight fc1.bias; do
 	[ -s "$T/one.$t" ] || fail "empty $t"
 	cmp -s "$T/one.$t" "$T/two.$t" || fail "$t differs between ranks=1 and ranks=2"
 done
-# the worker of ranks=2 is gone with its job's end? No: it stays for
-# params; stopping the daemon ends every rank
-pids=$(pgrep -f "gpuoptfs-worker-mpi two " | tr '\n' ' ')
+# the workers stay for params: two processes of ranks=2, one of ranks=1,
+# running as the job's owner; stopping the daemon ends every rank
+pids=$(pgrep -f "^[^ ]*gpuoptfs-worker-mpi two " | tr '\n' ' ')
+expect "rank processes of two" "$(echo $pids | wc -w)" 2
+expect "rank processes of one" "$(pgrep -fc "^[^ ]*gpuoptfs-worker-mpi one ")" 1
 fs_finish
 for p in $pids; do
 	! kill -0 "$p" 2>/dev/null || fail "rank process $p outlived the daemon"
