@@ -801,9 +801,9 @@ static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
 /* the worker's half of the fork: become the owner, limited, then exec */
 static void __attribute__((noreturn))
 worker_child(struct job *j, int fds[6], uint64_t mem_limit, const char *exe,
-	     char **argv)
+	     char **argv, rlim_t nofile)
 {
-	struct rlimit rl = { WORKER_NOFILE, WORKER_NOFILE };
+	struct rlimit rl = { nofile, nofile };
 	gid_t gid = j->gid;
 	uid_t uid = j->uid;
 	sigset_t all;
@@ -988,6 +988,7 @@ static int worker_spawn(struct job *j)
 	char sock_name[80], b0[24], b1[128], b2[120], b3[120];
 	char *bufs[4] = { b0, b1, b2, b3 }, *mpi_args[MPI_ARGS_MAX + 1];
 	int lfd = -1;
+	uint64_t nranks;
 	pid_t pid;
 
 	pthread_once(&worker_once, workers_setup);
@@ -995,6 +996,7 @@ static int worker_spawn(struct job *j)
 	if (ret)
 		return ret;
 	mem_limit = cfg.memory_limit_bytes;
+	nranks = cfg.ranks;
 	if (config_mpi(&cfg)) {
 		if (mpi_why[0]) {
 			config_free(&cfg);
@@ -1049,9 +1051,12 @@ static int worker_spawn(struct job *j)
 		if (lfd >= 0) {
 			/* mpiexec and its ranks get no fd of ours */
 			fds[3] = fds[4] = fds[5] = -1;
-			worker_child(j, fds, mem_limit, mpiexec_exe, mpi_args);
+			/* mpiexec keeps pipes and sockets for every rank */
+			worker_child(j, fds, mem_limit, mpiexec_exe, mpi_args,
+				     WORKER_NOFILE + 16 * nranks);
 		}
-		worker_child(j, fds, mem_limit, worker_exe, argv);
+		worker_child(j, fds, mem_limit, worker_exe, argv,
+			     WORKER_NOFILE);
 	}
 	close(sv[1]);
 	close(ep[1]);
@@ -2054,6 +2059,9 @@ static void *runner_main(void *arg)
 		r.t1 = gpo__now_ns();
 		if (!r.ret)
 			ckpt_auto(j, &r.st);
+		/* a failed step of ranks leaves them aborting: end them now */
+		if (r.ret && j->w.mpi && j->w.pid)
+			worker_stop(j);
 		fair_unlock(&j->opt_lock);
 
 		pthread_mutex_lock(&j->lock);

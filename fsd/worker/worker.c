@@ -781,35 +781,114 @@ static int restore_path(struct wk *w, const struct wp_req *rq,
 	rp->st.lr = w->sched ? gpo_sched_lr(w->sched, base) : base;
 	return 0;
 }
+#ifdef GPO_HAVE_MPI
+/*
+ * ranks=: rank 0 alone has the checkpoints directory. It sends the file
+ * (@ret0: its error in finding it) to the others, who restore from a
+ * memfd of its bytes (in *@fd): every rank ends with the same state.
+ */
+#define CKPT_CHUNK (64u << 20)
+static int mpi_ckpt_share(struct wk *w, int ret0, int *fd)
+{
+	int64_t hdr = ret0;
+	uint64_t off, n, size;
+	struct stat sb;
+	int err = 0, werr = 0, mfd = -1;
+	char *buf;
+
+	if (!w->rank && !ret0) {
+		if (fstat(*fd, &sb))
+			hdr = ret0 = wk_err(w, -errno, "restore: %s", strerror(errno));
+		else
+			hdr = sb.st_size;
+	}
+	MPI_Bcast(&hdr, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	if (hdr < 0)
+		return w->rank ? wk_err(w, (int)hdr, "rank 0 cannot read the checkpoint") :
+		       ret0;
+	size = hdr;
+	buf = malloc(size < CKPT_CHUNK ? (size ? size : 1) : CKPT_CHUNK);
+	if (w->rank) {
+		mfd = memfd_create("gpuoptfs-ckpt", MFD_CLOEXEC);
+		if (mfd < 0)
+			werr = -errno;
+	}
+	/* every rank takes every chunk, whatever failed, then they agree */
+	for (off = 0; off < size; off += n) {
+		n = size - off < CKPT_CHUNK ? size - off : CKPT_CHUNK;
+		if (!w->rank && !err &&
+		    (!buf || pread(*fd, buf, n, off) != (ssize_t)n))
+			err = -EIO;
+		if (!buf) {
+			/* still in step with the others' broadcasts */
+			char *tmp = malloc(n);
+
+			if (!tmp)
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			MPI_Bcast(tmp, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+			free(tmp);
+			werr = -ENOMEM;
+			continue;
+		}
+		MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+		if (w->rank && !werr && pwrite(mfd, buf, n, off) != (ssize_t)n)
+			werr = -EIO;
+	}
+	free(buf);
+	MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (err || werr) {
+		if (mfd >= 0)
+			close(mfd);
+		return wk_err(w, err ? err : werr,
+			      "restore: the checkpoint did not reach rank %d: %s",
+			      err ? 0 : w->rank, strerror(-(err ? err : werr)));
+	}
+	if (w->rank)
+		*fd = mfd;
+	return 0;
+}
+#endif
+
 static int cmd_restore(struct wk *w, const struct wp_req *rq,
 		       struct wp_rep *rp)
 {
 	unsigned int flags = rq->flags & WP_F_FOREIGN ? GPO_CKPT_FOREIGN : 0;
 	char path[160];
 	struct stat sb;
-	int ret, fd;
+	int ret, fd = -1;
 
 	ret = shm_fits(w, rq->bytes);
 	if (!ret && rq->bytes < WP_RESTORED_MAX)
 		ret = wk_err(w, -EPROTO, "restore needs %d bytes of shm",
 			     WP_RESTORED_MAX);
-	if (!ret)
-		ret = ckpt_path(w, rq->name, path, sizeof(path));
 	if (ret)
 		return ret;
+	if (!w->rank)
+		ret = ckpt_path(w, rq->name, path, sizeof(path));
 	/*
 	 * Only a regular file, never through a link; O_NONBLOCK so that a
 	 * FIFO planted there cannot hold the worker. The library then reads
 	 * that very file through /proc.
 	 */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
-		close(fd);
-		fd = -1;
+	if (!ret && !w->rank) {
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			ret = wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
+				     rq->name);
 	}
-	if (fd < 0)
-		return wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
-			      rq->name);
+#ifdef GPO_HAVE_MPI
+	if (w->nranks > 1) {
+		ret = mpi_ckpt_share(w, ret, &fd);
+		if (ret && fd >= 0)
+			close(fd);
+	}
+#endif
+	if (ret)
+		return ret;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	ret = restore_path(w, rq, rp, path, flags);
 	close(fd);
@@ -867,7 +946,7 @@ static void pool_report(struct wk *w, struct wp_rep *rp)
 static int __attribute__((unused)) mirrored(uint32_t cmd)
 {
 	return cmd == WP_BUILD || cmd == WP_HPARAMS || cmd == WP_STEP ||
-	       cmd == WP_PARAM_WRITE || cmd == WP_RESET;
+	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE;
 }
 
 #ifdef GPO_HAVE_MPI
@@ -911,10 +990,8 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 		if (!ret)
 			ret = mpi_share(w, rq);
 	}
-	if (!ret && w->nranks > 1 &&
-	    (rq->cmd == WP_RESTORE || rq->cmd == WP_GRAD_STEP))
-		return wk_err(w, -ENOSYS, rq->cmd == WP_RESTORE ?
-			      "restoring a checkpoint into a job of %d ranks is not implemented yet" :
+	if (!ret && w->nranks > 1 && rq->cmd == WP_GRAD_STEP)
+		return wk_err(w, -EINVAL,
 			      "a job of %d ranks steps only its own model (mlp, gpt)",
 			      w->nranks);
 #endif
