@@ -585,7 +585,7 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 
 int config_mpi(const struct job_config *cfg)
 {
-	return cfg->ranks > 1 || cfg->shards > 1;
+	return cfg->ranks > 1 || cfg->shards > 1 || cfg->hosts[0];
 }
 
 int config_learns(const struct job_config *cfg)
@@ -898,7 +898,7 @@ static int validate_ranks(const struct job_config *cfg)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	const char *why;
 
-	if (!config_mpi(cfg) && !cfg->hosts[0])
+	if (!config_mpi(cfg))
 		return 0;
 	why = job_mpi_why();
 	if (why)

@@ -632,19 +632,21 @@ static int reap(pid_t pid, int *status, int ms)
 
 /*
  * Kill the worker; mpiexec first gets SIGTERM, on which it ends its
- * ranks (SIGKILL would leave them behind), then its process group goes
+ * ranks (SIGKILL would leave them behind), then its process group goes.
+ * 1: it is reaped already, in *@status.
  */
-static void worker_kill(struct job *j, int *status)
+static int worker_kill(struct job *j, int *status)
 {
 	struct wproc *w = &j->w;
 
 	if (w->mpi) {
 		kill(w->pid, SIGTERM);
 		if (reap(w->pid, status, 3000))
-			return;
+			return 1;
 		kill(-w->pid, SIGKILL);
 	}
 	kill(w->pid, SIGKILL);
+	return 0;
 }
 
 /* opt_lock held: end the worker, quietly (rmdir, shutdown, rebuild) */
@@ -658,10 +660,8 @@ static void worker_stop(struct job *j)
 		return;
 	send(w->sock, &rq, sizeof(rq), MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(w->sock, SHUT_RDWR);
-	if (!reap(w->pid, &status, 2000)) {
-		worker_kill(j, &status);
+	if (!reap(w->pid, &status, 2000) && !worker_kill(j, &status))
 		reap(w->pid, &status, 60000);
-	}
 	worker_close(j);
 }
 
@@ -701,14 +701,13 @@ static int worker_lost(struct job *j, int hung_s)
 	struct wproc *w = &j->w;
 	char cause[160], tail[300], msg[512];
 	const char *sig;
-	int status = 0;
+	int status = 0, reaped = 0;
 
 	if (hung_s)
-		worker_kill(j, &status);
-	if (!reap(w->pid, &status, 2000)) {
-		worker_kill(j, &status);
+		reaped = worker_kill(j, &status);
+	if (!reaped && !reap(w->pid, &status, 2000) &&
+	    !worker_kill(j, &status))
 		reap(w->pid, &status, 60000);
-	}
 	if (hung_s) {
 		snprintf(cause, sizeof(cause),
 			 "worker stopped answering after %d s", hung_s);
@@ -899,7 +898,7 @@ static int mpi_accept(struct job *j, int lfd, int shm, int ck, int timeout)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 	struct pollfd pf = { .fd = lfd, .events = POLLIN };
-	struct ucred cr;
+	struct ucred cr = { 0 };
 	socklen_t cl = sizeof(cr);
 	siginfo_t si;
 	int fd, fds[2] = { shm, ck };

@@ -1052,6 +1052,7 @@ static int mpi_connect(const char *name)
 	size_t len = strlen(name);
 	int fd, fds[2] = { -1, -1 }, nfd = 0;
 
+	errno = 0;
 	if (name[0] != '@' || len < 2 || len > sizeof(a.sun_path))
 		return -EINVAL;
 	memcpy(a.sun_path + 1, name + 1, len - 1);
@@ -1061,8 +1062,10 @@ static int mpi_connect(const char *name)
 	if (connect(fd, (struct sockaddr *)&a,
 		    offsetof(struct sockaddr_un, sun_path) + len) ||
 	    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) <= 0) {
+		int err = errno ? errno : EPROTO;
+
 		close(fd);
-		return -errno ? -errno : -EPROTO;
+		return -err;
 	}
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)

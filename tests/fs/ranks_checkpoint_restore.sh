@@ -5,7 +5,7 @@
 # ranks and give the same
 # bits as the steps after the checkpoint did the first time.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ranks_lib.sh"
+. "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -r "$data/train-images-idx3-ubyte.gz" ] ||
 	skip "no $data (apt-get install dataset-fashion-mnist)"

@@ -2,10 +2,10 @@
 # A job with ranks=2 (its worker under mpiexec, rank 0 speaking to the
 # daemon) trains an MLP on Fashion-MNIST to the same parameters, bit for
 # bit, and the same accuracy as ranks=1, both with shards=2
-# (deterministic reduction). stat shows ranks and the time spent
+# (deterministic reduction), on hosts=localhost:2. stat shows ranks and the time spent
 # reducing gradients.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ranks_lib.sh"
+. "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -r "$data/train-images-idx3-ubyte.gz" ] ||
 	skip "no $data (apt-get install dataset-fashion-mnist)"
@@ -17,7 +17,7 @@ not_running()
 fs_start
 cfg="model=mlp:784x64x10 data=$data optimizer=adam lr=0.002 batch_size=64 max_steps=60 eval_every=60 log_every=20 seed=5 shards=2"
 new_job one "$cfg ranks=1"
-new_job two "$cfg ranks=2"
+new_job two "$cfg ranks=2 hosts=localhost:2"
 grep -qx 'ranks=2' "$M/jobs/two/config" || fail "config lacks ranks=2"
 grep -qx 'shards=2' "$M/jobs/two/config" || fail "config lacks shards=2"
 for j in one two; do

@@ -4,7 +4,7 @@
 # error; every rank process is gone afterwards, stopped one included, and
 # the daemon goes on serving.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ranks_lib.sh"
+. "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -r "$data/train-images-idx3-ubyte.gz" ] ||
 	skip "no $data (apt-get install dataset-fashion-mnist)"

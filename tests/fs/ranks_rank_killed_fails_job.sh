@@ -4,7 +4,7 @@
 # gone too, and the daemon goes on serving: another job keeps stepping
 # and its stat reads.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ranks_lib.sh"
+. "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -r "$data/train-images-idx3-ubyte.gz" ] ||
 	skip "no $data (apt-get install dataset-fashion-mnist)"

@@ -3,7 +3,7 @@
 # no_new_privs and no capabilities, and mpiexec without
 # --allow-run-as-root; the job trains and its stat reads.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/ranks_lib.sh"
+. "$(dirname "$0")/ranks.inc"
 need_root
 command -v setpriv >/dev/null || skip "no setpriv"
 data=/usr/share/datasets/fashion-mnist
