@@ -2,8 +2,8 @@
 # A job with ranks=2 (its worker under mpiexec, rank 0 speaking to the
 # daemon) trains an MLP on Fashion-MNIST to the same parameters, bit for
 # bit, and the same accuracy as ranks=1, both with shards=2
-# (deterministic reduction), on hosts=localhost:2. stat shows ranks and the time spent
-# reducing gradients.
+# (deterministic reduction), on hosts=localhost:2. stat shows ranks and
+# the time spent reducing gradients.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
