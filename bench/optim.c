@@ -42,7 +42,8 @@ struct bench_case {
 
 /*
  * Bytes per parameter: reads and writes of float32 slots. The norm pass
- * (clip or unscale) reads the gradients once more: +4.
+ * (clip or unscale) reads the gradients once more: +4. With bf16 state
+ * each state slot moves 2 + 2: AdamW is p 4 + 4, g 4, m and v 2 + 2 each.
  */
 static const struct bench_case cases[] = {
 	{ "sgd", "sgd", "lr=0.01", 12 },
@@ -58,7 +59,32 @@ static const struct bench_case cases[] = {
 	{ "adagrad", "adagrad", "lr=0.01", 20 },
 	{ "lamb", "lamb", "lr=0.001 weight_decay=0.01", 40 },
 	{ "lion", "lion", "lr=0.0001 weight_decay=0.01", 20 },
+	{ "adamw_bf16s", "adamw", "lr=0.001", 20 },
 };
+
+/* the cases whose state slots are not f32: their dtype */
+static const struct {
+	const char *name;
+	const char *dtype;
+} case_state[] = {
+	{ "adamw_bf16s", "bf16" },
+};
+
+/* every state slot name: a case's kind has some of them */
+static const char *const state_slots[] = {
+	"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+	"square_avg", "grad_avg", "sum",
+};
+
+static const char *state_dtype(const struct bench_case *c)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(case_state); i++)
+		if (!strcmp(case_state[i].name, c->name))
+			return case_state[i].dtype;
+	return NULL;
+}
 
 struct peer {
 	char label[64];
@@ -234,6 +260,12 @@ static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
 	ret = gpo_optim_configure(opt, -1, c->settings);
 	if (ret)
 		goto out;
+	for (t = 0; state_dtype(c) && t < (int)ARRAY_SIZE(state_slots); t++) {
+		ret = gpo_optim_set_dtype(opt, state_slots[t],
+					  gpo_dtype_parse(state_dtype(c)));
+		if (ret && ret != -ENOENT)
+			goto out;
+	}
 	host = malloc(total * sizeof(float));
 	if (!host) {
 		ret = -ENOMEM;

@@ -5,6 +5,9 @@
  * For each device: SGEMM (C = A B, f32, square) through the public graph
  * API at each size, in TFLOP/s, against the limit measured in the same
  * run (cuBLAS through torch with TF32 off: the peer file's torch_sgemm);
+ * HGEMM (A and B f16 inputs, C f32: tensor cores through Vulkan's
+ * cooperative matrices where the device has them) against torch's fp16
+ * matmul (torch_hgemm), the case naming the kernel that ran;
  * then one training step (forward, cross-entropy, backward, AdamW) of
  * each MLP on a synthetic safetensors dataset written to /tmp, wall time
  * per step, beside torch's eager step and its step captured in a CUDA
@@ -18,9 +21,11 @@
  * read (result) that waits for them, so that submission and completion
  * are counted; after WARMUP_S of warm-up; the median of -r rounds.
  *
- *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-m MLPS] [-g GPTS]
- *               [-M PRODUCTS] [-A ATTNS] [-r ROUNDS] [-p PEERFILE] [-q]
+ *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-H SIZES] [-m MLPS]
+ *               [-g GPTS] [-M PRODUCTS] [-A ATTNS] [-r ROUNDS]
+ *               [-p PEERFILE] [-q]
  *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
+ *   -H  HGEMM sizes, e.g. 4096,8192 (none: -H 0, the default)
  *   -m  MLPs as SPEC@BATCH, e.g. 784x256x10@128,784x1024x1024x10@4096
  *       (none: -m 0)
  *   -g  GPTs as LAYERSxHEADSxDIMxCTX@BATCH, e.g. 6x6x384x256@64
@@ -49,6 +54,7 @@
 #include <unistd.h>
 #include "gpuopt.h"
 #include "bench_i.h"
+#include "core/dtype_i.h"
 
 #define WARMUP_S	0.3
 #define ROUND_S		0.25	/* the least time a round of runs takes */
@@ -136,8 +142,11 @@ static void print_header(void)
 #define SEED_A	0x9e3779b97f4a7c15ull
 #define SEED_B	0x2545f4914f6cdd1dull
 
-/* a few elements of C = A B (as bench_sgemm fills them) against double */
-static int spot_check(const float *c, uint32_t n, const char *id)
+/*
+ * a few elements of C = A B (as bench_gemm fills them) against double;
+ * @half: of the operands rounded to f16, as the kernels multiply them
+ */
+static int spot_check(const float *c, uint32_t n, const char *id, int half)
 {
 	const uint64_t numel = (uint64_t)n * n;
 	float *av = malloc(numel * 4), *bv = malloc(numel * 4);
@@ -155,15 +164,22 @@ static int spot_check(const float *c, uint32_t n, const char *id)
 		double ref = 0, mag = 0;
 
 		for (k = 0; k < n; k++) {
-			double v = (double)av[(uint64_t)row * n + k] *
-				   bv[(uint64_t)k * n + col];
+			float x = av[(uint64_t)row * n + k];
+			float y = bv[(uint64_t)k * n + col];
+			double v;
 
+			if (half) {
+				x = gpo__f16_to_f32(gpo__f32_to_f16(x));
+				y = gpo__f16_to_f32(gpo__f32_to_f16(y));
+			}
+			v = (double)x * y;
 			ref += v;
 			mag += fabs(v);
 		}
 		if (fabs(c[(uint64_t)row * n + col] - ref) > 1e-5 * mag) {
-			fprintf(stderr, "sgemm %u on %s: C[%u][%u] = %g, not %g\n",
-				n, id, row, col, c[(uint64_t)row * n + col], ref);
+			fprintf(stderr, "%s %u on %s: C[%u][%u] = %g, not %g\n",
+				half ? "hgemm" : "sgemm", n, id, row, col,
+				c[(uint64_t)row * n + col], ref);
 			ret = -EIO;
 		}
 	}
@@ -174,39 +190,80 @@ out:
 }
 
 
+/* @host's floats rounded to f16 into @h (the operands of an hgemm) */
+static void to_f16(const float *host, uint16_t *h, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		h[i] = gpo__f32_to_f16(host[i]);
+}
+
 /*
- * C = A B at n x n: rounds of R runs queued back to back and one read of
- * C, R chosen from the warm-up so that a round takes about ROUND_S.
+ * The kernels one profiled run of @g launched, as "a+b" into @buf (the
+ * hgemm row says whether the tensor cores ran)
  */
-static int bench_sgemm(struct gpo_device *dev, const char *id, uint32_t n)
+static void kernels_of(struct gpo_graph *g, char *buf, size_t len)
+{
+	struct gpo_op_time t[8];
+	int n = gpo_graph_profile(g, GPO_RUN_FORWARD, t, 8), i;
+	size_t at = 0;
+
+	snprintf(buf, len, "?");
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       i ? "+" : "", t[i].op);
+}
+
+/*
+ * C = A B at n x n, f32 operands (@half 0: sgemm) or f16 ones (hgemm):
+ * rounds of R runs queued back to back and one read of C, R chosen from
+ * the warm-up so that a round takes about ROUND_S.
+ */
+static int bench_gemm(struct gpo_device *dev, const char *id, uint32_t n,
+		      int half)
 {
 	const uint64_t shape[2] = { n, n };
 	const uint64_t numel = (uint64_t)n * n;
+	const enum gpo_dtype dt = half ? GPO_F16 : GPO_F32;
+	const char *what = half ? "hgemm" : "sgemm";
 	double flops = 2.0 * n * n * (double)n, per, t0, t;
 	double *round_t = calloc(rounds, sizeof(double));
 	struct gpo_tensor *a, *b, *c;
 	struct gpo_graph *g = NULL;
 	float *host = malloc(numel * sizeof(float));
+	uint16_t *h = half ? malloc(numel * sizeof(uint16_t)) : NULL;
 	const struct peer *p;
 	char key[64], peer[96] = "", limit[16] = "-", ratio[16] = "-";
+	char label[64], kern[48] = "";
 	int ret = -ENOMEM, i, r, reps, warm = 0;
 
-	if (!round_t || !host)
+	if (!round_t || !host || (half && !h))
 		goto out;
 	ret = gpo_graph_new(dev, &g);
 	if (ret)
 		goto out;
-	a = gpo_tensor_input(g, "a", GPO_F32, 2, shape);
-	b = gpo_tensor_input(g, "b", GPO_F32, 2, shape);
+	a = gpo_tensor_input(g, "a", dt, 2, shape);
+	b = gpo_tensor_input(g, "b", dt, 2, shape);
 	c = gpo_matmul(g, a, b, 0);
 	ret = gpo_graph_status(g);
 	if (ret)
 		goto out;
 	fill_random(host, numel, SEED_A);
-	ret = gpo_tensor_write(a, host, numel * 4);
+	if (half) {
+		to_f16(host, h, numel);
+		ret = gpo_tensor_write(a, h, numel * 2);
+	} else {
+		ret = gpo_tensor_write(a, host, numel * 4);
+	}
 	if (!ret) {
 		fill_random(host, numel, SEED_B);
-		ret = gpo_tensor_write(b, host, numel * 4);
+		if (half) {
+			to_f16(host, h, numel);
+			ret = gpo_tensor_write(b, h, numel * 2);
+		} else {
+			ret = gpo_tensor_write(b, host, numel * 4);
+		}
 	}
 	if (ret)
 		goto out;
@@ -234,11 +291,11 @@ static int bench_sgemm(struct gpo_device *dev, const char *id, uint32_t n)
 	}
 	t = median(round_t, rounds);
 	/* never a figure for a wrong result: spot checks against double */
-	ret = spot_check(host, n, id);
+	ret = spot_check(host, n, id, half);
 	if (ret)
 		goto out;
-	snprintf(key, sizeof(key), "sgemm:%u", n);
-	p = find_peer("torch_sgemm", key);
+	snprintf(key, sizeof(key), "%s:%u", what, n);
+	p = find_peer(half ? "torch_hgemm" : "torch_sgemm", key);
 	if (p) {
 		double lim = flops / (p->ms * 1e-3);
 
@@ -248,14 +305,18 @@ static int bench_sgemm(struct gpo_device *dev, const char *id, uint32_t n)
 		snprintf(peer, sizeof(peer), "%s %.3f ms (%.2fx)", p->label,
 			 p->ms, p->ms / (t * 1e3));
 	}
-	printf("%-10s %-22s %6u %10.3f %10s %9.2f %9s %7s  %s\n", id, "sgemm",
+	if (half)
+		kernels_of(g, kern, sizeof(kern));
+	snprintf(label, sizeof(label), "%s%s%s", what, half ? " " : "", kern);
+	printf("%-10s %-22s %6u %10.3f %10s %9.2f %9s %7s  %s\n", id, label,
 	       n, t * 1e3, "-", flops / t / 1e12, limit, ratio, peer);
 	fflush(stdout);
 out:
 	if (ret)
-		fprintf(stderr, "sgemm %u on %s: %s\n", n, id, gpo_errmsg());
+		fprintf(stderr, "%s %u on %s: %s\n", what, n, id, gpo_errmsg());
 	gpo_graph_free(g);
 	free(host);
+	free(h);
 	free(round_t);
 	return ret;
 }
@@ -1009,7 +1070,14 @@ static int sgemm_item(struct gpo_device *dev, const char *id, const char *item)
 {
 	uint32_t n = (uint32_t)parse_size(item);
 
-	return n ? bench_sgemm(dev, id, n) : 0;
+	return n ? bench_gemm(dev, id, n, 0) : 0;
+}
+
+static int hgemm_item(struct gpo_device *dev, const char *id, const char *item)
+{
+	uint32_t n = (uint32_t)parse_size(item);
+
+	return n ? bench_gemm(dev, id, n, 1) : 0;
 }
 
 static int mlp_item(struct gpo_device *dev, const char *id, const char *item)
@@ -1054,16 +1122,18 @@ static void bench_each(const char *list, struct gpo_device *dev,
 int main(int argc, char **argv)
 {
 	const char *devs = "best", *sizes_arg = "1024,4096,8192";
+	const char *hsizes_arg = "0";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
 	const char *gpts_arg = "0", *prods_arg = "0", *attn_arg = "0";
 	struct gpo_ctx *ctx;
 	char buf[512], *tok, *save;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:m:g:M:A:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:H:m:g:M:A:r:p:qh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
+		case 'H': hsizes_arg = optarg; break;
 		case 'm': mlps_arg = optarg; break;
 		case 'g': gpts_arg = optarg; break;
 		case 'M': prods_arg = optarg; break;
@@ -1073,7 +1143,7 @@ int main(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-H SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -1100,6 +1170,7 @@ int main(int argc, char **argv)
 			printf("# %s: %s (%s, %s)\n", info.id, info.name,
 			       info.driver, gpo_device_type_name(info.type));
 		bench_each(sizes_arg, dev, info.id, sgemm_item);
+		bench_each(hsizes_arg, dev, info.id, hgemm_item);
 		bench_each(mlps_arg, dev, info.id, mlp_item);
 		bench_each(attn_arg, dev, info.id, bench_attention);
 		bench_each(gpts_arg, dev, info.id, gpt_item);

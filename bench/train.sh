@@ -3,6 +3,9 @@
 # PyTorch on the same device.
 #   BENCH_DEVICES   devices to measure (default: cpu)
 #   BENCH_SIZES     SGEMM sizes (default 1024,4096,8192; cpu: 256,512)
+#   BENCH_HSIZES    HGEMM sizes, f16 operands (tensor cores through
+#                   Vulkan where the device has them): default 4096,8192
+#                   (cpu: 256)
 #   BENCH_MLPS      default 784x256x10@128,784x1024x1024x10@4096
 #                   (cpu: 784x256x10@128)
 #   BENCH_GPTS      byte-level GPTs LxHxDxT@BATCH, default 6x6x384x256@64
@@ -17,10 +20,12 @@ build=${1:-build}
 devs=${BENCH_DEVICES:-cpu}
 if [ "$devs" = cpu ]; then
 	sizes=${BENCH_SIZES:-256,512}
+	hsizes=${BENCH_HSIZES:-256}
 	mlps=${BENCH_MLPS:-784x256x10@128}
 	gpts=${BENCH_GPTS:-2x2x64x64@8}
 else
 	sizes=${BENCH_SIZES:-1024,4096,8192}
+	hsizes=${BENCH_HSIZES:-4096,8192}
 	mlps=${BENCH_MLPS:-784x256x10@128,784x1024x1024x10@4096}
 	gpts=${BENCH_GPTS:-6x6x384x256@64}
 fi
@@ -36,11 +41,11 @@ if "$py" -c 'import torch' 2>/dev/null; then
 		pdev=cuda
 	fi
 	"$py" bench/train_torch.py --device $pdev --sizes "$sizes" \
-		--mlps "$mlps" --gpts "$gpts" --products "$prods" \
+		--hsizes "$hsizes" --mlps "$mlps" --gpts "$gpts" --products "$prods" \
 		>>"$peers" || true
 	cat "$peers"
 else
 	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
 fi
-"$build/bin/bench_train" -d "$devs" -s "$sizes" -m "$mlps" -g "$gpts" \
+"$build/bin/bench_train" -d "$devs" -s "$sizes" -H "$hsizes" -m "$mlps" -g "$gpts" \
 	-M "$prods" -p "$peers" $BENCH_FLAGS

@@ -3,11 +3,14 @@
 
 Prints lines "label key ms" that bench_train -p reads:
     torch_sgemm sgemm:4096 2.66        C = A B, f32, TF32 off (the limit)
+    torch_hgemm hgemm:4096 0.184       C = A B, fp16 (tensor cores): the
+                                       limit of bench_train's hgemm
     torch_eager mlp:784x256x10@128 0.881
     torch_graph mlp:784x256x10@128 0.111
     torch_eager gpt:6x6x384x256@64 120.0
     torch_mm mm:384x1152x16384ta 0.712  torch.matmul of that shape
     train_torch.py [--device cuda] [--sizes 1024,4096,8192]
+                   [--hsizes 4096,8192]
                    [--mlps 784x256x10@128,784x1024x1024x10@4096]
                    [--gpts 6x6x384x256@64]
                    [--products 16384x384x1152tb,256x256x64tb@384]
@@ -68,6 +71,16 @@ def sgemm(n, device, rounds, sync):
     a = (torch.rand(n, n, generator=gen) - 0.5).to(device)
     b = (torch.rand(n, n, generator=gen) - 0.5).to(device)
     c = torch.empty(n, n, device=device)
+    return timed(lambda: torch.mm(a, b, out=c), sync, rounds)
+
+
+def hgemm(n, device, rounds, sync):
+    """torch's fp16 matmul (cuBLAS on tensor cores, fp16 out), the limit
+    of bench_train's hgemm, whose C is f32: a little more to write"""
+    gen = torch.Generator().manual_seed(1)
+    a = (torch.rand(n, n, generator=gen) - 0.5).to(device, torch.float16)
+    b = (torch.rand(n, n, generator=gen) - 0.5).to(device, torch.float16)
+    c = torch.empty(n, n, device=device, dtype=torch.float16)
     return timed(lambda: torch.mm(a, b, out=c), sync, rounds)
 
 
@@ -237,6 +250,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes", default="1024,4096,8192")
+    ap.add_argument("--hsizes", default="")
     ap.add_argument("--mlps", default="784x256x10@128,784x1024x1024x10@4096")
     ap.add_argument("--gpts", default="")
     ap.add_argument("--products", default="")
@@ -258,6 +272,18 @@ def main():
             print("torch_sgemm sgemm:%d %.4f" % (n, sgemm(n, a.device,
                                                             a.rounds, sync)),
                   flush=True)
+    for s in filter(None, a.hsizes.split(",")):
+        n = int(s)
+        if not n:
+            continue
+        try:
+            ms = hgemm(n, a.device, a.rounds, sync)
+        except RuntimeError as e:
+            # Debian's CPU torch has no fp16 matmul: no limit there
+            print("# torch_hgemm hgemm:%d: %s" % (n, str(e).splitlines()[0]),
+                  flush=True)
+            continue
+        print("torch_hgemm hgemm:%d %.4f" % (n, ms), flush=True)
     for p in filter(None, a.products.split(",")):
         if p != "0":
             print("torch_mm mm:%s %.4f" % (p, product(p, a.device, a.rounds,

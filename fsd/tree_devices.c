@@ -13,7 +13,7 @@
 enum dev_field {
 	DF_ID, DF_NAME, DF_BACKEND, DF_VENDOR, DF_TYPE, DF_UUID, DF_DRIVER,
 	DF_COMPUTE_UNITS, DF_MEM_TOTAL, DF_MEM_USED, DF_BUSY, DF_ENABLED,
-	DF_PRESENT,
+	DF_PRESENT, DF_COOPMAT,
 };
 
 static int field_show(struct fs_node *n, struct gpo__sbuf *sb)
@@ -65,6 +65,8 @@ static int field_show(struct fs_node *n, struct gpo__sbuf *sb)
 		return gpo__sbuf_printf(sb, "%d\n", d.enabled);
 	case DF_PRESENT:
 		return gpo__sbuf_printf(sb, "%d\n", d.present);
+	case DF_COOPMAT:
+		return gpo__sbuf_printf(sb, "%s\n", d.coopmat);
 	}
 	return -EINVAL;
 }
@@ -129,6 +131,8 @@ const struct fs_file device_files[] = {
 	FIELD("uuid", DF_UUID),
 	FIELD("driver", DF_DRIVER),
 	FIELD("compute_units", DF_COMPUTE_UNITS),
+	/* tensor cores: "none" or "nv:f16*f16+f32:16x16x16,..." */
+	FIELD("coopmat", DF_COOPMAT),
 	FIELD("mem_total_bytes", DF_MEM_TOTAL),
 	FIELD("mem_used_bytes", DF_MEM_USED),
 	FIELD("busy_percent", DF_BUSY),

@@ -70,6 +70,7 @@ static json_t *device_json(struct gpo_ctx *ctx,
 	set(o, "vendor", gpo__json_str(d->vendor), err);
 	set(o, "driver", gpo__json_str(d->driver), err);
 	set(o, "uuid", d->uuid[0] ? gpo__json_str(d->uuid) : json_null(), err);
+	set(o, "coopmat", gpo__json_str(d->coopmat), err);
 	set(o, "enabled", json_boolean(d->enabled), err);
 	set(o, "present", json_boolean(d->present), err);
 	set(o, "best_rank", rank > 0 ? json_integer(rank) : json_null(), err);
@@ -139,18 +140,18 @@ static void print_table(struct gpo_ctx *ctx, int n, int verbose)
 	int i, rank;
 
 	printf("%-3s %-10s %-10s %-6s %12s %-4s %-s\n", "idx", "id", "type",
-	       "CUs", "memory_MiB", "best", "name / vendor / driver / uuid");
+	       "CUs", "memory_MiB", "best", "name / vendor / driver / uuid / coopmat");
 	for (i = 0; i < n; i++) {
 		if (gpo_device_info(ctx, i, &info))
 			continue;
 		rank = gpo_device_best_rank(ctx, i, NULL, 0);
 		snprintf(place, sizeof(place), rank > 0 ? "%d" : "-", rank);
-		printf("%-3d %-10s %-10s %-6u %12llu %-4s %s / %s / %s / %s\n",
+		printf("%-3d %-10s %-10s %-6u %12llu %-4s %s / %s / %s / %s / %s\n",
 		       info.index, info.id, gpo_device_type_name(info.type),
 		       info.compute_units,
 		       (unsigned long long)(info.mem_total_bytes >> 20),
 		       place, info.name, info.vendor, info.driver,
-		       info.uuid[0] ? info.uuid : "-");
+		       info.uuid[0] ? info.uuid : "-", info.coopmat);
 	}
 	/* why "best" (gpo_device_select) tries them in this order */
 	printf("\nbest:\n");

@@ -6,10 +6,15 @@
  *                                                            dtypes f32
  *   g += wd * p;  sum += g^2;  p -= clr * g / (sqrt(sum) + eps)
  *   clr = lr / (1 + (step - 1) * lr_decay), from double on the host
+ * GPO_ADAGRAD_STATE_BF16: sum is bfloat16, read exactly and stored
+ * rounded to nearest even (the update uses the unrounded sum); its view
+ * covers n rounded up to 4 elements.
  */
 #ifndef GPO_ABI_ADAGRAD_H
 #define GPO_ABI_ADAGRAD_H
 #include "abi.h"
+
+#define GPO_ADAGRAD_STATE_BF16	(1u << 8)
 
 GPO_ARGS(gpo_adagrad_args)
 	gpo_u32 n;

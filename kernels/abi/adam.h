@@ -5,6 +5,11 @@
  * adam  elements  buf0 p (rw), buf1 g (r), buf2 exp_avg (rw),
  *       buf3 exp_avg_sq (rw), buf4 max_exp_avg_sq (rw, with GPO_ADAM_AMSGRAD),
  *       buf5 scal (r)                                        dtypes f32
+ *   GPO_ADAM_STATE_BF16: exp_avg, exp_avg_sq and max_exp_avg_sq are
+ *   bfloat16 (read exactly, the new values rounded to nearest even when
+ *   stored; the update itself uses the unrounded f32 values). Their views
+ *   then cover n rounded up to 4 elements (the group's padding), so a
+ *   float4 of them is 8 whole bytes; the lanes past n keep their bits.
  *   Adam:  g += weight_decay * p        AdamW (GPO_ADAM_DECOUPLED): p *= decay
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   amsgrad: vmax = max(vmax, v), used in place of v
@@ -19,6 +24,7 @@
 
 #define GPO_ADAM_AMSGRAD	(1u << 8)
 #define GPO_ADAM_DECOUPLED	(1u << 9)
+#define GPO_ADAM_STATE_BF16	(1u << 10)
 
 GPO_ARGS(gpo_adam_args)
 	gpo_u32 n;

@@ -7,10 +7,14 @@
  *   p *= decay (1 - lr * wd)
  *   p -= lr * sign(b1 m + (1 - b1) g)
  *   m = b2 m + (1 - b2) g
+ * GPO_LION_STATE_BF16: exp_avg is bfloat16, read exactly and stored
+ * rounded to nearest even; its view covers n rounded up to 4 elements.
  */
 #ifndef GPO_ABI_LION_H
 #define GPO_ABI_LION_H
 #include "abi.h"
+
+#define GPO_LION_STATE_BF16	(1u << 8)
 
 GPO_ARGS(gpo_lion_args)
 	gpo_u32 n;

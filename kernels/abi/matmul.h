@@ -5,6 +5,9 @@
  * matmul      groups  buf0 a (r), buf1 b (r), buf2 c (rw with ACCUM, else w)
  *                     dtypes f32
  * matmul_big  groups  the same, in GPO_MM_TILE_BIG tiles
+ * matmul_half groups  the same, in GPO_MM_TILE tiles, binary16 products
+ * matmul_coop groups  the same, in GPO_MM_TILE_COOP tiles, on
+ *                     cooperative matrices (below)
  *
  * For each batch index z < batch, with A_z at a[off_a + z * bsa],
  * B_z at b[off_b + z * bsb] and C_z at c[off_c + z * bsc], all row-major:
@@ -31,6 +34,25 @@
  * for products that give every compute unit several such tiles. Its own
  * op, so that its registers and local memory do not weigh on matmul's.
  * The sum over p runs in the same order as matmul's.
+ *
+ * Half operands, in matmul_half (matmul's tiles and order; matmul and
+ * matmul_big take f32 operands as stored, their flags GPO_MM_F16_* and
+ * GPO_MM_ROUND clear): with GPO_MM_F16_A (GPO_MM_F16_B) buffer a (b) holds
+ * binary16 elements, element e in bits 16 (e % 2) .. of 32-bit word
+ * e / 2; off_a, lda and bsa still count elements. With GPO_MM_ROUND the
+ * f32 elements of an operand without its F16 flag are rounded to the
+ * nearest binary16 (ties to even, overflow to infinity) as they are
+ * loaded. Either way every product is of two binary16 values, exact in
+ * f32, and the sums are f32 as before: what a tensor core computes, so
+ * that an f32 model can ask for tensor-core products without a cast.
+ * The VEC hints are ignored for a half operand.
+ *
+ * matmul_coop computes the same thing on cooperative matrices (tensor
+ * cores: GL_NV_cooperative_matrix, f16 x f16 + f32 fragments of
+ * GPO_MM_COOP_M x GPO_MM_COOP_N x GPO_MM_COOP_K), one GPO_MM_TILE_COOP
+ * square tile a workgroup; f32 operands are always rounded (GPO_MM_ROUND
+ * implied). Only devices that list such fragments have it (the device
+ * info's coopmat); the order of its sums is the hardware's.
  */
 #ifndef GPO_ABI_MATMUL_H
 #define GPO_ABI_MATMUL_H
@@ -38,6 +60,10 @@
 
 #define GPO_MM_TILE	64
 #define GPO_MM_TILE_BIG	128
+#define GPO_MM_TILE_COOP	128
+#define GPO_MM_COOP_M	16
+#define GPO_MM_COOP_N	16
+#define GPO_MM_COOP_K	16
 
 #define GPO_MM_TRANS_A	(1u << 8)
 #define GPO_MM_TRANS_B	(1u << 9)
@@ -48,6 +74,9 @@
  */
 #define GPO_MM_VEC_A	(1u << 10)
 #define GPO_MM_VEC_B	(1u << 11)
+#define GPO_MM_F16_A	(1u << 12)	/* a holds binary16 (above) */
+#define GPO_MM_F16_B	(1u << 13)	/* b holds binary16 */
+#define GPO_MM_ROUND	(1u << 14)	/* f32 operands rounded to f16 */
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

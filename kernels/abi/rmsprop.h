@@ -10,6 +10,9 @@
  *   centered: ga = alpha ga + (1 - alpha) g;  avg = sqrt(sq - ga^2) + eps
  *   else avg = sqrt(sq) + eps
  *   momentum: b = momentum b + g / avg; p -= lr b   else p -= lr g / avg
+ * GPO_RMSPROP_STATE_BF16: the state slots used are bfloat16, read exactly
+ * and stored rounded to nearest even (the update uses the unrounded
+ * values); their views cover n rounded up to 4 elements.
  */
 #ifndef GPO_ABI_RMSPROP_H
 #define GPO_ABI_RMSPROP_H
@@ -17,6 +20,7 @@
 
 #define GPO_RMSPROP_MOMENTUM	(1u << 8)
 #define GPO_RMSPROP_CENTERED	(1u << 9)
+#define GPO_RMSPROP_STATE_BF16	(1u << 10)
 
 GPO_ARGS(gpo_rmsprop_args)
 	gpo_u32 n;

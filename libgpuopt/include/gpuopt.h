@@ -161,6 +161,12 @@ struct gpo_device_info {
 	uint64_t mem_used_bytes;	/* held by this context's pool */
 	int enabled;			/* 0 after gpo_device_enable(.., 0) */
 	int present;			/* 0 once a rescan lost it */
+	/*
+	 * tensor-core matrix products: "nv:f16*f16+f32:16x16x16,16x8x16"
+	 * (VK_NV_cooperative_matrix's f16 x f16 + f32 sizes, M x N x K), or
+	 * "none"; matmuls with f16 operands use them where 16x16x16 is one
+	 */
+	char coopmat[96];
 };
 
 /*
@@ -599,7 +605,10 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
  * @dt:     the dtype
  *
  * Only before the buffers are allocated (the first read, write, step,
- * save or restore). The step kernels are float32 only for now:
+ * save or restore). The step kernels are float32, except that Adam,
+ * AdamW, Lion, RMSprop and Adagrad also take their state slots in bf16
+ * (every slot the step uses; read exactly, stored rounded to nearest
+ * even, the same bytes on every device); otherwise
  * gpo_optim_step() and gpo_optim_objective() refuse with -ENOSYS while a
  * buffer they use is of another dtype; reads, writes, checkpoints and
  * gpo_optim_reset() work with every dtype. A slot other than f32 starts
@@ -612,6 +621,16 @@ const char *gpo_optim_slot_name(struct gpo_optim *opt, int index);
  */
 int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 			enum gpo_dtype dt);
+
+/*
+ * gpo_optim_set_state_dtype - every state slot @opt's kind can keep in
+ * @dt: the state mode of its steps (f32, or bf16 for Adam, AdamW, Lion,
+ * RMSprop and Adagrad). Before the first use. Returns 0; -EINVAL for a
+ * NULL pointer, an invalid @dt or one the kind's steps cannot keep state
+ * in (SGD and LAMB: f32 only); -ENOSYS for u8, not written yet; -EBUSY
+ * once the buffers are allocated. On failure nothing changes.
+ */
+int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);
 
 /*
  * gpo_optim_dtype - the dtype of @buffer (names as gpo_optim_set_dtype()),

@@ -9,9 +9,15 @@ ndev=$(ls "$M/devices" | wc -l)
 [ "$ndev" -ge 1 ] || fail "no devices"
 for d in "$M"/devices/*; do
 	for f in id name backend vendor type uuid driver compute_units \
-		mem_total_bytes mem_used_bytes busy_percent stat enabled; do
+		coopmat mem_total_bytes mem_used_bytes busy_percent stat \
+		enabled; do
 		[ -r "$d/$f" ] || fail "$d/$f missing"
 	done
+	# "none", or the f16 x f16 + f32 sizes of a Vulkan device
+	grep -Eqx 'none|nv:f16\*f16\+f32:[0-9]+x[0-9]+x[0-9]+(,[0-9]+x[0-9]+x[0-9]+)*' \
+		"$d/coopmat" || fail "$d/coopmat: $(cat "$d/coopmat")"
+	[ "$(cat "$d/coopmat")" = none ] || [ "$(cat "$d/backend")" = vulkan ] ||
+		fail "$d/coopmat on a $(cat "$d/backend") device"
 	expect "$d index" "$(basename "$d")" "$(ls "$M/devices" | grep -nx "$(basename "$d")" | cut -d: -f1 | awk '{ print $1 - 1 }')"
 done
 expect "cpu:0" "$(cat "$M/devices/0/id")" cpu:0

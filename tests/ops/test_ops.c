@@ -23,6 +23,7 @@
 #include "testutil.h"
 #include "core/gpuopt_i.h"
 #include "core/rng_i.h"
+#include "core/dtype_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -1323,6 +1324,51 @@ static uint32_t mm_operand(struct tcase *tc, struct tbuf *b, uint32_t rows,
 	return off;
 }
 
+/*
+ * An operand's floats as binary16 (GPO_MM_F16_*): element e of in[]
+ * rounded into halfword e, little-endian, two a word. Going up, halfword
+ * e never overwrites a word not yet read. The words past half the
+ * buffer keep their floats: the kernel reads none of them.
+ */
+static void mm_halve(struct tbuf *b)
+{
+	uint64_t e;
+
+	for (e = 0; e < b->n; e++) {
+		float x;
+		uint16_t h;
+
+		memcpy(&x, &b->in[e], 4);
+		h = gpo__f32_to_f16(x);
+		memcpy((unsigned char *)b->in + 2 * e, &h, 2);
+	}
+}
+
+/*
+ * The values the kernel multiplies: binary16 halfwords (@f16), or the
+ * floats, rounded to binary16 where @round
+ */
+static double *mm_vals(const struct tbuf *b, int f16, int round)
+{
+	double *d = malloc((b->n + 1) * sizeof(double));
+	uint64_t e;
+
+	ck_assert(d);
+	for (e = 0; e < b->n; e++) {
+		uint16_t h;
+		float x;
+
+		if (f16) {
+			memcpy(&h, (const unsigned char *)b->in + 2 * e, 2);
+			d[e] = gpo__f16_to_f32(h);
+			continue;
+		}
+		memcpy(&x, &b->in[e], 4);
+		d[e] = round ? gpo__f16_to_f32(gpo__f32_to_f16(x)) : x;
+	}
+	return d;
+}
+
 static void matmul_setup(struct tcase *tc)
 {
 	struct gpo_matmul_args *a = &tc->a.mm;
@@ -1330,6 +1376,7 @@ static void matmul_setup(struct tcase *tc)
 	uint64_t per;
 
 	uint32_t tile = tc->oc->op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG :
+			tc->oc->op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
 			GPO_MM_TILE;
 	int va, vb;
 
@@ -1373,6 +1420,10 @@ static void matmul_setup(struct tcase *tc)
 	else
 		a->off_b = mm_operand(tc, &tc->b[1], a->k, a->n, vb, &a->ldb,
 				      &a->bsb);
+	if (a->flags & GPO_MM_F16_A)
+		mm_halve(&tc->b[0]);
+	if (a->flags & GPO_MM_F16_B)
+		mm_halve(&tc->b[1]);
 	a->ldc = a->n + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
 	per = (uint64_t)a->m * a->ldc;
 	a->bsc = (uint32_t)per + (a->batch > 1 ? urand(tc, 0, 7) : 0);
@@ -1389,7 +1440,10 @@ static void matmul_setup(struct tcase *tc)
 static void matmul_ref(struct tcase *tc)
 {
 	const struct gpo_matmul_args *a = &tc->a.mm;
-	double *A = tb_d(&tc->b[0]), *B = tb_d(&tc->b[1]);
+	/* matmul_coop rounds f32 operands whatever the flags */
+	int rnd = !!(a->flags & GPO_MM_ROUND) || tc->oc->op == OP_MATMUL_COOP;
+	double *A = mm_vals(&tc->b[0], !!(a->flags & GPO_MM_F16_A), rnd);
+	double *B = mm_vals(&tc->b[1], !!(a->flags & GPO_MM_F16_B), rnd);
 	double *C = calloc(tc->b[2].n + 1, sizeof(double));
 	double *M = calloc(tc->b[2].n + 1, sizeof(double));
 	uint32_t z, i, j;
@@ -3566,6 +3620,47 @@ static const struct op_case cases[] = {
 	  matmul_ref, MM_WIDE | MM_BATCH | GPO_MM_VEC_A | GPO_MM_TRANS_B },
 	{ OP_MATMUL_BIG, "batch vec_b trans_a", matmul_setup, matmul_ref,
 	  MM_BATCH | GPO_MM_VEC_B | GPO_MM_TRANS_A },
+	/* half operands, f32 ones rounded to half (abi/matmul.h) */
+	{ OP_MATMUL_HALF, "f16", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B },
+	{ OP_MATMUL_HALF, "f16_a round batch padded trans_a accum",
+	  matmul_setup, matmul_ref, GPO_MM_F16_A | GPO_MM_ROUND | MM_BATCH | MM_PAD |
+	  GPO_MM_TRANS_A | GPO_T_ACCUM },
+	{ OP_MATMUL_HALF, "f16 67x131x45 trans_a trans_b", matmul_setup,
+	  matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | MM_ODD |
+	  GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_HALF, "round trans_b", matmul_setup, matmul_ref,
+	  GPO_MM_ROUND | GPO_MM_TRANS_B },
+	{ OP_MATMUL_HALF, "f16 tiny batch", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_TINY | MM_BATCH },
+	{ OP_MATMUL_HALF, "f16 wide", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WIDE },
+	{ OP_MATMUL_HALF, "f16_b round wide batch trans_b accum",
+	  matmul_setup, matmul_ref, GPO_MM_F16_B | GPO_MM_ROUND | MM_WIDE |
+	  MM_BATCH | GPO_MM_TRANS_B | GPO_T_ACCUM },
+	{ OP_MATMUL_HALF, "round wide vec trans_a", matmul_setup, matmul_ref,
+	  GPO_MM_ROUND | MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B |
+	  GPO_MM_TRANS_A },
+	{ OP_MATMUL_HALF, "f16 wide vec padded trans_a trans_b",
+	  matmul_setup, matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | GPO_MM_VEC_A |
+	  GPO_MM_VEC_B | MM_WIDE | MM_PAD | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	/* tensor cores: only where the device lists cooperative matrices */
+	{ OP_MATMUL_COOP, "f16", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B },
+	{ OP_MATMUL_COOP, "f16 wide batch padded accum", matmul_setup,
+	  matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | MM_WIDE | MM_BATCH |
+	  MM_PAD | GPO_T_ACCUM },
+	{ OP_MATMUL_COOP, "f16 wide trans_a trans_b", matmul_setup,
+	  matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | MM_WIDE |
+	  GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "f16 odd trans_a", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_ODD | GPO_MM_TRANS_A },
+	{ OP_MATMUL_COOP, "f32 rounded wide trans_b", matmul_setup,
+	  matmul_ref, GPO_MM_ROUND | MM_WIDE | GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "f32 rounded tiny batch", matmul_setup, matmul_ref,
+	  GPO_MM_ROUND | MM_TINY | MM_BATCH },
+	{ OP_MATMUL_COOP, "f16_a k 0 accum", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | MM_K0 | GPO_T_ACCUM },
 	{ OP_MATMUL, "wide vec", matmul_setup, matmul_ref,
 	  MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B },
 	{ OP_MATMUL_BIG, "batch padded trans_a trans_b", matmul_setup,
@@ -3794,9 +3889,14 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 		if (want == DONTCARE)
 			continue;
 		if (b->exact) {
-			if (got != (uint32_t)want)
-				return "bits differ";
-			continue;
+			static char msg[64];
+
+			if (got == (uint32_t)want)
+				continue;
+			snprintf(msg, sizeof(msg),
+				 "bits differ: 0x%08x, want 0x%08x", got,
+				 (uint32_t)want);
+			return msg;
 		}
 		memcpy(&g, &got, 4);
 		if (b->exact_at && b->exact_at[i]) {
@@ -3914,6 +4014,18 @@ static int op_wanted(enum gpo__op_id op)
 	return 0;
 }
 
+/*
+ * Whether @dev must have matmul_coop: GPUOPT_TEST_REQUIRE_COOPMAT=1 says
+ * that every Vulkan device of the run has cooperative matrices (the GPU
+ * runs set it, so that a lost probe fails instead of skipping).
+ */
+static int require_coop(struct gpo_device *dev)
+{
+	const char *e = getenv("GPUOPT_TEST_REQUIRE_COOPMAT");
+
+	return e && !strcmp(e, "1") && !strcmp(dev->info.backend, "vulkan");
+}
+
 /* every case on every device, each dtype its op has there */
 START_TEST(test_every_op_every_device)
 {
@@ -3944,14 +4056,21 @@ START_TEST(test_every_op_every_device)
 							 9007199254740992.0));
 			}
 		}
-		/* every op has an f32 kernel on every backend */
+		/*
+		 * every op has an f32 kernel on every backend, but for
+		 * matmul_coop: on devices with cooperative matrices, and
+		 * there when the run says so (GPUOPT_TEST_REQUIRE_COOPMAT)
+		 */
 		for (c = 0; c < OP_COUNT; c++)
-			ck_assert_msg(gpo__op_supported(devs[d], c, GPO_F32),
+			ck_assert_msg((c == OP_MATMUL_COOP &&
+				       !require_coop(devs[d])) ||
+				      gpo__op_supported(devs[d], c, GPO_F32),
 				      "%s: no f32 %s", tu_device_id(devs[d]),
 				      gpo__ops[c].name);
 	}
 	for (c = 0; c < OP_COUNT; c++)
-		ck_assert_msg(covered[c], "op %s has no test entry",
+		ck_assert_msg(covered[c] || c == OP_MATMUL_COOP,
+			      "op %s has no test entry",
 			      gpo__ops[c].name);
 }
 END_TEST

@@ -14,7 +14,7 @@ python3 -m json.tool "$T/out.json" >/dev/null || fail "not JSON: $(cat "$T/out.j
 "$tool" >"$T/table" || fail "the table: exit $?"
 # the table's rows (up to the blank line before "best:") as the JSON
 # would print them: idx id type CUs MiB best
-awk 'NR > 1 && !NF { exit } NR > 1 { print $1, $2, $3, $4, $5, $6 }' \
+awk 'NR > 1 && !NF { exit } NR > 1 { print $1, $2, $3, $4, $5, $6, $NF }' \
 	"$T/table" >"$T/rows"
 # "best:" lists every device again, in index order, with its reason
 awk '/^best:$/ { on = 1; next } on && NF { print $1, $2 }' "$T/table" \
@@ -32,7 +32,7 @@ devs = doc["devices"]
 assert len(devs) == len(rows) >= 1, (len(devs), len(rows))
 keys = ["index", "id", "backend", "type", "compute_units",
         "mem_total_bytes", "mem_used_bytes", "name", "vendor", "driver",
-        "uuid", "enabled", "present", "best_rank", "best_why"]
+        "uuid", "coopmat", "enabled", "present", "best_rank", "best_why"]
 for d, r in zip(devs, rows):
     assert list(d) == keys, list(d)
     for k in ("index", "compute_units", "mem_total_bytes", "mem_used_bytes"):
@@ -41,13 +41,19 @@ for d, r in zip(devs, rows):
         assert isinstance(d[k], str), (k, d[k])
     assert d["uuid"] is None or (len(d["uuid"]) == 32 and
                                  int(d["uuid"], 16) >= 0), d["uuid"]
+    # tensor cores: "none", or "nv:f16*f16+f32:" and MxNxK sizes
+    cm = d["coopmat"]
+    assert cm == "none" or (cm.startswith("nv:f16*f16+f32:") and all(
+        len(s.split("x")) == 3 and all(x.isdigit() for x in s.split("x"))
+        for s in cm[15:].split(","))), cm
+    assert cm == "none" or d["backend"] == "vulkan", d
     assert type(d["enabled"]) is bool and type(d["present"]) is bool
     assert d["id"].split(":")[0] == d["backend"], d
     assert d["best_rank"] is None or type(d["best_rank"]) is int, d
     assert isinstance(d["best_why"], str) and d["best_why"], d
     place = "-" if d["best_rank"] is None else str(d["best_rank"])
     got = [str(d["index"]), d["id"], d["type"], str(d["compute_units"]),
-           str(d["mem_total_bytes"] >> 20), place]
+           str(d["mem_total_bytes"] >> 20), place, cm]
     assert got == r, (got, r)
 assert best == [[r[5], r[1]] for r in rows], (best, rows)
 assert any(d["id"] == "cpu:0" and d["type"] == "cpu" for d in devs)

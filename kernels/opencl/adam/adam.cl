@@ -8,6 +8,7 @@
  *   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
  */
 #include "abi/adam.h"
+#include "opencl/update.cl"
 
 static inline void adam_at(__global float *p, __global const float *g,
 			   __global float *m, __global float *v,
@@ -28,8 +29,36 @@ static inline void adam_at(__global float *p, __global const float *g,
 		vi = fmax(ld4(vmax, e, cnt), vi);
 		st4(vmax, e, cnt, vi);
 	}
-	denom = sqrt(vi) / bc2_sqrt + eps;
-	st4(p, e, cnt, pv * decay - step_size * (mi / denom));
+	denom = cr_div4(cr_sqrt4(vi), (float4)(bc2_sqrt)) + eps;
+	st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom));
+}
+
+/*
+ * GPO_ADAM_STATE_BF16: the same update with the state as bfloat16 (@m,
+ * @v, @vmax point at ushorts), read exactly and stored rounded to
+ * nearest even (update.cl's bf16x4_ld/st)
+ */
+static inline void adam_bf16_at(__global float *p, __global const float *g,
+				__global ushort *m, __global ushort *v,
+				__global ushort *vmax, uint e, uint cnt,
+				uint flags, float gm, float l2, float decay,
+				float b1, float b2, float ob1, float ob2,
+				float eps, float step_size, float bc2_sqrt)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 gi = ld4(g, e, cnt) * gm + l2 * pv;
+	float4 mi = bf16x4_ld(m, e, cnt) * b1 + ob1 * gi;
+	float4 vi = bf16x4_ld(v, e, cnt) * b2 + ob2 * gi * gi;
+	float4 denom;
+
+	bf16x4_st(m, e, cnt, mi);
+	bf16x4_st(v, e, cnt, vi);
+	if (flags & GPO_ADAM_AMSGRAD) {
+		vi = fmax(bf16x4_ld(vmax, e, cnt), vi);
+		bf16x4_st(vmax, e, cnt, vi);
+	}
+	denom = cr_div4(cr_sqrt4(vi), (float4)(bc2_sqrt)) + eps;
+	st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom));
 }
 
 /*
@@ -53,6 +82,25 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 	VIEW(scal);
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
+	if (a.flags & GPO_ADAM_STATE_BF16) {
+		/* VIEW() moved the float pointers by whole 4-byte words */
+		__global ushort *mh = (__global ushort *)m;
+		__global ushort *vh = (__global ushort *)v;
+		__global ushort *vmh = (__global ushort *)vmax;
+
+		FOR_EACH_FLOAT4(i, a.n)
+			adam_bf16_at(p, g, mh, vh, vmh, 4 * i, 4, a.flags, gm,
+				     l2, decay, a.beta1, a.beta2,
+				     a.one_minus_beta1, a.one_minus_beta2,
+				     a.eps, a.step_size, a.bc2_sqrt);
+		if (HAS_TAIL(a.n))
+			adam_bf16_at(p, g, mh, vh, vmh, TAIL_START(a.n),
+				     a.n & 3, a.flags, gm, l2, decay, a.beta1,
+				     a.beta2, a.one_minus_beta1,
+				     a.one_minus_beta2, a.eps, a.step_size,
+				     a.bc2_sqrt);
+		return;
+	}
 	FOR_EACH_FLOAT4(i, a.n)
 		adam_at(p, g, m, v, vmax, 4 * i, 4, a.flags, gm, l2, decay,
 			a.beta1, a.beta2, a.one_minus_beta1,

@@ -11,12 +11,14 @@
  * after one are done one at a time; the body in between is float4s.
  */
 #include "abi/lamb.h"
+#include "opencl/update.cl"
 
 /* The direction r of every lane. */
 static inline float4 lamb_r(float4 m, float4 v, float4 p, float bc1,
 			    float bc2, float eps, float wd)
 {
-	return (m / bc1) / (sqrt(v / bc2) + eps) + wd * p;
+	return cr_div4(cr_div4(m, (float4)(bc1)),
+		       cr_sqrt4(cr_div4(v, (float4)(bc2))) + eps) + wd * p;
 }
 
 /*
@@ -135,9 +137,9 @@ KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
 		acc += (float2)(part[2 * b], part[2 * b + 1]);
 	acc = wg_sum2(tmp, acc);
 	if (lid == 0) {
-		float pn = sqrt(acc.x), rn = sqrt(acc.y);
+		float pn = cr_sqrt(acc.x), rn = cr_sqrt(acc.y);
 
-		trust[t] = pn > 0.0f && rn > 0.0f ? pn / rn : 1.0f;
+		trust[t] = pn > 0.0f && rn > 0.0f ? cr_div(pn, rn) : 1.0f;
 	}
 }
 

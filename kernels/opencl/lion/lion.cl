@@ -6,6 +6,7 @@
  * sign(0) = 0 (and sign(NaN) = 0), like the cpu backend's.
  */
 #include "abi/lion.h"
+#include "opencl/update.cl"
 
 static inline void lion_at(__global float *p, __global const float *g,
 			   __global float *m, uint e, uint cnt, float gm,
@@ -20,6 +21,20 @@ static inline void lion_at(__global float *p, __global const float *g,
 	st4(m, e, cnt, mv * b2 + ob2 * gi);
 }
 
+/* GPO_LION_STATE_BF16: @m points at bfloat16 (update.cl) */
+static inline void lion_bf16_at(__global float *p, __global const float *g,
+				__global ushort *m, uint e, uint cnt, float gm,
+				float lr, float b1, float b2, float ob1,
+				float ob2, float decay)
+{
+	float4 gi = ld4(g, e, cnt) * gm;
+	float4 mv = bf16x4_ld(m, e, cnt);
+	float4 c = mv * b1 + ob1 * gi;
+
+	st4(p, e, cnt, ld4(p, e, cnt) * decay - lr * sign(c));
+	bf16x4_st(m, e, cnt, mv * b2 + ob2 * gi);
+}
+
 KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 		 BUF(const float, scal), struct gpo_lion_args a)
 {
@@ -31,6 +46,19 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 	VIEW(scal);
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
+	if (a.flags & GPO_LION_STATE_BF16) {
+		__global ushort *mh = (__global ushort *)m;
+
+		FOR_EACH_FLOAT4(i, a.n)
+			lion_bf16_at(p, g, mh, 4 * i, 4, gm, a.lr, a.beta1,
+				     a.beta2, a.one_minus_beta1,
+				     a.one_minus_beta2, a.decay);
+		if (HAS_TAIL(a.n))
+			lion_bf16_at(p, g, mh, TAIL_START(a.n), a.n & 3, gm,
+				     a.lr, a.beta1, a.beta2, a.one_minus_beta1,
+				     a.one_minus_beta2, a.decay);
+		return;
+	}
 	FOR_EACH_FLOAT4(i, a.n)
 		lion_at(p, g, m, 4 * i, 4, gm, a.lr, a.beta1, a.beta2,
 			a.one_minus_beta1, a.one_minus_beta2, a.decay);

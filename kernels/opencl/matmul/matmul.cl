@@ -32,12 +32,96 @@
 #define TPR	(TS / 4)	/* work-items per tile row: 16 */
 
 /*
+ * Operands (abi/matmul.h): MM_F32 as stored, MM_RND f32 rounded to the
+ * nearest binary16, MM_F16 binary16 read by vload_half (core OpenCL C,
+ * no cl_khr_fp16: NVIDIA's OpenCL has none). The rounding is integer
+ * code, not vstore_half_rte, which would need a half in private memory.
+ */
+#define MM_F32	0
+#define MM_RND	1
+#define MM_F16	2
+
+/* binary16 bits -> its value, exactly */
+static inline float mm_h2f(uint h)
+{
+	uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	float v;
+
+	if (!e) {
+		v = (float)m * (1.0f / 16777216.0f);
+		return s ? -v : v;
+	}
+	if (e == 31)
+		return as_float(s | 0x7f800000u | (m << 13));
+	return as_float(s | ((e + 112) << 23) | (m << 13));
+}
+
+/* f32 -> the nearest binary16 (ties to even; past 65520 infinity) */
+static inline uint mm_f2h(float f)
+{
+	uint x = as_uint(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+	uint e = a >> 23, h, rem, hw, sh, m;
+
+	if (a > 0x7f800000u)
+		return s | 0x7e00u | ((a >> 13) & 0x3ffu);
+	if (a >= 0x477ff000u)
+		return s | 0x7c00u;
+	if (a >= 0x38800000u) {
+		h = (a - 0x38000000u) >> 13;
+		rem = a & 0x1fffu;
+		if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+			h++;
+		return s | h;
+	}
+	/* below 2^-25 (half the least subnormal) and its tie: 0 */
+	if (e < 103)
+		return s;
+	m = (a & 0x7fffffu) | 0x800000u;
+	sh = 126 - e;
+	h = m >> sh;
+	rem = m & ((1u << sh) - 1);
+	hw = 1u << (sh - 1);
+	if (rem > hw || (rem == hw && (h & 1)))
+		h++;
+	return s | h;
+}
+
+/* element @o of an operand stored as @mode says */
+static inline float mm_ld(__global const float *mat, uint o, int mode)
+{
+	if (mode == MM_F16)
+		return vload_half(o, (__global const half *)mat);
+	if (mode == MM_RND)
+		return mm_h2f(mm_f2h(mat[o]));
+	return mat[o];
+}
+
+/* the mode of operand a (@f16 GPO_MM_F16_A) or b under @flags */
+static inline int mm_mode(uint flags, uint f16)
+{
+	if (flags & f16)
+		return MM_F16;
+	return (flags & GPO_MM_ROUND) ? MM_RND : MM_F32;
+}
+
+/* @mat advanced by @off elements of its mode */
+static inline __global const float *mm_at(__global const float *mat,
+					   uint off, int mode)
+{
+	if (mode == MM_F16)
+		return (__global const float *)((__global const uchar *)mat +
+						2 * (size_t)off);
+	return mat + off;
+}
+
+/*
  * This work-item's 4 elements of the next step of op(A) (or op(B), the
  * same with i for j), from @m: @mn rows (i), @k columns (p) of op(M),
  * stored with leading dimension @ld, transposed or not.
  */
-static inline void load_step(__global const float *mat, uint ld, int trans,
-			     uint mn, uint k, uint i0, uint p0, float r[4])
+static inline void load_step(__global const float *mat, int mode, uint ld,
+			     int trans, uint mn, uint k, uint i0, uint p0,
+			     float r[4])
 {
 	uint lid = get_local_id(0);
 
@@ -57,7 +141,8 @@ static inline void load_step(__global const float *mat, uint ld, int trans,
 		p += p0;
 		r[q] = 0.0f;
 		if (i < mn && p < k)
-			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
+			r[q] = trans ? mm_ld(mat, p * ld + i, mode) :
+				       mm_ld(mat, i * ld + p, mode);
 	}
 }
 
@@ -76,22 +161,25 @@ static inline void store_step(__local float *s, int trans, const float r[4])
 	}
 }
 
-KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
-		   struct gpo_matmul_args a)
+/*
+ * One 64 x 64 tile of C (matmul, matmul_half): @h16 (a constant in each
+ * kernel, so each gets its own code) says whether the operands are as
+ * the half flags say (matmul_half) or f32 as stored (matmul).
+ */
+static inline void mm_tile(__global const float *A, __global const float *B,
+			   __global float *C, struct gpo_matmul_args a,
+			   __local float *as, __local float *bs, const int h16)
 {
-	__local float as[KS * LDS] __attribute__((aligned(16)));
-	__local float bs[KS * LDS] __attribute__((aligned(16)));
 	uint g = get_group_id(0), lid = get_local_id(0);
 	uint tiles = a.tiles_m * a.tiles_n, z, t, i0, j0;
 	uint tx = lid % TPR, ty = lid / TPR;
 	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
 	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
+	int fa = h16 ? mm_mode(a.flags, GPO_MM_F16_A) : MM_F32;
+	int fb = h16 ? mm_mode(a.flags, GPO_MM_F16_B) : MM_F32;
 	float4 c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
 	float ra[4], rb[4];
 
-	VIEW(A);
-	VIEW(B);
-	VIEW(C);
 	/* a group past the work does nothing (abi/tensor.h) */
 	if (!tiles || g / tiles >= a.batch)
 		return;
@@ -99,20 +187,20 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
 	t = g % tiles;
 	i0 = t / a.tiles_n * TS;
 	j0 = t % a.tiles_n * TS;
-	A += a.off_a + z * a.bsa;
-	B += a.off_b + z * a.bsb;
+	A = mm_at(A, a.off_a + z * a.bsa, fa);
+	B = mm_at(B, a.off_b + z * a.bsb, fb);
 	C += a.off_c + z * a.bsc;
 
-	load_step(A, a.lda, ta, a.m, a.k, i0, 0, ra);
-	load_step(B, a.ldb, !tb, a.n, a.k, j0, 0, rb);
+	load_step(A, fa, a.lda, ta, a.m, a.k, i0, 0, ra);
+	load_step(B, fb, a.ldb, !tb, a.n, a.k, j0, 0, rb);
 	for (uint p0 = 0; p0 < a.k; p0 += KS) {
 		store_step(as, ta, ra);
 		store_step(bs, !tb, rb);
 		barrier(CLK_LOCAL_MEM_FENCE);
 		/* the next step's loads are in flight while this one sums */
 		if (p0 + KS < a.k) {
-			load_step(A, a.lda, ta, a.m, a.k, i0, p0 + KS, ra);
-			load_step(B, a.ldb, !tb, a.n, a.k, j0, p0 + KS, rb);
+			load_step(A, fa, a.lda, ta, a.m, a.k, i0, p0 + KS, ra);
+			load_step(B, fb, a.ldb, !tb, a.n, a.k, j0, p0 + KS, rb);
 		}
 #pragma unroll
 		for (uint p = 0; p < KS; p++) {
@@ -144,6 +232,30 @@ KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
 					a.alpha * e[q]);
 		}
 	}
+}
+
+KERNEL void matmul(BUF(const float, A), BUF(const float, B), BUF(float, C),
+		   struct gpo_matmul_args a)
+{
+	__local float as[KS * LDS] __attribute__((aligned(16)));
+	__local float bs[KS * LDS] __attribute__((aligned(16)));
+
+	VIEW(A);
+	VIEW(B);
+	VIEW(C);
+	mm_tile(A, B, C, a, as, bs, 0);
+}
+
+KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
+			BUF(float, C), struct gpo_matmul_args a)
+{
+	__local float as[KS * LDS] __attribute__((aligned(16)));
+	__local float bs[KS * LDS] __attribute__((aligned(16)));
+
+	VIEW(A);
+	VIEW(B);
+	VIEW(C);
+	mm_tile(A, B, C, a, as, bs, 1);
 }
 
 /*

@@ -8,6 +8,7 @@
  *   else p -= lr g / avg
  */
 #include "abi/rmsprop.h"
+#include "opencl/update.cl"
 
 static inline void rmsprop_at(__global float *p, __global const float *g,
 			      __global float *sq, __global float *mb,
@@ -27,14 +28,44 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 		st4(ga, e, cnt, ca);
 		s = s - ca * ca;
 	}
-	avg = sqrt(s) + eps;
+	avg = cr_sqrt4(s) + eps;
 	if (flags & GPO_RMSPROP_MOMENTUM) {
-		float4 b = ld4(mb, e, cnt) * mom + gi / avg;
+		float4 b = ld4(mb, e, cnt) * mom + cr_div4(gi, avg);
 
 		st4(mb, e, cnt, b);
 		st4(p, e, cnt, pv - lr * b);
 	} else {
-		st4(p, e, cnt, pv - lr * (gi / avg));
+		st4(p, e, cnt, pv - lr * cr_div4(gi, avg));
+	}
+}
+
+/* GPO_RMSPROP_STATE_BF16: the state points at bfloat16 (update.cl) */
+static inline void rmsprop_bf16_at(__global float *p, __global const float *g,
+				   __global ushort *sq, __global ushort *mb,
+				   __global ushort *ga, uint e, uint cnt,
+				   uint flags, float gm, float lr, float alpha,
+				   float oa, float eps, float wd, float mom)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 s = bf16x4_ld(sq, e, cnt) * alpha + oa * gi * gi;
+	float4 avg;
+
+	bf16x4_st(sq, e, cnt, s);
+	if (flags & GPO_RMSPROP_CENTERED) {
+		float4 ca = bf16x4_ld(ga, e, cnt) * alpha + oa * gi;
+
+		bf16x4_st(ga, e, cnt, ca);
+		s = s - ca * ca;
+	}
+	avg = cr_sqrt4(s) + eps;
+	if (flags & GPO_RMSPROP_MOMENTUM) {
+		float4 b = bf16x4_ld(mb, e, cnt) * mom + cr_div4(gi, avg);
+
+		bf16x4_st(mb, e, cnt, b);
+		st4(p, e, cnt, pv - lr * b);
+	} else {
+		st4(p, e, cnt, pv - lr * cr_div4(gi, avg));
 	}
 }
 
@@ -52,6 +83,22 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 	VIEW(scal);
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
+	if (a.flags & GPO_RMSPROP_STATE_BF16) {
+		__global ushort *sqh = (__global ushort *)sq;
+		__global ushort *mbh = (__global ushort *)mb;
+		__global ushort *gah = (__global ushort *)ga;
+
+		FOR_EACH_FLOAT4(i, a.n)
+			rmsprop_bf16_at(p, g, sqh, mbh, gah, 4 * i, 4, a.flags,
+					gm, a.lr, a.alpha, a.one_minus_alpha,
+					a.eps, a.weight_decay, a.momentum);
+		if (HAS_TAIL(a.n))
+			rmsprop_bf16_at(p, g, sqh, mbh, gah, TAIL_START(a.n),
+					a.n & 3, a.flags, gm, a.lr, a.alpha,
+					a.one_minus_alpha, a.eps,
+					a.weight_decay, a.momentum);
+		return;
+	}
 	FOR_EACH_FLOAT4(i, a.n)
 		rmsprop_at(p, g, sq, mb, ga, 4 * i, 4, a.flags, gm, a.lr,
 			   a.alpha, a.one_minus_alpha, a.eps, a.weight_decay,

@@ -19,22 +19,54 @@ SCAL_BUF(3);
 
 #include "update.glsl"
 
+/* GPO_ADAGRAD_STATE_BF16: sum as bfloat16 */
+BF16X4_BUF(2, sum);
+
 bool begin()
 {
 	return grad_mul();
 }
 
-void adagrad(inout vec4 pi, vec4 g0, inout vec4 si)
+void adagrad(precise inout vec4 pi, vec4 g0, precise inout vec4 si)
 {
 	float clr = args.clr, wd = args.weight_decay, eps = args.eps;
-	vec4 gi = g0 * gm + wd * pi;
+	precise vec4 gi = g0 * gm + wd * pi;
 
 	si = si + gi * gi;
-	pi = pi - clr * (gi / (sqrt(si) + eps));
+	pi = pi - clr * cr_div4(gi, cr_sqrt4(si) + eps);
+}
+
+/* elements 4i .. 4i + cnt - 1 with bfloat16 state, one invocation */
+void update_bf16(uint i, uint cnt)
+{
+	uvec2 sw = sumh[i];
+	vec4 si = bf16x4_load(sw), pi = vec4(0.0), gi = vec4(0.0);
+
+	if (cnt == 4u) {
+		pi = p4[i];
+		gi = g4[i];
+	} else {
+		for (uint k = 0u; k < cnt; k++) {
+			pi[k] = p[4u * i + k];
+			gi[k] = g[4u * i + k];
+		}
+	}
+	adagrad(pi, gi, si);
+	if (cnt == 4u) {
+		p4[i] = pi;
+	} else {
+		for (uint k = 0u; k < cnt; k++)
+			p[4u * i + k] = pi[k];
+	}
+	sumh[i] = bf16x4_store(si, sw, cnt);
 }
 
 void update4(uint i)
 {
+	if (FLAG(GPO_ADAGRAD_STATE_BF16)) {
+		update_bf16(i, 4u);
+		return;
+	}
 	vec4 pi = p4[i], si = sum4[i];
 
 	adagrad(pi, g4[i], si);
@@ -44,6 +76,12 @@ void update4(uint i)
 
 void update1(uint i)
 {
+	if (FLAG(GPO_ADAGRAD_STATE_BF16)) {
+		/* the first tail invocation does the whole tail */
+		if ((i & 3u) == 0u)
+			update_bf16(i >> 2, args.n & 3u);
+		return;
+	}
 	vec4 pi = vec4(p[i]), si = vec4(sum[i]);
 
 	adagrad(pi, vec4(g[i]), si);

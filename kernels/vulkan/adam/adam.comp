@@ -23,6 +23,11 @@ SCAL_BUF(5);
 
 #include "update.glsl"
 
+/* GPO_ADAM_STATE_BF16: the state as bfloat16 */
+BF16X4_BUF(2, m);
+BF16X4_BUF(3, v);
+BF16X4_BUF(4, vmax);
+
 bool begin()
 {
 	return grad_mul();
@@ -32,8 +37,8 @@ bool begin()
  * one_minus_beta1/2 come from double on the host: 1.0f - 0.999f is off
  * by 1e-5
  */
-void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
-	  inout vec4 vmi)
+void adam(precise inout vec4 pi, vec4 g0, precise inout vec4 mi,
+	  precise inout vec4 vi, precise inout vec4 vmi)
 {
 	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
 	float step_size = args.step_size, bc2_sqrt = args.bc2_sqrt;
@@ -41,8 +46,8 @@ void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 	bool decoupled = FLAG(GPO_ADAM_DECOUPLED);
 	float decay = decoupled ? args.decay : 1.0;
 	float l2 = decoupled ? 0.0 : args.weight_decay;
-	vec4 gi = g0 * gm + l2 * pi;
-	vec4 denom;
+	precise vec4 gi = g0 * gm + l2 * pi;
+	precise vec4 denom;
 
 	mi = mi * b1 + ob1 * gi;
 	vi = vi * b2 + ob2 * gi * gi;
@@ -51,12 +56,52 @@ void adam(inout vec4 pi, vec4 g0, inout vec4 mi, inout vec4 vi,
 		vmi = max(vmi, vi);
 		denom = vmi;
 	}
-	denom = sqrt(denom) / bc2_sqrt + eps;
-	pi = pi * decay - step_size * (mi / denom);
+	denom = cr_div4(cr_sqrt4(denom), vec4(bc2_sqrt)) + eps;
+	pi = pi * decay - step_size * cr_div4(mi, denom);
+}
+
+/*
+ * Elements 4i .. 4i + cnt - 1 with bfloat16 state: one invocation does
+ * the whole float4 (the tail too, so no two write halves of one word)
+ */
+void update_bf16(uint i, uint cnt)
+{
+	bool ams = FLAG(GPO_ADAM_AMSGRAD);
+	uvec2 mw = mh[i], vw = vh[i], vmw = ams ? vmaxh[i] : uvec2(0u);
+	vec4 pi, gi;
+	vec4 mi = bf16x4_load(mw), vi = bf16x4_load(vw);
+	vec4 vmi = bf16x4_load(vmw);
+
+	if (cnt == 4u) {
+		pi = p4[i];
+		gi = g4[i];
+	} else {
+		pi = vec4(0.0);
+		gi = vec4(0.0);
+		for (uint k = 0u; k < cnt; k++) {
+			pi[k] = p[4u * i + k];
+			gi[k] = g[4u * i + k];
+		}
+	}
+	adam(pi, gi, mi, vi, vmi);
+	if (cnt == 4u) {
+		p4[i] = pi;
+	} else {
+		for (uint k = 0u; k < cnt; k++)
+			p[4u * i + k] = pi[k];
+	}
+	mh[i] = bf16x4_store(mi, mw, cnt);
+	vh[i] = bf16x4_store(vi, vw, cnt);
+	if (ams)
+		vmaxh[i] = bf16x4_store(vmi, vmw, cnt);
 }
 
 void update4(uint i)
 {
+	if (FLAG(GPO_ADAM_STATE_BF16)) {
+		update_bf16(i, 4u);
+		return;
+	}
 	vec4 pi = p4[i], mi = m4[i], vi = v4[i];
 	vec4 vmi = FLAG(GPO_ADAM_AMSGRAD) ? vmax4[i] : vec4(0.0);
 
@@ -70,6 +115,12 @@ void update4(uint i)
 
 void update1(uint i)
 {
+	if (FLAG(GPO_ADAM_STATE_BF16)) {
+		/* the first tail invocation does the whole tail */
+		if ((i & 3u) == 0u)
+			update_bf16(i >> 2, args.n & 3u);
+		return;
+	}
 	vec4 pi = vec4(p[i]), mi = vec4(m[i]), vi = vec4(v[i]);
 	vec4 vmi = vec4(FLAG(GPO_ADAM_AMSGRAD) ? vmax[i] : 0.0);
 

@@ -58,8 +58,8 @@ void main()
 	}
 	reduce2(pn, rn);
 	if (gl_LocalInvocationID.x == 0u) {
-		pn = sqrt(pn);
-		rn = sqrt(rn);
-		trust[t] = pn > 0.0 && rn > 0.0 ? pn / rn : 1.0;
+		pn = cr_sqrt(pn);
+		rn = cr_sqrt(rn);
+		trust[t] = pn > 0.0 && rn > 0.0 ? cr_div(pn, rn) : 1.0;
 	}
 }

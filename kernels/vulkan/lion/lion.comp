@@ -18,17 +18,20 @@ SCAL_BUF(3);
 
 #include "update.glsl"
 
+/* GPO_LION_STATE_BF16: exp_avg as bfloat16 */
+BF16X4_BUF(2, m);
+
 bool begin()
 {
 	return grad_mul();
 }
 
-void lion(inout vec4 pi, vec4 g0, inout vec4 mi)
+void lion(precise inout vec4 pi, vec4 g0, precise inout vec4 mi)
 {
 	float lr = args.lr, b1 = args.beta1, b2 = args.beta2;
 	float decay = args.decay, ob1 = args.one_minus_beta1;
 	float ob2 = args.one_minus_beta2;
-	vec4 gi = g0 * gm;
+	precise vec4 gi = g0 * gm;
 	/*
 	 * precise: no fma here, so c has the cpu's bits and sign(c) flips
 	 * nowhere (a flip moves p by 2 lr)
@@ -40,8 +43,37 @@ void lion(inout vec4 pi, vec4 g0, inout vec4 mi)
 	mi = mi * b2 + ob2 * gi;
 }
 
+/* elements 4i .. 4i + cnt - 1 with bfloat16 state, one invocation */
+void update_bf16(uint i, uint cnt)
+{
+	uvec2 mw = mh[i];
+	vec4 mi = bf16x4_load(mw), pi = vec4(0.0), gi = vec4(0.0);
+
+	if (cnt == 4u) {
+		pi = p4[i];
+		gi = g4[i];
+	} else {
+		for (uint k = 0u; k < cnt; k++) {
+			pi[k] = p[4u * i + k];
+			gi[k] = g[4u * i + k];
+		}
+	}
+	lion(pi, gi, mi);
+	if (cnt == 4u) {
+		p4[i] = pi;
+	} else {
+		for (uint k = 0u; k < cnt; k++)
+			p[4u * i + k] = pi[k];
+	}
+	mh[i] = bf16x4_store(mi, mw, cnt);
+}
+
 void update4(uint i)
 {
+	if (FLAG(GPO_LION_STATE_BF16)) {
+		update_bf16(i, 4u);
+		return;
+	}
 	vec4 pi = p4[i], mi = m4[i];
 
 	lion(pi, g4[i], mi);
@@ -51,6 +83,12 @@ void update4(uint i)
 
 void update1(uint i)
 {
+	if (FLAG(GPO_LION_STATE_BF16)) {
+		/* the first tail invocation does the whole tail */
+		if ((i & 3u) == 0u)
+			update_bf16(i >> 2, args.n & 3u);
+		return;
+	}
 	vec4 pi = vec4(p[i]), mi = vec4(m[i]);
 
 	lion(pi, vec4(g[i]), mi);

@@ -23,24 +23,29 @@ SCAL_BUF(5);
 
 #include "update.glsl"
 
+/* GPO_RMSPROP_STATE_BF16: the state as bfloat16 */
+BF16X4_BUF(2, sq);
+BF16X4_BUF(3, buf);
+BF16X4_BUF(4, ga);
+
 bool begin()
 {
 	return grad_mul();
 }
 
-void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
-	     inout vec4 gai)
+void rmsprop(precise inout vec4 pi, vec4 g0, precise inout vec4 si,
+	     precise inout vec4 bi, precise inout vec4 gai)
 {
 	float lr = args.lr, alpha = args.alpha, eps = args.eps;
 	float wd = args.weight_decay, mom = args.momentum;
 	float oa = args.one_minus_alpha;
-	vec4 gi = g0 * gm + wd * pi;
+	precise vec4 gi = g0 * gm + wd * pi;
 	/*
 	 * precise: sq - ga^2 must not become fma(-ga, ga, sq), which is
 	 * negative (and sqrt NaN) where the cpu gets 0, e.g. with alpha 0
 	 */
 	precise vec4 s;
-	vec4 avg;
+	precise vec4 avg;
 
 	si = si * alpha + oa * gi * gi;
 	s = si;
@@ -48,17 +53,53 @@ void rmsprop(inout vec4 pi, vec4 g0, inout vec4 si, inout vec4 bi,
 		gai = gai * alpha + oa * gi;
 		s = s - gai * gai;
 	}
-	avg = sqrt(s) + eps;
+	avg = cr_sqrt4(s) + eps;
 	if (FLAG(GPO_RMSPROP_MOMENTUM)) {
-		bi = bi * mom + gi / avg;
+		bi = bi * mom + cr_div4(gi, avg);
 		pi = pi - lr * bi;
 	} else {
-		pi = pi - lr * (gi / avg);
+		pi = pi - lr * cr_div4(gi, avg);
 	}
+}
+
+/* elements 4i .. 4i + cnt - 1 with bfloat16 state, one invocation */
+void update_bf16(uint i, uint cnt)
+{
+	bool mom = FLAG(GPO_RMSPROP_MOMENTUM), cen = FLAG(GPO_RMSPROP_CENTERED);
+	uvec2 sw = sqh[i], bw = mom ? bufh[i] : uvec2(0u);
+	uvec2 gaw = cen ? gah[i] : uvec2(0u);
+	vec4 si = bf16x4_load(sw), bi = bf16x4_load(bw);
+	vec4 gai = bf16x4_load(gaw), pi = vec4(0.0), gi = vec4(0.0);
+
+	if (cnt == 4u) {
+		pi = p4[i];
+		gi = g4[i];
+	} else {
+		for (uint k = 0u; k < cnt; k++) {
+			pi[k] = p[4u * i + k];
+			gi[k] = g[4u * i + k];
+		}
+	}
+	rmsprop(pi, gi, si, bi, gai);
+	if (cnt == 4u) {
+		p4[i] = pi;
+	} else {
+		for (uint k = 0u; k < cnt; k++)
+			p[4u * i + k] = pi[k];
+	}
+	sqh[i] = bf16x4_store(si, sw, cnt);
+	if (mom)
+		bufh[i] = bf16x4_store(bi, bw, cnt);
+	if (cen)
+		gah[i] = bf16x4_store(gai, gaw, cnt);
 }
 
 void update4(uint i)
 {
+	if (FLAG(GPO_RMSPROP_STATE_BF16)) {
+		update_bf16(i, 4u);
+		return;
+	}
 	vec4 pi = p4[i], si = sq4[i];
 	vec4 bi = FLAG(GPO_RMSPROP_MOMENTUM) ? buf4[i] : vec4(0.0);
 	vec4 gai = FLAG(GPO_RMSPROP_CENTERED) ? ga4[i] : vec4(0.0);
@@ -74,6 +115,12 @@ void update4(uint i)
 
 void update1(uint i)
 {
+	if (FLAG(GPO_RMSPROP_STATE_BF16)) {
+		/* the first tail invocation does the whole tail */
+		if ((i & 3u) == 0u)
+			update_bf16(i >> 2, args.n & 3u);
+		return;
+	}
 	vec4 pi = vec4(p[i]), si = vec4(sq[i]);
 	vec4 bi = vec4(FLAG(GPO_RMSPROP_MOMENTUM) ? buf[i] : 0.0);
 	vec4 gai = vec4(FLAG(GPO_RMSPROP_CENTERED) ? ga[i] : 0.0);

@@ -26,14 +26,14 @@ bool begin()
 }
 
 /* one_minus_dampening: 1 - dampening, from double */
-void sgd(inout vec4 pi, vec4 gi, inout vec4 bi)
+void sgd(precise inout vec4 pi, vec4 gi, precise inout vec4 bi)
 {
 	float lr = args.lr, wd = args.weight_decay, mom = args.momentum;
 	float damp = args.one_minus_dampening;
-	vec4 d = gi * gm + wd * pi;
+	precise vec4 d = gi * gm + wd * pi;
 
 	if (FLAG(GPO_SGD_MOMENTUM)) {
-		vec4 b = FLAG(GPO_SGD_FIRST) ? d : mom * bi + damp * d;
+		precise vec4 b = FLAG(GPO_SGD_FIRST) ? d : mom * bi + damp * d;
 
 		bi = b;
 		d = FLAG(GPO_SGD_NESTEROV) ? d + mom * b : b;

@@ -54,7 +54,8 @@ int gpo_graph_status(struct gpo_graph *g);
 /*
  * gpo_tensor_input - a tensor the caller fills (gpo_tensor_write())
  * @name:  for messages (may be NULL)
- * @dtype: GPO_F32, or GPO_I32 for labels
+ * @dtype: GPO_F32, GPO_I32 for labels, or GPO_F16 for a matmul operand
+ *         (an f16 tensor goes to gpo_matmul() alone)
  * @shape: @ndim sizes (1..GPO_TENSOR_DIMS), each >= 1
  */
 struct gpo_tensor *gpo_tensor_input(struct gpo_graph *g, const char *name,
@@ -75,6 +76,9 @@ struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
 /*
  * gpo_matmul - op(a) · op(b), with op() the transpose when asked
  * a and b have 2 dimensions, or 3 with equal leading (batch) sizes.
+ * a or b may be f16 (the result is f32): then every product is one of
+ * f16 values, the f32 operand rounded to nearest even, summed in f32 (on
+ * tensor cores where the device has them; gpo_graph_set_matmul_f16()).
  */
 struct gpo_tensor *gpo_matmul(struct gpo_graph *g, struct gpo_tensor *a,
 			      struct gpo_tensor *b, unsigned int flags);
@@ -195,6 +199,16 @@ struct gpo_tensor *gpo_dropout(struct gpo_graph *g, struct gpo_tensor *x,
  * position before each step
  */
 void gpo_graph_set_step(struct gpo_graph *g, uint64_t step);
+
+/*
+ * gpo_graph_set_matmul_f16 - @on 1: every matmul of the graph, forward
+ * and backward, multiplies its f32 operands rounded to f16 (to nearest
+ * even, as loaded: no cast pass) and sums in f32, on tensor cores where
+ * the device has them (gpo_device_info's coopmat); 0 (the default): f32
+ * products. Set before the first run.
+ * Returns 0, -EINVAL (NULL @g, @on not 0 or 1), -EBUSY (the graph ran).
+ */
+int gpo_graph_set_matmul_f16(struct gpo_graph *g, int on);
 
 /*
  * Reductions over dimension @axis (negative counts from the end), which

@@ -97,6 +97,8 @@ enum gpo__op_id {
 	/* the tensor engine's (kernels/abi/tensor.h) */
 	OP_MATMUL,
 	OP_MATMUL_BIG,
+	OP_MATMUL_HALF,
+	OP_MATMUL_COOP,
 	OP_UNARY,
 	OP_BINARY,
 	OP_UNARY_BWD,

@@ -98,6 +98,14 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_MATMUL_BIG] = { "matmul_big", "matmul", GRID_GROUPS, 3,
 		{ { "a", OP_R }, { "b", OP_R }, { "c", OP_RW } },
 		sizeof(struct gpo_matmul_args), DT(GPO_F32) },
+	/* binary16 products, where there are no cooperative matrices */
+	[OP_MATMUL_HALF] = { "matmul_half", "matmul", GRID_GROUPS, 3,
+		{ { "a", OP_R }, { "b", OP_R }, { "c", OP_RW } },
+		sizeof(struct gpo_matmul_args), DT(GPO_F32) },
+	/* only on devices with cooperative matrices (abi/matmul.h) */
+	[OP_MATMUL_COOP] = { "matmul_coop", "matmul", GRID_GROUPS, 3,
+		{ { "a", OP_R }, { "b", OP_R }, { "c", OP_RW } },
+		sizeof(struct gpo_matmul_args), DT(GPO_F32) },
 	[OP_UNARY] = { "unary", "ew", GRID_GROUPS, 2,
 		{ { "x", OP_R }, { "y", OP_RW } },
 		sizeof(struct gpo_ew_args), DT(GPO_F32) },

@@ -55,6 +55,9 @@ int gpo__ctx_add_device(struct gpo_ctx *ctx, const struct backend_ops *ops,
 	dev->info.index = ctx->ndevs;
 	dev->info.enabled = 1;
 	dev->info.present = 1;
+	/* backends without cooperative matrices leave it empty */
+	if (!dev->info.coopmat[0])
+		snprintf(dev->info.coopmat, sizeof(dev->info.coopmat), "none");
 	snprintf(dev->info.id, sizeof(dev->info.id), "%s:%d", ops->name, nth);
 	snprintf(dev->info.backend, sizeof(dev->info.backend), "%s",
 		 ops->name);

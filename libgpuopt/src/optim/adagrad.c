@@ -25,10 +25,15 @@ static int adagrad_fill(struct gpo_optim *opt, struct optim_group *grp,
 	double clr = optim_group_lr(opt, grp) /
 		     (1.0 + (double)(t - 1) * hp->lr_decay);
 
-	call->buf[2] = optim_slot_view(opt, SL_SUM, grp);
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
+	if (opt->slot_dtype[SL_SUM] == GPO_BF16) {
+		call->buf[2] = optim_slot_view4(opt, SL_SUM, grp);
+		a->flags |= GPO_ADAGRAD_STATE_BF16;
+	} else {
+		call->buf[2] = optim_slot_view(opt, SL_SUM, grp);
+	}
 	a->clr = (float)clr;
 	a->weight_decay = (float)hp->weight_decay;
 	a->eps = (float)hp->eps;
@@ -46,6 +51,7 @@ static int adagrad_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_adagrad = {
 	.name = "adagrad",
 	.slots = SLOT(SL_SUM),
+	.state_dtypes = DT(GPO_BF16),
 	.keys = adagrad_keys,
 	.defaults = adagrad_defaults,
 	.launch = adagrad_launch,

@@ -39,14 +39,25 @@ static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
 				   1.0 / sqrt(bc2));
 	if (ret)
 		return ret;
-	call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
-	call->buf[3] = optim_slot_view(opt, SL_EXP_AVG_SQ, grp);
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
-	if (hp->amsgrad) {
-		call->buf[4] = optim_slot_view(opt, SL_MAX_EXP_AVG_SQ, grp);
-		a->flags |= GPO_ADAM_AMSGRAD;
+	if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
+		/* check_f32(): every slot used is bf16 then */
+		a->flags |= GPO_ADAM_STATE_BF16;
+		call->buf[2] = optim_slot_view4(opt, SL_EXP_AVG, grp);
+		call->buf[3] = optim_slot_view4(opt, SL_EXP_AVG_SQ, grp);
+		if (hp->amsgrad)
+			call->buf[4] = optim_slot_view4(opt, SL_MAX_EXP_AVG_SQ,
+							grp);
+	} else {
+		call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
+		call->buf[3] = optim_slot_view(opt, SL_EXP_AVG_SQ, grp);
+		if (hp->amsgrad)
+			call->buf[4] = optim_slot_view(opt, SL_MAX_EXP_AVG_SQ,
+						       grp);
 	}
+	if (hp->amsgrad)
+		a->flags |= GPO_ADAM_AMSGRAD;
 	call->buf[5] = opt->scal;
 	if (fam == &gpo__optim_adamw)
 		a->flags |= GPO_ADAM_DECOUPLED;
@@ -73,6 +84,7 @@ const struct optim_family gpo__optim_adam = {
 	.name = "adam",
 	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
 		 SLOT(SL_MAX_EXP_AVG_SQ),
+	.state_dtypes = DT(GPO_BF16),
 	.keys = adam_keys,
 	.slot_needed = adam_slot_needed,
 	.launch = adam_launch,
@@ -82,6 +94,7 @@ const struct optim_family gpo__optim_adamw = {
 	.name = "adamw",
 	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
 		 SLOT(SL_MAX_EXP_AVG_SQ),
+	.state_dtypes = DT(GPO_BF16),
 	.keys = adam_keys,
 	.defaults = adamw_defaults,
 	.slot_needed = adam_slot_needed,

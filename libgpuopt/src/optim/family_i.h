@@ -21,6 +21,11 @@
 struct optim_family {
 	const char *name;		/* gpo_optim_kind_name() */
 	unsigned int slots;		/* SLOT() of every slot it may keep */
+	/*
+	 * DT() of the dtypes its kernels take for the state slots besides
+	 * f32 (every slot the step uses in one dtype); 0: f32 only
+	 */
+	unsigned int state_dtypes;
 	/* its hyperparameters besides the common ones (hparam.c), NULL-ended */
 	const char *const *keys;
 	/* its defaults, over the common ones; NULL: none */
@@ -73,6 +78,23 @@ static inline struct dev_buf optim_slot_view(const struct gpo_optim *opt,
 					     const struct optim_group *grp)
 {
 	return optim_group_view(&opt->slot[s], opt->slot_dtype[s], grp);
+}
+
+/*
+ * @grp's part of state slot @s with its element count rounded up to 4:
+ * the half-precision state views of kernels that read it a float4 (8
+ * bytes) at a time; the group's padding (GROUP_ALIGN) holds the rest
+ */
+static inline struct dev_buf optim_slot_view4(const struct gpo_optim *opt,
+					      enum slot_id s,
+					      const struct optim_group *grp)
+{
+	struct dev_buf v = optim_slot_view(opt, s, grp);
+
+	if (v.mem)
+		v.size = ((grp->numel + 3) & ~3ull) *
+			 gpo_dtype_size(opt->slot_dtype[s]);
+	return v;
 }
 
 /* @grp's learning rate now: its lr through the schedule, if any */

@@ -21,10 +21,15 @@ static int lion_fill(struct gpo_optim *opt, struct optim_group *grp,
 	struct gpo_lion_args *a = args;
 	double lr = optim_group_lr(opt, grp);
 
-	call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
+	if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
+		call->buf[2] = optim_slot_view4(opt, SL_EXP_AVG, grp);
+		a->flags |= GPO_LION_STATE_BF16;
+	} else {
+		call->buf[2] = optim_slot_view(opt, SL_EXP_AVG, grp);
+	}
 	a->lr = (float)lr;
 	a->beta1 = (float)hp->beta1;
 	a->beta2 = (float)hp->beta2;
@@ -44,6 +49,7 @@ static int lion_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_lion = {
 	.name = "lion",
 	.slots = SLOT(SL_EXP_AVG),
+	.state_dtypes = DT(GPO_BF16),
 	.keys = lion_keys,
 	.defaults = lion_defaults,
 	.launch = lion_launch,

@@ -1092,6 +1092,34 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 	return 0;
 }
 
+int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
+{
+	const char *kind;
+	int s;
+
+	if (!opt)
+		return gpo__err(-EINVAL, "gpo_optim_set_state_dtype: NULL optimizer");
+	kind = gpo_optim_kind_name(opt->kind);
+	if ((unsigned int)dt >= GPO_DTYPES)
+		return gpo__err(-EINVAL, "%s: %d is not a dtype", kind, (int)dt);
+	if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt))) {
+		/* the blockwise 8-bit mode of these five is not written yet */
+		if (dt == GPO_U8 && opt->fam->state_dtypes)
+			return gpo__err(-ENOSYS, "%s: state in u8: no kernels yet",
+					kind);
+		return gpo__err(-EINVAL, "%s: no state in %s (its steps keep state in %s)",
+				kind, gpo_dtype_name(dt),
+				opt->fam->state_dtypes ? "f32 or bf16" : "f32");
+	}
+	if (opt->allocated)
+		return gpo__err(-EBUSY, "%s: the state dtype cannot change after the first use",
+				kind);
+	for (s = 0; s < SL_COUNT; s++)
+		if (gpo__optim_slot_possible(opt->kind, s))
+			opt->slot_dtype[s] = dt;
+	return 0;
+}
+
 uint64_t gpo_optim_buffer_bytes(struct gpo_optim *opt, const char *slot)
 {
 	enum gpo_dtype *field;
@@ -1186,16 +1214,31 @@ static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
  */
 static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 {
-	int s;
+	int s, first = -1;
 
 	if (opt->param_dtype != GPO_F32)
 		return no_kernel(what, "param", opt->param_dtype);
 	if (opt->grad_dtype != GPO_F32)
 		return no_kernel(what, "grad", opt->grad_dtype);
-	for (s = 0; slots && s < SL_COUNT; s++)
-		if (opt->slot_dtype[s] != GPO_F32 && slot_needed(opt, s))
-			return no_kernel(what, gpo__optim_slot_names[s],
-					 opt->slot_dtype[s]);
+	/*
+	 * State in another dtype: the family's kernels take it when every
+	 * slot the step uses has that one dtype (one flag says it)
+	 */
+	for (s = 0; slots && s < SL_COUNT; s++) {
+		enum gpo_dtype dt = opt->slot_dtype[s];
+
+		if (!slot_needed(opt, s))
+			continue;
+		if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt)))
+			return no_kernel(what, gpo__optim_slot_names[s], dt);
+		if (first >= 0 && dt != opt->slot_dtype[first])
+			return gpo__err(-ENOSYS, "%s: %s in %s but %s in %s: the state slots a step uses must share one dtype",
+					what, gpo__optim_slot_names[first],
+					gpo_dtype_name(opt->slot_dtype[first]),
+					gpo__optim_slot_names[s],
+					gpo_dtype_name(dt));
+		first = s;
+	}
 	return 0;
 }
 

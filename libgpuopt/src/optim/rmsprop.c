@@ -30,15 +30,21 @@ static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
 	struct gpo_rmsprop_args *a = args;
 	double lr = optim_group_lr(opt, grp);
 
-	call->buf[2] = optim_slot_view(opt, SL_SQUARE_AVG, grp);
+	/* check_f32(): the slots used share square_avg's dtype */
+	int bf16 = opt->slot_dtype[SL_SQUARE_AVG] == GPO_BF16;
+	struct dev_buf (*view)(const struct gpo_optim *, enum slot_id,
+			       const struct optim_group *) =
+		bf16 ? optim_slot_view4 : optim_slot_view;
+
+	call->buf[2] = view(opt, SL_SQUARE_AVG, grp);
 	a->n = (uint32_t)grp->numel;
-	a->flags = flags;
+	a->flags = flags | (bf16 ? GPO_RMSPROP_STATE_BF16 : 0);
 	if (hp->momentum > 0) {
-		call->buf[3] = optim_slot_view(opt, SL_MOMENTUM, grp);
+		call->buf[3] = view(opt, SL_MOMENTUM, grp);
 		a->flags |= GPO_RMSPROP_MOMENTUM;
 	}
 	if (hp->centered) {
-		call->buf[4] = optim_slot_view(opt, SL_GRAD_AVG, grp);
+		call->buf[4] = view(opt, SL_GRAD_AVG, grp);
 		a->flags |= GPO_RMSPROP_CENTERED;
 	}
 	call->buf[5] = opt->scal;
@@ -62,6 +68,7 @@ static int rmsprop_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_rmsprop = {
 	.name = "rmsprop",
 	.slots = SLOT(SL_SQUARE_AVG) | SLOT(SL_MOMENTUM) | SLOT(SL_GRAD_AVG),
+	.state_dtypes = DT(GPO_BF16),
 	.keys = rmsprop_keys,
 	.defaults = rmsprop_defaults,
 	.slot_needed = rmsprop_slot_needed,

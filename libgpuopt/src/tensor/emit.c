@@ -395,22 +395,36 @@ static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 /*
  * mm_launch - c_z = op(x_z) op(y_z) for z < @batch, m x n, summing @k
  * terms from term @p0 on; x_z at x + z @bsa, y_z at y + z @bsb (in
- * elements), c_z at c + z m n; on matmul_big when @big
+ * elements), c_z at c + z m n; on matmul_big when @big.
+ *
+ * Half products: an f16 operand (an f16 input, read as stored), or the
+ * graph's matmul_f16 setting, makes every product one of two binary16
+ * values (f32 operands rounded as loaded, GPO_MM_ROUND), summed in f32;
+ * on matmul_coop, the tensor cores, where the device has them, else on
+ * matmul_half (matmul's tiles; @big is ignored). The same products
+ * everywhere, so that the backends differ only by the order of the f32
+ * sums.
  */
 static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		     struct mm_op y, const struct tview *c, uint32_t m,
 		     uint32_t n, uint32_t k, uint32_t batch, uint32_t p0,
 		     uint32_t bsa, uint32_t bsb, uint32_t flags, int big)
 {
-	uint32_t ts = big ? GPO_MM_TILE_BIG : GPO_MM_TILE, xr, xc, yr, yc;
+	int f16a = x.t->dtype == GPO_F16, f16b = y.t->dtype == GPO_F16;
+	int half = f16a || f16b || g->mm_f16;
+	int coop = half && gpo__op_supported(g->dev, OP_MATMUL_COOP, GPO_F32);
+	enum gpo__op_id op = coop ? OP_MATMUL_COOP : half ? OP_MATMUL_HALF :
+			     big ? OP_MATMUL_BIG : OP_MATMUL;
+	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
+		      op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
 	uint32_t tm = (m + ts - 1) / ts, tn = (n + ts - 1) / ts;
+	uint32_t xr, xc, yr, yc;
 	struct gpo_matmul_args *a;
 	struct launch *L;
 
 	mm_dims(x.t, &xr, &xc);
 	mm_dims(y.t, &yr, &yc);
-	L = push(g, l, big ? OP_MATMUL_BIG : OP_MATMUL,
-		 (uint64_t)batch * tm * tn);
+	L = push(g, l, op, (uint64_t)batch * tm * tn);
 	if (!L)
 		return -ENOMEM;
 	a = &L->a.mm;
@@ -421,7 +435,9 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->tiles_m = tm;
 	a->tiles_n = tn;
 	a->flags = flags | (x.trans ? GPO_MM_TRANS_A : 0) |
-		   (y.trans ? GPO_MM_TRANS_B : 0);
+		   (y.trans ? GPO_MM_TRANS_B : 0) |
+		   (f16a ? GPO_MM_F16_A : 0) | (f16b ? GPO_MM_F16_B : 0) |
+		   (half ? GPO_MM_ROUND : 0);
 	a->lda = xc;
 	a->ldb = yc;
 	a->ldc = n;
@@ -431,14 +447,21 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->alpha = 1.0f;
 	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
 	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	/* an f16 tensor starts its place in the arena: offsets in halves */
+	if (f16a)
+		a->off_a *= 2;
+	if (f16b)
+		a->off_b *= 2;
 	/* op(x)'s columns are x's rows when transposed, and so on */
 	a->off_a += x.trans ? p0 * xc : p0;
 	a->off_b += y.trans ? p0 : p0 * yc;
 	gpo__view_bind(c, (uint64_t)batch * m * n, &L->call.buf[2], &a->off_c);
 	/* bindings start on 256 bytes: the rest is the operand's own */
-	if (big && !(a->off_a % 4) && !(a->lda % 4) && !(a->bsa % 4))
+	if (op == OP_MATMUL_BIG && !(a->off_a % 4) && !(a->lda % 4) &&
+	    !(a->bsa % 4))
 		a->flags |= GPO_MM_VEC_A;
-	if (big && !(a->off_b % 4) && !(a->ldb % 4) && !(a->bsb % 4))
+	if (op == OP_MATMUL_BIG && !(a->off_b % 4) && !(a->ldb % 4) &&
+	    !(a->bsb % 4))
 		a->flags |= GPO_MM_VEC_B;
 	return 0;
 }

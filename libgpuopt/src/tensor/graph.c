@@ -155,8 +155,38 @@ static int check_in(struct gpo_graph *g, struct gpo_tensor *a,
 		return g->err;
 	}
 	if (a->dtype != GPO_F32 || (nin > 1 && b->dtype != GPO_F32)) {
-		fail(g, -EINVAL, "%s: an i32 tensor where f32 is needed",
-		     a->dtype != GPO_F32 ? a->name : b->name);
+		fail(g, -EINVAL, "%s: an %s tensor where f32 is needed",
+		     a->dtype != GPO_F32 ? a->name : b->name,
+		     gpo_dtype_name(a->dtype != GPO_F32 ? a->dtype :
+				    b->dtype));
+		return g->err;
+	}
+	return 0;
+}
+
+/* check_in() for gpo_matmul(), whose operands may also be f16 inputs */
+static int check_mm_in(struct gpo_graph *g, struct gpo_tensor *a,
+		       struct gpo_tensor *b)
+{
+	struct gpo_tensor *bad;
+
+	if (!g)
+		return gpo__err(-EINVAL, "NULL graph");
+	if (g->err)
+		return g->err;
+	if (!a || !b) {
+		fail(g, -EINVAL, "an op was given a NULL tensor");
+		return g->err;
+	}
+	if (a->g != g || b->g != g) {
+		fail(g, -EINVAL, "a tensor of another graph");
+		return g->err;
+	}
+	bad = a->dtype != GPO_F32 && a->dtype != GPO_F16 ? a :
+	      b->dtype != GPO_F32 && b->dtype != GPO_F16 ? b : NULL;
+	if (bad) {
+		fail(g, -EINVAL, "matmul: %s is %s (f32 or f16)", bad->name,
+		     gpo_dtype_name(bad->dtype));
 		return g->err;
 	}
 	return 0;
@@ -190,8 +220,8 @@ struct gpo_tensor *gpo_tensor_input(struct gpo_graph *g, const char *name,
 	}
 	if (g->err)
 		return NULL;
-	if (dtype != GPO_F32 && dtype != GPO_I32)
-		return fail(g, -EINVAL, "input %s: dtype %s (f32 or i32)",
+	if (dtype != GPO_F32 && dtype != GPO_I32 && dtype != GPO_F16)
+		return fail(g, -EINVAL, "input %s: dtype %s (f32, i32 or f16)",
 			    name ? name : "?", gpo_dtype_name(dtype));
 	if (!shape || ndim < 1 || ndim > T_DIMS)
 		return fail(g, -EINVAL, "input %s: %d dimensions (1..%d)",
@@ -274,7 +304,7 @@ struct gpo_tensor *gpo_matmul(struct gpo_graph *g, struct gpo_tensor *a,
 	uint32_t ba, ra, ca, bb, rb, cb, m, k, k2, n, s[3];
 	struct gpo_tensor *t;
 
-	if (check_in(g, a, b, 2))
+	if (check_mm_in(g, a, b))
 		return NULL;
 	if (flags & ~(GPO_MATMUL_TA | GPO_MATMUL_TB))
 		return fail(g, -EINVAL, "matmul: unknown flags 0x%x", flags);
@@ -319,6 +349,12 @@ static int check_view(struct gpo_graph *g, struct gpo_tensor *x,
 	}
 	if (x->g != g) {
 		fail(g, -EINVAL, "%s: a tensor of another graph", what);
+		return g->err;
+	}
+	/* f16 inputs are read by the matmul kernels alone, as stored */
+	if (x->dtype == GPO_F16) {
+		fail(g, -EINVAL, "%s: %s is f16, which only matmul takes",
+		     what, x->name);
 		return g->err;
 	}
 	return 0;
@@ -734,6 +770,18 @@ void gpo_graph_set_step(struct gpo_graph *g, uint64_t step)
 		g->step = step;
 }
 
+int gpo_graph_set_matmul_f16(struct gpo_graph *g, int on)
+{
+	if (!g)
+		return gpo__err(-EINVAL, "NULL graph");
+	if (on != 0 && on != 1)
+		return gpo__err(-EINVAL, "matmul_f16: %d (0 or 1)", on);
+	if (g->planned)
+		return gpo__err(-EBUSY, "matmul_f16: the graph has run; set it before");
+	g->mm_f16 = on;
+	return 0;
+}
+
 /* a reduction over @axis, or over everything (@all: axis T_DIMS) */
 static struct gpo_tensor *reduce(struct gpo_graph *g, struct gpo_tensor *x,
 				 int axis, uint32_t fn, int mean, int all)
@@ -1040,7 +1088,8 @@ static int tensor_io(struct gpo_tensor *t, void *host, size_t bytes,
 	if (ret)
 		goto out_unlock;
 	b = t->st.blk;
-	b.off += t->st.elem * es;
+	/* the arena counts 4-byte elements: an f16 tensor fills half its place */
+	b.off += t->st.elem * 4;
 	b.size = bytes;
 	if (write)
 		ret = dev->ops->write(dev, &b, 0, host, bytes);

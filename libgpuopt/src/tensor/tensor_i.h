@@ -131,6 +131,7 @@ struct gpo_graph {
 	uint32_t ndropout;		/* dropouts made: the next one's site */
 	uint64_t step;			/* gpo_graph_set_step() */
 	uint64_t step_launched;		/* the step the dropout launches hold */
+	int mm_f16;			/* gpo_graph_set_matmul_f16() */
 
 	int planned;
 	int dry;			/* planning pass 1: count only */

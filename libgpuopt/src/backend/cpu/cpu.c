@@ -283,6 +283,72 @@ static void k_sgd(const struct op_call *c, uint32_t lo, uint32_t hi)
 	}
 }
 
+/*
+ * bfloat16 state in the update loops: core/dtype.c's gpo__f32_to_bf16
+ * and gpo__bf16_to_f32, inline and branch-free so the loops vectorise
+ * (the same bits: NaN made quiet, else round to nearest even)
+ */
+static inline uint16_t bf16_rne(float f)
+{
+	uint32_t x, r;
+
+	memcpy(&x, &f, 4);
+	r = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+	return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? (x >> 16 | 0x40) :
+			  r);
+}
+
+static inline float bf16_f32(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+/*
+ * Adam with bfloat16 state (GPO_ADAM_STATE_BF16): the f32 loop's
+ * arithmetic, the state read exactly and stored rounded to nearest even
+ */
+CPU_CLONES
+static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
+			float gm)
+{
+	const struct gpo_adam_args *a = c->args;
+	float *restrict p = bp(c, 0);
+	const float *restrict g = bp(c, 1);
+	uint16_t *restrict m = (uint16_t *)(void *)bp(c, 2);
+	uint16_t *restrict v = (uint16_t *)(void *)bp(c, 3);
+	uint16_t *restrict vmax = (uint16_t *)(void *)bp(c, 4);
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float step_size = a->step_size, bc2_sqrt = a->bc2_sqrt;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int amsgrad = a->flags & GPO_ADAM_AMSGRAD;
+	const int decoupled = a->flags & GPO_ADAM_DECOUPLED;
+	const float decay = decoupled ? a->decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a->weight_decay;
+	uint32_t i;
+
+	for (i = lo; i < hi; i++) {
+		float gi = g[i] * gm + l2 * p[i];
+		float mi = bf16_f32(m[i]) * b1 + ob1 * gi;
+		float vi = bf16_f32(v[i]) * b2 + ob2 * gi * gi;
+		float denom;
+
+		m[i] = bf16_rne(mi);
+		v[i] = bf16_rne(vi);
+		if (amsgrad) {
+			float vm = bf16_f32(vmax[i]);
+
+			vi = vm > vi ? vm : vi;
+			vmax[i] = bf16_rne(vi);
+		}
+		denom = sqrtf(vi) / bc2_sqrt + eps;
+		p[i] = p[i] * decay - step_size * (mi / denom);
+	}
+}
+
 CPU_CLONES
 static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
@@ -303,6 +369,10 @@ static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
+	if (a->flags & GPO_ADAM_STATE_BF16) {
+		k_adam_bf16(c, lo, hi, gm);
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + l2 * p[i];
 		float mi = m[i] * b1 + ob1 * gi;
@@ -338,6 +408,38 @@ static void k_rmsprop(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
+	if (a->flags & GPO_RMSPROP_STATE_BF16) {
+		uint16_t *restrict sqh = (uint16_t *)(void *)sq;
+		uint16_t *restrict bh = (uint16_t *)(void *)buf;
+		uint16_t *restrict gah = (uint16_t *)(void *)ga;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm + wd * p[i];
+			float s = bf16_f32(sqh[i]) * alpha +
+				  oa * gi * gi;
+			float avg;
+
+			sqh[i] = bf16_rne(s);
+			if (centered) {
+				float ca = bf16_f32(gah[i]) * alpha +
+					   oa * gi;
+
+				gah[i] = bf16_rne(ca);
+				s = s - ca * ca;
+			}
+			avg = sqrtf(s) + eps;
+			if (use_mom) {
+				float b = bf16_f32(bh[i]) * mom +
+					  gi / avg;
+
+				bh[i] = bf16_rne(b);
+				p[i] = p[i] - lr * b;
+			} else {
+				p[i] = p[i] - lr * (gi / avg);
+			}
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
 		float s = sq[i] * alpha + oa * gi * gi;
@@ -374,6 +476,18 @@ static void k_adagrad(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
+	if (a->flags & GPO_ADAGRAD_STATE_BF16) {
+		uint16_t *restrict sh = (uint16_t *)(void *)sum;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm + wd * p[i];
+			float s = bf16_f32(sh[i]) + gi * gi;
+
+			sh[i] = bf16_rne(s);
+			p[i] = p[i] - clr * (gi / (sqrtf(s) + eps));
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm + wd * p[i];
 		float s = sum[i] + gi * gi;
@@ -403,6 +517,19 @@ static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
+	if (a->flags & GPO_LION_STATE_BF16) {
+		uint16_t *restrict mh = (uint16_t *)(void *)m;
+
+		for (i = lo; i < hi; i++) {
+			float gi = g[i] * gm;
+			float mi = bf16_f32(mh[i]);
+			float u = mi * b1 + ob1 * gi;
+
+			p[i] = p[i] * decay - lr * sign_of(u);
+			mh[i] = bf16_rne(mi * b2 + ob2 * gi);
+		}
+		return;
+	}
 	for (i = lo; i < hi; i++) {
 		float gi = g[i] * gm;
 		float u = m[i] * b1 + ob1 * gi;
@@ -619,6 +746,7 @@ static const struct cpu_kernel {
 	{ "obj_rosenbrock", k_obj_rosenbrock, DT(GPO_F32) },
 	{ "matmul", gpo__cpu_matmul, DT(GPO_F32) },
 	{ "matmul_big", gpo__cpu_matmul_big, DT(GPO_F32) },
+	{ "matmul_half", gpo__cpu_matmul, DT(GPO_F32) },
 	{ "unary", gpo__cpu_unary, DT(GPO_F32) },
 	{ "binary", gpo__cpu_binary, DT(GPO_F32) },
 	{ "unary_bwd", gpo__cpu_unary_bwd, DT(GPO_F32) },

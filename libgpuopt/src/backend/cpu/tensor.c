@@ -17,6 +17,7 @@
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "core/rng_i.h"
+#include "core/dtype_i.h"
 #include "backend/cpu/cpu_i.h"
 #include "abi/matmul.h"
 #include "abi/ew.h"
@@ -68,20 +69,57 @@ static void grid_ranges(const struct op_call *c, uint32_t lo, uint32_t hi,
 /* ---- matmul --------------------------------------------------------- */
 
 /*
+ * An operand as abi/matmul.h has it stored: f32 (@mode 0), f32 rounded
+ * to binary16 (1) or binary16 (2). Only the staging reads it, so the
+ * branch costs nothing beside the sums.
+ */
+struct mm_src {
+	const void *base;
+	int mode;
+};
+
+static inline float mm_ld(struct mm_src s, uint64_t o)
+{
+	if (s.mode == 2)
+		return gpo__f16_to_f32(((const uint16_t *)s.base)[o]);
+	if (s.mode == 1)
+		return gpo__f16_to_f32(gpo__f32_to_f16(((const float *)
+							 s.base)[o]));
+	return ((const float *)s.base)[o];
+}
+
+static inline struct mm_src mm_src(const void *base, uint32_t flags,
+				   uint32_t f16, uint64_t off)
+{
+	struct mm_src s = { base, 0 };
+
+	if (flags & f16) {
+		s.mode = 2;
+		s.base = (const uint16_t *)base + off;
+	} else {
+		s.mode = flags & GPO_MM_ROUND ? 1 : 0;
+		s.base = (const float *)base + off;
+	}
+	return s;
+}
+
+/*
  * The block of C_z at rows i0 .., columns j0 .. (at most TILE x TILE):
  * op(A) and op(B) are staged a KB-deep slab at a time into contiguous
  * arrays (what makes the transposes free and the inner loop
  * unit-stride), and each element sums p = 0, 1, ... in order.
  */
 static inline __attribute__((always_inline)) void
-mm_block(const struct gpo_matmul_args *a, const float *A, const float *B,
+mm_block(const struct gpo_matmul_args *a, const void *A, const void *B,
 	 float *C, uint32_t z, uint32_t i0, uint32_t j0)
 {
 	const int ta = !!(a->flags & GPO_MM_TRANS_A);
 	const int tb = !!(a->flags & GPO_MM_TRANS_B);
 	const int accum = !!(a->flags & GPO_T_ACCUM);
-	const float *az = A + a->off_a + (uint64_t)z * a->bsa;
-	const float *bz = B + a->off_b + (uint64_t)z * a->bsb;
+	const struct mm_src az = mm_src(A, a->flags, GPO_MM_F16_A,
+					a->off_a + (uint64_t)z * a->bsa);
+	const struct mm_src bz = mm_src(B, a->flags, GPO_MM_F16_B,
+					a->off_b + (uint64_t)z * a->bsb);
 	float *cz = C + a->off_c + (uint64_t)z * a->bsc;
 	float acc[TILE][TILE], as[TILE][KB], bs[KB][TILE];
 	uint32_t i, j, p, mi, nj, p0, kp;
@@ -98,23 +136,27 @@ mm_block(const struct gpo_matmul_args *a, const float *A, const float *B,
 		if (ta)
 			for (p = 0; p < kp; p++)
 				for (i = 0; i < mi; i++)
-					as[i][p] = az[(uint64_t)(p0 + p) *
-						      a->lda + i0 + i];
+					as[i][p] =
+						mm_ld(az, (uint64_t)(p0 + p) *
+						      a->lda + i0 + i);
 		else
 			for (i = 0; i < mi; i++)
 				for (p = 0; p < kp; p++)
-					as[i][p] = az[(uint64_t)(i0 + i) *
-						      a->lda + p0 + p];
+					as[i][p] =
+						mm_ld(az, (uint64_t)(i0 + i) *
+						      a->lda + p0 + p);
 		if (tb)
 			for (j = 0; j < nj; j++)
 				for (p = 0; p < kp; p++)
-					bs[p][j] = bz[(uint64_t)(j0 + j) *
-						      a->ldb + p0 + p];
+					bs[p][j] =
+						mm_ld(bz, (uint64_t)(j0 + j) *
+						      a->ldb + p0 + p);
 		else
 			for (p = 0; p < kp; p++)
 				for (j = 0; j < nj; j++)
-					bs[p][j] = bz[(uint64_t)(p0 + p) *
-						      a->ldb + j0 + j];
+					bs[p][j] =
+						mm_ld(bz, (uint64_t)(p0 + p) *
+						      a->ldb + j0 + j);
 		for (i = 0; i < mi; i++) {
 			float *restrict row = acc[i];
 

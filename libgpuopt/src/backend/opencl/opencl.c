@@ -856,10 +856,13 @@ static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 	 * cost to kernels that wait on memory. Without them, precision.cl's
 	 * cr_div and cr_sqrt compute the correctly rounded results in
 	 * integer arithmetic; with them (GPO_CR_DIVSQRT), they are / and sqrt.
+	 * Only with denormals too: a flushed subnormal quotient is not the
+	 * IEEE one.
 	 */
 	clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL);
 	snprintf(buf, len, "-cl-std=CL1.2%s -D%s",
-		 (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ?
+		 (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) &&
+		 (fp & CL_FP_DENORM) ?
 		 " -cl-fp32-correctly-rounded-divide-sqrt -DGPO_CR_DIVSQRT" :
 		 "",
 		 dtype_define[dtype]);

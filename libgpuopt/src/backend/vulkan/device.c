@@ -56,6 +56,7 @@
 #include <time.h>
 #include "core/gpuopt_i.h"
 #include "backend/vulkan/vulkan_i.h"
+#include "abi/matmul.h"
 
 /*
  * Element ops run a grid-stride loop; more groups than this only add
@@ -240,8 +241,107 @@ static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
  * device 2"); @qfam is the queue family to use, UINT32_MAX to choose one.
  * Returns 0, or -errno with a message.
  */
-static int describe(VkPhysicalDevice phys, const char *what, uint32_t qfam,
-		    struct vk_dev **out, struct gpo_device_info *info)
+/*
+ * coop_probe - the f16 x f16 + f32 cooperative matrices of @phys
+ * (VK_NV_cooperative_matrix, subgroup scope) into @vd->coop and
+ * @info->coopmat: "nv:f16*f16+f32:16x16x16,16x8x16" or "none". A device
+ * has matmul_coop when it lists GPO_MM_COOP_M x _N x _K among them, has
+ * subgroups of 32, and can do f16 arithmetic (the shader's shared tiles
+ * are float16_t) under the Vulkan memory model (glslang declares it for
+ * any cooperative matrix); those two through their extensions, as the
+ * instance asks for Vulkan 1.1, where they are not core.
+ * @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
+ * caller's): none.
+ */
+static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
+		       const VkExtensionProperties *ext, uint32_t next,
+		       struct vk_dev *vd, struct gpo_device_info *info)
+{
+	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get;
+	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+	};
+	VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+		.pNext = &vmm,
+	};
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+		.pNext = &f16,
+	};
+	VkPhysicalDeviceFeatures2 f2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = &cm,
+	};
+	VkPhysicalDeviceSubgroupProperties sg = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+	};
+	VkPhysicalDeviceProperties2 p2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &sg,
+	};
+	VkCooperativeMatrixPropertiesNV *cp = NULL;
+	uint32_t n = 0, i;
+	size_t len;
+
+	snprintf(info->coopmat, sizeof(info->coopmat), "none");
+	if (instance == VK_NULL_HANDLE ||
+	    !has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
+	    !has_ext(ext, next, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME))
+		return;
+	get = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+		vkGetInstanceProcAddr(instance,
+			"vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+	if (!get)
+		return;
+	vkGetPhysicalDeviceFeatures2(phys, &f2);
+	if (!cm.cooperativeMatrix || !f16.shaderFloat16 ||
+	    !vmm.vulkanMemoryModel)
+		return;
+	vkGetPhysicalDeviceProperties2(phys, &p2);
+	if (get(phys, &n, NULL) != VK_SUCCESS || !n)
+		return;
+	cp = calloc(n, sizeof(*cp));
+	if (!cp)
+		return;
+	for (i = 0; i < n; i++)
+		cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+	if (get(phys, &n, cp) != VK_SUCCESS && n == 0)
+		goto out_free;
+	len = (size_t)snprintf(info->coopmat, sizeof(info->coopmat),
+			       "nv:f16*f16+f32:");
+	for (i = 0; i < n; i++) {
+		const VkCooperativeMatrixPropertiesNV *c = &cp[i];
+
+		if (c->AType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+		    c->BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+		    c->CType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+		    c->DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+		    c->scope != VK_SCOPE_SUBGROUP_NV)
+			continue;
+		/* the shader's 8 subgroups of 32 tile its 128 x 128 */
+		if (c->MSize == GPO_MM_COOP_M && c->NSize == GPO_MM_COOP_N &&
+		    c->KSize == GPO_MM_COOP_K && sg.subgroupSize == 32)
+			vd->coop = 1;
+		if (len < sizeof(info->coopmat))
+			len += (size_t)snprintf(info->coopmat + len,
+						sizeof(info->coopmat) - len,
+						"%s%ux%ux%u",
+						info->coopmat[len - 1] == ':' ?
+						"" : ",", c->MSize, c->NSize,
+						c->KSize);
+	}
+	/* no f16 x f16 + f32 kind at all: say none */
+	if (info->coopmat[strlen(info->coopmat) - 1] == ':')
+		snprintf(info->coopmat, sizeof(info->coopmat), "none");
+out_free:
+	free(cp);
+}
+
+static int describe(VkInstance instance, VkPhysicalDevice phys,
+		    const char *what, uint32_t qfam, struct vk_dev **out,
+		    struct gpo_device_info *info)
 {
 	VkPhysicalDeviceIDProperties idp = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
@@ -355,6 +455,7 @@ static int describe(VkPhysicalDevice phys, const char *what, uint32_t qfam,
 	for (i = 0; i < VK_UUID_SIZE; i++)
 		snprintf(info->uuid + 2 * i, 3, "%02x", idp.deviceUUID[i]);
 	info->type = device_type(p2.properties.deviceType);
+	coop_probe(instance, phys, ext, next, vd, info);
 	if (has_sm)
 		info->compute_units = sm.shaderSMCount;
 	else if (has_amd)
@@ -391,7 +492,7 @@ static int probe_one(struct gpo_ctx *ctx, struct vk_inst *inst,
 	int ret;
 
 	snprintf(what, sizeof(what), "vulkan device %u", index);
-	ret = describe(phys, what, UINT32_MAX, &vd, &info);
+	ret = describe(inst->instance, phys, what, UINT32_MAX, &vd, &info);
 	if (ret)
 		return ret;
 	vd->inst = inst;
@@ -546,9 +647,28 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[3];
+	const char *exts[6];
+	/*
+	 * matmul_coop: cooperative matrices, float16_t arithmetic, the
+	 * Vulkan memory model (coop_probe)
+	 */
+	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+		.vulkanMemoryModel = VK_TRUE,
+	};
+	VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+		.pNext = &vmm,
+		.shaderFloat16 = VK_TRUE,
+	};
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+		.pNext = &f16,
+		.cooperativeMatrix = VK_TRUE,
+	};
 	VkDeviceCreateInfo dci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+		.pNext = vd->coop ? &cm : NULL,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &qci,
 		.ppEnabledExtensionNames = exts,
@@ -566,6 +686,14 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	if (vd->has_ext_fd)
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+	if (vd->coop) {
+		exts[dci.enabledExtensionCount++] =
+			VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
+	}
 	r = vkCreateDevice(vd->phys, &dci, NULL, &vd->device);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateDevice");
@@ -746,8 +874,8 @@ int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
 		return gpo__err(-EINVAL, "%.100s: queue family %u cannot compute",
 			       props.deviceName, h->queue_family);
 
-	ret = describe(phys, "adopted vulkan device", h->queue_family, &vd,
-		       &info);
+	ret = describe(VK_NULL_HANDLE, phys, "adopted vulkan device",
+		       h->queue_family, &vd, &info);
 	if (ret)
 		return ret;
 	/* which extensions the caller enabled is not known: none */

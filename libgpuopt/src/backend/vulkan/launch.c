@@ -115,6 +115,19 @@ static int record_bind(struct gpo_device *dev, const struct op_call *call,
  * op begins with n, its element count (kernels/abi/), which is how a
  * window tells its shader; other buffers (scal) are bound whole.
  */
+/*
+ * The bytes of one element of element view @b of @n elements: the
+ * launch dtype's @es, or fewer for a state view of half-precision elements
+ * (an optimizer's bf16 state beside f32 parameters), whose view is then
+ * shorter than @n * @es; it covers @n rounded up to 4 of them.
+ */
+static uint64_t view_esize(const struct dev_buf *b, uint64_t n, uint64_t es)
+{
+	if (!b->mem || !n || b->size >= n * es)
+		return es;
+	return b->size / n;
+}
+
 static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 			   VkPipeline pipe)
 {
@@ -139,7 +152,8 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 	for (i = 0; i < op->nbuf; i++) {
 		const struct dev_buf *b = &call->buf[i];
 
-		if ((op->buf[i].role & OP_VEC4) && b->mem && b->size < n * es)
+		if ((op->buf[i].role & OP_VEC4) && b->mem &&
+		    view_esize(b, n, es) < 2)
 			return gpo__err(-EINVAL, "%s: %s buffer %s holds %llu bytes, %llu elements need %llu",
 					dev->info.id, op->name, op->buf[i].name,
 					(unsigned long long)b->size,
@@ -153,9 +167,23 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 	for (first = 0; first < n; first += cnt) {
 		cnt = n - first < chunk ? n - first : chunk;
 		for (i = 0; i < op->nbuf; i++) {
+			const struct dev_buf *b = &call->buf[i];
+			uint64_t bes = view_esize(b, n, es);
+			uint64_t range = cnt * bes;
+
+			/*
+			 * the last window of a half-precision view reaches
+			 * its end: n rounded up to 4 (1 bf16 element is read
+			 * as 8 bytes, more than the 4 that n * es says)
+			 */
+			if (first + cnt == n && b->mem &&
+			    b->size > first * bes + range &&
+			    b->size - first * bes <= vd->max_range &&
+			    b->size - first * bes <= (cnt + 3) * bes + 8)
+				range = b->size - first * bes;
 			if (op->buf[i].role & OP_VEC4)
-				ret = bind_buf(dev, call, i, first * es,
-					       cnt * es, &bi[i]);
+				ret = bind_buf(dev, call, i, first * bes,
+					       range, &bi[i]);
 			else
 				ret = bind_buf(dev, call, i, 0,
 					       whole(&call->buf[i]), &bi[i]);

@@ -49,6 +49,9 @@ int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
 		return 0;
 	if (!dtype_usable(dev->priv, dtype))
 		return 0;
+	/* tensor cores: where the probe found and enabled them */
+	if (op == OP_MATMUL_COOP && !((struct vk_dev *)dev->priv)->coop)
+		return 0;
 	f = spv_find(op, dtype, 0);
 	return f && f->size && !(f->size % 4);
 }

@@ -111,6 +111,8 @@ struct vk_dev {
 	int has_push_desc;
 	int has_budget;
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
+	int coop;			/* matmul_coop: VK_NV_cooperative_matrix
+					 * with f16 16x16x16, enabled */
 	/*
 	 * adopted (gpo_device_adopt_vulkan): open uses the caller's device
 	 * and queue, close leaves them; a batch starts and ends with a full
