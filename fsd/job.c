@@ -411,13 +411,13 @@ static char mpi_why[PATH_MAX + 80];
 static void mpi_setup(void)
 {
 	const char *env = getenv("GPUOPTFS_MPIEXEC"), *path, *p, *e;
-	char *slash;
+	const char *slash = strrchr(worker_exe, '/');
+	int dir = slash ? (int)(slash - worker_exe) : 0;
 
-	snprintf(worker_mpi_exe, sizeof(worker_mpi_exe), "%s", worker_exe);
-	slash = strrchr(worker_mpi_exe, '/');
-	if (!slash || snprintf(slash + 1, worker_mpi_exe + sizeof(worker_mpi_exe) - slash - 1,
-			       "gpuoptfs-worker-mpi") >=
-		      worker_mpi_exe + (int)sizeof(worker_mpi_exe) - slash - 1 ||
+	if (!slash ||
+	    snprintf(worker_mpi_exe, sizeof(worker_mpi_exe),
+		     "%.*s/gpuoptfs-worker-mpi", dir, worker_exe) >=
+		    (int)sizeof(worker_mpi_exe) ||
 	    access(worker_mpi_exe, X_OK)) {
 		snprintf(mpi_why, sizeof(mpi_why),
 			 "this gpuoptfs has no MPI worker (%s: built with Open MPI's libopenmpi-dev)",
@@ -429,11 +429,14 @@ static void mpi_setup(void)
 			snprintf(mpiexec_exe, sizeof(mpiexec_exe), "%s", env);
 	} else {
 		path = getenv("PATH");
-		for (p = path ? path : "/usr/bin:/bin"; *p; p = *e ? e + 1 : e) {
+		p = path ? path : "/usr/bin:/bin";
+		for (; *p; p = *e ? e + 1 : e) {
 			e = strchrnul(p, ':');
-			if (e - p < 1 || *p != '/' ||
-			    snprintf(mpiexec_exe, sizeof(mpiexec_exe), "%.*s/mpiexec",
-				     (int)(e - p), p) >= (int)sizeof(mpiexec_exe))
+			/* relative entries are the caller's cwd: never */
+			if (*p != '/' ||
+			    snprintf(mpiexec_exe, sizeof(mpiexec_exe),
+				     "%.*s/mpiexec", (int)(e - p), p) >=
+				    (int)sizeof(mpiexec_exe))
 				continue;
 			if (!access(mpiexec_exe, X_OK))
 				break;
