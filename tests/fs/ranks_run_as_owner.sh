@@ -1,7 +1,8 @@
 #!/bin/sh
 # A ranks=2 job of nobody's: mpiexec and both ranks run as nobody, with
 # no_new_privs and no capabilities, and mpiexec without
-# --allow-run-as-root; the job trains and its stat reads.
+# --allow-run-as-root; the job trains and its stat reads. While the job
+# waits for commands its ranks sleep: they do not spin a CPU.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
 need_root
@@ -37,5 +38,20 @@ for p in $mpx $(pgrep -f "^[^ ]*gpuoptfs-worker-mpi theirs "); do
 	n=$((n + 1))
 done
 expect "processes" "$n" 3
+# CPU time (user + system ticks) of the ranks over 2 s of waiting
+ticks()
+{
+	t=0
+	for p in $(pgrep -f "^[^ ]*gpuoptfs-worker-mpi theirs "); do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo $t
+}
+c0=$(ticks)
+sleep 2
+c1=$(ticks)
+hz=$(getconf CLK_TCK)
+[ $((c1 - c0)) -lt $((hz / 5)) ] ||
+	fail "idle ranks took $((c1 - c0)) ticks of CPU in 2 s (CLK_TCK $hz)"
 fs_finish
 echo PASS
