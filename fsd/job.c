@@ -15,15 +15,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include <poll.h>
-#include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -955,7 +955,6 @@ static void mpi_argv(struct job *j, const struct job_config *cfg,
 	/* a shared machine: the ranks are not pinned to cores */
 	argv[a++] = "--bind-to";
 	argv[a++] = "none";
-	/* the daemon's fds and terminal are not the ranks' */
 	argv[a++] = "-np";
 	snprintf(bufs[0], 24, "%llu", (unsigned long long)cfg->ranks);
 	argv[a++] = bufs[0];
@@ -1003,7 +1002,7 @@ static int worker_spawn(struct job *j)
 		if (mpi_why[0]) {
 			config_free(&cfg);
 			return fs_err(-EINVAL, "ranks=%llu: %s",
-				      (unsigned long long)cfg.ranks, mpi_why);
+				      (unsigned long long)nranks, mpi_why);
 		}
 		lfd = mpi_listen(sock_name, sizeof(sock_name));
 		if (lfd < 0) {
