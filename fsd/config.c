@@ -1316,9 +1316,10 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	/* refused at the write, long before anything is allocated */
 	if (config_mem_bytes(out) > fs->max_job_bytes) {
 		ret = fs_err(-EDQUOT,
-			     "model=%.64s needs %llu bytes (16 per parameter), more than the %llu a job may have",
+			     "model=%.64s needs %llu bytes (16 per parameter%s), more than the %llu a job may have",
 			     out->model.spec ? out->model.spec : "?",
 			     (unsigned long long)config_mem_bytes(out),
+			     out->ranks > 1 ? " and rank" : "",
 			     (unsigned long long)fs->max_job_bytes);
 		goto out_free;
 	}
@@ -1339,8 +1340,11 @@ double config_loss_scale(struct fsd *fs, const struct job_config *cfg)
 
 uint64_t config_mem_bytes(const struct job_config *cfg)
 {
-	/* param, grad and up to two states of float32 per parameter */
-	return cfg->model.numel * 16;
+	/*
+	 * param, grad and up to two states of float32 per parameter, in
+	 * every rank (on this machine or another: counted here all the same)
+	 */
+	return cfg->model.numel * 16 * cfg->ranks;
 }
 
 /* A saved schedule's settings into @cfg; its state words are no settings. */

@@ -4,7 +4,8 @@
 # machine's CPUs without hosts=), a batch that does not divide into the
 # shards, shards not a multiple of ranks, a model that does not train
 # over ranks, hosts= with anything but host[:slots],... (no option or
-# shell word gets to mpiexec). ranks change only before the first step.
+# shell word gets to mpiexec), a job over --max-job-bytes once every
+# rank's copy counts. ranks change only before the first step.
 # A daemon without MPI (a build without gpuoptfs-worker-mpi, or
 # GPUOPTFS_MPIEXEC empty: no mpiexec) refuses ranks=2 with the reason,
 # and still runs ranks=1 jobs.
@@ -54,6 +55,17 @@ expect "shards=4" "$(w "$M/jobs/c/config" "shards=4")" OK
 # ranks change only before the first step
 expect "step" "$(w "$M/jobs/c/ctl" "step 1")" OK
 expect "ranks after a step" "$(w "$M/jobs/c/config" "ranks=1")" EBUSY
+fs_finish
+
+# every rank holds the model: 16 bytes a parameter and rank count
+# against --max-job-bytes (784x16x10: 12730 parameters, 203680 bytes)
+fs_start --max-job-bytes 300000
+new_job q "model=mlp:784x16x10 data=$data batch_size=64"
+cp "$M/jobs/q/config" "$T/before"
+expect "ranks=2 over the job limit" "$(w "$M/jobs/q/config" "ranks=2")" EDQUOT
+grep -q "407360 bytes (16 per parameter and rank)" "$M/jobs/q/error" ||
+	fail "error: $(cat "$M/jobs/q/error")"
+cmp -s "$T/before" "$M/jobs/q/config" || fail "ranks=2 over the limit: config changed"
 fs_finish
 GPUOPTFS_MPIEXEC=
 export GPUOPTFS_MPIEXEC
