@@ -809,6 +809,12 @@ static int mpi_ckpt_share(struct wk *w, int ret0, int *fd)
 		       ret0;
 	size = hdr;
 	buf = malloc(size < CKPT_CHUNK ? (size ? size : 1) : CKPT_CHUNK);
+	if (!buf) {
+		/* the others wait in the broadcasts: the job ends here */
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: no memory to pass the checkpoint on\n",
+			w->rank);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
 	if (w->rank) {
 		mfd = memfd_create("gpuoptfs-ckpt", MFD_CLOEXEC);
 		if (mfd < 0)
@@ -817,20 +823,8 @@ static int mpi_ckpt_share(struct wk *w, int ret0, int *fd)
 	/* every rank takes every chunk, whatever failed, then they agree */
 	for (off = 0; off < size; off += n) {
 		n = size - off < CKPT_CHUNK ? size - off : CKPT_CHUNK;
-		if (!w->rank && !err &&
-		    (!buf || pread(*fd, buf, n, off) != (ssize_t)n))
+		if (!w->rank && !err && pread(*fd, buf, n, off) != (ssize_t)n)
 			err = -EIO;
-		if (!buf) {
-			/* still in step with the others' broadcasts */
-			char *tmp = malloc(n);
-
-			if (!tmp)
-				MPI_Abort(MPI_COMM_WORLD, 1);
-			MPI_Bcast(tmp, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
-			free(tmp);
-			werr = -ENOMEM;
-			continue;
-		}
 		MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
 		if (w->rank && !werr && pwrite(mfd, buf, n, off) != (ssize_t)n)
 			werr = -EIO;
@@ -1091,13 +1085,13 @@ static int mpi_connect(const char *name)
 static int mpi_agree(struct wk *w, int ret, int *diverged)
 {
 	struct { int v; int r; } in = { ret != 0, w->rank }, out;
-	int none_ok, ok = ret == 0;
+	int any_ok, ok = ret == 0;
 
 	MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
-	MPI_Allreduce(&ok, &none_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	MPI_Allreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!out.v)
 		return 0;
-	*diverged = none_ok;
+	*diverged = any_ok;
 	MPI_Bcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD);
 	w->msg[sizeof(w->msg) - 1] = '\0';
 	if (out.r != w->rank || !ret) {
