@@ -967,10 +967,13 @@ static void mpi_argv(struct job *j, const struct job_config *cfg,
 	argv[a++] = j->name;
 	snprintf(bufs[2], 120, "%s", sock);
 	argv[a++] = bufs[2];
-	/* a hung rank fails the step before the daemon's watchdog fires */
+	/*
+	 * a hung rank fails the step well before the daemon's watchdog
+	 * fires (a step waits on the others more than once)
+	 */
 	snprintf(bufs[3], 120, "shards=%llu timeout=%d",
 		 (unsigned long long)(cfg->shards ? cfg->shards : cfg->ranks),
-		 worker_timeout > 4 ? worker_timeout - 2 : 2);
+		 worker_timeout > 2 ? worker_timeout / 2 : 1);
 	argv[a++] = bufs[3];
 	argv[a] = NULL;
 }

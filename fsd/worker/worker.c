@@ -945,20 +945,60 @@ static int __attribute__((unused)) mirrored(uint32_t cmd)
 }
 
 #ifdef GPO_HAVE_MPI
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * Wait for @r asleep (MPI's own waits poll: each would spin a CPU),
+ * sleeping twice as long each time it is not done, from 20 us up to
+ * 10 ms; at most the job's timeout unless @forever (a rank waiting for
+ * rank 0's next command: a paused job sends none). A rank that died or
+ * hangs would keep us forever: -ETIMEDOUT, and the job must end.
+ */
+static int mpi_wait(struct wk *w, MPI_Request *r, int forever)
+{
+	struct timespec ts = { 0, 0 };
+	uint64_t t0 = mono_ns();
+	int done = 0;
+
+	for (;;) {
+		MPI_Test(r, &done, MPI_STATUS_IGNORE);
+		if (done)
+			return 0;
+		if (!forever && w->timeout_s &&
+		    mono_ns() - t0 > (uint64_t)w->timeout_s * 1000000000ull) {
+			w->mpi_broken = 1;
+			return wk_err(w, -ETIMEDOUT,
+				      "rank %d: no answer from the other ranks in %d s (one died or hangs)",
+				      w->rank, w->timeout_s);
+		}
+		nanosleep(&ts, NULL);
+		ts.tv_nsec = ts.tv_nsec ? ts.tv_nsec * 2 : 20000;
+		if (ts.tv_nsec > 10000000)
+			ts.tv_nsec = 10000000;
+	}
+}
+
 /* rank 0's bytes of a mirrored command, to every rank's view of shm */
 static int mpi_share(struct wk *w, const struct wp_req *rq)
 {
 	uint64_t n = rq->bytes < w->shm_size ? rq->bytes : w->shm_size;
+	MPI_Request r;
 
 	if (w->nranks < 2 || !mirrored(rq->cmd) || !n)
 		return 0;
 	if (n > INT_MAX)
 		return wk_err(w, -EFBIG, "%llu bytes to the ranks in one message (at most %d)",
 			      (unsigned long long)n, INT_MAX);
-	if (MPI_Bcast(w->shm, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD))
-		return wk_err(w, -EIO, "rank %d: MPI_Bcast of a command failed",
+	if (MPI_Ibcast(w->shm, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r))
+		return wk_err(w, -EIO, "rank %d: MPI_Ibcast of a command failed",
 			      w->rank);
-	return 0;
+	return mpi_wait(w, &r, 0);
 }
 #endif
 
@@ -975,11 +1015,19 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	if (!ret)
 		ret = shm_view(w, rq->off);
 #ifdef GPO_HAVE_MPI
-	/* every rank, failed or not, takes part in the broadcast */
-	if (w->nranks > 1 && mirrored(rq->cmd)) {
-		int any = ret != 0, all;
+	/*
+	 * every rank, failed or not, takes part in the broadcast of a
+	 * command's bytes (a step has none)
+	 */
+	if (w->nranks > 1 && mirrored(rq->cmd) && rq->bytes) {
+		int any = ret != 0, all = 0, r2;
+		MPI_Request r;
 
-		MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		MPI_Iallreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+			       &r);
+		r2 = mpi_wait(w, &r, 0);
+		if (r2)
+			return r2;
 		if (all && !ret)
 			ret = wk_err(w, -EIO, "another rank cannot map the shared memory");
 		if (!ret)
@@ -1085,14 +1133,26 @@ static int mpi_connect(const char *name)
 static int mpi_agree(struct wk *w, int ret, int *diverged)
 {
 	struct { int v; int r; } in = { ret != 0, w->rank }, out;
-	int any_ok, ok = ret == 0;
+	int any_ok, ok = ret == 0, r2;
+	MPI_Request r;
 
-	MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
-	MPI_Allreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD, &r);
+	r2 = mpi_wait(w, &r, 0);
+	if (!r2) {
+		MPI_Iallreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX,
+			       MPI_COMM_WORLD, &r);
+		r2 = mpi_wait(w, &r, 0);
+	}
+	if (r2)
+		return r2;
 	if (!out.v)
 		return 0;
 	*diverged = any_ok;
-	MPI_Bcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD);
+	/* the message, if it is not ours (it is in place at out.r) */
+	MPI_Ibcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD, &r);
+	r2 = mpi_wait(w, &r, 0);
+	if (r2)
+		return r2;
 	w->msg[sizeof(w->msg) - 1] = '\0';
 	if (out.r != w->rank || !ret) {
 		char m[WP_MSG_MAX];
@@ -1104,37 +1164,21 @@ static int mpi_agree(struct wk *w, int ret, int *diverged)
 }
 
 /*
- * Rank 0's next command to every rank. MPI waits by polling: a paused
- * job's other ranks would each spin a CPU for as long as it waits, so
- * they test and sleep, twice as long each time nothing came, from 20 us
- * up to 10 ms (while a job runs, its steps follow each other closer).
+ * Rank 0's next command to every rank: they wait for it as long as it
+ * takes (a paused job sends none), asleep (mpi_wait()).
  */
-static void mpi_bcast_req(struct wk *w, struct wp_req *rq)
+static int mpi_bcast_req(struct wk *w, struct wp_req *rq)
 {
-	struct timespec ts = { 0, 0 };
 	MPI_Request r;
-	int done = 0;
 
 	MPI_Ibcast(rq, sizeof(*rq), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
-	if (!w->rank) {
-		MPI_Wait(&r, MPI_STATUS_IGNORE);
-		return;
-	}
-	for (;;) {
-		MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-		if (done)
-			return;
-		nanosleep(&ts, NULL);
-		ts.tv_nsec = ts.tv_nsec ? ts.tv_nsec * 2 : 20000;
-		if (ts.tv_nsec > 10000000)
-			ts.tv_nsec = 10000000;
-	}
+	return mpi_wait(w, &r, w->rank != 0);
 }
-
 /* MPI's start; rank 0 connects to the daemon; the communicator */
 static int mpi_start(struct wk *w, int *argc, char ***argv)
 {
 	char opts[256], **a;
+	const char *t;
 	int provided, ret;
 
 	MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -1154,6 +1198,9 @@ static int mpi_start(struct wk *w, int *argc, char ***argv)
 		}
 	}
 	snprintf(opts, sizeof(opts), "%s", a[3]);
+	/* the worker's own waits on the others take the comm's timeout */
+	t = strstr(opts, "timeout=");
+	w->timeout_s = t ? atoi(t + 8) : 300;
 	ret = gpo_comm_new(NULL, opts, (struct gpo_comm **)&w->comm);
 	if (ret)
 		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n", w->rank,
@@ -1224,7 +1271,16 @@ int main(int argc, char **argv)
 		/* the other ranks wait for rank 0's next mirrored command */
 		if (w.nranks > 1 && (w.rank || (n == sizeof(rq) &&
 			(mirrored(rq.cmd) || rq.cmd == WP_QUIT)))) {
-			mpi_bcast_req(&w, &rq);
+			if (mpi_bcast_req(&w, &rq)) {
+				/* no rank hears rank 0 now: answer, end */
+				memset(&rp, 0, sizeof(rp));
+				rp.ret = -ETIMEDOUT;
+				snprintf(rp.msg, sizeof(rp.msg), "%s", w.msg);
+				send(fd_sock, &rp, sizeof(rp), MSG_NOSIGNAL);
+				fprintf(stderr, "gpuoptfs-worker-mpi: %s\n",
+					w.msg);
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			}
 			n = sizeof(rq);
 		}
 #endif
@@ -1246,13 +1302,15 @@ int main(int argc, char **argv)
 		 * A failed collective step leaves the communicator unusable
 		 * (a rank died or hangs): answer, then end every rank.
 		 */
-		if (w.nranks > 1 && rq.cmd == WP_STEP && ret) {
+		/* a step fails alike on every rank, or ends the job */
+		if (w.nranks > 1 && mirrored(rq.cmd) && !w.mpi_broken &&
+		    rq.cmd != WP_STEP)
+			ret = mpi_agree(&w, ret, &diverged);
+		if (w.nranks > 1 && (w.mpi_broken || (rq.cmd == WP_STEP && ret))) {
 			diverged = 1;
 			if (w.rank)
 				fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n",
 					w.rank, w.msg);
-		} else if (w.nranks > 1 && mirrored(rq.cmd)) {
-			ret = mpi_agree(&w, ret, &diverged);
 		}
 		if (w.rank) {
 			if (diverged)

@@ -68,6 +68,8 @@ struct wk {
 	int rank;
 	int nranks;
 	void *comm;
+	int timeout_s;		/* the longest wait on the others; 0: none */
+	int mpi_broken;		/* a wait timed out: the job must end */
 };
 
 #define FAULT_ABORT	0x1	/* abort() in the first step, as a driver */

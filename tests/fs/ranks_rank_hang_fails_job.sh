@@ -1,6 +1,6 @@
 #!/bin/sh
 # A rank of a ranks=2 job that hangs (SIGSTOP) fails that job within the
-# communication timeout (the watchdog's less 2 s), with the cause in
+# communication timeout (half the watchdog's), with the cause in
 # error; every rank process is gone afterwards, stopped one included, and
 # the daemon goes on serving.
 . "$(dirname "$0")/lib.sh"
