@@ -354,6 +354,25 @@ BENCHES += $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
 endif
 .PHONY: mpi-all check-mpi bench-comm
 
+# gpuoptfs-worker-mpi: the worker of jobs with ranks=, the worker's
+# sources and comm/ built with MPI beside the plain worker, wherever Open
+# MPI's headers are (any MPI=; not under the sanitizers: Open MPI's own
+# allocations would be leaks); without it gpuoptfs refuses ranks=
+MPI_PRESENT := $(if $(filter 1,$(SANITIZE)),,$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1))
+ifneq ($(MPI_PRESENT),)
+WORKER_MPI := $(if $(FSD_SRCS),$(BUILD)/bin/gpuoptfs-worker-mpi)
+WORKER_MPI_OBJS := $(WORKER_SRCS:%.c=$(BUILD)/mpiw/%.o) \
+	$(COMM_SRCS:%.c=$(BUILD)/mpiw/%.o)
+$(BUILD)/mpiw/%.o: %.c $(BUILD_CONF)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -DGPO_HAVE_MPI -MMD -MP -c -o $@ $<
+$(BUILD)/bin/gpuoptfs-worker-mpi: $(WORKER_MPI_OBJS) $(ALIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(WORKER_MPI_OBJS) $(ALIB) $(MPI_LIBS) \
+		$(LIB_LIBS) $(LDPROG)
+build-all: $(WORKER_MPI)
+endif
+
 # the MPI build is its own build dir: build it there, run tests/mpi
 # (without the sanitizers: Open MPI's own allocations would be leaks);
 # run it from the plain build (make check-mpi), whose gpuopt-train the

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fs_i.h"
 #include "job_i.h"
 
@@ -579,6 +580,12 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	snprintf(cfg->train.loss, sizeof(cfg->train.loss), "xent");
 	cfg->train.batch_size = 64;
 	cfg->train.shuffle = 1;
+	cfg->ranks = 1;
+}
+
+int config_mpi(const struct job_config *cfg)
+{
+	return cfg->ranks > 1 || cfg->shards > 1 || cfg->hosts[0];
 }
 
 int config_learns(const struct job_config *cfg)
@@ -778,6 +785,10 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 				   &cfg->restart_on_failure);
 	if (!strcmp(key, "autostart"))
 		return parse_count(key, value, 0, 1, &cfg->autostart);
+	if (!strcmp(key, "ranks"))
+		return parse_count(key, value, 1, RANKS_MAX, &cfg->ranks);
+	if (!strcmp(key, "shards"))
+		return parse_count(key, value, 0, 1u << 24, &cfg->shards);
 	if (!strcmp(key, "memory_limit_bytes")) {
 		if (!strcmp(value, "max")) {
 			cfg->memory_limit_bytes = 0;
@@ -827,6 +838,89 @@ static int parse_device(struct job_config *cfg, const char *value)
 			return fs_err(-EINVAL, "device: '%s' is not a device",
 				      value);
 	snprintf(cfg->device, sizeof(cfg->device), "%s", value);
+	return 0;
+}
+
+/*
+ * hosts=: mpirun's --host list, "none" for this machine alone. Strictly
+ * host[:slots] items joined by commas, a host being letters, digits, '.'
+ * and '-' and starting with a letter or digit: nothing that mpirun could
+ * take for an option or a shell could expand.
+ */
+static int parse_hosts(struct job_config *cfg, const char *value)
+{
+	const char *p = value, *item;
+	int digits;
+
+	if (!strcmp(value, "none")) {
+		cfg->hosts[0] = '\0';
+		return 0;
+	}
+	if (!*value || strlen(value) >= sizeof(cfg->hosts))
+		return fs_err(-EINVAL, "hosts: a list of host[:slots] of fewer than %zu bytes, or none",
+			      sizeof(cfg->hosts));
+	for (;;) {
+		item = p;
+		if (!isalnum((unsigned char)*p))
+			return fs_err(-EINVAL, "hosts: '%s': a host starts with a letter or digit",
+				      value);
+		while (isalnum((unsigned char)*p) || *p == '.' || *p == '-')
+			p++;
+		if (p - item > 253)
+			return fs_err(-EINVAL, "hosts: a host name is too long");
+		if (*p == ':') {
+			digits = 0;
+			for (p++; isdigit((unsigned char)*p); p++)
+				digits++;
+			if (!digits || digits > 4)
+				return fs_err(-EINVAL, "hosts: '%s': slots after ':' are 1 to 4 digits",
+					      value);
+		}
+		if (!*p)
+			break;
+		if (*p != ',')
+			return fs_err(-EINVAL, "hosts: '%s': character '%c' is not allowed (host[:slots],...)",
+				      value, isprint((unsigned char)*p) ? *p : '?');
+		p++;
+	}
+	snprintf(cfg->hosts, sizeof(cfg->hosts), "%s", value);
+	return 0;
+}
+
+/*
+ * ranks=, shards=, hosts=: MPI must be there, the global batch must cut
+ * into the shards and the shards over the ranks, and only models trained
+ * on data run their steps over ranks.
+ */
+static int validate_ranks(const struct job_config *cfg)
+{
+	uint64_t shards = cfg->shards ? cfg->shards : cfg->ranks;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *why;
+
+	if (!config_mpi(cfg))
+		return 0;
+	why = job_mpi_why();
+	if (why)
+		return fs_err(-EINVAL, "ranks=%llu shards=%llu%s%s: %s",
+			      (unsigned long long)cfg->ranks,
+			      (unsigned long long)cfg->shards,
+			      cfg->hosts[0] ? " hosts=" : "", cfg->hosts, why);
+	if (!cfg->hosts[0] && cpus > 0 && cfg->ranks > (uint64_t)cpus)
+		return fs_err(-EINVAL, "ranks: %llu is more than this machine's %ld CPUs (hosts= spreads ranks over machines)",
+			      (unsigned long long)cfg->ranks, cpus);
+	if (shards % cfg->ranks)
+		return fs_err(-EINVAL, "shards: %llu is not a multiple of ranks=%llu",
+			      (unsigned long long)shards,
+			      (unsigned long long)cfg->ranks);
+	if (cfg->model.kind != MODEL_NONE && !config_learns(cfg))
+		return fs_err(-EINVAL, "ranks: model=%.64s does not train over ranks (mlp and gpt models do)",
+			      cfg->model.spec);
+	if (cfg->train.batch_size % shards)
+		return fs_err(-EINVAL, "batch_size: %llu does not divide into %llu shards (ranks=%llu)",
+			      (unsigned long long)cfg->train.batch_size,
+			      (unsigned long long)shards,
+			      (unsigned long long)cfg->ranks);
 	return 0;
 }
 
@@ -1003,6 +1097,9 @@ static unsigned int config_diff(const struct job_config *a,
 	    a->autostart != b->autostart ||
 	    a->memory_limit_bytes != b->memory_limit_bytes)
 		c |= CFG_RUN;
+	if (a->ranks != b->ranks || a->shards != b->shards ||
+	    strcmp(a->hosts, b->hosts))
+		c |= CFG_RANKS;
 	return c;
 }
 
@@ -1112,6 +1209,8 @@ static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 		return ret;
 	if (!strcmp(key, "device"))
 		return parse_device(cfg, value);
+	if (!strcmp(key, "hosts"))
+		return parse_hosts(cfg, value);
 	ret = parse_run_key(cfg, key, value);
 	if (ret <= 0)
 		return ret;
@@ -1202,6 +1301,8 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	/* config_hp() takes ctx_lock itself */
 	if (!ret)
 		ret = validate_loss_scale(fs, out);
+	if (!ret)
+		ret = validate_ranks(out);
 	if (ret)
 		goto out_free;
 	/*
@@ -1215,9 +1316,10 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 	/* refused at the write, long before anything is allocated */
 	if (config_mem_bytes(out) > fs->max_job_bytes) {
 		ret = fs_err(-EDQUOT,
-			     "model=%.64s needs %llu bytes (16 per parameter), more than the %llu a job may have",
+			     "model=%.64s needs %llu bytes (16 per parameter%s), more than the %llu a job may have",
 			     out->model.spec ? out->model.spec : "?",
 			     (unsigned long long)config_mem_bytes(out),
+			     out->ranks > 1 ? " and rank" : "",
 			     (unsigned long long)fs->max_job_bytes);
 		goto out_free;
 	}
@@ -1238,8 +1340,11 @@ double config_loss_scale(struct fsd *fs, const struct job_config *cfg)
 
 uint64_t config_mem_bytes(const struct job_config *cfg)
 {
-	/* param, grad and up to two states of float32 per parameter */
-	return cfg->model.numel * 16;
+	/*
+	 * param, grad and up to two states of float32 per parameter, in
+	 * every rank (on this machine or another: counted here all the same)
+	 */
+	return cfg->model.numel * 16 * cfg->ranks;
 }
 
 /* A saved schedule's settings into @cfg; its state words are no settings. */
@@ -1493,6 +1598,11 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 	gpo__sbuf_printf(sb, "restart_on_failure=%llu\nautostart=%llu\n",
 			 (unsigned long long)cfg->restart_on_failure,
 			 (unsigned long long)cfg->autostart);
+	gpo__sbuf_printf(sb, "ranks=%llu\nshards=%llu\nhosts=%s\n",
+			 (unsigned long long)cfg->ranks,
+			 (unsigned long long)(cfg->shards ? cfg->shards :
+					      cfg->ranks),
+			 cfg->hosts[0] ? cfg->hosts : "none");
 	if (cfg->memory_limit_bytes)
 		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
 				 (unsigned long long)cfg->memory_limit_bytes);

@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +25,12 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include "fs_i.h"
@@ -68,6 +72,7 @@ struct wproc {
 	uint64_t stage_next;		/* ids given out; never reused */
 	uint64_t drained_ns;		/* stderr last read */
 	int built;			/* it holds the optimizer */
+	int mpi;			/* mpiexec: its ranks are its group */
 	int holds_dev;			/* counted in fs->dev_users */
 	char tail[2048];		/* the newest bytes of its stderr */
 	size_t tail_len;
@@ -393,6 +398,55 @@ static int config_get(struct job *j, struct job_config *cfg)
 
 static char worker_exe[PATH_MAX];
 static int worker_timeout = WORKER_TIMEOUT_S;
+/*
+ * Jobs with ranks=: gpuoptfs-worker-mpi beside the worker, started
+ * through mpiexec (GPUOPTFS_MPIEXEC, else the first in PATH; set empty,
+ * no MPI), both found once at the first need; mpi_why says what is
+ * missing.
+ */
+static char worker_mpi_exe[PATH_MAX];
+static char mpiexec_exe[PATH_MAX];
+static char mpi_why[PATH_MAX + 80];
+
+static void mpi_setup(void)
+{
+	const char *env = getenv("GPUOPTFS_MPIEXEC"), *path, *p, *e;
+	const char *slash = strrchr(worker_exe, '/');
+	int dir = slash ? (int)(slash - worker_exe) : 0;
+
+	if (!slash ||
+	    snprintf(worker_mpi_exe, sizeof(worker_mpi_exe),
+		     "%.*s/gpuoptfs-worker-mpi", dir, worker_exe) >=
+		    (int)sizeof(worker_mpi_exe) ||
+	    access(worker_mpi_exe, X_OK)) {
+		snprintf(mpi_why, sizeof(mpi_why),
+			 "this gpuoptfs has no MPI worker (%s: built with Open MPI's libopenmpi-dev)",
+			 worker_mpi_exe);
+		return;
+	}
+	if (env) {
+		if (*env == '/' && !access(env, X_OK))
+			snprintf(mpiexec_exe, sizeof(mpiexec_exe), "%s", env);
+	} else {
+		path = getenv("PATH");
+		p = path ? path : "/usr/bin:/bin";
+		for (; *p; p = *e ? e + 1 : e) {
+			e = strchrnul(p, ':');
+			/* relative entries are the caller's cwd: never */
+			if (*p != '/' ||
+			    snprintf(mpiexec_exe, sizeof(mpiexec_exe),
+				     "%.*s/mpiexec", (int)(e - p), p) >=
+				    (int)sizeof(mpiexec_exe))
+				continue;
+			if (!access(mpiexec_exe, X_OK))
+				break;
+			mpiexec_exe[0] = '\0';
+		}
+	}
+	if (!mpiexec_exe[0])
+		snprintf(mpi_why, sizeof(mpi_why),
+			 "no mpiexec (Open MPI's openmpi-bin) for this gpuoptfs");
+}
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -423,6 +477,18 @@ static void worker_setup(void)
 		}
 	}
 	snprintf(worker_exe, sizeof(worker_exe), "%s", GPUOPTFS_WORKER_PATH);
+}
+
+static void workers_setup(void)
+{
+	worker_setup();
+	mpi_setup();
+}
+
+const char *job_mpi_why(void)
+{
+	pthread_once(&worker_once, workers_setup);
+	return mpi_why[0] ? mpi_why : NULL;
 }
 
 /*
@@ -536,6 +602,7 @@ static void worker_close(struct job *j)
 		close(w->err);
 	w->sock = w->shm = w->err = -1;
 	w->pid = 0;
+	w->mpi = 0;
 	w->built = 0;
 	fs_mem_release(j->fs, j->uid, j->mem_bytes);
 	j->mem_bytes = 0;
@@ -566,6 +633,25 @@ static int reap(pid_t pid, int *status, int ms)
 	}
 }
 
+/*
+ * Kill the worker; mpiexec first gets SIGTERM, on which it ends its
+ * ranks (SIGKILL would leave them behind), then its process group goes.
+ * 1: it is reaped already, in *@status.
+ */
+static int worker_kill(struct job *j, int *status)
+{
+	struct wproc *w = &j->w;
+
+	if (w->mpi) {
+		kill(w->pid, SIGTERM);
+		if (reap(w->pid, status, 3000))
+			return 1;
+		kill(-w->pid, SIGKILL);
+	}
+	kill(w->pid, SIGKILL);
+	return 0;
+}
+
 /* opt_lock held: end the worker, quietly (rmdir, shutdown, rebuild) */
 static void worker_stop(struct job *j)
 {
@@ -577,11 +663,36 @@ static void worker_stop(struct job *j)
 		return;
 	send(w->sock, &rq, sizeof(rq), MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(w->sock, SHUT_RDWR);
-	if (!reap(w->pid, &status, 2000)) {
-		kill(w->pid, SIGKILL);
+	if (!reap(w->pid, &status, 2000) && !worker_kill(j, &status))
 		reap(w->pid, &status, 60000);
-	}
 	worker_close(j);
+}
+
+/*
+ * mpiexec says which rank ended the job ("... process rank 1 with PID
+ * ... exited on signal 9 (Killed)."): that line, in @out, rather than
+ * the last lines of its banner
+ */
+static void mpi_cause(struct job *j, char *out, size_t len)
+{
+	struct wproc *w = &j->w;
+	const char *p, *e, *end = w->tail + w->tail_len;
+	size_t i, o = 0;
+
+	p = memmem(w->tail, w->tail_len, "process rank ", 13);
+	if (!p)
+		p = memmem(w->tail, w->tail_len, "gpuoptfs-worker-mpi: rank ", 26);
+	if (!p)
+		return;
+	e = memchr(p, '\n', end - p);
+	if (!e)
+		e = end;
+	/* "mpirun noticed that" is the line's start: rank first */
+	if (!strncmp(p, "process ", 8))
+		p += 8;
+	for (i = 0; p + i < e && o + 1 < len; i++)
+		out[o++] = p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '?';
+	out[o] = '\0';
 }
 
 /*
@@ -593,14 +704,13 @@ static int worker_lost(struct job *j, int hung_s)
 	struct wproc *w = &j->w;
 	char cause[160], tail[300], msg[512];
 	const char *sig;
-	int status = 0;
+	int status = 0, reaped = 0;
 
 	if (hung_s)
-		kill(w->pid, SIGKILL);
-	if (!reap(w->pid, &status, 2000)) {
-		kill(w->pid, SIGKILL);
+		reaped = worker_kill(j, &status);
+	if (!reaped && !reap(w->pid, &status, 2000) &&
+	    !worker_kill(j, &status))
 		reap(w->pid, &status, 60000);
-	}
 	if (hung_s) {
 		snprintf(cause, sizeof(cause),
 			 "worker stopped answering after %d s", hung_s);
@@ -616,6 +726,8 @@ static int worker_lost(struct job *j, int hung_s)
 	}
 	stderr_drain(j);
 	stderr_tail(j, tail, sizeof(tail));
+	if (w->mpi)
+		mpi_cause(j, tail, sizeof(tail));
 	snprintf(msg, sizeof(msg), "%s%s%s", cause, tail[0] ? ": " : "", tail);
 	fs_debug(j->fs, "job %s: %s", j->name, msg);
 	worker_close(j);
@@ -690,10 +802,10 @@ static int worker_call(struct job *j, struct wp_req *rq, struct wp_rep *rp,
 
 /* the worker's half of the fork: become the owner, limited, then exec */
 static void __attribute__((noreturn))
-worker_child(struct job *j, int fds[6], uint64_t mem_limit)
+worker_child(struct job *j, int fds[6], uint64_t mem_limit, const char *exe,
+	     char **argv, rlim_t nofile)
 {
-	struct rlimit rl = { WORKER_NOFILE, WORKER_NOFILE };
-	char *argv[] = { "gpuoptfs-worker", j->name, NULL };
+	struct rlimit rl = { nofile, nofile };
 	gid_t gid = j->gid;
 	uid_t uid = j->uid;
 	sigset_t all;
@@ -708,7 +820,9 @@ worker_child(struct job *j, int fds[6], uint64_t mem_limit)
 	for (i = 0; i < 6; i++)
 		if (hi[i] >= 0 && dup2(hi[i], i) < 0)
 			_exit(126);
-	close_range(hi[5] >= 0 ? 6 : 5, ~0u, 0);
+	for (i = 6; i > 3 && hi[i - 1] < 0; i--)
+		;
+	close_range(i, ~0u, 0);
 	if (geteuid() == 0 && (uid != 0 || gid != 0)) {
 		if (syscall(SYS_setgroups, 1, &gid) ||
 		    syscall(SYS_setresgid, gid, gid, gid) ||
@@ -729,12 +843,140 @@ worker_child(struct job *j, int fds[6], uint64_t mem_limit)
 	setsid();
 	sigfillset(&all);
 	sigprocmask(SIG_UNBLOCK, &all, NULL);
-	execve(worker_exe, argv, environ);
+	execve(exe, argv, environ);
 	_exit(127);
 }
 
 /* opt_lock held: the job's checkpoints directory, for the worker */
 static int ckpt_dir_fd(struct job *j);
+
+/*
+ * A job with ranks=: its worker is mpiexec running gpuoptfs-worker-mpi
+ * on every rank, as the job's owner with the limits of any worker (the
+ * ranks inherit them). mpiexec passes no fds to its ranks, so rank 0
+ * connects to an abstract unix socket of a random name that only this
+ * job listens on; the peer must run as the job's owner (SO_PEERCRED),
+ * and gets the memfd and the checkpoints directory over it (SCM_RIGHTS).
+ */
+#define MPI_ARGS_MAX 20
+
+static int mpi_listen(char *name, size_t len)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uint64_t r[2];
+	int fd, n;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return fs_err(-EIO, "no random socket name: %s", strerror(errno));
+	n = snprintf(name, len, "@gpuoptfs-%d-%016llx%016llx", (int)getpid(),
+		     (unsigned long long)r[0], (unsigned long long)r[1]);
+	memcpy(a.sun_path + 1, name + 1, n - 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a,
+			   offsetof(struct sockaddr_un, sun_path) + n) ||
+	    listen(fd, 4)) {
+		n = -errno;
+		if (fd >= 0)
+			close(fd);
+		return fs_err(n, "cannot listen for the job's rank 0: %s",
+			      strerror(-n));
+	}
+	return fd;
+}
+
+/*
+ * Wait for the job's rank 0 on @lfd for @timeout s, reading the
+ * worker's stderr meanwhile; hand it @shm and @ck. Its socket, or an error
+ * (the worker died or never came).
+ */
+static int mpi_accept(struct job *j, int lfd, int shm, int ck, int timeout)
+{
+	struct wproc *w = &j->w;
+	uint64_t t0 = gpo__now_ns();
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cb;
+	struct iovec iov = { "fds", 4 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	struct pollfd pf = { .fd = lfd, .events = POLLIN };
+	struct ucred cr = { 0 };
+	socklen_t cl = sizeof(cr);
+	siginfo_t si;
+	int fd, fds[2] = { shm, ck };
+
+	for (;;) {
+		if (gpo__now_ns() - t0 >= (uint64_t)timeout * 1000000000ull)
+			return worker_lost(j, timeout);
+		/* left for worker_lost() to reap */
+		memset(&si, 0, sizeof(si));
+		if (!waitid(P_PID, w->pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+		    si.si_pid == w->pid)
+			return worker_lost(j, 0);
+		stderr_drain(j);
+		if (poll(&pf, 1, WORKER_SLICE_MS) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) &&
+		    cr.uid == j->uid && cr.gid == j->gid)
+			break;
+		fs_debug(j->fs, "job %s: a stranger (uid %u) connected in place of rank 0",
+			 j->name, (unsigned int)cr.uid);
+		close(fd);
+	}
+	mh.msg_control = cb.buf;
+	mh.msg_controllen = CMSG_SPACE((ck >= 0 ? 2 : 1) * sizeof(int));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN((ck >= 0 ? 2 : 1) * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, (ck >= 0 ? 2 : 1) * sizeof(int));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+		close(fd);
+		return worker_lost(j, 0);
+	}
+	return fd;
+}
+
+/* mpiexec's words for @cfg; @argv has MPI_ARGS_MAX + 1 places */
+static void mpi_argv(struct job *j, const struct job_config *cfg,
+		     char *bufs[4], char **argv, const char *sock)
+{
+	int a = 0;
+
+	argv[a++] = "mpiexec";
+	/* Open MPI refuses root unless told; only root's own jobs are */
+	if (j->uid == 0)
+		argv[a++] = "--allow-run-as-root";
+	argv[a++] = "--oversubscribe";
+	/* a shared machine: the ranks are not pinned to cores */
+	argv[a++] = "--bind-to";
+	argv[a++] = "none";
+	argv[a++] = "-np";
+	snprintf(bufs[0], 24, "%llu", (unsigned long long)cfg->ranks);
+	argv[a++] = bufs[0];
+	if (cfg->hosts[0]) {
+		argv[a++] = "--host";
+		snprintf(bufs[1], sizeof(cfg->hosts), "%s", cfg->hosts);
+		argv[a++] = bufs[1];
+	}
+	argv[a++] = worker_mpi_exe;
+	argv[a++] = j->name;
+	snprintf(bufs[2], 120, "%s", sock);
+	argv[a++] = bufs[2];
+	/*
+	 * a hung rank fails the step well before the daemon's watchdog
+	 * fires (a step waits on the others more than once)
+	 */
+	snprintf(bufs[3], 120, "shards=%llu timeout=%d",
+		 (unsigned long long)(cfg->shards ? cfg->shards : cfg->ranks),
+		 worker_timeout > 2 ? worker_timeout / 2 : 1);
+	argv[a++] = bufs[3];
+	argv[a] = NULL;
+}
 
 /* opt_lock held: start the job's worker and check that it answers */
 static int worker_spawn(struct job *j)
@@ -745,16 +987,40 @@ static int worker_spawn(struct job *j)
 	struct wp_req rq = { .cmd = WP_HELLO };
 	struct timeval slice = { 0, WORKER_SLICE_MS * 1000 };
 	struct wp_rep rp;
+	struct job_config cfg;
 	uint64_t mem_limit;
+	char sock_name[80], b0[24], b1[128], b2[120], b3[120];
+	char *bufs[4] = { b0, b1, b2, b3 }, *mpi_args[MPI_ARGS_MAX + 1];
+	int lfd = -1;
+	uint64_t nranks;
 	pid_t pid;
 
-	pthread_once(&worker_once, worker_setup);
-	pthread_mutex_lock(&j->lock);
-	mem_limit = j->cfg.memory_limit_bytes;
-	pthread_mutex_unlock(&j->lock);
+	pthread_once(&worker_once, workers_setup);
+	ret = config_get(j, &cfg);
+	if (ret)
+		return ret;
+	mem_limit = cfg.memory_limit_bytes;
+	nranks = cfg.ranks;
+	if (config_mpi(&cfg)) {
+		if (mpi_why[0]) {
+			config_free(&cfg);
+			return fs_err(-EINVAL, "ranks=%llu: %s",
+				      (unsigned long long)nranks, mpi_why);
+		}
+		lfd = mpi_listen(sock_name, sizeof(sock_name));
+		if (lfd < 0) {
+			config_free(&cfg);
+			return lfd;
+		}
+		mpi_argv(j, &cfg, bufs, mpi_args, sock_name);
+	}
+	config_free(&cfg);
 	ck = ckpt_dir_fd(j);
-	if (ck < 0)
+	if (ck < 0) {
+		if (lfd >= 0)
+			close(lfd);
 		return ck;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
 	    pipe2(ep, O_CLOEXEC)) {
 		ret = fs_err(-errno, "cannot start a worker: %s",
@@ -784,20 +1050,49 @@ static int worker_spawn(struct job *j)
 	}
 	if (pid == 0) {
 		int fds[6] = { nul, nul, ep[1], sv[1], shm, ck };
+		char *argv[] = { "gpuoptfs-worker", j->name, NULL };
 
-		worker_child(j, fds, mem_limit);
+		if (lfd >= 0) {
+			/* mpiexec and its ranks get no fd of ours */
+			fds[3] = fds[4] = fds[5] = -1;
+			/* mpiexec keeps pipes and sockets for every rank */
+			worker_child(j, fds, mem_limit, mpiexec_exe, mpi_args,
+				     WORKER_NOFILE + 16 * nranks);
+		}
+		worker_child(j, fds, mem_limit, worker_exe, argv,
+			     WORKER_NOFILE);
 	}
 	close(sv[1]);
 	close(ep[1]);
 	close(nul);
-	close(ck);
 	fcntl(ep[0], F_SETFL, O_NONBLOCK);
 	w->pid = pid;
+	w->mpi = lfd >= 0;
 	w->sock = sv[0];
 	w->err = ep[0];
 	w->shm = shm;
 	w->tail_len = 0;
 	w->drained_ns = gpo__now_ns();
+	if (lfd >= 0) {
+		/* the socketpair is unused: rank 0 connects instead */
+		close(w->sock);
+		w->sock = -1;
+		ret = mpi_accept(j, lfd, shm, ck, worker_timeout * WORKER_SLOW);
+		close(lfd);
+		close(ck);
+		if (ret < 0)
+			return ret;
+		w->sock = ret;
+		if (setsockopt(w->sock, SOL_SOCKET, SO_RCVTIMEO, &slice,
+			       sizeof(slice))) {
+			ret = fs_err(-errno, "cannot start a worker: %s",
+				     strerror(errno));
+			worker_stop(j);
+			return ret;
+		}
+	} else {
+		close(ck);
+	}
 	ret = worker_call(j, &rq, &rp, 1);
 	if (!ret && rp.version != WP_VERSION)
 		ret = fs_err(-EPROTO, "%s speaks protocol %u, not %u",
@@ -813,6 +1108,8 @@ static int worker_spawn(struct job *j)
 	return ret;
 
 out_close:
+	if (lfd >= 0)
+		close(lfd);
 	close(sv[0]);
 	close(sv[1]);
 	close(ep[0]);
@@ -1766,6 +2063,9 @@ static void *runner_main(void *arg)
 		r.t1 = gpo__now_ns();
 		if (!r.ret)
 			ckpt_auto(j, &r.st);
+		/* a failed step of ranks leaves them aborting: end them now */
+		if (r.ret && j->w.mpi && j->w.pid)
+			worker_stop(j);
 		fair_unlock(&j->opt_lock);
 
 		pthread_mutex_lock(&j->lock);
@@ -2375,6 +2675,16 @@ static int started(const struct job *j)
 static int apply_config(struct job *j, const struct job_config *cfg,
 			unsigned int changed)
 {
+	/*
+	 * Another rank count needs another mpiexec; a model of ranks is
+	 * attached to its communicator for good: the next need starts anew
+	 */
+	if (j->w.pid && ((changed & CFG_RANKS) ||
+			 (j->w.mpi && (changed & (CFG_OPTIMIZER | CFG_MODEL |
+						  CFG_DEVICE | CFG_SCHED))))) {
+		worker_stop(j);
+		return 0;
+	}
 	if (!j->w.built)
 		return 0;
 	if (changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED))
@@ -2427,10 +2737,10 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 
 	fair_lock(&j->opt_lock);
 	pthread_mutex_lock(&j->lock);
-	if ((changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED)) &&
-	    started(j))
+	if ((changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED |
+			CFG_RANKS)) && started(j))
 		ret = fs_err(-EBUSY,
-			     "optimizer, schedule, model and device change only before the first step (the job is %s at step %llu; reset first)",
+			     "optimizer, schedule, model, device and ranks change only before the first step (the job is %s at step %llu; reset first)",
 			     job_state_name(j->state),
 			     (unsigned long long)j->step);
 	pthread_mutex_unlock(&j->lock);
@@ -2944,6 +3254,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->param_bytes = j->cfg.model.numel * sizeof(float);
 	s->restarts = j->restarts;
 	s->worker_pid = __atomic_load_n(&j->w.pid, __ATOMIC_RELAXED);
+	s->ranks = j->cfg.ranks;
 	s->nextra = j->nextra;
 	for (i = 0; i < (int)j->nextra && i < (int)ARRAY_SIZE(s->extra); i++) {
 		snprintf(s->extra[i].name, sizeof(s->extra[i].name), "%.23s",

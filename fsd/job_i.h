@@ -107,6 +107,10 @@ struct job_config {
 	int state_dtype;		/* every state slot */
 	struct train_config train;
 	double temperature;		/* gpt: samples' (0: greedy) */
+	/* data parallel (ranks > 1 or shards > 1: a worker under mpiexec) */
+	uint64_t ranks;			/* 1: one process */
+	uint64_t shards;		/* 0: as many as ranks */
+	char hosts[128];		/* mpirun --host, "": this machine */
 };
 
 /* what a config write changed */
@@ -116,6 +120,9 @@ struct job_config {
 #define CFG_DEVICE	0x08
 #define CFG_MODEL	0x10
 #define CFG_RUN		0x20	/* max_steps, log_every, ... */
+#define CFG_RANKS	0x40	/* ranks, shards, hosts: a new worker */
+
+#define RANKS_MAX	64	/* ranks= at most (and the CPUs without hosts=) */
 
 void config_init(struct fsd *fs, struct job_config *cfg);
 void config_free(struct job_config *cfg);
@@ -166,11 +173,19 @@ int config_learns(const struct job_config *cfg);
 /* config_uses_sched - does the config need a library schedule? */
 int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
+/* config_mpi - does @cfg run its worker under mpiexec? */
+int config_mpi(const struct job_config *cfg);
 void model_free(struct model *m);
 int model_equal(const struct model *a, const struct model *b);
 void model_shape_text(const struct model_tensor *t, char *buf, size_t len);
 
 /* ---- job.c --------------------------------------------------------------- */
+
+/*
+ * job_mpi_why - NULL when jobs with ranks= can run (mpiexec and
+ * gpuoptfs-worker-mpi found at the daemon's start), else why not
+ */
+const char *job_mpi_why(void);
 
 struct job_snapshot {
 	char name[JOB_NAME_MAX + 1];
@@ -196,6 +211,7 @@ struct job_snapshot {
 	uint64_t param_bytes;
 	uint64_t restarts;		/* workers restart_on_failure started */
 	int worker_pid;			/* 0 when the job has no worker */
+	uint64_t ranks;			/* its processes (config's ranks) */
 	int nextra;			/* a model kind's own numbers */
 	struct {
 		char name[24];

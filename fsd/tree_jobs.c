@@ -124,8 +124,9 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 	gpo__sbuf_printf(sb, "param_dtype %s\nstate_dtype %s\nmaster_weights %d\n",
 			 gpo_dtype_name(s.param_dtype),
 			 gpo_dtype_name(s.state_dtype), s.master_weights);
-	gpo__sbuf_printf(sb, "worker_pid %d\nrestarts %llu\n", s.worker_pid,
-		    (unsigned long long)s.restarts);
+	gpo__sbuf_printf(sb, "worker_pid %d\nrestarts %llu\nranks %llu\n",
+		    s.worker_pid, (unsigned long long)s.restarts,
+		    (unsigned long long)s.ranks);
 	/* a model kind's own numbers: epoch, eval_loss, accuracy... */
 	for (i = 0; i < s.nextra; i++)
 		put_double(sb, s.extra[i].name, s.extra[i].value);

@@ -37,7 +37,7 @@ man_page()
 for p in libgpuopt/man/*.3; do
 	man_page "$p" "$root/share/man/man3"
 done
-for b in gpuoptfs gpuoptfs-worker gpuoptctl gpuopt-devices gpuopt-ckpt \
+for b in gpuoptfs gpuoptfs-worker gpuoptfs-worker-mpi gpuoptctl gpuopt-devices gpuopt-ckpt \
 	gpuopt-train; do
 	if [ -x "$build/bin/$b" ]; then
 		install -m 0755 "$build/bin/$b" "$root/bin/"

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 #include "worker_i.h"
+#ifdef GPO_HAVE_MPI
+#include <gpuopt/comm.h>
+#endif
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -219,6 +222,14 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 	ret = gpo_train_new(m->m, m->ds, topts, &m->t);
 	if (ret)
 		goto out_err;
+#ifdef GPO_HAVE_MPI
+	/* every step is then collective: each rank runs its shards */
+	if (w->comm) {
+		ret = gpo_comm_train_attach(w->comm, m->t);
+		if (ret)
+			goto out_err;
+	}
+#endif
 	*spe = gpo_train_steps_per_epoch(m->t);
 	*state = m;
 	return 0;
@@ -285,6 +296,17 @@ static int learner_step(struct wk *w, struct wp_stat *st)
 	extra(st, "eval_loss", m->eval_loss);
 	extra(st, "accuracy", m->accuracy);
 	extra(st, "train_accuracy", r.accuracy);
+#ifdef GPO_HAVE_MPI
+	if (w->comm) {
+		struct gpo_comm_stats cs;
+
+		/* stat's time spent reducing gradients over the ranks */
+		if (!gpo_comm_stats(w->comm, &cs)) {
+			extra(st, "comm_seconds", cs.reduce_ns / 1e9);
+			extra(st, "comm_wait_seconds", cs.wait_ns / 1e9);
+		}
+	}
+#endif
 	return 0;
 }
 

@@ -13,9 +13,11 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -23,8 +25,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include "worker_i.h"
 #include "core/dtype_i.h"
+#ifdef GPO_HAVE_MPI
+#include <limits.h>
+#include <mpi.h>
+#include <gpuopt/comm.h>
+#endif
+
+/*
+ * proto.h's fds; gpuoptfs-worker-mpi's rank 0 gets them over a socket
+ * once MPI holds fds of its own (mpi_connect())
+ */
+static int fd_sock = WP_FD_SOCK, fd_shm = WP_FD_SHM, fd_ckpt = WP_FD_CKPT;
 
 int wk_err(struct wk *w, int err, const char *fmt, ...)
 {
@@ -133,13 +147,23 @@ static int shm_map(struct wk *w, uint64_t size)
 
 	if (size == w->map_size)
 		return 0;
+	if (w->rank) {
+		/* the other ranks' copy of rank 0's shm (mpi_share()) */
+		p = realloc(w->map, size ? size : 1);
+		if (!p)
+			return wk_err(w, -ENOMEM, "cannot hold %llu bytes of rank 0's shared memory",
+				      (unsigned long long)size);
+		w->map = p;
+		w->map_size = size;
+		return 0;
+	}
 	if (w->map)
 		munmap(w->map, w->map_size);
 	w->map = NULL;
 	w->map_size = 0;
 	if (!size)
 		return 0;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, WP_FD_SHM, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_shm, 0);
 	if (p == MAP_FAILED)
 		return wk_err(w, -errno, "cannot map %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
@@ -612,11 +636,11 @@ static int ckpt_path(struct wk *w, const char *name, char *buf, size_t len)
 {
 	struct stat st;
 
-	if (fstat(WP_FD_CKPT, &st) || !S_ISDIR(st.st_mode))
+	if (fstat(fd_ckpt, &st) || !S_ISDIR(st.st_mode))
 		return wk_err(w, -ENOENT, "the job has no checkpoints directory");
 	if (!*name || strchr(name, '/') || name[0] == '.')
 		return wk_err(w, -EINVAL, "bad checkpoint name");
-	snprintf(buf, len, "/proc/self/fd/%d/%s", WP_FD_CKPT, name);
+	snprintf(buf, len, "/proc/self/fd/%d/%s", fd_ckpt, name);
 	return 0;
 }
 
@@ -758,35 +782,108 @@ static int restore_path(struct wk *w, const struct wp_req *rq,
 	rp->st.lr = w->sched ? gpo_sched_lr(w->sched, base) : base;
 	return 0;
 }
+#ifdef GPO_HAVE_MPI
+/*
+ * ranks=: rank 0 alone has the checkpoints directory. It sends the file
+ * (@ret0: its error in finding it) to the others, who restore from a
+ * memfd of its bytes (in *@fd): every rank ends with the same state.
+ */
+#define CKPT_CHUNK (64u << 20)
+static int mpi_ckpt_share(struct wk *w, int ret0, int *fd)
+{
+	int64_t hdr = ret0;
+	uint64_t off, n, size;
+	struct stat sb;
+	int err = 0, werr = 0, mfd = -1;
+	char *buf;
+
+	if (!w->rank && !ret0) {
+		if (fstat(*fd, &sb))
+			hdr = ret0 = wk_err(w, -errno, "restore: %s", strerror(errno));
+		else
+			hdr = sb.st_size;
+	}
+	MPI_Bcast(&hdr, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	if (hdr < 0)
+		return w->rank ? wk_err(w, (int)hdr, "rank 0 cannot read the checkpoint") :
+		       ret0;
+	size = hdr;
+	buf = malloc(size < CKPT_CHUNK ? (size ? size : 1) : CKPT_CHUNK);
+	if (!buf) {
+		/* the others wait in the broadcasts: the job ends here */
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: no memory to pass the checkpoint on\n",
+			w->rank);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (w->rank) {
+		mfd = memfd_create("gpuoptfs-ckpt", MFD_CLOEXEC);
+		if (mfd < 0)
+			werr = -errno;
+	}
+	/* every rank takes every chunk, whatever failed, then they agree */
+	for (off = 0; off < size; off += n) {
+		n = size - off < CKPT_CHUNK ? size - off : CKPT_CHUNK;
+		if (!w->rank && !err && pread(*fd, buf, n, off) != (ssize_t)n)
+			err = -EIO;
+		MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+		if (w->rank && !werr && pwrite(mfd, buf, n, off) != (ssize_t)n)
+			werr = -EIO;
+	}
+	free(buf);
+	MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (err || werr) {
+		if (mfd >= 0)
+			close(mfd);
+		return wk_err(w, err ? err : werr,
+			      "restore: the checkpoint did not reach rank %d: %s",
+			      err ? 0 : w->rank, strerror(-(err ? err : werr)));
+	}
+	if (w->rank)
+		*fd = mfd;
+	return 0;
+}
+#endif
+
 static int cmd_restore(struct wk *w, const struct wp_req *rq,
 		       struct wp_rep *rp)
 {
 	unsigned int flags = rq->flags & WP_F_FOREIGN ? GPO_CKPT_FOREIGN : 0;
 	char path[160];
 	struct stat sb;
-	int ret, fd;
+	int ret, fd = -1;
 
 	ret = shm_fits(w, rq->bytes);
 	if (!ret && rq->bytes < WP_RESTORED_MAX)
 		ret = wk_err(w, -EPROTO, "restore needs %d bytes of shm",
 			     WP_RESTORED_MAX);
-	if (!ret)
-		ret = ckpt_path(w, rq->name, path, sizeof(path));
 	if (ret)
 		return ret;
+	if (!w->rank)
+		ret = ckpt_path(w, rq->name, path, sizeof(path));
 	/*
 	 * Only a regular file, never through a link; O_NONBLOCK so that a
 	 * FIFO planted there cannot hold the worker. The library then reads
 	 * that very file through /proc.
 	 */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
-		close(fd);
-		fd = -1;
+	if (!ret && !w->rank) {
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			ret = wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
+				     rq->name);
 	}
-	if (fd < 0)
-		return wk_err(w, -ENOENT, "restore: no checkpoint '%s'",
-			      rq->name);
+#ifdef GPO_HAVE_MPI
+	if (w->nranks > 1) {
+		ret = mpi_ckpt_share(w, ret, &fd);
+		if (ret && fd >= 0)
+			close(fd);
+	}
+#endif
+	if (ret)
+		return ret;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	ret = restore_path(w, rq, rp, path, flags);
 	close(fd);
@@ -836,6 +933,75 @@ static void pool_report(struct wk *w, struct wp_rep *rp)
 	rp->flags |= WP_R_POOL;
 }
 
+/*
+ * ranks=: the commands every rank runs (they build or change the model,
+ * or step it collectively); the others are rank 0's alone, whose model
+ * holds the same bits as every rank's.
+ */
+static int __attribute__((unused)) mirrored(uint32_t cmd)
+{
+	return cmd == WP_BUILD || cmd == WP_HPARAMS || cmd == WP_STEP ||
+	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE;
+}
+
+#ifdef GPO_HAVE_MPI
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * Wait for @r asleep (MPI's own waits poll: each would spin a CPU),
+ * sleeping twice as long each time it is not done, from 20 us up to
+ * 10 ms; at most the job's timeout unless @forever (a rank waiting for
+ * rank 0's next command: a paused job sends none). A rank that died or
+ * hangs would keep us forever: -ETIMEDOUT, and the job must end.
+ */
+static int mpi_wait(struct wk *w, MPI_Request *r, int forever)
+{
+	struct timespec ts = { 0, 0 };
+	uint64_t t0 = mono_ns();
+	int done = 0;
+
+	for (;;) {
+		MPI_Test(r, &done, MPI_STATUS_IGNORE);
+		if (done)
+			return 0;
+		if (!forever && w->timeout_s &&
+		    mono_ns() - t0 > (uint64_t)w->timeout_s * 1000000000ull) {
+			w->mpi_broken = 1;
+			return wk_err(w, -ETIMEDOUT,
+				      "rank %d: no answer from the other ranks in %d s (one died or hangs)",
+				      w->rank, w->timeout_s);
+		}
+		nanosleep(&ts, NULL);
+		ts.tv_nsec = ts.tv_nsec ? ts.tv_nsec * 2 : 20000;
+		if (ts.tv_nsec > 10000000)
+			ts.tv_nsec = 10000000;
+	}
+}
+
+/* rank 0's bytes of a mirrored command, to every rank's view of shm */
+static int mpi_share(struct wk *w, const struct wp_req *rq)
+{
+	uint64_t n = rq->bytes < w->shm_size ? rq->bytes : w->shm_size;
+	MPI_Request r;
+
+	if (w->nranks < 2 || !mirrored(rq->cmd) || !n)
+		return 0;
+	if (n > INT_MAX)
+		return wk_err(w, -EFBIG, "%llu bytes to the ranks in one message (at most %d)",
+			      (unsigned long long)n, INT_MAX);
+	if (MPI_Ibcast(w->shm, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r))
+		return wk_err(w, -EIO, "rank %d: MPI_Ibcast of a command failed",
+			      w->rank);
+	return mpi_wait(w, &r, 0);
+}
+#endif
+
 static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 {
 	int ret;
@@ -848,6 +1014,30 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	ret = shm_map(w, rq->shm_size);
 	if (!ret)
 		ret = shm_view(w, rq->off);
+#ifdef GPO_HAVE_MPI
+	/*
+	 * every rank, failed or not, takes part in the broadcast of a
+	 * command's bytes (a step has none)
+	 */
+	if (w->nranks > 1 && mirrored(rq->cmd) && rq->bytes) {
+		int any = ret != 0, all = 0, r2;
+		MPI_Request r;
+
+		MPI_Iallreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+			       &r);
+		r2 = mpi_wait(w, &r, 0);
+		if (r2)
+			return r2;
+		if (all && !ret)
+			ret = wk_err(w, -EIO, "another rank cannot map the shared memory");
+		if (!ret)
+			ret = mpi_share(w, rq);
+	}
+	if (!ret && w->nranks > 1 && rq->cmd == WP_GRAD_STEP)
+		return wk_err(w, -EINVAL,
+			      "a job of %d ranks steps only its own model (mlp, gpt)",
+			      w->nranks);
+#endif
 	if (ret)
 		return ret;
 	if (rq->cmd == WP_BUILD)
@@ -880,14 +1070,167 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	}
 }
 
+#ifdef GPO_HAVE_MPI
+/*
+ * Rank 0 of gpuoptfs-worker-mpi: mpirun passes no inherited fds to its
+ * ranks, so the daemon listens on the abstract unix socket @name ("@..."),
+ * checks that we run as the job's owner (SO_PEERCRED) and sends the
+ * memfd and, when the job has one, the checkpoints directory
+ * (SCM_RIGHTS) with its first message.
+ */
+static int mpi_connect(const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cb;
+	char byte[8];
+	struct iovec iov = { byte, sizeof(byte) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cb.buf, .msg_controllen = sizeof(cb.buf),
+	};
+	struct cmsghdr *cm;
+	size_t len = strlen(name);
+	int fd, fds[2] = { -1, -1 }, nfd = 0;
+
+	errno = 0;
+	if (name[0] != '@' || len < 2 || len > sizeof(a.sun_path))
+		return -EINVAL;
+	memcpy(a.sun_path + 1, name + 1, len - 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a,
+		    offsetof(struct sockaddr_un, sun_path) + len) ||
+	    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) <= 0) {
+		int err = errno ? errno : EPROTO;
+
+		close(fd);
+		return -err;
+	}
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	cm = CMSG_FIRSTHDR(&mh);
+	if (nfd < 1 || nfd > 2 || (mh.msg_flags & MSG_CTRUNC)) {
+		close(fd);
+		return -EPROTO;
+	}
+	memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+	fd_sock = fd;
+	fd_shm = fds[0];
+	fd_ckpt = fds[1];
+	return 0;
+}
+
+/*
+ * After a mirrored command: did any rank fail? Rank 0 then answers with
+ * the lowest failed rank's words; when only some failed, their models
+ * differ and the job must end (*@diverged).
+ */
+static int mpi_agree(struct wk *w, int ret, int *diverged)
+{
+	struct { int v; int r; } in = { ret != 0, w->rank }, out;
+	int any_ok, ok = ret == 0, r2;
+	MPI_Request r;
+
+	MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD, &r);
+	r2 = mpi_wait(w, &r, 0);
+	if (!r2) {
+		MPI_Iallreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX,
+			       MPI_COMM_WORLD, &r);
+		r2 = mpi_wait(w, &r, 0);
+	}
+	if (r2)
+		return r2;
+	if (!out.v)
+		return 0;
+	*diverged = any_ok;
+	/* the message, if it is not ours (it is in place at out.r) */
+	MPI_Ibcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD, &r);
+	r2 = mpi_wait(w, &r, 0);
+	if (r2)
+		return r2;
+	w->msg[sizeof(w->msg) - 1] = '\0';
+	if (out.r != w->rank || !ret) {
+		char m[WP_MSG_MAX];
+
+		snprintf(m, sizeof(m), "%s", w->msg);
+		return wk_err(w, ret ? ret : -EIO, "rank %d: %.400s", out.r, m);
+	}
+	return ret;
+}
+
+/*
+ * Rank 0's next command to every rank: they wait for it as long as it
+ * takes (a paused job sends none), asleep (mpi_wait()).
+ */
+static int mpi_bcast_req(struct wk *w, struct wp_req *rq)
+{
+	MPI_Request r;
+
+	MPI_Ibcast(rq, sizeof(*rq), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+	return mpi_wait(w, &r, w->rank != 0);
+}
+/* MPI's start; rank 0 connects to the daemon; the communicator */
+static int mpi_start(struct wk *w, int *argc, char ***argv)
+{
+	char opts[256], **a;
+	const char *t;
+	int provided, ret;
+
+	MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &w->nranks);
+	a = *argv;
+	if (*argc != 4) {
+		fprintf(stderr, "usage: gpuoptfs-worker-mpi JOB @SOCKET COMM-SETTINGS (started by gpuoptfs through mpiexec)\n");
+		return -EINVAL;
+	}
+	if (!w->rank) {
+		ret = mpi_connect(a[2]);
+		if (ret) {
+			fprintf(stderr, "gpuoptfs-worker-mpi: rank 0 cannot reach the daemon at %s: %s\n",
+				a[2], strerror(-ret));
+			return ret;
+		}
+	}
+	snprintf(opts, sizeof(opts), "%s", a[3]);
+	/* the worker's own waits on the others take the comm's timeout */
+	t = strstr(opts, "timeout=");
+	w->timeout_s = t ? atoi(t + 8) : 300;
+	ret = gpo_comm_new(NULL, opts, (struct gpo_comm **)&w->comm);
+	if (ret)
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n", w->rank,
+			gpo_errmsg());
+	return ret;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct wk w;
 	struct wp_req rq;
 	struct wp_rep rp;
-	ssize_t n;
-	int ret;
+	ssize_t n = 0;
+	int ret, diverged = 0;
 
+	(void)diverged;
+	memset(&w, 0, sizeof(w));
+	w.nranks = 1;
+#ifdef GPO_HAVE_MPI
+	ret = drop_caps();
+	if (!ret)
+		ret = mpi_start(&w, &argc, &argv);
+	if (ret) {
+		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d cannot start: %s\n",
+			w.rank, strerror(-ret));
+		MPI_Abort(MPI_COMM_WORLD, 1);
+		return 1;
+	}
+#else
 	if (argc != 2) {
 		fprintf(stderr, "usage: gpuoptfs-worker JOB (started by gpuoptfs)\n");
 		return 2;
@@ -898,8 +1241,8 @@ int main(int argc, char **argv)
 			strerror(-ret));
 		return 1;
 	}
+#endif
 	signal(SIGPIPE, SIG_IGN);
-	memset(&w, 0, sizeof(w));
 	w.job = argv[1];
 	w.fault = fault_parse(w.job);
 	prctl(PR_SET_NAME, "gpuoptfs-work", 0, 0, 0);
@@ -907,14 +1250,40 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "gpuoptfs-worker: no library context: %s\n",
 			strerror(-ret));
+#ifdef GPO_HAVE_MPI
+		MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
 		return 1;
 	}
 	for (;;) {
-		n = recv(WP_FD_SOCK, &rq, sizeof(rq), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;		/* the daemon closed its end */
+		if (!w.rank) {
+			n = recv(fd_sock, &rq, sizeof(rq), 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				/* the daemon closed its end */
+				memset(&rq, 0, sizeof(rq));
+				rq.cmd = WP_QUIT;
+				n = sizeof(rq);
+			}
+		}
+#ifdef GPO_HAVE_MPI
+		/* the other ranks wait for rank 0's next mirrored command */
+		if (w.nranks > 1 && (w.rank || (n == sizeof(rq) &&
+			(mirrored(rq.cmd) || rq.cmd == WP_QUIT)))) {
+			if (mpi_bcast_req(&w, &rq)) {
+				/* no rank hears rank 0 now: answer, end */
+				memset(&rp, 0, sizeof(rp));
+				rp.ret = -ETIMEDOUT;
+				snprintf(rp.msg, sizeof(rp.msg), "%s", w.msg);
+				send(fd_sock, &rp, sizeof(rp), MSG_NOSIGNAL);
+				fprintf(stderr, "gpuoptfs-worker-mpi: %s\n",
+					w.msg);
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			n = sizeof(rq);
+		}
+#endif
 		memset(&rp, 0, sizeof(rp));
 		rp.st.loss = NAN;
 		rp.st.grad_norm = NAN;
@@ -928,6 +1297,27 @@ int main(int argc, char **argv)
 			break;
 		else
 			ret = serve(&w, &rq, &rp);
+#ifdef GPO_HAVE_MPI
+		/*
+		 * A failed collective step leaves the communicator unusable
+		 * (a rank died or hangs): answer, then end every rank.
+		 */
+		/* a step fails alike on every rank, or ends the job */
+		if (w.nranks > 1 && mirrored(rq.cmd) && !w.mpi_broken &&
+		    rq.cmd != WP_STEP)
+			ret = mpi_agree(&w, ret, &diverged);
+		if (w.nranks > 1 && (w.mpi_broken || (rq.cmd == WP_STEP && ret))) {
+			diverged = 1;
+			if (w.rank)
+				fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n",
+					w.rank, w.msg);
+		}
+		if (w.rank) {
+			if (diverged)
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			continue;
+		}
+#endif
 		/* where the loss scale stands after a build, restore, reset */
 		if (!ret && w.opt && (rq.cmd == WP_BUILD ||
 				      rq.cmd == WP_RESTORE ||
@@ -938,11 +1328,24 @@ int main(int argc, char **argv)
 		if (ret)
 			snprintf(rp.msg, sizeof(rp.msg), "%s",
 				 w.msg[0] ? w.msg : strerror(-ret));
-		if (send(WP_FD_SOCK, &rp, sizeof(rp), MSG_NOSIGNAL) < 0)
+		if (send(fd_sock, &rp, sizeof(rp), MSG_NOSIGNAL) < 0)
 			break;
+#ifdef GPO_HAVE_MPI
+		if (diverged) {
+			fprintf(stderr, "gpuoptfs-worker-mpi: rank 0: %s: ending every rank\n",
+				rp.msg);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+#endif
 	}
 	opt_free(&w);
 	free(w.t);
 	gpo_ctx_free(w.ctx);
+#ifdef GPO_HAVE_MPI
+	gpo_comm_free(w.comm);
+	if (w.rank)
+		free(w.map);
+	MPI_Finalize();
+#endif
 	return 0;
 }

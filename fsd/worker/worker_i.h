@@ -59,6 +59,17 @@ struct wk {
 	uint64_t shm_size;		/* from there to the end */
 	char msg[WP_MSG_MAX];	/* the error of the command being served */
 	unsigned int fault;	/* FAULT_* for this job, tests only */
+	/*
+	 * gpuoptfs-worker-mpi (a job with ranks=): this process is rank
+	 * @rank of @nranks; rank 0 speaks to the daemon and hands every
+	 * command that changes the model to the others (worker.c). @comm
+	 * is the gpo_comm a model trained on data attaches to.
+	 */
+	int rank;
+	int nranks;
+	void *comm;
+	int timeout_s;		/* the longest wait on the others; 0: none */
+	int mpi_broken;		/* a wait timed out: the job must end */
 };
 
 #define FAULT_ABORT	0x1	/* abort() in the first step, as a driver */
