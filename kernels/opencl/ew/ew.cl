@@ -265,6 +265,16 @@ static inline float binary_f(uint fn, float a, float b)
 	return NAN;
 }
 
+/*
+ * alpha r, r itself when alpha is 1 (as ew.glsl): a multiply may turn a
+ * NaN into the device's own (NVIDIA's 0x7fffffff, not x86's 0xffc00000)
+ * and flush a subnormal where denormals are off
+ */
+static inline float scaled(float alpha, float r)
+{
+	return alpha == 1.0f ? r : alpha * r;
+}
+
 KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 {
 	VIEW(x);
@@ -275,7 +285,7 @@ KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 		/* a select, not x * 0: a dropped inf or NaN is 0 too */
 		v = a.fn == GPO_EW_DROPOUT ? (dropout_keep(&a, i) ? v : 0.0f) :
 					     unary_f(a.fn, v);
-		out_put(y, a.off_y + i, a.flags, a.alpha * v);
+		out_put(y, a.off_y + i, a.flags, scaled(a.alpha, v));
 	}
 }
 
@@ -290,7 +300,7 @@ KERNEL void binary(BUF(const float, x), BUF(const float, z),
 		float v = z[view_at(&a, a.sb, a.off_b, i)];
 
 		out_put(y, a.off_y + i, a.flags,
-			a.alpha * binary_f(a.fn, u, v));
+			scaled(a.alpha, binary_f(a.fn, u, v)));
 	}
 }
 

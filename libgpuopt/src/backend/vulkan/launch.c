@@ -128,6 +128,26 @@ static uint64_t view_esize(const struct dev_buf *b, uint64_t n, uint64_t es)
 	return b->size / n;
 }
 
+/*
+ * The bytes to bind of the last window of element view @b, @range from
+ * byte @off of the view on: whole 16-byte words where its block has
+ * them. A shader reads a view of half-precision elements (1 to 3 bf16
+ * state elements, which view_esize() cannot tell from f32 ones) a
+ * float4's worth at a time, and a robust driver (NVIDIA's) reads 0 for a
+ * word that pokes out of the binding. Nothing is written past the view.
+ */
+static uint64_t last_range(const struct vk_dev *vd, const struct dev_buf *b,
+			   uint64_t off, uint64_t range)
+{
+	uint64_t want = (range + 15) & ~15ull, room;
+
+	if (!b->mem || b->off + off > b->mem->size)
+		return range;
+	room = b->mem->size - b->off - off;
+	want = want < room ? want : room;
+	return want > range && want <= vd->max_range ? want : range;
+}
+
 static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 			   VkPipeline pipe)
 {
@@ -171,16 +191,8 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 			uint64_t bes = view_esize(b, n, es);
 			uint64_t range = cnt * bes;
 
-			/*
-			 * the last window of a half-precision view reaches
-			 * its end: n rounded up to 4 (1 bf16 element is read
-			 * as 8 bytes, more than the 4 that n * es says)
-			 */
-			if (first + cnt == n && b->mem &&
-			    b->size > first * bes + range &&
-			    b->size - first * bes <= vd->max_range &&
-			    b->size - first * bes <= (cnt + 3) * bes + 8)
-				range = b->size - first * bes;
+			if (first + cnt == n)
+				range = last_range(vd, b, first * bes, range);
 			if (op->buf[i].role & OP_VEC4)
 				ret = bind_buf(dev, call, i, first * bes,
 					       range, &bi[i]);
@@ -331,7 +343,9 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 				dev->info.id, op->name, work);
 	for (i = 0; i < op->nbuf; i++) {
 		if (op->grid == GRID_ELEMENTS && (op->buf[i].role & OP_VEC4))
-			ret = bind_buf(dev, call, i, 0, n * es, &bi[i]);
+			ret = bind_buf(dev, call, i, 0,
+				       last_range(vd, &call->buf[i], 0, n * es),
+				       &bi[i]);
 		else
 			ret = bind_buf(dev, call, i, 0, whole(&call->buf[i]),
 				       &bi[i]);
