@@ -633,7 +633,7 @@ struct refusal {
 
 static const struct refusal refusals[] = {
 	{ GPO_ADAMW, "", "exp_avg", GPO_BF16,
-	  "adamw: exp_avg in bf16: no kernel for this dtype yet" },
+	  "adamw: exp_avg in bf16 but exp_avg_sq in f32: the state slots a step uses must share one dtype" },
 	{ GPO_ADAM, "", "param", GPO_F16,
 	  "adam: param in f16: no kernel for this dtype yet" },
 	{ GPO_SGD, "momentum=0.9", "momentum_buffer", GPO_U8,
