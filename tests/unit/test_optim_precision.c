@@ -621,8 +621,13 @@ START_TEST(test_adamw_bf16_state_tracks_f32)
 	}
 	fprintf(stderr, "bf16 state vs f32, %d steps: max |dp| %.3g (moved up to %.3g)\n",
 		steps, worst, moved);
-	/* random gradients: m / sqrt(v) is well below 1, but not tiny */
-	ck_assert_msg(moved > steps * 1e-3 * 0.1, "the parameters hardly moved");
+	/*
+	 * random gradients: the parameters random-walk, m / sqrt(v) well
+	 * below 1; the largest move of 100 steps was 0.0095 and 0.043 in
+	 * two runs, so 0.002 says only that they moved (a dead step gives 0)
+	 */
+	ck_assert_msg(moved > steps * 1e-3 * 0.02,
+		      "the parameters hardly moved (%.3g)", moved);
 	ck_assert_msg(worst <= steps * 1e-3 / 64.0,
 		      "bf16 state drifted %.3g from f32", worst);
 	ck_assert_msg(worst > 0, "bf16 state gave f32's bytes");
