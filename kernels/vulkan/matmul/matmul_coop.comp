@@ -9,11 +9,11 @@
  *
  * The 8 subgroups of 32 are a 2 x 4 grid over the tile: each holds a
  * 64 x 32 block as 4 x 2 accumulator fragments of 16 x 16 f32. k goes by
- * in steps of BK = 32. A step's 128 x BK slice of op(A) and BK x 128
- * slice of op(B) are staged in shared memory as binary16, eight to a
- * uvec4 "chunk", double-buffered: the next step's chunks are fetched into
- * registers before this step's fragments multiply and stored into the
- * other buffer after, one barrier a step.
+ * in steps of BK. A step's 128 x BK slice of op(A) and BK x 128 slice of
+ * op(B) are staged in shared memory as binary16, eight to a uvec4
+ * "chunk": the next step's chunks are fetched into registers before this
+ * step's fragments multiply and stored after (into the other buffer with
+ * NBUF 2; with 1, into the same one after a barrier).
  *
  * A chunk is 8 elements that are neighbours in memory, so each operand
  * is staged the way it is stored: "rows" (128 rows of BK, k along a row)
@@ -21,8 +21,8 @@
  * (BK rows of 128) when the other index is (B, or A with
  * GPO_MM_TRANS_A). The fragment loads read either layout, a transposed
  * one as column-major: no transpose is ever made. 256 invocations fetch
- * the 512 chunks of a slice, two each, neighbours taking neighbouring
- * chunks. A whole chunk of an operand that starts on 16 bytes (its
+ * the 16 BK chunks of a slice, BK / 16 each, neighbours taking
+ * neighbouring chunks. A whole chunk of an operand that starts on 16 bytes (its
  * offset and leading dimension multiples of 8 binary16 or 4 f32) is one
  * or two vector loads; chunks on the edges (past m, n or k: zeros) and
  * other operands go element by element.
@@ -66,8 +66,21 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
 #include "matmul/half.glsl"
 
 #define TB	128u		/* the tile */
-#define BK	32u		/* k a step */
+/*
+ * BK 64 in one buffer (two barriers a step) against BK 32 in two, on the
+ * H100 at f16 4096 / 8192: 90-96 / 90-91 TFLOP/s against 93-98 / 74-80
+ * (bench_train -H, 2026-11-24). Both fit 48 KiB of shared memory; 64 in
+ * two buffers would not.
+ */
+#ifndef BK
+#define BK	64u		/* k a step */
+#endif
+#ifndef NBUF
+#define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
+#endif
 #define FR	16u		/* a fragment's side */
+#define CPR	(BK / 8u)	/* chunks a "rows" row */
+#define CPT	(BK / 16u)	/* chunks of a slice an invocation fetches */
 /*
  * Rows of a staged slice in chunks (8 binary16), padded by one chunk:
  * rows and fragments start on 16 bytes, as cooperative matrix loads
@@ -75,7 +88,7 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
  */
 #define RS	(BK / 8u + 1u)	/* "rows": 128 rows of BK */
 #define CS	(TB / 8u + 1u)	/* "cols": BK rows of 128 */
-#define SBUF	(TB * RS)	/* one buffer, chunks: the larger layout */
+#define SBUF	max(TB * RS, BK * CS)	/* one buffer, chunks */
 
 /*
  * Subgroup fragments. glslang declares the Vulkan memory model for any
@@ -84,8 +97,8 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
 #define FRAG_H	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-shared uvec4 sa[2u * SBUF];
-shared uvec4 sb[2u * SBUF];
+shared uvec4 sa[NBUF * SBUF];
+shared uvec4 sb[NBUF * SBUF];
 /* an edge tile's fragments on their way out, one 16 x 16 a subgroup */
 shared float cs[8u * FR * FR];
 
@@ -170,9 +183,9 @@ uint left(uint x, uint len)
 }
 
 /*
- * Chunk @ch (0 .. 511) of the step at @p0: in "rows" (k contiguous) chunk
- * ch is row ch / 4, chunk ch % 4 of the row; in "cols" row (k) ch / 16,
- * chunk ch % 16.
+ * Chunk @ch (0 .. 16 BK - 1) of the step at @p0: in "rows" (k
+ * contiguous) chunk ch is row ch / CPR, chunk ch % CPR of the row; in
+ * "cols" row (k) ch / 16, chunk ch % 16.
  */
 uvec4 fetch_a(uint p0, uint ch)
 {
@@ -184,8 +197,8 @@ uvec4 fetch_a(uint p0, uint ch)
 		return chunk_a(abase + p * args.lda + i,
 			       p < args.k ? left(i, args.m) : 0u);
 	}
-	i = i0 + ch / 4u;
-	p = p0 + (ch % 4u) * 8u;
+	i = i0 + ch / CPR;
+	p = p0 + (ch % CPR) * 8u;
 	return chunk_a(abase + i * args.lda + p,
 		       i < args.m ? left(p, args.k) : 0u);
 }
@@ -195,8 +208,8 @@ uvec4 fetch_b(uint p0, uint ch)
 	uint j, p;
 
 	if (FLAG(GPO_MM_TRANS_B)) {
-		j = j0 + ch / 4u;
-		p = p0 + (ch % 4u) * 8u;
+		j = j0 + ch / CPR;
+		p = p0 + (ch % CPR) * 8u;
 		return chunk_b(bbase + j * args.ldb + p,
 			       j < args.n ? left(p, args.k) : 0u);
 	}
@@ -211,13 +224,13 @@ uint slot_a(uint ch)
 {
 	if (FLAG(GPO_MM_TRANS_A))
 		return ch / 16u * CS + ch % 16u;
-	return ch / 4u * RS + ch % 4u;
+	return ch / CPR * RS + ch % CPR;
 }
 
 uint slot_b(uint ch)
 {
 	if (FLAG(GPO_MM_TRANS_B))
-		return ch / 4u * RS + ch % 4u;
+		return ch / CPR * RS + ch % CPR;
 	return ch / 16u * CS + ch % 16u;
 }
 
@@ -233,7 +246,7 @@ void main()
 	uint t = gl_LocalInvocationID.x;
 	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u, cb;
 	uint wr = (sg / 4u) * 64u, wc = (sg % 4u) * 32u;
-	uvec4 ra[2], rb[2];
+	uvec4 ra[CPT], rb[CPT];
 	FRAG_F acc[8];
 	bool inside;
 
@@ -253,7 +266,7 @@ void main()
 	[[unroll]] for (uint f = 0u; f < 8u; f++)
 		acc[f] = FRAG_F(0.0);
 	if (args.k > 0u) {
-		[[unroll]] for (uint h = 0u; h < 2u; h++) {
+		[[unroll]] for (uint h = 0u; h < CPT; h++) {
 			sa[slot_a(t + 256u * h)] = fetch_a(0u, t + 256u * h);
 			sb[slot_b(t + 256u * h)] = fetch_b(0u, t + 256u * h);
 		}
@@ -267,7 +280,7 @@ void main()
 
 		/* the next step's loads fly while this one multiplies */
 		if (more) {
-			[[unroll]] for (uint h = 0u; h < 2u; h++) {
+			[[unroll]] for (uint h = 0u; h < CPT; h++) {
 				ra[h] = fetch_a(p0 + BK, t + 256u * h);
 				rb[h] = fetch_b(p0 + BK, t + 256u * h);
 			}
@@ -301,15 +314,18 @@ void main()
 						fa[r], fb[q], acc[2u * r + q]);
 		}
 		if (more) {
-			uint ob = (x ^ 1u) * SBUF;
+			uint ob = (NBUF - 1u - x) * SBUF;
 
-			[[unroll]] for (uint h = 0u; h < 2u; h++) {
+			/* one buffer: everyone has read it first */
+			if (NBUF == 1u)
+				sync();
+			[[unroll]] for (uint h = 0u; h < CPT; h++) {
 				sa[ob + slot_a(t + 256u * h)] = ra[h];
 				sb[ob + slot_b(t + 256u * h)] = rb[h];
 			}
 		}
 		sync();
-		x ^= 1u;
+		x = NBUF - 1u - x;
 	}
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
