@@ -3,29 +3,30 @@
 /*
  * matmul_coop.comp - matmul_coop: C_z (+)= alpha * op(A_z) op(B_z)
  * (abi/matmul.h) on cooperative matrices (GL_NV_cooperative_matrix,
- * tensor cores), one 128 x 128 tile of one C_z a workgroup. Built
- * everywhere, run only where the device lists f16 x f16 + f32 fragments
- * of 16 x 16 x 16 (backend/vulkan/device.c's probe; pipeline.c).
+ * tensor cores), one tile of TBM x TBN (abi/matmul.h: 256 x 128) of one
+ * C_z a workgroup. Built everywhere, run only where the device lists f16
+ * x f16 + f32 fragments of 16 x 16 x 16 (backend/vulkan/device.c's probe;
+ * pipeline.c).
  *
- * The 8 subgroups of 32 are a 2 x 4 grid over the tile: each holds a
- * 64 x 32 block as 4 x 2 accumulator fragments of 16 x 16 f32. k goes by
- * in steps of BK. A step's 128 x BK slice of op(A) and BK x 128 slice of
- * op(B) are staged in shared memory as binary16, eight to a uvec4
+ * The 8 subgroups of 32 are a grid over the tile: each holds a WM x WN
+ * block (64 x 64) as FA x FB accumulator fragments of 16 x 16 f32. k goes
+ * by in steps of BK. A step's TBM x BK slice of op(A) and BK x TBN slice
+ * of op(B) are staged in shared memory as binary16, eight to a uvec4
  * "chunk": the next step's chunks are fetched into registers before this
  * step's fragments multiply and stored after (into the other buffer with
  * NBUF 2; with 1, into the same one after a barrier).
  *
  * A chunk is 8 elements that are neighbours in memory, so each operand
- * is staged the way it is stored: "rows" (128 rows of BK, k along a row)
- * when k is its contiguous index (A, or B with GPO_MM_TRANS_B), "cols"
- * (BK rows of 128) when the other index is (B, or A with
- * GPO_MM_TRANS_A). The fragment loads read either layout, a transposed
- * one as column-major: no transpose is ever made. 256 invocations fetch
- * the 16 BK chunks of a slice, BK / 16 each, neighbours taking
- * neighbouring chunks. A whole chunk of an operand that starts on 16 bytes (its
- * offset and leading dimension multiples of 8 binary16 or 4 f32) is one
- * or two vector loads; chunks on the edges (past m, n or k: zeros) and
- * other operands go element by element.
+ * is staged the way it is stored: "rows" (the tile's rows of BK, k along
+ * a row) when k is its contiguous index (A, or B with GPO_MM_TRANS_B),
+ * "cols" (BK rows of the tile's side) when the other index is (B, or A
+ * with GPO_MM_TRANS_A). The fragment loads read either layout, a
+ * transposed one as column-major: no transpose is ever made. 256
+ * invocations fetch the chunks of a slice, neighbours taking neighbouring
+ * chunks. A whole chunk of an operand that starts on 16 bytes (its offset
+ * and leading dimension multiples of 8 binary16 or 4 f32) is one or two
+ * vector loads; chunks on the edges (past m, n or k: zeros) and other
+ * operands go element by element.
  *
  * Operands are f16 (GPO_MM_F16_*), their bits taken as they are, or f32
  * rounded to the nearest binary16 by integer code (half.glsl), never by
@@ -65,30 +66,43 @@ layout(set = 0, binding = 0, std430) readonly buffer a_h4 { uvec4 a_w4[]; };
 layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
 #include "matmul/half.glsl"
 
-#define TB	128u		/* the tile */
+#define TBM	uint(GPO_MM_TILE_COOP_M)	/* the tile: rows */
+#define TBN	uint(GPO_MM_TILE_COOP)		/* and columns */
 /*
- * BK 64 in one buffer (two barriers a step) against BK 32 in two, on the
- * H100 at f16 4096 / 8192: 90-96 / 90-91 TFLOP/s against 93-98 / 74-80
- * (bench_train -H, 2026-11-24). Both fit 48 KiB of shared memory; 64 in
- * two buffers would not.
+ * Measured on the H100 (bench_train -H, f16, 2026-11-24), TFLOP/s at
+ * 4096 / 8192: 128 x 128 tiles of 64 x 32 blocks, BK 32 in two buffers
+ * 93-98 / 74-80, BK 64 in one 90-96 / 90-91; 256 x 128 tiles of 64 x 64
+ * blocks (8 loads for 16 products, not 6 for 8), BK 32 in one buffer,
+ * 101-112 / 67-93. 48 KiB of shared memory allows no more.
  */
 #ifndef BK
-#define BK	64u		/* k a step */
+#define BK	32u		/* k a step */
 #endif
 #ifndef NBUF
 #define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
 #endif
+#ifndef WN
+#define WN	64u		/* a subgroup's block: columns */
+#endif
+#define SGN	(TBN / WN)	/* subgroups across the tile */
+#define WM	(TBM / (8u / SGN))	/* a subgroup's block: rows */
+#define FA	(WM / 16u)	/* its fragments of op(A) */
+#define FB	(WN / 16u)	/* of op(B) */
 #define FR	16u		/* a fragment's side */
 #define CPR	(BK / 8u)	/* chunks a "rows" row */
-#define CPT	(BK / 16u)	/* chunks of a slice an invocation fetches */
+/* chunks of a step's slice an invocation fetches */
+#define CPTA	(TBM * BK / 8u / 256u)
+#define CPTB	(TBN * BK / 8u / 256u)
 /*
  * Rows of a staged slice in chunks (8 binary16), padded by one chunk:
  * rows and fragments start on 16 bytes, as cooperative matrix loads
  * want, and neighbouring rows miss each other's banks
  */
-#define RS	(BK / 8u + 1u)	/* "rows": 128 rows of BK */
-#define CS	(TB / 8u + 1u)	/* "cols": BK rows of 128 */
-#define SBUF	max(TB * RS, BK * CS)	/* one buffer, chunks */
+#define RS	(BK / 8u + 1u)		/* "rows": k along a row */
+#define CSA	(TBM / 8u + 1u)		/* "cols" of op(A): BK rows */
+#define CSB	(TBN / 8u + 1u)		/* of op(B) */
+#define SA	max(TBM * RS, BK * CSA)	/* one buffer of op(A), chunks */
+#define SB	max(TBN * RS, BK * CSB)
 
 /*
  * Subgroup fragments. glslang declares the Vulkan memory model for any
@@ -97,8 +111,8 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
 #define FRAG_H	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-shared uvec4 sa[NBUF * SBUF];
-shared uvec4 sb[NBUF * SBUF];
+shared uvec4 sa[NBUF * SA];
+shared uvec4 sb[NBUF * SB];
 /* an edge tile's fragments on their way out, one 16 x 16 a subgroup */
 shared float cs[8u * FR * FR];
 
@@ -183,17 +197,17 @@ uint left(uint x, uint len)
 }
 
 /*
- * Chunk @ch (0 .. 16 BK - 1) of the step at @p0: in "rows" (k
- * contiguous) chunk ch is row ch / CPR, chunk ch % CPR of the row; in
- * "cols" row (k) ch / 16, chunk ch % 16.
+ * Chunk @ch of the step at @p0: in "rows" (k contiguous) chunk ch is row
+ * ch / CPR, chunk ch % CPR of the row; in "cols" row (k) ch / (T / 8),
+ * chunk ch % (T / 8), T the tile's side.
  */
 uvec4 fetch_a(uint p0, uint ch)
 {
 	uint i, p;
 
 	if (FLAG(GPO_MM_TRANS_A)) {
-		p = p0 + ch / 16u;
-		i = i0 + (ch % 16u) * 8u;
+		p = p0 + ch / (TBM / 8u);
+		i = i0 + ch % (TBM / 8u) * 8u;
 		return chunk_a(abase + p * args.lda + i,
 			       p < args.k ? left(i, args.m) : 0u);
 	}
@@ -213,8 +227,8 @@ uvec4 fetch_b(uint p0, uint ch)
 		return chunk_b(bbase + j * args.ldb + p,
 			       j < args.n ? left(p, args.k) : 0u);
 	}
-	p = p0 + ch / 16u;
-	j = j0 + (ch % 16u) * 8u;
+	p = p0 + ch / (TBN / 8u);
+	j = j0 + ch % (TBN / 8u) * 8u;
 	return chunk_b(bbase + p * args.ldb + j,
 		       p < args.k ? left(j, args.n) : 0u);
 }
@@ -223,7 +237,7 @@ uvec4 fetch_b(uint p0, uint ch)
 uint slot_a(uint ch)
 {
 	if (FLAG(GPO_MM_TRANS_A))
-		return ch / 16u * CS + ch % 16u;
+		return ch / (TBM / 8u) * CSA + ch % (TBM / 8u);
 	return ch / CPR * RS + ch % CPR;
 }
 
@@ -231,7 +245,7 @@ uint slot_b(uint ch)
 {
 	if (FLAG(GPO_MM_TRANS_B))
 		return ch / CPR * RS + ch % CPR;
-	return ch / 16u * CS + ch % 16u;
+	return ch / (TBN / 8u) * CSB + ch % (TBN / 8u);
 }
 
 void sync()
@@ -245,17 +259,17 @@ void main()
 	uint g = group_index(), sg = gl_SubgroupID, l = gl_SubgroupInvocationID;
 	uint t = gl_LocalInvocationID.x;
 	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u, cb;
-	uint wr = (sg / 4u) * 64u, wc = (sg % 4u) * 32u;
-	uvec4 ra[CPT], rb[CPT];
-	FRAG_F acc[8];
+	uint wr = sg / SGN * WM, wc = sg % SGN * WN;
+	uvec4 ra[CPTA], rb[CPTB];
+	FRAG_F acc[FA * FB];
 	bool inside;
 
 	if (g >= args.batch * tiles)
 		return;
 	z = g / tiles;
 	rem = g % tiles;
-	i0 = rem / args.tiles_n * TB;
-	j0 = rem % args.tiles_n * TB;
+	i0 = rem / args.tiles_n * TBM;
+	j0 = rem % args.tiles_n * TBN;
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
 	/* whole chunks start on 16 bytes: 8 binary16 or 4 f32 */
@@ -263,77 +277,77 @@ void main()
 				     abase % 4u == 0u && args.lda % 4u == 0u;
 	vec_b = FLAG(GPO_MM_F16_B) ? bbase % 8u == 0u && args.ldb % 8u == 0u :
 				     bbase % 4u == 0u && args.ldb % 4u == 0u;
-	[[unroll]] for (uint f = 0u; f < 8u; f++)
+	[[unroll]] for (uint f = 0u; f < FA * FB; f++)
 		acc[f] = FRAG_F(0.0);
 	if (args.k > 0u) {
-		[[unroll]] for (uint h = 0u; h < CPT; h++) {
+		[[unroll]] for (uint h = 0u; h < CPTA; h++)
 			sa[slot_a(t + 256u * h)] = fetch_a(0u, t + 256u * h);
+		[[unroll]] for (uint h = 0u; h < CPTB; h++)
 			sb[slot_b(t + 256u * h)] = fetch_b(0u, t + 256u * h);
-		}
 		sync();
 	}
 	/* p0 + BK may pass 2^32 for a k near it: p0 never steps past k */
 	for (uint p0 = 0u; p0 < args.k;
 	     p0 = args.k - p0 > BK ? p0 + BK : args.k) {
 		bool more = args.k - p0 > BK;
-		uint oa = x * SBUF;
+		uint oa = x * SA, ob = x * SB;
 
 		/* the next step's loads fly while this one multiplies */
 		if (more) {
-			[[unroll]] for (uint h = 0u; h < CPT; h++) {
+			[[unroll]] for (uint h = 0u; h < CPTA; h++)
 				ra[h] = fetch_a(p0 + BK, t + 256u * h);
+			[[unroll]] for (uint h = 0u; h < CPTB; h++)
 				rb[h] = fetch_b(p0 + BK, t + 256u * h);
-			}
 		}
 		[[unroll]] for (uint kk = 0u; kk < BK; kk += FR) {
-			FRAG_H fa[4], fb[2];
+			FRAG_H fa[FA], fb[FB];
 
-			[[unroll]] for (uint r = 0u; r < 4u; r++) {
+			[[unroll]] for (uint r = 0u; r < FA; r++) {
 				uint i = wr + r * FR;
 
 				if (FLAG(GPO_MM_TRANS_A))
-					coopMatLoadNV(fa[r], sa, oa + kk * CS +
-						      i / 8u, CS, true);
+					coopMatLoadNV(fa[r], sa, oa + kk * CSA +
+						      i / 8u, CSA, true);
 				else
 					coopMatLoadNV(fa[r], sa, oa + i * RS +
 						      kk / 8u, RS, false);
 			}
-			[[unroll]] for (uint q = 0u; q < 2u; q++) {
+			[[unroll]] for (uint q = 0u; q < FB; q++) {
 				uint j = wc + q * FR;
 
 				if (FLAG(GPO_MM_TRANS_B))
-					coopMatLoadNV(fb[q], sb, oa + j * RS +
+					coopMatLoadNV(fb[q], sb, ob + j * RS +
 						      kk / 8u, RS, true);
 				else
-					coopMatLoadNV(fb[q], sb, oa + kk * CS +
-						      j / 8u, CS, false);
+					coopMatLoadNV(fb[q], sb, ob + kk * CSB +
+						      j / 8u, CSB, false);
 			}
-			[[unroll]] for (uint r = 0u; r < 4u; r++)
-				[[unroll]] for (uint q = 0u; q < 2u; q++)
-					acc[2u * r + q] = coopMatMulAddNV(
-						fa[r], fb[q], acc[2u * r + q]);
+			[[unroll]] for (uint r = 0u; r < FA; r++)
+				[[unroll]] for (uint q = 0u; q < FB; q++)
+					acc[FB * r + q] = coopMatMulAddNV(
+						fa[r], fb[q], acc[FB * r + q]);
 		}
 		if (more) {
-			uint ob = (NBUF - 1u - x) * SBUF;
+			uint na = (NBUF - 1u - x) * SA, nb = (NBUF - 1u - x) * SB;
 
 			/* one buffer: everyone has read it first */
 			if (NBUF == 1u)
 				sync();
-			[[unroll]] for (uint h = 0u; h < CPT; h++) {
-				sa[ob + slot_a(t + 256u * h)] = ra[h];
-				sb[ob + slot_b(t + 256u * h)] = rb[h];
-			}
+			[[unroll]] for (uint h = 0u; h < CPTA; h++)
+				sa[na + slot_a(t + 256u * h)] = ra[h];
+			[[unroll]] for (uint h = 0u; h < CPTB; h++)
+				sb[nb + slot_b(t + 256u * h)] = rb[h];
 		}
 		sync();
 		x = NBUF - 1u - x;
 	}
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
-	inside = i0 + TB <= args.m && j0 + TB <= args.n &&
+	inside = i0 + TBM <= args.m && j0 + TBN <= args.n &&
 		 !FLAG(GPO_T_ACCUM) && cb % 4u == 0u && args.ldc % 4u == 0u;
-	[[unroll]] for (uint r = 0u; r < 4u; r++) {
-		[[unroll]] for (uint q = 0u; q < 2u; q++) {
-			uint f = 2u * r + q, r0 = wr + r * FR, c0 = wc + q * FR;
+	[[unroll]] for (uint r = 0u; r < FA; r++) {
+		[[unroll]] for (uint q = 0u; q < FB; q++) {
+			uint f = FB * r + q, r0 = wr + r * FR, c0 = wc + q * FR;
 
 			if (inside) {
 				FRAG_F v = acc[f] * args.alpha;
