@@ -405,6 +405,26 @@ static int finish(struct run *r)
 			       cs.d2h_ns / 1e6 / cs.reductions);
 	}
 #endif
+	{
+		/* the device memory a rank holds (ZeRO-1 keeps 1/N state) */
+		struct gpo_pool_stats ps;
+		uint64_t mine[2] = { 0, 0 }, most[2];
+
+		if (!gpo_pool_stats(r->dev, &ps)) {
+			mine[0] = ps.used_bytes;
+			mine[1] = ps.peak_bytes;
+		}
+		most[0] = mine[0];
+		most[1] = mine[1];
+#ifdef GPO_HAVE_MPI
+		if (r->nranks > 1)
+			MPI_Allreduce(mine, most, 2, MPI_UINT64_T, MPI_MAX,
+				      MPI_COMM_WORLD);
+#endif
+		if (rank == 0 && !r->quiet)
+			printf("pool used %" PRIu64 " peak %" PRIu64 " (bytes, the most of one rank)\n",
+			       most[0], most[1]);
+	}
 	if (!bad && rank == 0 && r->c->dump[0] &&
 	    dump_params(r->opt, r->c->dump, p, bytes))
 		bad = 1;

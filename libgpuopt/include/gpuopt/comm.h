@@ -106,17 +106,18 @@ int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
 
 /*
  * ZeRO-1 (zero=1, deterministic=1, attached with gpo_comm_train_attach()):
- * a rank owns the slice of every bucket whose sum it computes; instead of
- * the all-gather of the gradient, it steps only its elements, in an
- * optimizer of its own (the model's kind and hyperparameters, their
- * parameters and state copied from the model's optimizer when attached),
- * and an all-gather gives every rank all the parameters: the same bits as
- * plain data parallel for the elementwise optimizers. -ENOSYS: more than
- * one group, a schedule, lamb, clip_norm, grad_scale or check_finite. The
- * model optimizer's state slots are then stale: gpo_comm_sync_state()
- * (collective) gathers the ranks' state into them, before a checkpoint
- * is saved (any rank count restores it). The device memory of the full
- * state is not saved yet (the model's optimizer still allocates it).
+ * rank q owns a contiguous range of about 1/N of the flat parameters; it
+ * sums only those elements of each bucket and steps them in an optimizer
+ * of its own (the model's kind and hyperparameters, its param and grad
+ * views of the model optimizer's, its state copied from the model's when
+ * attached), and an all-gather gives every rank all the parameters: the
+ * same bits as plain data parallel for the elementwise optimizers.
+ * -ENOSYS: more than one group, a schedule, lamb, clip_norm, grad_scale
+ * or check_finite. The model optimizer's state slots are freed (a rank
+ * keeps 1/N of the state on its device): gpo_comm_sync_state()
+ * (collective) allocates them again and gathers the ranks' state into
+ * them, before a checkpoint is saved (any rank count restores it); the
+ * next step frees them again.
  */
 int gpo_comm_sync_state(struct gpo_comm *c);
 

@@ -65,15 +65,19 @@ struct gpo_comm {
 	struct gpo_comm_stats st;
 
 	/*
-	 * ZeRO-1 (zero=1): this rank's elements are its slice of every
-	 * bucket, @zn of them, packed in bucket order into @zopt, an
-	 * optimizer of one tensor that keeps their state; @full: pinned,
-	 * the whole flat buffer for the all-gathers
+	 * ZeRO-1 (zero=1): rank q owns the flat elements [zstart(q),
+	 * zstart(q + 1)), this rank [@zlo, @zlo + @zn), and sums exactly
+	 * those of each bucket; @zopt is an optimizer of one tensor of them
+	 * whose param and grad are views of the model optimizer's buffers
+	 * and which alone keeps their state (the model's keeps none);
+	 * @full: pinned, the whole flat buffer for the all-gathers;
+	 * @state_out: the model's slots were given back for a save
 	 */
 	int zero;
 	struct gpo_optim *zopt;
-	uint64_t zn;
-	float *zbuf, *full;
+	uint64_t zlo, zn, zalign;
+	float *full;
+	int state_out;
 };
 
 static int mpi_err(int rc, const char *what)
@@ -224,10 +228,15 @@ static void detach(struct gpo_comm *c)
 		gpo_host_free(c->dev, c->out);
 		gpo_host_free(c->dev, c->full);
 	}
+	if (c->zopt) {
+		/* the views are the model optimizer's buffers: not freed here */
+		memset(&c->zopt->param, 0, sizeof(c->zopt->param));
+		memset(&c->zopt->grad, 0, sizeof(c->zopt->grad));
+		c->zopt->ext[0] = c->zopt->ext[1] = NULL;
+	}
 	gpo_optim_free(c->zopt);
-	free(c->zbuf);
 	c->zopt = NULL;
-	c->zbuf = c->full = NULL;
+	c->full = NULL;
 	for (i = 0; i < NBUF; i++) {
 		free(c->send[i]);
 		free(c->recv[i]);
@@ -319,10 +328,30 @@ int gpo_comm_device(struct gpo_comm *c, struct gpo_ctx *ctx, const char *spec,
 	return gpo__err(-ENODEV, "no %s device", spec);
 }
 
-/* the bucket [b0, b0 + len)'s slice of rank q */
-static uint64_t slice_lo(const struct gpo_comm *c, uint64_t len, int q)
+/* ZeRO-1: the first flat element rank @q owns (q = size: the end) */
+static uint64_t zstart(const struct gpo_comm *c, int q)
 {
-	return len * (uint64_t)q / (uint64_t)c->size;
+	if (q >= c->size)
+		return c->total;
+	/* aligned, so that the shard optimizer's views can bind there */
+	return c->total * (uint64_t)q / (uint64_t)c->size / c->zalign *
+	       c->zalign;
+}
+
+/*
+ * Where rank @q's slice of the bucket [@b0, @b0 + @len) starts, in it:
+ * an even cut of each bucket, or with ZeRO-1 the part of rank q's range
+ * that lies in the bucket (empty for most ranks)
+ */
+static uint64_t slice_lo(const struct gpo_comm *c, uint64_t b0, uint64_t len,
+			 int q)
+{
+	uint64_t z;
+
+	if (!c->zero)
+		return len * (uint64_t)q / (uint64_t)c->size;
+	z = zstart(c, q);
+	return z <= b0 ? 0 : z - b0 < len ? z - b0 : len;
 }
 
 static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
@@ -421,7 +450,7 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 	}
 	/* to rank q: its slice of each of my K shards, shard by shard */
 	for (q = 0; q < c->size; q++) {
-		uint64_t lo = slice_lo(c, len, q), n = slice_lo(c, len, q + 1) - lo;
+		uint64_t lo = slice_lo(c, b0, len, q), n = slice_lo(c, b0, len, q + 1) - lo;
 
 		c->cnt[i][q] = (int)(n * K);
 		c->dsp[i][q] = (int)o;
@@ -431,8 +460,8 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 	}
 	/* from rank p: my slice of its K shards, which are shards pK.. */
 	{
-		uint64_t lo = slice_lo(c, len, c->rank);
-		uint64_t n = slice_lo(c, len, c->rank + 1) - lo;
+		uint64_t lo = slice_lo(c, b0, len, c->rank);
+		uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo;
 
 		for (q = 0; q < c->size; q++) {
 			c->rcnt[i][q] = (int)(n * K);
@@ -449,8 +478,8 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		   MPI_Request *req)
 {
-	uint64_t lo = slice_lo(c, len, c->rank);
-	uint64_t n = slice_lo(c, len, c->rank + 1) - lo, j;
+	uint64_t lo = slice_lo(c, b0, len, c->rank);
+	uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo, j;
 	float *dst = c->out + b0 + lo, *r = c->recv[i];
 	float inv = (float)c->shards;
 	uint32_t s;
@@ -475,9 +504,9 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		return 0;
 	}
 	for (q = 0; q < c->size; q++) {
-		c->gcnt[i][q] = (int)(slice_lo(c, len, q + 1) -
-				      slice_lo(c, len, q));
-		c->gdsp[i][q] = (int)slice_lo(c, len, q);
+		c->gcnt[i][q] = (int)(slice_lo(c, b0, len, q + 1) -
+				      slice_lo(c, b0, len, q));
+		c->gdsp[i][q] = (int)slice_lo(c, b0, len, q);
 	}
 	return mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
 				       c->out + b0, c->gcnt[i], c->gdsp[i],
@@ -497,8 +526,15 @@ static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
 						  "MPI_Iallreduce");
 	if (ret)
 		return ret;
-	if (c->zero)
-		return 0;
+	if (c->zero) {
+		/* ZeRO-1: only this rank's slice, for its shard optimizer */
+		uint64_t lo = slice_lo(c, b0, len, c->rank);
+
+		len = slice_lo(c, b0, len, c->rank + 1) - lo;
+		if (!len)
+			return 0;
+		b0 += lo;
+	}
 	if (!c->deterministic)
 		for (j = 0; j < len; j++)
 			c->out[b0 + j] /= (float)c->shards;
@@ -590,37 +626,20 @@ static int reduce(void *arg, double *loss, double *acc)
 
 /* ---- ZeRO-1 ---------------------------------------------------------------- */
 
-/* @src's slices of this rank (whole flat buffer) packed into @dst, or back */
-static void zero_pack(struct gpo_comm *c, float *packed, float *flat,
-		      int unpack)
-{
-	uint64_t b0, len, lo, n, o = 0;
-
-	for (b0 = 0; b0 < c->total; b0 += c->bucket) {
-		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
-		lo = slice_lo(c, len, c->rank);
-		n = slice_lo(c, len, c->rank + 1) - lo;
-		if (unpack)
-			memcpy(flat + b0 + lo, packed + o, n * 4);
-		else
-			memcpy(packed + o, flat + b0 + lo, n * 4);
-		o += n;
-	}
-}
-
-/* every rank's slices of @full, from each owner to all (collective) */
+/* every rank's range of @full, from each owner to all (collective) */
 static int zero_gather(struct gpo_comm *c, float *full)
 {
 	uint64_t b0, len;
 	MPI_Request r;
 	int q, ret = 0;
 
+	/* bucket by bucket: MPI's counts are ints */
 	for (b0 = 0; !ret && b0 < c->total; b0 += c->bucket) {
 		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
 		for (q = 0; q < c->size; q++) {
-			c->gcnt[0][q] = (int)(slice_lo(c, len, q + 1) -
-					      slice_lo(c, len, q));
-			c->gdsp[0][q] = (int)slice_lo(c, len, q);
+			c->gcnt[0][q] = (int)(slice_lo(c, b0, len, q + 1) -
+					      slice_lo(c, b0, len, q));
+			c->gdsp[0][q] = (int)slice_lo(c, b0, len, q);
 		}
 		ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0,
 					      MPI_DATATYPE_NULL, full + b0,
@@ -632,28 +651,34 @@ static int zero_gather(struct gpo_comm *c, float *full)
 	return ret;
 }
 
+/* elements [@from, @from + @n) of @b to or from @host + @from */
 static int flat_io(struct gpo_comm *c, const struct dev_buf *b, float *host,
-		   int writing)
+		   uint64_t from, uint64_t n, int writing)
 {
 	struct gpo_device *dev = c->dev;
 	int ret;
 
+	if (!n)
+		return 0;
 	pthread_mutex_lock(&dev->lock);
-	ret = writing ? dev->ops->write(dev, b, 0, host, c->total * 4) :
-			dev->ops->read(dev, b, 0, host, c->total * 4);
+	ret = writing ? dev->ops->write(dev, b, from * 4, host + from, n * 4) :
+			dev->ops->read(dev, b, from * 4, host + from, n * 4);
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
 }
 
 /*
  * The shard optimizer: the model's kind and hyperparameters, one tensor
- * of this rank's elements, their parameters and state taken from the
- * model's optimizer (after a restore too, when attached after it)
+ * of this rank's range, its param and grad views of the model
+ * optimizer's (so its steps update the model's parameters in place), its
+ * state copied from the model's slots (a restore's too, when attached
+ * after it), which are then freed: this rank keeps 1/N of the state.
  */
 static int zero_setup(struct gpo_comm *c)
 {
-	struct gpo_optim *opt = c->opt;
-	uint64_t shape[1], b0, len;
+	struct gpo_optim *opt = c->opt, *z;
+	struct gpo_device *dev = c->dev;
+	uint64_t shape[1];
 	char *hp;
 	int s, ret;
 
@@ -666,16 +691,18 @@ static int zero_setup(struct gpo_comm *c)
 				gpo_dtype_name(opt->param_dtype));
 	if (opt->ngroups != 1 || opt->sched || opt->kind == GPO_LAMB)
 		return gpo__err(-ENOSYS, "zero=1: only one parameter group, no schedule, and not lamb (its per-tensor trust ratio)");
-	for (c->zn = 0, b0 = 0; b0 < c->total; b0 += c->bucket) {
-		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
-		c->zn += slice_lo(c, len, c->rank + 1) - slice_lo(c, len, c->rank);
-	}
+	if (opt->ext[0])
+		return gpo__err(-EINVAL, "zero=1: the optimizer's parameters are a bound buffer");
+	/* a range's start must be a legal offset of a view */
+	c->zalign = (dev->mem_align > 256 ? dev->mem_align : 256) / 4;
+	c->zlo = zstart(c, c->rank);
+	c->zn = zstart(c, c->rank + 1) - c->zlo;
+	if (!c->zn)
+		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (%llu elements for %d ranks)",
+				c->rank, (unsigned long long)c->total, c->size);
 	hp = malloc(8192);
-	c->zbuf = malloc(c->zn * 4 + 4);
-	if (!hp || !c->zbuf) {
-		free(hp);
+	if (!hp)
 		return gpo__err(-ENOMEM, "out of memory");
-	}
 	ret = gpo_optim_describe(opt, 0, hp, 8192);
 	if (ret >= 0 && (strstr(hp, "\nclip_norm=") &&
 			 !strstr(hp, "\nclip_norm=0\n")))
@@ -686,60 +713,68 @@ static int zero_setup(struct gpo_comm *c)
 			  !strstr(hp, "\ncheck_finite=0\n"))))
 		ret = gpo__err(-ENOSYS, "zero=1: grad_scale and check_finite need all ranks' verdict: not yet");
 	if (ret >= 0)
-		ret = gpo_host_alloc(c->dev, c->total * 4, (void **)&c->full);
+		ret = gpo_host_alloc(dev, c->total * 4, (void **)&c->full);
 	if (!ret)
-		ret = gpo_optim_new(c->dev, opt->kind, &c->zopt);
+		ret = gpo_optim_new(dev, opt->kind, &c->zopt);
 	if (!ret)
 		ret = gpo_optim_configure(c->zopt, 0, hp);
 	free(hp);
-	shape[0] = c->zn ? c->zn : 1;
-	if (!ret && !c->zn)
-		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (more ranks than elements a bucket)",
-				c->rank);
-	if (!ret) {
-		ret = gpo_optim_add_tensor(c->zopt, "zero1.shard", 1, shape, 0);
-		if (ret > 0)
-			ret = 0;
-	}
-	if (!ret)
-		ret = gpo_optim_set_step(c->zopt, opt->step);
-	if (!ret)
-		ret = flat_io(c, &opt->param, c->full, 0);
-	if (!ret) {
-		zero_pack(c, c->zbuf, c->full, 0);
-		ret = gpo_optim_write(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
-	}
+	if (ret)
+		return ret;
+	z = c->zopt;
+	shape[0] = c->zn;
+	ret = gpo_optim_add_tensor(z, "zero1.shard", 1, shape, 0);
+	if (ret < 0)
+		return ret;
+	/* zn is a multiple of 4 (or runs to the padded end): no padding */
+	if (z->total != c->zn)
+		return gpo__err(-EINVAL, "zero=1: a shard of %llu elements is laid out in %llu",
+				(unsigned long long)c->zn,
+				(unsigned long long)z->total);
+	z->ext[0] = opt->param.mem;
+	z->ext_off[0] = opt->param.off + c->zlo * 4;
+	z->ext[1] = opt->grad.mem;
+	z->ext_off[1] = opt->grad.off + c->zlo * 4;
+	ret = gpo_optim_set_step(z, opt->step);
 	for (s = 0; !ret && s < SL_COUNT; s++) {
 		if (!opt->slot[s].mem)
 			continue;
-		ret = flat_io(c, &opt->slot[s], c->full, 0);
-		if (!ret) {
-			zero_pack(c, c->zbuf, c->full, 0);
-			ret = gpo_optim_write(c->zopt, gpo__optim_slot_names[s],
-					      NULL, c->zbuf, c->zn * 4);
-		}
+		ret = flat_io(c, &opt->slot[s], c->full, c->zlo, c->zn, 0);
+		if (!ret)
+			ret = gpo_optim_write(z, gpo__optim_slot_names[s], NULL,
+					      c->full + c->zlo, c->zn * 4);
 	}
-	return ret;
+	if (ret)
+		return ret;
+	/* (writing momentum marks it started: as the model's says) */
+	z->groups[0].momentum_started = opt->groups[0].momentum_started;
+	return gpo__optim_state_elsewhere(opt, 1);
 }
 
-/* ZeRO-1's step: this rank's slice, then every rank's parameters */
+/* ZeRO-1's step: this rank's range in place, then every rank's */
 static int zero_step(void *arg, struct gpo_step_info *si)
 {
 	struct gpo_comm *c = arg;
+	uint64_t zhi = c->zlo + c->zn;
 	int ret;
 
-	zero_pack(c, c->zbuf, c->out, 0);
-	ret = gpo_optim_write(c->zopt, "grad", NULL, c->zbuf, c->zn * 4);
+	if (c->state_out) {
+		/* the slots a save needed go again */
+		ret = gpo__optim_state_elsewhere(c->opt, 1);
+		if (ret)
+			return ret;
+		c->state_out = 0;
+	}
+	ret = gpo_optim_step(c->zopt, si);
 	if (!ret)
-		ret = gpo_optim_step(c->zopt, si);
+		ret = flat_io(c, &c->opt->param, c->full, c->zlo, c->zn, 0);
 	if (!ret)
-		ret = gpo_optim_read(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
-	if (ret)
-		return ret;
-	zero_pack(c, c->zbuf, c->full, 1);
-	ret = zero_gather(c, c->full);
+		ret = zero_gather(c, c->full);
 	if (!ret)
-		ret = flat_io(c, &c->opt->param, c->full, 1);
+		ret = flat_io(c, &c->opt->param, c->full, 0, c->zlo, 1);
+	if (!ret)
+		ret = flat_io(c, &c->opt->param, c->full, zhi, c->total - zhi,
+			      1);
 	if (!ret)
 		ret = gpo_optim_set_step(c->opt, gpo_optim_steps_done(c->zopt));
 	return ret;
@@ -747,24 +782,34 @@ static int zero_step(void *arg, struct gpo_step_info *si)
 
 int gpo_comm_sync_state(struct gpo_comm *c)
 {
-	int s, ret = 0;
+	struct gpo_optim *z;
+	int s, ret;
 
 	if (!c)
 		return gpo__err(-EINVAL, "gpo_comm_sync_state: NULL argument");
 	if (!c->zopt)
 		return 0;
+	z = c->zopt;
+	/* the model's slots, back for the save until the next step */
+	ret = gpo__optim_state_elsewhere(c->opt, 0);
+	if (ret)
+		return ret;
+	c->state_out = 1;
 	for (s = 0; !ret && s < SL_COUNT; s++) {
-		if (!c->opt->slot[s].mem)
+		if (!z->slot[s].mem)
 			continue;
-		ret = gpo_optim_read(c->zopt, gpo__optim_slot_names[s], NULL,
-				     c->zbuf, c->zn * 4);
-		if (!ret) {
-			zero_pack(c, c->zbuf, c->full, 1);
-			ret = zero_gather(c, c->full);
-		}
+		if (!c->opt->slot[s].mem)
+			return gpo__err(-EIO, "zero=1: the model's optimizer has no %s",
+					gpo__optim_slot_names[s]);
+		ret = gpo_optim_read(z, gpo__optim_slot_names[s], NULL,
+				     c->full + c->zlo, c->zn * 4);
 		if (!ret)
-			ret = flat_io(c, &c->opt->slot[s], c->full, 1);
+			ret = zero_gather(c, c->full);
+		if (!ret)
+			ret = flat_io(c, &c->opt->slot[s], c->full, 0, c->total,
+				      1);
 	}
+	c->opt->groups[0].momentum_started = z->groups[0].momentum_started;
 	return ret;
 }
 
@@ -791,7 +836,8 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	per = c->bucket < opt->total ? c->bucket : opt->total;
 	/* MPI's counts are ints: a bucket's K shards out, S slices in */
 	if (per * K > INT_MAX ||
-	    (per + c->size - 1) / c->size * c->shards > INT_MAX)
+	    (c->zero ? per : (per + c->size - 1) / c->size) * c->shards >
+	    INT_MAX)
 		return gpo__err(-EINVAL, "bucket_bytes %llu with %u shards: more than 2^31 elements in one message; take smaller buckets",
 				(unsigned long long)c->bucket * 4, c->shards);
 	c->opt = opt;
@@ -807,8 +853,9 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	for (i = 0; i < NBUF; i++) {
 		/* K shards of a bucket out; S shards of a slice in */
 		c->send[i] = malloc(per * K * 4 + 4);
-		c->recv[i] = malloc(((per + c->size - 1) / c->size) * c->shards *
-				    4 + 4);
+		c->recv[i] = malloc((c->zero ? per :
+				     (per + c->size - 1) / c->size) *
+				    c->shards * 4 + 4);
 		if (!c->send[i] || !c->recv[i])
 			break;
 	}

@@ -98,6 +98,8 @@ struct gpo_optim {
 	int last_norm;
 	double unsettled_metric;
 	struct gpo_step_info last;
+	/* ZeRO-1: no slots here (gpo__optim_state_elsewhere()) */
+	int state_elsewhere;
 };
 
 /* torch's state-dict names of the slots, indexed by enum slot_id */
@@ -148,5 +150,13 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
  * waits for it. Device lock held. Returns 0 or -errno.
  */
 int gpo__optim_settle(struct gpo_optim *opt);
+
+/*
+ * gpo__optim_state_elsewhere - @elsewhere 1: free the state slots and
+ * allocate none until called with 0, which allocates the configuration's
+ * slots again with their initial contents (ZeRO-1 in comm/, whose shard
+ * optimizers keep the state). Takes the device lock. Returns 0 or -errno.
+ */
+int gpo__optim_state_elsewhere(struct gpo_optim *opt, int elsewhere);
 
 #endif /* GPUOPT_OPTIM_I_H */
