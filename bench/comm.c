@@ -168,7 +168,12 @@ int main(int argc, char **argv)
 	double lim, st[2];
 	int reps = 5, o, d, ret;
 
-	MPI_Init(&argc, &argv);
+	{
+		/* the comm's progress thread tests requests (SERIALIZED) */
+		int provided;
+
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	while ((o = getopt(argc, argv, "d:s:b:r:")) != -1) {

@@ -398,11 +398,13 @@ static int finish(struct run *r)
 
 		if (rank == 0 && !r->quiet && !gpo_comm_stats(r->comm, &cs) &&
 		    cs.reductions)
-			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms)\n",
+			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms); a step's communication %.3f ms, hidden behind compute %.3f ms\n",
 			       cs.reductions, cs.bytes / 1e6 / cs.reductions,
 			       cs.reduce_ns / 1e6 / cs.reductions,
 			       cs.wait_ns / 1e6 / cs.reductions,
-			       cs.d2h_ns / 1e6 / cs.reductions);
+			       cs.d2h_ns / 1e6 / cs.reductions,
+			       cs.comm_ns / 1e6 / cs.reductions,
+			       cs.hidden_ns / 1e6 / cs.reductions);
 	}
 #endif
 	{
@@ -618,7 +620,12 @@ int main(int argc, char **argv)
 	}
 	ret = setup(&r);
 #else
-	MPI_Init(&argc, &argv);
+	{
+		/* the comm's progress thread tests requests (SERIALIZED) */
+		int provided;
+
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &r.nranks);
 	ret = setup(&r);

@@ -128,6 +128,15 @@ struct gpo_comm_stats {
 	uint64_t d2h_ns;	/* device to host copies of shard gradients */
 	uint64_t reduce_ns;	/* the whole reduction (stages overlapped) */
 	uint64_t wait_ns;	/* of which waiting on MPI */
+	/*
+	 * the step's communication: the time the training thread spent in
+	 * it (shard gradients to the host, packing, the reduction) plus
+	 * @hidden_ns, the time collectives were in flight while it computed
+	 * (a rank's shards before its last are sent while the next one
+	 * computes, when it runs two or more)
+	 */
+	uint64_t comm_ns;
+	uint64_t hidden_ns;
 };
 
 /* gpo_comm_stats - what @c did so far */

@@ -78,6 +78,31 @@ struct gpo_comm {
 	uint64_t zlo, zn, zalign;
 	float *full;
 	int state_out;
+
+	/*
+	 * Rounds (deterministic=1, K = hi - lo >= 2 shards a rank): round j
+	 * sends every rank's j-th shard's slices to their owners as soon as
+	 * it is read back, while the next shard computes; only the last
+	 * shard goes through the bucket pipeline. @mine: the elements of
+	 * this rank's slices of all buckets, @qmine[q] rank q's;
+	 * @rrecv: (K - 1) x size x mine, round j from rank p at
+	 * (j size + p) mine; @rsend: one round's packed slices. A progress
+	 * thread tests the round in flight (MPI_THREAD_SERIALIZED: only one
+	 * thread calls MPI at a time) so that it moves during the compute.
+	 */
+	int rounds;
+	uint64_t mine, *qmine;
+	float *rsend, *rrecv;
+	int *rc4;			/* counts, displacements: 4 x size */
+	MPI_Request rreq;
+	int rflight;			/* rreq is posted, not waited for */
+	uint64_t rpost_ns;
+	pthread_t thr;
+	int thr_on;			/* the progress thread runs */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int thr_has, thr_done, thr_quit, thr_rc;
+	uint64_t thr_done_ns;
 };
 
 static int mpi_err(int rc, const char *what)
@@ -219,9 +244,21 @@ out_free:
 	return ret;
 }
 
+static void thread_stop(struct gpo_comm *c);
+
 static void detach(struct gpo_comm *c)
 {
 	int i;
+
+	thread_stop(c);
+	free(c->qmine);
+	free(c->rsend);
+	free(c->rrecv);
+	free(c->rc4);
+	c->qmine = NULL;
+	c->rsend = c->rrecv = NULL;
+	c->rc4 = NULL;
+	c->rounds = 0;
 
 	if (c->dev) {
 		gpo_host_free(c->dev, c->shard);
@@ -368,10 +405,14 @@ static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
 	return ret;
 }
 
+static int round_post(struct gpo_comm *c, uint32_t j);
+
 static int shard_done(void *arg, uint32_t shard, double loss, double acc)
 {
 	struct gpo_comm *c = arg;
 	uint32_t k = shard - c->lo;
+	uint64_t t0 = gpo__now_ns();
+	int ret;
 
 	c->sloss[shard] = loss;
 	c->sacc[shard] = acc;
@@ -380,7 +421,11 @@ static int shard_done(void *arg, uint32_t shard, double loss, double acc)
 		c->last_pending = 1;
 		return 0;
 	}
-	return read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
+	ret = read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
+	if (!ret && c->rounds)
+		ret = round_post(c, k);
+	c->st.comm_ns += gpo__now_ns() - t0;
+	return ret;
 }
 
 /*
@@ -417,11 +462,220 @@ static int wait_req(struct gpo_comm *c, MPI_Request *r, const char *what)
 	return mpi_err(rc, what);
 }
 
+/* ---- rounds: shards before the last, sent during the next's compute ---- */
+
+static void *progress(void *arg)
+{
+	struct timespec nap = { 0, 50000 };
+	struct gpo_comm *c = arg;
+	int done, rc;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->thr_has && !c->thr_quit)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->thr_quit)
+			break;
+		pthread_mutex_unlock(&c->mu);
+		/* the main thread calls no MPI until thr_done */
+		for (done = 0;;) {
+			rc = MPI_Test(&c->rreq, &done, MPI_STATUS_IGNORE);
+			if (rc != MPI_SUCCESS || done)
+				break;
+			pthread_mutex_lock(&c->mu);
+			done = c->thr_quit;
+			pthread_mutex_unlock(&c->mu);
+			if (done)
+				break;
+			nanosleep(&nap, NULL);
+		}
+		pthread_mutex_lock(&c->mu);
+		c->thr_rc = rc;
+		c->thr_done_ns = gpo__now_ns();
+		c->thr_has = 0;
+		c->thr_done = 1;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+static void thread_stop(struct gpo_comm *c)
+{
+	if (!c->thr_on)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->thr_quit = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thr, NULL);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	c->thr_on = 0;
+}
+
+/*
+ * The round in flight, done: waited for by the progress thread (at most
+ * the timeout) or here. What passed before this wait began was hidden
+ * behind compute.
+ */
+static int round_wait(struct gpo_comm *c)
+{
+	uint64_t t0 = gpo__now_ns(), end;
+	struct timespec until;
+	int ret = 0, rc;
+
+	if (!c->rflight)
+		return 0;
+	c->rflight = 0;
+	if (!c->thr_on) {
+		/* no progress thread: hidden only if it is done by now */
+		rc = MPI_Test(&c->rreq, &ret, MPI_STATUS_IGNORE);
+		if (rc == MPI_SUCCESS && ret) {
+			c->st.hidden_ns += t0 - c->rpost_ns;
+			c->st.comm_ns += t0 - c->rpost_ns;
+			return 0;
+		}
+		if (rc != MPI_SUCCESS)
+			return mpi_err(rc, "a round's MPI_Ialltoallv");
+		return wait_req(c, &c->rreq, "a round's MPI_Ialltoallv");
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += c->timeout_ns ? (time_t)(c->timeout_ns / 1000000000ull) :
+					86400 * 365;
+	pthread_mutex_lock(&c->mu);
+	while (!c->thr_done) {
+		rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+		if (rc == ETIMEDOUT && !c->thr_done) {
+			c->thr_quit = 1;
+			ret = gpo__err(-ETIMEDOUT, "rank %d: a round's MPI_Ialltoallv: no answer from the other ranks in %llu s (one died or hangs)",
+				       c->rank,
+				       (unsigned long long)(c->timeout_ns / 1000000000ull));
+			break;
+		}
+	}
+	c->thr_done = 0;
+	end = c->thr_done_ns;
+	rc = c->thr_rc;
+	pthread_mutex_unlock(&c->mu);
+	c->st.wait_ns += gpo__now_ns() - t0;
+	if (ret)
+		return ret;
+	end = (end < t0 ? end : t0) - c->rpost_ns;
+	c->st.hidden_ns += end;
+	c->st.comm_ns += end;
+	return mpi_err(rc, "a round's MPI_Ialltoallv");
+}
+
+/* round @j: shard lo + j's slices to their owners, posted */
+static int round_post(struct gpo_comm *c, uint32_t j)
+{
+	const float *g = c->shard + (uint64_t)j * c->total;
+	int *cnt = c->rc4, *dsp = cnt + c->size, *rcnt = dsp + c->size;
+	int *rdsp = rcnt + c->size, q, ret;
+	uint64_t b0, len, lo, n, o = 0;
+
+	ret = round_wait(c);
+	if (ret)
+		return ret;
+	for (q = 0; q < c->size; q++) {
+		cnt[q] = (int)c->qmine[q];
+		dsp[q] = (int)o;
+		for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+			len = c->total - b0 < c->bucket ? c->total - b0 :
+							  c->bucket;
+			lo = slice_lo(c, b0, len, q);
+			n = slice_lo(c, b0, len, q + 1) - lo;
+			memcpy(c->rsend + o, g + b0 + lo, n * 4);
+			o += n;
+		}
+		rcnt[q] = (int)c->mine;
+		rdsp[q] = (int)(c->mine * q);
+	}
+	ret = mpi_err(MPI_Ialltoallv(c->rsend, cnt, dsp, MPI_FLOAT,
+				     c->rrecv + (uint64_t)j * c->size * c->mine,
+				     rcnt, rdsp, MPI_FLOAT, c->comm, &c->rreq),
+		      "MPI_Ialltoallv");
+	if (ret)
+		return ret;
+	c->rpost_ns = gpo__now_ns();
+	c->rflight = 1;
+	if (c->thr_on) {
+		pthread_mutex_lock(&c->mu);
+		c->thr_has = 1;
+		c->thr_done = 0;
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+	}
+	return 0;
+}
+
+/* where this rank's slice of the bucket at @b0 starts in a round's part */
+static uint64_t mine_off(const struct gpo_comm *c, uint64_t b0)
+{
+	uint64_t b, len, o = 0;
+
+	for (b = 0; b < b0; b += c->bucket) {
+		len = c->total - b < c->bucket ? c->total - b : c->bucket;
+		o += slice_lo(c, b, len, c->rank + 1) -
+		     slice_lo(c, b, len, c->rank);
+	}
+	return o;
+}
+
+/* rounds: set up at attach, the thread where MPI allows it */
+static int rounds_setup(struct gpo_comm *c)
+{
+	uint32_t K = c->hi - c->lo;
+	uint64_t b0, len;
+	int q, level = MPI_THREAD_SINGLE;
+
+	if (!c->deterministic || K < 2)
+		return 0;
+	c->qmine = calloc(c->size, sizeof(*c->qmine));
+	c->rc4 = calloc(4 * (size_t)c->size, sizeof(int));
+	if (!c->qmine || !c->rc4)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (q = 0; q < c->size; q++)
+		for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+			len = c->total - b0 < c->bucket ? c->total - b0 :
+							  c->bucket;
+			c->qmine[q] += slice_lo(c, b0, len, q + 1) -
+				       slice_lo(c, b0, len, q);
+		}
+	c->mine = c->qmine[c->rank];
+	/* MPI's counts are ints: else no rounds, the pipeline as before */
+	if (c->mine * c->size > INT_MAX || c->total > INT_MAX)
+		return 0;
+	c->rsend = malloc(c->total * 4 + 4);
+	c->rrecv = malloc((uint64_t)(K - 1) * c->size * c->mine * 4 + 4);
+	if (!c->rsend || !c->rrecv)
+		return gpo__err(-ENOMEM, "out of memory");
+	c->rounds = 1;
+	MPI_Query_thread(&level);
+	if (level < MPI_THREAD_SERIALIZED)
+		return 0;
+	if (pthread_mutex_init(&c->mu, NULL))
+		return 0;
+	if (pthread_cond_init(&c->cv, NULL)) {
+		pthread_mutex_destroy(&c->mu);
+		return 0;
+	}
+	c->thr_quit = c->thr_has = c->thr_done = 0;
+	if (pthread_create(&c->thr, NULL, progress, c)) {
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		return 0;
+	}
+	c->thr_on = 1;
+	return 0;
+}
+
 /* stage A of bucket @b (buffer @i): the last shard's copy, pack, post */
 static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		   MPI_Request *req)
 {
-	uint32_t K = c->hi - c->lo, k;
+	uint32_t K = c->hi - c->lo, k, k0;
 	uint64_t o = 0;
 	float *send = c->send[i];
 	int q, ret;
@@ -448,13 +702,17 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 					      MPI_FLOAT, MPI_SUM, c->comm,
 					      req), "MPI_Iallreduce");
 	}
-	/* to rank q: its slice of each of my K shards, shard by shard */
+	/*
+	 * to rank q: its slice of each of my K shards, shard by shard (with
+	 * rounds only the last shard's: the others went in theirs)
+	 */
+	k0 = c->rounds ? K - 1 : 0;
 	for (q = 0; q < c->size; q++) {
 		uint64_t lo = slice_lo(c, b0, len, q), n = slice_lo(c, b0, len, q + 1) - lo;
 
-		c->cnt[i][q] = (int)(n * K);
+		c->cnt[i][q] = (int)(n * (K - k0));
 		c->dsp[i][q] = (int)o;
-		for (k = 0; k < K; k++, o += n)
+		for (k = k0; k < K; k++, o += n)
 			memcpy(send + o, c->shard + (uint64_t)k * c->total +
 			       b0 + lo, n * 4);
 	}
@@ -464,8 +722,8 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo;
 
 		for (q = 0; q < c->size; q++) {
-			c->rcnt[i][q] = (int)(n * K);
-			c->rdsp[i][q] = (int)(n * K * q);
+			c->rcnt[i][q] = (int)(n * (K - k0));
+			c->rdsp[i][q] = (int)(n * (K - k0) * q);
 		}
 	}
 	return mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
@@ -482,19 +740,40 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 	uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo, j;
 	float *dst = c->out + b0 + lo, *r = c->recv[i];
 	float inv = (float)c->shards;
-	uint32_t s;
+	uint32_t s, K = c->hi - c->lo;
+	uint64_t ob;
 	int ret, q;
 
 	ret = wait_req(c, req, "MPI_Ialltoallv");
 	if (ret || !c->deterministic)
 		return ret;
-	/* recv holds shards 0..S-1 in order, n elements each */
-	memcpy(dst, r, n * 4);
-	for (s = 1; s < c->shards; s++) {
-		const float *g = r + (uint64_t)s * n;
+	if (!c->rounds) {
+		/* recv holds shards 0..S-1 in order, n elements each */
+		memcpy(dst, r, n * 4);
+		for (s = 1; s < c->shards; s++) {
+			const float *g = r + (uint64_t)s * n;
 
-		for (j = 0; j < n; j++)
-			dst[j] += g[j];
+			for (j = 0; j < n; j++)
+				dst[j] += g[j];
+		}
+	} else {
+		/*
+		 * shard s = p K + k: k < K - 1 came in round k, the last in
+		 * recv at p n; the same order, the same sum
+		 */
+		ob = mine_off(c, b0);
+		for (s = 0; s < c->shards; s++) {
+			uint32_t p = s / K, k = s % K;
+			const float *g = k + 1 < K ?
+				c->rrecv + ((uint64_t)k * c->size + p) *
+				c->mine + ob : r + (uint64_t)p * n;
+
+			if (!s)
+				memcpy(dst, g, n * 4);
+			else
+				for (j = 0; j < n; j++)
+					dst[j] += g[j];
+		}
 	}
 	for (j = 0; j < n; j++)
 		dst[j] /= inv;
@@ -595,6 +874,7 @@ static int reduce(void *arg, double *loss, double *acc)
 	int ret = 0;
 
 	t0 = gpo__now_ns();
+	ret = round_wait(c);
 	/*
 	 * C first: it frees the request slot A reuses (bucket j - 2's);
 	 * recv and send j % NBUF were last read by bucket j - 2's B
@@ -617,6 +897,7 @@ static int reduce(void *arg, double *loss, double *acc)
 	if (!ret)
 		ret = reduce_loss(c, loss, acc);
 	c->st.reduce_ns += gpo__now_ns() - t0;
+	c->st.comm_ns += gpo__now_ns() - t0;
 	if (!ret) {
 		c->st.reductions++;
 		c->st.bytes += c->total * 4;
@@ -869,6 +1150,9 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 		if (ret)
 			goto out_detach;
 	}
+	ret = rounds_setup(c);
+	if (ret)
+		goto out_detach;
 	return 0;
 
 out_detach:
