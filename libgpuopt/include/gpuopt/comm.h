@@ -117,7 +117,8 @@ int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
  * keeps 1/N of the state on its device): gpo_comm_sync_state()
  * (collective) allocates them again and gathers the ranks' state into
  * them, before a checkpoint is saved (any rank count restores it); the
- * next step frees them again.
+ * next step frees them again. A save without it, and a restore into the
+ * model's optimizer once attached, fail with -EBUSY.
  */
 int gpo_comm_sync_state(struct gpo_comm *c);
 

@@ -692,7 +692,7 @@ static int ensure_slots(struct gpo_optim *opt)
 {
 	int s, ret;
 
-	if (opt->state_elsewhere)
+	if (opt->state_elsewhere == 1)
 		return 0;
 	for (s = 0; s < SL_COUNT; s++) {
 		if (!slot_needed(opt, s))
@@ -1769,9 +1769,10 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric)
 }
 
 /*
- * ZeRO-1 (comm/): another optimizer keeps this one's state, so its slots
+ * ZeRO-1 (comm/): other optimizers keep this one's state, so its slots
  * are freed and not allocated again (@elsewhere 1); @elsewhere 0 brings
- * them back, initialised, for the caller to fill (a checkpoint's save).
+ * them back, initialised, for the caller to fill for a save (state 2:
+ * the ranks still own the state, a restore is still refused).
  */
 int gpo__optim_state_elsewhere(struct gpo_optim *opt, int elsewhere)
 {
@@ -1787,7 +1788,7 @@ int gpo__optim_state_elsewhere(struct gpo_optim *opt, int elsewhere)
 		if (!ret)
 			opt->state_elsewhere = 1;
 	} else if (opt->state_elsewhere) {
-		opt->state_elsewhere = 0;
+		opt->state_elsewhere = 2;
 		if (opt->allocated)
 			ret = ensure_slots(opt);
 		if (!ret)
