@@ -24,6 +24,11 @@
  * gradient. One process with the same S does exactly the same float
  * operations, so N ranks give the same bits as one. The batch's loss and
  * accuracy are the shards' summed in shard order, over S.
+ *
+ * A rank with two or more shards sends each one before its last to the
+ * slices' owners (an MPI_Ialltoallv) while the next one computes, tested
+ * by a progress thread where MPI was initialised with
+ * MPI_THREAD_SERIALIZED or more; the sums and the bits are the same.
  */
 #ifndef GPUOPT_COMM_H
 #define GPUOPT_COMM_H
