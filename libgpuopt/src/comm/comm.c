@@ -13,6 +13,10 @@
  *	C  wait, the bucket back to the device's grad buffer
  *
  * and bucket b's A runs beside b-1's B and b-2's C (two buffers each).
+ * A rank with K >= 2 shards does not keep the ones before its last for
+ * stage A: right after shard k's copy, round k (an all-to-all of its
+ * slices) is posted, and a progress thread tests it while shard k + 1
+ * computes; stage B then adds the S gradients in the same order.
  * Every wait has a timeout (timeout=, 300 s): a rank that died or hangs
  * makes the others' step fail with -ETIMEDOUT instead of waiting forever.
  *
