@@ -963,9 +963,10 @@ static int zero_setup(struct gpo_comm *c)
 {
 	struct gpo_optim *opt = c->opt, *z;
 	struct gpo_device *dev = c->dev;
-	uint64_t shape[1];
+	uint64_t shape[1], i;
+	int s, ns, ret, had[SL_COUNT];
+	float *keep;
 	char *hp;
-	int s, ret;
 
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem && opt->slot_dtype[s] != GPO_F32)
@@ -1021,19 +1022,51 @@ static int zero_setup(struct gpo_comm *c)
 	z->ext[1] = opt->grad.mem;
 	z->ext_off[1] = opt->grad.off + c->zlo * 4;
 	ret = gpo_optim_set_step(z, opt->step);
-	for (s = 0; !ret && s < SL_COUNT; s++) {
-		if (!opt->slot[s].mem)
-			continue;
-		ret = flat_io(c, &opt->slot[s], c->full, c->zlo, c->zn, 0);
-		if (!ret)
-			ret = gpo_optim_write(z, gpo__optim_slot_names[s], NULL,
-					      c->full + c->zlo, c->zn * 4);
-	}
 	if (ret)
 		return ret;
+	/*
+	 * The model's state through the host, its slots freed before the
+	 * shard's are made: the device never holds both
+	 */
+	for (s = 0, ns = 0; s < SL_COUNT; s++)
+		ns += opt->slot[s].mem != NULL;
+	keep = malloc((uint64_t)ns * c->total * 4 + 4);
+	if (!keep)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (s = 0, i = 0; !ret && s < SL_COUNT; s++) {
+		had[s] = opt->slot[s].mem != NULL;
+		if (had[s])
+			ret = flat_io(c, &opt->slot[s], keep + (i++) * c->total,
+				      0, c->total, 0);
+	}
+	if (!ret)
+		ret = gpo__optim_state_elsewhere(opt, 1);
+	if (ret) {
+		free(keep);
+		return ret;
+	}
+	for (s = 0, i = 0; !ret && s < SL_COUNT; s++)
+		if (had[s])
+			ret = gpo_optim_write(z, gpo__optim_slot_names[s], NULL,
+					      keep + (i++) * c->total + c->zlo,
+					      c->zn * 4);
+	if (ret) {
+		/* the model's optimizer gets its state back */
+		int err = gpo__optim_state_elsewhere(opt, 0);
+
+		opt->state_elsewhere = 0;
+		for (s = 0, i = 0; !err && s < SL_COUNT; s++)
+			if (had[s] && opt->slot[s].mem)
+				err = flat_io(c, &opt->slot[s],
+					      keep + (i++) * c->total, 0,
+					      c->total, 1);
+		free(keep);
+		return ret;
+	}
+	free(keep);
 	/* (writing momentum marks it started: as the model's says) */
 	z->groups[0].momentum_started = opt->groups[0].momentum_started;
-	return gpo__optim_state_elsewhere(opt, 1);
+	return 0;
 }
 
 /* ZeRO-1's step: this rank's range in place, then every rank's */
