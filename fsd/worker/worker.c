@@ -292,7 +292,8 @@ static const char *dev_words(const struct wp_dev *d, char *buf, size_t len)
  * disabled here too (the daemon's devices/<i>/enabled holds in workers).
  */
 static int dev_open(struct wk *w, const struct wp_build *b,
-		    const struct wp_dev *off, struct gpo_device **out)
+		    const struct wp_dev *off, const struct wp_dev *d,
+		    struct gpo_device **out)
 {
 	char words[256];
 	uint32_t k;
@@ -303,10 +304,10 @@ static int dev_open(struct wk *w, const struct wp_build *b,
 		if (i >= 0)
 			gpo_device_enable(w->ctx, i, 0);
 	}
-	i = dev_find(w, &b->device);
+	i = dev_find(w, d);
 	if (i < 0)
-		return wk_err(w, -ENODEV, "the worker finds no %s",
-			      dev_words(&b->device, words, sizeof(words)));
+		return wk_err(w, -ENODEV, "rank %d: the worker finds no %s",
+			      w->rank, dev_words(d, words, sizeof(words)));
 	i = gpo_device_get(w->ctx, i, out);
 	return i ? wk_lib_err(w, i) : 0;
 }
@@ -389,7 +390,8 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
 	const struct wp_build *b = w->shm;
-	const struct wp_dev *off;
+	const struct wp_dev *off, *mine;
+	const struct wp_rank_dev *rd;
 	const struct model_ops *ops;
 	struct gpo_device_info info;
 	struct gpo_device *dev;
@@ -398,7 +400,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	struct wp_tensor *t = NULL;
 	char *hp = NULL, *st = NULL, *mt = NULL;
 	void *mstate = NULL;
-	uint64_t need, numel = 0, spe = 0;
+	uint64_t need, numel = 0, spe = 0, pool_limit;
 	const char *tp;
 	float *x = NULL;
 	uint32_t i;
@@ -408,13 +410,21 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	if (ret)
 		return ret;
 	need = sizeof(*b) + (uint64_t)b->ndisabled * sizeof(*off) +
+	       (uint64_t)b->nrank_devs * sizeof(*rd) +
 	       (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
 	       b->sched_len + b->model_len;
 	ret = shm_fits(w, need);
 	if (ret)
 		return ret;
 	off = (const struct wp_dev *)(b + 1);
-	tp = (const char *)(off + b->ndisabled);
+	rd = (const struct wp_rank_dev *)(off + b->ndisabled);
+	tp = (const char *)(rd + b->nrank_devs);
+	/* each rank on its own device, or all on the job's */
+	if (b->nrank_devs && b->nrank_devs != (uint32_t)w->nranks)
+		return wk_err(w, -EPROTO, "%u rank devices for %d ranks",
+			      b->nrank_devs, w->nranks);
+	mine = b->nrank_devs ? &rd[w->rank].device : &b->device;
+	pool_limit = b->nrank_devs ? rd[w->rank].pool_limit : b->pool_limit;
 	ops = model_ops_find(b->model);
 	if (!ops)
 		return wk_err(w, -EINVAL, "no model kind '%.32s' in this worker",
@@ -436,11 +446,11 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 			goto out_free;
 		}
 	}
-	ret = dev_open(w, b, off, &dev);
+	ret = dev_open(w, b, off, mine, &dev);
 	if (ret)
 		goto out_free;
 	/* the daemon's pools/<i>/max caps each job's pool on the device */
-	ret = gpo_pool_set_limit(dev, b->pool_limit);
+	ret = gpo_pool_set_limit(dev, pool_limit);
 	if (ret) {
 		wk_lib_err(w, ret);
 		goto out_free;
