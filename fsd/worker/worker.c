@@ -1143,7 +1143,7 @@ static int mpi_connect(const char *name)
 static int mpi_agree(struct wk *w, int ret, int *diverged)
 {
 	struct { int v; int r; } in = { ret != 0, w->rank }, out;
-	int any_ok, ok = ret == 0, r2;
+	int any_ok, ok = ret == 0, r2, code;
 	MPI_Request r;
 
 	MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD, &r);
@@ -1161,6 +1161,12 @@ static int mpi_agree(struct wk *w, int ret, int *diverged)
 	/* the message, if it is not ours (it is in place at out.r) */
 	MPI_Ibcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD, &r);
 	r2 = mpi_wait(w, &r, 0);
+	/* and its errno: a rank over its own device's pool is ENOMEM */
+	code = ret;
+	if (!r2) {
+		MPI_Ibcast(&code, 1, MPI_INT, out.r, MPI_COMM_WORLD, &r);
+		r2 = mpi_wait(w, &r, 0);
+	}
 	if (r2)
 		return r2;
 	w->msg[sizeof(w->msg) - 1] = '\0';
@@ -1168,7 +1174,8 @@ static int mpi_agree(struct wk *w, int ret, int *diverged)
 		char m[WP_MSG_MAX];
 
 		snprintf(m, sizeof(m), "%s", w->msg);
-		return wk_err(w, ret ? ret : -EIO, "rank %d: %.400s", out.r, m);
+		return wk_err(w, ret ? ret : code < 0 ? code : -EIO,
+			      "rank %d: %.400s", out.r, m);
 	}
 	return ret;
 }
