@@ -6,7 +6,10 @@
 # parameters that differ from ranks=1 on either device alone, stay within
 # float noise of them, and are the same bits every time; both ranks on
 # one device give exactly ranks=1's bits on it. stat's rank_devices says
-# where each rank runs. A rank's memory counts against its own device's
+# where each rank runs, and the bits are those of gpuopt-train under
+# mpirun -np 2 with the same device= (the library's own per-rank device
+# choice; GPUOPT_TRAIN_MPI, else build-mpi's beside this build, if there
+# is one). A rank's memory counts against its own device's
 # pool: pools/<i>/max of rank 1's device below the model fails the
 # build (ENOMEM, naming rank 1, nothing stepped), while the same ranks
 # on the cpu backend alone are not held by it.
@@ -99,6 +102,23 @@ for id in $cl $vk; do
 		echo "cpu:0,$id vs $ref: $d"
 	done
 done
+
+# the same keys to gpuopt-train under mpirun: the same bits
+train=${GPUOPT_TRAIN_MPI:-$(dirname "$GPUOPTFS")/../../build-mpi/bin/gpuopt-train}
+if [ -x "$train" ]; then
+	id=${cl:-$vk}
+	j=mix$(echo "$id" | tr -d :)
+	root=
+	[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+	mpiexec $root --oversubscribe --bind-to none -np 2 "$train" -q $cfg \
+		device=cpu:0,$id dump="$T/train.bin" </dev/null >"$T/train.out" 2>&1 ||
+		fail "gpuopt-train: $(tail -3 "$T/train.out")"
+	cmp -s "$T/$j.bin" "$T/train.bin" ||
+		fail "ranks=2 on cpu:0,$id differs from gpuopt-train's"
+	echo "gpuopt-train -np 2 device=cpu:0,$id: the same bits"
+else
+	echo "no gpuopt-train with MPI ($train): not compared"
+fi
 
 # rank 1's device's pool below the model (adam: 4 floats a parameter)
 id=${cl:-$vk}
