@@ -406,6 +406,9 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	uint32_t i;
 	int ret;
 
+	/* a communicator serves one model for good (the daemon knows) */
+	if (w->attached)
+		return wk_err(w, -EBUSY, "the ranks' communicator belongs to the model built first: a new model needs a new worker");
 	ret = shm_fits(w, sizeof(*b));
 	if (ret)
 		return ret;
@@ -659,6 +662,16 @@ static int cmd_save(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	char path[160];
 	int ret;
 
+#ifdef GPO_HAVE_MPI
+	/* ZeRO-1: every rank's state slice, gathered (collective) */
+	if (w->zero && w->attached) {
+		ret = gpo_comm_sync_state(w->comm);
+		if (ret)
+			return wk_lib_err(w, ret);
+	}
+	if (w->rank)
+		return 0;
+#endif
 	ret = ckpt_path(w, rq->name, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -948,10 +961,12 @@ static void pool_report(struct wk *w, struct wp_rep *rp)
  * or step it collectively); the others are rank 0's alone, whose model
  * holds the same bits as every rank's.
  */
-static int __attribute__((unused)) mirrored(uint32_t cmd)
+static int __attribute__((unused)) mirrored(const struct wk *w, uint32_t cmd)
 {
 	return cmd == WP_BUILD || cmd == WP_HPARAMS || cmd == WP_STEP ||
-	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE;
+	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE ||
+	       /* ZeRO-1: every rank's slice of the state goes into it */
+	       (cmd == WP_SAVE && w->zero);
 }
 
 #ifdef GPO_HAVE_MPI
@@ -1000,7 +1015,7 @@ static int mpi_share(struct wk *w, const struct wp_req *rq)
 	uint64_t n = rq->bytes < w->shm_size ? rq->bytes : w->shm_size;
 	MPI_Request r;
 
-	if (w->nranks < 2 || !mirrored(rq->cmd) || !n)
+	if (w->nranks < 2 || !mirrored(w, rq->cmd) || !n)
 		return 0;
 	if (n > INT_MAX)
 		return wk_err(w, -EFBIG, "%llu bytes to the ranks in one message (at most %d)",
@@ -1029,7 +1044,7 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	 * every rank, failed or not, takes part in the broadcast of a
 	 * command's bytes (a step has none)
 	 */
-	if (w->nranks > 1 && mirrored(rq->cmd) && rq->bytes) {
+	if (w->nranks > 1 && mirrored(w, rq->cmd) && rq->bytes) {
 		int any = ret != 0, all = 0, r2;
 		MPI_Request r;
 
@@ -1054,6 +1069,18 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 		return cmd_build(w, rq, rp);
 	if (!w->opt)
 		return wk_err(w, -EPROTO, "the worker has no optimizer yet");
+	/*
+	 * ZeRO-1 after the first step: each rank's shard optimizer holds
+	 * the settings and state; nothing puts new ones into it
+	 */
+	if (w->zero && w->attached &&
+	    (rq->cmd == WP_HPARAMS || rq->cmd == WP_PARAM_WRITE ||
+	     rq->cmd == WP_RESET || rq->cmd == WP_RESTORE))
+		return wk_err(w, -EBUSY, "zero=1: %s only before the first step (each rank's shard optimizer holds the state; a new worker, after a daemon restart, takes them)",
+			      rq->cmd == WP_HPARAMS ? "optimizer settings change" :
+			      rq->cmd == WP_PARAM_WRITE ? "params are written" :
+			      rq->cmd == WP_RESET ? "a reset works" :
+			      "a restore works");
 	switch (rq->cmd) {
 	case WP_HPARAMS:
 		return cmd_hparams(w, rq, rp);
@@ -1218,6 +1245,7 @@ static int mpi_start(struct wk *w, int *argc, char ***argv)
 	/* the worker's own waits on the others take the comm's timeout */
 	t = strstr(opts, "timeout=");
 	w->timeout_s = t ? atoi(t + 8) : 300;
+	w->zero = strstr(opts, "zero=1") != NULL;
 	ret = gpo_comm_new(NULL, opts, (struct gpo_comm **)&w->comm);
 	if (ret)
 		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n", w->rank,
@@ -1287,7 +1315,7 @@ int main(int argc, char **argv)
 #ifdef GPO_HAVE_MPI
 		/* the other ranks wait for rank 0's next mirrored command */
 		if (w.nranks > 1 && (w.rank || (n == sizeof(rq) &&
-			(mirrored(rq.cmd) || rq.cmd == WP_QUIT)))) {
+			(mirrored(&w, rq.cmd) || rq.cmd == WP_QUIT)))) {
 			if (mpi_bcast_req(&w, &rq)) {
 				/* no rank hears rank 0 now: answer, end */
 				memset(&rp, 0, sizeof(rp));
@@ -1320,7 +1348,7 @@ int main(int argc, char **argv)
 		 * (a rank died or hangs): answer, then end every rank.
 		 */
 		/* a step fails alike on every rank, or ends the job */
-		if (w.nranks > 1 && mirrored(rq.cmd) && !w.mpi_broken &&
+		if (w.nranks > 1 && mirrored(&w, rq.cmd) && !w.mpi_broken &&
 		    rq.cmd != WP_STEP)
 			ret = mpi_agree(&w, ret, &diverged);
 		if (w.nranks > 1 && (w.mpi_broken || (rq.cmd == WP_STEP && ret))) {
