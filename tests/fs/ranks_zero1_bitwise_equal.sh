@@ -6,6 +6,10 @@
 # as ranks=1, and as ranks=2 without ZeRO. config and stat show the
 # settings; a ranks=2 job with deterministic=0 (MPI's own sum) trains
 # to within float noise of them, not necessarily the same bits.
+# A checkpoint of a zero=1 job gathers every rank's slice of the state:
+# the same bytes as ranks=1's. After its first step a zero=1 job refuses
+# new optimizer settings, a restore and a reset (EBUSY, config unchanged:
+# each rank's shard optimizer holds them).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
 data=/usr/share/datasets/fashion-mnist
@@ -58,5 +62,34 @@ d=$(paste "$T/a" "$T/b" | awk '
 awk -v d="$d" 'BEGIN { exit !(d < 1e-4) }' ||
 	fail "deterministic=0 is $d away from ranks=1"
 echo "deterministic=0: $d from ranks=1"
+
+# checkpoints: every rank's state, gathered
+cfg="$cfg max_steps=max"
+new_job zc "$cfg ranks=2 zero=1"
+new_job oc "$cfg ranks=1"
+for j in zc oc; do
+	expect "$j step 7" "$(w "$M/jobs/$j/ctl" "step 7")" OK
+	expect "$j checkpoint" "$(w "$M/jobs/$j/ctl" "checkpoint c7")" OK
+done
+cmp -s "$M/jobs/zc/checkpoints/c7.safetensors" \
+	"$M/jobs/oc/checkpoints/c7.safetensors" ||
+	fail "zero=1's checkpoint differs from ranks=1's"
+cp "$M/jobs/zc/config" "$T/before"
+expect "lr after a step" "$(w "$M/jobs/zc/config" "lr=0.001")" EBUSY
+grep -q "zero=1: optimizer settings" "$M/jobs/zc/error" ||
+	fail "error: $(cat "$M/jobs/zc/error")"
+cmp -s "$T/before" "$M/jobs/zc/config" || fail "lr: config changed"
+expect "restore after a step" "$(w "$M/jobs/zc/ctl" "restore c7")" EBUSY
+grep -q "zero=1: a restore" "$M/jobs/zc/error" ||
+	fail "error: $(cat "$M/jobs/zc/error")"
+expect "reset after a step" "$(w "$M/jobs/zc/ctl" "reset")" EBUSY
+# still stepping, in step with ranks=1
+for j in zc oc; do
+	expect "$j step 3" "$(w "$M/jobs/$j/ctl" "step 3")" OK
+	for t in fc0.weight fc0.bias fc1.weight fc1.bias; do
+		cat "$M/jobs/$j/params/$t" || fail "read $j/$t"
+	done >"$T/$j.bin"
+done
+cmp -s "$T/zc.bin" "$T/oc.bin" || fail "zero=1 after the refusals differs"
 fs_finish
 echo PASS
