@@ -10,9 +10,7 @@
 # first step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 
 fs_start
 new_job c "model=mlp:784x16x10 data=$data batch_size=64 max_steps=3 ranks=2 device=cpu:0"

@@ -15,9 +15,7 @@
 # on the cpu backend alone are not held by it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 not_running()
 {
 	[ "$(cat "$M/jobs/$1/state")" != running ]

@@ -12,9 +12,7 @@
 # each rank's shard optimizer holds them).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 not_running()
 {
 	[ "$(cat "$M/jobs/$1/state")" != running ]
