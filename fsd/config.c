@@ -752,9 +752,15 @@ static int parse_comm_key(struct job_config *cfg, const char *key,
 		cfg->bucket_bytes = v;
 		return 0;
 	}
-	if (!strcmp(key, "timeout"))
+	if (!strcmp(key, "timeout")) {
+		/* the daemon's own, whatever its watchdog is then */
+		if (!strcmp(value, "auto")) {
+			cfg->comm_timeout = 0;
+			return 0;
+		}
 		return parse_count(key, value, 1, job_comm_timeout_max(),
 				   &cfg->comm_timeout);
+	}
 	return 1;
 }
 
@@ -978,8 +984,9 @@ int config_comm_text(const struct job_config *cfg, char *buf, size_t len)
 					  cfg->ranks),
 		     cfg->deterministic, cfg->zero,
 		     (unsigned long long)cfg->bucket_bytes,
-		     cfg->comm_timeout ? (unsigned int)cfg->comm_timeout :
-					 job_comm_timeout_max());
+		     cfg->comm_timeout &&
+		     cfg->comm_timeout < job_comm_timeout_max() ?
+		     (unsigned int)cfg->comm_timeout : job_comm_timeout_max());
 	if (n < 0 || (size_t)n >= len)
 		return fs_err(-ENOSPC, "the comm settings do not fit");
 	return 0;
@@ -1810,11 +1817,14 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 			 (unsigned long long)(cfg->shards ? cfg->shards :
 					      cfg->ranks),
 			 cfg->hosts[0] ? cfg->hosts : "none");
-	gpo__sbuf_printf(sb, "deterministic=%d\nzero=%d\nbucket_bytes=%llu\ntimeout=%u\n",
+	gpo__sbuf_printf(sb, "deterministic=%d\nzero=%d\nbucket_bytes=%llu\n",
 			 cfg->deterministic, cfg->zero,
-			 (unsigned long long)cfg->bucket_bytes,
-			 cfg->comm_timeout ? (unsigned int)cfg->comm_timeout :
-					     job_comm_timeout_max());
+			 (unsigned long long)cfg->bucket_bytes);
+	if (cfg->comm_timeout)
+		gpo__sbuf_printf(sb, "timeout=%llu\n",
+				 (unsigned long long)cfg->comm_timeout);
+	else
+		gpo__sbuf_printf(sb, "timeout=auto\n");
 	if (cfg->memory_limit_bytes)
 		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
 				 (unsigned long long)cfg->memory_limit_bytes);

@@ -3348,7 +3348,9 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->deterministic = j->cfg.deterministic;
 	s->zero = j->cfg.zero;
 	s->bucket_bytes = j->cfg.bucket_bytes;
-	s->comm_timeout = j->cfg.comm_timeout ?
+	/* what the ranks get (config_comm_text()) */
+	s->comm_timeout = j->cfg.comm_timeout &&
+			  j->cfg.comm_timeout < job_comm_timeout_max() ?
 			  (unsigned int)j->cfg.comm_timeout :
 			  job_comm_timeout_max();
 	s->nextra = j->nextra;

@@ -6,7 +6,8 @@
 # half precision), a device list whose length is not ranks (nor 1), an
 # empty item, an unknown device (ENODEV) and a disabled one (ENODEV, an
 # operator's devices/<i>/enabled: the owner may not use it). Good values
-# show in config and stat; the comm settings change only before the
+# show in config and stat (timeout=auto: the daemon's, half its
+# watchdog's time); the comm settings change only before the
 # first step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
@@ -23,8 +24,10 @@ bad()
 		fail "$1: error '$(cat "$M/jobs/c/error")' lacks '$3'"
 	cmp -s "$T/before" "$M/jobs/c/config" || fail "$1: config changed"
 }
-max=$(grep '^timeout=' "$M/jobs/c/config" | cut -d= -f2)
-[ "$max" -ge 1 ] || fail "timeout=$max shown"
+# timeout=auto: half the watchdog's time, which stat shows
+grep -qx "timeout=auto" "$M/jobs/c/config" || fail "timeout not auto"
+max=$(stat_of c timeout)
+[ "$max" -ge 1 ] || fail "timeout $max in stat"
 bad "deterministic=2" EINVAL "deterministic"
 bad "deterministic=yes" EINVAL "deterministic"
 bad "zero=-1" EINVAL "zero"
@@ -71,6 +74,7 @@ for k in zero=1 deterministic=1 bucket_bytes=65536 "timeout=$max" device=cpu:0,c
 	grep -qx "$k" "$M/jobs/c/config" || fail "config lacks $k"
 done
 expect "zero in stat" "$(stat_of c zero)" 1
+expect "timeout in stat" "$(stat_of c timeout)" "$max"
 expect "bucket_bytes in stat" "$(stat_of c bucket_bytes)" 65536
 expect "rank_devices before a build" "$(stat_of c rank_devices)" -
 # the comm's settings change only before the first step
