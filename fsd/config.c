@@ -640,8 +640,32 @@ int config_copy(struct job_config *dst, const struct job_config *src)
 	return 0;
 }
 
+/*
+ * constant with no warmup: the lr as configured, which no library
+ * schedule needs to make (a restored config shows warmup_steps=0)
+ */
+static int sched_is_none(const struct job_config *cfg)
+{
+	const struct kv *kv;
+	int i;
+
+	if (strcmp(cfg->schedule, "constant"))
+		return 0;
+	for (i = 0; i < cfg->sched.n; i++) {
+		kv = &cfg->sched.v[i];
+		if (!strcmp(kv->key, "warmup_start_factor"))
+			continue;
+		if (strcmp(kv->key, "warmup_steps") || strcmp(kv->value, "0"))
+			return 0;
+	}
+	return 1;
+}
+
 int config_uses_sched(const struct job_config *cfg)
 {
+	/* ZeRO-1 steps without one: a no-op schedule must not stop it */
+	if (cfg->zero && sched_is_none(cfg))
+		return 0;
 	return strcmp(cfg->schedule, "constant") || cfg->sched.n;
 }
 

@@ -6,7 +6,7 @@
 # half precision), a device list whose length is not ranks (nor 1), an
 # empty item, an unknown device (ENODEV) and a disabled one (ENODEV, an
 # operator's devices/<i>/enabled: the owner may not use it). Good values
-# show in config and stat (timeout=auto: the daemon's, half its
+# show in config and stat and outlive a daemon restart (timeout=auto: the daemon's, half its
 # watchdog's time); the comm settings change only before the
 # first step.
 . "$(dirname "$0")/lib.sh"
@@ -84,5 +84,11 @@ for kv in zero=0 "zero=0 deterministic=0" bucket_bytes=8192 timeout=1 device=cpu
 	expect "$kv after a step" "$(w "$M/jobs/c/config" "$kv")" EBUSY
 done
 grep -qx "zero=1" "$M/jobs/c/config" || fail "zero changed"
+grep -v '^#' "$M/jobs/c/config" >"$T/kept"
+fs_finish
+# the job's record keeps them all
+fs_start
+grep -v '^#' "$M/jobs/c/config" >"$T/back"
+cmp -s "$T/kept" "$T/back" || fail "config after a restart: $(diff "$T/kept" "$T/back")"
 fs_finish
 echo PASS

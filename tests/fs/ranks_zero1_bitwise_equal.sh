@@ -9,7 +9,9 @@
 # A checkpoint of a zero=1 job gathers every rank's slice of the state:
 # the same bytes as ranks=1's. After its first step a zero=1 job refuses
 # new optimizer settings, a restore and a reset (EBUSY, config unchanged:
-# each rank's shard optimizer holds them).
+# each rank's shard optimizer holds them); after a daemon restart the
+# job's new ranks restore its last checkpoint and go on in step with
+# ranks=1.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
 need_data
@@ -89,5 +91,24 @@ for j in zc oc; do
 	done >"$T/$j.bin"
 done
 cmp -s "$T/zc.bin" "$T/oc.bin" || fail "zero=1 after the refusals differs"
+
+# a daemon restart: the job comes back from its last checkpoint, its
+# new ranks take the state and go on as ranks=1 does
+new_job zr "$cfg ranks=2 zero=1 checkpoint_every=5"
+new_job or "$cfg ranks=1 checkpoint_every=5"
+for j in zr or; do
+	expect "$j step 10" "$(w "$M/jobs/$j/ctl" "step 10")" OK
+done
+fs_finish
+fs_start
+for j in zr or; do
+	expect "$j back at" "$(stat_of "$j" step)" 10
+	expect "$j step 4" "$(w "$M/jobs/$j/ctl" "step 4")" OK
+	expect "$j at" "$(stat_of "$j" step)" 14
+	for t in fc0.weight fc0.bias fc1.weight fc1.bias; do
+		cat "$M/jobs/$j/params/$t" || fail "read $j/$t"
+	done >"$T/$j.bin"
+done
+cmp -s "$T/zr.bin" "$T/or.bin" || fail "zero=1 after a restart differs from ranks=1"
 fs_finish
 echo PASS
