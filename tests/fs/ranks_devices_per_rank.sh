@@ -129,8 +129,9 @@ expect "rank 1 over its device's limit" "$(w "$M/jobs/capped/ctl" "step 1")" ENO
 expect "capped not stepped" "$(stat_of capped step)" 0
 grep -q "rank 1" "$M/jobs/capped/error" ||
 	fail "error does not name rank 1: $(cat "$M/jobs/capped/error")"
-# both ranks on the cpu backend: pools/$dev/max is not theirs
-new_job free "$cfg ranks=2 device=cpu:0,cpu:0"
+# both ranks on the cpu backend (a backend's name: rank modulo its
+# devices, one here): pools/$dev/max is not theirs
+new_job free "$cfg ranks=2 device=cpu"
 expect "ranks on cpu:0" "$(w "$M/jobs/free/ctl" "step 1")" OK
 expect "free stepped" "$(stat_of free step)" 1
 expect "free rank_devices" "$(stat_of free rank_devices)" cpu:0,cpu:0
