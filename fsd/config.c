@@ -1120,7 +1120,7 @@ static int validate_comm(struct fsd *fs, const struct job_config *cfg)
 	if (cfg->optimizer == GPO_LAMB)
 		return fs_err(-EINVAL, "zero: zero=1 does not step lamb (its trust ratio needs whole tensors)");
 	if (config_uses_sched(cfg))
-		return fs_err(-EINVAL, "zero: zero=1 does not run a schedule yet (schedule=%s; constant has none)",
+		return fs_err(-EINVAL, "zero: zero=1 does not run a schedule or warmup yet (schedule=%s; constant without warmup_steps has none)",
 			      cfg->schedule);
 	if (cfg->param_dtype != GPO_F32 || cfg->state_dtype != GPO_F32)
 		return fs_err(-EINVAL, "zero: zero=1 keeps f32 params and state only yet (param_dtype=%s state_dtype=%s)",
