@@ -612,9 +612,10 @@ int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb)
 	else if (cfg->model.kind == MODEL_GPT)
 		gpo__sbuf_printf(sb, " dropout=%.17g", t->dropout);
 	if (config_learns(cfg))
-		gpo__sbuf_printf(sb, " data=%s batch_size=%llu shuffle=%d eval_every=%llu",
+		gpo__sbuf_printf(sb, " data=%s batch_size=%llu shuffle=%d eval_every=%llu matmul=%s",
 				 t->data, (unsigned long long)t->batch_size,
-				 t->shuffle, (unsigned long long)t->eval_every);
+				 t->shuffle, (unsigned long long)t->eval_every,
+				 t->matmul_f16 ? "f16" : "f32");
 	return sb->err ? fs_err(-ENOMEM, "out of memory") : 0;
 }
 
@@ -825,6 +826,13 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 
 		cfg->train.shuffle = (int)v;
 		return ret;
+	}
+	if (!strcmp(key, "matmul")) {
+		if (strcmp(value, "f32") && strcmp(value, "f16"))
+			return fs_err(-EINVAL, "matmul: '%s' is not f32 or f16",
+				      value);
+		cfg->train.matmul_f16 = value[1] == '1';
+		return 0;
 	}
 	if (!strcmp(key, "activation")) {
 		static const char *const acts[] = {
@@ -1819,12 +1827,14 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 				 cfg->train.activation, cfg->train.loss);
 	if (config_learns(cfg))
 		gpo__sbuf_printf(sb, "data=%s\nbatch_size=%llu\n"
-				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n",
+				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n"
+				 "matmul=%s\n",
 				 cfg->train.data[0] ? cfg->train.data : "none",
 				 (unsigned long long)cfg->train.batch_size,
 				 (unsigned long long)cfg->train.epochs,
 				 (unsigned long long)cfg->train.eval_every,
-				 cfg->train.shuffle);
+				 cfg->train.shuffle,
+				 cfg->train.matmul_f16 ? "f16" : "f32");
 	if (cfg->model.kind == MODEL_GPT) {
 		char num[40];
 

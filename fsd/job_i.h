@@ -84,6 +84,7 @@ struct train_config {
 	uint64_t epochs;		/* 0: max_steps alone */
 	uint64_t eval_every;		/* steps; 0: once an epoch */
 	int shuffle;
+	int matmul_f16;			/* matmul=f16: binary16 products */
 	double dropout;			/* gpt: 0 <= p < 1 */
 };
 
