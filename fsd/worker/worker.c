@@ -1225,7 +1225,12 @@ static int mpi_start(struct wk *w, int *argc, char ***argv)
 	const char *t;
 	int provided, ret;
 
-	MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+	/*
+	 * SERIALIZED: the communicator's progress thread tests a round in
+	 * flight while this thread computes the next shard; this thread
+	 * makes its own MPI calls only between steps, when no round is
+	 */
+	MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
 	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &w->nranks);
 	a = *argv;
