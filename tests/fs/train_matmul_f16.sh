@@ -22,13 +22,9 @@ done
 expect "matmul=f16" "$(w "$C" "matmul=f16")" OK
 grep -qx 'matmul=f16' "$C" || fail "config: $(cat "$C")"
 new_job f "$common"
-not_running() { [ "$(cat "$M/jobs/$1/state")" != running ]; }
-for j in h f; do
-	expect "$j start" "$(w "$M/jobs/$j/ctl" start)" OK
-	wait_for 300 not_running "$j" || fail "$j: still running"
-	expect "$j state" "$(cat "$M/jobs/$j/state")" done
-	expect "$j steps" "$(stat_of $j step)" 12
-done
+run_to_done h f
+expect "h steps" "$(stat_of h step)" 12
+expect "f steps" "$(stat_of f step)" 12
 # near f32's loss, and the half products made other bits than f32's
 hl=$(stat_of h loss)
 fl=$(stat_of f loss)
