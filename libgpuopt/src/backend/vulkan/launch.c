@@ -206,6 +206,10 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 		if (groups > vd->max_groups)
 			groups = vd->max_groups;
 		pc[0] = (uint32_t)cnt;
+		/* element indices that key random bits are global (abi.h) */
+		if (op->base_word)
+			pc[op->base_word] = ((const uint32_t *)call->args)
+					    [op->base_word] + (uint32_t)first;
 		ret = record_bind(dev, call, pipe, bi, pc);
 		if (ret)
 			return ret;
