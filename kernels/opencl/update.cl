@@ -63,7 +63,7 @@ static inline void bf16x4_st(__global ushort *x, uint e, uint cnt, float4 v)
  * ---- param_*: half-precision parameters (abi.h GPO_UPD_PARAM_*) ----
  *
  * With GPO_UPD_PARAM_F16/BF16 the gradients are half words (read
- * exactly); with a master copy @p stays the f32 master and @half gets it
+ * exactly); with a master copy @p stays the f32 master and @hcopy gets it
  * rounded to nearest even; with GPO_UPD_PARAM_SR @p holds the bf16
  * parameters, stored with stochastic rounding (round_bits() of the
  * element's global index). One work-item does a float4 (the tail too), so
@@ -71,7 +71,7 @@ static inline void bf16x4_st(__global ushort *x, uint e, uint cnt, float4 v)
  * as uint words (VIEW() counts 4-byte words) and pass this context.
  */
 struct param_ctx {
-	__global ushort *half;
+	__global ushort *hcopy;
 	uint flags, base, seed_lo, seed_hi, step_lo, step_hi;
 };
 
@@ -131,7 +131,7 @@ static inline ushort param_round(float x, uint e, const struct param_ctx *pc)
 static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
 			     const struct param_ctx *pc)
 {
-	__global ushort *h = pc->half;
+	__global ushort *h = pc->hcopy;
 	float x[4] = { v.x, v.y, v.z, v.w };
 
 	if (!(pc->flags & GPO_UPD_PARAM_SR)) {

@@ -1295,12 +1295,12 @@ static int check_param(struct gpo_optim *opt, const char *what, int slots)
 		return gpo__err(-ENOSYS, "%s: param in %s, grad in %s: the gradients must be in the parameters' dtype",
 				what, gpo_dtype_name(opt->param_dtype),
 				gpo_dtype_name(opt->grad_dtype));
-	if (!hp->master_weights && opt->param_dtype != GPO_BF16)
-		return gpo__err(-EINVAL, "%s: %s parameters need master_weights=1 (stochastic rounding is for bf16)",
-				what, gpo_dtype_name(opt->param_dtype));
 	if (opt->allocated && !hp->master_weights != !opt->master_on)
 		return gpo__err(-EBUSY, "%s: master_weights cannot change after the first use",
 				what);
+	if (!hp->master_weights && opt->param_dtype != GPO_BF16)
+		return gpo__err(-EINVAL, "%s: %s parameters need master_weights=1 (stochastic rounding is for bf16)",
+				what, gpo_dtype_name(opt->param_dtype));
 	if (hp->clip_norm > 0 || hp->grad_scale != 1.0 || hp->check_finite ||
 	    ls_on(hp))
 		return gpo__err(-ENOSYS, "%s: clip_norm, grad_scale, check_finite and loss_scale read f32 gradients only (%s gradients: not written yet)",
