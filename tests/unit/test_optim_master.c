@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
@@ -457,6 +458,78 @@ START_TEST(test_master_follows_writes)
 }
 END_TEST
 
+/*
+ * Checkpoints hold the half parameters and the master: 10 steps on
+ * cpu:0, saved; restored on each device, 5 more steps there give the
+ * bytes of 5 more on cpu:0 (the master too, which the half params alone
+ * could not give back).
+ */
+static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
+			      const char *conf, enum gpo_dtype pdt, int master,
+			      enum gpo_dtype sdt)
+{
+	struct gpo_device *devs[MAX_DEVS], *cpu;
+	struct gpo_optim *src, *dst;
+	struct run_out ref, got;
+	uint64_t s = tu_rng(what), s_after, numel;
+	char dir[256], path[300];
+	uint16_t *h;
+	int n, i;
+
+	tu_cache_dir_new(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	src = make_opt(cpu, kind, conf, pdt, master, sdt);
+	numel = gpo_optim_numel(src);
+	h = malloc(numel * 2);
+	ck_assert_ptr_nonnull(h);
+	fill_half(h, numel, &s, pdt, 1.0);
+	ck_assert_int_eq(gpo_optim_write(src, "param", NULL, h, numel * 2), 0);
+	free(h);
+	do_steps(src, pdt, &s, 10);
+	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
+	s_after = s;
+	do_steps(src, pdt, &s, 5);
+	read_all(src, master, &ref);
+	gpo_optim_free(src);
+
+	n = tu_devices(devs, MAX_DEVS);
+	for (i = 0; i < n; i++) {
+		dst = make_opt(devs[i], kind, conf, pdt, master, sdt);
+		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
+			      tu_device_id(devs[i]), gpo_errmsg());
+		s = s_after;
+		do_steps(dst, pdt, &s, 5);
+		read_all(dst, master, &got);
+		compare(what, tu_device_id(devs[i]), &ref, &got);
+		run_out_free(&got);
+		gpo_optim_free(dst);
+	}
+	/* into an optimizer of another mode: refused, nothing changed */
+	if (pdt == GPO_BF16) {
+		dst = make_opt(cpu, kind, conf, pdt, !master, sdt);
+		ck_assert_int_ne(gpo_optim_restore(dst, path, 0), 0);
+		tu_check_errmsg("restore into another mode");
+		ck_assert_uint_eq(gpo_optim_steps_done(dst), 0);
+		gpo_optim_free(dst);
+	}
+	run_out_free(&ref);
+	unlink(path);
+	tu_cache_dir_remove(dir);
+}
+
+START_TEST(test_ckpt_across_devices)
+{
+	check_ckpt_across("ckpt_adamw_bf16_master", GPO_ADAMW,
+			  "weight_decay=0.1 amsgrad=1", GPO_BF16, 1, GPO_F32);
+	check_ckpt_across("ckpt_adam_f16_master_bf16_state", GPO_ADAM, "",
+			  GPO_F16, 1, GPO_BF16);
+	check_ckpt_across("ckpt_sgd_bf16_sr", GPO_SGD, "momentum=0.9",
+			  GPO_BF16, 0, GPO_F32);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
 	struct gpo_device *cpu;
@@ -532,6 +605,7 @@ int main(void)
 	tcase_add_test(tc, test_master_adamw_reference);
 	tcase_add_test(tc, test_sr_host_loop_and_unbiased);
 	tcase_add_test(tc, test_master_follows_writes);
+	tcase_add_test(tc, test_ckpt_across_devices);
 	tcase_add_test(tc, test_bad_input);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
