@@ -140,6 +140,21 @@ static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
 			return;
 	} else {
 		h = (__global ushort *)p;
+		if (cnt == 4) {
+			/* base + e is a multiple of 4: one Philox block */
+			uint4 w = prec_philox((uint2)(pc->seed_lo, pc->seed_hi),
+					      (uint4)((pc->base + e) >> 2, 0,
+						      pc->step_lo,
+						      (pc->step_hi & 0xffffu) |
+						      (4u << 16)));
+
+			vstore4((ushort4)((ushort)f32_to_bf16_sr(v.x, w.x),
+					  (ushort)f32_to_bf16_sr(v.y, w.y),
+					  (ushort)f32_to_bf16_sr(v.z, w.z),
+					  (ushort)f32_to_bf16_sr(v.w, w.w)),
+				0, h + e);
+			return;
+		}
 	}
 	for (uint k = 0; k < cnt; k++)
 		h[e + k] = param_round(x[k], e + k, pc);
