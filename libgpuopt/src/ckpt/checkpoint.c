@@ -1496,9 +1496,7 @@ static int check_complete_slots(const struct gpo_optim *opt,
 static int check_master(const struct gpo_optim *opt, const unsigned char *seen)
 {
 	const unsigned char *row = seen + (size_t)(SL_COUNT + 1) * opt->ntensors;
-	int want = (opt->param_dtype == GPO_F16 ||
-		    opt->param_dtype == GPO_BF16) &&
-		   opt->groups[0].hp.master_weights;
+	int want = gpo__optim_wants_master(opt);
 	int t;
 
 	for (t = 0; t < opt->ntensors; t++) {

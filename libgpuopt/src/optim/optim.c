@@ -1321,7 +1321,7 @@ static int alloc_master(struct gpo_optim *opt)
 	float *f = NULL;
 	int ret;
 
-	opt->master_on = param_half(opt) && opt->groups[0].hp.master_weights;
+	opt->master_on = gpo__optim_wants_master(opt);
 	if (!opt->master_on)
 		return 0;
 	ret = gpo__pool_alloc(dev, n * sizeof(float), &opt->master);

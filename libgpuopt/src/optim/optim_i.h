@@ -138,6 +138,18 @@ int gpo__optim_set_loss_state(struct gpo_optim *opt, double scale,
 			      uint64_t good);
 
 /*
+ * gpo__optim_wants_master - does @opt's configuration keep an f32 master
+ * copy: f16/bf16 parameters with gradients of that dtype (the mode of
+ * gpo_optim_set_param_dtype()) and master_weights=1?
+ */
+static inline int gpo__optim_wants_master(const struct gpo_optim *opt)
+{
+	return (opt->param_dtype == GPO_F16 || opt->param_dtype == GPO_BF16) &&
+	       opt->grad_dtype == opt->param_dtype && opt->ngroups &&
+	       opt->groups[0].hp.master_weights;
+}
+
+/*
  * gpo__optim_param_call - point @call (an update op of @grp at step @t,
  * its parameter struct @args filled) at the master copy and the half
  * parameters, with the mode's flags and fields (abi.h GPO_PARAM_FIELDS);
