@@ -134,9 +134,11 @@ vec4 param_load(uint i, uint cnt)
 	if (FLAG(GPO_UPD_PARAM_SR)) {
 		if (cnt == 4u)
 			return param_unpack(param_p2[i]);
-		for (uint k = 0u; k < cnt; k++)
-			r[k] = param_h2f(param_word16(param_pw[(4u * i + k) >> 1],
-						      4u * i + k));
+		for (uint k = 0u; k < cnt; k++) {
+			uint e = 4u * i + k;
+
+			r[k] = param_h2f(param_word16(param_pw[e >> 1], e));
+		}
 		return r;
 	}
 	if (cnt == 4u)

@@ -10,7 +10,7 @@
 static inline void adagrad_at(__global float *p, __global const float *g,
 			      __global float *sum, uint e, uint cnt, float gm,
 			      float clr, float wd, float eps,
-				 const struct param_ctx *pc)
+			      const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
@@ -24,7 +24,7 @@ static inline void adagrad_at(__global float *p, __global const float *g,
 static inline void adagrad_bf16_at(__global float *p, __global const float *g,
 				   __global ushort *sum, uint e, uint cnt,
 				   float gm, float clr, float wd, float eps,
-				 const struct param_ctx *pc)
+				   const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
@@ -35,7 +35,8 @@ static inline void adagrad_bf16_at(__global float *p, __global const float *g,
 }
 
 KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
-		    BUF(const float, scal), BUF(uint, p_half), struct gpo_adagrad_args a)
+		    BUF(const float, scal), BUF(uint, p_half),
+		    struct gpo_adagrad_args a)
 {
 	float gm;
 	PARAM_CTX(pc, a, p_half + p_half_off);

@@ -16,7 +16,7 @@ static inline void adam_at(__global float *p, __global const float *g,
 			   float gm, float l2, float decay, float b1, float b2,
 			   float ob1, float ob2, float eps, float step_size,
 			   float bc2_sqrt,
-				 const struct param_ctx *pc)
+			   const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + l2 * pv;
@@ -45,7 +45,7 @@ static inline void adam_bf16_at(__global float *p, __global const float *g,
 				uint flags, float gm, float l2, float decay,
 				float b1, float b2, float ob1, float ob2,
 				float eps, float step_size, float bc2_sqrt,
-				 const struct param_ctx *pc)
+				const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + l2 * pv;

@@ -15,7 +15,7 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 			      __global float *ga, uint e, uint cnt,
 			      uint flags, float gm, float lr, float alpha,
 			      float oa, float eps, float wd, float mom,
-				 const struct param_ctx *pc)
+			      const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
@@ -46,7 +46,7 @@ static inline void rmsprop_bf16_at(__global float *p, __global const float *g,
 				   __global ushort *ga, uint e, uint cnt,
 				   uint flags, float gm, float lr, float alpha,
 				   float oa, float eps, float wd, float mom,
-				 const struct param_ctx *pc)
+				   const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;

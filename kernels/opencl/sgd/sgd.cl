@@ -12,7 +12,7 @@
 static inline void sgd_at(__global float *p, __global const float *g,
 			  __global float *mb, uint e, uint cnt, uint flags,
 			  float gm, float lr, float wd, float mom, float damp,
-				 const struct param_ctx *pc)
+			  const struct param_ctx *pc)
 {
 	float4 pv = param_ld4(p, e, cnt, pc);
 	float4 d = param_g4(g, e, cnt, pc) * gm + wd * pv;
@@ -29,7 +29,8 @@ static inline void sgd_at(__global float *p, __global const float *g,
 }
 
 KERNEL void sgd(BUF(float, p), BUF(const float, g), BUF(float, mb),
-		BUF(const float, scal), BUF(uint, p_half), struct gpo_sgd_args a)
+		BUF(const float, scal), BUF(uint, p_half),
+		struct gpo_sgd_args a)
 {
 	/* 1 - dampening comes from the host, computed in double as torch */
 	const float damp = a.one_minus_dampening;

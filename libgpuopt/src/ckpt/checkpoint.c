@@ -1495,7 +1495,8 @@ static int check_complete_slots(const struct gpo_optim *opt,
  */
 static int check_master(const struct gpo_optim *opt, const unsigned char *seen)
 {
-	const unsigned char *row = seen + (size_t)(SL_COUNT + 1) * opt->ntensors;
+	const unsigned char *row = seen +
+				   (size_t)(SL_COUNT + 1) * opt->ntensors;
 	int want = gpo__optim_wants_master(opt);
 	int t;
 
@@ -1565,7 +1566,7 @@ struct restore_job {
 	int fd;
 	int have[SL_COUNT];
 	struct optim_group *groups;
-	struct dev_buf staged[SL_COUNT + 2];	/* slot_row(); master last */
+	struct dev_buf staged[SL_COUNT + 2];	/* by slot_row() */
 	char *sched_backup;
 	int sched_loaded;
 };

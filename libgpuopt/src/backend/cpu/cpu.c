@@ -796,7 +796,7 @@ static int cpu_supports(struct gpo_device *dev, enum gpo__op_id op,
 
 /* ---- half-precision parameters (abi.h GPO_UPD_PARAM_*) ----------------- */
 
-#define PARAM_CHUNK	512	/* elements converted at a time, on the stack */
+#define PARAM_CHUNK	512	/* elements converted at a time (stack) */
 
 /*
  * An update op with half parameters or gradients: the family's f32 loop,
@@ -816,7 +816,8 @@ static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
 			(uint64_t)w[op->base_word + 2] << 32;
 	uint64_t step = w[op->base_word + 3] |
 			(uint64_t)w[op->base_word + 4] << 32;
-	int f16 = !!(flags & GPO_UPD_PARAM_F16), sr = !!(flags & GPO_UPD_PARAM_SR);
+	int f16 = !!(flags & GPO_UPD_PARAM_F16);
+	int sr = !!(flags & GPO_UPD_PARAM_SR);
 	const uint16_t *gh = (const uint16_t *)(void *)bp(c, 1);
 	uint16_t *ph = sr ? (uint16_t *)(void *)bp(c, 0) : NULL;
 	float pt[PARAM_CHUNK], gt[PARAM_CHUNK];
@@ -828,7 +829,8 @@ static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
 	/* a skipped step changes nothing */
 	for (b = 0; b < op->nbuf; b++) {
 		if (!strcmp(op->buf[b].name, "scal") &&
-		    (flags & GPO_UPD_USE_SCAL) && bp(c, b)[GPO_SCAL_SKIP] != 0.0f)
+		    (flags & GPO_UPD_USE_SCAL) &&
+		    bp(c, b)[GPO_SCAL_SKIP] != 0.0f)
 			return;
 		if (!sr && !strcmp(op->buf[b].name, "p_half"))
 			ph = (uint16_t *)(void *)bp(c, b);
@@ -837,7 +839,7 @@ static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
 		return;
 	for (c0 = lo; c0 < hi; c0 = c1) {
 		c1 = hi - c0 < PARAM_CHUNK ? hi : c0 + PARAM_CHUNK;
-		/* element i of the chunk arrays is element c0 + i of the view */
+		/* chunk array element i is element c0 + i of the view */
 		gmem.ptr = gt - c0;
 		gmem.size = (uint64_t)c1 * 4;
 		cc.buf[1] = (struct dev_buf){ &gmem, 0, gmem.size };
