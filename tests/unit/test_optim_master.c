@@ -530,6 +530,93 @@ START_TEST(test_ckpt_across_devices)
 }
 END_TEST
 
+/*
+ * Vulkan launches cut into windows (a small maxStorageBufferRange, steps
+ * not recorded): each window's stochastic rounding keys on the global
+ * element index, so the bytes stay cpu:0's
+ */
+START_TEST(test_vulkan_windows)
+{
+	struct gpo_device *devs[MAX_DEVS], *cpu;
+	struct run_out ref, got;
+	struct gpo_ctx *ctx;
+	uint64_t seed = tu_rng("windows");
+	int i, n;
+
+	if (!tu_built("vulkan") || tu_backend_gate("vulkan"))
+		return;
+	/* 1024 floats a window: the 4099- and 65537-element groups span many */
+	setenv("GPUOPT_VULKAN_DEBUG", "nograph,range=4096", 1);
+	ck_assert_msg(!gpo_ctx_new(&ctx, 0), "%s", gpo_errmsg());
+	n = tu_open_backend(ctx, "vulkan", devs, MAX_DEVS, &cpu);
+	run_steps(cpu, GPO_ADAMW, "", GPO_BF16, 0, GPO_F32, seed, &ref);
+	for (i = 0; i < n; i++) {
+		run_steps(devs[i], GPO_ADAMW, "", GPO_BF16, 0, GPO_F32, seed,
+			  &got);
+		compare("windows_adamw_bf16_sr", tu_device_id(devs[i]), &ref,
+			&got);
+		run_out_free(&got);
+	}
+	run_out_free(&ref);
+	run_steps(cpu, GPO_SGD, "momentum=0.9", GPO_F16, 1, GPO_F32, seed,
+		  &ref);
+	for (i = 0; i < n; i++) {
+		run_steps(devs[i], GPO_SGD, "momentum=0.9", GPO_F16, 1,
+			  GPO_F32, seed, &got);
+		compare("windows_sgd_f16_master", tu_device_id(devs[i]), &ref,
+			&got);
+		run_out_free(&got);
+	}
+	run_out_free(&ref);
+	gpo_ctx_free(ctx);
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+}
+END_TEST
+
+/*
+ * Queued steps (gpo_optim_step_async) give the synchronous steps' bytes:
+ * each carries its own step count into the rounding bits
+ */
+START_TEST(test_async_sr)
+{
+	struct gpo_device *devs[MAX_DEVS];
+	int nd = tu_devices(devs, MAX_DEVS), d, t;
+	const uint64_t n = 1021;
+
+	for (d = 0; d < nd; d++) {
+		struct gpo_optim *a, *b;
+		uint16_t h[1021], ra[1021], rb[1021];
+		uint64_t s = tu_rng("async_sr"), i;
+
+		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_ADAMW, &a), 0);
+		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_ADAMW, &b), 0);
+		ck_assert_int_ge(gpo_optim_add_tensor(a, "w", 1, &n, 0), 0);
+		ck_assert_int_ge(gpo_optim_add_tensor(b, "w", 1, &n, 0), 0);
+		ck_assert_int_eq(gpo_optim_set_param_dtype(a, GPO_BF16, 0, 9), 0);
+		ck_assert_int_eq(gpo_optim_set_param_dtype(b, GPO_BF16, 0, 9), 0);
+		fill_half(h, n, &s, GPO_BF16, 1.0);
+		ck_assert_int_eq(gpo_optim_write(a, "param", NULL, h, n * 2), 0);
+		ck_assert_int_eq(gpo_optim_write(b, "param", NULL, h, n * 2), 0);
+		fill_half(h, n, &s, GPO_BF16, 1.0);
+		ck_assert_int_eq(gpo_optim_write(a, "grad", NULL, h, n * 2), 0);
+		ck_assert_int_eq(gpo_optim_write(b, "grad", NULL, h, n * 2), 0);
+		for (t = 0; t < 6; t++) {
+			ck_assert_int_eq(gpo_optim_step(a, NULL), 0);
+			ck_assert_int_eq(gpo_optim_step_async(b), 0);
+		}
+		ck_assert_int_eq(gpo_optim_wait(b, NULL), 0);
+		ck_assert_int_eq(gpo_optim_read(a, "param", NULL, ra, n * 2), 0);
+		ck_assert_int_eq(gpo_optim_read(b, "param", NULL, rb, n * 2), 0);
+		for (i = 0; i < n; i++)
+			ck_assert_msg(ra[i] == rb[i], "%s: element %llu: 0x%04x queued, 0x%04x synchronous",
+				      tu_device_id(devs[d]),
+				      (unsigned long long)i, rb[i], ra[i]);
+		gpo_optim_free(a);
+		gpo_optim_free(b);
+	}
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
 	struct gpo_device *cpu;
@@ -606,6 +693,8 @@ int main(void)
 	tcase_add_test(tc, test_sr_host_loop_and_unbiased);
 	tcase_add_test(tc, test_master_follows_writes);
 	tcase_add_test(tc, test_ckpt_across_devices);
+	tcase_add_test(tc, test_vulkan_windows);
+	tcase_add_test(tc, test_async_sr);
 	tcase_add_test(tc, test_bad_input);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
