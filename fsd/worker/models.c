@@ -222,14 +222,6 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 	ret = gpo_train_new(m->m, m->ds, topts, &m->t);
 	if (ret)
 		goto out_err;
-#ifdef GPO_HAVE_MPI
-	/* every step is then collective: each rank runs its shards */
-	if (w->comm) {
-		ret = gpo_comm_train_attach(w->comm, m->t);
-		if (ret)
-			goto out_err;
-	}
-#endif
 	*spe = gpo_train_steps_per_epoch(m->t);
 	*state = m;
 	return 0;
@@ -258,6 +250,19 @@ static int learner_step(struct wk *w, struct wp_stat *st)
 	int ret;
 
 	wk_fault(w);
+#ifdef GPO_HAVE_MPI
+	/*
+	 * every step is then collective: each rank runs its shards. At
+	 * the first step, not the build: ZeRO-1's shard optimizer copies
+	 * the settings, params and state the model's optimizer has then.
+	 */
+	if (w->comm && !w->attached) {
+		ret = gpo_comm_train_attach(w->comm, m->t);
+		if (ret)
+			return wk_lib_err(w, ret);
+		w->attached = 1;
+	}
+#endif
 	if (!m->t0_ns) {
 		m->t0_ns = now_ns();
 		m->t0_step = gpo_optim_steps_done(w->opt);
