@@ -1241,10 +1241,9 @@ static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
  */
 static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 {
-	int s, first = -1;
+	int s, first = -1, ret;
 
-	int ret = check_param(opt, what, slots);
-
+	ret = check_param(opt, what, slots);
 	if (ret)
 		return ret;
 	/*
