@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_i.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
+#include "core/rng_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -855,10 +856,20 @@ static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
 		}
 		op_kernel[c->op]->fn(&cc, c0, c1);
 		if (sr) {
-			for (i = c0; i < c1; i++)
+			uint32_t rw[4];
+
+			/* gpo__round_bits(): one Philox block per 4 elements */
+			for (i = c0; i < c1; i++) {
+				uint64_t e = (uint64_t)base + i;
+
+				if (i == c0 || e % 4 == 0)
+					gpo__philox(seed,
+						    GPO_RNG_STREAM(GPO_RNG_ROUND,
+								   step),
+						    e / 4, rw);
 				ph[i] = gpo__f32_to_bf16_sr(pt[i - c0],
-					gpo__round_bits(seed, step,
-							(uint64_t)base + i));
+							    rw[e % 4]);
+			}
 		} else {
 			const float *m = bp(c, 0);
 
