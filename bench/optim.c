@@ -31,6 +31,7 @@
 #include "gpuopt.h"
 #include "bench_i.h"
 #include "core/gpuopt_i.h"
+#include "core/dtype_i.h"
 #include "abi/mem.h"
 
 struct bench_case {
@@ -60,6 +61,15 @@ static const struct bench_case cases[] = {
 	{ "lamb", "lamb", "lr=0.001 weight_decay=0.01", 40 },
 	{ "lion", "lion", "lr=0.0001 weight_decay=0.01", 20 },
 	{ "adamw_bf16s", "adamw", "lr=0.001", 20 },
+	/*
+	 * Half parameters (gpo_optim_set_param_dtype): with a master copy,
+	 * master 4 + 4, g 2, the half copy written 2, then the state; with
+	 * stochastic rounding (no master) p 2 + 2, g 2, then the state
+	 */
+	{ "adamw_bf16p", "adamw", "lr=0.001", 28 },
+	{ "adamw_bf16p_bf16s", "adamw", "lr=0.001", 20 },
+	{ "adamw_bf16sr", "adamw", "lr=0.001", 22 },
+	{ "adamw_bf16sr_bf16s", "adamw", "lr=0.001", 14 },
 };
 
 /* the cases whose state slots are not f32: their dtype */
@@ -68,6 +78,20 @@ static const struct {
 	const char *dtype;
 } case_state[] = {
 	{ "adamw_bf16s", "bf16" },
+	{ "adamw_bf16p_bf16s", "bf16" },
+	{ "adamw_bf16sr_bf16s", "bf16" },
+};
+
+/* the cases whose parameters are not f32: their dtype and mode */
+static const struct {
+	const char *name;
+	enum gpo_dtype dtype;
+	int master;
+} case_param[] = {
+	{ "adamw_bf16p", GPO_BF16, 1 },
+	{ "adamw_bf16p_bf16s", GPO_BF16, 1 },
+	{ "adamw_bf16sr", GPO_BF16, 0 },
+	{ "adamw_bf16sr_bf16s", GPO_BF16, 0 },
 };
 
 /* every state slot name: a case's kind has some of them */
@@ -84,6 +108,21 @@ static const char *state_dtype(const struct bench_case *c)
 		if (!strcmp(case_state[i].name, c->name))
 			return case_state[i].dtype;
 	return NULL;
+}
+
+/* the parameters' dtype of case @c; *@master: its master_weights */
+static enum gpo_dtype param_dtype(const struct bench_case *c, int *master)
+{
+	size_t i;
+
+	*master = 1;
+	for (i = 0; i < ARRAY_SIZE(case_param); i++) {
+		if (!strcmp(case_param[i].name, c->name)) {
+			*master = case_param[i].master;
+			return case_param[i].dtype;
+		}
+	}
+	return GPO_F32;
 }
 
 struct peer {
@@ -230,6 +269,27 @@ struct result {
  * and a wait per repetition, the wall time per step (kernel: the device
  * time per step).
  */
+/* @n floats into @slot in its dtype @dt (f32, or rounded to f16/bf16) */
+static int write_as(struct gpo_optim *opt, const char *slot, const float *x,
+		    uint64_t n, enum gpo_dtype dt)
+{
+	uint16_t *h;
+	uint64_t i;
+	int ret;
+
+	if (dt == GPO_F32)
+		return gpo_optim_write(opt, slot, NULL, x, n * 4);
+	h = malloc(n * 2);
+	if (!h)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		h[i] = dt == GPO_F16 ? gpo__f32_to_f16(x[i]) :
+				       gpo__f32_to_bf16(x[i]);
+	ret = gpo_optim_write(opt, slot, NULL, h, n * 2);
+	free(h);
+	return ret;
+}
+
 static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
 			 int ntensors, const uint64_t *numels,
 			 struct result *res, int async)
@@ -241,7 +301,8 @@ static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
 	uint64_t total = 0, i, seed = 0x9e3779b97f4a7c15ull;
 	float *host = NULL;
 	char name[32];
-	int t, ret = -ENOMEM, k, j;
+	int t, ret = -ENOMEM, k, j, master;
+	enum gpo_dtype pdt = param_dtype(c, &master);
 	double t0;
 
 	if (!dev_t || !wall_t)
@@ -258,6 +319,8 @@ static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
 		total += numels[t];
 	}
 	ret = gpo_optim_configure(opt, -1, c->settings);
+	if (!ret)
+		ret = gpo_optim_set_param_dtype(opt, pdt, master, 1);
 	if (ret)
 		goto out;
 	for (t = 0; state_dtype(c) && t < (int)ARRAY_SIZE(state_slots); t++) {
@@ -278,11 +341,11 @@ static int run_case_mode(struct gpo_device *dev, const struct bench_case *c,
 		seed ^= seed << 17;
 		host[i] = (float)((seed >> 40) * (1.0 / 16777216.0) - 0.5);
 	}
-	ret = gpo_optim_write(opt, "param", NULL, host, total * 4);
+	ret = write_as(opt, "param", host, total, pdt);
 	if (!ret) {
 		for (i = 0; i < total; i++)
 			host[i] *= 0.01f;
-		ret = gpo_optim_write(opt, "grad", NULL, host, total * 4);
+		ret = write_as(opt, "grad", host, total, pdt);
 	}
 	if (ret)
 		goto out;

@@ -94,4 +94,39 @@
 #define GPO_UPD_MAXIMIZE	(1u << 0)
 #define GPO_UPD_USE_SCAL	(1u << 1)
 
+/*
+ * Half-precision parameters (master's block; bits 5-7, so that the state
+ * side can take 2-4). Gradients are then in the parameters' dtype, read
+ * exactly; the update itself is f32 as always.
+ * GPO_UPD_PARAM_F16 / _BF16 without GPO_UPD_PARAM_SR: buffer 0 is the f32
+ *   master copy, read and written as f32 parameters are, and the family's
+ *   GPO_xxx_BUF_HALF binding is the half copy, written (never read) with
+ *   the new master rounded to nearest even.
+ * GPO_UPD_PARAM_BF16 | GPO_UPD_PARAM_SR: no master; buffer 0 holds the
+ *   bfloat16 parameters, read exactly, the update's f32 result stored with
+ *   stochastic rounding, its bits gpo__round_bits(seed, step, base + i)
+ *   for element i of the launch (core/quant_i.h): the same on every
+ *   device and launch shape. A backend that cuts a launch into windows
+ *   advances base (the op's base_word) by the window's first element.
+ * Half views cover n rounded up to 4 elements (the group's padding), so a
+ * float4 of them is 8 whole bytes; lanes past n keep their bits.
+ */
+#define GPO_UPD_PARAM_F16	(1u << 5)
+#define GPO_UPD_PARAM_BF16	(1u << 6)
+#define GPO_UPD_PARAM_SR	(1u << 7)
+#define GPO_UPD_PARAM_HALF	(GPO_UPD_PARAM_F16 | GPO_UPD_PARAM_BF16)
+
+/*
+ * The fields every update family's struct ends with (master's block):
+ * base, the global index of the launch's element 0 in the optimizer's
+ * flat buffers; the seed and the step (1-based) of stochastic rounding,
+ * 64-bit each as two words
+ */
+#define GPO_PARAM_FIELDS \
+	gpo_u32 p_base; \
+	gpo_u32 p_seed_lo; \
+	gpo_u32 p_seed_hi; \
+	gpo_u32 p_step_lo; \
+	gpo_u32 p_step_hi;
+
 #endif /* GPO_ABI_H */

@@ -16,12 +16,16 @@
 
 #define GPO_ADAGRAD_STATE_BF16	(1u << 8)
 
+/* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
+#define GPO_ADAGRAD_BUF_HALF	4
+
 GPO_ARGS(gpo_adagrad_args)
 	gpo_u32 n;
 	gpo_u32 flags;
 	gpo_f32 clr;
 	gpo_f32 weight_decay;
 	gpo_f32 eps;
+	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_adagrad_args)
 
 #endif

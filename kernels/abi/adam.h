@@ -26,6 +26,9 @@
 #define GPO_ADAM_DECOUPLED	(1u << 9)
 #define GPO_ADAM_STATE_BF16	(1u << 10)
 
+/* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
+#define GPO_ADAM_BUF_HALF	6
+
 GPO_ARGS(gpo_adam_args)
 	gpo_u32 n;
 	gpo_u32 flags;
@@ -38,6 +41,7 @@ GPO_ARGS(gpo_adam_args)
 	gpo_f32 decay;
 	gpo_f32 one_minus_beta1;
 	gpo_f32 one_minus_beta2;
+	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_adam_args)
 
 #endif

@@ -16,6 +16,9 @@
 
 #define GPO_LION_STATE_BF16	(1u << 8)
 
+/* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
+#define GPO_LION_BUF_HALF	4
+
 GPO_ARGS(gpo_lion_args)
 	gpo_u32 n;
 	gpo_u32 flags;
@@ -25,6 +28,7 @@ GPO_ARGS(gpo_lion_args)
 	gpo_f32 decay;
 	gpo_f32 one_minus_beta1;
 	gpo_f32 one_minus_beta2;
+	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_lion_args)
 
 #endif

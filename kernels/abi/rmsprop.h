@@ -22,6 +22,9 @@
 #define GPO_RMSPROP_CENTERED	(1u << 9)
 #define GPO_RMSPROP_STATE_BF16	(1u << 10)
 
+/* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
+#define GPO_RMSPROP_BUF_HALF	6
+
 GPO_ARGS(gpo_rmsprop_args)
 	gpo_u32 n;
 	gpo_u32 flags;
@@ -31,6 +34,7 @@ GPO_ARGS(gpo_rmsprop_args)
 	gpo_f32 weight_decay;
 	gpo_f32 momentum;
 	gpo_f32 one_minus_alpha;
+	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_rmsprop_args)
 
 #endif

@@ -18,6 +18,9 @@
 #define GPO_SGD_NESTEROV	(1u << 9)
 #define GPO_SGD_FIRST		(1u << 10)
 
+/* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
+#define GPO_SGD_BUF_HALF	4
+
 GPO_ARGS(gpo_sgd_args)
 	gpo_u32 n;
 	gpo_u32 flags;
@@ -25,6 +28,7 @@ GPO_ARGS(gpo_sgd_args)
 	gpo_f32 weight_decay;
 	gpo_f32 momentum;
 	gpo_f32 one_minus_dampening;	/* 1 - dampening, from double */
+	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_sgd_args)
 
 #endif

@@ -59,4 +59,105 @@ static inline void bf16x4_st(__global ushort *x, uint e, uint cnt, float4 v)
 		x[e + 2] = (ushort)f32_to_bf16(v.z);
 }
 
+/*
+ * ---- param_*: half-precision parameters (abi.h GPO_UPD_PARAM_*) ----
+ *
+ * With GPO_UPD_PARAM_F16/BF16 the gradients are half words (read
+ * exactly); with a master copy @p stays the f32 master and @hcopy gets it
+ * rounded to nearest even; with GPO_UPD_PARAM_SR @p holds the bf16
+ * parameters, stored with stochastic rounding (round_bits() of the
+ * element's global index). One work-item does a float4 (the tail too), so
+ * no two write halves of one word. The kernels declare the half buffer
+ * as uint words (VIEW() counts 4-byte words) and pass this context.
+ */
+struct param_ctx {
+	__global ushort *hcopy;
+	uint flags, base, seed_lo, seed_hi, step_lo, step_hi;
+};
+
+#define PARAM_CTX(pc, a, h) \
+	struct param_ctx pc = { (__global ushort *)(h), (a).flags, \
+				(a).p_base, (a).p_seed_lo, (a).p_seed_hi, \
+				(a).p_step_lo, (a).p_step_hi }
+
+static inline float param_h2f(uint h, uint flags)
+{
+	return (flags & GPO_UPD_PARAM_F16) ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+static inline float4 param_half_ld(__global const ushort *x, uint e, uint cnt,
+				   uint flags)
+{
+	float4 r = (float4)(0.0f);
+
+	r.x = param_h2f(x[e], flags);
+	if (cnt > 1)
+		r.y = param_h2f(x[e + 1], flags);
+	if (cnt > 2)
+		r.z = param_h2f(x[e + 2], flags);
+	if (cnt > 3)
+		r.w = param_h2f(x[e + 3], flags);
+	return r;
+}
+
+static inline float4 param_ld4(__global float *p, uint e, uint cnt,
+			       const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_SR)
+		return param_half_ld((__global const ushort *)p, e, cnt,
+				     pc->flags);
+	return ld4(p, e, cnt);
+}
+
+static inline float4 param_g4(__global const float *g, uint e, uint cnt,
+			      const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_HALF)
+		return param_half_ld((__global const ushort *)g, e, cnt,
+				     pc->flags);
+	return ld4(g, e, cnt);
+}
+
+static inline ushort param_round(float x, uint e, const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_SR)
+		return (ushort)f32_to_bf16_sr(x, round_bits(pc->seed_lo,
+					pc->seed_hi, pc->step_lo, pc->step_hi,
+					pc->base + e, 0));
+	return (ushort)((pc->flags & GPO_UPD_PARAM_F16) ? f32_to_f16(x) :
+							   f32_to_bf16(x));
+}
+
+static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
+			     const struct param_ctx *pc)
+{
+	__global ushort *h = pc->hcopy;
+	float x[4] = { v.x, v.y, v.z, v.w };
+
+	if (!(pc->flags & GPO_UPD_PARAM_SR)) {
+		st4(p, e, cnt, v);
+		if (!(pc->flags & GPO_UPD_PARAM_HALF))
+			return;
+	} else {
+		h = (__global ushort *)p;
+		if (cnt == 4) {
+			/* base + e is a multiple of 4: one Philox block */
+			uint4 w = prec_philox((uint2)(pc->seed_lo, pc->seed_hi),
+					      (uint4)((pc->base + e) >> 2, 0,
+						      pc->step_lo,
+						      (pc->step_hi & 0xffffu) |
+						      (4u << 16)));
+
+			vstore4((ushort4)((ushort)f32_to_bf16_sr(v.x, w.x),
+					  (ushort)f32_to_bf16_sr(v.y, w.y),
+					  (ushort)f32_to_bf16_sr(v.z, w.z),
+					  (ushort)f32_to_bf16_sr(v.w, w.w)),
+				0, h + e);
+			return;
+		}
+	}
+	for (uint k = 0; k < cnt; k++)
+		h[e + k] = param_round(x[k], e + k, pc);
+}
+
 #endif

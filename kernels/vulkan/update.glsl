@@ -75,3 +75,186 @@ bool step_skipped()
 {
 	return FLAG(GPO_UPD_USE_SCAL) && scal[GPO_SCAL_SKIP] != 0.0;
 }
+
+/*
+ * ---- param_*: half-precision parameters (abi.h GPO_UPD_PARAM_*) ----
+ *
+ * A kernel that defines PARAM_HALF_BUF (its family's GPO_xxx_BUF_HALF)
+ * before including this file gets them; p and g are its bindings 0 and 1. With
+ * GPO_UPD_PARAM_F16/BF16 the gradients are half words (read exactly); with
+ * a master copy, binding 0 stays the f32 master and PARAM_HALF_BUF gets
+ * it rounded to nearest even; with GPO_UPD_PARAM_SR binding 0 holds the
+ * bf16 parameters, stored with stochastic rounding. A float4 of half
+ * words is an uvec2 (element 4i + 0 in the low half of .x); single
+ * elements (the tail) are stored with atomics on their 32-bit word, so
+ * two invocations never lose each other's half.
+ */
+#ifdef PARAM_HALF_BUF
+layout(set = 0, binding = 0, std430) buffer param_p_h4 { uvec2 param_p2[]; };
+layout(set = 0, binding = 0, std430) buffer param_p_w { uint param_pw[]; };
+layout(set = 0, binding = 1, std430) buffer param_g_h4 { uvec2 param_g2[]; };
+layout(set = 0, binding = 1, std430) buffer param_g_w { uint param_gw[]; };
+layout(set = 0, binding = PARAM_HALF_BUF, std430) buffer param_c_h4
+	{ uvec2 param_c2[]; };
+layout(set = 0, binding = PARAM_HALF_BUF, std430) buffer param_c_w
+	{ uint param_cw[]; };
+
+bool param_half()
+{
+	return FLAG(GPO_UPD_PARAM_HALF);
+}
+
+float param_h2f(uint h)
+{
+	return FLAG(GPO_UPD_PARAM_F16) ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+uint param_f2h(float x)
+{
+	return FLAG(GPO_UPD_PARAM_F16) ? f32_to_f16(x) : f32_to_bf16(x);
+}
+
+uint param_word16(uint w, uint e)
+{
+	return (w >> ((e & 1u) * 16u)) & 0xffffu;
+}
+
+/* elements 4i .. 4i + cnt - 1 of an uvec2/uint view */
+vec4 param_unpack(uvec2 w)
+{
+	return vec4(param_h2f(w.x & 0xffffu), param_h2f(w.x >> 16),
+		    param_h2f(w.y & 0xffffu), param_h2f(w.y >> 16));
+}
+
+/* the parameters of elements 4i .. 4i + cnt - 1 as f32 (master or p) */
+vec4 param_load(uint i, uint cnt)
+{
+	vec4 r = vec4(0.0);
+
+	if (FLAG(GPO_UPD_PARAM_SR)) {
+		if (cnt == 4u)
+			return param_unpack(param_p2[i]);
+		for (uint k = 0u; k < cnt; k++) {
+			uint e = 4u * i + k;
+
+			r[k] = param_h2f(param_word16(param_pw[e >> 1], e));
+		}
+		return r;
+	}
+	if (cnt == 4u)
+		return p4[i];
+	for (uint k = 0u; k < cnt; k++)
+		r[k] = p[4u * i + k];
+	return r;
+}
+
+vec4 param_grad(uint i, uint cnt)
+{
+	vec4 r = vec4(0.0);
+
+	if (!param_half()) {
+		if (cnt == 4u)
+			return g4[i];
+		for (uint k = 0u; k < cnt; k++)
+			r[k] = g[4u * i + k];
+		return r;
+	}
+	if (cnt == 4u)
+		return param_unpack(param_g2[i]);
+	for (uint k = 0u; k < cnt; k++)
+		r[k] = param_h2f(param_word16(param_gw[(4u * i + k) >> 1],
+					      4u * i + k));
+	return r;
+}
+
+float param_load1(uint e)
+{
+	if (FLAG(GPO_UPD_PARAM_SR))
+		return param_h2f(param_word16(param_pw[e >> 1], e));
+	return p[e];
+}
+
+float param_grad1(uint e)
+{
+	if (param_half())
+		return param_h2f(param_word16(param_gw[e >> 1], e));
+	return g[e];
+}
+
+/* element e's half word @h into its 32-bit word, the other half kept */
+void param_put16(uint e, uint h)
+{
+	uint sh = (e & 1u) * 16u, keep = ~(0xffffu << sh);
+
+	if (FLAG(GPO_UPD_PARAM_SR)) {
+		atomicAnd(param_pw[e >> 1], keep);
+		atomicOr(param_pw[e >> 1], h << sh);
+	} else {
+		atomicAnd(param_cw[e >> 1], keep);
+		atomicOr(param_cw[e >> 1], h << sh);
+	}
+}
+
+/* x rounded for element e: nearest even, or stochastically (SR) */
+uint param_round(float x, uint e)
+{
+	if (!FLAG(GPO_UPD_PARAM_SR))
+		return param_f2h(x);
+	return f32_to_bf16_sr(x, round_bits(args.p_seed_lo, args.p_seed_hi,
+					    args.p_step_lo, args.p_step_hi,
+					    args.p_base + e, 0u));
+}
+
+/* store the new parameters of elements 4i .. 4i + cnt - 1 */
+void param_store(uint i, uint cnt, vec4 x)
+{
+	if (!FLAG(GPO_UPD_PARAM_SR)) {
+		if (cnt == 4u) {
+			p4[i] = x;
+		} else {
+			for (uint k = 0u; k < cnt; k++)
+				p[4u * i + k] = x[k];
+		}
+		if (!param_half())
+			return;
+	}
+	if (cnt == 4u) {
+		uint h[4];
+
+		if (FLAG(GPO_UPD_PARAM_SR)) {
+			/* p_base + 4i is a multiple of 4: one Philox block */
+			uint e = args.p_base + 4u * i;
+			uvec4 w = prec_philox(uvec2(args.p_seed_lo,
+						    args.p_seed_hi),
+					      uvec4(e >> 2, 0u, args.p_step_lo,
+						    (args.p_step_hi & 0xffffu) |
+						    (4u << 16)));
+
+			for (uint k = 0u; k < 4u; k++)
+				h[k] = f32_to_bf16_sr(x[k], w[k]);
+		} else {
+			for (uint k = 0u; k < 4u; k++)
+				h[k] = param_f2h(x[k]);
+		}
+		uvec2 v = uvec2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+
+		if (FLAG(GPO_UPD_PARAM_SR))
+			param_p2[i] = v;
+		else
+			param_c2[i] = v;
+		return;
+	}
+	for (uint k = 0u; k < cnt; k++)
+		param_put16(4u * i + k, param_round(x[k], 4u * i + k));
+}
+
+void param_store1(uint e, float x)
+{
+	if (!FLAG(GPO_UPD_PARAM_SR)) {
+		p[e] = x;
+		if (!param_half())
+			return;
+	}
+	param_put16(e, param_round(x, e));
+}
+#endif /* PARAM_HALF_BUF */

@@ -633,6 +633,37 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);
 
 /*
+ * gpo_optim_set_param_dtype - the parameters' precision mode
+ * @dt:             GPO_F32 (the default), GPO_F16 or GPO_BF16; the
+ *                  gradients ("grad") take the same dtype
+ * @master_weights: with f16/bf16: 1 keeps an f32 master copy (the buffer
+ *                  "master") that each step reads and writes, and stores
+ *                  the half parameters as the new master rounded to
+ *                  nearest even in the same pass; 0 (bf16 only) keeps no
+ *                  master: the update is computed in f32 from the bf16
+ *                  parameters and stored with stochastic rounding
+ * @seed:           the key of stochastic rounding's bits: element i of
+ *                  the flat buffers (gpo_optim_tensor_info()'s offset) at
+ *                  step t rounds with bits that depend only on (seed, t,
+ *                  i), so every device gives the same bytes
+ *
+ * SGD, Adam, AdamW, Lion, RMSprop and Adagrad; state dtypes are set
+ * apart (gpo_optim_set_state_dtype()). Before the first use and before
+ * gpo_optim_bind(). "param" then holds the half parameters; with a master
+ * copy, gpo_optim_write() of "param" also sets "master" to their exact
+ * value, and one of "master" also sets "param" to it rounded to nearest
+ * even; gpo_optim_read() reads either; checkpoints keep both. The norm
+ * pass (clip_norm, grad_scale, check_finite, loss_scale) reads f32
+ * gradients only: a step with half gradients and one of those set returns
+ * -ENOSYS. Returns 0; -EINVAL for a NULL pointer, a @dt other than those
+ * three, @master_weights not 0 or 1, f16 without a master, or LAMB with
+ * half parameters; -EBUSY after the first use or once a buffer is bound.
+ * On failure nothing changes.
+ */
+int gpo_optim_set_param_dtype(struct gpo_optim *opt, enum gpo_dtype dt,
+			      int master_weights, uint64_t seed);
+
+/*
  * gpo_optim_dtype - the dtype of @buffer (names as gpo_optim_set_dtype()),
  * or -EINVAL for a NULL pointer, -ENOENT for a buffer the kind has not
  */

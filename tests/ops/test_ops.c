@@ -219,6 +219,11 @@ static void update_setup(struct tcase *tc, int nbuf)
 		tb_random(tc, &tc->b[i], tc->n, -1.0, 1.0);
 	tb_scal(tc, &tc->b[nbuf - 1],
 		!!(tc->oc->flags & (1u << 31)));
+	/* the half parameters' copy (abi.h GPO_UPD_PARAM_*): f32 leaves it */
+	for (i = nbuf; i < (int)gpo__ops[tc->oc->op].nbuf; i++) {
+		tb_random(tc, &tc->b[i], tc->n, -1.0, 1.0);
+		tc->b[i].unused = 1;
+	}
 }
 
 #define SKIP_FLAG	(1u << 31)	/* a variant: scal says skip */

@@ -635,7 +635,7 @@ static const struct refusal refusals[] = {
 	{ GPO_ADAMW, "", "exp_avg", GPO_BF16,
 	  "adamw: exp_avg in bf16 but exp_avg_sq in f32: the state slots a step uses must share one dtype" },
 	{ GPO_ADAM, "", "param", GPO_F16,
-	  "adam: param in f16: no kernel for this dtype yet" },
+	  "adam: param in f16, grad in f32: the gradients must be in the parameters' dtype" },
 	{ GPO_SGD, "momentum=0.9", "momentum_buffer", GPO_U8,
 	  "sgd: momentum_buffer in u8: no kernel for this dtype yet" },
 	{ GPO_LAMB, "", "grad", GPO_BF16,

@@ -9,33 +9,37 @@
 
 static inline void adagrad_at(__global float *p, __global const float *g,
 			      __global float *sum, uint e, uint cnt, float gm,
-			      float clr, float wd, float eps)
+			      float clr, float wd, float eps,
+			      const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
 	float4 s = ld4(sum, e, cnt) + gi * gi;
 
 	st4(sum, e, cnt, s);
-	st4(p, e, cnt, pv - clr * cr_div4(gi, cr_sqrt4(s) + eps));
+	param_st4(p, e, cnt, pv - clr * cr_div4(gi, cr_sqrt4(s) + eps), pc);
 }
 
 /* GPO_ADAGRAD_STATE_BF16: @sum points at bfloat16 (update.cl) */
 static inline void adagrad_bf16_at(__global float *p, __global const float *g,
 				   __global ushort *sum, uint e, uint cnt,
-				   float gm, float clr, float wd, float eps)
+				   float gm, float clr, float wd, float eps,
+				   const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
 	float4 s = bf16x4_ld(sum, e, cnt) + gi * gi;
 
 	bf16x4_st(sum, e, cnt, s);
-	st4(p, e, cnt, pv - clr * cr_div4(gi, cr_sqrt4(s) + eps));
+	param_st4(p, e, cnt, pv - clr * cr_div4(gi, cr_sqrt4(s) + eps), pc);
 }
 
 KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
-		    BUF(const float, scal), struct gpo_adagrad_args a)
+		    BUF(const float, scal), BUF(uint, p_half),
+		    struct gpo_adagrad_args a)
 {
 	float gm;
+	PARAM_CTX(pc, a, p_half + p_half_off);
 
 	VIEW(p);
 	VIEW(g);
@@ -48,16 +52,16 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 
 		FOR_EACH_FLOAT4(i, a.n)
 			adagrad_bf16_at(p, g, sh, 4 * i, 4, gm, a.clr,
-					a.weight_decay, a.eps);
+					a.weight_decay, a.eps, &pc);
 		if (HAS_TAIL(a.n))
 			adagrad_bf16_at(p, g, sh, TAIL_START(a.n), a.n & 3, gm,
-					a.clr, a.weight_decay, a.eps);
+					a.clr, a.weight_decay, a.eps, &pc);
 		return;
 	}
 	FOR_EACH_FLOAT4(i, a.n)
 		adagrad_at(p, g, sum, 4 * i, 4, gm, a.clr, a.weight_decay,
-			   a.eps);
+			   a.eps, &pc);
 	if (HAS_TAIL(a.n))
 		adagrad_at(p, g, sum, TAIL_START(a.n), a.n & 3, gm, a.clr,
-			   a.weight_decay, a.eps);
+			   a.weight_decay, a.eps, &pc);
 }

@@ -15,10 +15,11 @@ static inline void adam_at(__global float *p, __global const float *g,
 			   __global float *vmax, uint e, uint cnt, uint flags,
 			   float gm, float l2, float decay, float b1, float b2,
 			   float ob1, float ob2, float eps, float step_size,
-			   float bc2_sqrt)
+			   float bc2_sqrt,
+			   const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + l2 * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + l2 * pv;
 	float4 mi = ld4(m, e, cnt) * b1 + ob1 * gi;
 	float4 vi = ld4(v, e, cnt) * b2 + ob2 * gi * gi;
 	float4 denom;
@@ -30,7 +31,7 @@ static inline void adam_at(__global float *p, __global const float *g,
 		st4(vmax, e, cnt, vi);
 	}
 	denom = cr_div4(cr_sqrt4(vi), (float4)(bc2_sqrt)) + eps;
-	st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom));
+	param_st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom), pc);
 }
 
 /*
@@ -43,10 +44,11 @@ static inline void adam_bf16_at(__global float *p, __global const float *g,
 				__global ushort *vmax, uint e, uint cnt,
 				uint flags, float gm, float l2, float decay,
 				float b1, float b2, float ob1, float ob2,
-				float eps, float step_size, float bc2_sqrt)
+				float eps, float step_size, float bc2_sqrt,
+				const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + l2 * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + l2 * pv;
 	float4 mi = bf16x4_ld(m, e, cnt) * b1 + ob1 * gi;
 	float4 vi = bf16x4_ld(v, e, cnt) * b2 + ob2 * gi * gi;
 	float4 denom;
@@ -58,7 +60,7 @@ static inline void adam_bf16_at(__global float *p, __global const float *g,
 		bf16x4_st(vmax, e, cnt, vi);
 	}
 	denom = cr_div4(cr_sqrt4(vi), (float4)(bc2_sqrt)) + eps;
-	st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom));
+	param_st4(p, e, cnt, pv * decay - step_size * cr_div4(mi, denom), pc);
 }
 
 /*
@@ -67,12 +69,14 @@ static inline void adam_bf16_at(__global float *p, __global const float *g,
  */
 KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 		 BUF(float, v), BUF(float, vmax), BUF(const float, scal),
+		 BUF(uint, p_half),
 		 struct gpo_adam_args a)
 {
 	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
 	const float decay = decoupled ? a.decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a.weight_decay;
 	float gm;
+	PARAM_CTX(pc, a, p_half + p_half_off);
 
 	VIEW(p);
 	VIEW(g);
@@ -92,21 +96,21 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 			adam_bf16_at(p, g, mh, vh, vmh, 4 * i, 4, a.flags, gm,
 				     l2, decay, a.beta1, a.beta2,
 				     a.one_minus_beta1, a.one_minus_beta2,
-				     a.eps, a.step_size, a.bc2_sqrt);
+				     a.eps, a.step_size, a.bc2_sqrt, &pc);
 		if (HAS_TAIL(a.n))
 			adam_bf16_at(p, g, mh, vh, vmh, TAIL_START(a.n),
 				     a.n & 3, a.flags, gm, l2, decay, a.beta1,
 				     a.beta2, a.one_minus_beta1,
 				     a.one_minus_beta2, a.eps, a.step_size,
-				     a.bc2_sqrt);
+				     a.bc2_sqrt, &pc);
 		return;
 	}
 	FOR_EACH_FLOAT4(i, a.n)
 		adam_at(p, g, m, v, vmax, 4 * i, 4, a.flags, gm, l2, decay,
 			a.beta1, a.beta2, a.one_minus_beta1,
-			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt);
+			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt, &pc);
 	if (HAS_TAIL(a.n))
 		adam_at(p, g, m, v, vmax, TAIL_START(a.n), a.n & 3, a.flags,
 			gm, l2, decay, a.beta1, a.beta2, a.one_minus_beta1,
-			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt);
+			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt, &pc);
 }

@@ -11,13 +11,15 @@
 static inline void lion_at(__global float *p, __global const float *g,
 			   __global float *m, uint e, uint cnt, float gm,
 			   float lr, float b1, float b2, float ob1, float ob2,
-			   float decay)
+			   float decay,
+			   const struct param_ctx *pc)
 {
-	float4 gi = ld4(g, e, cnt) * gm;
+	float4 gi = param_g4(g, e, cnt, pc) * gm;
 	float4 mv = ld4(m, e, cnt);
 	float4 c = mv * b1 + ob1 * gi;
 
-	st4(p, e, cnt, ld4(p, e, cnt) * decay - lr * sign(c));
+	param_st4(p, e, cnt, param_ld4(p, e, cnt, pc) * decay - lr * sign(c),
+		  pc);
 	st4(m, e, cnt, mv * b2 + ob2 * gi);
 }
 
@@ -25,20 +27,24 @@ static inline void lion_at(__global float *p, __global const float *g,
 static inline void lion_bf16_at(__global float *p, __global const float *g,
 				__global ushort *m, uint e, uint cnt, float gm,
 				float lr, float b1, float b2, float ob1,
-				float ob2, float decay)
+				float ob2, float decay,
+				const struct param_ctx *pc)
 {
-	float4 gi = ld4(g, e, cnt) * gm;
+	float4 gi = param_g4(g, e, cnt, pc) * gm;
 	float4 mv = bf16x4_ld(m, e, cnt);
 	float4 c = mv * b1 + ob1 * gi;
 
-	st4(p, e, cnt, ld4(p, e, cnt) * decay - lr * sign(c));
+	param_st4(p, e, cnt, param_ld4(p, e, cnt, pc) * decay - lr * sign(c),
+		  pc);
 	bf16x4_st(m, e, cnt, mv * b2 + ob2 * gi);
 }
 
 KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
-		 BUF(const float, scal), struct gpo_lion_args a)
+		 BUF(const float, scal), BUF(uint, p_half),
+		 struct gpo_lion_args a)
 {
 	float gm;
+	PARAM_CTX(pc, a, p_half + p_half_off);
 
 	VIEW(p);
 	VIEW(g);
@@ -52,17 +58,18 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 		FOR_EACH_FLOAT4(i, a.n)
 			lion_bf16_at(p, g, mh, 4 * i, 4, gm, a.lr, a.beta1,
 				     a.beta2, a.one_minus_beta1,
-				     a.one_minus_beta2, a.decay);
+				     a.one_minus_beta2, a.decay, &pc);
 		if (HAS_TAIL(a.n))
 			lion_bf16_at(p, g, mh, TAIL_START(a.n), a.n & 3, gm,
 				     a.lr, a.beta1, a.beta2, a.one_minus_beta1,
-				     a.one_minus_beta2, a.decay);
+				     a.one_minus_beta2, a.decay, &pc);
 		return;
 	}
 	FOR_EACH_FLOAT4(i, a.n)
 		lion_at(p, g, m, 4 * i, 4, gm, a.lr, a.beta1, a.beta2,
-			a.one_minus_beta1, a.one_minus_beta2, a.decay);
+			a.one_minus_beta1, a.one_minus_beta2, a.decay, &pc);
 	if (HAS_TAIL(a.n))
 		lion_at(p, g, m, TAIL_START(a.n), a.n & 3, gm, a.lr, a.beta1,
-			a.beta2, a.one_minus_beta1, a.one_minus_beta2, a.decay);
+			a.beta2, a.one_minus_beta1, a.one_minus_beta2, a.decay,
+			&pc);
 }

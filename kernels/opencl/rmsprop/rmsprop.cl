@@ -14,10 +14,11 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 			      __global float *sq, __global float *mb,
 			      __global float *ga, uint e, uint cnt,
 			      uint flags, float gm, float lr, float alpha,
-			      float oa, float eps, float wd, float mom)
+			      float oa, float eps, float wd, float mom,
+			      const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
 	float4 s = ld4(sq, e, cnt) * alpha + oa * gi * gi;
 	float4 avg;
 
@@ -33,9 +34,9 @@ static inline void rmsprop_at(__global float *p, __global const float *g,
 		float4 b = ld4(mb, e, cnt) * mom + cr_div4(gi, avg);
 
 		st4(mb, e, cnt, b);
-		st4(p, e, cnt, pv - lr * b);
+		param_st4(p, e, cnt, pv - lr * b, pc);
 	} else {
-		st4(p, e, cnt, pv - lr * cr_div4(gi, avg));
+		param_st4(p, e, cnt, pv - lr * cr_div4(gi, avg), pc);
 	}
 }
 
@@ -44,10 +45,11 @@ static inline void rmsprop_bf16_at(__global float *p, __global const float *g,
 				   __global ushort *sq, __global ushort *mb,
 				   __global ushort *ga, uint e, uint cnt,
 				   uint flags, float gm, float lr, float alpha,
-				   float oa, float eps, float wd, float mom)
+				   float oa, float eps, float wd, float mom,
+				   const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 gi = ld4(g, e, cnt) * gm + wd * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 gi = param_g4(g, e, cnt, pc) * gm + wd * pv;
 	float4 s = bf16x4_ld(sq, e, cnt) * alpha + oa * gi * gi;
 	float4 avg;
 
@@ -63,17 +65,19 @@ static inline void rmsprop_bf16_at(__global float *p, __global const float *g,
 		float4 b = bf16x4_ld(mb, e, cnt) * mom + cr_div4(gi, avg);
 
 		bf16x4_st(mb, e, cnt, b);
-		st4(p, e, cnt, pv - lr * b);
+		param_st4(p, e, cnt, pv - lr * b, pc);
 	} else {
-		st4(p, e, cnt, pv - lr * cr_div4(gi, avg));
+		param_st4(p, e, cnt, pv - lr * cr_div4(gi, avg), pc);
 	}
 }
 
 KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 		    BUF(float, mb), BUF(float, ga), BUF(const float, scal),
+		    BUF(uint, p_half),
 		    struct gpo_rmsprop_args a)
 {
 	float gm;
+	PARAM_CTX(pc, a, p_half + p_half_off);
 
 	VIEW(p);
 	VIEW(g);
@@ -91,20 +95,20 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 		FOR_EACH_FLOAT4(i, a.n)
 			rmsprop_bf16_at(p, g, sqh, mbh, gah, 4 * i, 4, a.flags,
 					gm, a.lr, a.alpha, a.one_minus_alpha,
-					a.eps, a.weight_decay, a.momentum);
+					a.eps, a.weight_decay, a.momentum, &pc);
 		if (HAS_TAIL(a.n))
 			rmsprop_bf16_at(p, g, sqh, mbh, gah, TAIL_START(a.n),
 					a.n & 3, a.flags, gm, a.lr, a.alpha,
 					a.one_minus_alpha, a.eps,
-					a.weight_decay, a.momentum);
+					a.weight_decay, a.momentum, &pc);
 		return;
 	}
 	FOR_EACH_FLOAT4(i, a.n)
 		rmsprop_at(p, g, sq, mb, ga, 4 * i, 4, a.flags, gm, a.lr,
 			   a.alpha, a.one_minus_alpha, a.eps, a.weight_decay,
-			   a.momentum);
+			   a.momentum, &pc);
 	if (HAS_TAIL(a.n))
 		rmsprop_at(p, g, sq, mb, ga, TAIL_START(a.n), a.n & 3, a.flags,
 			   gm, a.lr, a.alpha, a.one_minus_alpha, a.eps,
-			   a.weight_decay, a.momentum);
+			   a.weight_decay, a.momentum, &pc);
 }

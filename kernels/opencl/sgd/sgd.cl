@@ -7,13 +7,15 @@
  *   p -= lr * d
  */
 #include "abi/sgd.h"
+#include "opencl/update.cl"
 
 static inline void sgd_at(__global float *p, __global const float *g,
 			  __global float *mb, uint e, uint cnt, uint flags,
-			  float gm, float lr, float wd, float mom, float damp)
+			  float gm, float lr, float wd, float mom, float damp,
+			  const struct param_ctx *pc)
 {
-	float4 pv = ld4(p, e, cnt);
-	float4 d = ld4(g, e, cnt) * gm + wd * pv;
+	float4 pv = param_ld4(p, e, cnt, pc);
+	float4 d = param_g4(g, e, cnt, pc) * gm + wd * pv;
 
 	if (flags & GPO_SGD_MOMENTUM) {
 		/* torch copies d into the fresh buffer on the first step */
@@ -23,15 +25,17 @@ static inline void sgd_at(__global float *p, __global const float *g,
 		st4(mb, e, cnt, b);
 		d = (flags & GPO_SGD_NESTEROV) ? d + mom * b : b;
 	}
-	st4(p, e, cnt, pv - lr * d);
+	param_st4(p, e, cnt, pv - lr * d, pc);
 }
 
 KERNEL void sgd(BUF(float, p), BUF(const float, g), BUF(float, mb),
-		BUF(const float, scal), struct gpo_sgd_args a)
+		BUF(const float, scal), BUF(uint, p_half),
+		struct gpo_sgd_args a)
 {
 	/* 1 - dampening comes from the host, computed in double as torch */
 	const float damp = a.one_minus_dampening;
 	float gm;
+	PARAM_CTX(pc, a, p_half + p_half_off);
 
 	VIEW(p);
 	VIEW(g);
@@ -41,8 +45,8 @@ KERNEL void sgd(BUF(float, p), BUF(const float, g), BUF(float, mb),
 		return;
 	FOR_EACH_FLOAT4(i, a.n)
 		sgd_at(p, g, mb, 4 * i, 4, a.flags, gm, a.lr, a.weight_decay,
-		       a.momentum, damp);
+		       a.momentum, damp, &pc);
 	if (HAS_TAIL(a.n))
 		sgd_at(p, g, mb, TAIL_START(a.n), a.n & 3, a.flags, gm, a.lr,
-		       a.weight_decay, a.momentum, damp);
+		       a.weight_decay, a.momentum, damp, &pc);
 }

@@ -17,6 +17,7 @@ FLOAT4_BUF(1, g);
 FLOAT4_BUF(2, sum);
 SCAL_BUF(3);
 
+#define PARAM_HALF_BUF GPO_ADAGRAD_BUF_HALF
 #include "update.glsl"
 
 /* GPO_ADAGRAD_STATE_BF16: sum as bfloat16 */
@@ -42,22 +43,10 @@ void update_bf16(uint i, uint cnt)
 	uvec2 sw = sumh[i];
 	vec4 si = bf16x4_load(sw), pi = vec4(0.0), gi = vec4(0.0);
 
-	if (cnt == 4u) {
-		pi = p4[i];
-		gi = g4[i];
-	} else {
-		for (uint k = 0u; k < cnt; k++) {
-			pi[k] = p[4u * i + k];
-			gi[k] = g[4u * i + k];
-		}
-	}
+	pi = param_load(i, cnt);
+	gi = param_grad(i, cnt);
 	adagrad(pi, gi, si);
-	if (cnt == 4u) {
-		p4[i] = pi;
-	} else {
-		for (uint k = 0u; k < cnt; k++)
-			p[4u * i + k] = pi[k];
-	}
+	param_store(i, cnt, pi);
 	sumh[i] = bf16x4_store(si, sw, cnt);
 }
 
@@ -67,10 +56,10 @@ void update4(uint i)
 		update_bf16(i, 4u);
 		return;
 	}
-	vec4 pi = p4[i], si = sum4[i];
+	vec4 pi = param_load(i, 4u), si = sum4[i];
 
-	adagrad(pi, g4[i], si);
-	p4[i] = pi;
+	adagrad(pi, param_grad(i, 4u), si);
+	param_store(i, 4u, pi);
 	sum4[i] = si;
 }
 
@@ -82,10 +71,10 @@ void update1(uint i)
 			update_bf16(i >> 2, args.n & 3u);
 		return;
 	}
-	vec4 pi = vec4(p[i]), si = vec4(sum[i]);
+	vec4 pi = vec4(param_load1(i)), si = vec4(sum[i]);
 
-	adagrad(pi, vec4(g[i]), si);
-	p[i] = pi.x;
+	adagrad(pi, vec4(param_grad1(i)), si);
+	param_store1(i, pi.x);
 	sum[i] = si.x;
 }
 

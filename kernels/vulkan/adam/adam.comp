@@ -21,6 +21,7 @@ FLOAT4_BUF(3, v);
 FLOAT4_BUF(4, vmax);
 SCAL_BUF(5);
 
+#define PARAM_HALF_BUF GPO_ADAM_BUF_HALF
 #include "update.glsl"
 
 /* GPO_ADAM_STATE_BF16: the state as bfloat16 */
@@ -72,24 +73,10 @@ void update_bf16(uint i, uint cnt)
 	vec4 mi = bf16x4_load(mw), vi = bf16x4_load(vw);
 	vec4 vmi = bf16x4_load(vmw);
 
-	if (cnt == 4u) {
-		pi = p4[i];
-		gi = g4[i];
-	} else {
-		pi = vec4(0.0);
-		gi = vec4(0.0);
-		for (uint k = 0u; k < cnt; k++) {
-			pi[k] = p[4u * i + k];
-			gi[k] = g[4u * i + k];
-		}
-	}
+	pi = param_load(i, cnt);
+	gi = param_grad(i, cnt);
 	adam(pi, gi, mi, vi, vmi);
-	if (cnt == 4u) {
-		p4[i] = pi;
-	} else {
-		for (uint k = 0u; k < cnt; k++)
-			p[4u * i + k] = pi[k];
-	}
+	param_store(i, cnt, pi);
 	mh[i] = bf16x4_store(mi, mw, cnt);
 	vh[i] = bf16x4_store(vi, vw, cnt);
 	if (ams)
@@ -102,11 +89,11 @@ void update4(uint i)
 		update_bf16(i, 4u);
 		return;
 	}
-	vec4 pi = p4[i], mi = m4[i], vi = v4[i];
+	vec4 pi = param_load(i, 4u), mi = m4[i], vi = v4[i];
 	vec4 vmi = FLAG(GPO_ADAM_AMSGRAD) ? vmax4[i] : vec4(0.0);
 
-	adam(pi, g4[i], mi, vi, vmi);
-	p4[i] = pi;
+	adam(pi, param_grad(i, 4u), mi, vi, vmi);
+	param_store(i, 4u, pi);
 	m4[i] = mi;
 	v4[i] = vi;
 	if (FLAG(GPO_ADAM_AMSGRAD))
@@ -121,11 +108,11 @@ void update1(uint i)
 			update_bf16(i >> 2, args.n & 3u);
 		return;
 	}
-	vec4 pi = vec4(p[i]), mi = vec4(m[i]), vi = vec4(v[i]);
+	vec4 pi = vec4(param_load1(i)), mi = vec4(m[i]), vi = vec4(v[i]);
 	vec4 vmi = vec4(FLAG(GPO_ADAM_AMSGRAD) ? vmax[i] : 0.0);
 
-	adam(pi, vec4(g[i]), mi, vi, vmi);
-	p[i] = pi.x;
+	adam(pi, vec4(param_grad1(i)), mi, vi, vmi);
+	param_store1(i, pi.x);
 	m[i] = mi.x;
 	v[i] = vi.x;
 	if (FLAG(GPO_ADAM_AMSGRAD))

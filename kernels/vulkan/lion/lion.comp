@@ -16,6 +16,7 @@ FLOAT4_BUF(1, g);
 FLOAT4_BUF(2, m);
 SCAL_BUF(3);
 
+#define PARAM_HALF_BUF GPO_LION_BUF_HALF
 #include "update.glsl"
 
 /* GPO_LION_STATE_BF16: exp_avg as bfloat16 */
@@ -49,22 +50,10 @@ void update_bf16(uint i, uint cnt)
 	uvec2 mw = mh[i];
 	vec4 mi = bf16x4_load(mw), pi = vec4(0.0), gi = vec4(0.0);
 
-	if (cnt == 4u) {
-		pi = p4[i];
-		gi = g4[i];
-	} else {
-		for (uint k = 0u; k < cnt; k++) {
-			pi[k] = p[4u * i + k];
-			gi[k] = g[4u * i + k];
-		}
-	}
+	pi = param_load(i, cnt);
+	gi = param_grad(i, cnt);
 	lion(pi, gi, mi);
-	if (cnt == 4u) {
-		p4[i] = pi;
-	} else {
-		for (uint k = 0u; k < cnt; k++)
-			p[4u * i + k] = pi[k];
-	}
+	param_store(i, cnt, pi);
 	mh[i] = bf16x4_store(mi, mw, cnt);
 }
 
@@ -74,10 +63,10 @@ void update4(uint i)
 		update_bf16(i, 4u);
 		return;
 	}
-	vec4 pi = p4[i], mi = m4[i];
+	vec4 pi = param_load(i, 4u), mi = m4[i];
 
-	lion(pi, g4[i], mi);
-	p4[i] = pi;
+	lion(pi, param_grad(i, 4u), mi);
+	param_store(i, 4u, pi);
 	m4[i] = mi;
 }
 
@@ -89,10 +78,10 @@ void update1(uint i)
 			update_bf16(i >> 2, args.n & 3u);
 		return;
 	}
-	vec4 pi = vec4(p[i]), mi = vec4(m[i]);
+	vec4 pi = vec4(param_load1(i)), mi = vec4(m[i]);
 
-	lion(pi, vec4(g[i]), mi);
-	p[i] = pi.x;
+	lion(pi, vec4(param_grad1(i)), mi);
+	param_store1(i, pi.x);
 	m[i] = mi.x;
 }
 

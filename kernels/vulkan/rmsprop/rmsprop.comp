@@ -21,6 +21,7 @@ FLOAT4_BUF(3, buf);
 FLOAT4_BUF(4, ga);
 SCAL_BUF(5);
 
+#define PARAM_HALF_BUF GPO_RMSPROP_BUF_HALF
 #include "update.glsl"
 
 /* GPO_RMSPROP_STATE_BF16: the state as bfloat16 */
@@ -71,22 +72,10 @@ void update_bf16(uint i, uint cnt)
 	vec4 si = bf16x4_load(sw), bi = bf16x4_load(bw);
 	vec4 gai = bf16x4_load(gaw), pi = vec4(0.0), gi = vec4(0.0);
 
-	if (cnt == 4u) {
-		pi = p4[i];
-		gi = g4[i];
-	} else {
-		for (uint k = 0u; k < cnt; k++) {
-			pi[k] = p[4u * i + k];
-			gi[k] = g[4u * i + k];
-		}
-	}
+	pi = param_load(i, cnt);
+	gi = param_grad(i, cnt);
 	rmsprop(pi, gi, si, bi, gai);
-	if (cnt == 4u) {
-		p4[i] = pi;
-	} else {
-		for (uint k = 0u; k < cnt; k++)
-			p[4u * i + k] = pi[k];
-	}
+	param_store(i, cnt, pi);
 	sqh[i] = bf16x4_store(si, sw, cnt);
 	if (mom)
 		bufh[i] = bf16x4_store(bi, bw, cnt);
@@ -100,12 +89,12 @@ void update4(uint i)
 		update_bf16(i, 4u);
 		return;
 	}
-	vec4 pi = p4[i], si = sq4[i];
+	vec4 pi = param_load(i, 4u), si = sq4[i];
 	vec4 bi = FLAG(GPO_RMSPROP_MOMENTUM) ? buf4[i] : vec4(0.0);
 	vec4 gai = FLAG(GPO_RMSPROP_CENTERED) ? ga4[i] : vec4(0.0);
 
-	rmsprop(pi, g4[i], si, bi, gai);
-	p4[i] = pi;
+	rmsprop(pi, param_grad(i, 4u), si, bi, gai);
+	param_store(i, 4u, pi);
 	sq4[i] = si;
 	if (FLAG(GPO_RMSPROP_MOMENTUM))
 		buf4[i] = bi;
@@ -121,12 +110,12 @@ void update1(uint i)
 			update_bf16(i >> 2, args.n & 3u);
 		return;
 	}
-	vec4 pi = vec4(p[i]), si = vec4(sq[i]);
+	vec4 pi = vec4(param_load1(i)), si = vec4(sq[i]);
 	vec4 bi = vec4(FLAG(GPO_RMSPROP_MOMENTUM) ? buf[i] : 0.0);
 	vec4 gai = vec4(FLAG(GPO_RMSPROP_CENTERED) ? ga[i] : 0.0);
 
-	rmsprop(pi, vec4(g[i]), si, bi, gai);
-	p[i] = pi.x;
+	rmsprop(pi, vec4(param_grad1(i)), si, bi, gai);
+	param_store1(i, pi.x);
 	sq[i] = si.x;
 	if (FLAG(GPO_RMSPROP_MOMENTUM))
 		buf[i] = bi.x;

@@ -18,6 +18,7 @@ FLOAT4_BUF(1, g);
 FLOAT4_BUF(2, buf);
 SCAL_BUF(3);
 
+#define PARAM_HALF_BUF GPO_SGD_BUF_HALF
 #include "update.glsl"
 
 bool begin()
@@ -43,24 +44,24 @@ void sgd(precise inout vec4 pi, vec4 gi, precise inout vec4 bi)
 
 void update4(uint i)
 {
-	vec4 pi = p4[i];
+	vec4 pi = param_load(i, 4u);
 	vec4 bi = FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ?
 		  buf4[i] : vec4(0.0);
 
-	sgd(pi, g4[i], bi);
-	p4[i] = pi;
+	sgd(pi, param_grad(i, 4u), bi);
+	param_store(i, 4u, pi);
 	if (FLAG(GPO_SGD_MOMENTUM))
 		buf4[i] = bi;
 }
 
 void update1(uint i)
 {
-	vec4 pi = vec4(p[i]);
+	vec4 pi = vec4(param_load1(i));
 	vec4 bi = vec4(FLAG(GPO_SGD_MOMENTUM) && !FLAG(GPO_SGD_FIRST) ?
 		       buf[i] : 0.0);
 
-	sgd(pi, vec4(g[i]), bi);
-	p[i] = pi.x;
+	sgd(pi, vec4(param_grad1(i)), bi);
+	param_store1(i, pi.x);
 	if (FLAG(GPO_SGD_MOMENTUM))
 		buf[i] = bi.x;
 }

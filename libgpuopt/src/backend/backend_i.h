@@ -74,6 +74,12 @@ struct gpo__op {
 	struct op_buf_desc buf[OP_MAX_BUF];
 	unsigned int args_size;	/* the family's parameter struct */
 	unsigned int dtypes;	/* bit (1u << GPO_xxx) per dtype it has */
+	/*
+	 * element ops with abi.h's GPO_PARAM_FIELDS: the word of p_base in
+	 * the parameter struct, which a backend that cuts the launch into
+	 * windows advances by each window's first element; 0: none
+	 */
+	unsigned int base_word;
 };
 
 #define DT(x)		(1u << (x))

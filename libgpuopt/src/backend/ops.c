@@ -8,6 +8,7 @@
  * use these), and which dtypes its sources are built for. The formulas
  * and the parameter structs are in kernels/abi/<family>.h.
  */
+#include <stddef.h>
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "backend/embedded_i.h"
@@ -34,6 +35,9 @@
 #define G4	(OP_R | OP_VEC4)	/* the gradient view */
 #define S4	(OP_RW | OP_VEC4 | OP_OPT)	/* state a flag turns on */
 #define SCAL	{ "scal", OP_R }
+/* the half copy of the parameters (abi.h GPO_UPD_PARAM_F16/BF16) */
+#define PHALF	{ "p_half", OP_W | OP_VEC4 | OP_OPT }
+#define BASE_WORD(s)	(unsigned int)(offsetof(struct s, p_base) / 4)
 
 const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_COPY] = { "copy", "mem", GRID_ELEMENTS, 2,
@@ -51,23 +55,35 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_NORM_SMALL] = { "norm_small", "norm", GRID_GROUPS, 2,
 		{ { "g", G4 }, { "scal", OP_RW } },
 		sizeof(struct gpo_norm_args), DT(GPO_F32) },
-	[OP_SGD] = { "sgd", "sgd", GRID_ELEMENTS, 4,
-		{ { "p", P4 }, { "g", G4 }, { "momentum_buffer", S4 }, SCAL },
-		sizeof(struct gpo_sgd_args), DT(GPO_F32) },
-	[OP_ADAM] = { "adam", "adam", GRID_ELEMENTS, 6,
+	[OP_SGD] = { "sgd", "sgd", GRID_ELEMENTS, GPO_SGD_BUF_HALF + 1,
+		{ { "p", P4 }, { "g", G4 }, { "momentum_buffer", S4 }, SCAL,
+		  [GPO_SGD_BUF_HALF] = PHALF },
+		sizeof(struct gpo_sgd_args), DT(GPO_F32),
+		BASE_WORD(gpo_sgd_args) },
+	[OP_ADAM] = { "adam", "adam", GRID_ELEMENTS, GPO_ADAM_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "exp_avg", P4 },
-		  { "exp_avg_sq", P4 }, { "max_exp_avg_sq", S4 }, SCAL },
-		sizeof(struct gpo_adam_args), DT(GPO_F32) },
-	[OP_RMSPROP] = { "rmsprop", "rmsprop", GRID_ELEMENTS, 6,
+		  { "exp_avg_sq", P4 }, { "max_exp_avg_sq", S4 }, SCAL,
+		  [GPO_ADAM_BUF_HALF] = PHALF },
+		sizeof(struct gpo_adam_args), DT(GPO_F32),
+		BASE_WORD(gpo_adam_args) },
+	[OP_RMSPROP] = { "rmsprop", "rmsprop", GRID_ELEMENTS,
+		GPO_RMSPROP_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "square_avg", P4 },
-		  { "momentum_buffer", S4 }, { "grad_avg", S4 }, SCAL },
-		sizeof(struct gpo_rmsprop_args), DT(GPO_F32) },
-	[OP_ADAGRAD] = { "adagrad", "adagrad", GRID_ELEMENTS, 4,
-		{ { "p", P4 }, { "g", G4 }, { "sum", P4 }, SCAL },
-		sizeof(struct gpo_adagrad_args), DT(GPO_F32) },
-	[OP_LION] = { "lion", "lion", GRID_ELEMENTS, 4,
-		{ { "p", P4 }, { "g", G4 }, { "exp_avg", P4 }, SCAL },
-		sizeof(struct gpo_lion_args), DT(GPO_F32) },
+		  { "momentum_buffer", S4 }, { "grad_avg", S4 }, SCAL,
+		  [GPO_RMSPROP_BUF_HALF] = PHALF },
+		sizeof(struct gpo_rmsprop_args), DT(GPO_F32),
+		BASE_WORD(gpo_rmsprop_args) },
+	[OP_ADAGRAD] = { "adagrad", "adagrad", GRID_ELEMENTS,
+		GPO_ADAGRAD_BUF_HALF + 1,
+		{ { "p", P4 }, { "g", G4 }, { "sum", P4 }, SCAL,
+		  [GPO_ADAGRAD_BUF_HALF] = PHALF },
+		sizeof(struct gpo_adagrad_args), DT(GPO_F32),
+		BASE_WORD(gpo_adagrad_args) },
+	[OP_LION] = { "lion", "lion", GRID_ELEMENTS, GPO_LION_BUF_HALF + 1,
+		{ { "p", P4 }, { "g", G4 }, { "exp_avg", P4 }, SCAL,
+		  [GPO_LION_BUF_HALF] = PHALF },
+		sizeof(struct gpo_lion_args), DT(GPO_F32),
+		BASE_WORD(gpo_lion_args) },
 	[OP_LAMB_PREP] = { "lamb_prep", "lamb", GRID_GROUPS, 7,
 		{ { "p", OP_R }, { "g", OP_R }, { "exp_avg", OP_RW },
 		  { "exp_avg_sq", OP_RW }, { "blocks", OP_R },

@@ -84,12 +84,29 @@ struct save_plan {
 
 static const struct dev_buf *slot_buf(const struct gpo_optim *opt, int slot)
 {
+	if (slot == CKPT_SLOT_MASTER)
+		return &opt->master;
 	return slot == CKPT_SLOT_PARAM ? &opt->param : &opt->slot[slot];
 }
 
 static enum gpo_dtype slot_dtype(const struct gpo_optim *opt, int slot)
 {
+	if (slot == CKPT_SLOT_MASTER)
+		return GPO_F32;
 	return slot == CKPT_SLOT_PARAM ? opt->param_dtype : opt->slot_dtype[slot];
+}
+
+/* the row of @slot in a restore's tables: param, the slots, master */
+static int slot_row(int slot)
+{
+	return slot == CKPT_SLOT_MASTER ? SL_COUNT + 1 : slot + 1;
+}
+
+static const char *slot_label(int slot)
+{
+	if (slot == CKPT_SLOT_MASTER)
+		return "master";
+	return slot == CKPT_SLOT_PARAM ? "param" : gpo__optim_slot_names[slot];
 }
 
 /* File order: param, then each slot in use; by group, then flat order. */
@@ -119,7 +136,7 @@ static void plan_buffer(const struct gpo_optim *opt, int slot,
 
 static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 {
-	int s, nbuf = 1;
+	int s, nbuf = 2;
 
 	for (s = 0; s < SL_COUNT; s++)
 		nbuf += opt->slot[s].mem != NULL;
@@ -129,6 +146,8 @@ static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 	if (!p->e || !p->seg)
 		return gpo__err(-ENOMEM, "out of memory");
 	plan_buffer(opt, CKPT_SLOT_PARAM, p);
+	if (opt->master.mem)
+		plan_buffer(opt, CKPT_SLOT_MASTER, p);
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem)
 			plan_buffer(opt, s, p);
@@ -148,6 +167,8 @@ static void entry_name(const struct gpo_optim *opt,
 
 	if (e->slot == CKPT_SLOT_PARAM)
 		snprintf(buf, len, "param/%s", name);
+	else if (e->slot == CKPT_SLOT_MASTER)
+		snprintf(buf, len, "master/%s", name);
 	else
 		snprintf(buf, len, "state/%s/%s", name,
 			 gpo__optim_slot_names[e->slot]);
@@ -1084,7 +1105,7 @@ out_close:
 /* Where the data goes: device buffers (restore), or nowhere (verify). */
 struct sink {
 	struct gpo_optim *opt;		/* NULL: only check */
-	struct dev_buf *dst[SL_COUNT + 1];	/* [0] param, [s + 1] slot */
+	struct dev_buf *dst[SL_COUNT + 2];	/* slot_row() */
 	int ti;				/* tensor being read */
 	uint64_t tpos;
 	XXH64_state_t hs;
@@ -1116,7 +1137,7 @@ static int flush_upload(struct sink *sk)
 static int upload(struct sink *sk, const struct ckpt_tensor *t,
 		  const char *src, uint64_t n)
 {
-	struct dev_buf *buf = sk->dst[t->slot + 1];
+	struct dev_buf *buf = sk->dst[slot_row(t->slot)];
 	uint64_t esize = gpo_dtype_size(slot_dtype(sk->opt, t->slot));
 	uint64_t off = sk->opt->tensors[t->tensor].offset * esize + sk->tpos;
 	int ret;
@@ -1356,6 +1377,9 @@ static int resolve_name(const struct name_index *ix, enum gpo_optim_kind kind,
 	if (!strncmp(n, "param/", 6)) {
 		t->slot = CKPT_SLOT_PARAM;
 		t->tensor = lookup(ix, n + 6, strlen(n + 6));
+	} else if (!strncmp(n, "master/", 7)) {
+		t->slot = CKPT_SLOT_MASTER;
+		t->tensor = lookup(ix, n + 7, strlen(n + 7));
 	} else if (!strncmp(n, "state/", 6) && (slash = strchr(n + 6, '/'))) {
 		t->tensor = lookup(ix, n + 6, (size_t)(slash - n - 6));
 		for (s = 0; s < SL_COUNT; s++)
@@ -1387,8 +1411,7 @@ static int check_shape(const struct gpo_optim *opt,
 	if (t->dtype != gpo__ckpt_file_dtype[dt])
 		return gpo__err(-EINVAL, "tensor '%.200s' is %s; the optimizer keeps %s in %s (%s)",
 			       t->name, gpo__ckpt_dtype_names[t->dtype],
-			       t->slot == CKPT_SLOT_PARAM ? "param" :
-			       gpo__optim_slot_names[t->slot], gpo_dtype_name(dt),
+			       slot_label(t->slot), gpo_dtype_name(dt),
 			       gpo__ckpt_dtype_names[gpo__ckpt_file_dtype[dt]]);
 	for (i = 0; same && i < t->ndim; i++)
 		same = t->shape[i] == ot->shape[i];
@@ -1469,6 +1492,28 @@ static int check_complete_slots(const struct gpo_optim *opt,
 	return 0;
 }
 
+/*
+ * master/<name> for every tensor when the optimizer keeps a master copy
+ * (half parameters, master_weights=1), none otherwise
+ */
+static int check_master(const struct gpo_optim *opt, const unsigned char *seen)
+{
+	const unsigned char *row = seen +
+				   (size_t)(SL_COUNT + 1) * opt->ntensors;
+	int want = gpo__optim_wants_master(opt);
+	int t;
+
+	for (t = 0; t < opt->ntensors; t++) {
+		if (want && !row[t])
+			return gpo__err(-ENOENT, "the checkpoint has no master/%s (the optimizer keeps an f32 master copy)",
+					opt->tensors[t].name);
+		if (!want && row[t])
+			return gpo__err(-EINVAL, "the checkpoint has master/%s but the optimizer keeps no master copy: set its param dtype and master_weights to restore it",
+					opt->tensors[t].name);
+	}
+	return 0;
+}
+
 static int match_tensors(const struct ckpt *ck, const struct gpo_optim *opt,
 			 unsigned char *seen)
 {
@@ -1483,7 +1528,7 @@ static int match_tensors(const struct ckpt *ck, const struct gpo_optim *opt,
 		if (!ret)
 			ret = check_shape(opt, t);
 		if (!ret)
-			seen[(size_t)(t->slot + 1) * opt->ntensors +
+			seen[(size_t)slot_row(t->slot) * opt->ntensors +
 			     t->tensor] = 1;
 	}
 	free(ix.order);
@@ -1502,7 +1547,7 @@ int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 		ret = match_groups(ck, opt, groups);
 	if (ret)
 		return ret;
-	seen = calloc((size_t)(SL_COUNT + 1) *
+	seen = calloc((size_t)(SL_COUNT + 2) *
 		      (opt->ntensors ? opt->ntensors : 1), 1);
 	if (!seen)
 		return gpo__err(-ENOMEM, "out of memory");
@@ -1510,6 +1555,8 @@ int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 	ret = match_tensors((struct ckpt *)ck, opt, seen);
 	if (!ret)
 		ret = check_complete_slots(opt, seen, have, flags, groups);
+	if (!ret)
+		ret = check_master(opt, seen);
 	free(seen);
 	return ret;
 }
@@ -1522,7 +1569,7 @@ struct restore_job {
 	int fd;
 	int have[SL_COUNT];
 	struct optim_group *groups;
-	struct dev_buf staged[SL_COUNT + 1];
+	struct dev_buf staged[SL_COUNT + 2];	/* by slot_row() */
 	char *sched_backup;
 	int sched_loaded;
 };
@@ -1531,7 +1578,7 @@ static void free_staged(struct restore_job *j)
 {
 	int i;
 
-	for (i = 0; i <= SL_COUNT; i++)
+	for (i = 0; i <= SL_COUNT + 1; i++)
 		gpo__pool_free(j->opt->dev, &j->staged[i]);
 }
 
@@ -1587,10 +1634,13 @@ static int stage(struct restore_job *j)
 	int i, ret = 0;
 
 	pthread_mutex_lock(&dev->lock);
-	for (i = 0; i <= SL_COUNT && !ret; i++) {
-		uint64_t esize = gpo_dtype_size(slot_dtype(opt, i - 1));
+	for (i = 0; i <= SL_COUNT + 1 && !ret; i++) {
+		int slot = i == SL_COUNT + 1 ? CKPT_SLOT_MASTER : i - 1;
+		uint64_t esize = gpo_dtype_size(slot_dtype(opt, slot));
 
-		if (i && !j->have[i - 1])
+		if (slot >= 0 && !j->have[i - 1])
+			continue;
+		if (slot == CKPT_SLOT_MASTER && !opt->master.mem)
 			continue;
 		ret = gpo__pool_alloc(dev, opt->total * esize, &j->staged[i]);
 		if (!ret)
@@ -1683,6 +1733,8 @@ static void commit(struct restore_job *j)
 	/* a bound param got its values by copy_to_bound() */
 	if (!opt->ext[0])
 		swap_in(&opt->param, &j->staged[0], dev);
+	if (opt->master.mem)
+		swap_in(&opt->master, &j->staged[SL_COUNT + 1], dev);
 	for (s = 0; s < SL_COUNT; s++) {
 		if (j->have[s])
 			swap_in(&opt->slot[s], &j->staged[s + 1], dev);
@@ -1735,7 +1787,7 @@ static int restore(struct restore_job *j, unsigned int flags)
 	pthread_mutex_unlock(&opt->dev->lock);
 	if (!ret)
 		ret = stage(j);
-	for (i = 0; i <= SL_COUNT; i++)
+	for (i = 0; i <= SL_COUNT + 1; i++)
 		sk.dst[i] = &j->staged[i];
 	if (!ret)
 		ret = stream_data(j->ck, j->fd, flags, &sk);

@@ -77,6 +77,7 @@ extern const enum ckpt_dtype gpo__ckpt_file_dtype[GPO_DTYPES];
 
 /* what a tensor of a checkpoint maps to in an optimizer (restore) */
 #define CKPT_SLOT_PARAM	(-1)
+#define CKPT_SLOT_MASTER	(-2)	/* "master/<name>": the f32 master */
 
 struct ckpt_tensor {
 	char *name;
@@ -87,7 +88,7 @@ struct ckpt_tensor {
 	uint64_t sum;			/* XXH64, if has_sum */
 	int has_sum;
 	int verified;			/* 1 ok, -EBADE mismatch, 0 unchecked */
-	int slot;			/* restore: CKPT_SLOT_PARAM or slot_id */
+	int slot;			/* restore: CKPT_SLOT_*, or slot_id */
 	int tensor;			/* restore: the optimizer's index */
 };
 

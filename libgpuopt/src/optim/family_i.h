@@ -159,8 +159,10 @@ static inline int optim_launch_groups(struct gpo_optim *opt,
 		call.buf[1] = optim_group_view(&opt->grad, opt->grad_dtype, grp);
 		ret = fill(opt, grp, t, optim_upd_flags(grp, flags), &call,
 			   args);
-		if (!ret)
+		if (!ret) {
+			gpo__optim_param_call(opt, grp, t, &call, args);
 			ret = gpo__launch(opt->dev, &call);
+		}
 		if (ret)
 			return ret;
 	}

@@ -21,6 +21,12 @@
 #include "abi/norm.h"
 #include "abi/objective.h"
 
+/* half-precision parameters (their block is before the step's) */
+static int check_param(struct gpo_optim *opt, const char *what, int slots);
+static int alloc_master(struct gpo_optim *opt);
+static int master_sync(struct gpo_optim *opt, const char *slot,
+		       const char *tensor, const void *src, size_t bytes);
+
 /* norm groups per run of the partial-sum pass (launch_norm) */
 #define NORM_RUN	32
 /*
@@ -88,6 +94,7 @@ static void free_buffers(struct gpo_optim *opt)
 	opt->scal_host = NULL;
 	free_flat(opt, 0, &opt->param);
 	free_flat(opt, 1, &opt->grad);
+	gpo__pool_free(dev, &opt->master);
 	for (i = 0; i < SL_COUNT; i++)
 		gpo__pool_free(dev, &opt->slot[i]);
 	gpo__pool_free(dev, &opt->scal);
@@ -891,6 +898,8 @@ int gpo__optim_ensure_allocated(struct gpo_optim *opt)
 	ret = zero_flat(opt, 0, &opt->param, opt->param_dtype);
 	if (!ret)
 		ret = zero_flat(opt, 1, &opt->grad, opt->grad_dtype);
+	if (!ret)
+		ret = alloc_master(opt);
 	if (ret)
 		goto out_free;
 	opt->allocated = 1;
@@ -916,6 +925,12 @@ static int resolve(struct gpo_optim *opt, const char *slot, int create,
 	int s;
 
 	*sid = SL_COUNT;
+	if (!strcmp(slot, "master")) {
+		if (!opt->master.mem)
+			return gpo__err(-ENOENT, "master: no master copy (f32 parameters, or master_weights=0)");
+		*buf = &opt->master;
+		return 0;
+	}
 	if (!strcmp(slot, "param")) {
 		*buf = &opt->param;
 		return 0;
@@ -953,6 +968,8 @@ static enum gpo_dtype *dtype_field(struct gpo_optim *opt, const char *name)
 		return &opt->param_dtype;
 	if (!strcmp(name, "grad"))
 		return &opt->grad_dtype;
+	if (!strcmp(name, "master"))
+		return &opt->master_dtype;
 	for (s = 0; s < SL_COUNT; s++)
 		if (!strcmp(name, gpo__optim_slot_names[s]) &&
 		    gpo__optim_slot_possible(opt->kind, s))
@@ -1035,9 +1052,15 @@ out_unlock:
 int gpo_optim_write(struct gpo_optim *opt, const char *slot,
 		    const char *tensor, const void *src, size_t bytes)
 {
+	int ret;
+
 	if (!opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
-	return transfer(opt, 1, slot, tensor, (void *)src, bytes);
+	ret = transfer(opt, 1, slot, tensor, (void *)src, bytes);
+	if (!ret && opt->master.mem &&
+	    (!strcmp(slot, "param") || !strcmp(slot, "master")))
+		ret = master_sync(opt, slot, tensor, src, bytes);
+	return ret;
 }
 
 int gpo_optim_read(struct gpo_optim *opt, const char *slot,
@@ -1083,6 +1106,8 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 	field = dtype_field(opt, buffer);
 	if (!field)
 		return -ENOENT;
+	if (field == &opt->master_dtype)
+		return gpo__err(-EINVAL, "master: the master copy is f32 (gpo_optim_set_param_dtype())");
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "%s: the dtype cannot change after the first use",
 			       buffer);
@@ -1216,12 +1241,11 @@ static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
  */
 static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 {
-	int s, first = -1;
+	int s, first = -1, ret;
 
-	if (opt->param_dtype != GPO_F32)
-		return no_kernel(what, "param", opt->param_dtype);
-	if (opt->grad_dtype != GPO_F32)
-		return no_kernel(what, "grad", opt->grad_dtype);
+	ret = check_param(opt, what, slots);
+	if (ret)
+		return ret;
 	/*
 	 * State in another dtype: the family's kernels take it when every
 	 * slot the step uses has that one dtype (one flag says it)
@@ -1241,6 +1265,199 @@ static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 					gpo_dtype_name(dt));
 		first = s;
 	}
+	return 0;
+}
+
+/* ---- half-precision parameters ------------------------------------------ */
+
+static int param_half(const struct gpo_optim *opt)
+{
+	return opt->param_dtype == GPO_F16 || opt->param_dtype == GPO_BF16;
+}
+
+/*
+ * The step's parameter side: f32 parameters and gradients, or half ones
+ * in one dtype with a master copy, or bf16 ones rounded stochastically.
+ * The norm pass (clip_norm, grad_scale, check_finite, loss_scale) reads
+ * f32 gradients only: refused with half ones until it has half kernels.
+ */
+static int check_param(struct gpo_optim *opt, const char *what, int slots)
+{
+	const struct hparams *hp = &opt->groups[0].hp;
+
+	if (opt->param_dtype == GPO_F32) {
+		if (opt->grad_dtype != GPO_F32)
+			return no_kernel(what, "grad", opt->grad_dtype);
+		return 0;
+	}
+	if (!slots || !param_half(opt) || opt->fam == &gpo__optim_lamb)
+		return no_kernel(what, "param", opt->param_dtype);
+	if (opt->grad_dtype != opt->param_dtype)
+		return gpo__err(-ENOSYS, "%s: param in %s, grad in %s: the gradients must be in the parameters' dtype",
+				what, gpo_dtype_name(opt->param_dtype),
+				gpo_dtype_name(opt->grad_dtype));
+	if (opt->allocated && !hp->master_weights != !opt->master_on)
+		return gpo__err(-EBUSY, "%s: master_weights cannot change after the first use",
+				what);
+	if (!hp->master_weights && opt->param_dtype != GPO_BF16)
+		return gpo__err(-EINVAL, "%s: %s parameters need master_weights=1 (stochastic rounding is for bf16)",
+				what, gpo_dtype_name(opt->param_dtype));
+	if (hp->clip_norm > 0 || hp->grad_scale != 1.0 || hp->check_finite ||
+	    ls_on(hp))
+		return gpo__err(-ENOSYS, "%s: clip_norm, grad_scale, check_finite and loss_scale read f32 gradients only (%s gradients: not written yet)",
+				what, gpo_dtype_name(opt->grad_dtype));
+	return 0;
+}
+
+/*
+ * At allocation: the master copy of half parameters, unless
+ * master_weights=0. It starts as the parameters widened exactly: zeros,
+ * or a bound buffer's values.
+ */
+static int alloc_master(struct gpo_optim *opt)
+{
+	struct gpo_device *dev = opt->dev;
+	uint64_t n = opt->total, i;
+	uint16_t *h = NULL;
+	float *f = NULL;
+	int ret;
+
+	opt->master_on = gpo__optim_wants_master(opt);
+	if (!opt->master_on)
+		return 0;
+	ret = gpo__pool_alloc(dev, n * sizeof(float), &opt->master);
+	if (ret || !opt->ext[0])
+		return ret ? ret : zero_bytes(opt, &opt->master);
+	h = malloc(n * sizeof(*h));
+	f = malloc(n * sizeof(*f));
+	if (!h || !f) {
+		ret = gpo__err(-ENOMEM, "master copy: out of memory");
+		goto out_free;
+	}
+	ret = dev->ops->read(dev, &opt->param, 0, h, n * sizeof(*h));
+	if (ret)
+		goto out_free;
+	for (i = 0; i < n; i++)
+		f[i] = opt->param_dtype == GPO_F16 ? gpo__f16_to_f32(h[i]) :
+						     gpo__bf16_to_f32(h[i]);
+	ret = dev->ops->write(dev, &opt->master, 0, f, n * sizeof(*f));
+out_free:
+	free(h);
+	free(f);
+	return ret;
+}
+
+/*
+ * After a write of "param" or "master" with a master copy: the other one
+ * follows, so that the half parameters always are the master rounded to
+ * nearest even (a written param is its own master, exactly).
+ */
+static int master_sync(struct gpo_optim *opt, const char *slot,
+		       const char *tensor, const void *src, size_t bytes)
+{
+	int to_master = !strcmp(slot, "param"), f16;
+	size_t n = bytes / (to_master ? 2 : 4), i;
+	void *tmp;
+	int ret;
+
+	f16 = opt->param_dtype == GPO_F16;
+	tmp = malloc(n ? n * (to_master ? 4 : 2) : 1);
+	if (!tmp)
+		return gpo__err(-ENOMEM, "master copy: out of memory");
+	for (i = 0; i < n; i++) {
+		if (to_master) {
+			uint16_t h = ((const uint16_t *)src)[i];
+
+			((float *)tmp)[i] = f16 ? gpo__f16_to_f32(h) :
+						  gpo__bf16_to_f32(h);
+		} else {
+			float x = ((const float *)src)[i];
+
+			((uint16_t *)tmp)[i] = f16 ? gpo__f32_to_f16(x) :
+						     gpo__f32_to_bf16(x);
+		}
+	}
+	ret = transfer(opt, 1, to_master ? "master" : "param", tensor, tmp,
+		       n * (to_master ? 4 : 2));
+	free(tmp);
+	return ret;
+}
+
+/* @grp's part of half buffer @buf, n rounded up to 4 (the group's padding) */
+static struct dev_buf half_view4(const struct dev_buf *buf,
+				 const struct optim_group *grp)
+{
+	struct dev_buf v = optim_group_view(buf, GPO_BF16, grp);
+
+	if (v.mem)
+		v.size = ((grp->numel + 3) & ~3ull) * 2;
+	return v;
+}
+
+void gpo__optim_param_call(const struct gpo_optim *opt,
+			   const struct optim_group *grp, uint64_t t,
+			   struct op_call *call, void *args)
+{
+	const struct gpo__op *op = &gpo__ops[call->op];
+	uint32_t *w = args, bw = op->base_word;
+
+	if (!bw)
+		return;
+	w[bw] = (uint32_t)grp->start;
+	w[bw + 1] = (uint32_t)opt->sr_seed;
+	w[bw + 2] = (uint32_t)(opt->sr_seed >> 32);
+	w[bw + 3] = (uint32_t)t;
+	w[bw + 4] = (uint32_t)(t >> 32);
+	if (!param_half(opt))
+		return;
+	/* the kernels are f32 ones that load and store half words */
+	call->dtype = GPO_F32;
+	w[1] |= opt->param_dtype == GPO_F16 ? GPO_UPD_PARAM_F16 :
+					      GPO_UPD_PARAM_BF16;
+	call->buf[1] = half_view4(&opt->grad, grp);
+	if (opt->master_on) {
+		/* ops.c: the half copy is each update op's last buffer */
+		call->buf[0] = optim_group_view(&opt->master, GPO_F32, grp);
+		call->buf[op->nbuf - 1] = half_view4(&opt->param, grp);
+	} else {
+		w[1] |= GPO_UPD_PARAM_SR;
+		call->buf[0] = half_view4(&opt->param, grp);
+	}
+}
+
+int gpo_optim_set_param_dtype(struct gpo_optim *opt, enum gpo_dtype dt,
+			      int master_weights, uint64_t seed)
+{
+	const char *kind;
+	int g;
+
+	if (!opt)
+		return gpo__err(-EINVAL, "gpo_optim_set_param_dtype: NULL optimizer");
+	kind = gpo_optim_kind_name(opt->kind);
+	if (dt != GPO_F32 && dt != GPO_F16 && dt != GPO_BF16)
+		return gpo__err(-EINVAL, "%s: parameters in %s: only f32, f16 or bf16",
+				kind, (unsigned int)dt < GPO_DTYPES ?
+				gpo_dtype_name(dt) : "an unknown dtype");
+	if (master_weights != 0 && master_weights != 1)
+		return gpo__err(-EINVAL, "%s: master_weights %d: 0 or 1",
+				kind, master_weights);
+	if (dt == GPO_F16 && !master_weights)
+		return gpo__err(-EINVAL, "%s: f16 parameters need master_weights=1 (stochastic rounding is for bf16)",
+				kind);
+	if (dt != GPO_F32 && opt->fam == &gpo__optim_lamb)
+		return gpo__err(-EINVAL, "%s: parameters in %s: LAMB's kernels take f32 parameters only",
+				kind, gpo_dtype_name(dt));
+	if (opt->allocated)
+		return gpo__err(-EBUSY, "%s: the parameter dtype cannot change after the first use",
+				kind);
+	if (opt->ext[0] || opt->ext[1])
+		return gpo__err(-EBUSY, "%s: the parameter dtype cannot change once param or grad is bound",
+				kind);
+	opt->param_dtype = dt;
+	opt->grad_dtype = dt;
+	opt->sr_seed = seed;
+	for (g = 0; g < opt->ngroups; g++)
+		opt->groups[g].hp.master_weights = master_weights;
 	return 0;
 }
 

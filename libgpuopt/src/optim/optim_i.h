@@ -60,6 +60,16 @@ struct gpo_optim {
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
 	/* element types, fixed at allocation (0 = GPO_F32) */
 	enum gpo_dtype param_dtype, grad_dtype, slot_dtype[SL_COUNT];
+	/*
+	 * Half-precision parameters (gpo_optim_set_param_dtype()): @master,
+	 * the f32 master copy when param_dtype is f16/bf16 and @master_on;
+	 * bf16 without it rounds stochastically, keyed by @sr_seed.
+	 * @master_dtype is always f32 (what gpo_optim_dtype("master") says).
+	 */
+	struct dev_buf master;
+	int master_on;
+	uint64_t sr_seed;
+	enum gpo_dtype master_dtype;
 	struct dev_buf scal;		/* GPO_SCAL_SIZE floats: abi/abi.h */
 	/* the loss scale's device state must be (re)written before use */
 	int ls_reset;
@@ -131,6 +141,28 @@ int gpo__optim_loss_state(struct gpo_optim *opt, double *scale,
 			  uint64_t *good);
 int gpo__optim_set_loss_state(struct gpo_optim *opt, double scale,
 			      uint64_t good);
+
+/*
+ * gpo__optim_wants_master - does @opt's configuration keep an f32 master
+ * copy: f16/bf16 parameters with gradients of that dtype (the mode of
+ * gpo_optim_set_param_dtype()) and master_weights=1?
+ */
+static inline int gpo__optim_wants_master(const struct gpo_optim *opt)
+{
+	return (opt->param_dtype == GPO_F16 || opt->param_dtype == GPO_BF16) &&
+	       opt->grad_dtype == opt->param_dtype && opt->ngroups &&
+	       opt->groups[0].hp.master_weights;
+}
+
+/*
+ * gpo__optim_param_call - point @call (an update op of @grp at step @t,
+ * its parameter struct @args filled) at the master copy and the half
+ * parameters, with the mode's flags and fields (abi.h GPO_PARAM_FIELDS);
+ * nothing for f32 parameters
+ */
+void gpo__optim_param_call(const struct gpo_optim *opt,
+			   const struct optim_group *grp, uint64_t t,
+			   struct op_call *call, void *args);
 
 /* gpo__optim_drop_tensors - back to no tensors and no buffers (a failed model) */
 void gpo__optim_drop_tensors(struct gpo_optim *opt);

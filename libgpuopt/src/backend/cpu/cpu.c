@@ -17,6 +17,9 @@
 #include <unistd.h>
 #include "core/gpuopt_i.h"
 #include "backend/cpu/cpu_i.h"
+#include "core/dtype_i.h"
+#include "core/quant_i.h"
+#include "core/rng_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
 #include "abi/sgd.h"
@@ -792,6 +795,102 @@ static int cpu_supports(struct gpo_device *dev, enum gpo__op_id op,
 	return op_kernel[op] && (op_kernel[op]->dtypes & DT(dtype));
 }
 
+/* ---- half-precision parameters (abi.h GPO_UPD_PARAM_*) ----------------- */
+
+#define PARAM_CHUNK	512	/* elements converted at a time (stack) */
+
+/*
+ * An update op with half parameters or gradients: the family's f32 loop,
+ * unchanged, over chunks of f32 copies. @c's gradients (and, with
+ * GPO_UPD_PARAM_SR, its bf16 parameters) are widened exactly into arrays
+ * that the family loop sees at the same element indices; with a master
+ * copy buffer 0 is the f32 master itself. Then the half copy gets the new
+ * master rounded to nearest even, or the bf16 parameters the new values
+ * rounded stochastically with gpo__round_bits() of their global index.
+ */
+static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo__op *op = &gpo__ops[c->op];
+	const uint32_t *w = c->args;
+	uint32_t flags = w[1], base = w[op->base_word];
+	uint64_t seed = w[op->base_word + 1] |
+			(uint64_t)w[op->base_word + 2] << 32;
+	uint64_t step = w[op->base_word + 3] |
+			(uint64_t)w[op->base_word + 4] << 32;
+	int f16 = !!(flags & GPO_UPD_PARAM_F16);
+	int sr = !!(flags & GPO_UPD_PARAM_SR);
+	const uint16_t *gh = (const uint16_t *)(void *)bp(c, 1);
+	uint16_t *ph = sr ? (uint16_t *)(void *)bp(c, 0) : NULL;
+	float pt[PARAM_CHUNK], gt[PARAM_CHUNK];
+	struct dev_mem pm, gmem;
+	struct op_call cc = *c;
+	uint32_t c0, c1, i;
+	unsigned int b;
+
+	/* a skipped step changes nothing */
+	for (b = 0; b < op->nbuf; b++) {
+		if (!strcmp(op->buf[b].name, "scal") &&
+		    (flags & GPO_UPD_USE_SCAL) &&
+		    bp(c, b)[GPO_SCAL_SKIP] != 0.0f)
+			return;
+		if (!sr && !strcmp(op->buf[b].name, "p_half"))
+			ph = (uint16_t *)(void *)bp(c, b);
+	}
+	if (!ph)
+		return;
+	for (c0 = lo; c0 < hi; c0 = c1) {
+		c1 = hi - c0 < PARAM_CHUNK ? hi : c0 + PARAM_CHUNK;
+		/* chunk array element i is element c0 + i of the view */
+		gmem.ptr = gt - c0;
+		gmem.size = (uint64_t)c1 * 4;
+		cc.buf[1] = (struct dev_buf){ &gmem, 0, gmem.size };
+		for (i = c0; i < c1; i++)
+			gt[i - c0] = f16 ? gpo__f16_to_f32(gh[i]) :
+					   gpo__bf16_to_f32(gh[i]);
+		if (sr) {
+			pm.ptr = pt - c0;
+			pm.size = gmem.size;
+			cc.buf[0] = (struct dev_buf){ &pm, 0, pm.size };
+			for (i = c0; i < c1; i++)
+				pt[i - c0] = gpo__bf16_to_f32(ph[i]);
+		}
+		op_kernel[c->op]->fn(&cc, c0, c1);
+		if (sr) {
+			uint32_t rw[4];
+
+			/* gpo__round_bits(): one Philox block per 4 elements */
+			for (i = c0; i < c1; i++) {
+				uint64_t e = (uint64_t)base + i;
+
+				if (i == c0 || e % 4 == 0)
+					gpo__philox(seed,
+						    GPO_RNG_STREAM(GPO_RNG_ROUND,
+								   step),
+						    e / 4, rw);
+				ph[i] = gpo__f32_to_bf16_sr(pt[i - c0],
+							    rw[e % 4]);
+			}
+		} else {
+			const float *m = bp(c, 0);
+
+			for (i = c0; i < c1; i++)
+				ph[i] = f16 ? gpo__f32_to_f16(m[i]) :
+					      gpo__f32_to_bf16(m[i]);
+		}
+	}
+}
+
+/* the slice function of @call: the op's, or k_param_half() around it */
+static slice_fn launch_fn(const struct op_call *call)
+{
+	const struct gpo__op *op = &gpo__ops[call->op];
+
+	if (op->base_word &&
+	    (((const uint32_t *)call->args)[1] & GPO_UPD_PARAM_HALF))
+		return k_param_half;
+	return op_kernel[call->op]->fn;
+}
+
 /* ---- the thread pool ---------------------------------------------------- */
 
 static void run_slice(struct cpu_dev *cd, int idx)
@@ -839,7 +938,7 @@ static int cpu_launch(struct gpo_device *dev, const struct op_call *call)
 	uint32_t units = (uint32_t)call->work;
 	uint64_t t0 = gpo__now_ns();
 
-	cd->fn = op_kernel[call->op]->fn;
+	cd->fn = launch_fn(call);
 	cd->call = call;
 	cd->units = units;
 	cd->align = elements ? SLICE_ALIGN : 1;

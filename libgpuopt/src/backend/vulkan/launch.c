@@ -206,6 +206,10 @@ static int launch_elements(struct gpo_device *dev, const struct op_call *call,
 		if (groups > vd->max_groups)
 			groups = vd->max_groups;
 		pc[0] = (uint32_t)cnt;
+		/* element indices that key random bits are global (abi.h) */
+		if (op->base_word)
+			pc[op->base_word] = ((const uint32_t *)call->args)
+					    [op->base_word] + (uint32_t)first;
 		ret = record_bind(dev, call, pipe, bi, pc);
 		if (ret)
 			return ret;
@@ -344,7 +348,9 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 	for (i = 0; i < op->nbuf; i++) {
 		if (op->grid == GRID_ELEMENTS && (op->buf[i].role & OP_VEC4))
 			ret = bind_buf(dev, call, i, 0,
-				       last_range(vd, &call->buf[i], 0, n * es),
+				       last_range(vd, &call->buf[i], 0, n *
+						  view_esize(&call->buf[i], n,
+							     es)),
 				       &bi[i]);
 		else
 			ret = bind_buf(dev, call, i, 0, whole(&call->buf[i]),
