@@ -59,4 +59,59 @@ static inline void bf16x4_st(__global ushort *x, uint e, uint cnt, float4 v)
 		x[e + 2] = (ushort)f32_to_bf16(v.z);
 }
 
+/*
+ * State in blockwise 8 bits (the u8 kernels: adam8 ...; abi/adam.h): one
+ * work-group a block of 256 elements, one element a work-item; every
+ * work-item calls each u8_* function (they hold barriers). @red and
+ * @codes are the kernel's __local arrays of GPO_WG_SIZE uints. Code
+ * views are words, four codes a word (element 4i in the low byte).
+ */
+static inline uint u8_byte(uint w, uint e)
+{
+	return (w >> (8u * (e & 3u))) & 0xffu;
+}
+
+/* the block's max |x| over the valid lanes, by the bits: a NaN wins */
+static inline float u8_absmax(__local uint *red, float x, bool valid)
+{
+	uint lid = get_local_id(0);
+	float m;
+
+	red[lid] = valid ? (as_uint(x) & 0x7fffffffu) : 0u;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (uint s = GPO_WG_SIZE / 2; s > 0; s >>= 1) {
+		if (lid < s)
+			red[lid] = max(red[lid], red[lid + s]);
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	m = as_float(red[0]);
+	/* everyone has read red[0] before the next call writes it */
+	barrier(CLK_LOCAL_MEM_FENCE);
+	return m;
+}
+
+/*
+ * Each work-item's @code staged; work-item w < 64 then stores the word
+ * of the block's codes 4w .. 4w + 3 at @q (the block's first word),
+ * lanes from @cnt (its valid elements) on keeping their bits
+ */
+static inline void u8_pack(__local uint *codes, __global uint *q, uint code,
+			   uint cnt)
+{
+	uint lid = get_local_id(0);
+
+	codes[lid] = code;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	if (lid < GPO_WG_SIZE / 4 && 4u * lid < cnt) {
+		uint old = q[lid], word = 0;
+
+		for (uint j = 0; j < 4u; j++)
+			word |= (4u * lid + j < cnt ? codes[4u * lid + j] :
+				 u8_byte(old, j)) << (8u * j);
+		q[lid] = word;
+	}
+	/* everyone has read codes before the next call writes it */
+	barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 #endif

@@ -57,6 +57,74 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 	return uvec2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
 }
 
+/*
+ * State in blockwise 8 bits (the u8 kernels, adam8 ...; abi/adam.h): one
+ * workgroup a block of 256 elements, one element an invocation. A
+ * kernel defines GPO_U8_STATE and PREC_QMAP_SHARED before including this
+ * file, calls prec_qmap_load() and barrier() first, and calls every
+ * u8_* function below from all its invocations (they hold barriers).
+ * A code view is the whole slot as words, four codes a word (element 4i
+ * in the low byte).
+ */
+#ifdef GPO_U8_STATE
+#define U8_BUF(b, name) \
+	layout(set = 0, binding = b, std430) buffer name##_q \
+		{ uint name##q[]; }
+
+shared uint u8_red[WG_SIZE];
+shared uint u8_codes[WG_SIZE];
+
+/* the code of byte @e of a code view, from its word @w */
+uint u8_byte(uint w, uint e)
+{
+	return (w >> (8u * (e & 3u))) & 0xffu;
+}
+
+/* the block's max |x| over the valid lanes, by the bits: a NaN wins */
+float u8_absmax(float x, bool valid)
+{
+	uint lid = gl_LocalInvocationID.x;
+	float m;
+
+	u8_red[lid] = valid ? (floatBitsToUint(x) & 0x7fffffffu) : 0u;
+	memoryBarrierShared();
+	barrier();
+	for (uint s = WG_SIZE / 2u; s > 0u; s >>= 1) {
+		if (lid < s)
+			u8_red[lid] = max(u8_red[lid], u8_red[lid + s]);
+		memoryBarrierShared();
+		barrier();
+	}
+	m = uintBitsToFloat(u8_red[0]);
+	/* everyone has read u8_red[0] before the next call writes it */
+	barrier();
+	return m;
+}
+
+/*
+ * Each invocation's @code (valid lanes) staged; then invocation w < 64
+ * gets the word of the block's codes 4w .. 4w + 3 with the lanes from
+ * @cnt (the block's valid elements) on taken from @old, its word now.
+ * Returns whether this invocation has a word to store.
+ */
+bool u8_pack(uint code, uint cnt, uint old, out uint word)
+{
+	uint lid = gl_LocalInvocationID.x;
+
+	u8_codes[lid] = code;
+	memoryBarrierShared();
+	barrier();
+	word = 0u;
+	if (lid < WG_SIZE / 4u && 4u * lid < cnt)
+		for (uint j = 0u; j < 4u; j++)
+			word |= (4u * lid + j < cnt ? u8_codes[4u * lid + j] :
+				 u8_byte(old, j)) << (8u * j);
+	/* everyone has read u8_codes before the next call writes it */
+	barrier();
+	return lid < WG_SIZE / 4u && 4u * lid < cnt;
+}
+#endif
+
 bool grad_mul()
 {
 	float m = 1.0;

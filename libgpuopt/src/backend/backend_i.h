@@ -121,6 +121,8 @@ enum gpo__op_id {
 	OP_CAST,
 	OP_QUANT8,
 	OP_DEQUANT8,
+	/* optimizers with blockwise 8-bit state (state_dtype u8) */
+	OP_ADAM8,
 	OP_COUNT
 };
 

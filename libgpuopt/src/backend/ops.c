@@ -179,6 +179,17 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	[OP_DEQUANT8] = { "dequantize8", "cast", GRID_GROUPS, 3,
 		{ { "codes", OP_R }, { "absmax", OP_R }, { "dst", OP_RW } },
 		sizeof(struct gpo_cast_args), DT(GPO_F32) },
+	/*
+	 * Blockwise 8-bit state: one group a block of 256 (its absmax is
+	 * the new state's), codes and absmax bound whole (offsets in the
+	 * struct); bindings after the f32 kernel's, which keep their places
+	 */
+	[OP_ADAM8] = { "adam8", "adam", GRID_GROUPS, 8,
+		{ { "p", OP_RW }, { "g", OP_R }, { "exp_avg", OP_RW },
+		  { "exp_avg_sq", OP_RW }, { "max_exp_avg_sq", OP_RW | OP_OPT },
+		  SCAL, { "exp_avg.absmax", OP_RW },
+		  { "exp_avg_sq.absmax", OP_RW } },
+		sizeof(struct gpo_adam_args), DT(GPO_F32) },
 };
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,

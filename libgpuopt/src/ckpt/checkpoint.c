@@ -92,6 +92,22 @@ static enum gpo_dtype slot_dtype(const struct gpo_optim *opt, int slot)
 	return slot == CKPT_SLOT_PARAM ? opt->param_dtype : opt->slot_dtype[slot];
 }
 
+/*
+ * u8 state's codes mean nothing without their blocks' absmax, which the
+ * file format has no tensors for yet: refuse rather than save half of it
+ */
+static int u8_refuse(const struct gpo_optim *opt, const char *what)
+{
+	int s;
+
+	for (s = 0; s < SL_COUNT; s++)
+		if (opt->slot_dtype[s] == GPO_U8 &&
+		    gpo__optim_slot_possible(opt->kind, s))
+			return gpo__err(-ENOSYS, "%s: state in u8: checkpoints of its absmax blocks are not written yet",
+					what);
+	return 0;
+}
+
 /* File order: param, then each slot in use; by group, then flat order. */
 static void plan_buffer(const struct gpo_optim *opt, int slot,
 			struct save_plan *p)
@@ -974,6 +990,9 @@ int gpo_optim_save(struct gpo_optim *opt, const char *path,
 	if (flags & ~SAVE_FLAGS)
 		return gpo__err(-EINVAL, "gpo_optim_save: unknown flags %#x",
 			       flags & ~SAVE_FLAGS);
+	ret = u8_refuse(opt, "gpo_optim_save");
+	if (ret)
+		return ret;
 	j.tg.path = path;
 	ret = split_path(&j.tg, path);
 	if (!ret)
@@ -1751,6 +1770,9 @@ int gpo_optim_restore(struct gpo_optim *opt, const char *path,
 	if (flags & ~READ_FLAGS)
 		return gpo__err(-EINVAL, "gpo_optim_restore: unknown flags %#x",
 			       flags & ~READ_FLAGS);
+	ret = u8_refuse(opt, "gpo_optim_restore");
+	if (ret)
+		return ret;
 	ret = open_ckpt(path, flags, &j.fd, &j.ck);
 	if (ret)
 		return ret;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "core/dtype_i.h"
+#include "core/quant_i.h"
 #include "optim/family_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
@@ -88,8 +89,10 @@ static void free_buffers(struct gpo_optim *opt)
 	opt->scal_host = NULL;
 	free_flat(opt, 0, &opt->param);
 	free_flat(opt, 1, &opt->grad);
-	for (i = 0; i < SL_COUNT; i++)
+	for (i = 0; i < SL_COUNT; i++) {
 		gpo__pool_free(dev, &opt->slot[i]);
+		gpo__pool_free(dev, &opt->absmax[i]);
+	}
 	gpo__pool_free(dev, &opt->scal);
 	gpo__pool_free(dev, &opt->partials);
 	gpo__pool_free(dev, &opt->blocks);
@@ -615,6 +618,43 @@ static int fill_host16(struct gpo_optim *opt, const struct dev_buf *buf,
 	return ret;
 }
 
+/* ---- u8 state: blockwise absmax (core/quant_i.h) ---------------------- */
+
+uint64_t gpo__optim_u8_first(const struct gpo_optim *opt, int g)
+{
+	uint64_t n = 0;
+	int h;
+
+	for (h = 0; h < g && h < opt->ngroups; h++)
+		n += (opt->groups[h].numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	return n;
+}
+
+uint64_t gpo__optim_u8_blocks(const struct gpo_optim *opt)
+{
+	return gpo__optim_u8_first(opt, opt->ngroups);
+}
+
+/*
+ * Slot @s's absmax, allocated if missing, all 0: with every code's
+ * value times 0, the state starts at 0 as torch's zeros_like does
+ */
+static int u8_init_absmax(struct gpo_optim *opt, enum slot_id s)
+{
+	uint64_t blocks = gpo__optim_u8_blocks(opt);
+	uint64_t words = (blocks + 3) / 4 * 4;
+	int ret;
+
+	if (!blocks)
+		return 0;
+	if (!opt->absmax[s].mem) {
+		ret = gpo__pool_alloc(opt->dev, words * 4, &opt->absmax[s]);
+		if (ret)
+			return ret;
+	}
+	return zero_bytes(opt, &opt->absmax[s]);
+}
+
 /*
  * A slot of another dtype than f32: zero bytes, then adagrad's initial
  * value, converted on the host as torch.full_like() would.
@@ -634,6 +674,8 @@ static int init_slot_other(struct gpo_optim *opt, enum slot_id s)
 				       opt->groups[g].hp.initial_accumulator_value,
 				       gpo_dtype_name(dt));
 	ret = zero_bytes(opt, &opt->slot[s]);
+	if (!ret && dt == GPO_U8)
+		ret = u8_init_absmax(opt, s);
 	for (g = 0; s == SL_SUM && g < opt->ngroups && !ret; g++) {
 		const struct optim_group *grp = &opt->groups[g];
 
@@ -683,8 +725,10 @@ static int ensure_slot(struct gpo_optim *opt, enum slot_id s)
 	if (ret)
 		return ret;
 	ret = init_slot(opt, s);
-	if (ret)
+	if (ret) {
 		gpo__pool_free(opt->dev, &opt->slot[s]);
+		gpo__pool_free(opt->dev, &opt->absmax[s]);
+	}
 	return ret;
 }
 
@@ -1044,6 +1088,48 @@ int gpo_optim_read(struct gpo_optim *opt, const char *slot,
 	if (!opt)
 		return gpo__err(-EINVAL, "NULL optimizer");
 	return transfer(opt, 0, slot, tensor, dst, bytes);
+}
+
+int gpo_optim_read_absmax(struct gpo_optim *opt, const char *slot,
+			  float *dst, size_t count)
+{
+	uint64_t blocks;
+	int s, ret;
+
+	if (!opt || !slot)
+		return gpo__err(-EINVAL, "gpo_optim_read_absmax: NULL argument");
+	for (s = 0; s < SL_COUNT; s++)
+		if (!strcmp(slot, gpo__optim_slot_names[s]) &&
+		    gpo__optim_slot_possible(opt->kind, s))
+			break;
+	if (s == SL_COUNT)
+		return gpo__err(-ENOENT, "%s has no slot '%.64s'",
+				gpo_optim_kind_name(opt->kind), slot);
+	if (opt->slot_dtype[s] != GPO_U8)
+		return gpo__err(-EINVAL, "%s is in %s: only u8 state has absmax blocks",
+				slot, gpo_dtype_name(opt->slot_dtype[s]));
+	pthread_mutex_lock(&opt->dev->lock);
+	blocks = gpo__optim_u8_blocks(opt);
+	if (!dst) {
+		ret = (int)blocks;
+		goto out_unlock;
+	}
+	if (!opt->absmax[s].mem) {
+		ret = gpo__err(-ENOENT, "slot '%s' is not in use", slot);
+		goto out_unlock;
+	}
+	if (count != blocks) {
+		ret = gpo__err(-EINVAL, "%s: %llu absmax blocks, %zu asked for",
+			       slot, (unsigned long long)blocks, count);
+		goto out_unlock;
+	}
+	ret = gpo__optim_settle(opt);
+	if (!ret)
+		ret = opt->dev->ops->read(opt->dev, &opt->absmax[s], 0, dst,
+					  blocks * sizeof(float));
+out_unlock:
+	pthread_mutex_unlock(&opt->dev->lock);
+	return ret;
 }
 
 int gpo_optim_slot_count(struct gpo_optim *opt)

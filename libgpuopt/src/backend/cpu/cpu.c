@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/gpuopt_i.h"
+#include "core/quant_i.h"
 #include "backend/cpu/cpu_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
@@ -346,6 +347,73 @@ static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
 		}
 		denom = sqrtf(vi) / bc2_sqrt + eps;
 		p[i] = p[i] * decay - step_size * (mi / denom);
+	}
+}
+
+/* u8 state: the largest |x| of a block by the bits, so a NaN wins */
+static float u8_absmax(const float *x, uint32_t cnt)
+{
+	uint32_t m = 0, b, i;
+	float f;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&b, &x[i], 4);
+		b &= 0x7fffffffu;
+		m = b > m ? b : m;
+	}
+	memcpy(&f, &m, 4);
+	return f;
+}
+
+/*
+ * adam8 (abi/adam.h): groups [lo, hi) are blocks of 256; each is
+ * dequantized, updated as k_adam does, and requantized against the new
+ * state's absmax
+ */
+static void k_adam8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_adam_args *a = c->args;
+	float *p = bp(c, 0);
+	const float *g = bp(c, 1);
+	uint8_t *mq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	uint8_t *vq = (uint8_t *)(void *)bp(c, 3) + a->q_off;
+	float *mabs = bp(c, 6) + a->q_blk, *vabs = bp(c, 7) + a->q_blk;
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float step_size = a->step_size, bc2_sqrt = a->bc2_sqrt;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int decoupled = a->flags & GPO_ADAM_DECOUPLED;
+	const float decay = decoupled ? a->decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a->weight_decay;
+	float m[GPO_QBLOCK], v[GPO_QBLOCK], gm;
+	uint32_t k, i;
+
+	if (!grad_mul(c, a->flags, 5, &gm))
+		return;
+	for (k = lo; k < hi; k++) {
+		uint32_t first = k * GPO_QBLOCK;
+		uint32_t cnt = a->n - first < GPO_QBLOCK ? a->n - first :
+							  GPO_QBLOCK;
+		float ma, va;
+
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + l2 * p[e];
+			float denom;
+
+			m[i] = gpo__dequant8(mq[e], mabs[k], 1) * b1 + ob1 * gi;
+			v[i] = gpo__dequant8(vq[e], vabs[k], 0) * b2 +
+			       ob2 * gi * gi;
+			denom = sqrtf(v[i]) / bc2_sqrt + eps;
+			p[e] = p[e] * decay - step_size * (m[i] / denom);
+		}
+		ma = u8_absmax(m, cnt);
+		va = u8_absmax(v, cnt);
+		mabs[k] = ma;
+		vabs[k] = va;
+		for (i = 0; i < cnt; i++) {
+			mq[first + i] = gpo__quant8(m[i], ma, 1);
+			vq[first + i] = gpo__quant8(v[i], va, 0);
+		}
 	}
 }
 
@@ -736,6 +804,7 @@ static const struct cpu_kernel {
 	{ "norm_small", k_norm_small, DT(GPO_F32) },
 	{ "sgd", k_sgd, DT(GPO_F32) },
 	{ "adam", k_adam, DT(GPO_F32) },
+	{ "adam8", k_adam8, DT(GPO_F32) },
 	{ "rmsprop", k_rmsprop, DT(GPO_F32) },
 	{ "adagrad", k_adagrad, DT(GPO_F32) },
 	{ "lion", k_lion, DT(GPO_F32) },
