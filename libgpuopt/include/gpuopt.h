@@ -625,11 +625,12 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 /*
  * gpo_optim_set_state_dtype - every state slot @opt's kind can keep in
  * @dt: the state mode of its steps (f32, or bf16 for Adam, AdamW, Lion,
- * RMSprop and Adagrad; u8, blockwise 8-bit, for Adam and AdamW). Before
- * the first use. Returns 0; -EINVAL for a
+ * RMSprop and Adagrad, or u8 for them: blockwise 8-bit, bitsandbytes'
+ * dynamic maps, an f32 absmax per block of 256, gpo_optim_read_absmax();
+ * a step with amsgrad, or RMSprop's momentum or centered, in u8 is
+ * -ENOSYS). Before the first use. Returns 0; -EINVAL for a
  * NULL pointer, an invalid @dt or one the kind's steps cannot keep state
- * in (SGD and LAMB: f32 only); -ENOSYS for u8 with Lion, RMSprop and
- * Adagrad, not written yet; -EBUSY
+ * in (SGD and LAMB: f32 only); -EBUSY
  * once the buffers are allocated. On failure nothing changes.
  */
 int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);

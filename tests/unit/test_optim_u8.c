@@ -94,31 +94,59 @@ static void fill_grad(float *host, uint64_t numel, uint64_t *s)
 
 struct u8_out {
 	float *p;
-	uint8_t *q[2];		/* exp_avg, exp_avg_sq codes */
+	uint8_t *q[2];		/* the slots' codes (kind_slots()) */
 	float *absmax[2];
 	uint64_t numel, blocks;
+	int nslots;
+	const char *const *slots;
 };
 
+static const char *const adam_slots[2] = { "exp_avg", "exp_avg_sq" };
 static const char *const u8_slots[2] = { "exp_avg", "exp_avg_sq" };
+static const char *const lion_slots[1] = { "exp_avg" };
+static const char *const rmsprop_slots[1] = { "square_avg" };
+static const char *const adagrad_slots[1] = { "sum" };
 
-static void read_u8(struct gpo_optim *opt, struct u8_out *o)
+/* the u8 slots of @kind's step, and how many */
+static const char *const *kind_slots(enum gpo_optim_kind kind, int *n)
+{
+	switch (kind) {
+	case GPO_LION:
+		*n = 1;
+		return lion_slots;
+	case GPO_RMSPROP:
+		*n = 1;
+		return rmsprop_slots;
+	case GPO_ADAGRAD:
+		*n = 1;
+		return adagrad_slots;
+	default:
+		*n = 2;
+		return adam_slots;
+	}
+}
+
+static void read_u8(struct gpo_optim *opt, enum gpo_optim_kind kind,
+		    struct u8_out *o)
 {
 	int i;
 
+	memset(o, 0, sizeof(*o));
+	o->slots = kind_slots(kind, &o->nslots);
 	o->numel = gpo_optim_numel(opt);
 	o->blocks = total_blocks();
 	o->p = malloc(o->numel * 4);
 	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, o->p,
 					o->numel * 4), 0);
-	ck_assert_int_eq(gpo_optim_read_absmax(opt, "exp_avg", NULL, 0),
+	ck_assert_int_eq(gpo_optim_read_absmax(opt, o->slots[0], NULL, 0),
 			 (int)o->blocks);
-	for (i = 0; i < 2; i++) {
-		ck_assert_int_eq(gpo_optim_dtype(opt, u8_slots[i]), GPO_U8);
+	for (i = 0; i < o->nslots; i++) {
+		ck_assert_int_eq(gpo_optim_dtype(opt, o->slots[i]), GPO_U8);
 		o->q[i] = malloc(o->numel);
 		o->absmax[i] = malloc(o->blocks * 4);
-		ck_assert_msg(!gpo_optim_read(opt, u8_slots[i], NULL, o->q[i],
+		ck_assert_msg(!gpo_optim_read(opt, o->slots[i], NULL, o->q[i],
 					      o->numel), "%s", gpo_errmsg());
-		ck_assert_msg(!gpo_optim_read_absmax(opt, u8_slots[i],
+		ck_assert_msg(!gpo_optim_read_absmax(opt, o->slots[i],
 						     o->absmax[i], o->blocks),
 			      "%s", gpo_errmsg());
 	}
@@ -155,7 +183,7 @@ static void run_u8(struct gpo_device *dev, enum gpo_optim_kind kind,
 			      gpo_errmsg());
 	}
 	free(host);
-	read_u8(opt, o);
+	read_u8(opt, kind, o);
 	gpo_optim_free(opt);
 }
 
@@ -190,8 +218,9 @@ static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 			continue;
 		run_u8(devs[i], kind, conf, seed, &got);
 		same_bytes(what, id, "param", ref.p, got.p, ref.numel, 4);
-		for (k = 0; k < 2; k++) {
-			same_bytes(what, id, u8_slots[k], ref.q[k], got.q[k],
+		ck_assert_int_eq(ref.nslots, got.nslots);
+		for (k = 0; k < ref.nslots; k++) {
+			same_bytes(what, id, ref.slots[k], ref.q[k], got.q[k],
 				   ref.numel, 1);
 			same_bytes(what, id, "absmax", ref.absmax[k],
 				   got.absmax[k], ref.blocks, 4);
@@ -213,6 +242,25 @@ END_TEST
 START_TEST(test_adamw_u8_bitwise)
 {
 	check_bitwise("adamw_u8", GPO_ADAMW, "weight_decay=0.1 maximize=1");
+}
+END_TEST
+
+START_TEST(test_lion_u8_bitwise)
+{
+	check_bitwise("lion_u8", GPO_LION, "weight_decay=0.1 betas=0.9,0.99");
+}
+END_TEST
+
+START_TEST(test_rmsprop_u8_bitwise)
+{
+	check_bitwise("rmsprop_u8", GPO_RMSPROP, "weight_decay=0.01 alpha=0.9");
+}
+END_TEST
+
+START_TEST(test_adagrad_u8_bitwise)
+{
+	check_bitwise("adagrad_u8", GPO_ADAGRAD,
+		      "weight_decay=0.01 lr_decay=0.01 maximize=1");
 }
 END_TEST
 
@@ -252,57 +300,103 @@ struct ref_state {
 	float *absmax[2];
 };
 
-/*
- * One AdamW/Adam step of group g (elements [start, start + n), blocks
- * from blk) as the kernel does it, in f32
- */
-static void ref_step_group(struct ref_state *r, const float *grad,
-			   uint64_t start, uint64_t n, uint64_t blk,
-			   int decoupled, double lr, double wd, double beta1,
-			   double beta2, double eps, uint64_t t)
+/* a kind's hyperparameters, as the test configures them */
+struct ref_hp {
+	double wd, beta1, beta2, eps, alpha, lr_decay;
+};
+
+static float deq(const struct ref_state *r, int k, uint64_t e, uint64_t b,
+		 int sg)
 {
-	double bc1 = 1.0 - pow(beta1, (double)t);
-	double bc2 = 1.0 - pow(beta2, (double)t);
-	const float b1 = (float)beta1, b2 = (float)beta2;
-	const float ob1 = (float)(1.0 - beta1), ob2 = (float)(1.0 - beta2);
+	return gpo__qmap[sg][r->q[k][e]] * r->absmax[k][b];
+}
+
+static float sign_of(float x)
+{
+	return (float)(x > 0.0f) - (float)(x < 0.0f);
+}
+
+/*
+ * One step of group g (elements [start, start + n), blocks from blk) as
+ * the kernel does it, in f32: the state dequantized, the update, then
+ * each block's new absmax and codes
+ */
+static void ref_step_group(struct ref_state *r, enum gpo_optim_kind kind,
+			   const float *grad, uint64_t start, uint64_t n,
+			   uint64_t blk, double lr, const struct ref_hp *h,
+			   uint64_t t)
+{
+	double bc1 = 1.0 - pow(h->beta1, (double)t);
+	double bc2 = 1.0 - pow(h->beta2, (double)t);
+	const float b1 = (float)h->beta1, b2 = (float)h->beta2;
+	const float ob1 = (float)(1.0 - h->beta1);
+	const float ob2 = (float)(1.0 - h->beta2);
 	const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-	const float decay = decoupled ? (float)(1.0 - lr * wd) : 1.0f;
-	const float l2 = decoupled ? 0.0f : (float)wd, fe = (float)eps;
-	float m[BLK], v[BLK];
+	const int decoupled = kind == GPO_ADAMW || kind == GPO_LION;
+	const float decay = decoupled ? (float)(1.0 - lr * h->wd) : 1.0f;
+	const float l2 = decoupled ? 0.0f : (float)h->wd, fe = (float)h->eps;
+	const float alpha = (float)h->alpha, oa = (float)(1.0 - h->alpha);
+	const float flr = (float)lr;
+	const float clr = (float)(lr / (1.0 + (double)(t - 1) * h->lr_decay));
+	const int two = kind == GPO_ADAM || kind == GPO_ADAMW;
+	float x[2][BLK];
 	uint64_t k, i;
+	int j;
 
 	for (k = 0; k * BLK < n; k++) {
 		uint64_t first = k * BLK, cnt = n - first < BLK ? n - first :
 								   BLK;
-		float ma = 0, va = 0;
+		uint64_t b = blk + k;
+		float am[2] = { 0, 0 };
 
 		for (i = 0; i < cnt; i++) {
 			uint64_t e = start + first + i;
-			float gi = grad[e] + l2 * r->p[e], denom;
+			float gi = grad[e] + l2 * r->p[e], denom, m0;
 
-			m[i] = gpo__qmap[1][r->q[0][e]] * r->absmax[0][blk + k] *
-			       b1 + ob1 * gi;
-			v[i] = gpo__qmap[0][r->q[1][e]] * r->absmax[1][blk + k] *
-			       b2 + ob2 * gi * gi;
-			denom = sqrtf(v[i]) / bc2_sqrt + fe;
-			r->p[e] = r->p[e] * decay - step_size * (m[i] / denom);
-			ma = fabsf(m[i]) > ma ? fabsf(m[i]) : ma;
-			va = fabsf(v[i]) > va ? fabsf(v[i]) : va;
+			switch (kind) {
+			case GPO_LION:
+				gi = grad[e];
+				m0 = deq(r, 0, e, b, 1);
+				r->p[e] = r->p[e] * decay -
+					  flr * sign_of(m0 * b1 + ob1 * gi);
+				x[0][i] = m0 * b2 + ob2 * gi;
+				break;
+			case GPO_RMSPROP:
+				x[0][i] = deq(r, 0, e, b, 1) * alpha +
+					  oa * gi * gi;
+				r->p[e] = r->p[e] -
+					  flr * (gi / (sqrtf(x[0][i]) + fe));
+				break;
+			case GPO_ADAGRAD:
+				x[0][i] = deq(r, 0, e, b, 1) + gi * gi;
+				r->p[e] = r->p[e] -
+					  clr * (gi / (sqrtf(x[0][i]) + fe));
+				break;
+			default:
+				x[0][i] = deq(r, 0, e, b, 1) * b1 + ob1 * gi;
+				x[1][i] = deq(r, 1, e, b, 0) * b2 +
+					  ob2 * gi * gi;
+				denom = sqrtf(x[1][i]) / bc2_sqrt + fe;
+				r->p[e] = r->p[e] * decay -
+					  step_size * (x[0][i] / denom);
+			}
+			for (j = 0; j < 1 + two; j++)
+				am[j] = fabsf(x[j][i]) > am[j] ?
+					fabsf(x[j][i]) : am[j];
 		}
-		r->absmax[0][blk + k] = ma;
-		r->absmax[1][blk + k] = va;
-		for (i = 0; i < cnt; i++) {
-			uint64_t e = start + first + i;
-
-			r->q[0][e] = ref_quant(m[i], ma, 1);
-			r->q[1][e] = ref_quant(v[i], va, 0);
+		for (j = 0; j < 1 + two; j++) {
+			r->absmax[j][b] = am[j];
+			/* exp_avg_sq alone has the unsigned map */
+			for (i = 0; i < cnt; i++)
+				r->q[j][start + first + i] =
+					ref_quant(x[j][i], am[j], j == 0);
 		}
 	}
 }
 
 static void check_reference(const char *what, enum gpo_optim_kind kind,
-			    const char *conf, double wd, double beta1,
-			    double beta2, int maximize)
+			    const char *conf, const struct ref_hp *h,
+			    int maximize)
 {
 	struct gpo_device *cpu;
 	struct gpo_optim *opt;
@@ -342,16 +436,15 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 		for (g = 0; g < NGROUPS; g++) {
 			uint64_t n = group_numel(g);
 
-			ref_step_group(&r, gm, start, n, blk,
-				       kind == GPO_ADAMW, group_lr[g], wd,
-				       beta1, beta2, 1e-8, (uint64_t)i);
+			ref_step_group(&r, kind, gm, start, n, blk,
+				       group_lr[g], h, (uint64_t)i);
 			start += n;
 			blk += (n + BLK - 1) / BLK;
 		}
-		read_u8(opt, &got);
+		read_u8(opt, kind, &got);
 		same_bytes(what, "reference", "param", r.p, got.p, numel, 4);
-		for (k = 0; k < 2; k++) {
-			same_bytes(what, "reference", u8_slots[k], r.q[k],
+		for (k = 0; k < got.nslots; k++) {
+			same_bytes(what, "reference", got.slots[k], r.q[k],
 				   got.q[k], numel, 1);
 			same_bytes(what, "reference", "absmax", r.absmax[k],
 				   got.absmax[k], blocks, 4);
@@ -372,15 +465,48 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 
 START_TEST(test_adamw_u8_reference)
 {
-	check_reference("adamw_u8_ref", GPO_ADAMW, "weight_decay=0.1 maximize=1",
-			0.1, 0.9, 0.999, 1);
+	const struct ref_hp h = { .wd = 0.1, .beta1 = 0.9, .beta2 = 0.999,
+				  .eps = 1e-8 };
+
+	check_reference("adamw_u8_ref", GPO_ADAMW,
+			"weight_decay=0.1 maximize=1", &h, 1);
 }
 END_TEST
 
 START_TEST(test_adam_u8_reference)
 {
+	const struct ref_hp h = { .wd = 0.05, .beta1 = 0.8, .beta2 = 0.99,
+				  .eps = 1e-8 };
+
 	check_reference("adam_u8_ref", GPO_ADAM,
-			"weight_decay=0.05 betas=0.8,0.99", 0.05, 0.8, 0.99, 0);
+			"weight_decay=0.05 betas=0.8,0.99", &h, 0);
+}
+END_TEST
+
+START_TEST(test_lion_u8_reference)
+{
+	const struct ref_hp h = { .wd = 0.1, .beta1 = 0.9, .beta2 = 0.99 };
+
+	check_reference("lion_u8_ref", GPO_LION,
+			"weight_decay=0.1 betas=0.9,0.99", &h, 0);
+}
+END_TEST
+
+START_TEST(test_rmsprop_u8_reference)
+{
+	const struct ref_hp h = { .wd = 0.01, .alpha = 0.9, .eps = 1e-8 };
+
+	check_reference("rmsprop_u8_ref", GPO_RMSPROP,
+			"weight_decay=0.01 alpha=0.9", &h, 0);
+}
+END_TEST
+
+START_TEST(test_adagrad_u8_reference)
+{
+	const struct ref_hp h = { .wd = 0.01, .lr_decay = 0.01, .eps = 1e-10 };
+
+	check_reference("adagrad_u8_ref", GPO_ADAGRAD,
+			"weight_decay=0.01 lr_decay=0.01 maximize=1", &h, 1);
 }
 END_TEST
 
@@ -504,9 +630,6 @@ END_TEST
 START_TEST(test_u8_refusals)
 {
 	static const enum gpo_optim_kind none[] = { GPO_SGD, GPO_LAMB };
-	static const enum gpo_optim_kind later[] = {
-		GPO_LION, GPO_RMSPROP, GPO_ADAGRAD
-	};
 	struct gpo_device *cpu;
 	struct gpo_optim *opt;
 	const uint64_t n = 300;
@@ -527,14 +650,6 @@ START_TEST(test_u8_refusals)
 		ck_assert_int_eq(gpo_optim_dtype(opt, none[i] == GPO_SGD ?
 						 "momentum_buffer" : "exp_avg"),
 				 GPO_F32);
-		gpo_optim_free(opt);
-	}
-	/* not written yet for these: -ENOSYS, nothing changes */
-	for (i = 0; i < ARRAY_SIZE(later); i++) {
-		ck_assert_int_eq(gpo_optim_new(cpu, later[i], &opt), 0);
-		ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_U8),
-				 -ENOSYS);
-		tu_check_errmsg("gpo_optim_set_state_dtype(u8)");
 		gpo_optim_free(opt);
 	}
 
@@ -583,6 +698,27 @@ START_TEST(test_u8_refusals)
 	ck_assert(!memcmp(got, p, sizeof(p)));
 	ck_assert_uint_eq(gpo_optim_steps_done(opt), 1);
 	gpo_optim_free(opt);
+
+	/* RMSprop's momentum and centered slots have no 8-bit kernel */
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(gpo_optim_new(cpu, GPO_RMSPROP, &opt), 0);
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
+		ck_assert_int_eq(gpo_optim_configure(opt, -1, i ?
+						     "centered=1" :
+						     "momentum=0.9"), 0);
+		ck_assert_int_eq(gpo_optim_set_state_dtype(opt, GPO_U8), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, p,
+						 sizeof(p)), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, g,
+						 sizeof(g)), 0);
+		ck_assert_int_eq(gpo_optim_step(opt, NULL), -ENOSYS);
+		tu_check_errmsg("gpo_optim_step(rmsprop, u8)");
+		ck_assert_uint_eq(gpo_optim_steps_done(opt), 0);
+		ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, got,
+						sizeof(got)), 0);
+		ck_assert(!memcmp(got, p, sizeof(p)));
+		gpo_optim_free(opt);
+	}
 }
 END_TEST
 
@@ -594,8 +730,14 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_adam_u8_bitwise);
 	tcase_add_test(tc, test_adamw_u8_bitwise);
+	tcase_add_test(tc, test_lion_u8_bitwise);
+	tcase_add_test(tc, test_rmsprop_u8_bitwise);
+	tcase_add_test(tc, test_adagrad_u8_bitwise);
 	tcase_add_test(tc, test_adam_u8_reference);
 	tcase_add_test(tc, test_adamw_u8_reference);
+	tcase_add_test(tc, test_lion_u8_reference);
+	tcase_add_test(tc, test_rmsprop_u8_reference);
+	tcase_add_test(tc, test_adagrad_u8_reference);
 	tcase_add_test(tc, test_adamw_u8_bnb_tolerance);
 	tcase_add_test(tc, test_u8_refusals);
 	suite_add_tcase(s, tc);

@@ -61,3 +61,42 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 		adagrad_at(p, g, sum, TAIL_START(a.n), a.n & 3, gm, a.clr,
 			   a.weight_decay, a.eps);
 }
+
+/*
+ * adagrad8 (abi/adagrad.h): blockwise 8-bit sum (the signed map, as
+ * bitsandbytes' one-state optimizers), work-group k block k of the
+ * group: adagrad's update from the dequantized sum, then the block's
+ * absmax and codes
+ */
+KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
+		     BUF(const float, scal), BUF(float, sabs),
+		     struct gpo_adagrad_args a)
+{
+	__local uint red[GPO_WG_SIZE], codes[GPO_WG_SIZE];
+	uint k = get_group_id(0), lid = get_local_id(0);
+	uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+	uint cnt = min((uint)GPO_WG_SIZE, a.n - first), blk = a.q_blk + k;
+	bool valid = lid < cnt;
+	float pi, gi, si = 0.0f, sa, gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(sq);
+	VIEW(scal);
+	VIEW(sabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	if (valid) {
+		pi = p[e];
+		gi = g[e] * gm + a.weight_decay * pi;
+		si = dequant8(u8_byte(sq[q >> 2], q), sabs[blk], true) +
+		     gi * gi;
+		p[e] = pi - a.clr * cr_div(gi, cr_sqrt(si) + a.eps);
+	}
+	sa = u8_absmax(red, si, valid);
+	if (lid == 0)
+		sabs[blk] = sa;
+	u8_pack(codes, sq + (a.q_off + first) / 4,
+		valid ? quant8(si, sa, true) : 0u, cnt);
+}

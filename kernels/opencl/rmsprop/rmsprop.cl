@@ -108,3 +108,43 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 			   gm, a.lr, a.alpha, a.one_minus_alpha, a.eps,
 			   a.weight_decay, a.momentum);
 }
+
+/*
+ * rmsprop8 (abi/rmsprop.h): blockwise 8-bit square_avg (the signed map,
+ * as bitsandbytes' RMSprop8bit), neither momentum nor centered;
+ * work-group k block k of the group: rmsprop's update from the
+ * dequantized state, then the block's absmax and codes
+ */
+KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
+		     BUF(float, mb), BUF(float, ga), BUF(const float, scal),
+		     BUF(float, sabs), struct gpo_rmsprop_args a)
+{
+	__local uint red[GPO_WG_SIZE], codes[GPO_WG_SIZE];
+	uint k = get_group_id(0), lid = get_local_id(0);
+	uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+	uint cnt = min((uint)GPO_WG_SIZE, a.n - first), blk = a.q_blk + k;
+	bool valid = lid < cnt;
+	float pi, gi, si = 0.0f, avg, sa, gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(sq);
+	VIEW(scal);
+	VIEW(sabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	if (valid) {
+		pi = p[e];
+		gi = g[e] * gm + a.weight_decay * pi;
+		si = dequant8(u8_byte(sq[q >> 2], q), sabs[blk], true) *
+		     a.alpha + a.one_minus_alpha * gi * gi;
+		avg = cr_sqrt(si) + a.eps;
+		p[e] = pi - a.lr * cr_div(gi, avg);
+	}
+	sa = u8_absmax(red, si, valid);
+	if (lid == 0)
+		sabs[blk] = sa;
+	u8_pack(codes, sq + (a.q_off + first) / 4,
+		valid ? quant8(si, sa, true) : 0u, cnt);
+}

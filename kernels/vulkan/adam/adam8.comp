@@ -55,7 +55,9 @@ void main()
 		vi = dequant8(u8_byte(vw, q), vabs[blk], false) * args.beta2 +
 		     args.one_minus_beta2 * gi * gi;
 		denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
-		p[e] = pi * decay - args.step_size * cr_div(mi, denom);
+		/* into a precise value first: no a * b + c fused */
+		pi = pi * decay - args.step_size * cr_div(mi, denom);
+		p[e] = pi;
 	}
 	ma = u8_absmax(mi, valid);
 	va = u8_absmax(vi, valid);

@@ -123,6 +123,9 @@ enum gpo__op_id {
 	OP_DEQUANT8,
 	/* optimizers with blockwise 8-bit state (state_dtype u8) */
 	OP_ADAM8,
+	OP_RMSPROP8,
+	OP_ADAGRAD8,
+	OP_LION8,
 	OP_COUNT
 };
 

@@ -5,7 +5,6 @@
  */
 #include "optim/family_i.h"
 #include "abi/adam.h"
-#include "core/quant_i.h"
 
 static const char *const adam_keys[] = {
 	"beta1", "beta2", "eps", "amsgrad", NULL
@@ -32,11 +31,8 @@ static int adam_fill_u8(struct gpo_optim *opt, struct optim_group *grp,
 	if (grp->hp.amsgrad)
 		return gpo__err(-ENOSYS, "%s: amsgrad with state in u8: no 8-bit max_exp_avg_sq yet",
 				opt->fam->name);
-	call->op = OP_ADAM8;
-	call->work = (grp->numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	optim_u8_call(opt, grp, call, OP_ADAM8, &a->q_off, &a->q_blk);
 	a->flags |= GPO_ADAM_STATE_U8;
-	a->q_off = (uint32_t)grp->start;
-	a->q_blk = (uint32_t)gpo__optim_u8_first(opt, (int)(grp - opt->groups));
 	call->buf[2] = opt->slot[SL_EXP_AVG];
 	call->buf[3] = opt->slot[SL_EXP_AVG_SQ];
 	call->buf[6] = opt->absmax[SL_EXP_AVG];

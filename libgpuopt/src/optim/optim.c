@@ -1189,13 +1189,10 @@ int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
 	if ((unsigned int)dt >= GPO_DTYPES)
 		return gpo__err(-EINVAL, "%s: %d is not a dtype", kind, (int)dt);
 	if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt))) {
-		/* the blockwise 8-bit mode of these five is not written yet */
-		if (dt == GPO_U8 && opt->fam->state_dtypes)
-			return gpo__err(-ENOSYS, "%s: state in u8: no kernels yet",
-					kind);
 		return gpo__err(-EINVAL, "%s: no state in %s (its steps keep state in %s)",
 				kind, gpo_dtype_name(dt),
-				opt->fam->state_dtypes ? "f32 or bf16" : "f32");
+				opt->fam->state_dtypes ? "f32, bf16 or u8" :
+							 "f32");
 	}
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "%s: the state dtype cannot change after the first use",
@@ -1286,6 +1283,17 @@ int gpo_optim_dtype(struct gpo_optim *opt, const char *buffer)
 	return field ? (int)*field : -ENOENT;
 }
 
+/*
+ * The slots the 8-bit kernels keep (adam8, lion8, adagrad8, rmsprop8);
+ * amsgrad's max_exp_avg_sq and RMSprop's momentum and centered slots
+ * have none yet (nor have they in bitsandbytes)
+ */
+static int u8_has_kernel(int s)
+{
+	return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ || s == SL_SQUARE_AVG ||
+	       s == SL_SUM;
+}
+
 static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
 {
 	return gpo__err(-ENOSYS, "%s: %s in %s: no kernel for this dtype yet",
@@ -1316,6 +1324,8 @@ static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 		if (!slot_needed(opt, s))
 			continue;
 		if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt)))
+			return no_kernel(what, gpo__optim_slot_names[s], dt);
+		if (dt == GPO_U8 && !u8_has_kernel(s))
 			return no_kernel(what, gpo__optim_slot_names[s], dt);
 		if (first >= 0 && dt != opt->slot_dtype[first])
 			return gpo__err(-ENOSYS, "%s: %s in %s but %s in %s: the state slots a step uses must share one dtype",

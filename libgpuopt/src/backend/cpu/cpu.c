@@ -607,6 +607,112 @@ static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 	}
 }
 
+/* a block's new state @x of @cnt elements: its absmax, then its codes */
+static void u8_store(uint8_t *q, float *absmax, const float *x, uint32_t cnt,
+		     int sg)
+{
+	float m = u8_absmax(x, cnt);
+	uint32_t i;
+
+	*absmax = m;
+	for (i = 0; i < cnt; i++)
+		q[i] = gpo__quant8(x[i], m, sg);
+}
+
+/* the elements of block @k of a group of @n: its first and its count */
+static uint32_t u8_block(uint32_t n, uint32_t k, uint32_t *first)
+{
+	*first = k * GPO_QBLOCK;
+	return n - *first < GPO_QBLOCK ? n - *first : GPO_QBLOCK;
+}
+
+/* rmsprop8 (abi/rmsprop.h): k_rmsprop's update, neither momentum nor centered */
+static void k_rmsprop8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_rmsprop_args *a = c->args;
+	float *p = bp(c, 0), *sabs = bp(c, 6) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *sq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float lr = a->lr, alpha = a->alpha, eps = a->eps;
+	const float wd = a->weight_decay, oa = a->one_minus_alpha;
+	float s[GPO_QBLOCK], gm;
+	uint32_t k, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 5, &gm))
+		return;
+	for (k = lo; k < hi; k++) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + wd * p[e];
+			float avg;
+
+			s[i] = gpo__dequant8(sq[e], sabs[k], 1) * alpha +
+			       oa * gi * gi;
+			avg = sqrtf(s[i]) + eps;
+			p[e] = p[e] - lr * (gi / avg);
+		}
+		u8_store(sq + first, &sabs[k], s, cnt, 1);
+	}
+}
+
+/* adagrad8 (abi/adagrad.h): k_adagrad's update */
+static void k_adagrad8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_adagrad_args *a = c->args;
+	float *p = bp(c, 0), *sabs = bp(c, 4) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *sq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float clr = a->clr, wd = a->weight_decay, eps = a->eps;
+	float s[GPO_QBLOCK], gm;
+	uint32_t k, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 3, &gm))
+		return;
+	for (k = lo; k < hi; k++) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + wd * p[e];
+
+			s[i] = gpo__dequant8(sq[e], sabs[k], 1) + gi * gi;
+			p[e] = p[e] - clr * (gi / (sqrtf(s[i]) + eps));
+		}
+		u8_store(sq + first, &sabs[k], s, cnt, 1);
+	}
+}
+
+/* lion8 (abi/lion.h): k_lion's update */
+static void k_lion8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_lion_args *a = c->args;
+	float *p = bp(c, 0), *mabs = bp(c, 4) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *mq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float lr = a->lr, b1 = a->beta1, b2 = a->beta2;
+	const float decay = a->decay;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	float m[GPO_QBLOCK], gm;
+	uint32_t k, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 3, &gm))
+		return;
+	for (k = lo; k < hi; k++) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm;
+			float mi = gpo__dequant8(mq[e], mabs[k], 1);
+			float u = mi * b1 + ob1 * gi;
+
+			p[e] = p[e] * decay - lr * sign_of(u);
+			m[i] = mi * b2 + ob2 * gi;
+		}
+		u8_store(mq + first, &mabs[k], m, cnt, 1);
+	}
+}
+
+
 /* LAMB's update direction from the updated moments. */
 static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
 			   float eps, float wd)
@@ -808,6 +914,9 @@ static const struct cpu_kernel {
 	{ "rmsprop", k_rmsprop, DT(GPO_F32) },
 	{ "adagrad", k_adagrad, DT(GPO_F32) },
 	{ "lion", k_lion, DT(GPO_F32) },
+	{ "rmsprop8", k_rmsprop8, DT(GPO_F32) },
+	{ "adagrad8", k_adagrad8, DT(GPO_F32) },
+	{ "lion8", k_lion8, DT(GPO_F32) },
 	{ "lamb_prep", k_lamb_prep, DT(GPO_F32) },
 	{ "lamb_trust", k_lamb_trust, DT(GPO_F32) },
 	{ "lamb_apply", k_lamb_apply, DT(GPO_F32) },
