@@ -164,25 +164,46 @@ static void free_u8(struct u8_out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-static void run_u8(struct gpo_device *dev, enum gpo_optim_kind kind,
-		   const char *conf, uint64_t seed, struct u8_out *o)
+/* @steps steps of fresh gradients drawn from *@s */
+static void do_steps(struct gpo_optim *opt, uint64_t *s, int steps)
 {
-	struct gpo_optim *opt = make_opt(dev, kind, conf);
-	uint64_t s = seed, numel = gpo_optim_numel(opt);
+	uint64_t numel = gpo_optim_numel(opt);
 	float *host = malloc(numel * 4);
 	int i;
 
-	tu_fill(host, numel, &s, -1.0, 1.0);
-	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, host, numel * 4),
-			 0);
-	for (i = 0; i < STEPS; i++) {
-		fill_grad(host, numel, &s);
+	for (i = 0; i < steps; i++) {
+		fill_grad(host, numel, s);
 		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
 						 numel * 4), 0);
 		ck_assert_msg(!gpo_optim_step(opt, NULL), "step %d: %s", i + 1,
 			      gpo_errmsg());
 	}
 	free(host);
+}
+
+/* an optimizer of @kind on @dev with random parameters from *@s */
+static struct gpo_optim *start_opt(struct gpo_device *dev,
+				   enum gpo_optim_kind kind, const char *conf,
+				   uint64_t *s)
+{
+	struct gpo_optim *opt = make_opt(dev, kind, conf);
+	uint64_t numel = gpo_optim_numel(opt);
+	float *host = malloc(numel * 4);
+
+	tu_fill(host, numel, s, -1.0, 1.0);
+	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, host, numel * 4),
+			 0);
+	free(host);
+	return opt;
+}
+
+static void run_u8(struct gpo_device *dev, enum gpo_optim_kind kind,
+		   const char *conf, uint64_t seed, struct u8_out *o)
+{
+	uint64_t s = seed;
+	struct gpo_optim *opt = start_opt(dev, kind, conf, &s);
+
+	do_steps(opt, &s, STEPS);
 	read_u8(opt, kind, o);
 	gpo_optim_free(opt);
 }
@@ -199,13 +220,28 @@ static void same_bytes(const char *what, const char *dev, const char *name,
 				     what, name, dev, (unsigned long long)i);
 }
 
+static void same_u8(const char *what, const char *id,
+		    const struct u8_out *ref, const struct u8_out *got)
+{
+	int k;
+
+	same_bytes(what, id, "param", ref->p, got->p, ref->numel, 4);
+	ck_assert_int_eq(ref->nslots, got->nslots);
+	for (k = 0; k < ref->nslots; k++) {
+		same_bytes(what, id, ref->slots[k], ref->q[k], got->q[k],
+			   ref->numel, 1);
+		same_bytes(what, id, "absmax", ref->absmax[k], got->absmax[k],
+			   ref->blocks, 4);
+	}
+}
+
 static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 			  const char *conf)
 {
 	struct gpo_device *devs[MAX_DEVS], *cpu;
 	struct u8_out ref, got;
 	uint64_t seed = tu_rng(what);
-	int n, i, k, compared = 0;
+	int n, i, compared = 0;
 
 	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
 		      gpo_errmsg());
@@ -217,14 +253,7 @@ static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 		if (devs[i] == cpu)
 			continue;
 		run_u8(devs[i], kind, conf, seed, &got);
-		same_bytes(what, id, "param", ref.p, got.p, ref.numel, 4);
-		ck_assert_int_eq(ref.nslots, got.nslots);
-		for (k = 0; k < ref.nslots; k++) {
-			same_bytes(what, id, ref.slots[k], ref.q[k], got.q[k],
-				   ref.numel, 1);
-			same_bytes(what, id, "absmax", ref.absmax[k],
-				   got.absmax[k], ref.blocks, 4);
-		}
+		same_u8(what, id, &ref, &got);
 		free_u8(&got);
 		compared++;
 	}
@@ -261,6 +290,102 @@ START_TEST(test_adagrad_u8_bitwise)
 {
 	check_bitwise("adagrad_u8", GPO_ADAGRAD,
 		      "weight_decay=0.01 lr_decay=0.01 maximize=1");
+}
+END_TEST
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/*
+ * The codes and the absmax blocks are in the file: saved on cpu:0 after
+ * 10 steps, restored on every device, 5 more steps there give the bytes
+ * of 5 more on cpu:0
+ */
+static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
+			      const char *conf)
+{
+	struct gpo_device *devs[MAX_DEVS], *cpu;
+	struct gpo_optim *src, *dst;
+	struct u8_out ref, got;
+	uint64_t s = tu_rng(what), s_after;
+	char dir[256], path[300];
+	struct gpo_ckpt_tensor ct;
+	struct gpo_ckpt *ck;
+	int n, i, t, absmax = 0;
+
+	tu_cache_dir_new(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	src = start_opt(cpu, kind, conf, &s);
+	do_steps(src, &s, 10);
+	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
+	s_after = s;
+	do_steps(src, &s, 5);
+	read_u8(src, kind, &ref);
+	gpo_optim_free(src);
+
+	/* the codes as U8, each u8 slot's absmax/<slot> as F32 [blocks] */
+	ck_assert_int_eq(gpo_ckpt_open(path, 0, &ck), 0);
+	ck_assert_int_eq(gpo_ckpt_verify(ck), 0);
+	for (t = 0; !gpo_ckpt_tensor(ck, t, &ct); t++) {
+		if (!strncmp(ct.name, "state/", 6))
+			ck_assert_str_eq(ct.dtype, "U8");
+		if (strncmp(ct.name, "absmax/", 7))
+			continue;
+		ck_assert_str_eq(ct.dtype, "F32");
+		ck_assert_int_eq(ct.ndim, 1);
+		ck_assert_uint_eq(ct.shape[0], ref.blocks);
+		absmax++;
+	}
+	gpo_ckpt_close(ck);
+	ck_assert_int_eq(absmax, ref.nslots);
+
+	n = tu_devices(devs, MAX_DEVS);
+	for (i = 0; i < n; i++) {
+		dst = make_opt(devs[i], kind, conf);
+		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
+			      tu_device_id(devs[i]), gpo_errmsg());
+		s = s_after;
+		do_steps(dst, &s, 5);
+		read_u8(dst, kind, &got);
+		same_u8(what, tu_device_id(devs[i]), &ref, &got);
+		free_u8(&got);
+		gpo_optim_free(dst);
+	}
+	fprintf(stderr, "%s: restored on %d devices, 5 steps bit-identical\n",
+		what, n);
+
+	/* into f32 state: refused, nothing changed */
+	ck_assert_int_eq(gpo_optim_new(cpu, kind, &dst), 0);
+	for (t = 1; t < NGROUPS; t++)
+		ck_assert_int_eq(gpo_optim_add_group(dst), t);
+	for (t = 0; t < NTENSORS; t++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "t%d", t);
+		ck_assert_int_ge(gpo_optim_add_tensor(dst, name, 1, &sizes[t],
+						      t % NGROUPS), 0);
+	}
+	ck_assert_int_eq(gpo_optim_configure(dst, -1, conf), 0);
+	ck_assert_int_lt(gpo_optim_restore(dst, path, 0), 0);
+	tu_check_errmsg("gpo_optim_restore(u8 file, f32 state)");
+	ck_assert_uint_eq(gpo_optim_steps_done(dst), 0);
+	gpo_optim_free(dst);
+
+	free_u8(&ref);
+	unlink(path);
+	tu_cache_dir_remove(dir);
+}
+
+START_TEST(test_ckpt_adamw_u8_across_devices)
+{
+	check_ckpt_across("ckpt_adamw_u8", GPO_ADAMW, "weight_decay=0.1");
+}
+END_TEST
+
+START_TEST(test_ckpt_lion_u8_across_devices)
+{
+	check_ckpt_across("ckpt_lion_u8", GPO_LION, "weight_decay=0.1");
 }
 END_TEST
 
@@ -635,9 +760,7 @@ START_TEST(test_u8_refusals)
 	const uint64_t n = 300;
 	float p[300], g[300], got[300], am[2];
 	uint64_t s = tu_rng("u8_refusals");
-	char path[] = "/tmp/gpo_u8_XXXXXX";
 	size_t i;
-	int fd;
 
 	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
 		      gpo_errmsg());
@@ -679,15 +802,6 @@ START_TEST(test_u8_refusals)
 	ck_assert(am[0] == -1.0f);
 	ck_assert_int_eq(gpo_optim_read_absmax(opt, "exp_avg", am, 2), 0);
 	ck_assert(am[0] > 0.0f && am[1] > 0.0f);
-	/* checkpoints have no absmax tensors yet: refused, no file */
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	unlink(path);
-	ck_assert_int_eq(gpo_optim_save(opt, path, 0), -ENOSYS);
-	tu_check_errmsg("gpo_optim_save(u8 state)");
-	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_int_eq(gpo_optim_restore(opt, path, 0), -ENOSYS);
 	/* amsgrad has no 8-bit max_exp_avg_sq: the step is refused */
 	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, p, sizeof(p)), 0);
 	ck_assert_int_eq(gpo_optim_configure(opt, -1, "amsgrad=1"), 0);
@@ -739,6 +853,8 @@ int main(void)
 	tcase_add_test(tc, test_rmsprop_u8_reference);
 	tcase_add_test(tc, test_adagrad_u8_reference);
 	tcase_add_test(tc, test_adamw_u8_bnb_tolerance);
+	tcase_add_test(tc, test_ckpt_adamw_u8_across_devices);
+	tcase_add_test(tc, test_ckpt_lion_u8_across_devices);
 	tcase_add_test(tc, test_u8_refusals);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
