@@ -32,6 +32,7 @@ GPO_ARGS(gpo_adagrad_args)
 	/* u8 state (adagrad8): the group's code and absmax offsets */
 	gpo_u32 q_off;
 	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 GPO_ARGS_END(gpo_adagrad_args)
 
 #endif

@@ -23,7 +23,10 @@
  *        (rw), buf7 exp_avg_sq absmax (rw)           dtypes f32 (params)
  *   GPO_ADAM_STATE_U8 (set on every adam8 launch): blockwise 8-bit state
  *   (core/quant_i.h): workgroup k does elements [256 k, min(n, 256 k +
- *   256)) of the group, with absmax index q_blk + k. It dequantizes the
+ *   256)) of the group, with absmax index q_blk + k (q_groups workgroups
+ *   run, group w doing blocks w, w + q_groups, ...: the launch shape
+ *   never changes a result, and each group loads the maps once). It
+ *   dequantizes the
  *   old state (exp_avg with the signed map, exp_avg_sq the unsigned one,
  *   as bitsandbytes' Adam8bit), updates in f32 exactly as adam does
  *   (p with the unrounded new state), then stores each block's max |new
@@ -56,6 +59,7 @@ GPO_ARGS(gpo_adam_args)
 	/* u8 state (adam8): the group's code and absmax offsets */
 	gpo_u32 q_off;
 	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 GPO_ARGS_END(gpo_adam_args)
 
 #endif

@@ -36,6 +36,7 @@ GPO_ARGS(gpo_lion_args)
 	/* u8 state (lion8): the group's code and absmax offsets */
 	gpo_u32 q_off;
 	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 GPO_ARGS_END(gpo_lion_args)
 
 #endif

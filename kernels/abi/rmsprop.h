@@ -43,6 +43,7 @@ GPO_ARGS(gpo_rmsprop_args)
 	/* u8 state (rmsprop8): the group's code and absmax offsets */
 	gpo_u32 q_off;
 	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 GPO_ARGS_END(gpo_rmsprop_args)
 
 #endif

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "core/quant_i.h"
+#include "optim/optim_i.h"
 
 #define STEPS		20
 #define NGROUPS		3
@@ -36,6 +37,11 @@
 static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 257, 513, 65537 };
 #define NTENSORS	((int)(sizeof(sizes) / sizeof(sizes[0])))
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
+
+/* a kind's hyperparameters, as the test configures them */
+struct ref_hp {
+	double wd, beta1, beta2, eps, alpha, lr_decay;
+};
 
 static struct gpo_optim *make_opt(struct gpo_device *dev,
 				  enum gpo_optim_kind kind, const char *conf)
@@ -274,6 +280,39 @@ START_TEST(test_adamw_u8_bitwise)
 }
 END_TEST
 
+/*
+ * Fewer workgroups than blocks: each does several in turn, and the bytes
+ * are the same (the launch shape never changes a result)
+ */
+START_TEST(test_few_groups_u8_bitwise)
+{
+	unsigned int keep = gpo__optim_u8_groups;
+
+	gpo__optim_u8_groups = 3;
+	check_bitwise("adamw_u8_3groups", GPO_ADAMW, "weight_decay=0.1");
+	check_bitwise("lion_u8_3groups", GPO_LION, "weight_decay=0.1");
+	gpo__optim_u8_groups = 1;
+	check_bitwise("adagrad_u8_1group", GPO_ADAGRAD, "lr_decay=0.01");
+	gpo__optim_u8_groups = keep;
+}
+END_TEST
+
+static void check_reference(const char *what, enum gpo_optim_kind kind,
+			    const char *conf, const struct ref_hp *h,
+			    int maximize);
+
+/* and cpu:0 with 3 groups is still the host reference */
+START_TEST(test_few_groups_u8_reference)
+{
+	const struct ref_hp h = { .wd = 0.1, .beta1 = 0.9, .beta2 = 0.999,
+				  .eps = 1e-8 };
+
+	gpo__optim_u8_groups = 3;
+	check_reference("adamw_u8_ref_3groups", GPO_ADAMW, "weight_decay=0.1",
+			&h, 0);
+}
+END_TEST
+
 START_TEST(test_lion_u8_bitwise)
 {
 	check_bitwise("lion_u8", GPO_LION, "weight_decay=0.1 betas=0.9,0.99");
@@ -423,11 +462,6 @@ struct ref_state {
 	float *p;
 	uint8_t *q[2];
 	float *absmax[2];
-};
-
-/* a kind's hyperparameters, as the test configures them */
-struct ref_hp {
-	double wd, beta1, beta2, eps, alpha, lr_decay;
 };
 
 static float deq(const struct ref_state *r, int k, uint64_t e, uint64_t b,
@@ -845,6 +879,7 @@ int main(void)
 	tcase_add_test(tc, test_adam_u8_bitwise);
 	tcase_add_test(tc, test_adamw_u8_bitwise);
 	tcase_add_test(tc, test_lion_u8_bitwise);
+	tcase_add_test(tc, test_few_groups_u8_bitwise);
 	tcase_add_test(tc, test_rmsprop_u8_bitwise);
 	tcase_add_test(tc, test_adagrad_u8_bitwise);
 	tcase_add_test(tc, test_adam_u8_reference);
@@ -852,6 +887,7 @@ int main(void)
 	tcase_add_test(tc, test_lion_u8_reference);
 	tcase_add_test(tc, test_rmsprop_u8_reference);
 	tcase_add_test(tc, test_adagrad_u8_reference);
+	tcase_add_test(tc, test_few_groups_u8_reference);
 	tcase_add_test(tc, test_adamw_u8_bnb_tolerance);
 	tcase_add_test(tc, test_ckpt_adamw_u8_across_devices);
 	tcase_add_test(tc, test_ckpt_lion_u8_across_devices);

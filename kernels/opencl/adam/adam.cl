@@ -112,24 +112,22 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 }
 
 /*
- * adam8 (abi/adam.h): blockwise 8-bit state, work-group k block k of the
- * group: the old state dequantized (exp_avg signed, exp_avg_sq
- * unsigned), the update of adam_at() in scalar form (p from the
- * unrounded new state), then the block's absmax and codes
+ * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing blocks
+ * get_group_id(0), + q_groups, ...: the old state dequantized (exp_avg
+ * signed, exp_avg_sq unsigned), the update of adam_at() in scalar form (p
+ * from the unrounded new state), then the block's absmax and codes
  */
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(uint, vq), BUF(float, vmax), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
 {
-	__local uint red[GPO_WG_SIZE], codes[GPO_WG_SIZE];
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
 	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
 	const float decay = decoupled ? a.decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a.weight_decay;
-	uint k = get_group_id(0), lid = get_local_id(0);
-	uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
-	uint cnt = min((uint)GPO_WG_SIZE, a.n - first), blk = a.q_blk + k;
-	bool valid = lid < cnt;
-	float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va, gm;
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	float gm;
 
 	VIEW(p);
 	VIEW(g);
@@ -141,24 +139,32 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	if (valid) {
-		pi = p[e];
-		gi = g[e] * gm + l2 * pi;
-		mi = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true) *
-		     a.beta1 + a.one_minus_beta1 * gi;
-		vi = dequant8(u8_byte(vq[q >> 2], q), vabs[blk], false) *
-		     a.beta2 + a.one_minus_beta2 * gi * gi;
-		denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
-		p[e] = pi * decay - a.step_size * cr_div(mi, denom);
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
+
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + l2 * pi;
+			mi = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+			     a.beta1 + a.one_minus_beta1 * gi;
+			vi = dequant8(u8_byte(vq[q >> 2], q), vabs[blk],
+				      false) * a.beta2 +
+			     a.one_minus_beta2 * gi * gi;
+			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
+			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
+		}
+		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
+		if (lid == 0) {
+			mabs[blk] = ma;
+			vabs[blk] = va;
+		}
+		u8_pack(codes, mq + (a.q_off + first) / 4,
+			vq + (a.q_off + first) / 4,
+			valid ? quant8(mi, ma, true) : 0u,
+			valid ? quant8(vi, va, false) : 0u, cnt);
 	}
-	ma = u8_absmax(red, mi, valid);
-	va = u8_absmax(red, vi, valid);
-	if (lid == 0) {
-		mabs[blk] = ma;
-		vabs[blk] = va;
-	}
-	u8_pack(codes, mq + (a.q_off + first) / 4,
-		valid ? quant8(mi, ma, true) : 0u, cnt);
-	u8_pack(codes, vq + (a.q_off + first) / 4,
-		valid ? quant8(vi, va, false) : 0u, cnt);
 }

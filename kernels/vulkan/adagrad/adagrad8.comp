@@ -3,9 +3,10 @@
 // recorded: yes
 /*
  * adagrad8.comp - adagrad8 (abi/adagrad.h): Adagrad with blockwise 8-bit
- * sum (the signed map, as bitsandbytes' one-state optimizers). Workgroup
- * k is block k of the group: adagrad.comp's update from the dequantized
- * sum, then the block's absmax of the new sum and its codes.
+ * sum (the signed map, as bitsandbytes' one-state optimizers). A
+ * workgroup does blocks group_index(), + q_groups, ...: adagrad.comp's
+ * update from the dequantized sum, then the block's absmax of the new
+ * sum and its codes.
  */
 #version 450
 #include "common.glsl"
@@ -23,21 +24,16 @@ FLOAT_BUF(4, sabs);
 
 U8_BUF(2, s);
 
-void main()
+void block(uint k)
 {
-	uint k = group_index(), lid = gl_LocalInvocationID.x;
+	uint lid = gl_LocalInvocationID.x;
 	uint first = k * WG_SIZE, e = first + lid, q = args.q_off + e;
 	uint cnt = min(WG_SIZE, args.n - first), blk = args.q_blk + k;
-	uint w = (args.q_off + first) / 4u + lid, word;
+	uint w = (args.q_off + first) / 4u + lid, word, unused;
 	bool valid = lid < cnt, packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
 	precise float pi, gi, si = 0.0;
-	float sa;
+	float sa, unused_f;
 
-	prec_qmap_load();
-	barrier();
-	/* every invocation reads the same scal: all return alike */
-	if (!grad_mul())
-		return;
 	if (valid) {
 		pi = p[e];
 		gi = g[e] * gm + args.weight_decay * pi;
@@ -47,10 +43,21 @@ void main()
 		pi = pi - args.clr * cr_div(gi, cr_sqrt(si) + args.eps);
 		p[e] = pi;
 	}
-	sa = u8_absmax(si, valid);
+	u8_absmax(si, 0.0, 1u, valid, sa, unused_f);
 	if (lid == 0u)
 		sabs[blk] = sa;
-	if (u8_pack(valid ? quant8(si, sa, true) : 0u, cnt,
-		    packs ? sq[w] : 0u, word))
+	if (u8_pack(valid ? quant8(si, sa, true) : 0u, 0u, cnt,
+		    packs ? sq[w] : 0u, 0u, word, unused))
 		sq[w] = word;
+}
+
+void main()
+{
+	prec_qmap_load();
+	barrier();
+	/* every invocation reads the same scal: all return alike */
+	if (!grad_mul())
+		return;
+	for (uint k = group_index(); k < u8_blocks(); k += args.q_groups)
+		block(k);
 }

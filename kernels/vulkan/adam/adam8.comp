@@ -3,11 +3,11 @@
 // recorded: yes
 /*
  * adam8.comp - adam8 (abi/adam.h): Adam and AdamW with blockwise 8-bit
- * state. Workgroup k is block k of the group: each invocation
- * dequantizes its element's exp_avg (signed map) and exp_avg_sq
- * (unsigned map), updates them and p exactly as adam.comp does (p from
- * the unrounded new state), then the block's absmax of the new values
- * is reduced and the codes packed (update.glsl's u8_* helpers).
+ * state. A workgroup does blocks group_index(), + q_groups, ...: each
+ * invocation dequantizes its element's exp_avg (signed map) and
+ * exp_avg_sq (unsigned map), updates them and p exactly as adam.comp
+ * does (p from the unrounded new state), then the block's absmax of the
+ * new values is reduced and the codes packed (update.glsl's u8_*).
  */
 #version 450
 #include "common.glsl"
@@ -27,51 +27,52 @@ FLOAT_BUF(7, vabs);
 U8_BUF(2, m);
 U8_BUF(3, v);
 
-void main()
+void block(uint k)
 {
-	uint k = group_index(), lid = gl_LocalInvocationID.x;
+	uint lid = gl_LocalInvocationID.x;
 	uint first = k * WG_SIZE, e = first + lid, q = args.q_off + e;
 	uint cnt = min(WG_SIZE, args.n - first), blk = args.q_blk + k;
-	bool valid = lid < cnt;
+	uint w = (args.q_off + first) / 4u + lid, mw, vw;
+	bool valid = lid < cnt, packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
 	bool decoupled = FLAG(GPO_ADAM_DECOUPLED);
 	float decay = decoupled ? args.decay : 1.0;
 	float l2 = decoupled ? 0.0 : args.weight_decay;
-	precise float pi = 0.0, mi = 0.0, vi = 0.0, gi, denom;
+	precise float pi, mi = 0.0, vi = 0.0, gi, denom;
 	float ma, va;
-	uint mw = 0u, vw = 0u, word;
 
-	prec_qmap_load();
-	barrier();
-	/* every invocation reads the same scal: all return alike */
-	if (!grad_mul())
-		return;
 	if (valid) {
-		mw = mq[q >> 2];
-		vw = vq[q >> 2];
 		pi = p[e];
 		gi = g[e] * gm + l2 * pi;
-		mi = dequant8(u8_byte(mw, q), mabs[blk], true) * args.beta1 +
-		     args.one_minus_beta1 * gi;
-		vi = dequant8(u8_byte(vw, q), vabs[blk], false) * args.beta2 +
-		     args.one_minus_beta2 * gi * gi;
+		mi = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+		     args.beta1 + args.one_minus_beta1 * gi;
+		vi = dequant8(u8_byte(vq[q >> 2], q), vabs[blk], false) *
+		     args.beta2 + args.one_minus_beta2 * gi * gi;
 		denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
 		/* into a precise value first: no a * b + c fused */
 		pi = pi * decay - args.step_size * cr_div(mi, denom);
 		p[e] = pi;
 	}
-	ma = u8_absmax(mi, valid);
-	va = u8_absmax(vi, valid);
+	u8_absmax(mi, vi, 2u, valid, ma, va);
 	if (lid == 0u) {
 		mabs[blk] = ma;
 		vabs[blk] = va;
 	}
-	/* the words of lanes 4w .. 4w + 3: q_off is a multiple of 4 */
-	if (u8_pack(valid ? quant8(mi, ma, true) : 0u, cnt,
-		    lid < WG_SIZE / 4u && 4u * lid < cnt ?
-		    mq[(args.q_off + first) / 4u + lid] : 0u, word))
-		mq[(args.q_off + first) / 4u + lid] = word;
-	if (u8_pack(valid ? quant8(vi, va, false) : 0u, cnt,
-		    lid < WG_SIZE / 4u && 4u * lid < cnt ?
-		    vq[(args.q_off + first) / 4u + lid] : 0u, word))
-		vq[(args.q_off + first) / 4u + lid] = word;
+	/* q_off is a multiple of 4: the block's codes are whole words */
+	if (u8_pack(valid ? quant8(mi, ma, true) : 0u,
+		    valid ? quant8(vi, va, false) : 0u, cnt,
+		    packs ? mq[w] : 0u, packs ? vq[w] : 0u, mw, vw)) {
+		mq[w] = mw;
+		vq[w] = vw;
+	}
+}
+
+void main()
+{
+	prec_qmap_load();
+	barrier();
+	/* every invocation reads the same scal: all return alike */
+	if (!grad_mul())
+		return;
+	for (uint k = group_index(); k < u8_blocks(); k += args.q_groups)
+		block(k);
 }

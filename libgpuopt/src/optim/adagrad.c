@@ -30,10 +30,11 @@ static int adagrad_fill(struct gpo_optim *opt, struct optim_group *grp,
 	a->flags = flags;
 	a->q_off = 0;
 	a->q_blk = 0;
+	a->q_groups = 0;
 	if (opt->slot_dtype[SL_SUM] == GPO_U8) {
 		/* signed, as bitsandbytes' one-state optimizers */
 		optim_u8_call(opt, grp, call, OP_ADAGRAD8, &a->q_off,
-			      &a->q_blk);
+			      &a->q_blk, &a->q_groups);
 		call->buf[2] = opt->slot[SL_SUM];
 		call->buf[4] = opt->absmax[SL_SUM];
 		a->flags |= GPO_ADAGRAD_STATE_U8;

@@ -31,7 +31,8 @@ static int adam_fill_u8(struct gpo_optim *opt, struct optim_group *grp,
 	if (grp->hp.amsgrad)
 		return gpo__err(-ENOSYS, "%s: amsgrad with state in u8: no 8-bit max_exp_avg_sq yet",
 				opt->fam->name);
-	optim_u8_call(opt, grp, call, OP_ADAM8, &a->q_off, &a->q_blk);
+	optim_u8_call(opt, grp, call, OP_ADAM8, &a->q_off, &a->q_blk,
+		      &a->q_groups);
 	a->flags |= GPO_ADAM_STATE_U8;
 	call->buf[2] = opt->slot[SL_EXP_AVG];
 	call->buf[3] = opt->slot[SL_EXP_AVG_SQ];
@@ -62,6 +63,7 @@ static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
 	a->flags = flags;
 	a->q_off = 0;
 	a->q_blk = 0;
+	a->q_groups = 0;
 	if (opt->slot_dtype[SL_EXP_AVG] == GPO_U8) {
 		ret = adam_fill_u8(opt, grp, call, a);
 		if (ret)

@@ -26,9 +26,11 @@ static int lion_fill(struct gpo_optim *opt, struct optim_group *grp,
 	a->flags = flags;
 	a->q_off = 0;
 	a->q_blk = 0;
+	a->q_groups = 0;
 	if (opt->slot_dtype[SL_EXP_AVG] == GPO_U8) {
 		/* signed, as bitsandbytes' one-state optimizers */
-		optim_u8_call(opt, grp, call, OP_LION8, &a->q_off, &a->q_blk);
+		optim_u8_call(opt, grp, call, OP_LION8, &a->q_off, &a->q_blk,
+			      &a->q_groups);
 		call->buf[2] = opt->slot[SL_EXP_AVG];
 		call->buf[4] = opt->absmax[SL_EXP_AVG];
 		a->flags |= GPO_LION_STATE_U8;

@@ -620,6 +620,8 @@ static int fill_host16(struct gpo_optim *opt, const struct dev_buf *buf,
 
 /* ---- u8 state: blockwise absmax (core/quant_i.h) ---------------------- */
 
+unsigned int gpo__optim_u8_groups = 4096;
+
 uint64_t gpo__optim_u8_first(const struct gpo_optim *opt, int g)
 {
 	uint64_t n = 0;

@@ -111,6 +111,12 @@ struct gpo_optim {
  * group @g's
  */
 uint64_t gpo__optim_u8_blocks(const struct gpo_optim *opt);
+/*
+ * the most workgroups a u8 update launches (4096: enough to fill a GPU,
+ * each loading the maps once); results never depend on it, which tests
+ * check by making it small
+ */
+extern unsigned int gpo__optim_u8_groups;
 uint64_t gpo__optim_u8_first(const struct gpo_optim *opt, int g);
 
 /* torch's state-dict names of the slots, indexed by enum slot_id */

@@ -32,7 +32,8 @@ static int rmsprop_fill_u8(struct gpo_optim *opt, struct optim_group *grp,
 	if (grp->hp.momentum > 0 || grp->hp.centered)
 		return gpo__err(-ENOSYS, "rmsprop: %s with state in u8: no 8-bit kernel yet",
 				grp->hp.centered ? "centered" : "momentum");
-	optim_u8_call(opt, grp, call, OP_RMSPROP8, &a->q_off, &a->q_blk);
+	optim_u8_call(opt, grp, call, OP_RMSPROP8, &a->q_off, &a->q_blk,
+		      &a->q_groups);
 	call->buf[2] = opt->slot[SL_SQUARE_AVG];
 	call->buf[6] = opt->absmax[SL_SQUARE_AVG];
 	a->flags |= GPO_RMSPROP_STATE_U8;
@@ -67,6 +68,7 @@ static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
 	call->buf[5] = opt->scal;
 	a->q_off = 0;
 	a->q_blk = 0;
+	a->q_groups = 0;
 	if (opt->slot_dtype[SL_SQUARE_AVG] == GPO_U8) {
 		int ret = rmsprop_fill_u8(opt, grp, call, a);
 

@@ -350,6 +350,15 @@ static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
 	}
 }
 
+/*
+ * The blocks of units [lo, hi) of a u8 launch: unit w does blocks w, w +
+ * @groups, ... of the group's (n + 255) / 256, as the GPU kernels' groups
+ */
+#define FOR_EACH_U8_BLOCK(k, w, lo, hi, n, groups) \
+	for (w = lo; w < hi; w++) \
+		for (k = w; k < ((n) + GPO_QBLOCK - 1) / GPO_QBLOCK; \
+		     k += (groups))
+
 /* u8 state: the largest |x| of a block by the bits, so a NaN wins */
 static float u8_absmax(const float *x, uint32_t cnt)
 {
@@ -385,11 +394,11 @@ static void k_adam8(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const float decay = decoupled ? a->decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a->weight_decay;
 	float m[GPO_QBLOCK], v[GPO_QBLOCK], gm;
-	uint32_t k, i;
+	uint32_t k, w, i;
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
-	for (k = lo; k < hi; k++) {
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
 		uint32_t first = k * GPO_QBLOCK;
 		uint32_t cnt = a->n - first < GPO_QBLOCK ? a->n - first :
 							  GPO_QBLOCK;
@@ -636,11 +645,11 @@ static void k_rmsprop8(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const float lr = a->lr, alpha = a->alpha, eps = a->eps;
 	const float wd = a->weight_decay, oa = a->one_minus_alpha;
 	float s[GPO_QBLOCK], gm;
-	uint32_t k, i, first, cnt;
+	uint32_t k, w, i, first, cnt;
 
 	if (!grad_mul(c, a->flags, 5, &gm))
 		return;
-	for (k = lo; k < hi; k++) {
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
 		cnt = u8_block(a->n, k, &first);
 		for (i = 0; i < cnt; i++) {
 			uint32_t e = first + i;
@@ -665,11 +674,11 @@ static void k_adagrad8(const struct op_call *c, uint32_t lo, uint32_t hi)
 	uint8_t *sq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
 	const float clr = a->clr, wd = a->weight_decay, eps = a->eps;
 	float s[GPO_QBLOCK], gm;
-	uint32_t k, i, first, cnt;
+	uint32_t k, w, i, first, cnt;
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
-	for (k = lo; k < hi; k++) {
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
 		cnt = u8_block(a->n, k, &first);
 		for (i = 0; i < cnt; i++) {
 			uint32_t e = first + i;
@@ -693,11 +702,11 @@ static void k_lion8(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const float decay = a->decay;
 	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
 	float m[GPO_QBLOCK], gm;
-	uint32_t k, i, first, cnt;
+	uint32_t k, w, i, first, cnt;
 
 	if (!grad_mul(c, a->flags, 3, &gm))
 		return;
-	for (k = lo; k < hi; k++) {
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
 		cnt = u8_block(a->n, k, &first);
 		for (i = 0; i < cnt; i++) {
 			uint32_t e = first + i;
