@@ -41,6 +41,7 @@ static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 /* a kind's hyperparameters, as the test configures them */
 struct ref_hp {
 	double wd, beta1, beta2, eps, alpha, lr_decay;
+	double init;		/* adagrad's initial_accumulator_value */
 };
 
 static struct gpo_optim *make_opt(struct gpo_device *dev,
@@ -329,6 +330,8 @@ START_TEST(test_adagrad_u8_bitwise)
 {
 	check_bitwise("adagrad_u8", GPO_ADAGRAD,
 		      "weight_decay=0.01 lr_decay=0.01 maximize=1");
+	check_bitwise("adagrad_u8_init", GPO_ADAGRAD,
+		      "initial_accumulator_value=0.1");
 }
 END_TEST
 
@@ -576,6 +579,11 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 		r.q[k] = calloc(numel, 1);
 		r.absmax[k] = calloc(blocks, 4);
 	}
+	/* adagrad's initial sum: every block's absmax, every code 1.0's */
+	for (uint64_t e = 0; h->init != 0 && e < numel; e++)
+		r.q[0][e] = 255;
+	for (uint64_t b = 0; h->init != 0 && b < blocks; b++)
+		r.absmax[0][b] = (float)h->init;
 	tu_fill(host, numel, &s, -1.0, 1.0);
 	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, host, numel * 4),
 			 0);
@@ -663,9 +671,12 @@ END_TEST
 START_TEST(test_adagrad_u8_reference)
 {
 	const struct ref_hp h = { .wd = 0.01, .lr_decay = 0.01, .eps = 1e-10 };
+	const struct ref_hp hi = { .eps = 1e-10, .init = 0.1 };
 
 	check_reference("adagrad_u8_ref", GPO_ADAGRAD,
 			"weight_decay=0.01 lr_decay=0.01 maximize=1", &h, 1);
+	check_reference("adagrad_u8_init_ref", GPO_ADAGRAD,
+			"initial_accumulator_value=0.1", &hi, 0);
 }
 END_TEST
 

@@ -658,6 +658,48 @@ static int u8_init_absmax(struct gpo_optim *opt, enum slot_id s)
 }
 
 /*
+ * Group @g of u8 slot @s all @value (adagrad's initial sum): each block's
+ * absmax the value as float, each code quant8(value, absmax), which is
+ * the code of 1.0: the value comes back exactly
+ */
+static int u8_fill_value(struct gpo_optim *opt, enum slot_id s, int g,
+			 double value)
+{
+	enum { PIECE = 16384 };
+	const struct optim_group *grp = &opt->groups[g];
+	uint64_t first = gpo__optim_u8_first(opt, g), done, m;
+	uint64_t blocks = (grp->numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	float v = (float)value, *absmax;
+	unsigned char *codes;
+	int ret = 0;
+
+	codes = malloc(PIECE);
+	absmax = malloc(PIECE * sizeof(*absmax));
+	if (!codes || !absmax) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	memset(codes, gpo__quant8(v, v, s != SL_EXP_AVG_SQ), PIECE);
+	for (done = 0; done < PIECE; done++)
+		absmax[done] = v;
+	for (done = 0; done < grp->numel && !ret; done += m) {
+		m = grp->numel - done < PIECE ? grp->numel - done : PIECE;
+		ret = opt->dev->ops->write(opt->dev, &opt->slot[s],
+					   grp->start + done, codes, m);
+	}
+	for (done = 0; done < blocks && !ret; done += m) {
+		m = blocks - done < PIECE ? blocks - done : PIECE;
+		ret = opt->dev->ops->write(opt->dev, &opt->absmax[s],
+					   (first + done) * sizeof(float),
+					   absmax, m * sizeof(float));
+	}
+out_free:
+	free(codes);
+	free(absmax);
+	return ret;
+}
+
+/*
  * A slot of another dtype than f32: zero bytes, then adagrad's initial
  * value, converted on the host as torch.full_like() would.
  */
@@ -668,7 +710,7 @@ static int init_slot_other(struct gpo_optim *opt, enum slot_id s)
 
 	for (g = 0; s == SL_SUM && g < opt->ngroups; g++)
 		if (opt->groups[g].hp.initial_accumulator_value != 0 &&
-		    dt != GPO_F16 && dt != GPO_BF16)
+		    dt != GPO_F16 && dt != GPO_BF16 && dt != GPO_U8)
 			return gpo__err(-ENOSYS,
 				       "%s: sum in %s: no conversion of initial_accumulator_value %g to %s yet",
 				       gpo_optim_kind_name(opt->kind),
@@ -681,7 +723,11 @@ static int init_slot_other(struct gpo_optim *opt, enum slot_id s)
 	for (g = 0; s == SL_SUM && g < opt->ngroups && !ret; g++) {
 		const struct optim_group *grp = &opt->groups[g];
 
-		if (grp->numel && grp->hp.initial_accumulator_value != 0)
+		if (grp->numel && grp->hp.initial_accumulator_value != 0 &&
+		    dt == GPO_U8)
+			ret = u8_fill_value(opt, s, g,
+					    grp->hp.initial_accumulator_value);
+		else if (grp->numel && grp->hp.initial_accumulator_value != 0)
 			ret = fill_host16(opt, &opt->slot[s], dt, grp->start,
 					  grp->numel,
 					  grp->hp.initial_accumulator_value);
