@@ -106,7 +106,6 @@ static inline struct dev_buf optim_slot_view4(const struct gpo_optim *opt,
  * arrays are bound whole (their group offsets need not be
  * binding-aligned).
  */
-
 static inline void optim_u8_call(struct gpo_optim *opt,
 				 struct optim_group *grp, struct op_call *call,
 				 enum gpo__op_id op, uint32_t *q_off,
