@@ -101,13 +101,14 @@ static inline void u8_absmax(__local uint *red, float x, float y, uint ny,
 }
 
 /*
- * Each work-item's codes @c0 (and @c1 with @q1) staged; work-item w < 64
- * then stores the words of the block's codes 4w .. 4w + 3 at @q0 (@q1),
- * the block's first word, lanes from @cnt (its valid elements) on
+ * Each work-item's codes @c0 (and @c1 with @nq 2) staged; work-item w <
+ * 64 then stores the words of the block's codes 4w .. 4w + 3 at @q0
+ * (@q1), the block's first word, lanes from @cnt (its valid elements) on
  * keeping their bits
  */
 static inline void u8_pack(__local uint *codes, __global uint *q0,
-			   __global uint *q1, uint c0, uint c1, uint cnt)
+			   __global uint *q1, uint nq, uint c0, uint c1,
+			   uint cnt)
 {
 	uint lid = get_local_id(0);
 
@@ -115,7 +116,7 @@ static inline void u8_pack(__local uint *codes, __global uint *q0,
 	codes[GPO_WG_SIZE + lid] = c1;
 	barrier(CLK_LOCAL_MEM_FENCE);
 	if (lid < GPO_WG_SIZE / 4 && 4u * lid < cnt) {
-		uint o0 = q0[lid], o1 = q1 ? q1[lid] : 0u, w0 = 0, w1 = 0;
+		uint o0 = q0[lid], o1 = nq > 1 ? q1[lid] : 0u, w0 = 0, w1 = 0;
 
 		for (uint j = 0; j < 4u; j++) {
 			bool in = 4u * lid + j < cnt;
@@ -126,7 +127,7 @@ static inline void u8_pack(__local uint *codes, __global uint *q0,
 				    u8_byte(o1, j)) << (8u * j);
 		}
 		q0[lid] = w0;
-		if (q1)
+		if (nq > 1)
 			q1[lid] = w1;
 	}
 	/* everyone has read codes before the next block writes it */

@@ -102,7 +102,8 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
 		if (lid == 0)
 			sabs[blk] = sa;
-		u8_pack(codes, sq + (a.q_off + first) / 4, NULL,
+		u8_pack(codes, sq + (a.q_off + first) / 4,
+			sq + (a.q_off + first) / 4, 1,
 			valid ? quant8(si, sa, true) : 0u, 0u, cnt);
 	}
 }

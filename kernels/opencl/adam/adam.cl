@@ -163,7 +163,7 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 			vabs[blk] = va;
 		}
 		u8_pack(codes, mq + (a.q_off + first) / 4,
-			vq + (a.q_off + first) / 4,
+			vq + (a.q_off + first) / 4, 2,
 			valid ? quant8(mi, ma, true) : 0u,
 			valid ? quant8(vi, va, false) : 0u, cnt);
 	}

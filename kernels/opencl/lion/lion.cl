@@ -106,7 +106,8 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		u8_absmax(red, mi, 0.0f, 1, valid, &ma, &unused);
 		if (lid == 0)
 			mabs[blk] = ma;
-		u8_pack(codes, mq + (a.q_off + first) / 4, NULL,
+		u8_pack(codes, mq + (a.q_off + first) / 4,
+			mq + (a.q_off + first) / 4, 1,
 			valid ? quant8(mi, ma, true) : 0u, 0u, cnt);
 	}
 }
