@@ -73,6 +73,20 @@ static inline uint u8_byte(uint w, uint e)
 }
 
 /*
+ * dequant8() with the hardware's multiply where it is exact: the maps'
+ * least nonzero magnitude is above 2^-22, so for a finite absmax >=
+ * 2^-100 every product is a normal float, which OpenCL's multiply rounds
+ * correctly; prec_mul's integer path only for the rest
+ */
+static inline float u8_dequant(uint q, float absmax, bool is_signed)
+{
+	if (absmax >= as_float(0x0d800000u) &&
+	    absmax < as_float(0x7f800000u))
+		return prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+	return dequant8(q, absmax, is_signed);
+}
+
+/*
  * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2), by the
  * bits: a NaN wins. A max is the same in any order: deterministic.
  */

@@ -80,6 +80,24 @@ uint u8_byte(uint w, uint e)
 	return (w >> (8u * (e & 3u))) & 0xffu;
 }
 
+/*
+ * dequant8() with the hardware's multiply where it is exact: the maps'
+ * least nonzero magnitude is above 2^-22, so for a finite absmax >=
+ * 2^-100 every product is a normal float, which Vulkan's multiply
+ * rounds correctly; prec_mul's integer path only for the rest
+ */
+float u8_dequant(uint q, float absmax, bool is_signed)
+{
+	precise float v;
+
+	if (absmax >= uintBitsToFloat(0x0d800000u) &&
+	    absmax < uintBitsToFloat(0x7f800000u)) {
+		v = prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+		return v;
+	}
+	return dequant8(q, absmax, is_signed);
+}
+
 /* the blocks of this workgroup: group_index(), + args.q_groups, ... */
 uint u8_blocks()
 {

@@ -95,7 +95,7 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		if (valid) {
 			pi = p[e];
 			gi = g[e] * gm + a.weight_decay * pi;
-			si = dequant8(u8_byte(sq[q >> 2], q), sabs[blk], true) +
+			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
 			     gi * gi;
 			p[e] = pi - a.clr * cr_div(gi, cr_sqrt(si) + a.eps);
 		}

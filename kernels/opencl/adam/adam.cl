@@ -149,9 +149,9 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		if (valid) {
 			pi = p[e];
 			gi = g[e] * gm + l2 * pi;
-			mi = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
 			     a.beta1 + a.one_minus_beta1 * gi;
-			vi = dequant8(u8_byte(vq[q >> 2], q), vabs[blk],
+			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
 				      false) * a.beta2 +
 			     a.one_minus_beta2 * gi * gi;
 			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;

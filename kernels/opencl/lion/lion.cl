@@ -98,7 +98,7 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 
 		if (valid) {
 			gi = g[e] * gm;
-			m0 = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true);
+			m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
 			c = m0 * a.beta1 + a.one_minus_beta1 * gi;
 			p[e] = p[e] * a.decay - a.lr * sign(c);
 			mi = m0 * a.beta2 + a.one_minus_beta2 * gi;

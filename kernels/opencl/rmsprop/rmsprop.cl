@@ -142,7 +142,7 @@ KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		if (valid) {
 			pi = p[e];
 			gi = g[e] * gm + a.weight_decay * pi;
-			si = dequant8(u8_byte(sq[q >> 2], q), sabs[blk], true) *
+			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) *
 			     a.alpha + a.one_minus_alpha * gi * gi;
 			avg = cr_sqrt(si) + a.eps;
 			p[e] = pi - a.lr * cr_div(gi, avg);

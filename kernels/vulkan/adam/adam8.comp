@@ -43,9 +43,9 @@ void block(uint k)
 	if (valid) {
 		pi = p[e];
 		gi = g[e] * gm + l2 * pi;
-		mi = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+		mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
 		     args.beta1 + args.one_minus_beta1 * gi;
-		vi = dequant8(u8_byte(vq[q >> 2], q), vabs[blk], false) *
+		vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk], false) *
 		     args.beta2 + args.one_minus_beta2 * gi * gi;
 		denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
 		/* into a precise value first: no a * b + c fused */

@@ -34,7 +34,7 @@ void block(uint k)
 	float ma, unused_f;
 
 	if (valid) {
-		float m0 = dequant8(u8_byte(mq[q >> 2], q), mabs[blk], true);
+		float m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
 
 		gi = g[e] * gm;
 		/* precise: sign(c) must flip nowhere the cpu's does not */

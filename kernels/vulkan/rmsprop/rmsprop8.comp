@@ -37,7 +37,7 @@ void block(uint k)
 	if (valid) {
 		pi = p[e];
 		gi = g[e] * gm + args.weight_decay * pi;
-		si = dequant8(u8_byte(sq[q >> 2], q), sabs[blk], true) *
+		si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) *
 		     args.alpha + args.one_minus_alpha * gi * gi;
 		avg = cr_sqrt(si) + args.eps;
 		/* into a precise value first: no a * b + c fused */
