@@ -30,6 +30,9 @@
  *       (none: -m 0)
  *   -g  GPTs as LAYERSxHEADSxDIMxCTX@BATCH, e.g. 6x6x384x256@64
  *       (none: -g 0, the default)
+ *       An MLP or GPT ending ":f16" trains with matmul=f16 (products of
+ *       binary16 operands: tensor cores where the device has them), its
+ *       peer torch under autocast to bfloat16 (torch_amp, torch_amp_graph)
  *   -M  products C = op(A) op(B) as MxNxK[ta][tb][@BATCH]: C is M x N,
  *       the sum K long; "ta": A is stored K x M and used transposed,
  *       "tb": B is stored N x K; @BATCH: that many products of 3-d
@@ -623,6 +626,13 @@ static int parse_mlp(const char *spec, uint32_t *in, uint32_t *out,
 }
 
 /*
+ * The peers of a training step: torch in f32, or (":f16", matmul=f16)
+ * under autocast to bfloat16, eager and in a CUDA graph
+ */
+static const char *const fp32_labels[] = { "torch_eager", "torch_graph" };
+static const char *const amp_labels[] = { "torch_amp", "torch_amp_graph" };
+
+/*
  * time_steps - wall time per training step of @t: rounds of R steps
  * queued with no result and one step that asks for its result (so waits
  * for all of them), after WARMUP_S of warm-up; the median of the rounds
@@ -668,7 +678,7 @@ static int time_steps(struct gpo_train *t, const char *what, const char *spec,
  * result (so waits for all of them): wall time per step.
  */
 static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
-		     uint32_t batch)
+		     uint32_t batch, int half)
 {
 	struct gpo_dataset *ds = NULL;
 	struct gpo_optim *opt = NULL;
@@ -680,7 +690,7 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	uint64_t n;
 	char path[128], mspec[160], opts[64], key[200], name[64];
 	char peer[160] = "", *pp = peer;
-	static const char *const plabels[] = { "torch_eager", "torch_graph" };
+	const char *const *plabels = half ? amp_labels : fp32_labels;
 	int ret = -EINVAL, i;
 
 	if (!round_t)
@@ -709,14 +719,16 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 		ret = gpo_optim_configure(opt, -1, "lr=0.001 weight_decay=0.01");
 	if (ret)
 		goto out;
-	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0", batch);
+	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0%s", batch,
+		 half ? " matmul=f16" : "");
 	ret = gpo_train_new(m, ds, opts, &t);
 	if (ret)
 		goto out;
 	ret = time_steps(t, "mlp", spec, id, round_t, &step);
 	if (ret)
 		goto out;
-	snprintf(key, sizeof(key), "mlp:%s@%u", spec, batch);
+	snprintf(key, sizeof(key), "mlp:%s@%u%s", spec, batch,
+		 half ? ":f16" : "");
 	for (i = 0; i < 2; i++) {
 		const struct peer *p = find_peer(plabels[i], key);
 
@@ -726,7 +738,7 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, p->ms * 1e3,
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "mlp%.60s", spec);
+	snprintf(name, sizeof(name), "mlp%.56s%s", spec, half ? " f16" : "");
 	/* forward 2 flop a weight and sample, backward 4 */
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, 3.0 * flop * batch / step / 1e12,
@@ -855,7 +867,7 @@ out:
  * T x T, as computed here), not the element-wise work.
  */
 static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
-		     uint32_t batch)
+		     uint32_t batch, int half)
 {
 	struct gpo_dataset *ds = NULL;
 	struct gpo_optim *opt = NULL;
@@ -867,7 +879,7 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	unsigned int l, h, d, ctx;
 	char path[128], mspec[160], opts[64], key[200], name[64];
 	char peer[160] = "", *pp = peer;
-	static const char *const plabels[] = { "torch_eager", "torch_graph" };
+	const char *const *plabels = half ? amp_labels : fp32_labels;
 	int ret = -EINVAL, i;
 
 	if (!round_t)
@@ -898,7 +910,8 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 		ret = gpo_model_info(m, &mi);
 	if (ret)
 		goto out;
-	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0", batch);
+	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0%s", batch,
+		 half ? " matmul=f16" : "");
 	ret = gpo_train_new(m, ds, opts, &t);
 	if (ret)
 		goto out;
@@ -909,7 +922,8 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	/* per token: 2 a weight (wpe's are not multiplied), 4 T D a layer */
 	flop = 3.0 * tokens * (2.0 * (mi.params - (double)ctx * d) +
 			       4.0 * l * (double)ctx * d);
-	snprintf(key, sizeof(key), "gpt:%s@%u", spec, batch);
+	snprintf(key, sizeof(key), "gpt:%s@%u%s", spec, batch,
+		 half ? ":f16" : "");
 	for (i = 0; i < 2; i++) {
 		const struct peer *p = find_peer(plabels[i], key);
 
@@ -919,7 +933,8 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, tokens / (p->ms * 1e-3),
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "gpt%s tok/s=%.0f", spec, tokens / step);
+	snprintf(name, sizeof(name), "gpt%s%s tok/s=%.0f", spec,
+		 half ? " f16" : "", tokens / step);
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, flop / step / 1e12, "-", "-",
 	       peer);
@@ -1053,16 +1068,21 @@ typedef int (*bench_fn)(struct gpo_device *dev, const char *id,
 			const char *item);
 
 /* "SPEC@BATCH" into @spec and @batch; -EINVAL without a batch */
+/* SPEC@BATCH[:f16]: *@half for ":f16", training with matmul=f16 */
 static int split_batch(const char *item, char *spec, size_t len,
-		       uint32_t *batch)
+		       uint32_t *batch, int *half)
 {
 	const char *at = strchr(item, '@');
+	char *end;
 
 	if (!at || (size_t)(at - item) >= len)
 		return -EINVAL;
 	memcpy(spec, item, at - item);
 	spec[at - item] = '\0';
-	*batch = (uint32_t)strtoul(at + 1, NULL, 10);
+	*batch = (uint32_t)strtoul(at + 1, &end, 10);
+	*half = !strcmp(end, ":f16");
+	if (*end && !*half)
+		return -EINVAL;
 	return 0;
 }
 
@@ -1084,20 +1104,22 @@ static int mlp_item(struct gpo_device *dev, const char *id, const char *item)
 {
 	char spec[128];
 	uint32_t batch;
+	int half;
 
-	if (split_batch(item, spec, sizeof(spec), &batch))
+	if (split_batch(item, spec, sizeof(spec), &batch, &half))
 		return 0;
-	return bench_mlp(dev, id, spec, batch);
+	return bench_mlp(dev, id, spec, batch, half);
 }
 
 static int gpt_item(struct gpo_device *dev, const char *id, const char *item)
 {
 	char spec[128];
 	uint32_t batch;
+	int half;
 
-	if (split_batch(item, spec, sizeof(spec), &batch))
+	if (split_batch(item, spec, sizeof(spec), &batch, &half))
 		return 0;
-	return bench_gpt(dev, id, spec, batch);
+	return bench_gpt(dev, id, spec, batch, half);
 }
 
 /*

@@ -108,6 +108,13 @@ def product(spec, device, rounds, sync):
     return timed(lambda: torch.matmul(a, b, out=c), sync, rounds)
 
 
+def autocast(device, amp):
+    """Mixed precision as torch users write it: autocast to bfloat16 (the
+    peer of gpuopt's matmul=f16), or nothing."""
+    return torch.autocast(device_type="cuda" if device == "cuda" else "cpu",
+                          dtype=torch.bfloat16, enabled=amp)
+
+
 def stepper(step, window, nb, graph):
     """A function that runs step() on batch k = 0, 1, .. (mod nb) of
     window(k): eagerly, or replaying step() captured in a CUDA graph, the
@@ -141,7 +148,7 @@ def stepper(step, window, nb, graph):
     return replay
 
 
-def mlp_step_fn(sizes, batch, device, graph):
+def mlp_step_fn(sizes, batch, device, graph, amp=False):
     torch.manual_seed(1)
     layers = []
     for i in range(len(sizes) - 1):
@@ -160,7 +167,8 @@ def mlp_step_fn(sizes, batch, device, graph):
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=False)
-        loss = lossf(model(xb), yb)
+        with autocast(device, amp):
+            loss = lossf(model(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -222,7 +230,7 @@ class GPT(torch.nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()
 
 
-def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph):
+def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph, amp=False):
     torch.manual_seed(1)
     model = GPT(layers, heads, dim, ctx).to(device)
     nb = 16
@@ -238,12 +246,20 @@ def gpt_step_fn(layers, heads, dim, ctx, batch, device, graph):
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=False)
-        loss = lossf(model(xb).view(-1, 256), yb)
+        with autocast(device, amp):
+            loss = lossf(model(xb).view(-1, 256), yb)
         loss.backward()
         opt.step()
         return loss
 
     return stepper(step, window, nb, graph)
+
+
+def labels(amp):
+    """The peer labels of a training step: f32, or (":f16") autocast."""
+    if amp:
+        return (("torch_amp", False), ("torch_amp_graph", True))
+    return (("torch_eager", False), ("torch_graph", True))
 
 
 def main():
@@ -292,12 +308,14 @@ def main():
         if "@" not in m:
             continue
         spec, batch = m.split("@")
+        amp = batch.endswith(":f16")
+        batch = batch.split(":")[0]
         sizes = [int(v) for v in spec.split("x")]
-        for label, graph in (("torch_eager", False), ("torch_graph", True)):
+        for label, graph in labels(amp):
             if graph and not cuda:
                 continue
             try:
-                fn = mlp_step_fn(sizes, int(batch), a.device, graph)
+                fn = mlp_step_fn(sizes, int(batch), a.device, graph, amp)
                 ms = timed(fn, sync, a.rounds)
             except (RuntimeError, TypeError) as e:
                 print("# %s %s: %s" % (label, m, e), file=sys.stderr)
@@ -307,12 +325,15 @@ def main():
         if "@" not in m:
             continue
         spec, batch = m.split("@")
+        amp = batch.endswith(":f16")
+        batch = batch.split(":")[0]
         l, h, d, t = (int(v) for v in spec.split("x"))
-        for label, graph in (("torch_eager", False), ("torch_graph", True)):
+        for label, graph in labels(amp):
             if graph and not cuda:
                 continue
             try:
-                fn = gpt_step_fn(l, h, d, t, int(batch), a.device, graph)
+                fn = gpt_step_fn(l, h, d, t, int(batch), a.device, graph,
+                                 amp)
                 ms = timed(fn, sync, a.rounds)
             except (RuntimeError, TypeError) as e:
                 print("# %s %s: %s" % (label, m, e), file=sys.stderr)

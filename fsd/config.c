@@ -581,6 +581,8 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	cfg->train.batch_size = 64;
 	cfg->train.shuffle = 1;
 	cfg->ranks = 1;
+	cfg->deterministic = 1;
+	cfg->bucket_bytes = 4u << 20;
 }
 
 int config_mpi(const struct job_config *cfg)
@@ -610,9 +612,10 @@ int config_model_text(const struct job_config *cfg, struct gpo__sbuf *sb)
 	else if (cfg->model.kind == MODEL_GPT)
 		gpo__sbuf_printf(sb, " dropout=%.17g", t->dropout);
 	if (config_learns(cfg))
-		gpo__sbuf_printf(sb, " data=%s batch_size=%llu shuffle=%d eval_every=%llu",
+		gpo__sbuf_printf(sb, " data=%s batch_size=%llu shuffle=%d eval_every=%llu matmul=%s",
 				 t->data, (unsigned long long)t->batch_size,
-				 t->shuffle, (unsigned long long)t->eval_every);
+				 t->shuffle, (unsigned long long)t->eval_every,
+				 t->matmul_f16 ? "f16" : "f32");
 	return sb->err ? fs_err(-ENOMEM, "out of memory") : 0;
 }
 
@@ -638,8 +641,32 @@ int config_copy(struct job_config *dst, const struct job_config *src)
 	return 0;
 }
 
+/*
+ * constant with no warmup: the lr as configured, which no library
+ * schedule needs to make (a restored config shows warmup_steps=0)
+ */
+static int sched_is_none(const struct job_config *cfg)
+{
+	const struct kv *kv;
+	int i;
+
+	if (strcmp(cfg->schedule, "constant"))
+		return 0;
+	for (i = 0; i < cfg->sched.n; i++) {
+		kv = &cfg->sched.v[i];
+		if (!strcmp(kv->key, "warmup_start_factor"))
+			continue;
+		if (strcmp(kv->key, "warmup_steps") || strcmp(kv->value, "0"))
+			return 0;
+	}
+	return 1;
+}
+
 int config_uses_sched(const struct job_config *cfg)
 {
+	/* ZeRO-1 steps without one: a no-op schedule must not stop it */
+	if (cfg->zero && sched_is_none(cfg))
+		return 0;
 	return strcmp(cfg->schedule, "constant") || cfg->sched.n;
 }
 
@@ -719,6 +746,49 @@ static int parse_real(const char *key, const char *value, double min,
 	return 0;
 }
 
+/*
+ * deterministic=, zero=, bucket_bytes=, timeout=: gpo_comm_new()'s
+ * settings, judged here by its rules so that a bad one fails the write
+ * (how they fit together: validate_comm())
+ */
+static int parse_comm_key(struct job_config *cfg, const char *key,
+			  const char *value)
+{
+	uint64_t v;
+	int ret;
+
+	if (!strcmp(key, "deterministic") || !strcmp(key, "zero")) {
+		ret = parse_count(key, value, 0, 1, &v);
+		if (ret)
+			return ret;
+		if (key[0] == 'd')
+			cfg->deterministic = (int)v;
+		else
+			cfg->zero = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "bucket_bytes")) {
+		ret = parse_count(key, value, 4096, 1u << 30, &v);
+		if (ret)
+			return ret;
+		if (v % 4)
+			return fs_err(-EINVAL, "bucket_bytes: %llu is not a multiple of 4 (whole floats)",
+				      (unsigned long long)v);
+		cfg->bucket_bytes = v;
+		return 0;
+	}
+	if (!strcmp(key, "timeout")) {
+		/* the daemon's own, whatever its watchdog is then */
+		if (!strcmp(value, "auto")) {
+			cfg->comm_timeout = 0;
+			return 0;
+		}
+		return parse_count(key, value, 1, job_comm_timeout_max(),
+				   &cfg->comm_timeout);
+	}
+	return 1;
+}
+
 static int parse_run_key(struct job_config *cfg, const char *key,
 			 const char *value)
 {
@@ -756,6 +826,13 @@ static int parse_run_key(struct job_config *cfg, const char *key,
 
 		cfg->train.shuffle = (int)v;
 		return ret;
+	}
+	if (!strcmp(key, "matmul")) {
+		if (strcmp(value, "f32") && strcmp(value, "f16"))
+			return fs_err(-EINVAL, "matmul: '%s' is not f32 or f16",
+				      value);
+		cfg->train.matmul_f16 = value[1] == '1';
+		return 0;
 	}
 	if (!strcmp(key, "activation")) {
 		static const char *const acts[] = {
@@ -827,17 +904,123 @@ static int parse_dtype_key(struct job_config *cfg, const char *key,
 	return 1;
 }
 
-static int parse_device(struct job_config *cfg, const char *value)
+/*
+ * device=: a spec gpo_device_select() takes ("best", "opencl",
+ * "vulkan:0"), or one per rank joined by commas ("cpu:0,opencl:0"): the
+ * same words as gpuopt-train's device=. What each names: validate_device().
+ */
+static int parse_device(struct job_config *cfg, const struct gpo__kv *w)
 {
-	const char *p;
+	size_t i;
 
-	if (!*value || strlen(value) >= sizeof(cfg->device))
-		return fs_err(-EINVAL, "device: '%s' is not a device", value);
-	for (p = value; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr(":_-", *p))
-			return fs_err(-EINVAL, "device: '%s' is not a device",
-				      value);
-	snprintf(cfg->device, sizeof(cfg->device), "%s", value);
+	if (!w->vlen || w->vlen >= sizeof(cfg->device))
+		return fs_err(-EINVAL, "device: '%.*s' is not a device (or a list of one per rank of fewer than %zu bytes)",
+			      (int)(w->vlen < 64 ? w->vlen : 64), w->val,
+			      sizeof(cfg->device));
+	for (i = 0; i < w->vlen; i++) {
+		if (isalnum((unsigned char)w->val[i]) ||
+		    strchr(":_-", w->val[i]))
+			continue;
+		/* a comma between two devices */
+		if (w->val[i] == ',' && i && i + 1 < w->vlen &&
+		    w->val[i - 1] != ',')
+			continue;
+		return fs_err(-EINVAL, "device: '%.*s' is not a device (or devices a,b,... one per rank)",
+			      (int)(w->vlen < 64 ? w->vlen : 64), w->val);
+	}
+	memcpy(cfg->device, w->val, w->vlen);
+	cfg->device[w->vlen] = '\0';
+	return 0;
+}
+
+/* how many devices device= names: 1, or one per rank */
+static uint64_t device_count(const char *spec)
+{
+	uint64_t n = 1;
+
+	for (; *spec; spec++)
+		n += *spec == ',';
+	return n;
+}
+
+/* item @k of a device= list (the whole spec for one) into @buf */
+static int device_item(const char *spec, uint64_t k, char *buf, size_t len)
+{
+	const char *e;
+
+	for (; k; k--) {
+		spec = strchr(spec, ',');
+		if (!spec)
+			return fs_err(-EINVAL, "device: no item %llu",
+				      (unsigned long long)k);
+		spec++;
+	}
+	e = strchr(spec, ',');
+	if (!e)
+		e = spec + strlen(spec);
+	if ((size_t)(e - spec) >= len)
+		return fs_err(-EINVAL, "device: '%.*s' is too long", 64, spec);
+	memcpy(buf, spec, e - spec);
+	buf[e - spec] = '\0';
+	return 0;
+}
+
+static int is_backend(const char *spec)
+{
+	return !strcmp(spec, "cpu") || !strcmp(spec, "opencl") ||
+	       !strcmp(spec, "vulkan");
+}
+
+int config_rank_device(struct fsd *fs, const struct job_config *cfg,
+		       uint64_t rank, char *buf, size_t len)
+{
+	struct gpo_device_info info;
+	int i, n, found = 0, k = -1;
+	uint64_t count = 0;
+
+	if (device_count(cfg->device) > 1)
+		return device_item(cfg->device, rank, buf, len);
+	if (snprintf(buf, len, "%s", cfg->device) >= (int)len)
+		return fs_err(-EINVAL, "device: '%s' is too long", cfg->device);
+	if (cfg->ranks < 2 || !is_backend(cfg->device))
+		return 0;
+	/* the backend's devices that jobs may use, in index order */
+	n = gpo_device_count(fs->ctx);
+	for (i = 0; i < n; i++)
+		if (!gpo_device_info(fs->ctx, i, &info) && info.present &&
+		    info.enabled && !strcmp(info.backend, cfg->device))
+			count++;
+	if (!count)
+		return 0;	/* gpo_device_select() says why */
+	for (i = 0; i < n; i++) {
+		if (gpo_device_info(fs->ctx, i, &info) || !info.present ||
+		    !info.enabled || strcmp(info.backend, cfg->device))
+			continue;
+		if ((uint64_t)found++ == rank % count) {
+			k = i;
+			break;
+		}
+	}
+	if (k >= 0 && snprintf(buf, len, "%s", info.id) >= (int)len)
+		return fs_err(-EINVAL, "device: id '%s' is too long", info.id);
+	return 0;
+}
+
+int config_comm_text(const struct job_config *cfg, char *buf, size_t len)
+{
+	int n;
+
+	n = snprintf(buf, len,
+		     "shards=%llu deterministic=%d zero=%d bucket_bytes=%llu timeout=%u",
+		     (unsigned long long)(cfg->shards ? cfg->shards :
+					  cfg->ranks),
+		     cfg->deterministic, cfg->zero,
+		     (unsigned long long)cfg->bucket_bytes,
+		     cfg->comm_timeout &&
+		     cfg->comm_timeout < job_comm_timeout_max() ?
+		     (unsigned int)cfg->comm_timeout : job_comm_timeout_max());
+	if (n < 0 || (size_t)n >= len)
+		return fs_err(-ENOSPC, "the comm settings do not fit");
 	return 0;
 }
 
@@ -895,9 +1078,14 @@ static int parse_hosts(struct job_config *cfg, const char *value)
 static int validate_ranks(const struct job_config *cfg)
 {
 	uint64_t shards = cfg->shards ? cfg->shards : cfg->ranks;
+	uint64_t ndev = device_count(cfg->device);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	const char *why;
 
+	if (ndev > 1 && ndev != cfg->ranks)
+		return fs_err(-EINVAL, "device: %llu devices for ranks=%llu: give one device for every rank, or one for all",
+			      (unsigned long long)ndev,
+			      (unsigned long long)cfg->ranks);
 	if (!config_mpi(cfg))
 		return 0;
 	why = job_mpi_why();
@@ -921,6 +1109,37 @@ static int validate_ranks(const struct job_config *cfg)
 			      (unsigned long long)cfg->train.batch_size,
 			      (unsigned long long)shards,
 			      (unsigned long long)cfg->ranks);
+	return 0;
+}
+
+/*
+ * deterministic=, zero=: what ZeRO-1 needs (gpo_comm's rules: its -ENOSYS
+ * cases are refused here, at the write, not at the job's first step).
+ * config_hp() takes ctx_lock itself.
+ */
+static int validate_comm(struct fsd *fs, const struct job_config *cfg)
+{
+	double v;
+
+	if (!cfg->zero)
+		return 0;
+	if (!cfg->deterministic)
+		return fs_err(-EINVAL, "zero: zero=1 needs deterministic=1 (each rank sums its slice of every bucket in shard order)");
+	if (cfg->optimizer == GPO_LAMB)
+		return fs_err(-EINVAL, "zero: zero=1 does not step lamb (its trust ratio needs whole tensors)");
+	if (config_uses_sched(cfg))
+		return fs_err(-EINVAL, "zero: zero=1 does not run a schedule or warmup yet (schedule=%s; constant without warmup_steps has none)",
+			      cfg->schedule);
+	if (cfg->param_dtype != GPO_F32 || cfg->state_dtype != GPO_F32)
+		return fs_err(-EINVAL, "zero: zero=1 keeps f32 params and state only yet (param_dtype=%s state_dtype=%s)",
+			      gpo_dtype_name(cfg->param_dtype),
+			      gpo_dtype_name(cfg->state_dtype));
+	v = config_hp(fs, cfg, "clip_norm");
+	if (v == v && v != 0)
+		return fs_err(-EINVAL, "zero: zero=1 cannot clip_norm yet (the norm of all ranks' slices)");
+	v = config_hp(fs, cfg, "loss_scale");
+	if (v == v && v != 1)
+		return fs_err(-EINVAL, "zero: zero=1 cannot scale the loss yet (every rank's verdict on overflow)");
 	return 0;
 }
 
@@ -1028,14 +1247,33 @@ static int validate_sched(const struct job_config *cfg)
 	return ret;
 }
 
+/*
+ * ctx_lock held: device= names devices that are there and that jobs may
+ * use (not disabled): each of a list, one per rank
+ */
 static int validate_device(struct fsd *fs, const char *spec)
 {
 	struct gpo_device *dev;
+	uint64_t k, n = device_count(spec);
+	char item[DEVICE_SPEC_MAX];
 	int ret;
 
-	ret = gpo_device_select(fs->ctx, spec, &dev);
-	if (ret)
-		return fs_lib_err(ret);
+	for (k = 0; k < n; k++) {
+		ret = device_item(spec, k, item, sizeof(item));
+		if (ret)
+			return ret;
+		ret = gpo_device_select(fs->ctx, item, &dev);
+		if (ret && n == 1)
+			return fs_lib_err(ret);
+		if (ret) {
+			char msg[300];
+
+			fs_lib_err(ret);
+			snprintf(msg, sizeof(msg), "%s", fs_errmsg());
+			return fs_err(ret, "device: rank %llu's '%s': %s",
+				      (unsigned long long)k, item, msg);
+		}
+	}
 	return 0;
 }
 
@@ -1098,7 +1336,10 @@ static unsigned int config_diff(const struct job_config *a,
 	    a->memory_limit_bytes != b->memory_limit_bytes)
 		c |= CFG_RUN;
 	if (a->ranks != b->ranks || a->shards != b->shards ||
-	    strcmp(a->hosts, b->hosts))
+	    strcmp(a->hosts, b->hosts) ||
+	    a->deterministic != b->deterministic || a->zero != b->zero ||
+	    a->bucket_bytes != b->bucket_bytes ||
+	    a->comm_timeout != b->comm_timeout)
 		c |= CFG_RANKS;
 	return c;
 }
@@ -1204,14 +1445,17 @@ static int parse_other(struct job_config *cfg, const struct gpo__kv *w,
 		return parse_model_word(w, cfg);
 	if (!strcmp(key, "data"))
 		return parse_data(cfg, w);
+	if (!strcmp(key, "device"))
+		return parse_device(cfg, w);
 	ret = word_value(w, value, sizeof(value));
 	if (ret)
 		return ret;
-	if (!strcmp(key, "device"))
-		return parse_device(cfg, value);
 	if (!strcmp(key, "hosts"))
 		return parse_hosts(cfg, value);
 	ret = parse_run_key(cfg, key, value);
+	if (ret <= 0)
+		return ret;
+	ret = parse_comm_key(cfg, key, value);
 	if (ret <= 0)
 		return ret;
 	ret = parse_dtype_key(cfg, key, value);
@@ -1303,6 +1547,8 @@ int config_parse(struct fsd *fs, const struct job_config *cur,
 		ret = validate_loss_scale(fs, out);
 	if (!ret)
 		ret = validate_ranks(out);
+	if (!ret)
+		ret = validate_comm(fs, out);
 	if (ret)
 		goto out_free;
 	/*
@@ -1581,12 +1827,14 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 				 cfg->train.activation, cfg->train.loss);
 	if (config_learns(cfg))
 		gpo__sbuf_printf(sb, "data=%s\nbatch_size=%llu\n"
-				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n",
+				 "epochs=%llu\neval_every=%llu\nshuffle=%d\n"
+				 "matmul=%s\n",
 				 cfg->train.data[0] ? cfg->train.data : "none",
 				 (unsigned long long)cfg->train.batch_size,
 				 (unsigned long long)cfg->train.epochs,
 				 (unsigned long long)cfg->train.eval_every,
-				 cfg->train.shuffle);
+				 cfg->train.shuffle,
+				 cfg->train.matmul_f16 ? "f16" : "f32");
 	if (cfg->model.kind == MODEL_GPT) {
 		char num[40];
 
@@ -1603,6 +1851,14 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 			 (unsigned long long)(cfg->shards ? cfg->shards :
 					      cfg->ranks),
 			 cfg->hosts[0] ? cfg->hosts : "none");
+	gpo__sbuf_printf(sb, "deterministic=%d\nzero=%d\nbucket_bytes=%llu\n",
+			 cfg->deterministic, cfg->zero,
+			 (unsigned long long)cfg->bucket_bytes);
+	if (cfg->comm_timeout)
+		gpo__sbuf_printf(sb, "timeout=%llu\n",
+				 (unsigned long long)cfg->comm_timeout);
+	else
+		gpo__sbuf_printf(sb, "timeout=auto\n");
 	if (cfg->memory_limit_bytes)
 		gpo__sbuf_printf(sb, "memory_limit_bytes=%llu\n",
 				 (unsigned long long)cfg->memory_limit_bytes);

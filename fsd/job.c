@@ -120,6 +120,7 @@ struct job {
 	uint64_t run_since;		/* entered running, 0 when not */
 	char dev_id[32];		/* the daemon's id of its device */
 	int dev_index;			/* and index */
+	char rank_devs[RANK_DEVS_MAX];	/* each rank's device id, by commas */
 	struct wp_pool pool;		/* its worker's, when has_pool */
 	int has_pool;
 
@@ -483,6 +484,12 @@ static void workers_setup(void)
 {
 	worker_setup();
 	mpi_setup();
+}
+
+unsigned int job_comm_timeout_max(void)
+{
+	pthread_once(&worker_once, workers_setup);
+	return worker_timeout > 2 ? worker_timeout / 2 : 1;
 }
 
 const char *job_mpi_why(void)
@@ -969,11 +976,11 @@ static void mpi_argv(struct job *j, const struct job_config *cfg,
 	argv[a++] = bufs[2];
 	/*
 	 * a hung rank fails the step well before the daemon's watchdog
-	 * fires (a step waits on the others more than once)
+	 * fires (a step waits on the others more than once):
+	 * job_comm_timeout_max() bounds timeout=
 	 */
-	snprintf(bufs[3], 120, "shards=%llu timeout=%d",
-		 (unsigned long long)(cfg->shards ? cfg->shards : cfg->ranks),
-		 worker_timeout > 2 ? worker_timeout / 2 : 1);
+	if (config_comm_text(cfg, bufs[3], 160))
+		snprintf(bufs[3], 160, "timeout=%u", job_comm_timeout_max());
 	argv[a++] = bufs[3];
 	argv[a] = NULL;
 }
@@ -989,7 +996,7 @@ static int worker_spawn(struct job *j)
 	struct wp_rep rp;
 	struct job_config cfg;
 	uint64_t mem_limit;
-	char sock_name[80], b0[24], b1[128], b2[120], b3[120];
+	char sock_name[80], b0[24], b1[128], b2[120], b3[160];
 	char *bufs[4] = { b0, b1, b2, b3 }, *mpi_args[MPI_ARGS_MAX + 1];
 	int lfd = -1;
 	uint64_t nranks;
@@ -1232,6 +1239,63 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * Each of @n ranks' devices (config_rank_device()) for the worker, in
+ * @rd, with its own pools/<i>/max: a rank's memory counts against its
+ * own device's pool; their ids joined by commas in @ids (stat's
+ * rank_devices). @n 0: none (one process).
+ */
+static int ranks_plan(struct job *j, const struct job_config *cfg,
+		      struct wp_rank_dev *rd, uint64_t n, char *ids,
+		      size_t idlen)
+{
+	struct fsd *fs = j->fs;
+	struct gpo_device_info info;
+	struct gpo_pool_stats ps;
+	struct gpo_device *dev;
+	char spec[DEVICE_SPEC_MAX];
+	size_t used = 0;
+	uint64_t r;
+	int index, ret = 0;
+
+	ids[0] = '\0';
+	pthread_rwlock_rdlock(&fs->ctx_lock);
+	for (r = 0; r < n; r++) {
+		ret = config_rank_device(fs, cfg, r, spec, sizeof(spec));
+		if (ret)
+			break;
+		ret = gpo_device_select(fs->ctx, spec, &dev);
+		if (ret) {
+			char msg[300];
+
+			fs_lib_err(ret);
+			snprintf(msg, sizeof(msg), "%s", fs_errmsg());
+			ret = fs_err(ret, "rank %llu's device '%s': %s",
+				     (unsigned long long)r, spec, msg);
+			break;
+		}
+		index = gpo_device_index(dev);
+		fs_device_seen(fs, index, dev);
+		memset(&rd[r], 0, sizeof(rd[r]));
+		rd[r].pool_limit = gpo_pool_stats(dev, &ps) ? UINT64_MAX :
+				   ps.limit_bytes;
+		ret = dev_describe(fs, index, &rd[r].device);
+		if (ret)
+			break;
+		ret = gpo_device_info(fs->ctx, index, &info);
+		if (ret) {
+			fs_lib_err(ret);
+			break;
+		}
+		used += snprintf(ids + used, idlen - used, "%s%s",
+				 r ? "," : "", info.id);
+		if (used >= idlen)
+			used = idlen - 1;
+	}
+	pthread_rwlock_unlock(&fs->ctx_lock);
+	return ret;
+}
+
 /* opt_lock held: the optimizer @cfg describes, made in the worker; its
  * params kept from the one it replaces when @keep (same model) */
 static int worker_build(struct job *j, const struct job_config *cfg, int keep)
@@ -1243,18 +1307,26 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	struct wp_build *b;
 	struct wp_tensor *t;
 	struct wp_dev *off;
-	char dev_id[32];
-	uint64_t need, mem = config_mem_bytes(cfg), more = 0;
+	struct wp_rank_dev *rd;
+	char dev_id[32], spec[DEVICE_SPEC_MAX], *rank_ids;
+	uint64_t need, mem = config_mem_bytes(cfg), more = 0, nrd;
 	int i, ndev, dev_index, ret;
 
 	if (m->kind == MODEL_NONE)
 		return fs_err(-EINVAL, "no model: write model=... to config");
+	/* ranks each on a device of their own, told one by one */
+	nrd = cfg->ranks > 1 ? cfg->ranks : 0;
+	rank_ids = calloc(1, RANK_DEVS_MAX);
+	if (!rank_ids)
+		return fs_err(-ENOMEM, "out of memory");
 	/* the uid's limit is checked before the worker touches a byte */
 	if (mem > j->mem_bytes) {
 		more = mem - j->mem_bytes;
 		ret = fs_mem_reserve(j->fs, j->uid, more);
-		if (ret)
+		if (ret) {
+			free(rank_ids);
 			return ret;
+		}
 	}
 	gpo__sbuf_init(&hp);
 	gpo__sbuf_init(&st);
@@ -1273,6 +1345,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 		ndev = 1;
 	/* params and gradients grow it when they first cross */
 	need = sizeof(*b) + (uint64_t)ndev * sizeof(*off) +
+	       nrd * sizeof(*rd) +
 	       (uint64_t)m->ntensors * sizeof(*t) + hp.len + st.len + mt.len;
 	ret = shm_reserve(j, need);
 	if (ret)
@@ -1280,10 +1353,22 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	b = shm_cmd(j);
 	memset(b, 0, sizeof(*b));
 	off = (struct wp_dev *)(b + 1);
-	ret = dev_plan(j, cfg->device, b, off, ndev, &dev_index, dev_id,
-		       sizeof(dev_id));
+	/* the job's device is rank 0's */
+	pthread_rwlock_rdlock(&j->fs->ctx_lock);
+	ret = config_rank_device(j->fs, cfg, 0, spec, sizeof(spec));
+	pthread_rwlock_unlock(&j->fs->ctx_lock);
+	if (!ret)
+		ret = dev_plan(j, spec, b, off, ndev, &dev_index, dev_id,
+			       sizeof(dev_id));
 	if (ret)
 		goto out_free;
+	rd = (struct wp_rank_dev *)(off + b->ndisabled);
+	ret = ranks_plan(j, cfg, rd, nrd, rank_ids, RANK_DEVS_MAX);
+	if (ret)
+		goto out_free;
+	if (!nrd)
+		snprintf(rank_ids, RANK_DEVS_MAX, "%s", dev_id);
+	b->nrank_devs = (uint32_t)nrd;
 	b->optimizer = cfg->optimizer;
 	b->ntensors = m->ntensors;
 	snprintf(b->model, sizeof(b->model), "%s", model_kind_name(m->kind));
@@ -1297,7 +1382,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	b->model_len = mt.len;
 	b->param_dtype = cfg->param_dtype;
 	b->state_dtype = cfg->state_dtype;
-	t = (struct wp_tensor *)(off + b->ndisabled);
+	t = (struct wp_tensor *)(rd + nrd);
 	for (i = 0; i < m->ntensors; i++, t++) {
 		memset(t, 0, sizeof(*t));
 		snprintf(t->name, sizeof(t->name), "%s", m->t[i].name);
@@ -1328,6 +1413,7 @@ static int worker_build(struct job *j, const struct job_config *cfg, int keep)
 	}
 	pthread_mutex_lock(&j->lock);
 	snprintf(j->dev_id, sizeof(j->dev_id), "%s", dev_id);
+	snprintf(j->rank_devs, sizeof(j->rank_devs), "%s", rank_ids);
 	j->dev_index = dev_index;
 	if (strcmp(rp.dev_id, dev_id))
 		fs_debug(j->fs, "job %s: device %s is %s in its worker",
@@ -1339,6 +1425,7 @@ out_free:
 	gpo__sbuf_free(&hp);
 	gpo__sbuf_free(&st);
 	gpo__sbuf_free(&mt);
+	free(rank_ids);
 	return ret;
 }
 
@@ -2740,7 +2827,7 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 	if ((changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED |
 			CFG_RANKS)) && started(j))
 		ret = fs_err(-EBUSY,
-			     "optimizer, schedule, model, device and ranks change only before the first step (the job is %s at step %llu; reset first)",
+			     "optimizer, schedule, model, device, ranks and their settings (shards, hosts, deterministic, zero, bucket_bytes, timeout) change only before the first step (the job is %s at step %llu; reset first)",
 			     job_state_name(j->state),
 			     (unsigned long long)j->step);
 	pthread_mutex_unlock(&j->lock);
@@ -3246,6 +3333,8 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 		s->eta_s = (s->max_steps - j->step) / s->steps_per_sec;
 	snprintf(s->device, sizeof(s->device), "%s",
 		 j->dev_id[0] ? j->dev_id : "-");
+	snprintf(s->rank_devices, sizeof(s->rank_devices), "%s",
+		 j->rank_devs[0] ? j->rank_devs : "-");
 	snprintf(s->optimizer, sizeof(s->optimizer), "%s",
 		 gpo_optim_kind_name(j->cfg.optimizer));
 	snprintf(s->model, sizeof(s->model), "%s",
@@ -3255,6 +3344,15 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->restarts = j->restarts;
 	s->worker_pid = __atomic_load_n(&j->w.pid, __ATOMIC_RELAXED);
 	s->ranks = j->cfg.ranks;
+	s->shards = j->cfg.shards ? j->cfg.shards : j->cfg.ranks;
+	s->deterministic = j->cfg.deterministic;
+	s->zero = j->cfg.zero;
+	s->bucket_bytes = j->cfg.bucket_bytes;
+	/* what the ranks get (config_comm_text()) */
+	s->comm_timeout = j->cfg.comm_timeout &&
+			  j->cfg.comm_timeout < job_comm_timeout_max() ?
+			  (unsigned int)j->cfg.comm_timeout :
+			  job_comm_timeout_max();
 	s->nextra = j->nextra;
 	for (i = 0; i < (int)j->nextra && i < (int)ARRAY_SIZE(s->extra); i++) {
 		snprintf(s->extra[i].name, sizeof(s->extra[i].name), "%.23s",

@@ -84,15 +84,19 @@ struct train_config {
 	uint64_t epochs;		/* 0: max_steps alone */
 	uint64_t eval_every;		/* steps; 0: once an epoch */
 	int shuffle;
+	int matmul_f16;			/* matmul=f16: binary16 products */
 	double dropout;			/* gpt: 0 <= p < 1 */
 };
+
+/* device=: 64 ranks of "opencl:10," fit */
+#define DEVICE_SPEC_MAX	768
 
 struct job_config {
 	int optimizer;			/* enum gpo_optim_kind */
 	struct kvlist hp;		/* optimizer settings given */
 	char schedule[32];		/* "constant": no schedule */
 	struct kvlist sched;		/* schedule settings given */
-	char device[64];
+	char device[DEVICE_SPEC_MAX];	/* an id or backend, or one per rank */
 	struct model model;
 	uint64_t max_steps;
 	uint64_t log_every;
@@ -111,6 +115,11 @@ struct job_config {
 	uint64_t ranks;			/* 1: one process */
 	uint64_t shards;		/* 0: as many as ranks */
 	char hosts[128];		/* mpirun --host, "": this machine */
+	/* libgpuopt-mpi's settings (gpo_comm_new()) */
+	int deterministic;		/* 1: the shards summed in a fixed order */
+	int zero;			/* 1: ZeRO-1, optimizer state sharded */
+	uint64_t bucket_bytes;
+	uint64_t comm_timeout;		/* seconds; 0: job_comm_timeout_max() */
 };
 
 /* what a config write changed */
@@ -120,9 +129,12 @@ struct job_config {
 #define CFG_DEVICE	0x08
 #define CFG_MODEL	0x10
 #define CFG_RUN		0x20	/* max_steps, log_every, ... */
-#define CFG_RANKS	0x40	/* ranks, shards, hosts: a new worker */
+#define CFG_RANKS	0x40	/* ranks, shards, hosts, the comm's settings:
+				 * a new worker */
 
 #define RANKS_MAX	64	/* ranks= at most (and the CPUs without hosts=) */
+/* every rank's device id ("vulkan:0", fewer than 32 bytes), by commas */
+#define RANK_DEVS_MAX	(RANKS_MAX * 32)
 
 void config_init(struct fsd *fs, struct job_config *cfg);
 void config_free(struct job_config *cfg);
@@ -175,6 +187,16 @@ int config_uses_sched(const struct job_config *cfg);
 int model_parse(const char *spec, struct model *m);
 /* config_mpi - does @cfg run its worker under mpiexec? */
 int config_mpi(const struct job_config *cfg);
+/*
+ * config_rank_device - ctx_lock held: the device spec rank @rank of @cfg
+ * opens: its item of a device=a,b,... list; with ranks > 1 a backend
+ * name ("opencl") is that backend's enabled device rank modulo their
+ * count, as gpo_comm_device() takes it; else device= itself.
+ */
+int config_rank_device(struct fsd *fs, const struct job_config *cfg,
+		       uint64_t rank, char *buf, size_t len);
+/* config_comm_text - gpo_comm_new()'s settings for @cfg's ranks */
+int config_comm_text(const struct job_config *cfg, char *buf, size_t len);
 void model_free(struct model *m);
 int model_equal(const struct model *a, const struct model *b);
 void model_shape_text(const struct model_tensor *t, char *buf, size_t len);
@@ -186,6 +208,12 @@ void model_shape_text(const struct model_tensor *t, char *buf, size_t len);
  * gpuoptfs-worker-mpi found at the daemon's start), else why not
  */
 const char *job_mpi_why(void);
+/*
+ * job_comm_timeout_max - the longest timeout= (seconds) a job's ranks
+ * may wait on each other: half the daemon's watchdog, so that a hung
+ * rank fails the step with its cause before the watchdog ends the worker
+ */
+unsigned int job_comm_timeout_max(void);
 
 struct job_snapshot {
 	char name[JOB_NAME_MAX + 1];
@@ -205,6 +233,7 @@ struct job_snapshot {
 	double elapsed_s;
 	double eta_s;
 	char device[32];		/* the device in use, "-" before */
+	char rank_devices[RANK_DEVS_MAX]; /* each rank's, by commas */
 	char optimizer[16];
 	char model[64];			/* model kind */
 	uint64_t params;
@@ -212,6 +241,10 @@ struct job_snapshot {
 	uint64_t restarts;		/* workers restart_on_failure started */
 	int worker_pid;			/* 0 when the job has no worker */
 	uint64_t ranks;			/* its processes (config's ranks) */
+	uint64_t shards;		/* and the comm's settings */
+	int deterministic, zero;
+	uint64_t bucket_bytes;
+	unsigned int comm_timeout;
 	int nextra;			/* a model kind's own numbers */
 	struct {
 		char name[24];

@@ -398,13 +398,35 @@ static int finish(struct run *r)
 
 		if (rank == 0 && !r->quiet && !gpo_comm_stats(r->comm, &cs) &&
 		    cs.reductions)
-			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms)\n",
+			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms); a step's communication %.3f ms, hidden behind compute %.3f ms\n",
 			       cs.reductions, cs.bytes / 1e6 / cs.reductions,
 			       cs.reduce_ns / 1e6 / cs.reductions,
 			       cs.wait_ns / 1e6 / cs.reductions,
-			       cs.d2h_ns / 1e6 / cs.reductions);
+			       cs.d2h_ns / 1e6 / cs.reductions,
+			       cs.comm_ns / 1e6 / cs.reductions,
+			       cs.hidden_ns / 1e6 / cs.reductions);
 	}
 #endif
+	{
+		/* the device memory a rank holds (ZeRO-1 keeps 1/N state) */
+		struct gpo_pool_stats ps;
+		uint64_t mine[2] = { 0, 0 }, most[2];
+
+		if (!gpo_pool_stats(r->dev, &ps)) {
+			mine[0] = ps.used_bytes;
+			mine[1] = ps.peak_bytes;
+		}
+		most[0] = mine[0];
+		most[1] = mine[1];
+#ifdef GPO_HAVE_MPI
+		if (r->nranks > 1)
+			MPI_Allreduce(mine, most, 2, MPI_UINT64_T, MPI_MAX,
+				      MPI_COMM_WORLD);
+#endif
+		if (rank == 0 && !r->quiet)
+			printf("pool used %" PRIu64 " peak %" PRIu64 " (bytes, the most of one rank)\n",
+			       most[0], most[1]);
+	}
 	if (!bad && rank == 0 && r->c->dump[0] &&
 	    dump_params(r->opt, r->c->dump, p, bytes))
 		bad = 1;
@@ -598,7 +620,12 @@ int main(int argc, char **argv)
 	}
 	ret = setup(&r);
 #else
-	MPI_Init(&argc, &argv);
+	{
+		/* the comm's progress thread tests requests (SERIALIZED) */
+		int provided;
+
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &r.nranks);
 	ret = setup(&r);

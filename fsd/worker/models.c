@@ -144,7 +144,7 @@ static uint64_t now_ns(void)
  * The model text (config.c writes it; the daemon checked every value), the
  * seed from the build:
  *   mlp:784x256x10 activation=relu loss=xent data=PATH batch_size=64
- *	shuffle=1 eval_every=0
+ *	shuffle=1 eval_every=0 matmul=f32
  *   gpt:layers=L,heads=H,dim=D,ctx=T dropout=P data=PATH batch_size=...
  */
 static int learner_setup(struct wk *w, const struct wp_build *b,
@@ -153,6 +153,7 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 {
 	char spec[256], data[4096], mopts[160], topts[160];
 	char act[16] = "relu", loss[8] = "xent", dropout[32] = "0";
+	char mm[4] = "f32";
 	unsigned long long batch = 64, every = 0, seed = b->seed;
 	struct gpo_model_info info;
 	int shuffle = 1, gpt, n, ret;
@@ -178,6 +179,9 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 			snprintf(loss, sizeof(loss), "%.7s", word + 5);
 		else if (gpt && !strncmp(word, "dropout=", 8))
 			snprintf(dropout, sizeof(dropout), "%.31s", word + 8);
+		else if (!strcmp(word, "matmul=f32") ||
+			 !strcmp(word, "matmul=f16"))
+			snprintf(mm, sizeof(mm), "%.3s", word + 7);
 		else if (!strncmp(word, "data=", 5))
 			snprintf(data, sizeof(data), "%.4095s", word + 5);
 		else if (sscanf(word, "batch_size=%llu", &batch) == 1 ||
@@ -205,8 +209,8 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 	else
 		snprintf(mopts, sizeof(mopts), "activation=%s loss=%s seed=%llu",
 			 act, loss, seed);
-	snprintf(topts, sizeof(topts), "batch_size=%llu shuffle=%d seed=%llu",
-		 batch, shuffle, seed);
+	snprintf(topts, sizeof(topts), "batch_size=%llu shuffle=%d seed=%llu matmul=%s",
+		 batch, shuffle, seed, mm);
 	ret = gpo_model_new(opt, spec, mopts, &m->m);
 	if (ret)
 		goto out_err;
@@ -222,14 +226,6 @@ static int learner_setup(struct wk *w, const struct wp_build *b,
 	ret = gpo_train_new(m->m, m->ds, topts, &m->t);
 	if (ret)
 		goto out_err;
-#ifdef GPO_HAVE_MPI
-	/* every step is then collective: each rank runs its shards */
-	if (w->comm) {
-		ret = gpo_comm_train_attach(w->comm, m->t);
-		if (ret)
-			goto out_err;
-	}
-#endif
 	*spe = gpo_train_steps_per_epoch(m->t);
 	*state = m;
 	return 0;
@@ -258,6 +254,19 @@ static int learner_step(struct wk *w, struct wp_stat *st)
 	int ret;
 
 	wk_fault(w);
+#ifdef GPO_HAVE_MPI
+	/*
+	 * every step is then collective: each rank runs its shards. At
+	 * the first step, not the build: ZeRO-1's shard optimizer copies
+	 * the settings, params and state the model's optimizer has then.
+	 */
+	if (w->comm && !w->attached) {
+		ret = gpo_comm_train_attach(w->comm, m->t);
+		if (ret)
+			return wk_lib_err(w, ret);
+		w->attached = 1;
+	}
+#endif
 	if (!m->t0_ns) {
 		m->t0_ns = now_ns();
 		m->t0_step = gpo_optim_steps_done(w->opt);

@@ -27,7 +27,7 @@
 #define WP_FD_SHM	4	/* the memfd */
 #define WP_FD_CKPT	5	/* the job's checkpoints directory, or absent */
 
-#define WP_VERSION	7
+#define WP_VERSION	8
 #define WP_MSG_MAX	512
 #define WP_EXTRA_MAX	8	/* extra named numbers a step may report */
 #define WP_TENSOR_NAME	64
@@ -158,9 +158,20 @@ struct wp_tensor {
 	uint64_t shape[WP_NDIM_MAX];
 };
 
+/*
+ * A rank's own device (a job with ranks > 1: device= one per rank, or a
+ * backend's devices rank modulo their count) and that device's
+ * pools/<i>/max
+ */
+struct wp_rank_dev {
+	struct wp_dev device;
+	uint64_t pool_limit;	/* UINT64_MAX: none */
+};
+
 /* WP_BUILD's description at the start of shm, followed by ndisabled
  * struct wp_dev (the devices the daemon disabled or lost: the worker
- * leaves them alone too), then ntensors struct wp_tensor, then hp_len bytes of hp text, then sched_len bytes of
+ * leaves them alone too), then nrank_devs struct wp_rank_dev (0: every
+ * rank on @device; else one per rank, rank order), then ntensors struct wp_tensor, then hp_len bytes of hp text, then sched_len bytes of
  * schedule settings, then model_len bytes of the model's own settings
  * (the spec and key=value words: data, batch_size...; none of them
  * NUL-terminated). */
@@ -179,6 +190,8 @@ struct wp_build {
 	uint32_t model_len;
 	int32_t param_dtype;	/* enum gpo_dtype of param and grad */
 	int32_t state_dtype;	/* of every state slot */
+	uint32_t nrank_devs;
+	uint32_t pad;
 };
 
 #endif /* WORKER_PROTO_H */

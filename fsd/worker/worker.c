@@ -292,7 +292,8 @@ static const char *dev_words(const struct wp_dev *d, char *buf, size_t len)
  * disabled here too (the daemon's devices/<i>/enabled holds in workers).
  */
 static int dev_open(struct wk *w, const struct wp_build *b,
-		    const struct wp_dev *off, struct gpo_device **out)
+		    const struct wp_dev *off, const struct wp_dev *d,
+		    struct gpo_device **out)
 {
 	char words[256];
 	uint32_t k;
@@ -303,10 +304,10 @@ static int dev_open(struct wk *w, const struct wp_build *b,
 		if (i >= 0)
 			gpo_device_enable(w->ctx, i, 0);
 	}
-	i = dev_find(w, &b->device);
+	i = dev_find(w, d);
 	if (i < 0)
-		return wk_err(w, -ENODEV, "the worker finds no %s",
-			      dev_words(&b->device, words, sizeof(words)));
+		return wk_err(w, -ENODEV, "rank %d: the worker finds no %s",
+			      w->rank, dev_words(d, words, sizeof(words)));
 	i = gpo_device_get(w->ctx, i, out);
 	return i ? wk_lib_err(w, i) : 0;
 }
@@ -389,7 +390,8 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
 	const struct wp_build *b = w->shm;
-	const struct wp_dev *off;
+	const struct wp_dev *off, *mine;
+	const struct wp_rank_dev *rd;
 	const struct model_ops *ops;
 	struct gpo_device_info info;
 	struct gpo_device *dev;
@@ -398,23 +400,34 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	struct wp_tensor *t = NULL;
 	char *hp = NULL, *st = NULL, *mt = NULL;
 	void *mstate = NULL;
-	uint64_t need, numel = 0, spe = 0;
+	uint64_t need, numel = 0, spe = 0, pool_limit;
 	const char *tp;
 	float *x = NULL;
 	uint32_t i;
 	int ret;
 
+	/* a communicator serves one model for good (the daemon knows) */
+	if (w->attached)
+		return wk_err(w, -EBUSY, "the ranks' communicator belongs to the model built first: a new model needs a new worker");
 	ret = shm_fits(w, sizeof(*b));
 	if (ret)
 		return ret;
 	need = sizeof(*b) + (uint64_t)b->ndisabled * sizeof(*off) +
+	       (uint64_t)b->nrank_devs * sizeof(*rd) +
 	       (uint64_t)b->ntensors * sizeof(*t) + b->hp_len +
 	       b->sched_len + b->model_len;
 	ret = shm_fits(w, need);
 	if (ret)
 		return ret;
 	off = (const struct wp_dev *)(b + 1);
-	tp = (const char *)(off + b->ndisabled);
+	rd = (const struct wp_rank_dev *)(off + b->ndisabled);
+	tp = (const char *)(rd + b->nrank_devs);
+	/* each rank on its own device, or all on the job's */
+	if (b->nrank_devs && b->nrank_devs != (uint32_t)w->nranks)
+		return wk_err(w, -EPROTO, "%u rank devices for %d ranks",
+			      b->nrank_devs, w->nranks);
+	mine = b->nrank_devs ? &rd[w->rank].device : &b->device;
+	pool_limit = b->nrank_devs ? rd[w->rank].pool_limit : b->pool_limit;
 	ops = model_ops_find(b->model);
 	if (!ops)
 		return wk_err(w, -EINVAL, "no model kind '%.32s' in this worker",
@@ -436,11 +449,11 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 			goto out_free;
 		}
 	}
-	ret = dev_open(w, b, off, &dev);
+	ret = dev_open(w, b, off, mine, &dev);
 	if (ret)
 		goto out_free;
 	/* the daemon's pools/<i>/max caps each job's pool on the device */
-	ret = gpo_pool_set_limit(dev, b->pool_limit);
+	ret = gpo_pool_set_limit(dev, pool_limit);
 	if (ret) {
 		wk_lib_err(w, ret);
 		goto out_free;
@@ -649,6 +662,16 @@ static int cmd_save(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	char path[160];
 	int ret;
 
+#ifdef GPO_HAVE_MPI
+	/* ZeRO-1: every rank's state slice, gathered (collective) */
+	if (w->zero && w->attached) {
+		ret = gpo_comm_sync_state(w->comm);
+		if (ret)
+			return wk_lib_err(w, ret);
+	}
+	if (w->rank)
+		return 0;
+#endif
 	ret = ckpt_path(w, rq->name, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -938,10 +961,12 @@ static void pool_report(struct wk *w, struct wp_rep *rp)
  * or step it collectively); the others are rank 0's alone, whose model
  * holds the same bits as every rank's.
  */
-static int __attribute__((unused)) mirrored(uint32_t cmd)
+static int __attribute__((unused)) mirrored(const struct wk *w, uint32_t cmd)
 {
 	return cmd == WP_BUILD || cmd == WP_HPARAMS || cmd == WP_STEP ||
-	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE;
+	       cmd == WP_PARAM_WRITE || cmd == WP_RESET || cmd == WP_RESTORE ||
+	       /* ZeRO-1: every rank's slice of the state goes into it */
+	       (cmd == WP_SAVE && w->zero);
 }
 
 #ifdef GPO_HAVE_MPI
@@ -990,7 +1015,7 @@ static int mpi_share(struct wk *w, const struct wp_req *rq)
 	uint64_t n = rq->bytes < w->shm_size ? rq->bytes : w->shm_size;
 	MPI_Request r;
 
-	if (w->nranks < 2 || !mirrored(rq->cmd) || !n)
+	if (w->nranks < 2 || !mirrored(w, rq->cmd) || !n)
 		return 0;
 	if (n > INT_MAX)
 		return wk_err(w, -EFBIG, "%llu bytes to the ranks in one message (at most %d)",
@@ -1019,7 +1044,7 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 	 * every rank, failed or not, takes part in the broadcast of a
 	 * command's bytes (a step has none)
 	 */
-	if (w->nranks > 1 && mirrored(rq->cmd) && rq->bytes) {
+	if (w->nranks > 1 && mirrored(w, rq->cmd) && rq->bytes) {
 		int any = ret != 0, all = 0, r2;
 		MPI_Request r;
 
@@ -1044,6 +1069,18 @@ static int serve(struct wk *w, const struct wp_req *rq, struct wp_rep *rp)
 		return cmd_build(w, rq, rp);
 	if (!w->opt)
 		return wk_err(w, -EPROTO, "the worker has no optimizer yet");
+	/*
+	 * ZeRO-1 after the first step: each rank's shard optimizer holds
+	 * the settings and state; nothing puts new ones into it
+	 */
+	if (w->zero && w->attached &&
+	    (rq->cmd == WP_HPARAMS || rq->cmd == WP_PARAM_WRITE ||
+	     rq->cmd == WP_RESET || rq->cmd == WP_RESTORE))
+		return wk_err(w, -EBUSY, "zero=1: %s only before the first step (each rank's shard optimizer holds the state; a new worker, after a daemon restart, takes them)",
+			      rq->cmd == WP_HPARAMS ? "optimizer settings change" :
+			      rq->cmd == WP_PARAM_WRITE ? "params are written" :
+			      rq->cmd == WP_RESET ? "a reset works" :
+			      "a restore works");
 	switch (rq->cmd) {
 	case WP_HPARAMS:
 		return cmd_hparams(w, rq, rp);
@@ -1133,7 +1170,7 @@ static int mpi_connect(const char *name)
 static int mpi_agree(struct wk *w, int ret, int *diverged)
 {
 	struct { int v; int r; } in = { ret != 0, w->rank }, out;
-	int any_ok, ok = ret == 0, r2;
+	int any_ok, ok = ret == 0, r2, code;
 	MPI_Request r;
 
 	MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD, &r);
@@ -1151,6 +1188,12 @@ static int mpi_agree(struct wk *w, int ret, int *diverged)
 	/* the message, if it is not ours (it is in place at out.r) */
 	MPI_Ibcast(w->msg, sizeof(w->msg), MPI_CHAR, out.r, MPI_COMM_WORLD, &r);
 	r2 = mpi_wait(w, &r, 0);
+	/* and its errno: a rank over its own device's pool is ENOMEM */
+	code = ret;
+	if (!r2) {
+		MPI_Ibcast(&code, 1, MPI_INT, out.r, MPI_COMM_WORLD, &r);
+		r2 = mpi_wait(w, &r, 0);
+	}
 	if (r2)
 		return r2;
 	w->msg[sizeof(w->msg) - 1] = '\0';
@@ -1158,7 +1201,8 @@ static int mpi_agree(struct wk *w, int ret, int *diverged)
 		char m[WP_MSG_MAX];
 
 		snprintf(m, sizeof(m), "%s", w->msg);
-		return wk_err(w, ret ? ret : -EIO, "rank %d: %.400s", out.r, m);
+		return wk_err(w, ret ? ret : code < 0 ? code : -EIO,
+			      "rank %d: %.400s", out.r, m);
 	}
 	return ret;
 }
@@ -1181,7 +1225,12 @@ static int mpi_start(struct wk *w, int *argc, char ***argv)
 	const char *t;
 	int provided, ret;
 
-	MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+	/*
+	 * SERIALIZED: the communicator's progress thread tests a round in
+	 * flight while this thread computes the next shard; this thread
+	 * makes its own MPI calls only between steps, when no round is
+	 */
+	MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
 	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &w->nranks);
 	a = *argv;
@@ -1201,6 +1250,7 @@ static int mpi_start(struct wk *w, int *argc, char ***argv)
 	/* the worker's own waits on the others take the comm's timeout */
 	t = strstr(opts, "timeout=");
 	w->timeout_s = t ? atoi(t + 8) : 300;
+	w->zero = strstr(opts, "zero=1") != NULL;
 	ret = gpo_comm_new(NULL, opts, (struct gpo_comm **)&w->comm);
 	if (ret)
 		fprintf(stderr, "gpuoptfs-worker-mpi: rank %d: %s\n", w->rank,
@@ -1270,7 +1320,7 @@ int main(int argc, char **argv)
 #ifdef GPO_HAVE_MPI
 		/* the other ranks wait for rank 0's next mirrored command */
 		if (w.nranks > 1 && (w.rank || (n == sizeof(rq) &&
-			(mirrored(rq.cmd) || rq.cmd == WP_QUIT)))) {
+			(mirrored(&w, rq.cmd) || rq.cmd == WP_QUIT)))) {
 			if (mpi_bcast_req(&w, &rq)) {
 				/* no rank hears rank 0 now: answer, end */
 				memset(&rp, 0, sizeof(rp));
@@ -1303,7 +1353,7 @@ int main(int argc, char **argv)
 		 * (a rank died or hangs): answer, then end every rank.
 		 */
 		/* a step fails alike on every rank, or ends the job */
-		if (w.nranks > 1 && mirrored(rq.cmd) && !w.mpi_broken &&
+		if (w.nranks > 1 && mirrored(&w, rq.cmd) && !w.mpi_broken &&
 		    rq.cmd != WP_STEP)
 			ret = mpi_agree(&w, ret, &diverged);
 		if (w.nranks > 1 && (w.mpi_broken || (rq.cmd == WP_STEP && ret))) {

@@ -68,6 +68,14 @@ struct wk {
 	int rank;
 	int nranks;
 	void *comm;
+	/*
+	 * a model attaches to @comm at its first step, so that what the
+	 * daemon sets before (settings, params, a restore) is in it;
+	 * with zero=1 (@zero) each rank's shard optimizer then holds the
+	 * state, and @attached says that one is in use
+	 */
+	int zero;
+	int attached;
 	int timeout_s;		/* the longest wait on the others; 0: none */
 	int mpi_broken;		/* a wait timed out: the job must end */
 };

@@ -49,8 +49,9 @@
  *
  * matmul_coop computes the same thing on cooperative matrices (tensor
  * cores: GL_NV_cooperative_matrix, f16 x f16 + f32 fragments of
- * GPO_MM_COOP_M x GPO_MM_COOP_N x GPO_MM_COOP_K), one GPO_MM_TILE_COOP
- * square tile a workgroup; f32 operands are always rounded (GPO_MM_ROUND
+ * GPO_MM_COOP_M x GPO_MM_COOP_N x GPO_MM_COOP_K), one tile of
+ * GPO_MM_TILE_COOP_M rows and GPO_MM_TILE_COOP columns a workgroup
+ * (tiles_m and tiles_n count those); f32 operands are always rounded (GPO_MM_ROUND
  * implied). Only devices that list such fragments have it (the device
  * info's coopmat); the order of its sums is the hardware's.
  */
@@ -60,7 +61,8 @@
 
 #define GPO_MM_TILE	64
 #define GPO_MM_TILE_BIG	128
-#define GPO_MM_TILE_COOP	128
+#define GPO_MM_TILE_COOP	128	/* matmul_coop's tile: columns (n) */
+#define GPO_MM_TILE_COOP_M	256	/* and rows (m) */
 #define GPO_MM_COOP_M	16
 #define GPO_MM_COOP_N	16
 #define GPO_MM_COOP_K	16

@@ -120,6 +120,22 @@ stat_of()
 	awk -v k="$2" '$1 == k { print $2 }' "$M/jobs/$1/stat"
 }
 
+# run_to_done JOB...: start each job, wait (300 s) until it stops, and
+# expect it done
+run_to_done()
+{
+	for j in "$@"; do
+		expect "$j start" "$(w "$M/jobs/$j/ctl" start)" OK
+		wait_for 300 job_stopped "$j" || fail "$j: still running"
+		expect "$j state" "$(cat "$M/jobs/$j/state")" done
+	done
+}
+
+job_stopped()
+{
+	[ "$(cat "$M/jobs/$1/state")" != running ]
+}
+
 wait_for()
 {
 	end=$(($(date +%s) + $1))

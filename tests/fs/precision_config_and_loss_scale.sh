@@ -61,12 +61,7 @@ expect "stat loss_scale fixed" "$(stat_of c loss_scale)" 128
 common="model=mlp:784x16x10 data=$data optimizer=adamw lr=0.003 batch_size=32 shuffle=0 seed=5 max_steps=7 log_every=1"
 new_job plain "$common"
 new_job scaled "$common loss_scale=dynamic init_scale=256 growth_interval=2"
-not_running() { [ "$(cat "$M/jobs/$1/state")" != running ]; }
-for j in plain scaled; do
-	expect "$j start" "$(w "$M/jobs/$j/ctl" start)" OK
-	wait_for 300 not_running "$j" || fail "$j: still running"
-	expect "$j state" "$(cat "$M/jobs/$j/state")" done
-done
+run_to_done plain scaled
 expect "scaled steps" "$(stat_of scaled step)" 7
 expect "scaled skipped" "$(stat_of scaled skipped)" 0
 # 256 doubled after steps 2, 4 and 6
@@ -102,7 +97,7 @@ for mode in "state_dtype=u8 amsgrad=1" "param_dtype=f16" "param_dtype=bf16 state
 	new_job h "$common $mode"
 	r=$(w "$M/jobs/h/ctl" start)
 	if [ "$r" = OK ]; then
-		wait_for 60 not_running h || fail "$mode: still running"
+		wait_for 60 job_stopped h || fail "$mode: still running"
 		expect "$mode state" "$(cat "$M/jobs/h/state")" failed
 	else
 		expect "$mode start" "$r" ENOSYS

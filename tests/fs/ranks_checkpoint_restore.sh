@@ -6,9 +6,7 @@
 # bits as the steps after the checkpoint did the first time.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 params()
 {
 	for t in fc0.weight fc0.bias fc1.weight fc1.bias; do

@@ -6,9 +6,7 @@
 # the time spent reducing gradients.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 not_running()
 {
 	[ "$(cat "$M/jobs/$1/state")" != running ]

@@ -5,43 +5,13 @@
 # the daemon goes on serving.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
-rank_pid()
-{
-	for p in $(pgrep -f "^[^ ]*gpuoptfs-worker-mpi $1 "); do
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-			grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-failed()
-{
-	[ "$(cat "$M/jobs/$1/state")" = failed ]
-}
-gone()
-{
-	! kill -0 "$1" 2>/dev/null
-}
+need_data
 
 GPUOPTFS_WORKER_TIMEOUT=8 fs_start
 new_job victim "model=mlp:784x64x10 data=$data batch_size=64 max_steps=max ranks=2"
 new_job other "model=quadratic:16 max_steps=max"
-expect "start victim" "$(w "$M/jobs/victim/ctl" start)" OK
-wait_for 30 sh -c "[ \"\$(awk '\$1 == \"step\" { print \$2 }' '$M/jobs/victim/stat')\" -gt 20 ]" ||
-	fail "victim does not step: $(cat "$M/jobs/victim/error")"
-p0=$(rank_pid victim 0) || fail "no rank 0 process"
-p1=$(rank_pid victim 1) || fail "no rank 1 process"
-t0=$(date +%s)
-kill -STOP "$p1"
-wait_for 20 failed victim || fail "victim not failed: $(cat "$M/jobs/victim/state")"
-t=$(($(date +%s) - t0))
-[ $t -le 12 ] || fail "the failure took $t s"
-err=$(cat "$M/jobs/victim/error")
+start_stepping victim
+signal_rank1 victim STOP 12
 case $err in
 *"no answer from the other ranks"*) ;;
 *) fail "error lacks the cause: $err" ;;

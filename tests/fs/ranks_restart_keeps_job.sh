@@ -5,9 +5,7 @@
 # ranks, and resume trains on from there.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ranks.inc"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 step_of()
 {
 	awk '$1 == "step" { print $2 }' "$M/jobs/$1/stat"

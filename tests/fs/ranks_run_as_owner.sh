@@ -7,9 +7,7 @@
 . "$(dirname "$0")/ranks.inc"
 need_root
 command -v setpriv >/dev/null || skip "no setpriv"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 as_nobody()
 {
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"

@@ -10,9 +10,7 @@
 need_root
 command -v setpriv >/dev/null || skip "no setpriv"
 command -v python3 >/dev/null || skip "no python3"
-data=/usr/share/datasets/fashion-mnist
-[ -r "$data/train-images-idx3-ubyte.gz" ] ||
-	skip "no $data (apt-get install dataset-fashion-mnist)"
+need_data
 cat >"$T/stranger.py" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -1378,6 +1378,8 @@ static void matmul_setup(struct tcase *tc)
 	uint32_t tile = tc->oc->op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG :
 			tc->oc->op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
 			GPO_MM_TILE;
+	uint32_t tile_m = tc->oc->op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP_M :
+			  tile;
 	int va, vb;
 
 	a->flags = OP_FLAGS(tc);
@@ -1402,7 +1404,7 @@ static void matmul_setup(struct tcase *tc)
 		a->k = 0;
 	a->batch = HAS(tc, MM_BATCH) ? urand(tc, 2, 4) : 1;
 	a->alpha = (float)srand2(tc, 0.5, 2);
-	a->tiles_m = (a->m + tile - 1) / tile;
+	a->tiles_m = (a->m + tile_m - 1) / tile_m;
 	a->tiles_n = (a->n + tile - 1) / tile;
 	tc->work = (uint64_t)a->batch * a->tiles_m * a->tiles_n;
 	tc->n = (uint64_t)a->m * a->n * a->batch;

@@ -195,6 +195,55 @@ START_TEST(test_mlp_adamw_clipped_follows_torch)
 }
 END_TEST
 
+/*
+ * matmul=f16: the products of binary16 operands (tensor cores where the
+ * device has them). Each step's loss stays within 1 % of torch's f32
+ * run from the same start, and differs from this device's own f32 run:
+ * the half products ran.
+ */
+START_TEST(test_mlp_matmul_f16_trains)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
+	const char *hp = "lr=0.001 weight_decay=0.01 clip_norm=1.0";
+	const char *ref = "train/mlp_adamw.safetensors";
+	char path[512];
+
+	tu_data_path(path, sizeof(path), ref);
+	for (d = 0; d < ndev; d++) {
+		struct gpo_train_result res;
+		struct run h, f;
+		size_t bytes, i;
+		double *loss = st_tensor(path, "loss", "F64", &bytes);
+		int differ = 0;
+
+		ck_assert_uint_eq(bytes, REF_STEPS * sizeof(double));
+		run_open(&h, devs[d], GPO_ADAMW, hp, ref,
+			 "batch_size=16 shuffle=0 matmul=f16");
+		run_open(&f, devs[d], GPO_ADAMW, hp, ref,
+			 "batch_size=16 shuffle=0 matmul=f32");
+		for (i = 0; i < REF_STEPS; i++) {
+			struct gpo_train_result rf;
+
+			ck_assert_msg(!gpo_train_step(h.t, &res), "%s: %s",
+				      tu_device_id(devs[d]), gpo_errmsg());
+			ck_assert(!gpo_train_step(f.t, &rf));
+			ck_assert_msg(fabs(res.loss - loss[i]) <=
+				      1e-2 * fabs(loss[i]),
+				      "%s: step %zu: f16 products' loss %.9g, torch f32 %.9g",
+				      tu_device_id(devs[d]), i + 1, res.loss,
+				      loss[i]);
+			differ |= res.loss != rf.loss;
+		}
+		ck_assert_msg(differ, "%s: matmul=f16 gave f32's losses",
+			      tu_device_id(devs[d]));
+		run_close(&h);
+		run_close(&f);
+		free(loss);
+	}
+}
+END_TEST
+
 static void read_params(struct gpo_optim *opt, float *out, size_t n)
 {
 	ck_assert_uint_eq(gpo_optim_numel(opt), n);
@@ -428,6 +477,8 @@ START_TEST(test_bad_trainers_refused)
 	trainer_refused(dev, "mlp:784x10", "batch_size=8 shuffle=2");
 	trainer_refused(dev, "mlp:784x10", "batch_size=8 epochs=3");
 	trainer_refused(dev, "mlp:784x10", "batch_size=ten");
+	trainer_refused(dev, "mlp:784x10", "batch_size=8 matmul=f8");
+	trainer_refused(dev, "mlp:784x10", "batch_size=8 matmul=");
 }
 END_TEST
 
@@ -1151,6 +1202,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_mlp_sgd_momentum_follows_torch);
 	tcase_add_test(tc, test_mlp_adamw_clipped_follows_torch);
+	tcase_add_test(tc, test_mlp_matmul_f16_trains);
 	tcase_add_test(tc, test_checkpoint_resumes_same_bytes);
 	tcase_add_test(tc, test_eval_covers_the_test_set);
 	tcase_add_test(tc, test_dataset_beyond_the_pool_same_bytes);

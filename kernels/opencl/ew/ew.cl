@@ -221,29 +221,15 @@ static inline float unary_df(uint fn, float x)
 }
 
 /*
- * Philox4x32-10, bit for bit core/rng.c's gpo__philox(): counter (c0, c1)
- * = (low, high word), stream (c2, c3), key (k0, k1)
- */
-static inline uint4 philox(uint2 key, uint4 c)
-{
-	for (int r = 0; r < 10; r++) {
-		uint hi0 = mul_hi(0xD2511F53u, c.s0), lo0 = 0xD2511F53u * c.s0;
-		uint hi1 = mul_hi(0xCD9E8D57u, c.s2), lo1 = 0xCD9E8D57u * c.s2;
-
-		c = (uint4)(hi1 ^ c.s1 ^ key.s0, lo1, hi0 ^ c.s3 ^ key.s1, lo0);
-		key += (uint2)(0x9E3779B9u, 0xBB67AE85u);
-	}
-	return c;
-}
-
-/*
  * DROPOUT: is output element @i kept? Word i & 3 of block
- * site << 32 | i >> 2 of the (key, stream) of abi/ew.h.
+ * site << 32 | i >> 2 of the (key, stream) of abi/ew.h, from
+ * precision's Philox (core/rng.c's gpo__philox(), bit for bit).
  */
 static inline int dropout_keep(const struct gpo_ew_args *a, uint i)
 {
-	uint4 w = philox((uint2)(a->key_lo, a->key_hi),
-			 (uint4)(i >> 2, a->site, a->stream_lo, a->stream_hi));
+	uint4 w = prec_philox((uint2)(a->key_lo, a->key_hi),
+			      (uint4)(i >> 2, a->site, a->stream_lo,
+				      a->stream_hi));
 	uint k = i & 3;
 
 	return (k == 0 ? w.s0 : k == 1 ? w.s1 : k == 2 ? w.s2 : w.s3) >=

@@ -35,31 +35,15 @@ uint ew_offset(uint i, uint s0, uint s1, uint s2, uint s3)
 }
 
 /*
- * Philox4x32-10, bit for bit core/rng.c's gpo__philox(): counter (c0, c1)
- * = (low, high word), stream (c2, c3), key (k0, k1)
- */
-uvec4 philox(uvec2 key, uvec4 c)
-{
-	for (int r = 0; r < 10; r++) {
-		uint hi0, lo0, hi1, lo1;
-
-		umulExtended(0xD2511F53u, c.x, hi0, lo0);
-		umulExtended(0xCD9E8D57u, c.z, hi1, lo1);
-		c = uvec4(hi1 ^ c.y ^ key.x, lo1, hi0 ^ c.w ^ key.y, lo0);
-		key += uvec2(0x9E3779B9u, 0xBB67AE85u);
-	}
-	return c;
-}
-
-/*
  * DROPOUT: is output element @i kept? Word i & 3 of block
- * site << 32 | i >> 2 of the (key, stream) of abi/ew.h.
+ * site << 32 | i >> 2 of the (key, stream) of abi/ew.h, from
+ * precision's Philox (core/rng.c's gpo__philox(), bit for bit).
  */
 bool dropout_keep(uint i)
 {
-	uvec4 w = philox(uvec2(args.key_lo, args.key_hi),
-			 uvec4(i >> 2, args.site, args.stream_lo,
-			       args.stream_hi));
+	uvec4 w = prec_philox(uvec2(args.key_lo, args.key_hi),
+			      uvec4(i >> 2, args.site, args.stream_lo,
+				    args.stream_hi));
 
 	return w[i & 3u] >= args.thresh;
 }

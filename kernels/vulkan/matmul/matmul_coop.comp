@@ -3,20 +3,30 @@
 /*
  * matmul_coop.comp - matmul_coop: C_z (+)= alpha * op(A_z) op(B_z)
  * (abi/matmul.h) on cooperative matrices (GL_NV_cooperative_matrix,
- * tensor cores), one 128 x 128 tile of one C_z a workgroup. Built
- * everywhere, run only where the device lists f16 x f16 + f32 fragments
- * of 16 x 16 x 16 (backend/vulkan/device.c's probe; pipeline.c).
+ * tensor cores), one tile of TBM x TBN (abi/matmul.h: 256 x 128) of one
+ * C_z a workgroup. Built everywhere, run only where the device lists f16
+ * x f16 + f32 fragments of 16 x 16 x 16 (backend/vulkan/device.c's probe;
+ * pipeline.c).
  *
- * The 8 subgroups of 32 are a 2 x 4 grid over the tile: each holds a
- * 64 x 32 block as 4 x 2 accumulator fragments of 16 x 16 f32. k goes by
- * in steps of BK = 32; the step's 128 x BK slice of op(A) (row-major,
- * k along a row) and BK x 128 slice of op(B) (k-major) are staged in
- * shared memory as float16_t, double-buffered: the next step's elements
- * are fetched into registers before this step's fragments multiply and
- * stored into the other buffer after, one barrier a step. Each
- * invocation fetches 16 elements of each slice along the direction that
- * is contiguous in memory, so neighbours read neighbouring words
- * whatever the transposes. Elements past m, n or k load as 0.
+ * The 8 subgroups of 32 are a grid over the tile: each holds a WM x WN
+ * block (64 x 64) as FA x FB accumulator fragments of 16 x 16 f32. k goes
+ * by in steps of BK. A step's TBM x BK slice of op(A) and BK x TBN slice
+ * of op(B) are staged in shared memory as binary16, eight to a uvec4
+ * "chunk": the next step's chunks are fetched into registers before this
+ * step's fragments multiply and stored after (into the other buffer with
+ * NBUF 2; with 1, into the same one after a barrier).
+ *
+ * A chunk is 8 elements that are neighbours in memory, so each operand
+ * is staged the way it is stored: "rows" (the tile's rows of BK, k along
+ * a row) when k is its contiguous index (A, or B with GPO_MM_TRANS_B),
+ * "cols" (BK rows of the tile's side) when the other index is (B, or A
+ * with GPO_MM_TRANS_A). The fragment loads read either layout, a
+ * transposed one as column-major: no transpose is ever made. 256
+ * invocations fetch the chunks of a slice, neighbours taking neighbouring
+ * chunks. A whole chunk of an operand that starts on 16 bytes (its offset
+ * and leading dimension multiples of 8 binary16 or 4 f32) is one or two
+ * vector loads; chunks on the edges (past m, n or k: zeros) and other
+ * operands go element by element.
  *
  * Operands are f16 (GPO_MM_F16_*), their bits taken as they are, or f32
  * rounded to the nearest binary16 by integer code (half.glsl), never by
@@ -27,7 +37,9 @@
  * (times alpha) where C's rows start on 16 bytes; a tile on C's edge,
  * one of a C that is not so aligned, and every tile with GPO_T_ACCUM,
  * goes a fragment at a time through shared memory, element by element
- * with guards. (Adding C's fragment to the result as matrices crashes
+ * with guards. The fragments are indexed only by constants (unrolled
+ * loops): an array of them indexed at run time would live in local
+ * memory. (Adding C's fragment to the result as matrices crashes
  * glslc 2023.2's optimizer, as does a fragment passed to a function.)
  */
 #version 450
@@ -35,6 +47,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/matmul.h"
 
@@ -46,21 +59,50 @@ layout(set = 0, binding = 2, std430) buffer c_f1 { float c[]; };
 /* the operands as words: binary16 two a word (GPO_MM_F16_*) */
 layout(set = 0, binding = 0, std430) readonly buffer a_h { uint a_w[]; };
 layout(set = 0, binding = 1, std430) readonly buffer b_h { uint b_w[]; };
+/* and as 16-byte vectors, for the whole chunks of aligned operands */
+layout(set = 0, binding = 0, std430) readonly buffer a_r4 { vec4 a4[]; };
+layout(set = 0, binding = 1, std430) readonly buffer b_r4 { vec4 b4[]; };
+layout(set = 0, binding = 0, std430) readonly buffer a_h4 { uvec4 a_w4[]; };
+layout(set = 0, binding = 1, std430) readonly buffer b_h4 { uvec4 b_w4[]; };
 #include "matmul/half.glsl"
 
-#define TB	128u		/* the tile */
-#define BK	32u		/* k a step */
-#define FR	16u		/* a fragment's side */
-#define NQ	16u		/* elements of a slice an invocation stages */
+#define TBM	uint(GPO_MM_TILE_COOP_M)	/* the tile: rows */
+#define TBN	uint(GPO_MM_TILE_COOP)		/* and columns */
 /*
- * Slice rows padded by 8 halves: rows, fragments and buffers all start on
- * 16 bytes, as cooperative matrix loads want, and rows miss each other's
- * banks
+ * Measured on the H100 (bench_train -H, f16, 2026-11-24), TFLOP/s at
+ * 4096 / 8192: 128 x 128 tiles of 64 x 32 blocks, BK 32 in two buffers
+ * 93-98 / 74-80, BK 64 in one 90-96 / 90-91; 256 x 128 tiles of 64 x 64
+ * blocks (8 loads for 16 products, not 6 for 8), BK 32 in one buffer,
+ * 101-112 / 67-93. 48 KiB of shared memory allows no more.
  */
-#define LDA	(BK + 8u)	/* op(A)'s slice: 128 rows of BK */
-#define LDBS	(TB + 8u)	/* op(B)'s slice: BK rows of 128 */
-#define SA	(TB * LDA)	/* one buffer of op(A), halves */
-#define SB	(BK * LDBS)
+#ifndef BK
+#define BK	32u		/* k a step */
+#endif
+#ifndef NBUF
+#define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
+#endif
+#ifndef WN
+#define WN	64u		/* a subgroup's block: columns */
+#endif
+#define SGN	(TBN / WN)	/* subgroups across the tile */
+#define WM	(TBM / (8u / SGN))	/* a subgroup's block: rows */
+#define FA	(WM / 16u)	/* its fragments of op(A) */
+#define FB	(WN / 16u)	/* of op(B) */
+#define FR	16u		/* a fragment's side */
+#define CPR	(BK / 8u)	/* chunks a "rows" row */
+/* chunks of a step's slice an invocation fetches */
+#define CPTA	(TBM * BK / 8u / 256u)
+#define CPTB	(TBN * BK / 8u / 256u)
+/*
+ * Rows of a staged slice in chunks (8 binary16), padded by one chunk:
+ * rows and fragments start on 16 bytes, as cooperative matrix loads
+ * want, and neighbouring rows miss each other's banks
+ */
+#define RS	(BK / 8u + 1u)		/* "rows": k along a row */
+#define CSA	(TBM / 8u + 1u)		/* "cols" of op(A): BK rows */
+#define CSB	(TBN / 8u + 1u)		/* of op(B) */
+#define SA	max(TBM * RS, BK * CSA)	/* one buffer of op(A), chunks */
+#define SB	max(TBN * RS, BK * CSB)
 
 /*
  * Subgroup fragments. glslang declares the Vulkan memory model for any
@@ -69,19 +111,13 @@ layout(set = 0, binding = 1, std430) readonly buffer b_h { uint b_w[]; };
 #define FRAG_H	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-shared float16_t sa[2u * SA];
-shared float16_t sb[2u * SB];
+shared uvec4 sa[NBUF * SA];
+shared uvec4 sb[NBUF * SB];
 /* an edge tile's fragments on their way out, one 16 x 16 a subgroup */
 shared float cs[8u * FR * FR];
 
 uint i0, j0, abase, bbase;
-/*
- * The accumulators, 2 r + q for the fragment at rows 16 r, columns 16 q
- * of the subgroup's block. Here rather than a parameter of put(): glslc
- * 2023.2's optimizer crashes on a cooperative matrix passed to a
- * function.
- */
-FRAG_F acc[8];
+bool vec_a, vec_b;
 
 uint group_index()
 {
@@ -89,86 +125,127 @@ uint group_index()
 }
 
 /*
- * Element @e of operand a (b) as float16_t: binary16 bits as they are
- * (unpackFloat2x16 reinterprets, it does not convert), or the f32 value's
- * nearest binary16 by half.glsl's integer rounding. No f32 in between:
- * the staging is most of this kernel's arithmetic.
+ * Element @e of operand a (b) as binary16 bits: as they are, or the f32
+ * value's nearest binary16 by half.glsl's integer rounding.
  */
-float16_t ld_a(uint e)
+uint bits_a(uint e)
 {
 	if (FLAG(GPO_MM_F16_A))
-		return unpackFloat2x16(a_w[e >> 1])[e & 1u];
-	return unpackFloat2x16(mm_f2h(a[e])).x;
+		return (a_w[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu;
+	return mm_f2h(a[e]);
 }
 
-float16_t ld_b(uint e)
+uint bits_b(uint e)
 {
 	if (FLAG(GPO_MM_F16_B))
-		return unpackFloat2x16(b_w[e >> 1])[e & 1u];
-	return unpackFloat2x16(mm_f2h(b[e])).x;
+		return (b_w[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu;
+	return mm_f2h(b[e]);
+}
+
+uvec4 pack8(uint h[8])
+{
+	return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16),
+		     h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+
+uvec4 pack_f32(vec4 x, vec4 y)
+{
+	return uvec4(mm_f2h(x.x) | (mm_f2h(x.y) << 16),
+		     mm_f2h(x.z) | (mm_f2h(x.w) << 16),
+		     mm_f2h(y.x) | (mm_f2h(y.y) << 16),
+		     mm_f2h(y.z) | (mm_f2h(y.w) << 16));
 }
 
 /*
- * This invocation's elements of the step at @p0. Without
- * GPO_MM_TRANS_A, A[i][p] is read along p, BK invocations a row:
- * (i, p) = (t / BK + 8 q, t % BK); with it along i: (t % 128,
- * t / 128 + 2 q). B likewise, the other way round.
+ * The chunk of operand a (b) at element @e0: its first @cnt elements
+ * (neighbours in memory), zeros after. One or two vector loads when the
+ * chunk is whole and the operand aligned (vec_a: @e0 then is a multiple
+ * of 8 binary16 or 4 f32).
  */
-void fetch(uint p0, out float16_t ra[NQ], out float16_t rb[NQ])
+uvec4 chunk_a(uint e0, uint cnt)
 {
-	uint t = gl_LocalInvocationID.x;
+	uint h[8];
 
-	for (uint q = 0u; q < NQ; q++) {
-		uint i, p;
-		float16_t v = float16_t(0.0);
-
-		if (FLAG(GPO_MM_TRANS_A)) {
-			i = i0 + t % TB;
-			p = p0 + t / TB + 2u * q;
-		} else {
-			i = i0 + t / BK + 8u * q;
-			p = p0 + t % BK;
-		}
-		if (i < args.m && p < args.k)
-			v = FLAG(GPO_MM_TRANS_A) ?
-				ld_a(abase + p * args.lda + i) :
-				ld_a(abase + i * args.lda + p);
-		ra[q] = v;
+	if (cnt == 8u && vec_a) {
+		if (FLAG(GPO_MM_F16_A))
+			return a_w4[e0 >> 3];
+		return pack_f32(a4[e0 >> 2], a4[(e0 >> 2) + 1u]);
 	}
-	for (uint q = 0u; q < NQ; q++) {
-		uint j, p;
-		float16_t v = float16_t(0.0);
-
-		if (FLAG(GPO_MM_TRANS_B)) {
-			j = j0 + t / BK + 8u * q;
-			p = p0 + t % BK;
-		} else {
-			j = j0 + t % TB;
-			p = p0 + t / TB + 2u * q;
-		}
-		if (j < args.n && p < args.k)
-			v = FLAG(GPO_MM_TRANS_B) ?
-				ld_b(bbase + j * args.ldb + p) :
-				ld_b(bbase + p * args.ldb + j);
-		rb[q] = v;
-	}
+	[[unroll]] for (uint q = 0u; q < 8u; q++)
+		h[q] = q < cnt ? bits_a(e0 + q) : 0u;
+	return pack8(h);
 }
 
-/* fetch()'s elements into buffer @x */
-void stage(uint x, float16_t ra[NQ], float16_t rb[NQ])
+uvec4 chunk_b(uint e0, uint cnt)
 {
-	uint t = gl_LocalInvocationID.x, oa = x * SA, ob = x * SB;
+	uint h[8];
 
-	for (uint q = 0u; q < NQ; q++) {
-		if (FLAG(GPO_MM_TRANS_A))
-			sa[oa + (t % TB) * LDA + t / TB + 2u * q] = ra[q];
-		else
-			sa[oa + (t / BK + 8u * q) * LDA + t % BK] = ra[q];
-		if (FLAG(GPO_MM_TRANS_B))
-			sb[ob + (t % BK) * LDBS + t / BK + 8u * q] = rb[q];
-		else
-			sb[ob + (t / TB + 2u * q) * LDBS + t % TB] = rb[q];
+	if (cnt == 8u && vec_b) {
+		if (FLAG(GPO_MM_F16_B))
+			return b_w4[e0 >> 3];
+		return pack_f32(b4[e0 >> 2], b4[(e0 >> 2) + 1u]);
 	}
+	[[unroll]] for (uint q = 0u; q < 8u; q++)
+		h[q] = q < cnt ? bits_b(e0 + q) : 0u;
+	return pack8(h);
+}
+
+/* the elements left of @len from @x, at most a chunk's */
+uint left(uint x, uint len)
+{
+	return x < len ? min(8u, len - x) : 0u;
+}
+
+/*
+ * Chunk @ch of the step at @p0: in "rows" (k contiguous) chunk ch is row
+ * ch / CPR, chunk ch % CPR of the row; in "cols" row (k) ch / (T / 8),
+ * chunk ch % (T / 8), T the tile's side.
+ */
+uvec4 fetch_a(uint p0, uint ch)
+{
+	uint i, p;
+
+	if (FLAG(GPO_MM_TRANS_A)) {
+		p = p0 + ch / (TBM / 8u);
+		i = i0 + ch % (TBM / 8u) * 8u;
+		return chunk_a(abase + p * args.lda + i,
+			       p < args.k ? left(i, args.m) : 0u);
+	}
+	i = i0 + ch / CPR;
+	p = p0 + (ch % CPR) * 8u;
+	return chunk_a(abase + i * args.lda + p,
+		       i < args.m ? left(p, args.k) : 0u);
+}
+
+uvec4 fetch_b(uint p0, uint ch)
+{
+	uint j, p;
+
+	if (FLAG(GPO_MM_TRANS_B)) {
+		j = j0 + ch / CPR;
+		p = p0 + (ch % CPR) * 8u;
+		return chunk_b(bbase + j * args.ldb + p,
+			       j < args.n ? left(p, args.k) : 0u);
+	}
+	p = p0 + ch / (TBN / 8u);
+	j = j0 + ch % (TBN / 8u) * 8u;
+	return chunk_b(bbase + p * args.ldb + j,
+		       p < args.k ? left(j, args.n) : 0u);
+}
+
+/* where chunk @ch goes in a buffer: past the padding chunk of its row */
+uint slot_a(uint ch)
+{
+	if (FLAG(GPO_MM_TRANS_A))
+		return ch / (TBM / 8u) * CSA + ch % (TBM / 8u);
+	return ch / CPR * RS + ch % CPR;
+}
+
+uint slot_b(uint ch)
+{
+	if (FLAG(GPO_MM_TRANS_B))
+		return ch / CPR * RS + ch % CPR;
+	return ch / (TBN / 8u) * CSB + ch % (TBN / 8u);
 }
 
 void sync()
@@ -177,95 +254,127 @@ void sync()
 	barrier();
 }
 
-/* fragment @f at rows @r, columns @col of the tile (z's C at @cb) */
-void put(uint f, uint cb, uint r, uint col, bool inside)
-{
-	uint sg = gl_SubgroupID, l = gl_SubgroupInvocationID;
-
-	if (inside) {
-		uint o = cb + (i0 + r) * args.ldc + j0 + col;
-		FRAG_F v = acc[f] * args.alpha;
-
-		coopMatStoreNV(v, c, o, args.ldc, false);
-		return;
-	}
-	coopMatStoreNV(acc[f], cs, sg * FR * FR, FR, false);
-	subgroupMemoryBarrierShared();
-	subgroupBarrier();
-	for (uint e = l; e < FR * FR; e += gl_SubgroupSize) {
-		uint i = i0 + r + e / FR, j = j0 + col + e % FR;
-		float v = args.alpha * cs[sg * FR * FR + e];
-
-		if (i < args.m && j < args.n) {
-			uint o = cb + i * args.ldc + j;
-
-			if (FLAG(GPO_T_ACCUM))
-				c[o] += v;
-			else
-				c[o] = v;
-		}
-	}
-	/* the next fragment overwrites cs: everyone has read this one */
-	subgroupMemoryBarrierShared();
-	subgroupBarrier();
-}
-
 void main()
 {
-	uint g = group_index(), sg = gl_SubgroupID;
+	uint g = group_index(), sg = gl_SubgroupID, l = gl_SubgroupInvocationID;
+	uint t = gl_LocalInvocationID.x;
 	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u, cb;
-	uint wr = (sg / 4u) * 64u, wc = (sg % 4u) * 32u;
-	float16_t ra[NQ], rb[NQ];
+	uint wr = sg / SGN * WM, wc = sg % SGN * WN;
+	uvec4 ra[CPTA], rb[CPTB];
+	FRAG_F acc[FA * FB];
 	bool inside;
 
 	if (g >= args.batch * tiles)
 		return;
 	z = g / tiles;
 	rem = g % tiles;
-	i0 = rem / args.tiles_n * TB;
-	j0 = rem % args.tiles_n * TB;
+	i0 = rem / args.tiles_n * TBM;
+	j0 = rem % args.tiles_n * TBN;
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
-	for (uint f = 0u; f < 8u; f++)
+	/* whole chunks start on 16 bytes: 8 binary16 or 4 f32 */
+	vec_a = FLAG(GPO_MM_F16_A) ? abase % 8u == 0u && args.lda % 8u == 0u :
+				     abase % 4u == 0u && args.lda % 4u == 0u;
+	vec_b = FLAG(GPO_MM_F16_B) ? bbase % 8u == 0u && args.ldb % 8u == 0u :
+				     bbase % 4u == 0u && args.ldb % 4u == 0u;
+	[[unroll]] for (uint f = 0u; f < FA * FB; f++)
 		acc[f] = FRAG_F(0.0);
 	if (args.k > 0u) {
-		fetch(0u, ra, rb);
-		stage(0u, ra, rb);
+		[[unroll]] for (uint h = 0u; h < CPTA; h++)
+			sa[slot_a(t + 256u * h)] = fetch_a(0u, t + 256u * h);
+		[[unroll]] for (uint h = 0u; h < CPTB; h++)
+			sb[slot_b(t + 256u * h)] = fetch_b(0u, t + 256u * h);
 		sync();
 	}
 	/* p0 + BK may pass 2^32 for a k near it: p0 never steps past k */
 	for (uint p0 = 0u; p0 < args.k;
 	     p0 = args.k - p0 > BK ? p0 + BK : args.k) {
 		bool more = args.k - p0 > BK;
+		uint oa = x * SA, ob = x * SB;
 
 		/* the next step's loads fly while this one multiplies */
-		if (more)
-			fetch(p0 + BK, ra, rb);
-		for (uint kk = 0u; kk < BK; kk += FR) {
-			FRAG_H fa[4], fb[2];
-
-			for (uint r = 0u; r < 4u; r++)
-				coopMatLoadNV(fa[r], sa, x * SA +
-					      (wr + r * FR) * LDA + kk, LDA,
-					      false);
-			for (uint q = 0u; q < 2u; q++)
-				coopMatLoadNV(fb[q], sb, x * SB + kk * LDBS +
-					      wc + q * FR, LDBS, false);
-			for (uint r = 0u; r < 4u; r++)
-				for (uint q = 0u; q < 2u; q++)
-					acc[2u * r + q] = coopMatMulAddNV(
-						fa[r], fb[q], acc[2u * r + q]);
+		if (more) {
+			[[unroll]] for (uint h = 0u; h < CPTA; h++)
+				ra[h] = fetch_a(p0 + BK, t + 256u * h);
+			[[unroll]] for (uint h = 0u; h < CPTB; h++)
+				rb[h] = fetch_b(p0 + BK, t + 256u * h);
 		}
-		if (more)
-			stage(x ^ 1u, ra, rb);
+		[[unroll]] for (uint kk = 0u; kk < BK; kk += FR) {
+			FRAG_H fa[FA], fb[FB];
+
+			[[unroll]] for (uint r = 0u; r < FA; r++) {
+				uint i = wr + r * FR;
+
+				if (FLAG(GPO_MM_TRANS_A))
+					coopMatLoadNV(fa[r], sa, oa + kk * CSA +
+						      i / 8u, CSA, true);
+				else
+					coopMatLoadNV(fa[r], sa, oa + i * RS +
+						      kk / 8u, RS, false);
+			}
+			[[unroll]] for (uint q = 0u; q < FB; q++) {
+				uint j = wc + q * FR;
+
+				if (FLAG(GPO_MM_TRANS_B))
+					coopMatLoadNV(fb[q], sb, ob + j * RS +
+						      kk / 8u, RS, true);
+				else
+					coopMatLoadNV(fb[q], sb, ob + kk * CSB +
+						      j / 8u, CSB, false);
+			}
+			[[unroll]] for (uint r = 0u; r < FA; r++)
+				[[unroll]] for (uint q = 0u; q < FB; q++)
+					acc[FB * r + q] = coopMatMulAddNV(
+						fa[r], fb[q], acc[FB * r + q]);
+		}
+		if (more) {
+			uint na = (NBUF - 1u - x) * SA, nb = (NBUF - 1u - x) * SB;
+
+			/* one buffer: everyone has read it first */
+			if (NBUF == 1u)
+				sync();
+			[[unroll]] for (uint h = 0u; h < CPTA; h++)
+				sa[na + slot_a(t + 256u * h)] = ra[h];
+			[[unroll]] for (uint h = 0u; h < CPTB; h++)
+				sb[nb + slot_b(t + 256u * h)] = rb[h];
+		}
 		sync();
-		x ^= 1u;
+		x = NBUF - 1u - x;
 	}
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
-	inside = i0 + TB <= args.m && j0 + TB <= args.n &&
+	inside = i0 + TBM <= args.m && j0 + TBN <= args.n &&
 		 !FLAG(GPO_T_ACCUM) && cb % 4u == 0u && args.ldc % 4u == 0u;
-	for (uint r = 0u; r < 4u; r++)
-		for (uint q = 0u; q < 2u; q++)
-			put(2u * r + q, cb, wr + r * FR, wc + q * FR, inside);
+	[[unroll]] for (uint r = 0u; r < FA; r++) {
+		[[unroll]] for (uint q = 0u; q < FB; q++) {
+			uint f = FB * r + q, r0 = wr + r * FR, c0 = wc + q * FR;
+
+			if (inside) {
+				FRAG_F v = acc[f] * args.alpha;
+
+				coopMatStoreNV(v, c, cb + (i0 + r0) * args.ldc +
+					       j0 + c0, args.ldc, false);
+				continue;
+			}
+			coopMatStoreNV(acc[f], cs, sg * FR * FR, FR, false);
+			subgroupMemoryBarrierShared();
+			subgroupBarrier();
+			for (uint e = l; e < FR * FR; e += gl_SubgroupSize) {
+				uint i = i0 + r0 + e / FR, j = j0 + c0 + e % FR;
+				float v = args.alpha * cs[sg * FR * FR + e];
+
+				if (i < args.m && j < args.n) {
+					uint o = cb + i * args.ldc + j;
+
+					if (FLAG(GPO_T_ACCUM))
+						c[o] += v;
+					else
+						c[o] = v;
+				}
+			}
+			/* the next fragment overwrites cs: all have read it */
+			subgroupMemoryBarrierShared();
+			subgroupBarrier();
+		}
+	}
 }

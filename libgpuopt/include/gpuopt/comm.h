@@ -24,6 +24,11 @@
  * gradient. One process with the same S does exactly the same float
  * operations, so N ranks give the same bits as one. The batch's loss and
  * accuracy are the shards' summed in shard order, over S.
+ *
+ * A rank with two or more shards sends each one before its last to the
+ * slices' owners (an MPI_Ialltoallv) while the next one computes, tested
+ * by a progress thread where MPI was initialised with
+ * MPI_THREAD_SERIALIZED or more; the sums and the bits are the same.
  */
 #ifndef GPUOPT_COMM_H
 #define GPUOPT_COMM_H
@@ -106,17 +111,19 @@ int gpo_comm_shards(const struct gpo_comm *c, uint32_t *shards, uint32_t *lo,
 
 /*
  * ZeRO-1 (zero=1, deterministic=1, attached with gpo_comm_train_attach()):
- * a rank owns the slice of every bucket whose sum it computes; instead of
- * the all-gather of the gradient, it steps only its elements, in an
- * optimizer of its own (the model's kind and hyperparameters, their
- * parameters and state copied from the model's optimizer when attached),
- * and an all-gather gives every rank all the parameters: the same bits as
- * plain data parallel for the elementwise optimizers. -ENOSYS: more than
- * one group, a schedule, lamb, clip_norm, grad_scale or check_finite. The
- * model optimizer's state slots are then stale: gpo_comm_sync_state()
- * (collective) gathers the ranks' state into them, before a checkpoint
- * is saved (any rank count restores it). The device memory of the full
- * state is not saved yet (the model's optimizer still allocates it).
+ * rank q owns a contiguous range of about 1/N of the flat parameters; it
+ * sums only those elements of each bucket and steps them in an optimizer
+ * of its own (the model's kind and hyperparameters, its param and grad
+ * views of the model optimizer's, its state copied from the model's when
+ * attached), and an all-gather gives every rank all the parameters: the
+ * same bits as plain data parallel for the elementwise optimizers.
+ * -ENOSYS: more than one group, a schedule, lamb, clip_norm, grad_scale
+ * or check_finite. The model optimizer's state slots are freed (a rank
+ * keeps 1/N of the state on its device): gpo_comm_sync_state()
+ * (collective) allocates them again and gathers the ranks' state into
+ * them, before a checkpoint is saved (any rank count restores it); the
+ * next step frees them again. A save without it, and a restore into the
+ * model's optimizer once attached, fail with -EBUSY.
  */
 int gpo_comm_sync_state(struct gpo_comm *c);
 
@@ -127,6 +134,15 @@ struct gpo_comm_stats {
 	uint64_t d2h_ns;	/* device to host copies of shard gradients */
 	uint64_t reduce_ns;	/* the whole reduction (stages overlapped) */
 	uint64_t wait_ns;	/* of which waiting on MPI */
+	/*
+	 * the step's communication: the time the training thread spent in
+	 * it (shard gradients to the host, packing, the reduction) plus
+	 * @hidden_ns, the time collectives were in flight while it computed
+	 * (a rank's shards before its last are sent while the next one
+	 * computes, when it runs two or more)
+	 */
+	uint64_t comm_ns;
+	uint64_t hidden_ns;
 };
 
 /* gpo_comm_stats - what @c did so far */

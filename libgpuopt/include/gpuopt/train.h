@@ -112,7 +112,10 @@ int gpo_model_sample(struct gpo_model *m, const void *prompt, size_t len,
  *        batch_size=N (64), shuffle=0|1 (1: a new order each epoch from
  *        (seed, epoch); 0: batch k is samples [kB, (k+1)B), the last
  *        partial batch dropped), seed=N (0), eval_batch=N (1000; gpt:
- *        batch_size)
+ *        batch_size), matmul=f32|f16 (f32; f16: every product of the
+ *        model's graphs one of binary16 operands summed in f32, on
+ *        tensor cores where the device has them:
+ *        gpo_graph_set_matmul_f16())
  *
  * A gpt model trains on a bytes dataset (GPO_DATASET_BYTES), and only a
  * gpt does: its samples are the windows of T + 1 bytes (T = ctx)

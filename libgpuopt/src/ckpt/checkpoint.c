@@ -974,6 +974,9 @@ static int prepare_save(struct save_job *j)
 	uint64_t align;
 	int ret;
 
+	/* ZeRO-1: the ranks keep the state; a save without it would lose it */
+	if (opt->state_elsewhere == 1)
+		return gpo__err(-EBUSY, "the optimizer's state is spread over the ranks (zero=1): gpo_comm_sync_state() first");
 	pthread_mutex_lock(&opt->dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
 	/* a queued step that may be skipped: its counts first */
@@ -1834,6 +1837,9 @@ static int restore(struct restore_job *j, unsigned int flags)
 	struct sink sk = { .opt = opt };
 	int i, ret;
 
+	/* ZeRO-1's shard optimizers took the state when attached */
+	if (opt->state_elsewhere)
+		return gpo__err(-EBUSY, "the optimizer's state is spread over the ranks (zero=1): restore before gpo_comm_train_attach()");
 	j->groups = malloc(opt->ngroups * sizeof(*j->groups));
 	if (!j->groups)
 		return gpo__err(-ENOMEM, "out of memory");

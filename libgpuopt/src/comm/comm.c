@@ -13,6 +13,10 @@
  *	C  wait, the bucket back to the device's grad buffer
  *
  * and bucket b's A runs beside b-1's B and b-2's C (two buffers each).
+ * A rank with K >= 2 shards does not keep the ones before its last for
+ * stage A: right after shard k's copy, round k (an all-to-all of its
+ * slices) is posted, and a progress thread tests it while shard k + 1
+ * computes; stage B then adds the S gradients in the same order.
  * Every wait has a timeout (timeout=, 300 s): a rank that died or hangs
  * makes the others' step fail with -ETIMEDOUT instead of waiting forever.
  *
@@ -65,15 +69,44 @@ struct gpo_comm {
 	struct gpo_comm_stats st;
 
 	/*
-	 * ZeRO-1 (zero=1): this rank's elements are its slice of every
-	 * bucket, @zn of them, packed in bucket order into @zopt, an
-	 * optimizer of one tensor that keeps their state; @full: pinned,
-	 * the whole flat buffer for the all-gathers
+	 * ZeRO-1 (zero=1): rank q owns the flat elements [zstart(q),
+	 * zstart(q + 1)), this rank [@zlo, @zlo + @zn), and sums exactly
+	 * those of each bucket; @zopt is an optimizer of one tensor of them
+	 * whose param and grad are views of the model optimizer's buffers
+	 * and which alone keeps their state (the model's keeps none);
+	 * @full: pinned, the whole flat buffer for the all-gathers;
+	 * @state_out: the model's slots were given back for a save
 	 */
 	int zero;
 	struct gpo_optim *zopt;
-	uint64_t zn;
-	float *zbuf, *full;
+	uint64_t zlo, zn, zalign;
+	float *full;
+	int state_out;
+
+	/*
+	 * Rounds (deterministic=1, K = hi - lo >= 2 shards a rank): round j
+	 * sends every rank's j-th shard's slices to their owners as soon as
+	 * it is read back, while the next shard computes; only the last
+	 * shard goes through the bucket pipeline. @mine: the elements of
+	 * this rank's slices of all buckets, @qmine[q] rank q's;
+	 * @rrecv: (K - 1) x size x mine, round j from rank p at
+	 * (j size + p) mine; @rsend: one round's packed slices. A progress
+	 * thread tests the round in flight (MPI_THREAD_SERIALIZED: only one
+	 * thread calls MPI at a time) so that it moves during the compute.
+	 */
+	int rounds;
+	uint64_t mine, *qmine;
+	float *rsend, *rrecv;
+	int *rc4;			/* counts, displacements: 4 x size */
+	MPI_Request rreq;
+	int rflight;			/* rreq is posted, not waited for */
+	uint64_t rpost_ns;
+	pthread_t thr;
+	int thr_on;			/* the progress thread runs */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int thr_has, thr_done, thr_quit, thr_rc;
+	uint64_t thr_done_ns;
 };
 
 static int mpi_err(int rc, const char *what)
@@ -215,19 +248,36 @@ out_free:
 	return ret;
 }
 
+static void thread_stop(struct gpo_comm *c);
+
 static void detach(struct gpo_comm *c)
 {
 	int i;
+
+	thread_stop(c);
+	free(c->qmine);
+	free(c->rsend);
+	free(c->rrecv);
+	free(c->rc4);
+	c->qmine = NULL;
+	c->rsend = c->rrecv = NULL;
+	c->rc4 = NULL;
+	c->rounds = 0;
 
 	if (c->dev) {
 		gpo_host_free(c->dev, c->shard);
 		gpo_host_free(c->dev, c->out);
 		gpo_host_free(c->dev, c->full);
 	}
+	if (c->zopt) {
+		/* the views are the model optimizer's buffers: not freed here */
+		memset(&c->zopt->param, 0, sizeof(c->zopt->param));
+		memset(&c->zopt->grad, 0, sizeof(c->zopt->grad));
+		c->zopt->ext[0] = c->zopt->ext[1] = NULL;
+	}
 	gpo_optim_free(c->zopt);
-	free(c->zbuf);
 	c->zopt = NULL;
-	c->zbuf = c->full = NULL;
+	c->full = NULL;
 	for (i = 0; i < NBUF; i++) {
 		free(c->send[i]);
 		free(c->recv[i]);
@@ -319,10 +369,30 @@ int gpo_comm_device(struct gpo_comm *c, struct gpo_ctx *ctx, const char *spec,
 	return gpo__err(-ENODEV, "no %s device", spec);
 }
 
-/* the bucket [b0, b0 + len)'s slice of rank q */
-static uint64_t slice_lo(const struct gpo_comm *c, uint64_t len, int q)
+/* ZeRO-1: the first flat element rank @q owns (q = size: the end) */
+static uint64_t zstart(const struct gpo_comm *c, int q)
 {
-	return len * (uint64_t)q / (uint64_t)c->size;
+	if (q >= c->size)
+		return c->total;
+	/* aligned, so that the shard optimizer's views can bind there */
+	return c->total * (uint64_t)q / (uint64_t)c->size / c->zalign *
+	       c->zalign;
+}
+
+/*
+ * Where rank @q's slice of the bucket [@b0, @b0 + @len) starts, in it:
+ * an even cut of each bucket, or with ZeRO-1 the part of rank q's range
+ * that lies in the bucket (empty for most ranks)
+ */
+static uint64_t slice_lo(const struct gpo_comm *c, uint64_t b0, uint64_t len,
+			 int q)
+{
+	uint64_t z;
+
+	if (!c->zero)
+		return len * (uint64_t)q / (uint64_t)c->size;
+	z = zstart(c, q);
+	return z <= b0 ? 0 : z - b0 < len ? z - b0 : len;
 }
 
 static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
@@ -339,10 +409,14 @@ static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
 	return ret;
 }
 
+static int round_post(struct gpo_comm *c, uint32_t j);
+
 static int shard_done(void *arg, uint32_t shard, double loss, double acc)
 {
 	struct gpo_comm *c = arg;
 	uint32_t k = shard - c->lo;
+	uint64_t t0 = gpo__now_ns();
+	int ret;
 
 	c->sloss[shard] = loss;
 	c->sacc[shard] = acc;
@@ -351,7 +425,11 @@ static int shard_done(void *arg, uint32_t shard, double loss, double acc)
 		c->last_pending = 1;
 		return 0;
 	}
-	return read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
+	ret = read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
+	if (!ret && c->rounds)
+		ret = round_post(c, k);
+	c->st.comm_ns += gpo__now_ns() - t0;
+	return ret;
 }
 
 /*
@@ -388,11 +466,220 @@ static int wait_req(struct gpo_comm *c, MPI_Request *r, const char *what)
 	return mpi_err(rc, what);
 }
 
+/* ---- rounds: shards before the last, sent during the next's compute ---- */
+
+static void *progress(void *arg)
+{
+	struct timespec nap = { 0, 50000 };
+	struct gpo_comm *c = arg;
+	int done, rc;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->thr_has && !c->thr_quit)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->thr_quit)
+			break;
+		pthread_mutex_unlock(&c->mu);
+		/* the main thread calls no MPI until thr_done */
+		for (done = 0;;) {
+			rc = MPI_Test(&c->rreq, &done, MPI_STATUS_IGNORE);
+			if (rc != MPI_SUCCESS || done)
+				break;
+			pthread_mutex_lock(&c->mu);
+			done = c->thr_quit;
+			pthread_mutex_unlock(&c->mu);
+			if (done)
+				break;
+			nanosleep(&nap, NULL);
+		}
+		pthread_mutex_lock(&c->mu);
+		c->thr_rc = rc;
+		c->thr_done_ns = gpo__now_ns();
+		c->thr_has = 0;
+		c->thr_done = 1;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+static void thread_stop(struct gpo_comm *c)
+{
+	if (!c->thr_on)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->thr_quit = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thr, NULL);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	c->thr_on = 0;
+}
+
+/*
+ * The round in flight, done: waited for by the progress thread (at most
+ * the timeout) or here. What passed before this wait began was hidden
+ * behind compute.
+ */
+static int round_wait(struct gpo_comm *c)
+{
+	uint64_t t0 = gpo__now_ns(), end;
+	struct timespec until;
+	int ret = 0, rc;
+
+	if (!c->rflight)
+		return 0;
+	c->rflight = 0;
+	if (!c->thr_on) {
+		/* no progress thread: hidden only if it is done by now */
+		rc = MPI_Test(&c->rreq, &ret, MPI_STATUS_IGNORE);
+		if (rc == MPI_SUCCESS && ret) {
+			c->st.hidden_ns += t0 - c->rpost_ns;
+			c->st.comm_ns += t0 - c->rpost_ns;
+			return 0;
+		}
+		if (rc != MPI_SUCCESS)
+			return mpi_err(rc, "a round's MPI_Ialltoallv");
+		return wait_req(c, &c->rreq, "a round's MPI_Ialltoallv");
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += c->timeout_ns ? (time_t)(c->timeout_ns / 1000000000ull) :
+					86400 * 365;
+	pthread_mutex_lock(&c->mu);
+	while (!c->thr_done) {
+		rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+		if (rc == ETIMEDOUT && !c->thr_done) {
+			c->thr_quit = 1;
+			ret = gpo__err(-ETIMEDOUT, "rank %d: a round's MPI_Ialltoallv: no answer from the other ranks in %llu s (one died or hangs)",
+				       c->rank,
+				       (unsigned long long)(c->timeout_ns / 1000000000ull));
+			break;
+		}
+	}
+	c->thr_done = 0;
+	end = c->thr_done_ns;
+	rc = c->thr_rc;
+	pthread_mutex_unlock(&c->mu);
+	c->st.wait_ns += gpo__now_ns() - t0;
+	if (ret)
+		return ret;
+	end = (end < t0 ? end : t0) - c->rpost_ns;
+	c->st.hidden_ns += end;
+	c->st.comm_ns += end;
+	return mpi_err(rc, "a round's MPI_Ialltoallv");
+}
+
+/* round @j: shard lo + j's slices to their owners, posted */
+static int round_post(struct gpo_comm *c, uint32_t j)
+{
+	const float *g = c->shard + (uint64_t)j * c->total;
+	int *cnt = c->rc4, *dsp = cnt + c->size, *rcnt = dsp + c->size;
+	int *rdsp = rcnt + c->size, q, ret;
+	uint64_t b0, len, lo, n, o = 0;
+
+	ret = round_wait(c);
+	if (ret)
+		return ret;
+	for (q = 0; q < c->size; q++) {
+		cnt[q] = (int)c->qmine[q];
+		dsp[q] = (int)o;
+		for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+			len = c->total - b0 < c->bucket ? c->total - b0 :
+							  c->bucket;
+			lo = slice_lo(c, b0, len, q);
+			n = slice_lo(c, b0, len, q + 1) - lo;
+			memcpy(c->rsend + o, g + b0 + lo, n * 4);
+			o += n;
+		}
+		rcnt[q] = (int)c->mine;
+		rdsp[q] = (int)(c->mine * q);
+	}
+	ret = mpi_err(MPI_Ialltoallv(c->rsend, cnt, dsp, MPI_FLOAT,
+				     c->rrecv + (uint64_t)j * c->size * c->mine,
+				     rcnt, rdsp, MPI_FLOAT, c->comm, &c->rreq),
+		      "MPI_Ialltoallv");
+	if (ret)
+		return ret;
+	c->rpost_ns = gpo__now_ns();
+	c->rflight = 1;
+	if (c->thr_on) {
+		pthread_mutex_lock(&c->mu);
+		c->thr_has = 1;
+		c->thr_done = 0;
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+	}
+	return 0;
+}
+
+/* where this rank's slice of the bucket at @b0 starts in a round's part */
+static uint64_t mine_off(const struct gpo_comm *c, uint64_t b0)
+{
+	uint64_t b, len, o = 0;
+
+	for (b = 0; b < b0; b += c->bucket) {
+		len = c->total - b < c->bucket ? c->total - b : c->bucket;
+		o += slice_lo(c, b, len, c->rank + 1) -
+		     slice_lo(c, b, len, c->rank);
+	}
+	return o;
+}
+
+/* rounds: set up at attach, the thread where MPI allows it */
+static int rounds_setup(struct gpo_comm *c)
+{
+	uint32_t K = c->hi - c->lo;
+	uint64_t b0, len;
+	int q, level = MPI_THREAD_SINGLE;
+
+	if (!c->deterministic || K < 2)
+		return 0;
+	c->qmine = calloc(c->size, sizeof(*c->qmine));
+	c->rc4 = calloc(4 * (size_t)c->size, sizeof(int));
+	if (!c->qmine || !c->rc4)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (q = 0; q < c->size; q++)
+		for (b0 = 0; b0 < c->total; b0 += c->bucket) {
+			len = c->total - b0 < c->bucket ? c->total - b0 :
+							  c->bucket;
+			c->qmine[q] += slice_lo(c, b0, len, q + 1) -
+				       slice_lo(c, b0, len, q);
+		}
+	c->mine = c->qmine[c->rank];
+	/* MPI's counts are ints: else no rounds, the pipeline as before */
+	if (c->mine * c->size > INT_MAX || c->total > INT_MAX)
+		return 0;
+	c->rsend = malloc(c->total * 4 + 4);
+	c->rrecv = malloc((uint64_t)(K - 1) * c->size * c->mine * 4 + 4);
+	if (!c->rsend || !c->rrecv)
+		return gpo__err(-ENOMEM, "out of memory");
+	c->rounds = 1;
+	MPI_Query_thread(&level);
+	if (level < MPI_THREAD_SERIALIZED)
+		return 0;
+	if (pthread_mutex_init(&c->mu, NULL))
+		return 0;
+	if (pthread_cond_init(&c->cv, NULL)) {
+		pthread_mutex_destroy(&c->mu);
+		return 0;
+	}
+	c->thr_quit = c->thr_has = c->thr_done = 0;
+	if (pthread_create(&c->thr, NULL, progress, c)) {
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		return 0;
+	}
+	c->thr_on = 1;
+	return 0;
+}
+
 /* stage A of bucket @b (buffer @i): the last shard's copy, pack, post */
 static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		   MPI_Request *req)
 {
-	uint32_t K = c->hi - c->lo, k;
+	uint32_t K = c->hi - c->lo, k, k0;
 	uint64_t o = 0;
 	float *send = c->send[i];
 	int q, ret;
@@ -419,24 +706,28 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 					      MPI_FLOAT, MPI_SUM, c->comm,
 					      req), "MPI_Iallreduce");
 	}
-	/* to rank q: its slice of each of my K shards, shard by shard */
+	/*
+	 * to rank q: its slice of each of my K shards, shard by shard (with
+	 * rounds only the last shard's: the others went in theirs)
+	 */
+	k0 = c->rounds ? K - 1 : 0;
 	for (q = 0; q < c->size; q++) {
-		uint64_t lo = slice_lo(c, len, q), n = slice_lo(c, len, q + 1) - lo;
+		uint64_t lo = slice_lo(c, b0, len, q), n = slice_lo(c, b0, len, q + 1) - lo;
 
-		c->cnt[i][q] = (int)(n * K);
+		c->cnt[i][q] = (int)(n * (K - k0));
 		c->dsp[i][q] = (int)o;
-		for (k = 0; k < K; k++, o += n)
+		for (k = k0; k < K; k++, o += n)
 			memcpy(send + o, c->shard + (uint64_t)k * c->total +
 			       b0 + lo, n * 4);
 	}
 	/* from rank p: my slice of its K shards, which are shards pK.. */
 	{
-		uint64_t lo = slice_lo(c, len, c->rank);
-		uint64_t n = slice_lo(c, len, c->rank + 1) - lo;
+		uint64_t lo = slice_lo(c, b0, len, c->rank);
+		uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo;
 
 		for (q = 0; q < c->size; q++) {
-			c->rcnt[i][q] = (int)(n * K);
-			c->rdsp[i][q] = (int)(n * K * q);
+			c->rcnt[i][q] = (int)(n * (K - k0));
+			c->rdsp[i][q] = (int)(n * (K - k0) * q);
 		}
 	}
 	return mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
@@ -449,23 +740,44 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		   MPI_Request *req)
 {
-	uint64_t lo = slice_lo(c, len, c->rank);
-	uint64_t n = slice_lo(c, len, c->rank + 1) - lo, j;
+	uint64_t lo = slice_lo(c, b0, len, c->rank);
+	uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo, j;
 	float *dst = c->out + b0 + lo, *r = c->recv[i];
 	float inv = (float)c->shards;
-	uint32_t s;
+	uint32_t s, K = c->hi - c->lo;
+	uint64_t ob;
 	int ret, q;
 
 	ret = wait_req(c, req, "MPI_Ialltoallv");
 	if (ret || !c->deterministic)
 		return ret;
-	/* recv holds shards 0..S-1 in order, n elements each */
-	memcpy(dst, r, n * 4);
-	for (s = 1; s < c->shards; s++) {
-		const float *g = r + (uint64_t)s * n;
+	if (!c->rounds) {
+		/* recv holds shards 0..S-1 in order, n elements each */
+		memcpy(dst, r, n * 4);
+		for (s = 1; s < c->shards; s++) {
+			const float *g = r + (uint64_t)s * n;
 
-		for (j = 0; j < n; j++)
-			dst[j] += g[j];
+			for (j = 0; j < n; j++)
+				dst[j] += g[j];
+		}
+	} else {
+		/*
+		 * shard s = p K + k: k < K - 1 came in round k, the last in
+		 * recv at p n; the same order, the same sum
+		 */
+		ob = mine_off(c, b0);
+		for (s = 0; s < c->shards; s++) {
+			uint32_t p = s / K, k = s % K;
+			const float *g = k + 1 < K ?
+				c->rrecv + ((uint64_t)k * c->size + p) *
+				c->mine + ob : r + (uint64_t)p * n;
+
+			if (!s)
+				memcpy(dst, g, n * 4);
+			else
+				for (j = 0; j < n; j++)
+					dst[j] += g[j];
+		}
 	}
 	for (j = 0; j < n; j++)
 		dst[j] /= inv;
@@ -475,9 +787,9 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		return 0;
 	}
 	for (q = 0; q < c->size; q++) {
-		c->gcnt[i][q] = (int)(slice_lo(c, len, q + 1) -
-				      slice_lo(c, len, q));
-		c->gdsp[i][q] = (int)slice_lo(c, len, q);
+		c->gcnt[i][q] = (int)(slice_lo(c, b0, len, q + 1) -
+				      slice_lo(c, b0, len, q));
+		c->gdsp[i][q] = (int)slice_lo(c, b0, len, q);
 	}
 	return mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
 				       c->out + b0, c->gcnt[i], c->gdsp[i],
@@ -497,8 +809,15 @@ static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
 						  "MPI_Iallreduce");
 	if (ret)
 		return ret;
-	if (c->zero)
-		return 0;
+	if (c->zero) {
+		/* ZeRO-1: only this rank's slice, for its shard optimizer */
+		uint64_t lo = slice_lo(c, b0, len, c->rank);
+
+		len = slice_lo(c, b0, len, c->rank + 1) - lo;
+		if (!len)
+			return 0;
+		b0 += lo;
+	}
 	if (!c->deterministic)
 		for (j = 0; j < len; j++)
 			c->out[b0 + j] /= (float)c->shards;
@@ -559,6 +878,7 @@ static int reduce(void *arg, double *loss, double *acc)
 	int ret = 0;
 
 	t0 = gpo__now_ns();
+	ret = round_wait(c);
 	/*
 	 * C first: it frees the request slot A reuses (bucket j - 2's);
 	 * recv and send j % NBUF were last read by bucket j - 2's B
@@ -581,6 +901,7 @@ static int reduce(void *arg, double *loss, double *acc)
 	if (!ret)
 		ret = reduce_loss(c, loss, acc);
 	c->st.reduce_ns += gpo__now_ns() - t0;
+	c->st.comm_ns += gpo__now_ns() - t0;
 	if (!ret) {
 		c->st.reductions++;
 		c->st.bytes += c->total * 4;
@@ -590,37 +911,20 @@ static int reduce(void *arg, double *loss, double *acc)
 
 /* ---- ZeRO-1 ---------------------------------------------------------------- */
 
-/* @src's slices of this rank (whole flat buffer) packed into @dst, or back */
-static void zero_pack(struct gpo_comm *c, float *packed, float *flat,
-		      int unpack)
-{
-	uint64_t b0, len, lo, n, o = 0;
-
-	for (b0 = 0; b0 < c->total; b0 += c->bucket) {
-		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
-		lo = slice_lo(c, len, c->rank);
-		n = slice_lo(c, len, c->rank + 1) - lo;
-		if (unpack)
-			memcpy(flat + b0 + lo, packed + o, n * 4);
-		else
-			memcpy(packed + o, flat + b0 + lo, n * 4);
-		o += n;
-	}
-}
-
-/* every rank's slices of @full, from each owner to all (collective) */
+/* every rank's range of @full, from each owner to all (collective) */
 static int zero_gather(struct gpo_comm *c, float *full)
 {
 	uint64_t b0, len;
 	MPI_Request r;
 	int q, ret = 0;
 
+	/* bucket by bucket: MPI's counts are ints */
 	for (b0 = 0; !ret && b0 < c->total; b0 += c->bucket) {
 		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
 		for (q = 0; q < c->size; q++) {
-			c->gcnt[0][q] = (int)(slice_lo(c, len, q + 1) -
-					      slice_lo(c, len, q));
-			c->gdsp[0][q] = (int)slice_lo(c, len, q);
+			c->gcnt[0][q] = (int)(slice_lo(c, b0, len, q + 1) -
+					      slice_lo(c, b0, len, q));
+			c->gdsp[0][q] = (int)slice_lo(c, b0, len, q);
 		}
 		ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0,
 					      MPI_DATATYPE_NULL, full + b0,
@@ -632,30 +936,37 @@ static int zero_gather(struct gpo_comm *c, float *full)
 	return ret;
 }
 
+/* elements [@from, @from + @n) of @b to or from @host + @from */
 static int flat_io(struct gpo_comm *c, const struct dev_buf *b, float *host,
-		   int writing)
+		   uint64_t from, uint64_t n, int writing)
 {
 	struct gpo_device *dev = c->dev;
 	int ret;
 
+	if (!n)
+		return 0;
 	pthread_mutex_lock(&dev->lock);
-	ret = writing ? dev->ops->write(dev, b, 0, host, c->total * 4) :
-			dev->ops->read(dev, b, 0, host, c->total * 4);
+	ret = writing ? dev->ops->write(dev, b, from * 4, host + from, n * 4) :
+			dev->ops->read(dev, b, from * 4, host + from, n * 4);
 	pthread_mutex_unlock(&dev->lock);
 	return ret;
 }
 
 /*
  * The shard optimizer: the model's kind and hyperparameters, one tensor
- * of this rank's elements, their parameters and state taken from the
- * model's optimizer (after a restore too, when attached after it)
+ * of this rank's range, its param and grad views of the model
+ * optimizer's (so its steps update the model's parameters in place), its
+ * state copied from the model's slots (a restore's too, when attached
+ * after it), which are then freed: this rank keeps 1/N of the state.
  */
 static int zero_setup(struct gpo_comm *c)
 {
-	struct gpo_optim *opt = c->opt;
-	uint64_t shape[1], b0, len;
+	struct gpo_optim *opt = c->opt, *z;
+	struct gpo_device *dev = c->dev;
+	uint64_t shape[1], i;
+	int s, ns, ret, had[SL_COUNT];
+	float *keep;
 	char *hp;
-	int s, ret;
 
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem && opt->slot_dtype[s] != GPO_F32)
@@ -666,16 +977,18 @@ static int zero_setup(struct gpo_comm *c)
 				gpo_dtype_name(opt->param_dtype));
 	if (opt->ngroups != 1 || opt->sched || opt->kind == GPO_LAMB)
 		return gpo__err(-ENOSYS, "zero=1: only one parameter group, no schedule, and not lamb (its per-tensor trust ratio)");
-	for (c->zn = 0, b0 = 0; b0 < c->total; b0 += c->bucket) {
-		len = c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
-		c->zn += slice_lo(c, len, c->rank + 1) - slice_lo(c, len, c->rank);
-	}
+	if (opt->ext[0])
+		return gpo__err(-EINVAL, "zero=1: the optimizer's parameters are a bound buffer");
+	/* a range's start must be a legal offset of a view */
+	c->zalign = (dev->mem_align > 256 ? dev->mem_align : 256) / 4;
+	c->zlo = zstart(c, c->rank);
+	c->zn = zstart(c, c->rank + 1) - c->zlo;
+	if (!c->zn)
+		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (%llu elements for %d ranks)",
+				c->rank, (unsigned long long)c->total, c->size);
 	hp = malloc(8192);
-	c->zbuf = malloc(c->zn * 4 + 4);
-	if (!hp || !c->zbuf) {
-		free(hp);
+	if (!hp)
 		return gpo__err(-ENOMEM, "out of memory");
-	}
 	ret = gpo_optim_describe(opt, 0, hp, 8192);
 	if (ret >= 0 && (strstr(hp, "\nclip_norm=") &&
 			 !strstr(hp, "\nclip_norm=0\n")))
@@ -686,60 +999,100 @@ static int zero_setup(struct gpo_comm *c)
 			  !strstr(hp, "\ncheck_finite=0\n"))))
 		ret = gpo__err(-ENOSYS, "zero=1: grad_scale and check_finite need all ranks' verdict: not yet");
 	if (ret >= 0)
-		ret = gpo_host_alloc(c->dev, c->total * 4, (void **)&c->full);
+		ret = gpo_host_alloc(dev, c->total * 4, (void **)&c->full);
 	if (!ret)
-		ret = gpo_optim_new(c->dev, opt->kind, &c->zopt);
+		ret = gpo_optim_new(dev, opt->kind, &c->zopt);
 	if (!ret)
 		ret = gpo_optim_configure(c->zopt, 0, hp);
 	free(hp);
-	shape[0] = c->zn ? c->zn : 1;
-	if (!ret && !c->zn)
-		return gpo__err(-EINVAL, "zero=1: rank %d owns no elements (more ranks than elements a bucket)",
-				c->rank);
-	if (!ret) {
-		ret = gpo_optim_add_tensor(c->zopt, "zero1.shard", 1, shape, 0);
-		if (ret > 0)
-			ret = 0;
+	if (ret)
+		return ret;
+	z = c->zopt;
+	shape[0] = c->zn;
+	ret = gpo_optim_add_tensor(z, "zero1.shard", 1, shape, 0);
+	if (ret < 0)
+		return ret;
+	/* zn is a multiple of 4 (or runs to the padded end): no padding */
+	if (z->total != c->zn)
+		return gpo__err(-EINVAL, "zero=1: a shard of %llu elements is laid out in %llu",
+				(unsigned long long)c->zn,
+				(unsigned long long)z->total);
+	z->ext[0] = opt->param.mem;
+	z->ext_off[0] = opt->param.off + c->zlo * 4;
+	z->ext[1] = opt->grad.mem;
+	z->ext_off[1] = opt->grad.off + c->zlo * 4;
+	ret = gpo_optim_set_step(z, opt->step);
+	if (ret)
+		return ret;
+	/*
+	 * The model's state through the host, its slots freed before the
+	 * shard's are made: the device never holds both
+	 */
+	for (s = 0, ns = 0; s < SL_COUNT; s++)
+		ns += opt->slot[s].mem != NULL;
+	keep = malloc((uint64_t)ns * c->total * 4 + 4);
+	if (!keep)
+		return gpo__err(-ENOMEM, "out of memory");
+	for (s = 0, i = 0; !ret && s < SL_COUNT; s++) {
+		had[s] = opt->slot[s].mem != NULL;
+		if (had[s])
+			ret = flat_io(c, &opt->slot[s], keep + (i++) * c->total,
+				      0, c->total, 0);
 	}
 	if (!ret)
-		ret = gpo_optim_set_step(c->zopt, opt->step);
-	if (!ret)
-		ret = flat_io(c, &opt->param, c->full, 0);
-	if (!ret) {
-		zero_pack(c, c->zbuf, c->full, 0);
-		ret = gpo_optim_write(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
+		ret = gpo__optim_state_elsewhere(opt, 1);
+	if (ret) {
+		free(keep);
+		return ret;
 	}
-	for (s = 0; !ret && s < SL_COUNT; s++) {
-		if (!opt->slot[s].mem)
-			continue;
-		ret = flat_io(c, &opt->slot[s], c->full, 0);
-		if (!ret) {
-			zero_pack(c, c->zbuf, c->full, 0);
-			ret = gpo_optim_write(c->zopt, gpo__optim_slot_names[s],
-					      NULL, c->zbuf, c->zn * 4);
-		}
+	for (s = 0, i = 0; !ret && s < SL_COUNT; s++)
+		if (had[s])
+			ret = gpo_optim_write(z, gpo__optim_slot_names[s], NULL,
+					      keep + (i++) * c->total + c->zlo,
+					      c->zn * 4);
+	if (ret) {
+		/* the model's optimizer gets its state back */
+		int err = gpo__optim_state_elsewhere(opt, 0);
+
+		opt->state_elsewhere = 0;
+		for (s = 0, i = 0; !err && s < SL_COUNT; s++)
+			if (had[s] && opt->slot[s].mem)
+				err = flat_io(c, &opt->slot[s],
+					      keep + (i++) * c->total, 0,
+					      c->total, 1);
+		free(keep);
+		return ret;
 	}
-	return ret;
+	free(keep);
+	/* (writing momentum marks it started: as the model's says) */
+	z->groups[0].momentum_started = opt->groups[0].momentum_started;
+	return 0;
 }
 
-/* ZeRO-1's step: this rank's slice, then every rank's parameters */
+/* ZeRO-1's step: this rank's range in place, then every rank's */
 static int zero_step(void *arg, struct gpo_step_info *si)
 {
 	struct gpo_comm *c = arg;
+	uint64_t zhi = c->zlo + c->zn;
 	int ret;
 
-	zero_pack(c, c->zbuf, c->out, 0);
-	ret = gpo_optim_write(c->zopt, "grad", NULL, c->zbuf, c->zn * 4);
+	if (c->state_out) {
+		/* the slots a save needed go again */
+		ret = gpo__optim_state_elsewhere(c->opt, 1);
+		if (ret)
+			return ret;
+		c->state_out = 0;
+	}
+	ret = gpo_optim_step(c->zopt, si);
 	if (!ret)
-		ret = gpo_optim_step(c->zopt, si);
+		ret = flat_io(c, &c->opt->param, c->full, c->zlo, c->zn, 0);
 	if (!ret)
-		ret = gpo_optim_read(c->zopt, "param", NULL, c->zbuf, c->zn * 4);
-	if (ret)
-		return ret;
-	zero_pack(c, c->zbuf, c->full, 1);
-	ret = zero_gather(c, c->full);
+		ret = zero_gather(c, c->full);
 	if (!ret)
-		ret = flat_io(c, &c->opt->param, c->full, 1);
+		ret = flat_io(c, &c->opt->param, c->full, 0, c->zlo, 1);
+	if (!ret)
+		ret = flat_io(c, &c->opt->param, c->full, zhi, c->total - zhi,
+			      1);
 	if (!ret)
 		ret = gpo_optim_set_step(c->opt, gpo_optim_steps_done(c->zopt));
 	return ret;
@@ -747,24 +1100,34 @@ static int zero_step(void *arg, struct gpo_step_info *si)
 
 int gpo_comm_sync_state(struct gpo_comm *c)
 {
-	int s, ret = 0;
+	struct gpo_optim *z;
+	int s, ret;
 
 	if (!c)
 		return gpo__err(-EINVAL, "gpo_comm_sync_state: NULL argument");
 	if (!c->zopt)
 		return 0;
+	z = c->zopt;
+	/* the model's slots, back for the save until the next step */
+	ret = gpo__optim_state_elsewhere(c->opt, 0);
+	if (ret)
+		return ret;
+	c->state_out = 1;
 	for (s = 0; !ret && s < SL_COUNT; s++) {
-		if (!c->opt->slot[s].mem)
+		if (!z->slot[s].mem)
 			continue;
-		ret = gpo_optim_read(c->zopt, gpo__optim_slot_names[s], NULL,
-				     c->zbuf, c->zn * 4);
-		if (!ret) {
-			zero_pack(c, c->zbuf, c->full, 1);
-			ret = zero_gather(c, c->full);
-		}
+		if (!c->opt->slot[s].mem)
+			return gpo__err(-EIO, "zero=1: the model's optimizer has no %s",
+					gpo__optim_slot_names[s]);
+		ret = gpo_optim_read(z, gpo__optim_slot_names[s], NULL,
+				     c->full + c->zlo, c->zn * 4);
 		if (!ret)
-			ret = flat_io(c, &c->opt->slot[s], c->full, 1);
+			ret = zero_gather(c, c->full);
+		if (!ret)
+			ret = flat_io(c, &c->opt->slot[s], c->full, 0, c->total,
+				      1);
 	}
+	c->opt->groups[0].momentum_started = z->groups[0].momentum_started;
 	return ret;
 }
 
@@ -791,7 +1154,8 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	per = c->bucket < opt->total ? c->bucket : opt->total;
 	/* MPI's counts are ints: a bucket's K shards out, S slices in */
 	if (per * K > INT_MAX ||
-	    (per + c->size - 1) / c->size * c->shards > INT_MAX)
+	    (c->zero ? per : (per + c->size - 1) / c->size) * c->shards >
+	    INT_MAX)
 		return gpo__err(-EINVAL, "bucket_bytes %llu with %u shards: more than 2^31 elements in one message; take smaller buckets",
 				(unsigned long long)c->bucket * 4, c->shards);
 	c->opt = opt;
@@ -807,8 +1171,9 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	for (i = 0; i < NBUF; i++) {
 		/* K shards of a bucket out; S shards of a slice in */
 		c->send[i] = malloc(per * K * 4 + 4);
-		c->recv[i] = malloc(((per + c->size - 1) / c->size) * c->shards *
-				    4 + 4);
+		c->recv[i] = malloc((c->zero ? per :
+				     (per + c->size - 1) / c->size) *
+				    c->shards * 4 + 4);
 		if (!c->send[i] || !c->recv[i])
 			break;
 	}
@@ -822,6 +1187,9 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 		if (ret)
 			goto out_detach;
 	}
+	ret = rounds_setup(c);
+	if (ret)
+		goto out_detach;
 	return 0;
 
 out_detach:

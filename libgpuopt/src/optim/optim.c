@@ -784,6 +784,8 @@ static int ensure_slots(struct gpo_optim *opt)
 {
 	int s, ret;
 
+	if (opt->state_elsewhere == 1)
+		return 0;
 	for (s = 0; s < SL_COUNT; s++) {
 		if (!slot_needed(opt, s))
 			continue;
@@ -1908,4 +1910,34 @@ int gpo_optim_set_metric(struct gpo_optim *opt, double metric)
 		return gpo__err(-EINVAL, "NULL optimizer");
 	opt->metric = metric;
 	return 0;
+}
+
+/*
+ * ZeRO-1 (comm/): other optimizers keep this one's state, so its slots
+ * are freed and not allocated again (@elsewhere 1); @elsewhere 0 brings
+ * them back, initialised, for the caller to fill for a save (state 2:
+ * the ranks still own the state, a restore is still refused).
+ */
+int gpo__optim_state_elsewhere(struct gpo_optim *opt, int elsewhere)
+{
+	int s, ret = 0;
+
+	pthread_mutex_lock(&opt->dev->lock);
+	if (elsewhere) {
+		ret = gpo__optim_settle(opt);
+		if (!ret)
+			ret = opt->dev->ops->wait(opt->dev, NULL);
+		for (s = 0; !ret && s < SL_COUNT; s++)
+			gpo__pool_free(opt->dev, &opt->slot[s]);
+		if (!ret)
+			opt->state_elsewhere = 1;
+	} else if (opt->state_elsewhere) {
+		opt->state_elsewhere = 2;
+		if (opt->allocated)
+			ret = ensure_slots(opt);
+		if (!ret)
+			ret = opt->dev->ops->wait(opt->dev, NULL);
+	}
+	pthread_mutex_unlock(&opt->dev->lock);
+	return ret;
 }

@@ -104,6 +104,11 @@ struct gpo_optim {
 	int last_norm;
 	double unsettled_metric;
 	struct gpo_step_info last;
+	/*
+	 * ZeRO-1 (gpo__optim_state_elsewhere()): 1: no slots here, 2: slots
+	 * filled for a save; the ranks own the state either way
+	 */
+	int state_elsewhere;
 };
 
 /*
@@ -167,5 +172,15 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
  * waits for it. Device lock held. Returns 0 or -errno.
  */
 int gpo__optim_settle(struct gpo_optim *opt);
+
+/*
+ * gpo__optim_state_elsewhere - @elsewhere 1: free the state slots and
+ * allocate none until called with 0, which allocates the configuration's
+ * slots again with their initial contents, for a save (ZeRO-1 in comm/,
+ * whose shard optimizers keep the state: a save is refused while the
+ * slots are gone, a restore always). Takes the device lock. Returns 0 or
+ * -errno.
+ */
+int gpo__optim_state_elsewhere(struct gpo_optim *opt, int elsewhere);
 
 #endif /* GPUOPT_OPTIM_I_H */

@@ -417,7 +417,8 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 			     big ? OP_MATMUL_BIG : OP_MATMUL;
 	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
 		      op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
-	uint32_t tm = (m + ts - 1) / ts, tn = (n + ts - 1) / ts;
+	uint32_t tsm = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP_M : ts;
+	uint32_t tm = (m + tsm - 1) / tsm, tn = (n + ts - 1) / ts;
 	uint32_t xr, xc, yr, yc;
 	struct gpo_matmul_args *a;
 	struct launch *L;

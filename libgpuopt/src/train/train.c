@@ -51,6 +51,7 @@ struct gpo_train {
 	struct gpo_device *dev;
 	uint32_t batch, eval_batch;
 	int shuffle;
+	int mm_f16;			/* matmul=f16 */
 	uint64_t seed;
 	uint64_t spe;			/* steps per epoch */
 	int on_device;
@@ -89,9 +90,16 @@ static int parse_opts(struct gpo_train *t, const char *opts)
 			t->shuffle = b;
 			continue;
 		}
+		if (!strcmp(key, "matmul")) {
+			if (strcmp(val, "f32") && strcmp(val, "f16"))
+				return gpo__err(-EINVAL, "matmul '%s': f32 or f16",
+						val);
+			t->mm_f16 = val[1] == '1';
+			continue;
+		}
 		if (strcmp(key, "seed") && strcmp(key, "batch_size") &&
 		    strcmp(key, "eval_batch"))
-			return gpo__err(-EINVAL, "unknown training setting '%s' (batch_size, shuffle, seed, eval_batch)",
+			return gpo__err(-EINVAL, "unknown training setting '%s' (batch_size, shuffle, seed, eval_batch, matmul)",
 					key);
 		if (gpo__parse_u64(val, &v))
 			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
@@ -108,7 +116,7 @@ static int parse_opts(struct gpo_train *t, const char *opts)
 			else
 				t->eval_batch = (uint32_t)v;
 		} else {
-			return gpo__err(-EINVAL, "unknown training setting '%s' (batch_size, shuffle, seed, eval_batch)",
+			return gpo__err(-EINVAL, "unknown training setting '%s' (batch_size, shuffle, seed, eval_batch, matmul)",
 					key);
 		}
 	}
@@ -281,6 +289,11 @@ static int net_build(struct gpo_train *t, struct net *n, uint32_t rows,
 		return ret;
 	n->g = g;
 	n->rows = rows;
+	if (t->mm_f16) {
+		ret = gpo_graph_set_matmul_f16(g, 1);
+		if (ret)
+			return ret;
+	}
 	if (t->gpt) {
 		/* windows: [rows, T] inputs, [rows * T] targets */
 		xs[1] = t->ctx;
