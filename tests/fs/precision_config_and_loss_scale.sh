@@ -85,9 +85,7 @@ expect "restored loss_scale" "$(stat_of scaled loss_scale)" 2048
 
 # 8-bit state trains (its bytes are test_optim_u8's business)
 new_job u8 "$common state_dtype=u8"
-expect "u8 start" "$(w "$M/jobs/u8/ctl" start)" OK
-wait_for 300 not_running u8 || fail "u8: still running"
-expect "u8 state" "$(cat "$M/jobs/u8/state")" done
+run_to_done u8
 expect "u8 steps" "$(stat_of u8 step)" 7
 expect "stat u8 state_dtype" "$(stat_of u8 state_dtype)" u8
 
