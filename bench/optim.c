@@ -38,13 +38,15 @@ struct bench_case {
 	const char *name;
 	const char *kind;
 	const char *settings;
-	unsigned int bytes;	/* per parameter a step must move */
+	double bytes;		/* per parameter a step must move */
 };
 
 /*
  * Bytes per parameter: reads and writes of float32 slots. The norm pass
  * (clip or unscale) reads the gradients once more: +4. With bf16 state
  * each state slot moves 2 + 2: AdamW is p 4 + 4, g 4, m and v 2 + 2 each.
+ * With u8 state (blockwise 8-bit) each slot moves 1 + 1 and, per block of
+ * 256, its f32 absmax is read and written: AdamW 12 + 2 + 2 + 16 / 256.
  */
 static const struct bench_case cases[] = {
 	{ "sgd", "sgd", "lr=0.01", 12 },
@@ -70,6 +72,7 @@ static const struct bench_case cases[] = {
 	{ "adamw_bf16p_bf16s", "adamw", "lr=0.001", 20 },
 	{ "adamw_bf16sr", "adamw", "lr=0.001", 22 },
 	{ "adamw_bf16sr_bf16s", "adamw", "lr=0.001", 14 },
+	{ "adamw_u8s", "adamw", "lr=0.001", 14.0 + 16.0 / 256 },
 };
 
 /* the cases whose state slots are not f32: their dtype */
@@ -78,6 +81,7 @@ static const struct {
 	const char *dtype;
 } case_state[] = {
 	{ "adamw_bf16s", "bf16" },
+	{ "adamw_u8s", "u8" },
 	{ "adamw_bf16p_bf16s", "bf16" },
 	{ "adamw_bf16sr_bf16s", "bf16" },
 };
@@ -417,10 +421,10 @@ static void print_header(void)
 }
 
 static void print_row(const char *dev, const char *name, uint64_t params,
-		      unsigned int bytes, const struct result *r,
+		      double bytes, const struct result *r,
 		      double copy_bw)
 {
-	double bw = (double)bytes * params / (r->kernel_ms * 1e-3);
+	double bw = bytes * params / (r->kernel_ms * 1e-3);
 	const struct peer *p = find_peer(params);
 	char peer[96] = "";
 

@@ -17,6 +17,23 @@
  * step_size = lr / bias_correction1, bc2_sqrt = sqrt(bias_correction2),
  * decay = 1 - lr * weight_decay; every "1 - x" is computed in double on
  * the host and then rounded, as torch does with Python floats.
+ *
+ * adam8  groups  buf0 p (rw), buf1 g (r), buf2 exp_avg codes (rw),
+ *        buf3 exp_avg_sq codes (rw), buf5 scal (r), buf6 exp_avg absmax
+ *        (rw), buf7 exp_avg_sq absmax (rw)           dtypes f32 (params)
+ *   GPO_ADAM_STATE_U8 (set on every adam8 launch): blockwise 8-bit state
+ *   (core/quant_i.h): workgroup k does elements [256 k, min(n, 256 k +
+ *   256)) of the group, with absmax index q_blk + k (q_groups workgroups
+ *   run, group w doing blocks w, w + q_groups, ...: the launch shape
+ *   never changes a result, and each group loads the maps once). It
+ *   dequantizes the
+ *   old state (exp_avg with the signed map, exp_avg_sq the unsigned one,
+ *   as bitsandbytes' Adam8bit), updates in f32 exactly as adam does
+ *   (p with the unrounded new state), then stores each block's max |new
+ *   state| (by the bits: a NaN wins) and the codes quant8(new, absmax).
+ *   The code views are the whole slot (u8, four to a word, element e of
+ *   the group at byte q_off + e; q_off is the group's start, a multiple
+ *   of 64); bytes past n keep their bits. amsgrad: not in 8 bits.
  */
 #ifndef GPO_ABI_ADAM_H
 #define GPO_ABI_ADAM_H
@@ -25,6 +42,7 @@
 #define GPO_ADAM_AMSGRAD	(1u << 8)
 #define GPO_ADAM_DECOUPLED	(1u << 9)
 #define GPO_ADAM_STATE_BF16	(1u << 10)
+#define GPO_ADAM_STATE_U8	(1u << 11)
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_ADAM_BUF_HALF	6
@@ -41,6 +59,10 @@ GPO_ARGS(gpo_adam_args)
 	gpo_f32 decay;
 	gpo_f32 one_minus_beta1;
 	gpo_f32 one_minus_beta2;
+	/* u8 state (adam8): the group's code and absmax offsets */
+	gpo_u32 q_off;
+	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_adam_args)
 

@@ -13,6 +13,14 @@
  * GPO_RMSPROP_STATE_BF16: the state slots used are bfloat16, read exactly
  * and stored rounded to nearest even (the update uses the unrounded
  * values); their views cover n rounded up to 4 elements.
+ *
+ * rmsprop8  groups  buf0 p (rw), buf1 g (r), buf2 square_avg codes (rw),
+ *           buf5 scal (r), buf6 square_avg absmax (rw)
+ *                                                    dtypes f32 (params)
+ *   GPO_RMSPROP_STATE_U8: blockwise 8-bit square_avg with the signed
+ *   map, as bitsandbytes' RMSprop8bit; blocks, codes and absmax as
+ *   adam8's (abi/adam.h). Neither momentum nor centered (bitsandbytes
+ *   has neither in 8 bits).
  */
 #ifndef GPO_ABI_RMSPROP_H
 #define GPO_ABI_RMSPROP_H
@@ -21,6 +29,7 @@
 #define GPO_RMSPROP_MOMENTUM	(1u << 8)
 #define GPO_RMSPROP_CENTERED	(1u << 9)
 #define GPO_RMSPROP_STATE_BF16	(1u << 10)
+#define GPO_RMSPROP_STATE_U8	(1u << 11)
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_RMSPROP_BUF_HALF	6
@@ -34,6 +43,10 @@ GPO_ARGS(gpo_rmsprop_args)
 	gpo_f32 weight_decay;
 	gpo_f32 momentum;
 	gpo_f32 one_minus_alpha;
+	/* u8 state (rmsprop8): the group's code and absmax offsets */
+	gpo_u32 q_off;
+	gpo_u32 q_blk;
+	gpo_u32 q_groups;
 	GPO_PARAM_FIELDS
 GPO_ARGS_END(gpo_rmsprop_args)
 

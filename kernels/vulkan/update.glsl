@@ -57,6 +57,115 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 	return uvec2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
 }
 
+/*
+ * State in blockwise 8 bits (the u8 kernels, adam8 ...; abi/adam.h): a
+ * workgroup does blocks of 256 elements, one element an invocation. A
+ * kernel defines GPO_U8_STATE and PREC_QMAP_SHARED before including this
+ * file, calls prec_qmap_load() and barrier() first, and calls every
+ * u8_* function below from all its invocations (they hold barriers).
+ * A code view is the whole slot as words, four codes a word (element 4i
+ * in the low byte).
+ */
+#ifdef GPO_U8_STATE
+#define U8_BUF(b, name) \
+	layout(set = 0, binding = b, std430) buffer name##_q \
+		{ uint name##q[]; }
+
+shared uint u8_red[2][WG_SIZE];
+shared uint u8_codes[2][WG_SIZE];
+
+/* the code of byte @e of a code view, from its word @w */
+uint u8_byte(uint w, uint e)
+{
+	return (w >> (8u * (e & 3u))) & 0xffu;
+}
+
+/*
+ * dequant8() with the hardware's multiply where it is exact: the maps'
+ * least nonzero magnitude is above 2^-22, so for a finite absmax >=
+ * 2^-100 every product is a normal float, which Vulkan's multiply
+ * rounds correctly; prec_mul's integer path only for the rest
+ */
+float u8_dequant(uint q, float absmax, bool is_signed)
+{
+	precise float v;
+
+	if (absmax >= uintBitsToFloat(0x0d800000u) &&
+	    absmax < uintBitsToFloat(0x7f800000u)) {
+		v = prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+		return v;
+	}
+	return dequant8(q, absmax, is_signed);
+}
+
+/* the blocks of this workgroup: group_index(), + args.q_groups, ... */
+uint u8_blocks()
+{
+	return (args.n + WG_SIZE - 1u) / WG_SIZE;
+}
+
+/*
+ * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2 of
+ * them), by the bits: a NaN wins. A max is the same in any order, so
+ * this is deterministic whatever the tree.
+ */
+void u8_absmax(float x, float y, uint ny, bool valid, out float mx,
+	       out float my)
+{
+	uint lid = gl_LocalInvocationID.x;
+
+	u8_red[0][lid] = valid ? (floatBitsToUint(x) & 0x7fffffffu) : 0u;
+	u8_red[1][lid] = valid ? (floatBitsToUint(y) & 0x7fffffffu) : 0u;
+	memoryBarrierShared();
+	barrier();
+	for (uint s = WG_SIZE / 2u; s > 0u; s >>= 1) {
+		if (lid < s) {
+			u8_red[0][lid] = max(u8_red[0][lid], u8_red[0][lid + s]);
+			if (ny > 1u)
+				u8_red[1][lid] = max(u8_red[1][lid],
+						     u8_red[1][lid + s]);
+		}
+		memoryBarrierShared();
+		barrier();
+	}
+	mx = uintBitsToFloat(u8_red[0][0]);
+	my = uintBitsToFloat(u8_red[1][0]);
+	/* everyone has read u8_red before the next block writes it */
+	barrier();
+}
+
+/*
+ * Each invocation's codes @c0 (and @c1) staged; then invocation w < 64
+ * gets the words of the block's codes 4w .. 4w + 3 with the lanes from
+ * @cnt (the block's valid elements) on taken from @old0 (@old1), its
+ * words now. Returns whether this invocation has words to store.
+ */
+bool u8_pack(uint c0, uint c1, uint cnt, uint old0, uint old1,
+	     out uint w0, out uint w1)
+{
+	uint lid = gl_LocalInvocationID.x;
+	bool packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
+
+	u8_codes[0][lid] = c0;
+	u8_codes[1][lid] = c1;
+	memoryBarrierShared();
+	barrier();
+	w0 = 0u;
+	w1 = 0u;
+	for (uint j = 0u; packs && j < 4u; j++) {
+		bool inb = 4u * lid + j < cnt;
+
+		w0 |= (inb ? u8_codes[0][4u * lid + j] : u8_byte(old0, j)) <<
+		      (8u * j);
+		w1 |= (inb ? u8_codes[1][4u * lid + j] : u8_byte(old1, j)) <<
+		      (8u * j);
+	}
+	/* everyone has read u8_codes before the next block writes it */
+	barrier();
+	return packs;
+}
+#endif
+
 bool grad_mul()
 {
 	float m = 1.0;

@@ -625,9 +625,12 @@ int gpo_optim_set_dtype(struct gpo_optim *opt, const char *buffer,
 /*
  * gpo_optim_set_state_dtype - every state slot @opt's kind can keep in
  * @dt: the state mode of its steps (f32, or bf16 for Adam, AdamW, Lion,
- * RMSprop and Adagrad). Before the first use. Returns 0; -EINVAL for a
+ * RMSprop and Adagrad, or u8 for them: blockwise 8-bit, bitsandbytes'
+ * dynamic maps, an f32 absmax per block of 256, gpo_optim_read_absmax();
+ * a step with amsgrad, or RMSprop's momentum or centered, in u8 is
+ * -ENOSYS). Before the first use. Returns 0; -EINVAL for a
  * NULL pointer, an invalid @dt or one the kind's steps cannot keep state
- * in (SGD and LAMB: f32 only); -ENOSYS for u8, not written yet; -EBUSY
+ * in (SGD and LAMB: f32 only); -EBUSY
  * once the buffers are allocated. On failure nothing changes.
  */
 int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);
@@ -687,6 +690,18 @@ int gpo_optim_write(struct gpo_optim *opt, const char *slot,
 /* gpo_optim_read - copy a slot to host memory; errors as gpo_optim_write */
 int gpo_optim_read(struct gpo_optim *opt, const char *slot,
 		   const char *tensor, void *dst, size_t bytes);
+
+/*
+ * gpo_optim_read_absmax - the f32 absmax of each block of 256 elements of
+ * u8 state slot @slot (gpo_optim_read() gives its codes), blocks of group
+ * 0 first, each group's from its first element (no block spans two
+ * groups). @dst NULL: returns the number of blocks. Else @count must be
+ * that number; returns 0. -EINVAL for a NULL pointer, a slot not in u8 or
+ * a wrong @count; -ENOENT for a slot the kind has not or that is not in
+ * use.
+ */
+int gpo_optim_read_absmax(struct gpo_optim *opt, const char *slot,
+			  float *dst, size_t count);
 
 struct gpo_step_info {
 	uint64_t step;		/* steps applied so far, this one included */

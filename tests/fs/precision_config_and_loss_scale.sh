@@ -83,9 +83,15 @@ grep -qx 'loss_scale=dynamic' "$M/jobs/scaled/config" ||
 	fail "restored config: $(cat "$M/jobs/scaled/config")"
 expect "restored loss_scale" "$(stat_of scaled loss_scale)" 2048
 
+# 8-bit state trains (its bytes are test_optim_u8's business)
+new_job u8 "$common state_dtype=u8"
+run_to_done u8
+expect "u8 steps" "$(stat_of u8 step)" 7
+expect "stat u8 state_dtype" "$(stat_of u8 state_dtype)" u8
+
 # a precision the library cannot step yet: the job fails at its start or
 # first step, with the library's words in error, and nothing else does
-for mode in "state_dtype=u8" "param_dtype=f16" "param_dtype=bf16 state_dtype=bf16"; do
+for mode in "state_dtype=u8 amsgrad=1" "param_dtype=f16" "param_dtype=bf16 state_dtype=bf16"; do
 	new_job h "$common $mode"
 	r=$(w "$M/jobs/h/ctl" start)
 	if [ "$r" = OK ]; then

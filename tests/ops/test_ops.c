@@ -3597,6 +3597,235 @@ static void dequant8_ref(struct tcase *tc)
 	}
 }
 
+/* ---- blockwise 8-bit state: adam8, rmsprop8, adagrad8, lion8 ------------ */
+
+/*
+ * The u8 updates (abi/adam.h): p and g views of n elements, code slots
+ * and absmax arrays bound whole with the group at q_off (bytes, a
+ * multiple of 4) and q_blk; q_groups workgroups over the blocks. The
+ * reference is the cpu backend's arithmetic in float, so every buffer is
+ * compared bit for bit.
+ */
+struct u8_layout {
+	int p, g, q[2], scal, absmax[2], nq;
+};
+
+static const struct u8_layout *u8_layout_of(enum gpo__op_id op)
+{
+	static const struct u8_layout adam = { 0, 1, { 2, 3 }, 5, { 6, 7 }, 2 };
+	static const struct u8_layout rms = { 0, 1, { 2, -1 }, 5, { 6, -1 }, 1 };
+	static const struct u8_layout one = { 0, 1, { 2, -1 }, 3, { 4, -1 }, 1 };
+
+	return op == OP_ADAM8 ? &adam : op == OP_RMSPROP8 ? &rms : &one;
+}
+
+/* the q_off, q_blk and q_groups words of the op's struct */
+static uint32_t *u8_args(struct tcase *tc)
+{
+	switch (tc->oc->op) {
+	case OP_ADAM8:
+		return &tc->a.adam.q_off;
+	case OP_RMSPROP8:
+		return &tc->a.rmsprop.q_off;
+	case OP_ADAGRAD8:
+		return &tc->a.adagrad.q_off;
+	default:
+		return &tc->a.lion.q_off;
+	}
+}
+
+static void u8_setup(struct tcase *tc, uint32_t flags)
+{
+	const struct u8_layout *l = u8_layout_of(tc->oc->op);
+	uint64_t n = odd_n(tc) + urand(tc, 0, 300), i;
+	uint64_t blocks = (n + 255) / 256;
+	uint32_t *q = u8_args(tc), wo = urand(tc, 0, 5), bo = urand(tc, 0, 7);
+	int k;
+
+	tc->n = n;
+	tb_random(tc, &tc->b[l->p], n, -1.0, 1.0);
+	tb_random(tc, &tc->b[l->g], n, -1.0, 1.0);
+	tb_scal(tc, &tc->b[l->scal], !!(tc->oc->flags & SKIP_FLAG));
+	for (k = 0; k < l->nq; k++) {
+		struct tbuf *c = &tc->b[l->q[k]], *m = &tc->b[l->absmax[k]];
+
+		tb_alloc(c, wo + (n + 3) / 4 + tail(tc));
+		for (i = 0; i < c->n; i++)
+			c->in[i] = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+		tb_alloc(m, bo + blocks + tail(tc));
+		for (i = 0; i < m->n; i++)
+			put(m, i, (float)pow(10, tu_rand(&tc->rng, -3, 1)));
+		c->exact = m->exact = 1;
+	}
+	/* the slots the 8-bit kernel never touches */
+	for (k = 2; k < (int)gpo__ops[tc->oc->op].nbuf; k++)
+		if (!tc->b[k].n) {
+			tb_random(tc, &tc->b[k], 4, -1.0, 1.0);
+			tc->b[k].unused = 1;
+		}
+	tc->b[l->p].exact = 1;
+	q[0] = 4 * wo;
+	q[1] = bo;
+	q[2] = urand(tc, 1, blocks < 6 ? (uint32_t)blocks : 6);
+	tc->work = q[2];
+	(void)flags;
+}
+
+static float u8_sign(float x)
+{
+	return (float)(x > 0.0f) - (float)(x < 0.0f);
+}
+
+static void u8_ref(struct tcase *tc)
+{
+	const struct u8_layout *l = u8_layout_of(tc->oc->op);
+	const uint32_t *q = u8_args(tc);
+	enum gpo__op_id op = tc->oc->op;
+	uint32_t flags = tc->a.adam.flags;	/* every struct: n, flags */
+	float gm = (float)gmul(tc, flags, l->scal);
+	struct tbuf *pb = &tc->b[l->p];
+	uint64_t n = tc->n, i, k;
+	int j;
+
+	if (skipped(tc, flags, l->scal))
+		return;
+	for (k = 0; k * 256 < n; k++) {
+		uint64_t first = k * 256, cnt = n - first < 256 ? n - first : 256;
+		float x[2][256], am[2] = { 0, 0 };
+
+		for (i = 0; i < cnt; i++) {
+			uint64_t e = first + i, qe = q[0] + e;
+			float p = f(pb, e), g = f(&tc->b[l->g], e), d[2];
+
+			for (j = 0; j < l->nq; j++) {
+				uint32_t w = tc->b[l->q[j]].in[qe / 4];
+
+				d[j] = gpo__dequant8((uint8_t)(w >> (8 * (qe % 4))),
+						     f(&tc->b[l->absmax[j]],
+						       q[1] + k),
+						     !(op == OP_ADAM8 && j == 1));
+			}
+			if (op == OP_ADAM8) {
+				const struct gpo_adam_args *a = &tc->a.adam;
+				int dec = !!(a->flags & GPO_ADAM_DECOUPLED);
+				float gi = g * gm + (dec ? 0.0f : a->weight_decay) * p;
+				float denom;
+
+				x[0][i] = d[0] * a->beta1 + a->one_minus_beta1 * gi;
+				x[1][i] = d[1] * a->beta2 +
+					  a->one_minus_beta2 * gi * gi;
+				denom = sqrtf(x[1][i]) / a->bc2_sqrt + a->eps;
+				p = p * (dec ? a->decay : 1.0f) -
+				    a->step_size * (x[0][i] / denom);
+			} else if (op == OP_RMSPROP8) {
+				const struct gpo_rmsprop_args *a = &tc->a.rmsprop;
+				float gi = g * gm + a->weight_decay * p;
+
+				x[0][i] = d[0] * a->alpha + a->one_minus_alpha * gi * gi;
+				p = p - a->lr * (gi / (sqrtf(x[0][i]) + a->eps));
+			} else if (op == OP_ADAGRAD8) {
+				const struct gpo_adagrad_args *a = &tc->a.adagrad;
+				float gi = g * gm + a->weight_decay * p;
+
+				x[0][i] = d[0] + gi * gi;
+				p = p - a->clr * (gi / (sqrtf(x[0][i]) + a->eps));
+			} else {
+				const struct gpo_lion_args *a = &tc->a.lion;
+				float gi = g * gm;
+
+				p = p * a->decay - a->lr *
+				    u8_sign(d[0] * a->beta1 + a->one_minus_beta1 * gi);
+				x[0][i] = d[0] * a->beta2 + a->one_minus_beta2 * gi;
+			}
+			pb->want[e] = wbits(p);
+			for (j = 0; j < l->nq; j++)
+				if ((wbits(x[j][i]) & 0x7fffffffu) >
+				    wbits(am[j]))
+					am[j] = bitsw(wbits(x[j][i]) &
+						      0x7fffffffu);
+		}
+		for (j = 0; j < l->nq; j++) {
+			struct tbuf *c = &tc->b[l->q[j]];
+
+			tc->b[l->absmax[j]].want[q[1] + k] = wbits(am[j]);
+			for (i = 0; i < cnt; i++) {
+				uint64_t qe = q[0] + first + i;
+				uint32_t sh = 8 * (qe % 4), old;
+				uint8_t code = gpo__quant8(x[j][i], am[j],
+						!(op == OP_ADAM8 && j == 1));
+
+				old = isnan(c->want[qe / 4]) ? c->in[qe / 4] :
+					(uint32_t)c->want[qe / 4];
+				c->want[qe / 4] = (old & ~(0xffu << sh)) |
+						  (uint32_t)code << sh;
+			}
+		}
+	}
+}
+
+static void adam8_setup(struct tcase *tc)
+{
+	struct gpo_adam_args *a = &tc->a.adam;
+	uint64_t t = (uint64_t)tu_rand(&tc->rng, 1, 1000);
+	double b1 = tu_rand(&tc->rng, 0.5, 0.95), b2 = tu_rand(&tc->rng, 0.9, 0.9999);
+	double lr = tu_rand(&tc->rng, 1e-4, 1e-1);
+
+	u8_setup(tc, 0);
+	a->n = (uint32_t)tc->n;
+	a->flags = upd_flags(tc) | VARIANT(tc) | GPO_ADAM_STATE_U8;
+	a->beta1 = (float)b1;
+	a->beta2 = (float)b2;
+	a->eps = (float)tu_rand(&tc->rng, 1e-8, 1e-3);
+	a->weight_decay = (float)tu_rand(&tc->rng, 0, 0.1);
+	a->step_size = (float)(lr / (1 - pow(b1, (double)t)));
+	a->bc2_sqrt = (float)sqrt(1 - pow(b2, (double)t));
+	a->decay = (float)(1 - lr * a->weight_decay);
+	a->one_minus_beta1 = (float)(1 - b1);
+	a->one_minus_beta2 = (float)(1 - b2);
+}
+
+static void rmsprop8_setup(struct tcase *tc)
+{
+	struct gpo_rmsprop_args *a = &tc->a.rmsprop;
+
+	u8_setup(tc, 0);
+	a->n = (uint32_t)tc->n;
+	a->flags = upd_flags(tc) | GPO_RMSPROP_STATE_U8;
+	a->lr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
+	a->alpha = (float)tu_rand(&tc->rng, 0.8, 0.99);
+	a->eps = (float)tu_rand(&tc->rng, 1e-6, 1e-2);
+	a->weight_decay = (float)tu_rand(&tc->rng, 0, 0.1);
+	a->one_minus_alpha = (float)(1.0 - a->alpha);
+}
+
+static void adagrad8_setup(struct tcase *tc)
+{
+	struct gpo_adagrad_args *a = &tc->a.adagrad;
+
+	u8_setup(tc, 0);
+	a->n = (uint32_t)tc->n;
+	a->flags = upd_flags(tc) | GPO_ADAGRAD_STATE_U8;
+	a->clr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
+	a->weight_decay = (float)tu_rand(&tc->rng, 0, 0.1);
+	a->eps = (float)tu_rand(&tc->rng, 1e-10, 1e-3);
+}
+
+static void lion8_setup(struct tcase *tc)
+{
+	struct gpo_lion_args *a = &tc->a.lion;
+	double lr = tu_rand(&tc->rng, 1e-5, 1e-2);
+
+	u8_setup(tc, 0);
+	a->n = (uint32_t)tc->n;
+	a->flags = upd_flags(tc) | GPO_LION_STATE_U8;
+	a->lr = (float)lr;
+	a->beta1 = (float)tu_rand(&tc->rng, 0.8, 0.95);
+	a->beta2 = (float)tu_rand(&tc->rng, 0.9, 0.999);
+	a->decay = (float)(1 - lr * tu_rand(&tc->rng, 0, 0.1));
+	a->one_minus_beta1 = (float)(1 - a->beta1);
+	a->one_minus_beta2 = (float)(1 - a->beta2);
+}
+
 static const struct op_case cases[] = {
 	{ OP_COPY, "", copy_setup, copy_ref, 0 },
 	{ OP_FILL, "", fill_setup, fill_ref, 0 },
@@ -3781,6 +4010,12 @@ static const struct op_case cases[] = {
 	{ OP_CAST, "bf16 f32", cast_setup, cast_ref, V_FN(GPO_CAST_BF16_F32) },
 	{ OP_CAST, "f32 bf16 sr", cast_setup, cast_ref,
 	  V_FN(GPO_CAST_F32_BF16_SR) },
+	{ OP_ADAM8, "adam", adam8_setup, u8_ref, 0 },
+	{ OP_ADAM8, "adamw", adam8_setup, u8_ref, GPO_ADAM_DECOUPLED },
+	{ OP_ADAM8, "skip", adam8_setup, u8_ref, SKIP_FLAG },
+	{ OP_RMSPROP8, "", rmsprop8_setup, u8_ref, 0 },
+	{ OP_ADAGRAD8, "", adagrad8_setup, u8_ref, 0 },
+	{ OP_LION8, "", lion8_setup, u8_ref, 0 },
 	{ OP_QUANT8, "unsigned", quant8_setup, quant8_ref, 0 },
 	{ OP_QUANT8, "signed", quant8_setup, quant8_ref, Q_SIGNED },
 	{ OP_QUANT8, "signed specials", quant8_setup, quant8_ref,

@@ -65,3 +65,49 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 		adagrad_at(p, g, sum, TAIL_START(a.n), a.n & 3, gm, a.clr,
 			   a.weight_decay, a.eps, &pc);
 }
+
+/*
+ * adagrad8 (abi/adagrad.h): blockwise 8-bit sum (the signed map, as
+ * bitsandbytes' one-state optimizers), a work-group doing blocks
+ * get_group_id(0), + q_groups, ...: adagrad's update from the dequantized
+ * sum, then the block's absmax and codes
+ */
+KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
+		     BUF(const float, scal), BUF(float, sabs),
+		     struct gpo_adagrad_args a)
+{
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(sq);
+	VIEW(scal);
+	VIEW(sabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, si = 0.0f, sa, unused;
+
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + a.weight_decay * pi;
+			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
+			     gi * gi;
+			p[e] = pi - a.clr * cr_div(gi, cr_sqrt(si) + a.eps);
+		}
+		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
+		if (lid == 0)
+			sabs[blk] = sa;
+		u8_pack(codes, sq + (a.q_off + first) / 4,
+			sq + (a.q_off + first) / 4, 1,
+			valid ? quant8(si, sa, true) : 0u, 0u, cnt);
+	}
+}

@@ -114,3 +114,61 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 			gm, l2, decay, a.beta1, a.beta2, a.one_minus_beta1,
 			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt, &pc);
 }
+
+/*
+ * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing blocks
+ * get_group_id(0), + q_groups, ...: the old state dequantized (exp_avg
+ * signed, exp_avg_sq unsigned), the update of adam_at() in scalar form (p
+ * from the unrounded new state), then the block's absmax and codes
+ */
+KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
+		  BUF(uint, vq), BUF(float, vmax), BUF(const float, scal),
+		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
+{
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
+	const float decay = decoupled ? a.decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a.weight_decay;
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(mq);
+	VIEW(vq);
+	VIEW(scal);
+	VIEW(mabs);
+	VIEW(vabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
+
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + l2 * pi;
+			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+			     a.beta1 + a.one_minus_beta1 * gi;
+			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
+				      false) * a.beta2 +
+			     a.one_minus_beta2 * gi * gi;
+			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
+			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
+		}
+		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
+		if (lid == 0) {
+			mabs[blk] = ma;
+			vabs[blk] = va;
+		}
+		u8_pack(codes, mq + (a.q_off + first) / 4,
+			vq + (a.q_off + first) / 4, 2,
+			valid ? quant8(mi, ma, true) : 0u,
+			valid ? quant8(vi, va, false) : 0u, cnt);
+	}
+}

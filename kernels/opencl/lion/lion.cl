@@ -73,3 +73,48 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 			a.beta2, a.one_minus_beta1, a.one_minus_beta2, a.decay,
 			&pc);
 }
+
+/*
+ * lion8 (abi/lion.h): blockwise 8-bit exp_avg (the signed map), a
+ * work-group doing blocks get_group_id(0), + q_groups, ...: lion_at()'s
+ * update from the dequantized state, then the block's absmax and codes
+ */
+KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
+		  BUF(const float, scal), BUF(float, mabs),
+		  struct gpo_lion_args a)
+{
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(mq);
+	VIEW(scal);
+	VIEW(mabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float gi, m0, c, mi = 0.0f, ma, unused;
+
+		if (valid) {
+			gi = g[e] * gm;
+			m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
+			c = m0 * a.beta1 + a.one_minus_beta1 * gi;
+			p[e] = p[e] * a.decay - a.lr * sign(c);
+			mi = m0 * a.beta2 + a.one_minus_beta2 * gi;
+		}
+		u8_absmax(red, mi, 0.0f, 1, valid, &ma, &unused);
+		if (lid == 0)
+			mabs[blk] = ma;
+		u8_pack(codes, mq + (a.q_off + first) / 4,
+			mq + (a.q_off + first) / 4, 1,
+			valid ? quant8(mi, ma, true) : 0u, 0u, cnt);
+	}
+}

@@ -112,3 +112,50 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 			   gm, a.lr, a.alpha, a.one_minus_alpha, a.eps,
 			   a.weight_decay, a.momentum, &pc);
 }
+
+/*
+ * rmsprop8 (abi/rmsprop.h): blockwise 8-bit square_avg (the signed map,
+ * as bitsandbytes' RMSprop8bit), neither momentum nor centered; a
+ * work-group doing blocks get_group_id(0), + q_groups, ...: rmsprop's
+ * update from the dequantized state, then the block's absmax and codes
+ */
+KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
+		     BUF(float, mb), BUF(float, ga), BUF(const float, scal),
+		     BUF(float, sabs), struct gpo_rmsprop_args a)
+{
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(sq);
+	VIEW(scal);
+	VIEW(sabs);
+	/* every work-item reads the same scal: all return alike */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, si = 0.0f, avg, sa, unused;
+
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + a.weight_decay * pi;
+			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) *
+			     a.alpha + a.one_minus_alpha * gi * gi;
+			avg = cr_sqrt(si) + a.eps;
+			p[e] = pi - a.lr * cr_div(gi, avg);
+		}
+		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
+		if (lid == 0)
+			sabs[blk] = sa;
+		u8_pack(codes, sq + (a.q_off + first) / 4,
+			sq + (a.q_off + first) / 4, 1,
+			valid ? quant8(si, sa, true) : 0u, 0u, cnt);
+	}
+}

@@ -127,6 +127,11 @@ enum gpo__op_id {
 	OP_CAST,
 	OP_QUANT8,
 	OP_DEQUANT8,
+	/* optimizers with blockwise 8-bit state (state_dtype u8) */
+	OP_ADAM8,
+	OP_RMSPROP8,
+	OP_ADAGRAD8,
+	OP_LION8,
 	OP_COUNT
 };
 

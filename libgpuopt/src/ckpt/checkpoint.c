@@ -30,6 +30,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 #include "ckpt/ckpt_i.h"
+#include "core/quant_i.h"
 #include "abi/mem.h"
 
 #define PLACEHOLDER_SUM	"0000000000000000"
@@ -61,7 +62,7 @@ static int sys_err(int err, const char *what, const char *path)
 
 /* One file tensor of a save: a tensor of one flat buffer. */
 struct save_entry {
-	int tensor;
+	int tensor;			/* or CKPT_TENSOR_ABSMAX */
 	int slot;			/* CKPT_SLOT_PARAM or a slot_id */
 	uint64_t bytes;
 	uint64_t sum;
@@ -134,6 +135,24 @@ static void plan_buffer(const struct gpo_optim *opt, int slot,
 	}
 }
 
+/* does slot @s keep blockwise 8-bit state, with absmax blocks to save? */
+static int u8_absmax_saved(const struct gpo_optim *opt, int s)
+{
+	return opt->slot[s].mem && opt->slot_dtype[s] == GPO_U8 &&
+	       opt->absmax[s].mem;
+}
+
+/* After the slots: "absmax/<slot>" of each u8 slot, all its blocks. */
+static void plan_absmax(const struct gpo_optim *opt, int s,
+			struct save_plan *p)
+{
+	uint64_t bytes = gpo__optim_u8_blocks(opt) * 4;
+
+	p->seg[p->nseg++] = (struct save_seg){ &opt->absmax[s], 0, bytes };
+	p->e[p->ne++] = (struct save_entry){ CKPT_TENSOR_ABSMAX, s, bytes, 0 };
+	p->data_len += bytes;
+}
+
 static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 {
 	int s, nbuf = 2;
@@ -141,8 +160,9 @@ static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 	for (s = 0; s < SL_COUNT; s++)
 		nbuf += opt->slot[s].mem != NULL;
 	memset(p, 0, sizeof(*p));
-	p->e = calloc((size_t)nbuf * opt->ntensors, sizeof(*p->e));
-	p->seg = calloc((size_t)nbuf * opt->ngroups, sizeof(*p->seg));
+	p->e = calloc((size_t)nbuf * opt->ntensors + SL_COUNT, sizeof(*p->e));
+	p->seg = calloc((size_t)nbuf * opt->ngroups + SL_COUNT,
+			sizeof(*p->seg));
 	if (!p->e || !p->seg)
 		return gpo__err(-ENOMEM, "out of memory");
 	plan_buffer(opt, CKPT_SLOT_PARAM, p);
@@ -151,6 +171,9 @@ static int plan_save(const struct gpo_optim *opt, struct save_plan *p)
 	for (s = 0; s < SL_COUNT; s++)
 		if (opt->slot[s].mem)
 			plan_buffer(opt, s, p);
+	for (s = 0; s < SL_COUNT; s++)
+		if (u8_absmax_saved(opt, s))
+			plan_absmax(opt, s, p);
 	return 0;
 }
 
@@ -163,8 +186,13 @@ static void free_plan(struct save_plan *p)
 static void entry_name(const struct gpo_optim *opt,
 		       const struct save_entry *e, char *buf, size_t len)
 {
-	const char *name = opt->tensors[e->tensor].name;
+	const char *name;
 
+	if (e->tensor == CKPT_TENSOR_ABSMAX) {
+		snprintf(buf, len, "absmax/%s", gpo__optim_slot_names[e->slot]);
+		return;
+	}
+	name = opt->tensors[e->tensor].name;
 	if (e->slot == CKPT_SLOT_PARAM)
 		snprintf(buf, len, "param/%s", name);
 	else if (e->slot == CKPT_SLOT_MASTER)
@@ -340,13 +368,17 @@ static int build_meta(const struct gpo_optim *opt, const struct save_plan *p,
 	return ret;
 }
 
+/* @t's entry; NULL @t: an absmax tensor of @end - @begin bytes, F32 */
 static json_t *tensor_json(const struct optim_tensor *t, enum gpo_dtype dt,
 			   uint64_t begin, uint64_t end)
 {
 	json_t *o = json_object(), *shape = json_array(), *offs = json_array();
 	int i, bad = !o || !shape || !offs;
 
-	for (i = 0; i < t->ndim && !bad; i++)
+	if (!t && !bad)
+		bad = json_array_append_new(shape,
+				json_integer((json_int_t)((end - begin) / 4)));
+	for (i = 0; t && i < t->ndim && !bad; i++)
 		bad = json_array_append_new(shape,
 				json_integer((json_int_t)t->shape[i]));
 	bad = bad ||
@@ -391,10 +423,14 @@ static char *build_header(const struct gpo_optim *opt,
 	ret = build_meta(opt, p, sched, final, meta);
 	for (i = 0; i < p->ne && !ret; i++) {
 		entry_name(opt, &p->e[i], name, sizeof(name));
+		int absmax = p->e[i].tensor == CKPT_TENSOR_ABSMAX;
+
 		ret = json_object_set_new(root, name,
-			tensor_json(&opt->tensors[p->e[i].tensor],
-				    slot_dtype(opt, p->e[i].slot), pos,
-				    pos + p->e[i].bytes));
+			tensor_json(absmax ? NULL :
+					     &opt->tensors[p->e[i].tensor],
+				    absmax ? GPO_F32 :
+					     slot_dtype(opt, p->e[i].slot),
+				    pos, pos + p->e[i].bytes));
 		pos += p->e[i].bytes;
 	}
 	if (!ret)
@@ -1106,6 +1142,7 @@ out_close:
 struct sink {
 	struct gpo_optim *opt;		/* NULL: only check */
 	struct dev_buf *dst[SL_COUNT + 2];	/* slot_row() */
+	struct dev_buf *absmax[SL_COUNT];	/* u8 slots' absmax blocks */
 	int ti;				/* tensor being read */
 	uint64_t tpos;
 	XXH64_state_t hs;
@@ -1139,8 +1176,15 @@ static int upload(struct sink *sk, const struct ckpt_tensor *t,
 {
 	struct dev_buf *buf = sk->dst[slot_row(t->slot)];
 	uint64_t esize = gpo_dtype_size(slot_dtype(sk->opt, t->slot));
-	uint64_t off = sk->opt->tensors[t->tensor].offset * esize + sk->tpos;
+	uint64_t off;
 	int ret;
+
+	if (t->tensor == CKPT_TENSOR_ABSMAX) {
+		buf = sk->absmax[t->slot];
+		off = sk->tpos;
+	} else {
+		off = sk->opt->tensors[t->tensor].offset * esize + sk->tpos;
+	}
 
 	if (sk->pend_len && buf == sk->pend_buf &&
 	    off == sk->pend_off + sk->pend_len &&
@@ -1389,9 +1433,19 @@ static int resolve_name(const struct name_index *ix, enum gpo_optim_kind kind,
 			return gpo__err(-EINVAL, "tensor '%.200s': %s has no such slot",
 				       n, gpo_optim_kind_name(kind));
 		t->slot = s;
+	} else if (!strncmp(n, "absmax/", 7)) {
+		for (s = 0; s < SL_COUNT; s++)
+			if (!strcmp(n + 7, gpo__optim_slot_names[s]))
+				break;
+		if (s == SL_COUNT || !gpo__optim_slot_possible(kind, s))
+			return gpo__err(-EINVAL, "tensor '%.200s': %s has no such slot",
+				       n, gpo_optim_kind_name(kind));
+		t->slot = s;
+		t->tensor = CKPT_TENSOR_ABSMAX;
+		return 0;
 	} else {
 		return gpo__err(-EINVAL,
-			       "tensor '%.200s' is neither param/NAME nor state/NAME/SLOT",
+			       "tensor '%.200s' is neither param/NAME, state/NAME/SLOT nor absmax/SLOT",
 			       n);
 	}
 	if (t->tensor < 0)
@@ -1400,12 +1454,37 @@ static int resolve_name(const struct name_index *ix, enum gpo_optim_kind kind,
 	return 0;
 }
 
+/* "absmax/<slot>": F32 [blocks] of a slot the optimizer keeps in u8 */
+static int check_absmax_shape(const struct gpo_optim *opt,
+			      const struct ckpt_tensor *t)
+{
+	uint64_t blocks = gpo__optim_u8_blocks(opt);
+
+	if (opt->slot_dtype[t->slot] != GPO_U8)
+		return gpo__err(-EINVAL, "tensor '%.200s': the optimizer keeps %s in %s, without absmax blocks",
+				t->name, gpo__optim_slot_names[t->slot],
+				gpo_dtype_name(opt->slot_dtype[t->slot]));
+	if (t->dtype != gpo__ckpt_file_dtype[GPO_F32])
+		return gpo__err(-EINVAL, "tensor '%.200s' is %s, not F32",
+				t->name, gpo__ckpt_dtype_names[t->dtype]);
+	if (t->ndim != 1 || t->shape[0] != blocks)
+		return gpo__err(-EINVAL, "tensor '%.200s': the optimizer has %llu blocks of %d",
+				t->name, (unsigned long long)blocks,
+				GPO_QBLOCK);
+	return 0;
+}
+
 static int check_shape(const struct gpo_optim *opt,
 		       const struct ckpt_tensor *t)
 {
-	const struct optim_tensor *ot = &opt->tensors[t->tensor];
+	const struct optim_tensor *ot;
 	enum gpo_dtype dt = slot_dtype(opt, t->slot);
-	int i, same = t->ndim == ot->ndim;
+	int i, same;
+
+	if (t->tensor == CKPT_TENSOR_ABSMAX)
+		return check_absmax_shape(opt, t);
+	ot = &opt->tensors[t->tensor];
+	same = t->ndim == ot->ndim;
 
 	/* no conversion: a file of other dtypes needs an optimizer of those */
 	if (t->dtype != gpo__ckpt_file_dtype[dt])
@@ -1514,6 +1593,29 @@ static int check_master(const struct gpo_optim *opt, const unsigned char *seen)
 	return 0;
 }
 
+/*
+ * A u8 slot's codes come with their absmax blocks, and absmax blocks
+ * only with their slot's codes
+ */
+static int check_absmax(const struct gpo_optim *opt,
+			const unsigned char *seen, const int have[SL_COUNT])
+{
+	int s;
+
+	for (s = 0; s < SL_COUNT; s++) {
+		if (have[s] && opt->slot_dtype[s] == GPO_U8 && !seen[s] &&
+		    gpo__optim_u8_blocks(opt))
+			return gpo__err(-ENOENT, "the checkpoint has no absmax/%s for its u8 %s",
+					gpo__optim_slot_names[s],
+					gpo__optim_slot_names[s]);
+		if (!have[s] && seen[s])
+			return gpo__err(-EINVAL, "the checkpoint has absmax/%s but no %s",
+					gpo__optim_slot_names[s],
+					gpo__optim_slot_names[s]);
+	}
+	return 0;
+}
+
 static int match_tensors(const struct ckpt *ck, const struct gpo_optim *opt,
 			 unsigned char *seen)
 {
@@ -1527,7 +1629,11 @@ static int match_tensors(const struct ckpt *ck, const struct gpo_optim *opt,
 		ret = resolve_name(&ix, opt->kind, t);
 		if (!ret)
 			ret = check_shape(opt, t);
-		if (!ret)
+		/* absmax tensors: a row of SL_COUNT after the tensors' */
+		if (!ret && t->tensor == CKPT_TENSOR_ABSMAX)
+			seen[(size_t)(SL_COUNT + 2) * opt->ntensors +
+			     t->slot] = 1;
+		else if (!ret)
 			seen[(size_t)slot_row(t->slot) * opt->ntensors +
 			     t->tensor] = 1;
 	}
@@ -1548,7 +1654,7 @@ int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 	if (ret)
 		return ret;
 	seen = calloc((size_t)(SL_COUNT + 2) *
-		      (opt->ntensors ? opt->ntensors : 1), 1);
+		      (opt->ntensors ? opt->ntensors : 1) + SL_COUNT, 1);
 	if (!seen)
 		return gpo__err(-ENOMEM, "out of memory");
 	/* the tensor fields are the plan: set in a const header on purpose */
@@ -1557,6 +1663,9 @@ int gpo__ckpt_match(const struct ckpt *ck, const struct gpo_optim *opt,
 		ret = check_complete_slots(opt, seen, have, flags, groups);
 	if (!ret)
 		ret = check_master(opt, seen);
+	if (!ret)
+		ret = check_absmax(opt, seen + (size_t)(SL_COUNT + 2) *
+					       opt->ntensors, have);
 	free(seen);
 	return ret;
 }
@@ -1570,6 +1679,7 @@ struct restore_job {
 	int have[SL_COUNT];
 	struct optim_group *groups;
 	struct dev_buf staged[SL_COUNT + 2];	/* by slot_row() */
+	struct dev_buf staged_absmax[SL_COUNT];	/* u8 slots' */
 	char *sched_backup;
 	int sched_loaded;
 };
@@ -1580,6 +1690,8 @@ static void free_staged(struct restore_job *j)
 
 	for (i = 0; i <= SL_COUNT + 1; i++)
 		gpo__pool_free(j->opt->dev, &j->staged[i]);
+	for (i = 0; i < SL_COUNT; i++)
+		gpo__pool_free(j->opt->dev, &j->staged_absmax[i]);
 }
 
 /* Zero bytes [@from, @to), multiples of 4, as float32 zeros. */
@@ -1645,6 +1757,12 @@ static int stage(struct restore_job *j)
 		ret = gpo__pool_alloc(dev, opt->total * esize, &j->staged[i]);
 		if (!ret)
 			ret = zero_padding(opt, &j->staged[i], esize);
+		/* a u8 slot's absmax blocks, all of them in the file */
+		if (!ret && slot >= 0 && opt->slot_dtype[slot] == GPO_U8 &&
+		    gpo__optim_u8_blocks(opt))
+			ret = gpo__pool_alloc(dev,
+				(gpo__optim_u8_blocks(opt) + 3) / 4 * 16,
+				&j->staged_absmax[slot]);
 	}
 	if (!ret)
 		ret = dev->ops->wait(dev, NULL);
@@ -1740,6 +1858,11 @@ static void commit(struct restore_job *j)
 			swap_in(&opt->slot[s], &j->staged[s + 1], dev);
 		else
 			gpo__pool_free(dev, &opt->slot[s]);
+		/* u8: the blocks came with the codes (check_absmax()) */
+		if (j->have[s] && j->staged_absmax[s].mem)
+			swap_in(&opt->absmax[s], &j->staged_absmax[s], dev);
+		else if (!j->have[s])
+			gpo__pool_free(dev, &opt->absmax[s]);
 	}
 	for (g = 0; g < opt->ngroups; g++) {
 		opt->groups[g].hp = j->groups[g].hp;
@@ -1789,6 +1912,8 @@ static int restore(struct restore_job *j, unsigned int flags)
 		ret = stage(j);
 	for (i = 0; i <= SL_COUNT + 1; i++)
 		sk.dst[i] = &j->staged[i];
+	for (i = 0; i < SL_COUNT; i++)
+		sk.absmax[i] = &j->staged_absmax[i];
 	if (!ret)
 		ret = stream_data(j->ck, j->fd, flags, &sk);
 	if (!ret)

@@ -13,7 +13,10 @@
  *	data     the tensors back to back, in data_offsets order
  *
  * Tensors are "param/<name>" and "state/<name>/<slot>", each in its
- * buffer's dtype (F32 F16 BF16 U8 I32 I64; restore converts nothing). The
+ * buffer's dtype (F32 F16 BF16 U8 I32 I64; restore converts nothing), and
+ * for a slot kept as blockwise 8-bit state (state_dtype u8: its codes are
+ * state/<name>/<slot>, U8) "absmax/<slot>": F32 [blocks], the absmax of
+ * each block of 256, group 0's blocks first (optim_i.h). The
  * "__metadata__" map (strings only, as the format demands) holds
  * "format": "pt" and the CKPT_META_* keys below; the ones holding JSON hold
  * it as text.
@@ -78,6 +81,8 @@ extern const enum ckpt_dtype gpo__ckpt_file_dtype[GPO_DTYPES];
 /* what a tensor of a checkpoint maps to in an optimizer (restore) */
 #define CKPT_SLOT_PARAM	(-1)
 #define CKPT_SLOT_MASTER	(-2)	/* "master/<name>": the f32 master */
+/* a tensor "absmax/<slot>": the slot's absmax blocks, not a tensor's */
+#define CKPT_TENSOR_ABSMAX	(-3)
 
 struct ckpt_tensor {
 	char *name;

@@ -28,7 +28,17 @@ static int adagrad_fill(struct gpo_optim *opt, struct optim_group *grp,
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
-	if (opt->slot_dtype[SL_SUM] == GPO_BF16) {
+	a->q_off = 0;
+	a->q_blk = 0;
+	a->q_groups = 0;
+	if (opt->slot_dtype[SL_SUM] == GPO_U8) {
+		/* signed, as bitsandbytes' one-state optimizers */
+		optim_u8_call(opt, grp, call, OP_ADAGRAD8, &a->q_off,
+			      &a->q_blk, &a->q_groups);
+		call->buf[2] = opt->slot[SL_SUM];
+		call->buf[4] = opt->absmax[SL_SUM];
+		a->flags |= GPO_ADAGRAD_STATE_U8;
+	} else if (opt->slot_dtype[SL_SUM] == GPO_BF16) {
 		call->buf[2] = optim_slot_view4(opt, SL_SUM, grp);
 		a->flags |= GPO_ADAGRAD_STATE_BF16;
 	} else {
@@ -51,7 +61,7 @@ static int adagrad_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_adagrad = {
 	.name = "adagrad",
 	.slots = SLOT(SL_SUM),
-	.state_dtypes = DT(GPO_BF16),
+	.state_dtypes = DT(GPO_BF16) | DT(GPO_U8),
 	.keys = adagrad_keys,
 	.defaults = adagrad_defaults,
 	.launch = adagrad_launch,

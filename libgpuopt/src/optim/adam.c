@@ -21,6 +21,26 @@ static int adam_slot_needed(const struct hparams *hp, enum slot_id s)
 	       (s == SL_MAX_EXP_AVG_SQ && hp->amsgrad);
 }
 
+/*
+ * u8 state (check_f32(): every slot used is u8 then): adam8, a group
+ * per block of the group, the code slots and absmax bound whole
+ */
+static int adam_fill_u8(struct gpo_optim *opt, struct optim_group *grp,
+			struct op_call *call, struct gpo_adam_args *a)
+{
+	if (grp->hp.amsgrad)
+		return gpo__err(-ENOSYS, "%s: amsgrad with state in u8: no 8-bit max_exp_avg_sq yet",
+				opt->fam->name);
+	optim_u8_call(opt, grp, call, OP_ADAM8, &a->q_off, &a->q_blk,
+		      &a->q_groups);
+	a->flags |= GPO_ADAM_STATE_U8;
+	call->buf[2] = opt->slot[SL_EXP_AVG];
+	call->buf[3] = opt->slot[SL_EXP_AVG_SQ];
+	call->buf[6] = opt->absmax[SL_EXP_AVG];
+	call->buf[7] = opt->absmax[SL_EXP_AVG_SQ];
+	return 0;
+}
+
 static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
 		     uint64_t t, uint32_t flags, struct op_call *call,
 		     void *args)
@@ -41,7 +61,14 @@ static int adam_fill(struct gpo_optim *opt, struct optim_group *grp,
 		return ret;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
-	if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
+	a->q_off = 0;
+	a->q_blk = 0;
+	a->q_groups = 0;
+	if (opt->slot_dtype[SL_EXP_AVG] == GPO_U8) {
+		ret = adam_fill_u8(opt, grp, call, a);
+		if (ret)
+			return ret;
+	} else if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
 		/* check_f32(): every slot used is bf16 then */
 		a->flags |= GPO_ADAM_STATE_BF16;
 		call->buf[2] = optim_slot_view4(opt, SL_EXP_AVG, grp);
@@ -84,7 +111,7 @@ const struct optim_family gpo__optim_adam = {
 	.name = "adam",
 	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
 		 SLOT(SL_MAX_EXP_AVG_SQ),
-	.state_dtypes = DT(GPO_BF16),
+	.state_dtypes = DT(GPO_BF16) | DT(GPO_U8),
 	.keys = adam_keys,
 	.slot_needed = adam_slot_needed,
 	.launch = adam_launch,
@@ -94,7 +121,7 @@ const struct optim_family gpo__optim_adamw = {
 	.name = "adamw",
 	.slots = SLOT(SL_EXP_AVG) | SLOT(SL_EXP_AVG_SQ) |
 		 SLOT(SL_MAX_EXP_AVG_SQ),
-	.state_dtypes = DT(GPO_BF16),
+	.state_dtypes = DT(GPO_BF16) | DT(GPO_U8),
 	.keys = adam_keys,
 	.defaults = adamw_defaults,
 	.slot_needed = adam_slot_needed,

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 #include "optim/optim_i.h"
+#include "core/quant_i.h"
 
 #define SLOT(s)		(1u << (s))
 
@@ -95,6 +96,29 @@ static inline struct dev_buf optim_slot_view4(const struct gpo_optim *opt,
 		v.size = ((grp->numel + 3) & ~3ull) *
 			 gpo_dtype_size(opt->slot_dtype[s]);
 	return v;
+}
+
+/*
+ * u8 state: the launch of @grp becomes @op (the family's 8-bit kernel),
+ * gpo__optim_u8_groups groups at most, each doing blocks of GPO_QBLOCK of
+ * the group in a grid-stride loop (*@q_groups of them); *@q_off and
+ * *@q_blk are its code and absmax offsets. The code slots and absmax
+ * arrays are bound whole (their group offsets need not be
+ * binding-aligned).
+ */
+static inline void optim_u8_call(struct gpo_optim *opt,
+				 struct optim_group *grp, struct op_call *call,
+				 enum gpo__op_id op, uint32_t *q_off,
+				 uint32_t *q_blk, uint32_t *q_groups)
+{
+	uint64_t blocks = (grp->numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+
+	call->op = op;
+	call->work = blocks < gpo__optim_u8_groups ? blocks :
+						     gpo__optim_u8_groups;
+	*q_groups = (uint32_t)call->work;
+	*q_off = (uint32_t)grp->start;
+	*q_blk = (uint32_t)gpo__optim_u8_first(opt, (int)(grp - opt->groups));
 }
 
 /* @grp's learning rate now: its lr through the schedule, if any */

@@ -24,7 +24,17 @@ static int lion_fill(struct gpo_optim *opt, struct optim_group *grp,
 	call->buf[3] = opt->scal;
 	a->n = (uint32_t)grp->numel;
 	a->flags = flags;
-	if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
+	a->q_off = 0;
+	a->q_blk = 0;
+	a->q_groups = 0;
+	if (opt->slot_dtype[SL_EXP_AVG] == GPO_U8) {
+		/* signed, as bitsandbytes' one-state optimizers */
+		optim_u8_call(opt, grp, call, OP_LION8, &a->q_off, &a->q_blk,
+			      &a->q_groups);
+		call->buf[2] = opt->slot[SL_EXP_AVG];
+		call->buf[4] = opt->absmax[SL_EXP_AVG];
+		a->flags |= GPO_LION_STATE_U8;
+	} else if (opt->slot_dtype[SL_EXP_AVG] == GPO_BF16) {
 		call->buf[2] = optim_slot_view4(opt, SL_EXP_AVG, grp);
 		a->flags |= GPO_LION_STATE_BF16;
 	} else {
@@ -49,7 +59,7 @@ static int lion_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_lion = {
 	.name = "lion",
 	.slots = SLOT(SL_EXP_AVG),
-	.state_dtypes = DT(GPO_BF16),
+	.state_dtypes = DT(GPO_BF16) | DT(GPO_U8),
 	.keys = lion_keys,
 	.defaults = lion_defaults,
 	.launch = lion_launch,

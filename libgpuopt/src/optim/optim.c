@@ -16,6 +16,7 @@
 #include <string.h>
 #include "core/gpuopt_i.h"
 #include "core/dtype_i.h"
+#include "core/quant_i.h"
 #include "optim/family_i.h"
 #include "abi/mem.h"
 #include "abi/norm.h"
@@ -95,8 +96,10 @@ static void free_buffers(struct gpo_optim *opt)
 	free_flat(opt, 0, &opt->param);
 	free_flat(opt, 1, &opt->grad);
 	gpo__pool_free(dev, &opt->master);
-	for (i = 0; i < SL_COUNT; i++)
+	for (i = 0; i < SL_COUNT; i++) {
 		gpo__pool_free(dev, &opt->slot[i]);
+		gpo__pool_free(dev, &opt->absmax[i]);
+	}
 	gpo__pool_free(dev, &opt->scal);
 	gpo__pool_free(dev, &opt->partials);
 	gpo__pool_free(dev, &opt->blocks);
@@ -622,6 +625,87 @@ static int fill_host16(struct gpo_optim *opt, const struct dev_buf *buf,
 	return ret;
 }
 
+/* ---- u8 state: blockwise absmax (core/quant_i.h) ---------------------- */
+
+unsigned int gpo__optim_u8_groups = 4096;
+
+uint64_t gpo__optim_u8_first(const struct gpo_optim *opt, int g)
+{
+	uint64_t n = 0;
+	int h;
+
+	for (h = 0; h < g && h < opt->ngroups; h++)
+		n += (opt->groups[h].numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	return n;
+}
+
+uint64_t gpo__optim_u8_blocks(const struct gpo_optim *opt)
+{
+	return gpo__optim_u8_first(opt, opt->ngroups);
+}
+
+/*
+ * Slot @s's absmax, allocated if missing, all 0: with every code's
+ * value times 0, the state starts at 0 as torch's zeros_like does
+ */
+static int u8_init_absmax(struct gpo_optim *opt, enum slot_id s)
+{
+	uint64_t blocks = gpo__optim_u8_blocks(opt);
+	uint64_t words = (blocks + 3) / 4 * 4;
+	int ret;
+
+	if (!blocks)
+		return 0;
+	if (!opt->absmax[s].mem) {
+		ret = gpo__pool_alloc(opt->dev, words * 4, &opt->absmax[s]);
+		if (ret)
+			return ret;
+	}
+	return zero_bytes(opt, &opt->absmax[s]);
+}
+
+/*
+ * Group @g of u8 slot @s all @value (adagrad's initial sum): each block's
+ * absmax the value as float, each code quant8(value, absmax), which is
+ * the code of 1.0: the value comes back exactly
+ */
+static int u8_fill_value(struct gpo_optim *opt, enum slot_id s, int g,
+			 double value)
+{
+	enum { PIECE = 16384 };
+	const struct optim_group *grp = &opt->groups[g];
+	uint64_t first = gpo__optim_u8_first(opt, g), done, m;
+	uint64_t blocks = (grp->numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	float v = (float)value, *absmax;
+	unsigned char *codes;
+	int ret = 0;
+
+	codes = malloc(PIECE);
+	absmax = malloc(PIECE * sizeof(*absmax));
+	if (!codes || !absmax) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	memset(codes, gpo__quant8(v, v, s != SL_EXP_AVG_SQ), PIECE);
+	for (done = 0; done < PIECE; done++)
+		absmax[done] = v;
+	for (done = 0; done < grp->numel && !ret; done += m) {
+		m = grp->numel - done < PIECE ? grp->numel - done : PIECE;
+		ret = opt->dev->ops->write(opt->dev, &opt->slot[s],
+					   grp->start + done, codes, m);
+	}
+	for (done = 0; done < blocks && !ret; done += m) {
+		m = blocks - done < PIECE ? blocks - done : PIECE;
+		ret = opt->dev->ops->write(opt->dev, &opt->absmax[s],
+					   (first + done) * sizeof(float),
+					   absmax, m * sizeof(float));
+	}
+out_free:
+	free(codes);
+	free(absmax);
+	return ret;
+}
+
 /*
  * A slot of another dtype than f32: zero bytes, then adagrad's initial
  * value, converted on the host as torch.full_like() would.
@@ -633,7 +717,7 @@ static int init_slot_other(struct gpo_optim *opt, enum slot_id s)
 
 	for (g = 0; s == SL_SUM && g < opt->ngroups; g++)
 		if (opt->groups[g].hp.initial_accumulator_value != 0 &&
-		    dt != GPO_F16 && dt != GPO_BF16)
+		    dt != GPO_F16 && dt != GPO_BF16 && dt != GPO_U8)
 			return gpo__err(-ENOSYS,
 				       "%s: sum in %s: no conversion of initial_accumulator_value %g to %s yet",
 				       gpo_optim_kind_name(opt->kind),
@@ -641,10 +725,16 @@ static int init_slot_other(struct gpo_optim *opt, enum slot_id s)
 				       opt->groups[g].hp.initial_accumulator_value,
 				       gpo_dtype_name(dt));
 	ret = zero_bytes(opt, &opt->slot[s]);
+	if (!ret && dt == GPO_U8)
+		ret = u8_init_absmax(opt, s);
 	for (g = 0; s == SL_SUM && g < opt->ngroups && !ret; g++) {
 		const struct optim_group *grp = &opt->groups[g];
 
-		if (grp->numel && grp->hp.initial_accumulator_value != 0)
+		if (grp->numel && grp->hp.initial_accumulator_value != 0 &&
+		    dt == GPO_U8)
+			ret = u8_fill_value(opt, s, g,
+					    grp->hp.initial_accumulator_value);
+		else if (grp->numel && grp->hp.initial_accumulator_value != 0)
 			ret = fill_host16(opt, &opt->slot[s], dt, grp->start,
 					  grp->numel,
 					  grp->hp.initial_accumulator_value);
@@ -690,8 +780,10 @@ static int ensure_slot(struct gpo_optim *opt, enum slot_id s)
 	if (ret)
 		return ret;
 	ret = init_slot(opt, s);
-	if (ret)
+	if (ret) {
 		gpo__pool_free(opt->dev, &opt->slot[s]);
+		gpo__pool_free(opt->dev, &opt->absmax[s]);
+	}
 	return ret;
 }
 
@@ -1071,6 +1163,48 @@ int gpo_optim_read(struct gpo_optim *opt, const char *slot,
 	return transfer(opt, 0, slot, tensor, dst, bytes);
 }
 
+int gpo_optim_read_absmax(struct gpo_optim *opt, const char *slot,
+			  float *dst, size_t count)
+{
+	uint64_t blocks;
+	int s, ret;
+
+	if (!opt || !slot)
+		return gpo__err(-EINVAL, "gpo_optim_read_absmax: NULL argument");
+	for (s = 0; s < SL_COUNT; s++)
+		if (!strcmp(slot, gpo__optim_slot_names[s]) &&
+		    gpo__optim_slot_possible(opt->kind, s))
+			break;
+	if (s == SL_COUNT)
+		return gpo__err(-ENOENT, "%s has no slot '%.64s'",
+				gpo_optim_kind_name(opt->kind), slot);
+	if (opt->slot_dtype[s] != GPO_U8)
+		return gpo__err(-EINVAL, "%s is in %s: only u8 state has absmax blocks",
+				slot, gpo_dtype_name(opt->slot_dtype[s]));
+	pthread_mutex_lock(&opt->dev->lock);
+	blocks = gpo__optim_u8_blocks(opt);
+	if (!dst) {
+		ret = (int)blocks;
+		goto out_unlock;
+	}
+	if (!opt->absmax[s].mem) {
+		ret = gpo__err(-ENOENT, "slot '%s' is not in use", slot);
+		goto out_unlock;
+	}
+	if (count != blocks) {
+		ret = gpo__err(-EINVAL, "%s: %llu absmax blocks, %zu asked for",
+			       slot, (unsigned long long)blocks, count);
+		goto out_unlock;
+	}
+	ret = gpo__optim_settle(opt);
+	if (!ret)
+		ret = opt->dev->ops->read(opt->dev, &opt->absmax[s], 0, dst,
+					  blocks * sizeof(float));
+out_unlock:
+	pthread_mutex_unlock(&opt->dev->lock);
+	return ret;
+}
+
 int gpo_optim_slot_count(struct gpo_optim *opt)
 {
 	int s, n = 0;
@@ -1130,13 +1264,10 @@ int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
 	if ((unsigned int)dt >= GPO_DTYPES)
 		return gpo__err(-EINVAL, "%s: %d is not a dtype", kind, (int)dt);
 	if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt))) {
-		/* the blockwise 8-bit mode of these five is not written yet */
-		if (dt == GPO_U8 && opt->fam->state_dtypes)
-			return gpo__err(-ENOSYS, "%s: state in u8: no kernels yet",
-					kind);
 		return gpo__err(-EINVAL, "%s: no state in %s (its steps keep state in %s)",
 				kind, gpo_dtype_name(dt),
-				opt->fam->state_dtypes ? "f32 or bf16" : "f32");
+				opt->fam->state_dtypes ? "f32, bf16 or u8" :
+							 "f32");
 	}
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "%s: the state dtype cannot change after the first use",
@@ -1227,6 +1358,17 @@ int gpo_optim_dtype(struct gpo_optim *opt, const char *buffer)
 	return field ? (int)*field : -ENOENT;
 }
 
+/*
+ * The slots the 8-bit kernels keep (adam8, lion8, adagrad8, rmsprop8);
+ * amsgrad's max_exp_avg_sq and RMSprop's momentum and centered slots
+ * have none yet (nor have they in bitsandbytes)
+ */
+static int u8_has_kernel(int s)
+{
+	return s == SL_EXP_AVG || s == SL_EXP_AVG_SQ || s == SL_SQUARE_AVG ||
+	       s == SL_SUM;
+}
+
 static int no_kernel(const char *what, const char *buffer, enum gpo_dtype dt)
 {
 	return gpo__err(-ENOSYS, "%s: %s in %s: no kernel for this dtype yet",
@@ -1257,6 +1399,8 @@ static int check_f32(struct gpo_optim *opt, const char *what, int slots)
 			continue;
 		if (dt != GPO_F32 && !(opt->fam->state_dtypes & DT(dt)))
 			return no_kernel(what, gpo__optim_slot_names[s], dt);
+		if (dt == GPO_U8 && !u8_has_kernel(s))
+			return no_kernel(what, gpo__optim_slot_names[s], dt);
 		if (first >= 0 && dt != opt->slot_dtype[first])
 			return gpo__err(-ENOSYS, "%s: %s in %s but %s in %s: the state slots a step uses must share one dtype",
 					what, gpo__optim_slot_names[first],
@@ -1284,6 +1428,7 @@ static int param_half(const struct gpo_optim *opt)
 static int check_param(struct gpo_optim *opt, const char *what, int slots)
 {
 	const struct hparams *hp = &opt->groups[0].hp;
+	int s;
 
 	if (opt->param_dtype == GPO_F32) {
 		if (opt->grad_dtype != GPO_F32)
@@ -1296,6 +1441,11 @@ static int check_param(struct gpo_optim *opt, const char *what, int slots)
 		return gpo__err(-ENOSYS, "%s: param in %s, grad in %s: the gradients must be in the parameters' dtype",
 				what, gpo_dtype_name(opt->param_dtype),
 				gpo_dtype_name(opt->grad_dtype));
+	for (s = 0; s < SL_COUNT; s++)
+		if (slot_needed(opt, s) && opt->slot_dtype[s] == GPO_U8)
+			return gpo__err(-ENOSYS, "%s: %s parameters with u8 %s: the 8-bit kernels take f32 parameters (not written yet)",
+					what, gpo_dtype_name(opt->param_dtype),
+					gpo__optim_slot_names[s]);
 	if (opt->allocated && !hp->master_weights != !opt->master_on)
 		return gpo__err(-EBUSY, "%s: master_weights cannot change after the first use",
 				what);

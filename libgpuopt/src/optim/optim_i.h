@@ -58,6 +58,12 @@ struct gpo_optim {
 	struct dev_mem *ext[2];
 	uint64_t ext_off[2];
 	struct dev_buf slot[SL_COUNT];	/* allocated when first needed */
+	/*
+	 * u8 state: each u8 slot's f32 absmax per block of GPO_QBLOCK; blocks
+	 * never span groups (group g's are [optim_u8_first(g), + its
+	 * div_up(numel, 256)), element 256 k of the group starts block k)
+	 */
+	struct dev_buf absmax[SL_COUNT];
 	/* element types, fixed at allocation (0 = GPO_F32) */
 	enum gpo_dtype param_dtype, grad_dtype, slot_dtype[SL_COUNT];
 	/*
@@ -114,6 +120,19 @@ struct gpo_optim {
 	 */
 	int state_elsewhere;
 };
+
+/*
+ * u8 state (optim.c): the absmax blocks of every group, and the first of
+ * group @g's
+ */
+uint64_t gpo__optim_u8_blocks(const struct gpo_optim *opt);
+/*
+ * the most workgroups a u8 update launches (4096: enough to fill a GPU,
+ * each loading the maps once); results never depend on it, which tests
+ * check by making it small
+ */
+extern unsigned int gpo__optim_u8_groups;
+uint64_t gpo__optim_u8_first(const struct gpo_optim *opt, int g);
 
 /* torch's state-dict names of the slots, indexed by enum slot_id */
 extern const char *const gpo__optim_slot_names[SL_COUNT];

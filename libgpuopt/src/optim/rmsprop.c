@@ -22,6 +22,24 @@ static int rmsprop_slot_needed(const struct hparams *hp, enum slot_id s)
 	       (s == SL_GRAD_AVG && hp->centered);
 }
 
+/*
+ * u8 state: square_avg alone, signed as bitsandbytes' RMSprop8bit keeps
+ * it; momentum and centered have no 8-bit kernel (nor in bitsandbytes)
+ */
+static int rmsprop_fill_u8(struct gpo_optim *opt, struct optim_group *grp,
+			   struct op_call *call, struct gpo_rmsprop_args *a)
+{
+	if (grp->hp.momentum > 0 || grp->hp.centered)
+		return gpo__err(-ENOSYS, "rmsprop: %s with state in u8: no 8-bit kernel yet",
+				grp->hp.centered ? "centered" : "momentum");
+	optim_u8_call(opt, grp, call, OP_RMSPROP8, &a->q_off, &a->q_blk,
+		      &a->q_groups);
+	call->buf[2] = opt->slot[SL_SQUARE_AVG];
+	call->buf[6] = opt->absmax[SL_SQUARE_AVG];
+	a->flags |= GPO_RMSPROP_STATE_U8;
+	return 0;
+}
+
 static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
 			uint64_t t, uint32_t flags, struct op_call *call,
 			void *args)
@@ -48,6 +66,15 @@ static int rmsprop_fill(struct gpo_optim *opt, struct optim_group *grp,
 		a->flags |= GPO_RMSPROP_CENTERED;
 	}
 	call->buf[5] = opt->scal;
+	a->q_off = 0;
+	a->q_blk = 0;
+	a->q_groups = 0;
+	if (opt->slot_dtype[SL_SQUARE_AVG] == GPO_U8) {
+		int ret = rmsprop_fill_u8(opt, grp, call, a);
+
+		if (ret)
+			return ret;
+	}
 	a->lr = (float)lr;
 	a->alpha = (float)hp->alpha;
 	a->eps = (float)hp->eps;
@@ -68,7 +95,7 @@ static int rmsprop_launch(struct gpo_optim *opt, uint64_t t, uint32_t flags)
 const struct optim_family gpo__optim_rmsprop = {
 	.name = "rmsprop",
 	.slots = SLOT(SL_SQUARE_AVG) | SLOT(SL_MOMENTUM) | SLOT(SL_GRAD_AVG),
-	.state_dtypes = DT(GPO_BF16),
+	.state_dtypes = DT(GPO_BF16) | DT(GPO_U8),
 	.keys = rmsprop_keys,
 	.defaults = rmsprop_defaults,
 	.slot_needed = rmsprop_slot_needed,

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/gpuopt_i.h"
+#include "core/quant_i.h"
 #include "backend/cpu/cpu_i.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
@@ -352,6 +353,82 @@ static void k_adam_bf16(const struct op_call *c, uint32_t lo, uint32_t hi,
 	}
 }
 
+/*
+ * The blocks of units [lo, hi) of a u8 launch: unit w does blocks w, w +
+ * @groups, ... of the group's (n + 255) / 256, as the GPU kernels' groups
+ */
+#define FOR_EACH_U8_BLOCK(k, w, lo, hi, n, groups) \
+	for (w = lo; w < hi; w++) \
+		for (k = w; k < ((n) + GPO_QBLOCK - 1) / GPO_QBLOCK; \
+		     k += (groups))
+
+/* u8 state: the largest |x| of a block by the bits, so a NaN wins */
+static float u8_absmax(const float *x, uint32_t cnt)
+{
+	uint32_t m = 0, b, i;
+	float f;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&b, &x[i], 4);
+		b &= 0x7fffffffu;
+		m = b > m ? b : m;
+	}
+	memcpy(&f, &m, 4);
+	return f;
+}
+
+/*
+ * adam8 (abi/adam.h): groups [lo, hi) are blocks of 256; each is
+ * dequantized, updated as k_adam does, and requantized against the new
+ * state's absmax
+ */
+static void k_adam8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_adam_args *a = c->args;
+	float *p = bp(c, 0);
+	const float *g = bp(c, 1);
+	uint8_t *mq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	uint8_t *vq = (uint8_t *)(void *)bp(c, 3) + a->q_off;
+	float *mabs = bp(c, 6) + a->q_blk, *vabs = bp(c, 7) + a->q_blk;
+	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+	const float step_size = a->step_size, bc2_sqrt = a->bc2_sqrt;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int decoupled = a->flags & GPO_ADAM_DECOUPLED;
+	const float decay = decoupled ? a->decay : 1.0f;
+	const float l2 = decoupled ? 0.0f : a->weight_decay;
+	float m[GPO_QBLOCK], v[GPO_QBLOCK], gm;
+	uint32_t k, w, i;
+
+	if (!grad_mul(c, a->flags, 5, &gm))
+		return;
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
+		uint32_t first = k * GPO_QBLOCK;
+		uint32_t cnt = a->n - first < GPO_QBLOCK ? a->n - first :
+							  GPO_QBLOCK;
+		float ma, va;
+
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + l2 * p[e];
+			float denom;
+
+			m[i] = gpo__dequant8(mq[e], mabs[k], 1) * b1 + ob1 * gi;
+			v[i] = gpo__dequant8(vq[e], vabs[k], 0) * b2 +
+			       ob2 * gi * gi;
+			denom = sqrtf(v[i]) / bc2_sqrt + eps;
+			p[e] = p[e] * decay - step_size * (m[i] / denom);
+		}
+		ma = u8_absmax(m, cnt);
+		va = u8_absmax(v, cnt);
+		mabs[k] = ma;
+		vabs[k] = va;
+		for (i = 0; i < cnt; i++) {
+			mq[first + i] = gpo__quant8(m[i], ma, 1);
+			vq[first + i] = gpo__quant8(v[i], va, 0);
+		}
+	}
+}
+
 CPU_CLONES
 static void k_adam(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
@@ -541,6 +618,112 @@ static void k_lion(const struct op_call *c, uint32_t lo, uint32_t hi)
 		m[i] = m[i] * b2 + ob2 * gi;
 	}
 }
+
+/* a block's new state @x of @cnt elements: its absmax, then its codes */
+static void u8_store(uint8_t *q, float *absmax, const float *x, uint32_t cnt,
+		     int sg)
+{
+	float m = u8_absmax(x, cnt);
+	uint32_t i;
+
+	*absmax = m;
+	for (i = 0; i < cnt; i++)
+		q[i] = gpo__quant8(x[i], m, sg);
+}
+
+/* the elements of block @k of a group of @n: its first and its count */
+static uint32_t u8_block(uint32_t n, uint32_t k, uint32_t *first)
+{
+	*first = k * GPO_QBLOCK;
+	return n - *first < GPO_QBLOCK ? n - *first : GPO_QBLOCK;
+}
+
+/* rmsprop8 (abi/rmsprop.h): k_rmsprop's update, neither momentum nor centered */
+static void k_rmsprop8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_rmsprop_args *a = c->args;
+	float *p = bp(c, 0), *sabs = bp(c, 6) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *sq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float lr = a->lr, alpha = a->alpha, eps = a->eps;
+	const float wd = a->weight_decay, oa = a->one_minus_alpha;
+	float s[GPO_QBLOCK], gm;
+	uint32_t k, w, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 5, &gm))
+		return;
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + wd * p[e];
+			float avg;
+
+			s[i] = gpo__dequant8(sq[e], sabs[k], 1) * alpha +
+			       oa * gi * gi;
+			avg = sqrtf(s[i]) + eps;
+			p[e] = p[e] - lr * (gi / avg);
+		}
+		u8_store(sq + first, &sabs[k], s, cnt, 1);
+	}
+}
+
+/* adagrad8 (abi/adagrad.h): k_adagrad's update */
+static void k_adagrad8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_adagrad_args *a = c->args;
+	float *p = bp(c, 0), *sabs = bp(c, 4) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *sq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float clr = a->clr, wd = a->weight_decay, eps = a->eps;
+	float s[GPO_QBLOCK], gm;
+	uint32_t k, w, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 3, &gm))
+		return;
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm + wd * p[e];
+
+			s[i] = gpo__dequant8(sq[e], sabs[k], 1) + gi * gi;
+			p[e] = p[e] - clr * (gi / (sqrtf(s[i]) + eps));
+		}
+		u8_store(sq + first, &sabs[k], s, cnt, 1);
+	}
+}
+
+/* lion8 (abi/lion.h): k_lion's update */
+static void k_lion8(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	const struct gpo_lion_args *a = c->args;
+	float *p = bp(c, 0), *mabs = bp(c, 4) + a->q_blk;
+	const float *g = bp(c, 1);
+	uint8_t *mq = (uint8_t *)(void *)bp(c, 2) + a->q_off;
+	const float lr = a->lr, b1 = a->beta1, b2 = a->beta2;
+	const float decay = a->decay;
+	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	float m[GPO_QBLOCK], gm;
+	uint32_t k, w, i, first, cnt;
+
+	if (!grad_mul(c, a->flags, 3, &gm))
+		return;
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, a->n, a->q_groups) {
+		cnt = u8_block(a->n, k, &first);
+		for (i = 0; i < cnt; i++) {
+			uint32_t e = first + i;
+			float gi = g[e] * gm;
+			float mi = gpo__dequant8(mq[e], mabs[k], 1);
+			float u = mi * b1 + ob1 * gi;
+
+			p[e] = p[e] * decay - lr * sign_of(u);
+			m[i] = mi * b2 + ob2 * gi;
+		}
+		u8_store(mq + first, &mabs[k], m, cnt, 1);
+	}
+}
+
 
 /* LAMB's update direction from the updated moments. */
 static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
@@ -739,9 +922,13 @@ static const struct cpu_kernel {
 	{ "norm_small", k_norm_small, DT(GPO_F32) },
 	{ "sgd", k_sgd, DT(GPO_F32) },
 	{ "adam", k_adam, DT(GPO_F32) },
+	{ "adam8", k_adam8, DT(GPO_F32) },
 	{ "rmsprop", k_rmsprop, DT(GPO_F32) },
 	{ "adagrad", k_adagrad, DT(GPO_F32) },
 	{ "lion", k_lion, DT(GPO_F32) },
+	{ "rmsprop8", k_rmsprop8, DT(GPO_F32) },
+	{ "adagrad8", k_adagrad8, DT(GPO_F32) },
+	{ "lion8", k_lion8, DT(GPO_F32) },
 	{ "lamb_prep", k_lamb_prep, DT(GPO_F32) },
 	{ "lamb_trust", k_lamb_trust, DT(GPO_F32) },
 	{ "lamb_apply", k_lamb_apply, DT(GPO_F32) },
