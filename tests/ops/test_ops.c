@@ -3652,6 +3652,23 @@ static void u8_setup(struct tcase *tc, uint32_t flags)
 		tb_alloc(c, wo + (n + 3) / 4 + tail(tc));
 		for (i = 0; i < c->n; i++)
 			c->in[i] = (uint32_t)tu_rand(&tc->rng, 0, 4294967296.0);
+		/*
+		 * RMSprop's square_avg and Adagrad's sum are never negative
+		 * (sums of squares): codes of the signed map's upper half
+		 * (127: 0.0 on). A negative one would make sqrt's NaN, whose
+		 * bits after further arithmetic are the hardware's own
+		 * (NVIDIA's 0x7fffffff, x86's the operand's).
+		 */
+		if (tc->oc->op == OP_RMSPROP8 || tc->oc->op == OP_ADAGRAD8)
+			for (i = 0; i < c->n; i++) {
+				uint32_t w = 0;
+				int b;
+
+				for (b = 0; b < 4; b++)
+					w |= (127u + (c->in[i] >> (8 * b) &
+						      0xffu) % 129u) << (8 * b);
+				c->in[i] = w;
+			}
 		tb_alloc(m, bo + blocks + tail(tc));
 		for (i = 0; i < m->n; i++)
 			put(m, i, (float)pow(10, tu_rand(&tc->rng, -3, 1)));
