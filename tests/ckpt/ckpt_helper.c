@@ -222,6 +222,29 @@ static int dump_one(struct gpo_optim *opt, const char *dir, const char *slot,
 	return ret;
 }
 
+/* a u8 slot's absmax blocks (the file's absmax/<slot>), as f32 */
+static int dump_absmax(struct gpo_optim *opt, const char *dir,
+		       const char *slot)
+{
+	int n = gpo_optim_read_absmax(opt, slot, NULL, 0), ret;
+	char path[4096];
+	float *x;
+	FILE *f;
+
+	if (n <= 0)
+		return n;
+	x = malloc((size_t)n * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	ret = gpo_optim_read_absmax(opt, slot, x, (size_t)n);
+	snprintf(path, sizeof(path), "%s/absmax__%s.bin", dir, slot);
+	if (!ret && (!(f = fopen(path, "wb")) ||
+		     fwrite(x, sizeof(*x), n, f) != (size_t)n || fclose(f)))
+		ret = -EIO;
+	free(x);
+	return ret;
+}
+
 static int dump(struct gpo_optim *opt, const char *dir)
 {
 	struct gpo_tensor_info ti;
@@ -234,6 +257,11 @@ static int dump(struct gpo_optim *opt, const char *dir)
 			ret = dump_one(opt, dir, gpo_optim_slot_name(opt, s),
 				       ti.name, ti.numel);
 	}
+	for (s = 0; s < gpo_optim_slot_count(opt) && !ret; s++)
+		if (gpo_optim_dtype(opt, gpo_optim_slot_name(opt, s)) ==
+		    GPO_U8)
+			ret = dump_absmax(opt, dir,
+					  gpo_optim_slot_name(opt, s));
 	return ret;
 }
 

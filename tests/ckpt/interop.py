@@ -115,6 +115,12 @@ def buffer_of(name):
     return "param" if name.startswith("param/") else name.rsplit("/", 1)[1]
 
 
+def dtype_of(dts, name):
+    """A tensor's dtype: its buffer's, or f32 for a u8 slot's absmax
+    blocks (absmax/<slot>)"""
+    return "f32" if name.startswith("absmax/") else dts[buffer_of(name)]
+
+
 def file_bytes(path):
     """Each tensor's bytes by the file's own header, read with numpy."""
     raw = np.fromfile(path, dtype=np.uint8)
@@ -151,7 +157,7 @@ def check_dtypes(tmp, kind, dts):
     with open(path, "rb") as fh:
         pkg = dict(deserialize(fh.read()))
     for name, t in pkg.items():
-        st = ST_NAME[dts[buffer_of(name)]]
+        st = ST_NAME[dtype_of(dts, name)]
         if t["dtype"] != st:
             sys.exit("%s: %s is %s, want %s" % (tag, name, t["dtype"], st))
     same_bytes({n: t["data"] for n, t in pkg.items()}, want,
@@ -184,7 +190,7 @@ def check_dtypes(tmp, kind, dts):
     shapes = {n: t["shape"] for n, t in pkg.items()}
 
     def pkg_dict(data):
-        return {n: {"dtype": PKG_NAME[dts[buffer_of(n)]], "shape": shapes[n],
+        return {n: {"dtype": PKG_NAME[dtype_of(dts, n)], "shape": shapes[n],
                     "data": bytes(data[n])} for n in shapes}
 
     path2 = os.path.join(tmp, tag + ".resaved.st")
