@@ -302,6 +302,100 @@ START_TEST(test_checkpoint_resumes_same_bytes)
 END_TEST
 
 /*
+ * Vulkan records the whole training step (load, forward, backward, clip,
+ * update, and the readback of loss, accuracy and the update's scalars)
+ * once and replays it. The replayed steps give the same losses and the
+ * same parameter bytes as the same steps launched one by one into the
+ * batch (GPUOPT_VULKAN_DEBUG=nograph, in a context of its own), across an
+ * epoch's reshuffle, an evaluation between steps, and a change of
+ * hyperparameters that drops the norm pass (a new recording).
+ */
+START_TEST(test_recorded_step_same_bytes_as_batch)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, i, k, tested = 0;
+	const char *opts = "batch_size=64 shuffle=1 seed=5";
+	const char *hp = "lr=0.003 weight_decay=0.01 clip_norm=0.5";
+
+	for (d = 0; d < ndev; d++) {
+		struct gpo_train_result ra[16], rb[16], ea, eb;
+		struct gpo_device *dev[2] = { devs[d], NULL };
+		struct gpo_ctx *ctx;
+		struct run r[2];
+		float *p[2];
+		size_t n;
+
+		if (strncmp(tu_device_id(devs[d]), "vulkan:", 7))
+			continue;
+		tested++;
+		setenv("GPUOPT_VULKAN_DEBUG", "nograph", 1);
+		ck_assert(!gpo_ctx_new(&ctx, 0));
+		unsetenv("GPUOPT_VULKAN_DEBUG");
+		ck_assert(!gpo_device_select(ctx, tu_device_id(devs[d]),
+					     &dev[1]));
+		for (k = 0; k < 2; k++) {
+			struct gpo_train_result *res = k ? rb : ra;
+
+			run_open(&r[k], dev[k], GPO_ADAMW, hp, NULL, opts);
+			for (i = 0; i < 16; i++) {
+				/* loss and accuracy poisoned: the step fills them */
+				res[i].loss = NAN;
+				res[i].accuracy = NAN;
+				if (i == 7)
+					ck_assert(!gpo_train_eval(r[k].t,
+								  k ? &eb : &ea));
+				if (i == 11)
+					ck_assert(!gpo_optim_configure(r[k].opt,
+								       0, "clip_norm=0"));
+				ck_assert_msg(!gpo_train_step(r[k].t, &res[i]),
+					      "%s: %s", tu_device_id(dev[k]),
+					      gpo_errmsg());
+			}
+		}
+		for (i = 0; i < 16; i++) {
+			ck_assert_msg(isfinite(ra[i].loss) &&
+				      isfinite(ra[i].accuracy),
+				      "step %d: loss %g accuracy %g", i,
+				      ra[i].loss, ra[i].accuracy);
+			ck_assert_msg(ra[i].loss == rb[i].loss &&
+				      ra[i].accuracy == rb[i].accuracy &&
+				      ra[i].step == rb[i].step,
+				      "%s step %d: recorded loss %.9g acc %g, batch %.9g acc %g",
+				      tu_device_id(devs[d]), i, ra[i].loss,
+				      ra[i].accuracy, rb[i].loss, rb[i].accuracy);
+			if (i < 11)
+				ck_assert_msg(ra[i].grad_norm == rb[i].grad_norm &&
+					      isfinite(ra[i].grad_norm),
+					      "step %d: norm %g against %g", i,
+					      ra[i].grad_norm, rb[i].grad_norm);
+			else
+				ck_assert(isnan(ra[i].grad_norm) &&
+					  isnan(rb[i].grad_norm));
+		}
+		/* the loss fell: the steps were real */
+		ck_assert(ra[15].loss < ra[0].loss);
+		ck_assert(ea.loss == eb.loss && ea.accuracy == eb.accuracy);
+		n = gpo_optim_numel(r[0].opt);
+		p[0] = malloc(n * 4);
+		p[1] = malloc(n * 4);
+		ck_assert(p[0] && p[1]);
+		read_params(r[0].opt, p[0], n);
+		read_params(r[1].opt, p[1], n);
+		ck_assert_msg(!memcmp(p[0], p[1], n * 4),
+			      "%s: recorded steps differ from batched ones",
+			      tu_device_id(devs[d]));
+		free(p[0]);
+		free(p[1]);
+		run_close(&r[0]);
+		run_close(&r[1]);
+		gpo_ctx_free(ctx);
+	}
+	if (!tested)
+		fprintf(stderr, "test_recorded_step_same_bytes_as_batch: no Vulkan device\n");
+}
+END_TEST
+
+/*
  * A dataset that does not fit the pool: batches go from host memory, and
  * the run is the same, bit for bit, as with the data on the device.
  */
@@ -1204,6 +1298,7 @@ int main(void)
 	tcase_add_test(tc, test_mlp_adamw_clipped_follows_torch);
 	tcase_add_test(tc, test_mlp_matmul_f16_trains);
 	tcase_add_test(tc, test_checkpoint_resumes_same_bytes);
+	tcase_add_test(tc, test_recorded_step_same_bytes_as_batch);
 	tcase_add_test(tc, test_eval_covers_the_test_set);
 	tcase_add_test(tc, test_dataset_beyond_the_pool_same_bytes);
 	tcase_add_test(tc, test_bad_models_refused);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * attn_bwd_d.comp - attn_bwd_d (abi/attention.h): d_r = sum_c dy_rc y_rc,
  * a row an invocation, c ascending, grid-stride over the bh * t rows.

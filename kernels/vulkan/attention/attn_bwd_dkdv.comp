@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * attn_bwd_dkdv.comp - attn_bwd_dkdv (abi/attention.h): one block of 64
  * keys a workgroup, the query blocks from its own to the last in order:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * attn_bwd_dq.comp - attn_bwd_dq (abi/attention.h): one block of 64
  * queries a workgroup, the key blocks 0 .. its own in order: p again from

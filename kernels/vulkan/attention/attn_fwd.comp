@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * attn_fwd.comp - attn_fwd (abi/attention.h): y = softmax(scale q k^T,
  * causal) v and the rows' logsumexp l, one block of 64 queries a

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * cast.comp - cast (abi/cast.h): f32 -> f16/bf16 (nearest even or, for
  * bf16, stochastic) a word of two outputs per invocation, and f16/bf16 ->

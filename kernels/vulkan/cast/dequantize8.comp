@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * dequantize8.comp - dequantize8 (abi/cast.h): an element per invocation,
  * grid-stride: the map's value of its code times its block's absmax.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * quantize8.comp - quantize8 (abi/cast.h): one workgroup a block of 256, blocks
  * grp, grp + groups, ...: the block's absmax (max |x| by the bits, so a

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * binary.comp - binary: y[off_y + i] (+)= alpha * (a[ai(i)] OP b[bi(i)])
  * for i < n, a and b read through their strides (abi/ew.h: a stride of 0

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * unary.comp - unary: y[off_y + i] (+)= alpha * f(x[xi(i)]) for i < n,
  * x read through its strides (abi/ew.h), grid-stride over i.

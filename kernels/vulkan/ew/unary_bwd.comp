@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * unary_bwd.comp - unary_bwd: dx[off_y + i] (+)= alpha * dy[off_b + i] *
  * f'(x[off_a + i]) for i < n, all three contiguous (abi/ew.h),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * embed_bwd.comp - embed_bwd: dw row v (+)= the sum of the dy rows b
  * whose index names v, b ascending (abi/gather.h). A workgroup per table

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32 i32
+// recorded: yes
 /*
  * gather_rows.comp - gather_rows: dst row b = src row idx[b] - row_lo
  * when that is in [0, row_hi - row_lo), else dst row b left as it is

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * layernorm.comp - layernorm: each row of x to mean 0 and variance 1 in
  * y, its mean and rstd in stats (abi/layernorm.h). A workgroup per row,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * layernorm_bwd.comp - layernorm_bwd (abi/layernorm.h), y and stats the
  * forward's outputs:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * accuracy.comp - accuracy: y[off_y + r] = 1 if the row's first maximum
  * is at its label, else 0 (abi/loss.h; NaN counts as the largest, as in

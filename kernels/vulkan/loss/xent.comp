@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * xent.comp - xent: y[off_y + r] = log sum_j exp(x_j - m) + m - x_label
  * for each row r (abi/loss.h), NaN for a label outside the row. A

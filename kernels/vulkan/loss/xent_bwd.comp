@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * xent_bwd.comp - xent_bwd: dx_j (+)= alpha * dl * (softmax(x)_j -
  * (j == label)) for each row (abi/loss.h), dl the one float at off_dl. A

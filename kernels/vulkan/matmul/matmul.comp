@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * matmul.comp - matmul: C_z (+)= alpha * op(A_z) op(B_z) (abi/matmul.h),
  * one 64 x 64 tile of one C_z a workgroup.

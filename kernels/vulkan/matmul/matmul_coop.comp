@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * matmul_coop.comp - matmul_coop: C_z (+)= alpha * op(A_z) op(B_z)
  * (abi/matmul.h) on cooperative matrices (GL_NV_cooperative_matrix,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32 i32
+// recorded: yes
 /* copy.comp - copy: dst = src; the bandwidth yardstick */
 #version 450
 #include "common.glsl"

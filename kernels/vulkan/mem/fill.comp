@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /* fill.comp - fill: dst = value */
 #version 450
 #include "common.glsl"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * obj_quadratic.comp - obj_quadratic over x[0..n): group i covers
  * [i * chunk, min(n, (i + 1) * chunk)) and writes

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * obj_rosenbrock.comp - obj_rosenbrock over x[0..n), groups as
  * obj_quadratic:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * reduce.comp - reduce: SUM or MAX of x [outer, len, inner] over len into
  * y [outer, inner] (abi/reduce.h), MAX optionally with the first index of

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * reduce_bwd.comp - reduce_bwd: for every element (o, r, i) of x
  * [outer, len, inner], grid-stride over the n of them (abi/reduce.h):

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * softmax.comp - softmax: SOFTMAX or LOG_SOFTMAX of each row of x into y
  * (abi/softmax.h). A workgroup per row, rows grp, grp + groups, ...:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
+// recorded: yes
 /*
  * softmax_bwd.comp - softmax_bwd (abi/softmax.h), y the forward's output:
  *   SOFTMAX      dx_j (+)= alpha * y_j (dy_j - sum_k dy_k y_k)

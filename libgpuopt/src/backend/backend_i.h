@@ -150,6 +150,26 @@ struct op_call {
 	const void *args;
 };
 
+/*
+ * A recorded step's readbacks (backend_ops.graph_end()) land one after
+ * another in host memory, each at a multiple of GPO_RB_ALIGN bytes, at
+ * most GPO_RB_MAX bytes in all.
+ */
+#define GPO_RB_ALIGN	16	/* a power of 2: ~15ull below */
+#define GPO_RB_MAX	256
+#define GPO_RB_COUNT	4
+
+static inline uint64_t gpo__rb_offset(const struct dev_buf *rb,
+				      unsigned int i)
+{
+	uint64_t off = 0;
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		off += (rb[j].size + GPO_RB_ALIGN - 1) & ~15ull;
+	return off;
+}
+
 struct backend_ops {
 	const char *name;	/* "cpu", "opencl", "vulkan" */
 	/* find devices, register each with ctx_add_device(); an error here
@@ -208,16 +228,16 @@ struct backend_ops {
 	 * command buffer recorded the first time and replayed while the
 	 * launches differ only in their parameter structs; OpenCL: on the
 	 * queue, started by the next wait() or submit()) and returns 1;
-	 * with @readback,
-	 * @bytes of it are copied at the end of the same submission to
-	 * *@host, to be read after the next wait(). It returns 0 when the
-	 * launches could not be recorded and went to the batch as usual
-	 * (or none came), and discards them if @abort.
+	 * the @nrb ranges @rb[i] (rb[i].size bytes each) are copied at the
+	 * end of the same submission to *@host, the i-th at
+	 * gpo__rb_offset(rb, i), to be read after the next wait(). It
+	 * returns 0 when the launches could not be recorded and went to
+	 * the batch as usual (or none came), and discards them if @abort.
 	 */
 	int (*graph_begin)(struct gpo_device *dev, struct dev_graph **g);
 	int (*graph_end)(struct gpo_device *dev, struct dev_graph *g,
-			 int abort, const struct dev_buf *readback,
-			 uint64_t bytes, const void **host);
+			 int abort, const struct dev_buf *rb,
+			 unsigned int nrb, const void **host);
 	void (*graph_free)(struct gpo_device *dev, struct dev_graph *g);
 	/* free bytes on the device as the driver sees them, 0 if unknown */
 	uint64_t (*mem_free)(struct gpo_device *dev);

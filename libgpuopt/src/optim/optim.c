@@ -1712,6 +1712,7 @@ static int launch_graph(struct gpo_optim *opt, int use_norm)
 {
 	struct gpo_device *dev = opt->dev;
 	const void *host = NULL;
+	struct dev_buf rb;
 	int ret, end;
 
 	opt->scal_host = NULL;
@@ -1719,9 +1720,10 @@ static int launch_graph(struct gpo_optim *opt, int use_norm)
 	if (ret)
 		return ret;
 	ret = launch_step(opt, opt->step + 1, use_norm);
-	end = dev->ops->graph_end(dev, opt->graph, ret != 0,
-				  use_norm ? &opt->scal : NULL,
-				  GPO_SCAL_SIZE * sizeof(float), &host);
+	rb = opt->scal;
+	rb.size = GPO_SCAL_SIZE * sizeof(float);
+	end = dev->ops->graph_end(dev, opt->graph, ret != 0, &rb,
+				  use_norm ? 1 : 0, &host);
 	if (ret)
 		return ret;
 	if (end > 0)
@@ -1852,66 +1854,60 @@ static int step_async(struct gpo_optim *opt, int use_norm, double lr)
 	return 0;
 }
 
-int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
-		    int sync)
+/*
+ * gpo__optim_prepare_locked - under dev->lock, before a step's launches:
+ * the state allocated, a queued step that may have been skipped settled
+ * (which may read and wait), and what the step needs to know in @ps
+ */
+int gpo__optim_prepare_locked(struct gpo_optim *opt,
+			      struct optim_pending *ps)
 {
-	struct gpo_device *dev;
-	const struct hparams *hp;
-	float scal[GPO_SCAL_SIZE] = { 1.0f, 0.0f, NAN, 0.0f, 1.0f };
-	uint64_t ns = 0;
-	int use_norm, skipped, replayed = 0, ret;
-	double lr;
+	const struct hparams *hp = &opt->groups[0].hp;
+	int ret;
 
-	if (!opt)
-		return gpo__err(-EINVAL, "NULL optimizer");
-	ret = check_f32(opt, gpo_optim_kind_name(opt->kind), 1);
-	if (ret)
-		return ret;
-	dev = opt->dev;
-	hp = &opt->groups[0].hp;
-	use_norm = hp->clip_norm > 0 || hp->grad_scale != 1.0 ||
-		   hp->check_finite || ls_on(hp);
-
-	pthread_mutex_lock(&dev->lock);
+	ps->use_norm = hp->clip_norm > 0 || hp->grad_scale != 1.0 ||
+		       hp->check_finite || ls_on(hp);
 	ret = gpo__optim_ensure_allocated(opt);
 	if (!ret)
 		ret = gpo__optim_settle(opt);
 	if (ret)
-		goto out_unlock;
-	lr = optim_group_lr(opt, &opt->groups[0]);
-	if (sync && dev->ops->graph_begin) {
-		replayed = launch_graph(opt, use_norm);
-		ret = replayed < 0 ? replayed : 0;
-	} else {
-		opt->scal_host = NULL;
-		ret = launch_step(opt, opt->step + 1, use_norm);
-	}
-	if (!ret && sync == GPO__STEP_ASYNC) {
-		ret = step_async(opt, use_norm, lr);
-		goto out_clear;
-	}
-	/* without the norm pass no step is skipped: nothing to learn */
-	if (!ret && replayed > 0) {
-		ret = dev->ops->wait(dev, &ns);
-		if (!ret && use_norm)
-			memcpy(scal, opt->scal_host, sizeof(scal));
-	} else {
-		if (!ret && use_norm)
-			ret = dev->ops->read(dev, &opt->scal, 0, scal,
-					     sizeof(scal));
-		if (!ret && (sync || use_norm))
-			ret = dev->ops->wait(dev, &ns);
-	}
-	if (ret)
-		goto out_unlock;
-	if (sync)
-		opt->queued = 0;
+		return ret;
+	ps->lr = optim_group_lr(opt, &opt->groups[0]);
+	return 0;
+}
 
+/* gpo__optim_launch_locked - the prepared step's launches, queued */
+int gpo__optim_launch_locked(struct gpo_optim *opt,
+			     const struct optim_pending *ps)
+{
+	opt->scal_host = NULL;
+	return launch_step(opt, opt->step + 1, ps->use_norm);
+}
+
+/*
+ * gpo__optim_finish_locked - the host's side of a step that ran to the
+ * end: @scal (GPO_SCAL_SIZE floats read back when ps->use_norm, else
+ * unused and may be NULL) says whether
+ * it was skipped, @ns its device time; the counters and the schedule
+ * move on and *@info (may be NULL) gets what happened
+ */
+void gpo__optim_finish_locked(struct gpo_optim *opt,
+			      const struct optim_pending *ps,
+			      const float *scal, uint64_t ns,
+			      struct gpo_step_info *info)
+{
+	/* what a step without the norm pass leaves in its scalars */
+	static const float none[GPO_SCAL_SIZE] = { 1.0f, 0.0f, NAN, 0.0f,
+						   1.0f };
+	int use_norm = ps->use_norm, skipped;
+
+	if (!use_norm || !scal)
+		scal = none;
 	skipped = use_norm && scal[GPO_SCAL_SKIP] != 0.0f;
 	count_step(opt, skipped, opt->metric);
 	opt->last.step = opt->step;
 	opt->last.skipped_total = opt->skipped;
-	opt->last.lr = lr;
+	opt->last.lr = ps->lr;
 	opt->last.grad_norm = use_norm ? scal[GPO_SCAL_NORM] : NAN;
 	opt->last.skipped = skipped;
 	opt->last.loss_scale = scal[GPO_SCAL_LS];
@@ -1919,9 +1915,64 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 	opt->last_norm = 0;
 	if (info)
 		*info = opt->last;
-out_clear:
-	if (!ret)
-		gpo__err_clear();
+	gpo__err_clear();
+}
+
+/* can @opt step at all (its dtypes have kernels)? */
+int gpo__optim_check(struct gpo_optim *opt)
+{
+	return check_f32(opt, gpo_optim_kind_name(opt->kind), 1);
+}
+
+int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
+		    int sync)
+{
+	struct gpo_device *dev;
+	struct optim_pending ps;
+	float scal[GPO_SCAL_SIZE];
+	uint64_t ns = 0;
+	int replayed = 0, ret;
+
+	if (!opt)
+		return gpo__err(-EINVAL, "NULL optimizer");
+	ret = gpo__optim_check(opt);
+	if (ret)
+		return ret;
+	dev = opt->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = gpo__optim_prepare_locked(opt, &ps);
+	if (ret)
+		goto out_unlock;
+	if (sync && dev->ops->graph_begin) {
+		replayed = launch_graph(opt, ps.use_norm);
+		ret = replayed < 0 ? replayed : 0;
+	} else {
+		ret = gpo__optim_launch_locked(opt, &ps);
+	}
+	if (!ret && sync == GPO__STEP_ASYNC) {
+		ret = step_async(opt, ps.use_norm, ps.lr);
+		if (!ret)
+			gpo__err_clear();
+		goto out_unlock;
+	}
+	/* without the norm pass no step is skipped: nothing to learn */
+	if (!ret && replayed > 0) {
+		ret = dev->ops->wait(dev, &ns);
+		if (!ret && ps.use_norm)
+			memcpy(scal, opt->scal_host, sizeof(scal));
+	} else {
+		if (!ret && ps.use_norm)
+			ret = dev->ops->read(dev, &opt->scal, 0, scal,
+					     sizeof(scal));
+		if (!ret && (sync || ps.use_norm))
+			ret = dev->ops->wait(dev, &ns);
+	}
+	if (ret)
+		goto out_unlock;
+	if (sync)
+		opt->queued = 0;
+	gpo__optim_finish_locked(opt, &ps, scal, ns, info);
 out_unlock:
 	pthread_mutex_unlock(&dev->lock);
 	return ret;

@@ -199,6 +199,29 @@ int gpo__optim_step(struct gpo_optim *opt, struct gpo_step_info *info,
 		    int sync);
 
 /*
+ * A step in three parts, for a caller that puts its launches among its
+ * own (the tensor engine's recorded training step), all under dev->lock:
+ * prepare (may read and wait: before any recording starts), launch (only
+ * launches), and finish once the step ran and, where @ps->use_norm, its
+ * GPO_SCAL_SIZE scalars (opt->scal) were read back. gpo__optim_step() is
+ * the three in a row.
+ */
+struct optim_pending {
+	int use_norm;		/* the norm pass runs: read opt->scal */
+	double lr;
+};
+
+int gpo__optim_check(struct gpo_optim *opt);
+int gpo__optim_prepare_locked(struct gpo_optim *opt,
+			      struct optim_pending *ps);
+int gpo__optim_launch_locked(struct gpo_optim *opt,
+			     const struct optim_pending *ps);
+void gpo__optim_finish_locked(struct gpo_optim *opt,
+			      const struct optim_pending *ps,
+			      const float *scal, uint64_t ns,
+			      struct gpo_step_info *info);
+
+/*
  * gpo__optim_settle - bring the step counters up to date with an
  * asynchronous step that may have been skipped: reads its scalars, so it
  * waits for it. Device lock held. Returns 0 or -errno.

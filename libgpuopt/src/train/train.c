@@ -67,6 +67,7 @@ struct gpo_train {
 	void *stage_x;			/* host mode: a batch (gpt: i32) */
 	int32_t *stage_y;
 	struct net net;			/* training (sharded: a shard's rows) */
+	struct dev_graph *rec;		/* the plain step, recorded */
 	struct train_shards sh;		/* shards 0: none */
 	struct net ev[2];		/* evaluation: full batches, the rest */
 };
@@ -474,6 +475,8 @@ void gpo_train_free(struct gpo_train *t)
 {
 	if (!t)
 		return;
+	if (t->rec)
+		t->dev->ops->graph_free(t->dev, t->rec);
 	net_free(&t->net);
 	net_free(&t->ev[0]);
 	net_free(&t->ev[1]);
@@ -722,12 +725,106 @@ static int sharded_pass(struct gpo_train *t, uint64_t pos, double *loss,
 	return ret ? ret : t->sh.reduce(t->sh.arg, loss, acc);
 }
 
+/* the 4 bytes of scalar tensor @s */
+static struct dev_buf scalar_buf(const struct gpo_tensor *s)
+{
+	struct dev_buf b = s->st.blk;
+
+	b.off += s->st.elem * 4;
+	b.size = 4;
+	return b;
+}
+
+/*
+ * plain_step - one step of the whole batch under dev->lock: load,
+ * forward, backward and update as one recorded submission where the
+ * backend records (graph_begin), the loss, the accuracy and the
+ * update's scalars read back in it, and one wait. Inputs the host
+ * writes go before the recording (a recording holds no transfer); so
+ * does whatever the optimizer must settle first. Where the launches
+ * could not be recorded they went to the batch: the scalars are read
+ * as before.
+ */
+static int plain_step(struct gpo_train *t, uint64_t pos, double *loss,
+		      double *acc, struct gpo_step_info *si)
+{
+	struct gpo_device *dev = t->dev;
+	struct gpo_optim *opt = t->m->opt;
+	uint64_t epoch = pos / t->spe, first = (pos % t->spe) * t->batch;
+	struct optim_pending ps;
+	struct dev_buf rb[3];
+	float scal[GPO_SCAL_SIZE], v[2];
+	const void *host = NULL;
+	uint64_t ns = 0;
+	int ret, end = 0, rec = 0, gathers = t->on_device;
+
+	/* a loss scale set since the last step: its state, before the seed */
+	ret = gpo__optim_prepare_locked(opt, &ps);
+	if (!ret)
+		ret = set_epoch(t, epoch);
+	if (!ret && !gathers)
+		ret = t->gpt ? load_windows(t, &t->train, t->order, first,
+					    t->phase, t->max_phase, &t->net) :
+			       load(t, &t->train, t->order, first, &t->net);
+	if (!ret && dev->ops->graph_begin) {
+		ret = dev->ops->graph_begin(dev, &t->rec);
+		rec = !ret;
+	}
+	if (!ret && gathers)
+		ret = t->gpt ? load_windows(t, &t->train, t->order, first,
+					    t->phase, t->max_phase, &t->net) :
+			       load(t, &t->train, t->order, first, &t->net);
+	if (!ret)
+		ret = gpo__graph_launch(t->net.g,
+					GPO_RUN_FORWARD | GPO_RUN_BACKWARD);
+	if (!ret)
+		ret = gpo__optim_launch_locked(opt, &ps);
+	if (rec) {
+		rb[0] = scalar_buf(t->net.loss);
+		rb[1] = scalar_buf(t->net.acc);
+		rb[2] = opt->scal;
+		rb[2].size = GPO_SCAL_SIZE * sizeof(float);
+		end = dev->ops->graph_end(dev, t->rec, ret != 0, rb,
+					  ps.use_norm ? 3 : 2, &host);
+		if (!ret && end < 0)
+			ret = end;
+	}
+	if (ret)
+		return ret;
+	if (end > 0) {
+		ret = dev->ops->wait(dev, &ns);
+		if (ret)
+			return ret;
+		memcpy(v, (const char *)host + gpo__rb_offset(rb, 0), 4);
+		memcpy(v + 1, (const char *)host + gpo__rb_offset(rb, 1), 4);
+		if (ps.use_norm)
+			memcpy(scal, (const char *)host + gpo__rb_offset(rb, 2),
+			       sizeof(scal));
+		*loss = v[0];
+		*acc = v[1];
+	} else {
+		if (ps.use_norm)
+			ret = dev->ops->read(dev, &opt->scal, 0, scal,
+					     sizeof(scal));
+		if (!ret)
+			ret = read_scalar(dev, t->net.loss, loss);
+		if (!ret)
+			ret = read_scalar(dev, t->net.acc, acc);
+		if (!ret)
+			ret = dev->ops->wait(dev, &ns);
+		if (ret)
+			return ret;
+	}
+	gpo__optim_finish_locked(opt, &ps, scal, ns, si);
+	return 0;
+}
+
 int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 {
 	struct gpo_device *dev;
 	struct gpo_optim *opt;
 	struct gpo_step_info si;
-	uint64_t pos, epoch, first;
+	uint64_t pos;
 	double sl = 0, sa = 0;
 	int ret;
 
@@ -736,48 +833,25 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 	dev = t->dev;
 	opt = t->m->opt;
 	pos = opt->step + opt->skipped;
+	/* the dropout masks of this data position */
+	gpo_graph_set_step(t->net.g, pos);
 	if (t->sh.shards) {
-		gpo_graph_set_step(t->net.g, pos);
 		ret = sharded_pass(t, pos, &sl, &sa);
 		if (!ret)
 			ret = t->sh.step ? t->sh.step(t->sh.arg, &si) :
 					   gpo__optim_step(opt, &si, 0);
-		if (ret || !res)
-			return ret;
-		res->loss = sl;
-		res->accuracy = sa;
-		goto out_res;
+	} else {
+		ret = gpo__optim_check(opt);
+		if (!ret) {
+			pthread_mutex_lock(&dev->lock);
+			ret = plain_step(t, pos, &sl, &sa, &si);
+			pthread_mutex_unlock(&dev->lock);
+		}
 	}
-	epoch = pos / t->spe;
-	first = (pos % t->spe) * t->batch;
-	/* the dropout masks of this data position */
-	gpo_graph_set_step(t->net.g, pos);
-	pthread_mutex_lock(&dev->lock);
-	/* a loss scale set since the last step: its state, before the seed */
-	ret = gpo__optim_ensure_allocated(opt);
-	if (!ret)
-		ret = set_epoch(t, epoch);
-	if (!ret && t->gpt)
-		ret = load_windows(t, &t->train, t->order, first, t->phase,
-				   t->max_phase, &t->net);
-	else if (!ret)
-		ret = load(t, &t->train, t->order, first, &t->net);
-	if (!ret)
-		ret = gpo__graph_launch(t->net.g,
-					GPO_RUN_FORWARD | GPO_RUN_BACKWARD);
-	pthread_mutex_unlock(&dev->lock);
-	if (!ret)
-		ret = gpo__optim_step(opt, &si, 0);
 	if (ret || !res)
 		return ret;
-	pthread_mutex_lock(&dev->lock);
-	ret = read_scalar(dev, t->net.loss, &res->loss);
-	if (!ret)
-		ret = read_scalar(dev, t->net.acc, &res->accuracy);
-	pthread_mutex_unlock(&dev->lock);
-	if (ret)
-		return ret;
-out_res:
+	res->loss = sl;
+	res->accuracy = sa;
 	res->step = opt->step;
 	pos = opt->step + opt->skipped;
 	res->epoch = pos / t->spe;

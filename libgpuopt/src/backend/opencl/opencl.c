@@ -1695,29 +1695,38 @@ static int ocl_graph_begin(struct gpo_device *dev, struct dev_graph **g)
 }
 
 static int ocl_graph_end(struct gpo_device *dev, struct dev_graph *g,
-			 int abort, const struct dev_buf *readback,
-			 uint64_t bytes, const void **host)
+			 int abort, const struct dev_buf *rb,
+			 unsigned int nrb, const void **host)
 {
 	struct ocl_dev *od = dev->priv;
 	cl_event ev = NULL;
 	cl_int err = 0;
+	unsigned int i;
 
 	if (abort || !od->in_order)
 		return 0;
-	if (readback && bytes) {
-		if (bytes > sizeof(g->plain) || !readback->mem)
+	if (nrb && (nrb > GPO_RB_COUNT ||
+		    gpo__rb_offset(rb, nrb) > sizeof(g->plain)))
+		return 0;
+	for (i = 0; i < nrb; i++)
+		if (!rb[i].mem)
 			return 0;
-		err = clEnqueueReadBuffer(od->queue, readback->mem->mem,
-					  CL_FALSE, readback->off, bytes,
-					  g->back, 0, NULL, &ev);
+	for (i = 0; i < nrb; i++) {
+		err = clEnqueueReadBuffer(od->queue, rb[i].mem->mem, CL_FALSE,
+					  rb[i].off, rb[i].size,
+					  (char *)g->back +
+					  gpo__rb_offset(rb, i), 0, NULL,
+					  i + 1 == nrb ? &ev : NULL);
 		if (err)
 			return cl_fail(dev, err, 0, "clEnqueueReadBuffer");
+	}
+	if (ev) {
 		if (od->tail)
 			clReleaseEvent(od->tail);
 		od->tail = ev;
 	}
 	/* no flush: wait() flushes when it polls, submit() when asked */
-	*host = readback && bytes ? g->back : NULL;
+	*host = nrb ? g->back : NULL;
 	return 1;
 }
 

@@ -22,6 +22,11 @@
  * parameter structs and readback, so that steps queued without waiting
  * (gpo_optim_step_async()) do not overwrite what a running one reads; a
  * copy is waited for before it is written again.
+ *
+ * A step holds as many launches as it brings, up to GRAPH_CALLS_MAX: an
+ * optimizer step a few, a training step of the tensor engine (load,
+ * forward, backward, update) hundreds. The parameter structs' memory
+ * grows with the largest step seen, after the copies using it are done.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +36,9 @@
 _Static_assert(GPO_ARGS_BINDING == OP_MAX_BUF,
 	       "the parameter binding follows the op's buffers");
 
-#define GRAPH_CALLS	16		/* launches a recorded step may hold */
+#define GRAPH_CALLS_MAX	8192		/* launches a recorded step may hold */
 #define GRAPH_COPIES	VK_SLOTS
-#define READBACK_MAX	256		/* bytes: each copy's readback */
+#define READBACK_MAX	GPO_RB_MAX	/* bytes: each copy's readbacks */
 
 struct graph_call {
 	enum gpo__op_id op;
@@ -51,20 +56,22 @@ struct graph_copy {
 };
 
 struct dev_graph {
-	struct graph_call calls[GRAPH_CALLS];	/* this step's */
+	struct graph_call *calls;	/* this step's */
 	int ncalls;
+	int cap;			/* calls[] and rec[] hold this many */
 	int spilled;			/* they went to the batch instead */
 	/* what the recordings hold (their parameter structs aside) */
-	struct graph_call rec[GRAPH_CALLS];
+	struct graph_call *rec;
 	int nrec;
-	struct dev_buf rb;		/* readback source, 0: none */
-	uint64_t rb_bytes;
+	int args_cap;			/* launches @args has room for */
+	struct dev_buf rb[GPO_RB_COUNT];	/* readback sources */
+	unsigned int nrb;
 	uint64_t gen;			/* vd->free_gen at recording */
 	uint64_t fd_sig;		/* fd_sig() at recording */
 	struct graph_copy copy[GRAPH_COPIES];
 	int next;			/* the copy the next step uses */
 	uint64_t stride;		/* bytes between parameter structs */
-	struct dev_mem args;		/* GRAPH_COPIES * GRAPH_CALLS structs */
+	struct dev_mem args;		/* GRAPH_COPIES * args_cap structs */
 	struct dev_mem back;		/* GRAPH_COPIES * READBACK_MAX */
 	VkQueryPool qpool;		/* 2 timestamps a copy */
 };
@@ -93,14 +100,10 @@ static int graph_new(struct gpo_device *dev, struct dev_graph **out)
 		return gpo__err(-ENOMEM, "out of memory");
 	g->stride = align > GPO_ARGS_MAX ? align : GPO_ARGS_MAX;
 	g->stride = (g->stride + align - 1) / align * align;
-	ret = gpo__vk_mem_mapped(dev, g->stride * GRAPH_CALLS * GRAPH_COPIES,
-				 1, &g->args);
-	if (ret)
-		goto out_free;
 	ret = gpo__vk_mem_mapped(dev, READBACK_MAX * GRAPH_COPIES, 0,
 				 &g->back);
 	if (ret)
-		goto out_args;
+		goto out_free;
 	for (i = 0; i < GRAPH_COPIES; i++) {
 		g->copy[i].slot = -1;
 		r = vkAllocateCommandBuffers(vd->device, &cbai,
@@ -126,8 +129,6 @@ out_cmds:
 			vkFreeCommandBuffers(vd->device, vd->cmd_pool, 1,
 					     &g->copy[i].cmd);
 	gpo__vk_mem_unmapped(vd, &g->back);
-out_args:
-	gpo__vk_mem_unmapped(vd, &g->args);
 out_free:
 	free(g);
 	return ret;
@@ -151,8 +152,11 @@ void gpo__vk_graph_free(struct gpo_device *dev, struct dev_graph *g)
 	if (g->qpool)
 		vkDestroyQueryPool(vd->device, g->qpool, NULL);
 	gpo__vk_mem_unmapped(vd, &g->back);
-	gpo__vk_mem_unmapped(vd, &g->args);
+	if (g->args_cap)
+		gpo__vk_mem_unmapped(vd, &g->args);
 	pthread_mutex_unlock(&vd->lock);
+	free(g->calls);
+	free(g->rec);
 	free(g);
 }
 
@@ -216,7 +220,20 @@ int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call)
 	struct graph_call *c;
 	int ret;
 
-	if (g->ncalls == GRAPH_CALLS || !gpo__vk_recordable(dev, call)) {
+	if (g->ncalls == g->cap && g->cap < GRAPH_CALLS_MAX) {
+		int cap = g->cap ? 2 * g->cap : 16;
+		struct graph_call *c2, *r2;
+
+		c2 = realloc(g->calls, cap * sizeof(*c2));
+		if (c2)
+			g->calls = c2;
+		r2 = c2 ? realloc(g->rec, cap * sizeof(*r2)) : NULL;
+		if (r2) {
+			g->rec = r2;
+			g->cap = cap;
+		}
+	}
+	if (g->ncalls == g->cap || !gpo__vk_recordable(dev, call)) {
 		ret = spill(dev, g);
 		return ret ? ret : gpo__vk_launch_locked(dev, call);
 	}
@@ -254,14 +271,13 @@ static uint64_t fd_sig(const struct vk_dev *vd)
 
 /* do the collected launches match the recording, parameters aside? */
 static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
-			 const struct dev_buf *rb, uint64_t rb_bytes)
+			 const struct dev_buf *rb, unsigned int nrb)
 {
 	int i;
 
 	if (g->nrec != g->ncalls || g->gen != vd->free_gen ||
-	    g->fd_sig != fd_sig(vd) ||
-	    g->rb_bytes != rb_bytes ||
-	    (rb_bytes && memcmp(&g->rb, rb, sizeof(*rb))))
+	    g->fd_sig != fd_sig(vd) || g->nrb != nrb ||
+	    (nrb && memcmp(g->rb, rb, nrb * sizeof(*rb))))
 		return 0;
 	for (i = 0; i < g->ncalls; i++) {
 		const struct graph_call *a = &g->calls[i], *b = &g->rec[i];
@@ -290,6 +306,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 	VkPipeline saved_bound = vd->bound;
 	struct vk_access *saved_acc;
 	int saved_nacc = vd->nacc, i, ret = 0;
+	unsigned int j;
 	VkResult r;
 
 	saved_acc = malloc(sizeof(vd->acc));
@@ -317,7 +334,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 		const struct graph_call *c = &g->calls[i];
 		VkDescriptorBufferInfo args = {
 			.buffer = g->args.buffer,
-			.offset = ((uint64_t)k * GRAPH_CALLS + i) * g->stride,
+			.offset = ((uint64_t)k * g->args_cap + i) * g->stride,
 			.range = gpo__ops[c->op].args_size,
 		};
 		struct op_call call = {
@@ -328,21 +345,22 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 		memcpy(call.buf, c->buf, sizeof(call.buf));
 		ret = gpo__vk_record_ab(dev, &call, &args);
 	}
-	if (!ret && g->rb_bytes) {
+	for (j = 0; !ret && j < g->nrb; j++) {
+		uint64_t to = (uint64_t)k * READBACK_MAX +
+			      gpo__rb_offset(g->rb, j);
+		const struct dev_buf *rb = &g->rb[j];
 		struct vk_access acc[2] = {
-			{ g->rb.mem->buffer, g->rb.off, g->rb.off + g->rb_bytes,
-			  0 },
-			{ g->back.buffer, (uint64_t)k * READBACK_MAX,
-			  (uint64_t)k * READBACK_MAX + g->rb_bytes, 1 },
+			{ rb->mem->buffer, rb->off, rb->off + rb->size, 0 },
+			{ g->back.buffer, to, to + rb->size, 1 },
 		};
 		VkBufferCopy region = {
-			.srcOffset = g->rb.off,
-			.dstOffset = (uint64_t)k * READBACK_MAX,
-			.size = g->rb_bytes,
+			.srcOffset = rb->off,
+			.dstOffset = to,
+			.size = rb->size,
 		};
 
 		gpo__vk_track(vd, acc, 2);
-		vkCmdCopyBuffer(cmd, g->rb.mem->buffer, g->back.buffer, 1,
+		vkCmdCopyBuffer(cmd, rb->mem->buffer, g->back.buffer, 1,
 				&region);
 	}
 	if (!ret) {
@@ -376,12 +394,44 @@ out_restore:
 	return ret;
 }
 
+/*
+ * room for @g's parameter structs of @n launches in every copy: a larger
+ * buffer once the copies using the old one are done (their recordings
+ * name it, so they are recorded again)
+ */
+static int args_room(struct gpo_device *dev, struct dev_graph *g, int n)
+{
+	struct vk_dev *vd = dev->priv;
+	int i, ret;
+
+	if (n <= g->args_cap)
+		return 0;
+	if (g->args_cap) {
+		ret = gpo__vk_batch_flush(dev);
+		if (ret)
+			return ret;
+		gpo__vk_mem_unmapped(vd, &g->args);
+		g->args_cap = 0;
+	}
+	for (i = 0; i < GRAPH_COPIES; i++) {
+		g->copy[i].recorded = 0;
+		g->copy[i].slot = -1;
+	}
+	ret = gpo__vk_mem_mapped(dev, g->stride * g->cap * GRAPH_COPIES, 1,
+				 &g->args);
+	if (ret)
+		return ret;
+	g->args_cap = g->cap;
+	return 0;
+}
+
 int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
-		      int abort, const struct dev_buf *readback,
-		      uint64_t bytes, const void **host)
+		      int abort, const struct dev_buf *rb, unsigned int nrb,
+		      const void **host)
 {
 	struct vk_dev *vd = dev->priv;
 	struct graph_copy *c;
+	unsigned int j;
 	int i, k, ret = 0;
 
 	if (!g)
@@ -393,21 +443,31 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 		goto out_unlock;
 	}
 	vd->collect = NULL;
-	if (!readback)
-		bytes = 0;
-	if (bytes > READBACK_MAX || (bytes && !readback->mem)) {
+	if (!rb)
+		nrb = 0;
+	for (j = 0; j < nrb; j++)
+		if (!rb[j].mem || !rb[j].size)
+			break;
+	if (j < nrb || nrb > GPO_RB_COUNT ||
+	    gpo__rb_offset(rb, nrb) > READBACK_MAX) {
 		ret = spill(dev, g);
 		goto out_unlock;
 	}
-	if (!same_launches(vd, g, readback, bytes)) {
-		memcpy(g->rec, g->calls, sizeof(g->calls));
+	/* parameter structs that find no room: the step goes to the batch */
+	if (args_room(dev, g, g->ncalls)) {
+		gpo__err_clear();
+		ret = spill(dev, g);
+		goto out_unlock;
+	}
+	if (!same_launches(vd, g, rb, nrb)) {
+		memcpy(g->rec, g->calls, g->ncalls * sizeof(*g->calls));
 		g->nrec = g->ncalls;
 		g->gen = vd->free_gen;
 		g->fd_sig = fd_sig(vd);
-		g->rb_bytes = bytes;
-		memset(&g->rb, 0, sizeof(g->rb));
-		if (bytes)
-			g->rb = *readback;
+		g->nrb = nrb;
+		memset(g->rb, 0, sizeof(g->rb));
+		if (nrb)
+			memcpy(g->rb, rb, nrb * sizeof(*rb));
 		for (i = 0; i < GRAPH_COPIES; i++)
 			g->copy[i].recorded = 0;
 	}
@@ -420,7 +480,7 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	if (ret)
 		goto out_unlock;
 	for (i = 0; i < g->ncalls; i++) {
-		uint64_t at = ((uint64_t)k * GRAPH_CALLS + i) * g->stride;
+		uint64_t at = ((uint64_t)k * g->args_cap + i) * g->stride;
 
 		memcpy(g->args.map + at, g->calls[i].args,
 		       gpo__ops[g->calls[i].op].args_size);
@@ -445,7 +505,7 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	c->seq = vd->seq[c->slot];
 	g->next = (k + 1) % GRAPH_COPIES;
 	if (host)
-		*host = bytes ? g->back.map + (uint64_t)k * READBACK_MAX : NULL;
+		*host = nrb ? g->back.map + (uint64_t)k * READBACK_MAX : NULL;
 	ret = 1;
 out_unlock:
 	g->ncalls = 0;

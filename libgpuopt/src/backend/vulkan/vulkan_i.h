@@ -284,8 +284,8 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 /* graph.c */
 int gpo__vk_graph_begin(struct gpo_device *dev, struct dev_graph **g);
 int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
-		      int abort, const struct dev_buf *readback,
-		      uint64_t bytes, const void **host);
+		      int abort, const struct dev_buf *rb, unsigned int nrb,
+		      const void **host);
 void gpo__vk_graph_free(struct gpo_device *dev, struct dev_graph *g);
 int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call);
 uint64_t gpo__vk_graph_ns(struct vk_dev *vd, struct dev_graph *g, int copy);
