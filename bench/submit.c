@@ -89,7 +89,10 @@ static void print_row(const char *api, const char *name, double us)
  * a GPU) and by vkWaitForFences (/wait), the fence reset after each; then
  * the same steps through libgpuopt on that device (gpuopt_adamw_10k,
  * gpuopt_sgd_4: gpo_optim_step()), so that both sides are timed in the
- * same process, in turns of TURN submissions.
+ * same process, in turns of TURN submissions. All on the queue family
+ * libgpuopt picks (the first compute one with timestamps); then the
+ * driver's rows again on a compute-only family where the device has one
+ * (", queue family N"), which may answer faster.
  */
 #include "backend/embedded_i.h"
 #include "abi/adam.h"
@@ -129,7 +132,7 @@ struct vk_bench {
 };
 
 struct vk_row {
-	char what[40];
+	char what[48];
 	int v;			/* the variant; -1: through libgpuopt */
 	int wait;		/* vkWaitForFences, not polling */
 	struct gpo_optim *opt;
@@ -468,10 +471,10 @@ out_fail:
 	return NULL;
 }
 
-static int vk_setup(VkPhysicalDevice phys, struct vk_bench *b)
+/* set up on queue family @fam of @phys: the number of variants, or -1 */
+static int vk_setup(VkPhysicalDevice phys, uint32_t fam, struct vk_bench *b)
 {
-	VkQueueFamilyProperties qf[16];
-	uint32_t nqf = 16, fam, next = 0, i;
+	uint32_t next = 0, i;
 	float prio = 1.0f;
 	const char *ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
 	VkExtensionProperties *exts;
@@ -542,12 +545,6 @@ static int vk_setup(VkPhysicalDevice phys, struct vk_bench *b)
 	VkWriteDescriptorSet w[NBIND];
 	int push = 0, v;
 
-	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nqf, qf);
-	for (fam = 0; fam < nqf; fam++)
-		if (qf[fam].queueFlags & VK_QUEUE_COMPUTE_BIT)
-			break;
-	if (fam == nqf)
-		return -1;
 	vkEnumerateDeviceExtensionProperties(phys, NULL, &next, NULL);
 	exts = calloc(next ? next : 1, sizeof(*exts));
 	if (!exts)
@@ -689,7 +686,12 @@ static void vk_teardown(struct vk_bench *b)
 	vkDestroyDevice(b->dev, NULL);
 }
 
-static void vk_one(struct gpo_ctx *ctx, VkPhysicalDevice phys, int reps)
+/*
+ * the rows on queue family @fam (@tag its name in them, "" for the one
+ * libgpuopt picks), with libgpuopt's steps when @ctx
+ */
+static void vk_one(struct gpo_ctx *ctx, VkPhysicalDevice phys, uint32_t fam,
+		   const char *tag, int reps)
 {
 	VkPhysicalDeviceProperties props;
 	struct vk_bench b = { 0 };
@@ -699,7 +701,7 @@ static void vk_one(struct gpo_ctx *ctx, VkPhysicalDevice phys, int reps)
 	double dt;
 
 	vkGetPhysicalDeviceProperties(phys, &props);
-	nvar = vk_setup(phys, &b);
+	nvar = vk_setup(phys, fam, &b);
 	if (nvar < 0) {
 		fprintf(stderr, "bench_submit: %s: Vulkan setup failed\n",
 			props.deviceName);
@@ -709,8 +711,8 @@ static void vk_one(struct gpo_ctx *ctx, VkPhysicalDevice phys, int reps)
 		rows[nrow].v = i / 2;
 		rows[nrow].wait = i % 2;
 		rows[nrow].opt = NULL;
-		snprintf(rows[nrow].what, sizeof(rows[nrow].what), "%s/%s",
-			 vk_what[i / 2], i % 2 ? "wait" : "poll");
+		snprintf(rows[nrow].what, sizeof(rows[nrow].what), "%s/%s%s",
+			 vk_what[i / 2], i % 2 ? "wait" : "poll", tag);
 		nrow++;
 	}
 	if (ctx) {
@@ -751,7 +753,7 @@ static void vk_one(struct gpo_ctx *ctx, VkPhysicalDevice phys, int reps)
 			props.deviceName, gpo_errmsg());
 	for (r = 0; r < nrow; r++) {
 		if (!failed) {
-			snprintf(name, sizeof(name), "%.200s, %.39s",
+			snprintf(name, sizeof(name), "%.200s, %.47s",
 				 props.deviceName, rows[r].what);
 			print_row("vulkan", name, median(rows[r].t, reps));
 		}
@@ -774,9 +776,11 @@ static void vk_all(int reps, int all, int lib)
 	};
 	VkPhysicalDevice phys[16];
 	VkPhysicalDeviceProperties props;
+	VkQueueFamilyProperties qf[16];
 	struct gpo_ctx *ctx = NULL;
-	uint32_t n = 16, i;
+	uint32_t n = 16, nqf, fam, f, i;
 	VkInstance inst;
+	char tag[32];
 
 	if (lib && gpo_ctx_new(&ctx, 0)) {
 		fprintf(stderr, "bench_submit: libgpuopt: %s\n", gpo_errmsg());
@@ -788,8 +792,29 @@ static void vk_all(int reps, int all, int lib)
 		n = 0;
 	for (i = 0; i < n; i++) {
 		vkGetPhysicalDeviceProperties(phys[i], &props);
-		if (all || props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
-			vk_one(ctx, phys[i], reps);
+		if (!all && props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+			continue;
+		nqf = 16;
+		vkGetPhysicalDeviceQueueFamilyProperties(phys[i], &nqf, qf);
+		/* libgpuopt's: the first compute family with timestamps */
+		for (fam = 0; fam < nqf; fam++)
+			if ((qf[fam].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+			    qf[fam].queueCount && qf[fam].timestampValidBits)
+				break;
+		if (fam < nqf)
+			vk_one(ctx, phys[i], fam, "", reps);
+		/* a compute-only family (NVIDIA's async compute) answers too */
+		for (f = 0; f < nqf; f++)
+			if (f != fam && qf[f].queueCount &&
+			    qf[f].timestampValidBits &&
+			    (qf[f].queueFlags & (VK_QUEUE_COMPUTE_BIT |
+						 VK_QUEUE_GRAPHICS_BIT)) ==
+			    VK_QUEUE_COMPUTE_BIT)
+				break;
+		if (f < nqf) {
+			snprintf(tag, sizeof(tag), ", queue family %u", f);
+			vk_one(NULL, phys[i], f, tag, reps);
+		}
 	}
 	vkDestroyInstance(inst, NULL);
 out_ctx:
