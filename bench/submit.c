@@ -79,6 +79,7 @@ static void print_row(const char *api, const char *name, double us)
  *                timestamp, the pipeline, push descriptors with the
  *                parameter struct bound from a mapped buffer, the
  *                dispatch, a timestamp, the host barrier
+ *   recorded_no_ts  the same without the query reset and timestamps
  *   replayed     the same, its parameter struct written into the mapped
  *                buffer before each submit and the timestamps read after
  *                each wait (gpo__vk_retire()): a replayed step
@@ -104,12 +105,12 @@ static void print_row(const char *api, const char *name, double us)
 #define NBIND		(GPO_ARGS_BINDING + 1)
 #define SLICE		65536		/* bytes: each binding's view */
 
-enum { V_EMPTY, V_TS, V_BARRIERS, V_DISPATCH, V_RECORDED, V_REPLAYED,
-       V_ADAMW, NVARIANT };
+enum { V_EMPTY, V_TS, V_BARRIERS, V_DISPATCH, V_RECORDED, V_NO_TS,
+       V_REPLAYED, V_ADAMW, NVARIANT };
 
 static const char *const vk_what[NVARIANT] = {
-	"empty", "ts", "barriers", "dispatch", "recorded", "replayed",
-	"adamw_10k",
+	"empty", "ts", "barriers", "dispatch", "recorded", "recorded_no_ts",
+	"replayed", "adamw_10k",
 };
 
 struct vk_bench {
@@ -291,7 +292,7 @@ static void barrier_all(VkCommandBuffer cmd)
 			     0, NULL);
 }
 
-/* the end of graph.c's recording: a timestamp, the host barrier */
+/* the end of graph.c's recording: a timestamp (@qp), the host barrier */
 static void host_barrier(VkCommandBuffer cmd, VkQueryPool qp)
 {
 	VkMemoryBarrier mb = {
@@ -301,7 +302,9 @@ static void host_barrier(VkCommandBuffer cmd, VkQueryPool qp)
 		.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
 	};
 
-	vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 1);
+	if (qp)
+		vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+				    qp, 1);
 	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
 			     VK_PIPELINE_STAGE_TRANSFER_BIT,
 			     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0,
@@ -354,12 +357,16 @@ static int vk_record(struct vk_bench *b, int v, uint32_t groups_adamw)
 		vkCmdDispatch(cmd, 1, 1, 1);
 		break;
 	case V_RECORDED:
+	case V_NO_TS:
 	case V_REPLAYED:
 	case V_ADAMW:
 		barrier_all(cmd);
-		vkCmdResetQueryPool(cmd, b->qp, 0, 2);
-		vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-				    b->qp, 0);
+		if (v != V_NO_TS) {
+			vkCmdResetQueryPool(cmd, b->qp, 0, 2);
+			vkCmdWriteTimestamp(cmd,
+					    VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+					    b->qp, 0);
+		}
 		if (v == V_ADAMW) {
 			vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
 					  b->adam_ab);
@@ -373,7 +380,7 @@ static int vk_record(struct vk_bench *b, int v, uint32_t groups_adamw)
 		b->push_desc(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, b->pl_push,
 			     0, NBIND, w);
 		vkCmdDispatch(cmd, v == V_ADAMW ? groups_adamw : 1, 1, 1);
-		host_barrier(cmd, b->qp);
+		host_barrier(cmd, v == V_NO_TS ? VK_NULL_HANDLE : b->qp);
 		break;
 	}
 	return vkEndCommandBuffer(cmd) == VK_SUCCESS ? 0 : -1;
@@ -414,7 +421,7 @@ static double vk_iter(struct vk_bench *b, const struct vk_row *r)
 			;
 	}
 	vkResetFences(b->dev, 1, &b->fence);
-	if (r->v != V_EMPTY && r->v != V_DISPATCH && r->v != V_RECORDED)
+	if (r->v == V_TS || r->v == V_BARRIERS || r->v >= V_REPLAYED)
 		vkGetQueryPoolResults(b->dev, b->qp, 0, 2, sizeof(ts), ts,
 				      sizeof(ts[0]), VK_QUERY_RESULT_64_BIT);
 	return now_us() - t0;
