@@ -6,8 +6,11 @@
 # parameters, plain and clipped, synchronous and queued, in microseconds
 # beside that peer; then the same on Vulkan with the recorded steps off
 # (GPUOPT_VULKAN_DEBUG=nograph), for the difference they make. Twice,
-# interleaved. First bench_submit: an empty submission and its wait
-# through each driver, the floor under any step. Writes logs under $OUT.
+# interleaved, each round after bench_submit: the driver alone, from an
+# empty submission up to the very command buffer of a replayed 10k AdamW
+# step (adamw_10k/poll), beside libgpuopt's own step timed in the same
+# process (gpuopt_adamw_10k): the difference is libgpuopt's share. Writes
+# logs under $OUT.
 set -u
 build=${1:-build}
 out=${OUT:-/tmp/out}
@@ -29,13 +32,13 @@ echo "NVIDIA devices: vulkan=$nv_vk opencl=$nv_cl"
 devs=${nv_vk}${nv_cl:+,$nv_cl}
 [ -n "$devs" ] || { echo "small.sh: no NVIDIA device" >&2; exit 1; }
 
-# the floor: one empty submission and its wait through each driver
-"$build/bin/bench_submit" 2>&1 | tee -a "$out/small.txt"
 python3 bench/peer_torch.py --device cuda --sizes 10K --many --reps 200 \
 	>"$out/peers-small.txt" 2>&1
 cat "$out/peers-small.txt"
 for round in 1 2; do
-	echo "## round $round"
+	echo "## round $round" | tee -a "$out/small.txt"
+	# the floor: the same command buffers through the driver alone
+	"$build/bin/bench_submit" 2>&1 | tee -a "$out/small.txt"
 	"$build/bin/bench_optim" -S -x -r "$reps" -d "$devs" \
 		-p "$out/peers-small.txt" 2>&1 | tee -a "$out/small.txt"
 	if [ -n "$nv_vk" ]; then

@@ -19,15 +19,30 @@
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
 
-/* @ab: the variant that reads its parameters from a buffer (graph.c) */
+/*
+ * @ab: the variant that reads its parameters from a buffer (graph.c).
+ * Every launch asks (supports(), recordable()): the answer is kept, as
+ * the table never changes. Threads that race store the same pointer.
+ */
 static const struct embedded_file *spv_find(enum gpo__op_id op,
 					    enum gpo_dtype dtype, int ab)
 {
+	static const struct embedded_file none;
+	static const struct embedded_file *known[OP_COUNT][GPO_DTYPES][2];
+	const struct embedded_file *f;
 	char name[64];
 
+	if ((unsigned int)op >= OP_COUNT || (unsigned int)dtype >= GPO_DTYPES)
+		return NULL;
+	f = __atomic_load_n(&known[op][dtype][!!ab], __ATOMIC_ACQUIRE);
+	if (f)
+		return f == &none ? NULL : f;
 	snprintf(name, sizeof(name), "%s.%s%s", gpo__ops[op].name,
 		 gpo__vk_dtype_name(dtype), ab ? ".ab" : "");
-	return gpo__embedded_find(gpo__embedded_spv, name);
+	f = gpo__embedded_find(gpo__embedded_spv, name);
+	__atomic_store_n(&known[op][dtype][!!ab], f ? f : &none,
+			 __ATOMIC_RELEASE);
+	return f;
 }
 
 /*
