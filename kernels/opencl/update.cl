@@ -162,15 +162,30 @@ static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
 
 /*
  * State in blockwise 8 bits (the u8 kernels: adam8 ...; abi/adam.h): a
- * work-group does blocks of 256 elements (get_group_id(0), + q_groups,
- * ...), one element a work-item; every work-item calls each u8_*
- * function (they hold barriers). @red and @codes are the kernel's
- * __local arrays of 2 * GPO_WG_SIZE uints. Code views are words, four
- * codes a word (element 4i in the low byte).
+ * work-group does spans of GPO_U8_GROUP_BLOCKS blocks of 256 (span s:
+ * blocks 8s .. 8s + 7; spans get_group_id(0), + q_groups, ...),
+ * U8_LANES work-items a block; lane j of a block owns its element quads
+ * j and j + 32 (elements 4j .. 4j + 3 and 128 + 4j ..), which are its
+ * code words j and j + 32: each work-item reads and writes whole words
+ * of codes, p and g as float4s. The block's absmax is one exchange in
+ * local memory (u8_absmax(), one barrier a span), and the maps are read
+ * from a copy in local memory (u8_qmap_load()), not __constant, which a
+ * device serialises when the lanes' indices differ. Code views are
+ * words, four codes a word (element 4i in the low byte).
  */
+#define U8_LANES	32u
+#define U8_RED_SIZE	(4 * GPO_WG_SIZE)	/* uints: u8_absmax's @red */
+
 static inline uint u8_byte(uint w, uint e)
 {
 	return (w >> (8u * (e & 3u))) & 0xffu;
+}
+
+/* the maps into @qm (512 uints); a barrier before any use */
+static inline void u8_qmap_load(__local uint *qm)
+{
+	for (uint i = get_local_id(0); i < 512u; i += GPO_WG_SIZE)
+		qm[i] = prec_qmap_bits[i];
 }
 
 /*
@@ -179,74 +194,133 @@ static inline uint u8_byte(uint w, uint e)
  * 2^-100 every product is a normal float, which OpenCL's multiply rounds
  * correctly; prec_mul's integer path only for the rest
  */
-static inline float u8_dequant(uint q, float absmax, bool is_signed)
+static inline float u8_dequant(__local const uint *qm, uint q, float absmax,
+			       bool is_signed)
 {
 	if (absmax >= as_float(0x0d800000u) &&
 	    absmax < as_float(0x7f800000u))
-		return prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+		return as_float(qm[(is_signed ? 256u : 0u) + q]) * absmax;
 	return dequant8(q, absmax, is_signed);
 }
 
-/*
- * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2), by the
- * bits: a NaN wins. A max is the same in any order: deterministic.
- */
-static inline void u8_absmax(__local uint *red, float x, float y, uint ny,
-			     bool valid, float *mx, float *my)
+/* precision.cl's quant8(), step for step, with the maps at @qm */
+static inline uint u8_quant(__local const uint *qm, float x, float absmax,
+			    bool is_signed)
 {
-	uint lid = get_local_id(0);
+	__local const uint *m = qm + (is_signed ? 256u : 0u);
+	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
+	uint c = 0u;
+	float v, s0, e0, s1, e1, bb, lo, hi;
 
-	red[lid] = valid ? (as_uint(x) & 0x7fffffffu) : 0u;
-	red[GPO_WG_SIZE + lid] = valid ? (as_uint(y) & 0x7fffffffu) : 0u;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = GPO_WG_SIZE / 2; s > 0; s >>= 1) {
-		if (lid < s) {
-			red[lid] = max(red[lid], red[lid + s]);
-			if (ny > 1)
-				red[GPO_WG_SIZE + lid] =
-					max(red[GPO_WG_SIZE + lid],
-					    red[GPO_WG_SIZE + lid + s]);
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	*mx = as_float(red[0]);
-	*my = as_float(red[GPO_WG_SIZE]);
-	/* everyone has read red before the next block writes it */
-	barrier(CLK_LOCAL_MEM_FENCE);
+	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
+		return zero;
+	v = cr_div(x, absmax);
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
+		return zero;
+	if (v <= as_float(m[0]))
+		return 0u;
+	if (v >= as_float(m[255]))
+		return 255u;
+	for (uint step = 128u; step != 0u; step >>= 1)
+		if (as_float(m[c + step]) <= v)
+			c += step;
+	/* |v - lo| against |hi - v|, exactly: TwoSum's (sum, error) */
+	lo = as_float(m[c]);
+	hi = as_float(m[c + 1u]);
+	s0 = v - lo;
+	bb = s0 - v;
+	e0 = (v - (s0 - bb)) + (-lo - bb);
+	s1 = hi - v;
+	bb = s1 - hi;
+	e1 = (hi - (s1 - bb)) + (-v - bb);
+	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
+}
+
+/* the spans of a group of @n elements */
+static inline uint u8_spans(uint n)
+{
+	uint blocks = (n + 255u) / 256u;
+
+	return (blocks + GPO_U8_GROUP_BLOCKS - 1) / GPO_U8_GROUP_BLOCKS;
 }
 
 /*
- * Each work-item's codes @c0 (and @c1 with @nq 2) staged; work-item w <
- * 64 then stores the words of the block's codes 4w .. 4w + 3 at @q0
- * (@q1), the block's first word, lanes from @cnt (its valid elements) on
- * keeping their bits
+ * This work-item's block in span @s of a group of @n: its index @k, first
+ * element @first and valid elements @cnt (0 past the last block)
  */
-static inline void u8_pack(__local uint *codes, __global uint *q0,
-			   __global uint *q1, uint nq, uint c0, uint c1,
-			   uint cnt)
+static inline void u8_block(uint s, uint n, uint *k, uint *first,
+			    uint *cnt)
+{
+	uint blocks = (n + 255u) / 256u;
+
+	*k = s * GPO_U8_GROUP_BLOCKS + get_local_id(0) / U8_LANES;
+	*first = *k * 256u;
+	*cnt = *k < blocks ? min(256u, n - *first) : 0u;
+}
+
+/* quad @h (0 or 1) of this work-item: its first element, valid lanes */
+static inline uint u8_quad(uint first, uint cnt, uint h, uint *c)
+{
+	uint at = 128u * h + 4u * (get_local_id(0) % U8_LANES);
+
+	*c = cnt > at ? min(cnt - at, 4u) : 0u;
+	return first + at;
+}
+
+/* max |x| of the first @c lanes, by the bits (a NaN is above inf) */
+static inline uint u8_bits_max(float4 x, uint c)
+{
+	uint4 b = as_uint4(x) & 0x7fffffffu;
+	uint m = b.x;
+
+	if (c > 1)
+		m = max(m, b.y);
+	if (c > 2)
+		m = max(m, b.z);
+	if (c > 3)
+		m = max(m, b.w);
+	return c ? m : 0u;
+}
+
+/*
+ * The block's max of @x and @y (each work-item's u8_bits_max()): all in
+ * @red (U8_RED_SIZE uints), one barrier, then each reads its block's 32.
+ * A max is the same in any order. @par alternates between spans, so the
+ * next span's stores never meet this one's loads (a barrier between).
+ */
+static inline void u8_absmax(__local uint *red, uint par, uint x, uint y,
+			     float *mx, float *my)
 {
 	uint lid = get_local_id(0);
+	__local uint *r = red + par * 2 * GPO_WG_SIZE;
+	__local uint *b = r + (lid / U8_LANES) * U8_LANES;
+	uint4 a = (uint4)(0u), c = (uint4)(0u);
 
-	codes[lid] = c0;
-	codes[GPO_WG_SIZE + lid] = c1;
+	r[lid] = x;
+	r[GPO_WG_SIZE + lid] = y;
 	barrier(CLK_LOCAL_MEM_FENCE);
-	if (lid < GPO_WG_SIZE / 4 && 4u * lid < cnt) {
-		uint o0 = q0[lid], o1 = nq > 1 ? q1[lid] : 0u, w0 = 0, w1 = 0;
-
-		for (uint j = 0; j < 4u; j++) {
-			bool in = 4u * lid + j < cnt;
-
-			w0 |= (in ? codes[4u * lid + j] : u8_byte(o0, j)) <<
-			      (8u * j);
-			w1 |= (in ? codes[GPO_WG_SIZE + 4u * lid + j] :
-				    u8_byte(o1, j)) << (8u * j);
-		}
-		q0[lid] = w0;
-		if (nq > 1)
-			q1[lid] = w1;
+	for (uint i = 0; i < U8_LANES; i += 4) {
+		a = max(a, vload4(0, b + i));
+		c = max(c, vload4(0, b + GPO_WG_SIZE + i));
 	}
-	/* everyone has read codes before the next block writes it */
-	barrier(CLK_LOCAL_MEM_FENCE);
+	*mx = as_float(max(max(a.x, a.y), max(a.z, a.w)));
+	*my = as_float(max(max(c.x, c.y), max(c.z, c.w)));
+}
+
+/* the word of codes of @x's first @c lanes, the rest keeping @old's */
+static inline uint u8_word(__local const uint *qm, float4 x, uint c,
+			   float absmax, bool is_signed, uint old)
+{
+	uint w = c > 0 ? u8_quant(qm, x.x, absmax, is_signed) : (old & 0xffu);
+
+	w |= (c > 1 ? u8_quant(qm, x.y, absmax, is_signed) :
+		      u8_byte(old, 1)) << 8;
+	w |= (c > 2 ? u8_quant(qm, x.z, absmax, is_signed) :
+		      u8_byte(old, 2)) << 16;
+	w |= (c > 3 ? u8_quant(qm, x.w, absmax, is_signed) :
+		      u8_byte(old, 3)) << 24;
+	return w;
 }
 
 #endif

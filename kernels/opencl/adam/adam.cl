@@ -116,21 +116,21 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 }
 
 /*
- * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing blocks
- * get_group_id(0), + q_groups, ...: the old state dequantized (exp_avg
- * signed, exp_avg_sq unsigned), the update of adam_at() in scalar form (p
- * from the unrounded new state), then the block's absmax and codes
+ * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing spans of
+ * 8 blocks get_group_id(0), + q_groups, ... (update.cl's u8_*): each
+ * element's old state dequantized (exp_avg signed, exp_avg_sq unsigned),
+ * the update of adam_at() in scalar form (p from the unrounded new
+ * state), then the block's absmax and codes
  */
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(uint, vq), BUF(float, vmax), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
 {
-	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	__local uint qm[512], red[U8_RED_SIZE];
 	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
 	const float decay = decoupled ? a.decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a.weight_decay;
-	uint lid = get_local_id(0);
-	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	uint par = 0;
 	float gm;
 
 	VIEW(p);
@@ -140,35 +140,75 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(scal);
 	VIEW(mabs);
 	VIEW(vabs);
+	u8_qmap_load(qm);
+	barrier(CLK_LOCAL_MEM_FENCE);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
-		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
-		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
-		uint blk = a.q_blk + k;
-		bool valid = lid < cnt;
-		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
+	for (uint s = get_group_id(0); s < u8_spans(a.n); s += a.q_groups) {
+		uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
+		uint mx = 0, vx = 0;
+		float4 mv[2], vv[2];
+		float ma = 0.0f, va = 0.0f, na, nv;
 
-		if (valid) {
-			pi = p[e];
-			gi = g[e] * gm + l2 * pi;
-			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
-			     a.beta1 + a.one_minus_beta1 * gi;
-			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
-				      false) * a.beta2 +
-			     a.one_minus_beta2 * gi * gi;
-			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
-			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
+		u8_block(s, a.n, &k, &first, &cnt);
+		blk = a.q_blk + k;
+		if (cnt) {
+			ma = mabs[blk];
+			va = vabs[blk];
 		}
-		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
-		if (lid == 0) {
-			mabs[blk] = ma;
-			vabs[blk] = va;
+		for (uint h = 0; h < 2; h++) {
+			float4 pv, gv;
+			float pe[4], ge[4], m4[4], v4[4];
+
+			e[h] = u8_quad(first, cnt, h, &c[h]);
+			/* q_off is a multiple of 4: a quad's codes are a word */
+			w[h] = (a.q_off + e[h]) / 4;
+			if (!c[h])
+				continue;
+			pv = ld4(p, e[h], c[h]);
+			gv = ld4(g, e[h], c[h]);
+			vstore4(pv, 0, pe);
+			vstore4(gv, 0, ge);
+			mw[h] = mq[w[h]];
+			vw[h] = vq[w[h]];
+			for (uint l = 0; l < 4; l++) {
+				float pi = pe[l], gi, mi = 0.0f, vi = 0.0f, denom;
+
+				if (l < c[h]) {
+					gi = ge[l] * gm + l2 * pi;
+					mi = u8_dequant(qm, u8_byte(mw[h], l),
+							ma, true) * a.beta1 +
+					     a.one_minus_beta1 * gi;
+					vi = u8_dequant(qm, u8_byte(vw[h], l),
+							va, false) * a.beta2 +
+					     a.one_minus_beta2 * gi * gi;
+					denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) +
+						a.eps;
+					pe[l] = pi * decay -
+						a.step_size * cr_div(mi, denom);
+				}
+				m4[l] = mi;
+				v4[l] = vi;
+			}
+			st4(p, e[h], c[h], vload4(0, pe));
+			mv[h] = vload4(0, m4);
+			vv[h] = vload4(0, v4);
+			mx = max(mx, u8_bits_max(mv[h], c[h]));
+			vx = max(vx, u8_bits_max(vv[h], c[h]));
 		}
-		u8_pack(codes, mq + (a.q_off + first) / 4,
-			vq + (a.q_off + first) / 4, 2,
-			valid ? quant8(mi, ma, true) : 0u,
-			valid ? quant8(vi, va, false) : 0u, cnt);
+		/* every work-item of the block has read mabs[blk] by now */
+		u8_absmax(red, par, mx, vx, &na, &nv);
+		if (cnt && get_local_id(0) % U8_LANES == 0) {
+			mabs[blk] = na;
+			vabs[blk] = nv;
+		}
+		for (uint h = 0; h < 2; h++) {
+			if (!c[h])
+				continue;
+			mq[w[h]] = u8_word(qm, mv[h], c[h], na, true, mw[h]);
+			vq[w[h]] = u8_word(qm, vv[h], c[h], nv, false, vw[h]);
+		}
+		par ^= 1;
 	}
 }
