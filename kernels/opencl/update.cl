@@ -323,4 +323,45 @@ static inline uint u8_word(__local const uint *qm, float4 x, uint c,
 	return w;
 }
 
+
+/*
+ * A quad's elements through a kernel's element function ELEM(p, g,
+ * code(s), absmax(es), &new state(s)), which returns the new p: the
+ * lanes below @c of @pv, each lane's new state into @sv (@mv, @vv), 0
+ * past @c. Spelled out lane by lane: no private arrays (PoCL's LLVM 15
+ * miscompiled and crashed on a vstore4() into them).
+ */
+#define U8_LANE1(ELEM, c, i, X, pv, gv, cw, sa, sv) \
+	do { \
+		float o_ = 0.0f; \
+		if ((c) > (i)) \
+			(pv).X = ELEM((pv).X, (gv).X, u8_byte((cw), (i)), \
+				      (sa), &o_); \
+		(sv).X = o_; \
+	} while (0)
+#define U8_QUAD1(ELEM, c, pv, gv, cw, sa, sv) \
+	do { \
+		U8_LANE1(ELEM, c, 0, x, pv, gv, cw, sa, sv); \
+		U8_LANE1(ELEM, c, 1, y, pv, gv, cw, sa, sv); \
+		U8_LANE1(ELEM, c, 2, z, pv, gv, cw, sa, sv); \
+		U8_LANE1(ELEM, c, 3, w, pv, gv, cw, sa, sv); \
+	} while (0)
+#define U8_LANE2(ELEM, c, i, X, pv, gv, mw, vw, ma, va, mv, vv) \
+	do { \
+		float o_ = 0.0f, u_ = 0.0f; \
+		if ((c) > (i)) \
+			(pv).X = ELEM((pv).X, (gv).X, u8_byte((mw), (i)), \
+				      u8_byte((vw), (i)), (ma), (va), &o_, \
+				      &u_); \
+		(mv).X = o_; \
+		(vv).X = u_; \
+	} while (0)
+#define U8_QUAD2(ELEM, c, pv, gv, mw, vw, ma, va, mv, vv) \
+	do { \
+		U8_LANE2(ELEM, c, 0, x, pv, gv, mw, vw, ma, va, mv, vv); \
+		U8_LANE2(ELEM, c, 1, y, pv, gv, mw, vw, ma, va, mv, vv); \
+		U8_LANE2(ELEM, c, 2, z, pv, gv, mw, vw, ma, va, mv, vv); \
+		U8_LANE2(ELEM, c, 3, w, pv, gv, mw, vw, ma, va, mv, vv); \
+	} while (0)
+
 #endif

@@ -66,6 +66,22 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 			   a.weight_decay, a.eps, &pc);
 }
 
+/* one element of adagrad8: adagrad's arithmetic in scalar form */
+static inline float adagrad8_elem(float pi, float g0, uint code, float sa,
+				  float *so, __local const uint *qm,
+				  const struct gpo_adagrad_args *a, float gm)
+{
+	float gi, si;
+
+	gi = g0 * gm + a->weight_decay * pi;
+	si = u8_dequant(qm, code, sa, true) + gi * gi;
+	*so = si;
+	return pi - a->clr * cr_div(gi, cr_sqrt(si) + a->eps);
+}
+
+#define ADAGRAD8_ELEM(p0, g0, code, sa0, so) \
+	adagrad8_elem(p0, g0, code, sa0, so, qm, &a, gm)
+
 /*
  * adagrad8 (abi/adagrad.h): blockwise 8-bit sum (the signed map, as
  * bitsandbytes' one-state optimizers), a work-group doing spans of 8
@@ -100,30 +116,20 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		if (cnt)
 			sa = sabs[blk];
 		for (uint h = 0; h < 2; h++) {
-			float pe[4], ge[4], s4[4];
+			float4 pv, gv;
 
 			e[h] = u8_quad(first, cnt, h, &c[h]);
 			/* q_off is a multiple of 4: a quad's codes are a word */
 			w[h] = (a.q_off + e[h]) / 4;
+			sv[h] = (float4)(0.0f);
+			sw[h] = 0;
 			if (!c[h])
 				continue;
-			vstore4(ld4(p, e[h], c[h]), 0, pe);
-			vstore4(ld4(g, e[h], c[h]), 0, ge);
+			pv = ld4(p, e[h], c[h]);
+			gv = ld4(g, e[h], c[h]);
 			sw[h] = sq[w[h]];
-			for (uint l = 0; l < 4; l++) {
-				float pi = pe[l], gi, si = 0.0f;
-
-				if (l < c[h]) {
-					gi = ge[l] * gm + a.weight_decay * pi;
-					si = u8_dequant(qm, u8_byte(sw[h], l),
-							sa, true) + gi * gi;
-					pe[l] = pi - a.clr * cr_div(gi, cr_sqrt(si) +
-								    a.eps);
-				}
-				s4[l] = si;
-			}
-			st4(p, e[h], c[h], vload4(0, pe));
-			sv[h] = vload4(0, s4);
+			U8_QUAD1(ADAGRAD8_ELEM, c[h], pv, gv, sw[h], sa, sv[h]);
+			st4(p, e[h], c[h], pv);
 			sx = max(sx, u8_bits_max(sv[h], c[h]));
 		}
 		/* every work-item of the block has read sabs[blk] by now */

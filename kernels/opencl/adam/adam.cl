@@ -115,6 +115,29 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt, &pc);
 }
 
+/* one element of adam8: adam_at()'s arithmetic in scalar form */
+static inline float adam8_elem(float pi, float g0, uint mc, uint vc, float ma,
+			       float va, float *mo, float *vo,
+			       __local const uint *qm,
+			       const struct gpo_adam_args *a, float gm,
+			       float decay, float l2)
+{
+	float gi, mi, vi, denom;
+
+	gi = g0 * gm + l2 * pi;
+	mi = u8_dequant(qm, mc, ma, true) * a->beta1 +
+	     a->one_minus_beta1 * gi;
+	vi = u8_dequant(qm, vc, va, false) * a->beta2 +
+	     a->one_minus_beta2 * gi * gi;
+	denom = cr_div(cr_sqrt(vi), a->bc2_sqrt) + a->eps;
+	*mo = mi;
+	*vo = vi;
+	return pi * decay - a->step_size * cr_div(mi, denom);
+}
+
+#define ADAM8_ELEM(p0, g0, mc, vc, ma0, va0, mo, vo) \
+	adam8_elem(p0, g0, mc, vc, ma0, va0, mo, vo, qm, &a, gm, decay, l2)
+
 /*
  * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing spans of
  * 8 blocks get_group_id(0), + q_groups, ... (update.cl's u8_*): each
@@ -159,41 +182,21 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		}
 		for (uint h = 0; h < 2; h++) {
 			float4 pv, gv;
-			float pe[4], ge[4], m4[4], v4[4];
 
 			e[h] = u8_quad(first, cnt, h, &c[h]);
 			/* q_off is a multiple of 4: a quad's codes are a word */
 			w[h] = (a.q_off + e[h]) / 4;
+			mv[h] = vv[h] = (float4)(0.0f);
+			mw[h] = vw[h] = 0;
 			if (!c[h])
 				continue;
 			pv = ld4(p, e[h], c[h]);
 			gv = ld4(g, e[h], c[h]);
-			vstore4(pv, 0, pe);
-			vstore4(gv, 0, ge);
 			mw[h] = mq[w[h]];
 			vw[h] = vq[w[h]];
-			for (uint l = 0; l < 4; l++) {
-				float pi = pe[l], gi, mi = 0.0f, vi = 0.0f, denom;
-
-				if (l < c[h]) {
-					gi = ge[l] * gm + l2 * pi;
-					mi = u8_dequant(qm, u8_byte(mw[h], l),
-							ma, true) * a.beta1 +
-					     a.one_minus_beta1 * gi;
-					vi = u8_dequant(qm, u8_byte(vw[h], l),
-							va, false) * a.beta2 +
-					     a.one_minus_beta2 * gi * gi;
-					denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) +
-						a.eps;
-					pe[l] = pi * decay -
-						a.step_size * cr_div(mi, denom);
-				}
-				m4[l] = mi;
-				v4[l] = vi;
-			}
-			st4(p, e[h], c[h], vload4(0, pe));
-			mv[h] = vload4(0, m4);
-			vv[h] = vload4(0, v4);
+			U8_QUAD2(ADAM8_ELEM, c[h], pv, gv, mw[h], vw[h], ma, va,
+				 mv[h], vv[h]);
+			st4(p, e[h], c[h], pv);
 			mx = max(mx, u8_bits_max(mv[h], c[h]));
 			vx = max(vx, u8_bits_max(vv[h], c[h]));
 		}

@@ -74,6 +74,21 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 			&pc);
 }
 
+/* one element of lion8: lion_at()'s arithmetic in scalar form */
+static inline float lion8_elem(float pi, float g0, uint code, float sa,
+			       float *so, __local const uint *qm,
+			       const struct gpo_lion_args *a, float gm)
+{
+	float gi = g0 * gm, m0 = u8_dequant(qm, code, sa, true), c;
+
+	c = m0 * a->beta1 + a->one_minus_beta1 * gi;
+	*so = m0 * a->beta2 + a->one_minus_beta2 * gi;
+	return pi * a->decay - a->lr * sign(c);
+}
+
+#define LION8_ELEM(p0, g0, code, sa0, so) \
+	lion8_elem(p0, g0, code, sa0, so, qm, &a, gm)
+
 /*
  * lion8 (abi/lion.h): blockwise 8-bit exp_avg (the signed map), a
  * work-group doing spans of 8 blocks get_group_id(0), + q_groups, ...
@@ -108,31 +123,20 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		if (cnt)
 			sa = sabs[blk];
 		for (uint h = 0; h < 2; h++) {
-			float pe[4], ge[4], s4[4];
+			float4 pv, gv;
 
 			e[h] = u8_quad(first, cnt, h, &c[h]);
 			/* q_off is a multiple of 4: a quad's codes are a word */
 			w[h] = (a.q_off + e[h]) / 4;
+			sv[h] = (float4)(0.0f);
+			sw[h] = 0;
 			if (!c[h])
 				continue;
-			vstore4(ld4(p, e[h], c[h]), 0, pe);
-			vstore4(ld4(g, e[h], c[h]), 0, ge);
+			pv = ld4(p, e[h], c[h]);
+			gv = ld4(g, e[h], c[h]);
 			sw[h] = sq[w[h]];
-			for (uint l = 0; l < 4; l++) {
-				float gi, m0, c0, si = 0.0f;
-
-				if (l < c[h]) {
-					gi = ge[l] * gm;
-					m0 = u8_dequant(qm, u8_byte(sw[h], l),
-							sa, true);
-					c0 = m0 * a.beta1 + a.one_minus_beta1 * gi;
-					pe[l] = pe[l] * a.decay - a.lr * sign(c0);
-					si = m0 * a.beta2 + a.one_minus_beta2 * gi;
-				}
-				s4[l] = si;
-			}
-			st4(p, e[h], c[h], vload4(0, pe));
-			sv[h] = vload4(0, s4);
+			U8_QUAD1(LION8_ELEM, c[h], pv, gv, sw[h], sa, sv[h]);
+			st4(p, e[h], c[h], pv);
 			sx = max(sx, u8_bits_max(sv[h], c[h]));
 		}
 		/* every work-item of the block has read sabs[blk] by now */

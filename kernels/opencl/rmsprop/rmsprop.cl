@@ -113,6 +113,24 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
 			   a.weight_decay, a.momentum, &pc);
 }
 
+/* one element of rmsprop8: rmsprop_at()'s arithmetic in scalar form */
+static inline float rmsprop8_elem(float pi, float g0, uint code, float sa,
+				  float *so, __local const uint *qm,
+				  const struct gpo_rmsprop_args *a, float gm)
+{
+	float gi, si, avg;
+
+	gi = g0 * gm + a->weight_decay * pi;
+	si = u8_dequant(qm, code, sa, true) * a->alpha +
+	     a->one_minus_alpha * gi * gi;
+	avg = cr_sqrt(si) + a->eps;
+	*so = si;
+	return pi - a->lr * cr_div(gi, avg);
+}
+
+#define RMSPROP8_ELEM(p0, g0, code, sa0, so) \
+	rmsprop8_elem(p0, g0, code, sa0, so, qm, &a, gm)
+
 /*
  * rmsprop8 (abi/rmsprop.h): blockwise 8-bit square_avg (the signed map,
  * as bitsandbytes' RMSprop8bit), neither momentum nor centered; a
@@ -148,31 +166,20 @@ KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		if (cnt)
 			sa = sabs[blk];
 		for (uint h = 0; h < 2; h++) {
-			float pe[4], ge[4], s4[4];
+			float4 pv, gv;
 
 			e[h] = u8_quad(first, cnt, h, &c[h]);
 			/* q_off is a multiple of 4: a quad's codes are a word */
 			w[h] = (a.q_off + e[h]) / 4;
+			sv[h] = (float4)(0.0f);
+			sw[h] = 0;
 			if (!c[h])
 				continue;
-			vstore4(ld4(p, e[h], c[h]), 0, pe);
-			vstore4(ld4(g, e[h], c[h]), 0, ge);
+			pv = ld4(p, e[h], c[h]);
+			gv = ld4(g, e[h], c[h]);
 			sw[h] = sq[w[h]];
-			for (uint l = 0; l < 4; l++) {
-				float pi = pe[l], gi, si = 0.0f, avg;
-
-				if (l < c[h]) {
-					gi = ge[l] * gm + a.weight_decay * pi;
-					si = u8_dequant(qm, u8_byte(sw[h], l),
-							sa, true) * a.alpha +
-					     a.one_minus_alpha * gi * gi;
-					avg = cr_sqrt(si) + a.eps;
-					pe[l] = pi - a.lr * cr_div(gi, avg);
-				}
-				s4[l] = si;
-			}
-			st4(p, e[h], c[h], vload4(0, pe));
-			sv[h] = vload4(0, s4);
+			U8_QUAD1(RMSPROP8_ELEM, c[h], pv, gv, sw[h], sa, sv[h]);
+			st4(p, e[h], c[h], pv);
 			sx = max(sx, u8_bits_max(sv[h], c[h]));
 		}
 		/* every work-item of the block has read sabs[blk] by now */
