@@ -364,4 +364,86 @@ static inline uint u8_word(__local const uint *qm, float4 x, uint c,
 		U8_LANE2(ELEM, c, 3, w, pv, gv, mw, vw, ma, va, mv, vv); \
 	} while (0)
 
+/*
+ * adam8's OpenCL kernel is still the one of one element a work-item (the
+ * span form gave NaN steps on PoCL, not yet understood): its helpers,
+ * which hold barriers; @red and @codes are __local arrays of
+ * 2 * GPO_WG_SIZE uints.
+ */
+/*
+ * dequant8() with the hardware's multiply where it is exact: the maps'
+ * least nonzero magnitude is above 2^-22, so for a finite absmax >=
+ * 2^-100 every product is a normal float, which OpenCL's multiply rounds
+ * correctly; prec_mul's integer path only for the rest
+ */
+static inline float u8_dequant_c(uint q, float absmax, bool is_signed)
+{
+	if (absmax >= as_float(0x0d800000u) &&
+	    absmax < as_float(0x7f800000u))
+		return prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+	return dequant8(q, absmax, is_signed);
+}
+
+/*
+ * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2), by the
+ * bits: a NaN wins. A max is the same in any order: deterministic.
+ */
+static inline void u8_absmax_wg(__local uint *red, float x, float y, uint ny,
+			     bool valid, float *mx, float *my)
+{
+	uint lid = get_local_id(0);
+
+	red[lid] = valid ? (as_uint(x) & 0x7fffffffu) : 0u;
+	red[GPO_WG_SIZE + lid] = valid ? (as_uint(y) & 0x7fffffffu) : 0u;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (uint s = GPO_WG_SIZE / 2; s > 0; s >>= 1) {
+		if (lid < s) {
+			red[lid] = max(red[lid], red[lid + s]);
+			if (ny > 1)
+				red[GPO_WG_SIZE + lid] =
+					max(red[GPO_WG_SIZE + lid],
+					    red[GPO_WG_SIZE + lid + s]);
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	*mx = as_float(red[0]);
+	*my = as_float(red[GPO_WG_SIZE]);
+	/* everyone has read red before the next block writes it */
+	barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/*
+ * Each work-item's codes @c0 (and @c1 with @nq 2) staged; work-item w <
+ * 64 then stores the words of the block's codes 4w .. 4w + 3 at @q0
+ * (@q1), the block's first word, lanes from @cnt (its valid elements) on
+ * keeping their bits
+ */
+static inline void u8_pack_wg(__local uint *codes, __global uint *q0,
+			   __global uint *q1, uint nq, uint c0, uint c1,
+			   uint cnt)
+{
+	uint lid = get_local_id(0);
+
+	codes[lid] = c0;
+	codes[GPO_WG_SIZE + lid] = c1;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	if (lid < GPO_WG_SIZE / 4 && 4u * lid < cnt) {
+		uint o0 = q0[lid], o1 = nq > 1 ? q1[lid] : 0u, w0 = 0, w1 = 0;
+
+		for (uint j = 0; j < 4u; j++) {
+			bool in = 4u * lid + j < cnt;
+
+			w0 |= (in ? codes[4u * lid + j] : u8_byte(o0, j)) <<
+			      (8u * j);
+			w1 |= (in ? codes[GPO_WG_SIZE + 4u * lid + j] :
+				    u8_byte(o1, j)) << (8u * j);
+		}
+		q0[lid] = w0;
+		if (nq > 1)
+			q1[lid] = w1;
+	}
+	/* everyone has read codes before the next block writes it */
+	barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 #endif

@@ -115,45 +115,22 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 			a.one_minus_beta2, a.eps, a.step_size, a.bc2_sqrt, &pc);
 }
 
-/* one element of adam8: adam_at()'s arithmetic in scalar form */
-static inline float adam8_elem(float pi, float g0, uint mc, uint vc, float ma,
-			       float va, float *mo, float *vo,
-			       __local const uint *qm,
-			       const struct gpo_adam_args *a, float gm,
-			       float decay, float l2)
-{
-	float gi, mi, vi, denom;
-
-	gi = g0 * gm + l2 * pi;
-	mi = u8_dequant(qm, mc, ma, true) * a->beta1 +
-	     a->one_minus_beta1 * gi;
-	vi = u8_dequant(qm, vc, va, false) * a->beta2 +
-	     a->one_minus_beta2 * gi * gi;
-	denom = cr_div(cr_sqrt(vi), a->bc2_sqrt) + a->eps;
-	*mo = mi;
-	*vo = vi;
-	return pi * decay - a->step_size * cr_div(mi, denom);
-}
-
-#define ADAM8_ELEM(p0, g0, mc, vc, ma0, va0, mo, vo) \
-	adam8_elem(p0, g0, mc, vc, ma0, va0, mo, vo, qm, &a, gm, decay, l2)
-
 /*
- * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing spans of
- * 8 blocks get_group_id(0), + q_groups, ... (update.cl's u8_*): each
- * element's old state dequantized (exp_avg signed, exp_avg_sq unsigned),
- * the update of adam_at() in scalar form (p from the unrounded new
- * state), then the block's absmax and codes
+ * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing blocks
+ * get_group_id(0), + q_groups, ...: the old state dequantized (exp_avg
+ * signed, exp_avg_sq unsigned), the update of adam_at() in scalar form (p
+ * from the unrounded new state), then the block's absmax and codes
  */
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(uint, vq), BUF(float, vmax), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
 {
-	__local uint qm[512], red[U8_RED_SIZE];
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
 	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
 	const float decay = decoupled ? a.decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a.weight_decay;
-	uint par = 0;
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
 	float gm;
 
 	VIEW(p);
@@ -163,55 +140,35 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(scal);
 	VIEW(mabs);
 	VIEW(vabs);
-	u8_qmap_load(qm);
-	barrier(CLK_LOCAL_MEM_FENCE);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	for (uint s = get_group_id(0); s < u8_spans(a.n); s += a.q_groups) {
-		uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
-		uint mx = 0, vx = 0;
-		float4 mv[2], vv[2];
-		float ma = 0.0f, va = 0.0f, na, nv;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
 
-		u8_block(s, a.n, &k, &first, &cnt);
-		blk = a.q_blk + k;
-		if (cnt) {
-			ma = mabs[blk];
-			va = vabs[blk];
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + l2 * pi;
+			mi = u8_dequant_c(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+			     a.beta1 + a.one_minus_beta1 * gi;
+			vi = u8_dequant_c(u8_byte(vq[q >> 2], q), vabs[blk],
+				      false) * a.beta2 +
+			     a.one_minus_beta2 * gi * gi;
+			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
+			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
 		}
-		for (uint h = 0; h < 2; h++) {
-			float4 pv, gv;
-
-			e[h] = u8_quad(first, cnt, h, &c[h]);
-			/* q_off is a multiple of 4: a quad's codes are a word */
-			w[h] = (a.q_off + e[h]) / 4;
-			mv[h] = vv[h] = (float4)(0.0f);
-			mw[h] = vw[h] = 0;
-			if (!c[h])
-				continue;
-			pv = ld4(p, e[h], c[h]);
-			gv = ld4(g, e[h], c[h]);
-			mw[h] = mq[w[h]];
-			vw[h] = vq[w[h]];
-			U8_QUAD2(ADAM8_ELEM, c[h], pv, gv, mw[h], vw[h], ma, va,
-				 mv[h], vv[h]);
-			st4(p, e[h], c[h], pv);
-			mx = max(mx, u8_bits_max(mv[h], c[h]));
-			vx = max(vx, u8_bits_max(vv[h], c[h]));
+		u8_absmax_wg(red, mi, vi, 2, valid, &ma, &va);
+		if (lid == 0) {
+			mabs[blk] = ma;
+			vabs[blk] = va;
 		}
-		/* every work-item of the block has read mabs[blk] by now */
-		u8_absmax(red, par, mx, vx, &na, &nv);
-		if (cnt && get_local_id(0) % U8_LANES == 0) {
-			mabs[blk] = na;
-			vabs[blk] = nv;
-		}
-		for (uint h = 0; h < 2; h++) {
-			if (!c[h])
-				continue;
-			mq[w[h]] = u8_word(qm, mv[h], c[h], na, true, mw[h]);
-			vq[w[h]] = u8_word(qm, vv[h], c[h], nv, false, vw[h]);
-		}
-		par ^= 1;
+		u8_pack_wg(codes, mq + (a.q_off + first) / 4,
+			vq + (a.q_off + first) / 4, 2,
+			valid ? quant8(mi, ma, true) : 0u,
+			valid ? quant8(vi, va, false) : 0u, cnt);
 	}
 }
