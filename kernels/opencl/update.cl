@@ -162,221 +162,24 @@ static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
 
 /*
  * State in blockwise 8 bits (the u8 kernels: adam8 ...; abi/adam.h): a
- * work-group does spans of GPO_U8_GROUP_BLOCKS blocks of 256 (span s:
- * blocks 8s .. 8s + 7; spans get_group_id(0), + q_groups, ...),
- * U8_LANES work-items a block; lane j of a block owns its element quads
- * j and j + 32 (elements 4j .. 4j + 3 and 128 + 4j ..), which are its
- * code words j and j + 32: each work-item reads and writes whole words
- * of codes, p and g as float4s. The block's absmax is one exchange in
- * local memory (u8_absmax(), one barrier a span), and the maps are read
- * from a copy in local memory (u8_qmap_load()), not __constant, which a
- * device serialises when the lanes' indices differ. Code views are
- * words, four codes a word (element 4i in the low byte).
+ * work-group does blocks of 256 elements (get_group_id(0), + q_groups,
+ * ...), one element a work-item; every work-item calls each u8_*
+ * function (they hold barriers). @red and @codes are the kernel's
+ * __local arrays of 2 * GPO_WG_SIZE uints. Code views are words, four
+ * codes a word (element 4i in the low byte).
  */
-#define U8_LANES	32u
-#define U8_RED_SIZE	(4 * GPO_WG_SIZE)	/* uints: u8_absmax's @red */
-
 static inline uint u8_byte(uint w, uint e)
 {
 	return (w >> (8u * (e & 3u))) & 0xffu;
 }
 
-/* the maps into @qm (512 uints); a barrier before any use */
-static inline void u8_qmap_load(__local uint *qm)
-{
-	for (uint i = get_local_id(0); i < 512u; i += GPO_WG_SIZE)
-		qm[i] = prec_qmap_bits[i];
-}
-
 /*
  * dequant8() with the hardware's multiply where it is exact: the maps'
  * least nonzero magnitude is above 2^-22, so for a finite absmax >=
  * 2^-100 every product is a normal float, which OpenCL's multiply rounds
  * correctly; prec_mul's integer path only for the rest
  */
-static inline float u8_dequant(__local const uint *qm, uint q, float absmax,
-			       bool is_signed)
-{
-	if (absmax >= as_float(0x0d800000u) &&
-	    absmax < as_float(0x7f800000u))
-		return as_float(qm[(is_signed ? 256u : 0u) + q]) * absmax;
-	return dequant8(q, absmax, is_signed);
-}
-
-/* precision.cl's quant8(), step for step, with the maps at @qm */
-static inline uint u8_quant(__local const uint *qm, float x, float absmax,
-			    bool is_signed)
-{
-	__local const uint *m = qm + (is_signed ? 256u : 0u);
-	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
-	uint c = 0u;
-	float v, s0, e0, s1, e1, bb, lo, hi;
-
-	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
-		return zero;
-	v = cr_div(x, absmax);
-	/* by the bits: a compiler may assume there are no NaNs */
-	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
-		return zero;
-	if (v <= as_float(m[0]))
-		return 0u;
-	if (v >= as_float(m[255]))
-		return 255u;
-	for (uint step = 128u; step != 0u; step >>= 1)
-		if (as_float(m[c + step]) <= v)
-			c += step;
-	/* |v - lo| against |hi - v|, exactly: TwoSum's (sum, error) */
-	lo = as_float(m[c]);
-	hi = as_float(m[c + 1u]);
-	s0 = v - lo;
-	bb = s0 - v;
-	e0 = (v - (s0 - bb)) + (-lo - bb);
-	s1 = hi - v;
-	bb = s1 - hi;
-	e1 = (hi - (s1 - bb)) + (-v - bb);
-	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
-}
-
-/* the spans of a group of @n elements */
-static inline uint u8_spans(uint n)
-{
-	uint blocks = (n + 255u) / 256u;
-
-	return (blocks + GPO_U8_GROUP_BLOCKS - 1) / GPO_U8_GROUP_BLOCKS;
-}
-
-/*
- * This work-item's block in span @s of a group of @n: its index @k, first
- * element @first and valid elements @cnt (0 past the last block)
- */
-static inline void u8_block(uint s, uint n, uint *k, uint *first,
-			    uint *cnt)
-{
-	uint blocks = (n + 255u) / 256u;
-
-	*k = s * GPO_U8_GROUP_BLOCKS + get_local_id(0) / U8_LANES;
-	*first = *k * 256u;
-	*cnt = *k < blocks ? min(256u, n - *first) : 0u;
-}
-
-/* quad @h (0 or 1) of this work-item: its first element, valid lanes */
-static inline uint u8_quad(uint first, uint cnt, uint h, uint *c)
-{
-	uint at = 128u * h + 4u * (get_local_id(0) % U8_LANES);
-
-	*c = cnt > at ? min(cnt - at, 4u) : 0u;
-	return first + at;
-}
-
-/* max |x| of the first @c lanes, by the bits (a NaN is above inf) */
-static inline uint u8_bits_max(float4 x, uint c)
-{
-	uint4 b = as_uint4(x) & 0x7fffffffu;
-	uint m = b.x;
-
-	if (c > 1)
-		m = max(m, b.y);
-	if (c > 2)
-		m = max(m, b.z);
-	if (c > 3)
-		m = max(m, b.w);
-	return c ? m : 0u;
-}
-
-/*
- * The block's max of @x and @y (each work-item's u8_bits_max()): all in
- * @red (U8_RED_SIZE uints), one barrier, then each reads its block's 32.
- * A max is the same in any order. @par alternates between spans, so the
- * next span's stores never meet this one's loads (a barrier between).
- */
-static inline void u8_absmax(__local uint *red, uint par, uint x, uint y,
-			     float *mx, float *my)
-{
-	uint lid = get_local_id(0);
-	__local uint *r = red + par * 2 * GPO_WG_SIZE;
-	__local uint *b = r + (lid / U8_LANES) * U8_LANES;
-	uint4 a = (uint4)(0u), c = (uint4)(0u);
-
-	r[lid] = x;
-	r[GPO_WG_SIZE + lid] = y;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint i = 0; i < U8_LANES; i += 4) {
-		a = max(a, vload4(0, b + i));
-		c = max(c, vload4(0, b + GPO_WG_SIZE + i));
-	}
-	*mx = as_float(max(max(a.x, a.y), max(a.z, a.w)));
-	*my = as_float(max(max(c.x, c.y), max(c.z, c.w)));
-}
-
-/* the word of codes of @x's first @c lanes, the rest keeping @old's */
-static inline uint u8_word(__local const uint *qm, float4 x, uint c,
-			   float absmax, bool is_signed, uint old)
-{
-	uint w = c > 0 ? u8_quant(qm, x.x, absmax, is_signed) : (old & 0xffu);
-
-	w |= (c > 1 ? u8_quant(qm, x.y, absmax, is_signed) :
-		      u8_byte(old, 1)) << 8;
-	w |= (c > 2 ? u8_quant(qm, x.z, absmax, is_signed) :
-		      u8_byte(old, 2)) << 16;
-	w |= (c > 3 ? u8_quant(qm, x.w, absmax, is_signed) :
-		      u8_byte(old, 3)) << 24;
-	return w;
-}
-
-
-/*
- * A quad's elements through a kernel's element function ELEM(p, g,
- * code(s), absmax(es), &new state(s)), which returns the new p: the
- * lanes below @c of @pv, each lane's new state into @sv (@mv, @vv), 0
- * past @c. Spelled out lane by lane: no private arrays (PoCL's LLVM 15
- * miscompiled and crashed on a vstore4() into them).
- */
-#define U8_LANE1(ELEM, c, i, X, pv, gv, cw, sa, sv) \
-	do { \
-		float o_ = 0.0f; \
-		if ((c) > (i)) \
-			(pv).X = ELEM((pv).X, (gv).X, u8_byte((cw), (i)), \
-				      (sa), &o_); \
-		(sv).X = o_; \
-	} while (0)
-#define U8_QUAD1(ELEM, c, pv, gv, cw, sa, sv) \
-	do { \
-		U8_LANE1(ELEM, c, 0, x, pv, gv, cw, sa, sv); \
-		U8_LANE1(ELEM, c, 1, y, pv, gv, cw, sa, sv); \
-		U8_LANE1(ELEM, c, 2, z, pv, gv, cw, sa, sv); \
-		U8_LANE1(ELEM, c, 3, w, pv, gv, cw, sa, sv); \
-	} while (0)
-#define U8_LANE2(ELEM, c, i, X, pv, gv, mw, vw, ma, va, mv, vv) \
-	do { \
-		float o_ = 0.0f, u_ = 0.0f; \
-		if ((c) > (i)) \
-			(pv).X = ELEM((pv).X, (gv).X, u8_byte((mw), (i)), \
-				      u8_byte((vw), (i)), (ma), (va), &o_, \
-				      &u_); \
-		(mv).X = o_; \
-		(vv).X = u_; \
-	} while (0)
-#define U8_QUAD2(ELEM, c, pv, gv, mw, vw, ma, va, mv, vv) \
-	do { \
-		U8_LANE2(ELEM, c, 0, x, pv, gv, mw, vw, ma, va, mv, vv); \
-		U8_LANE2(ELEM, c, 1, y, pv, gv, mw, vw, ma, va, mv, vv); \
-		U8_LANE2(ELEM, c, 2, z, pv, gv, mw, vw, ma, va, mv, vv); \
-		U8_LANE2(ELEM, c, 3, w, pv, gv, mw, vw, ma, va, mv, vv); \
-	} while (0)
-
-/*
- * adam8's OpenCL kernel is still the one of one element a work-item (the
- * span form gave NaN steps on PoCL, not yet understood): its helpers,
- * which hold barriers; @red and @codes are __local arrays of
- * 2 * GPO_WG_SIZE uints.
- */
-/*
- * dequant8() with the hardware's multiply where it is exact: the maps'
- * least nonzero magnitude is above 2^-22, so for a finite absmax >=
- * 2^-100 every product is a normal float, which OpenCL's multiply rounds
- * correctly; prec_mul's integer path only for the rest
- */
-static inline float u8_dequant_c(uint q, float absmax, bool is_signed)
+static inline float u8_dequant(uint q, float absmax, bool is_signed)
 {
 	if (absmax >= as_float(0x0d800000u) &&
 	    absmax < as_float(0x7f800000u))
@@ -388,7 +191,7 @@ static inline float u8_dequant_c(uint q, float absmax, bool is_signed)
  * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2), by the
  * bits: a NaN wins. A max is the same in any order: deterministic.
  */
-static inline void u8_absmax_wg(__local uint *red, float x, float y, uint ny,
+static inline void u8_absmax(__local uint *red, float x, float y, uint ny,
 			     bool valid, float *mx, float *my)
 {
 	uint lid = get_local_id(0);
@@ -418,7 +221,7 @@ static inline void u8_absmax_wg(__local uint *red, float x, float y, uint ny,
  * (@q1), the block's first word, lanes from @cnt (its valid elements) on
  * keeping their bits
  */
-static inline void u8_pack_wg(__local uint *codes, __global uint *q0,
+static inline void u8_pack(__local uint *codes, __global uint *q0,
 			   __global uint *q1, uint nq, uint c0, uint c1,
 			   uint cnt)
 {

@@ -66,34 +66,19 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 			   a.weight_decay, a.eps, &pc);
 }
 
-/* one element of adagrad8: adagrad's arithmetic in scalar form */
-static inline float adagrad8_elem(float pi, float g0, uint code, float sa,
-				  float *so, __local const uint *qm,
-				  const struct gpo_adagrad_args *a, float gm)
-{
-	float gi, si;
-
-	gi = g0 * gm + a->weight_decay * pi;
-	si = u8_dequant(qm, code, sa, true) + gi * gi;
-	*so = si;
-	return pi - a->clr * cr_div(gi, cr_sqrt(si) + a->eps);
-}
-
-#define ADAGRAD8_ELEM(p0, g0, code, sa0, so) \
-	adagrad8_elem(p0, g0, code, sa0, so, qm, &a, gm)
-
 /*
  * adagrad8 (abi/adagrad.h): blockwise 8-bit sum (the signed map, as
- * bitsandbytes' one-state optimizers), a work-group doing spans of 8
- * blocks get_group_id(0), + q_groups, ... (update.cl's u8_*): adagrad's
- * update from the dequantized sum, then the block's absmax and codes
+ * bitsandbytes' one-state optimizers), a work-group doing blocks
+ * get_group_id(0), + q_groups, ...: adagrad's update from the dequantized
+ * sum, then the block's absmax and codes
  */
 KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		     BUF(const float, scal), BUF(float, sabs),
 		     struct gpo_adagrad_args a)
 {
-	__local uint qm[512], red[U8_RED_SIZE];
-	uint par = 0;
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
 	float gm;
 
 	VIEW(p);
@@ -101,45 +86,28 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	VIEW(sq);
 	VIEW(scal);
 	VIEW(sabs);
-	u8_qmap_load(qm);
-	barrier(CLK_LOCAL_MEM_FENCE);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	for (uint s = get_group_id(0); s < u8_spans(a.n); s += a.q_groups) {
-		uint k, first, cnt, blk, c[2], e[2], w[2], sw[2], sx = 0;
-		float4 sv[2];
-		float sa = 0.0f, na, unused;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float pi, gi, si = 0.0f, sa, unused;
 
-		u8_block(s, a.n, &k, &first, &cnt);
-		blk = a.q_blk + k;
-		if (cnt)
-			sa = sabs[blk];
-		for (uint h = 0; h < 2; h++) {
-			float4 pv, gv;
-
-			e[h] = u8_quad(first, cnt, h, &c[h]);
-			/* q_off is a multiple of 4: a quad's codes are a word */
-			w[h] = (a.q_off + e[h]) / 4;
-			sv[h] = (float4)(0.0f);
-			sw[h] = 0;
-			if (!c[h])
-				continue;
-			pv = ld4(p, e[h], c[h]);
-			gv = ld4(g, e[h], c[h]);
-			sw[h] = sq[w[h]];
-			U8_QUAD1(ADAGRAD8_ELEM, c[h], pv, gv, sw[h], sa, sv[h]);
-			st4(p, e[h], c[h], pv);
-			sx = max(sx, u8_bits_max(sv[h], c[h]));
+		if (valid) {
+			pi = p[e];
+			gi = g[e] * gm + a.weight_decay * pi;
+			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
+			     gi * gi;
+			p[e] = pi - a.clr * cr_div(gi, cr_sqrt(si) + a.eps);
 		}
-		/* every work-item of the block has read sabs[blk] by now */
-		u8_absmax(red, par, sx, 0u, &na, &unused);
-		if (cnt && get_local_id(0) % U8_LANES == 0)
-			sabs[blk] = na;
-		for (uint h = 0; h < 2; h++)
-			if (c[h])
-				sq[w[h]] = u8_word(qm, sv[h], c[h], na, true,
-						   sw[h]);
-		par ^= 1;
+		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
+		if (lid == 0)
+			sabs[blk] = sa;
+		u8_pack(codes, sq + (a.q_off + first) / 4,
+			sq + (a.q_off + first) / 4, 1,
+			valid ? quant8(si, sa, true) : 0u, 0u, cnt);
 	}
 }

@@ -153,20 +153,20 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		if (valid) {
 			pi = p[e];
 			gi = g[e] * gm + l2 * pi;
-			mi = u8_dequant_c(u8_byte(mq[q >> 2], q), mabs[blk], true) *
+			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
 			     a.beta1 + a.one_minus_beta1 * gi;
-			vi = u8_dequant_c(u8_byte(vq[q >> 2], q), vabs[blk],
+			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
 				      false) * a.beta2 +
 			     a.one_minus_beta2 * gi * gi;
 			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
 			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
 		}
-		u8_absmax_wg(red, mi, vi, 2, valid, &ma, &va);
+		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
 		if (lid == 0) {
 			mabs[blk] = ma;
 			vabs[blk] = va;
 		}
-		u8_pack_wg(codes, mq + (a.q_off + first) / 4,
+		u8_pack(codes, mq + (a.q_off + first) / 4,
 			vq + (a.q_off + first) / 4, 2,
 			valid ? quant8(mi, ma, true) : 0u,
 			valid ? quant8(vi, va, false) : 0u, cnt);

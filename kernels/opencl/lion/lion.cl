@@ -74,79 +74,47 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 			&pc);
 }
 
-/* one element of lion8: lion_at()'s arithmetic in scalar form */
-static inline float lion8_elem(float pi, float g0, uint code, float sa,
-			       float *so, __local const uint *qm,
-			       const struct gpo_lion_args *a, float gm)
-{
-	float gi = g0 * gm, m0 = u8_dequant(qm, code, sa, true), c;
-
-	c = m0 * a->beta1 + a->one_minus_beta1 * gi;
-	*so = m0 * a->beta2 + a->one_minus_beta2 * gi;
-	return pi * a->decay - a->lr * sign(c);
-}
-
-#define LION8_ELEM(p0, g0, code, sa0, so) \
-	lion8_elem(p0, g0, code, sa0, so, qm, &a, gm)
-
 /*
  * lion8 (abi/lion.h): blockwise 8-bit exp_avg (the signed map), a
- * work-group doing spans of 8 blocks get_group_id(0), + q_groups, ...
- * (update.cl's u8_*): lion_at()'s update from the dequantized state,
- * then the block's absmax and codes
+ * work-group doing blocks get_group_id(0), + q_groups, ...: lion_at()'s
+ * update from the dequantized state, then the block's absmax and codes
  */
-KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
-		  BUF(const float, scal), BUF(float, sabs),
+KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
+		  BUF(const float, scal), BUF(float, mabs),
 		  struct gpo_lion_args a)
 {
-	__local uint qm[512], red[U8_RED_SIZE];
-	uint par = 0;
+	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	uint lid = get_local_id(0);
+	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
 	float gm;
 
 	VIEW(p);
 	VIEW(g);
-	VIEW(sq);
+	VIEW(mq);
 	VIEW(scal);
-	VIEW(sabs);
-	u8_qmap_load(qm);
-	barrier(CLK_LOCAL_MEM_FENCE);
+	VIEW(mabs);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	for (uint s = get_group_id(0); s < u8_spans(a.n); s += a.q_groups) {
-		uint k, first, cnt, blk, c[2], e[2], w[2], sw[2], sx = 0;
-		float4 sv[2];
-		float sa = 0.0f, na, unused;
+	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
+		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
+		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
+		uint blk = a.q_blk + k;
+		bool valid = lid < cnt;
+		float gi, m0, c, mi = 0.0f, ma, unused;
 
-		u8_block(s, a.n, &k, &first, &cnt);
-		blk = a.q_blk + k;
-		if (cnt)
-			sa = sabs[blk];
-		for (uint h = 0; h < 2; h++) {
-			float4 pv, gv;
-
-			e[h] = u8_quad(first, cnt, h, &c[h]);
-			/* q_off is a multiple of 4: a quad's codes are a word */
-			w[h] = (a.q_off + e[h]) / 4;
-			sv[h] = (float4)(0.0f);
-			sw[h] = 0;
-			if (!c[h])
-				continue;
-			pv = ld4(p, e[h], c[h]);
-			gv = ld4(g, e[h], c[h]);
-			sw[h] = sq[w[h]];
-			U8_QUAD1(LION8_ELEM, c[h], pv, gv, sw[h], sa, sv[h]);
-			st4(p, e[h], c[h], pv);
-			sx = max(sx, u8_bits_max(sv[h], c[h]));
+		if (valid) {
+			gi = g[e] * gm;
+			m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
+			c = m0 * a.beta1 + a.one_minus_beta1 * gi;
+			p[e] = p[e] * a.decay - a.lr * sign(c);
+			mi = m0 * a.beta2 + a.one_minus_beta2 * gi;
 		}
-		/* every work-item of the block has read sabs[blk] by now */
-		u8_absmax(red, par, sx, 0u, &na, &unused);
-		if (cnt && get_local_id(0) % U8_LANES == 0)
-			sabs[blk] = na;
-		for (uint h = 0; h < 2; h++)
-			if (c[h])
-				sq[w[h]] = u8_word(qm, sv[h], c[h], na, true,
-						   sw[h]);
-		par ^= 1;
+		u8_absmax(red, mi, 0.0f, 1, valid, &ma, &unused);
+		if (lid == 0)
+			mabs[blk] = ma;
+		u8_pack(codes, mq + (a.q_off + first) / 4,
+			mq + (a.q_off + first) / 4, 1,
+			valid ? quant8(mi, ma, true) : 0u, 0u, cnt);
 	}
 }
