@@ -30,6 +30,12 @@
 
 #define GPO_ARGS_MAX	128	/* bytes: Vulkan's guaranteed push range */
 #define GPO_WG_SIZE	256	/* work-items per workgroup, every kernel */
+/*
+ * u8 state kernels (adam8 ...): blocks of 256 a workgroup does at a
+ * time, 32 work-items a block (8 elements each); a launch of them has
+ * ceil(blocks / GPO_U8_GROUP_BLOCKS) groups at most
+ */
+#define GPO_U8_GROUP_BLOCKS	8
 
 /*
  * Vulkan, shaders built with -DGPO_ARGS_BUF (their ".ab" variant, for

@@ -58,11 +58,17 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 }
 
 /*
- * State in blockwise 8 bits (the u8 kernels, adam8 ...; abi/adam.h): a
- * workgroup does blocks of 256 elements, one element an invocation. A
- * kernel defines GPO_U8_STATE and PREC_QMAP_SHARED before including this
- * file, calls prec_qmap_load() and barrier() first, and calls every
- * u8_* function below from all its invocations (they hold barriers).
+ * State in blockwise 8 bits (the u8 kernels, adam8 ...; abi/adam.h). A
+ * workgroup does U8_GROUP_BLOCKS blocks of 256 at a time (its "span"
+ * s: blocks s U8_GROUP_BLOCKS + 0 .. 7), U8_LANES invocations a block;
+ * lane j of a block owns the block's element quads j and j + 32
+ * (elements 4j .. 4j + 3 and 128 + 4j .. 128 + 4j + 3), which are the
+ * code words j and j + 32 of the block: it reads and writes whole words
+ * itself, p and g as vec4s, and neighbouring lanes touch neighbouring
+ * words. The block's absmax is one shared-memory exchange (u8_absmax),
+ * one barrier a span. A kernel defines GPO_U8_STATE and
+ * PREC_QMAP_SHARED before including this file, calls prec_qmap_load()
+ * and barrier() first, and calls u8_absmax() from all its invocations.
  * A code view is the whole slot as words, four codes a word (element 4i
  * in the low byte).
  */
@@ -71,8 +77,11 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 	layout(set = 0, binding = b, std430) buffer name##_q \
 		{ uint name##q[]; }
 
-shared uint u8_red[2][WG_SIZE];
-shared uint u8_codes[2][WG_SIZE];
+#define U8_LANES	32u
+#define U8_GROUP_BLOCKS	uint(GPO_U8_GROUP_BLOCKS)
+
+/* [span parity][state][invocation / 4]: no barrier to reuse it */
+shared uvec4 u8_red[2][2][WG_SIZE / 4u];
 
 /* the code of byte @e of a code view, from its word @w */
 uint u8_byte(uint w, uint e)
@@ -98,72 +107,158 @@ float u8_dequant(uint q, float absmax, bool is_signed)
 	return dequant8(q, absmax, is_signed);
 }
 
-/* the blocks of this workgroup: group_index(), + args.q_groups, ... */
-uint u8_blocks()
+/* the spans of this workgroup: group_index(), + args.q_groups, ... */
+uint u8_spans()
 {
-	return (args.n + WG_SIZE - 1u) / WG_SIZE;
+	uint blocks = (args.n + 255u) / 256u;
+
+	return (blocks + U8_GROUP_BLOCKS - 1u) / U8_GROUP_BLOCKS;
 }
 
 /*
- * The block's max |x| and |y| over the valid lanes (@ny: 1 or 2 of
- * them), by the bits: a NaN wins. A max is the same in any order, so
- * this is deterministic whatever the tree.
+ * This invocation's block in span @s: its index @k (in the group), first
+ * element @first and valid elements @cnt (0 past the group's last block)
  */
-void u8_absmax(float x, float y, uint ny, bool valid, out float mx,
-	       out float my)
+void u8_block(uint s, out uint k, out uint first, out uint cnt)
 {
-	uint lid = gl_LocalInvocationID.x;
+	uint blocks = (args.n + 255u) / 256u;
 
-	u8_red[0][lid] = valid ? (floatBitsToUint(x) & 0x7fffffffu) : 0u;
-	u8_red[1][lid] = valid ? (floatBitsToUint(y) & 0x7fffffffu) : 0u;
+	k = s * U8_GROUP_BLOCKS + gl_LocalInvocationID.x / U8_LANES;
+	first = k * 256u;
+	cnt = k < blocks ? min(256u, args.n - first) : 0u;
+}
+
+/* the valid elements (0 .. 4) of this invocation's quad @h (0 or 1) */
+uint u8_quad_cnt(uint cnt, uint h)
+{
+	uint at = 128u * h + 4u * (gl_LocalInvocationID.x % U8_LANES);
+
+	return cnt > at ? min(cnt - at, 4u) : 0u;
+}
+
+/* the first element of quad @h in the block at @first */
+uint u8_quad_first(uint first, uint h)
+{
+	return first + 128u * h + 4u * (gl_LocalInvocationID.x % U8_LANES);
+}
+
+/* max |x| of the first @c lanes, by the bits (a NaN is above inf) */
+uint u8_bits_max(vec4 x, uint c)
+{
+	uvec4 b = floatBitsToUint(x) & 0x7fffffffu;
+	uint m = 0u;
+
+	for (uint l = 0u; l < 4u; l++)
+		if (l < c)
+			m = max(m, b[l]);
+	return m;
+}
+
+/*
+ * The block's max of @x and @y (u8_bits_max() of each lane's quads):
+ * each invocation's in shared memory, one barrier, then each reads its
+ * block's 32. A max is the same in any order: the same bits whatever
+ * the grouping. @par alternates between spans, so the next span's
+ * stores never meet this one's loads (a barrier lies between).
+ */
+void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
+{
+	uint lid = gl_LocalInvocationID.x, at = (lid / U8_LANES) * 8u;
+	uvec4 a = uvec4(0u), b = uvec4(0u);
+
+	u8_red[par][0][lid >> 2][lid & 3u] = x;
+	u8_red[par][1][lid >> 2][lid & 3u] = y;
 	memoryBarrierShared();
 	barrier();
-	for (uint s = WG_SIZE / 2u; s > 0u; s >>= 1) {
-		if (lid < s) {
-			u8_red[0][lid] = max(u8_red[0][lid], u8_red[0][lid + s]);
-			if (ny > 1u)
-				u8_red[1][lid] = max(u8_red[1][lid],
-						     u8_red[1][lid + s]);
+	for (uint i = 0u; i < 8u; i++) {
+		a = max(a, u8_red[par][0][at + i]);
+		b = max(b, u8_red[par][1][at + i]);
+	}
+	mx = uintBitsToFloat(max(max(a.x, a.y), max(a.z, a.w)));
+	my = uintBitsToFloat(max(max(b.x, b.y), max(b.z, b.w)));
+}
+
+/*
+ * The word of codes quant8(@x[l], @absmax) for the first @c lanes, the
+ * rest keeping @old's bytes
+ */
+uint u8_word(vec4 x, uint c, float absmax, bool is_signed, uint old)
+{
+	uint w = 0u;
+
+	for (uint l = 0u; l < 4u; l++)
+		w |= (l < c ? quant8(x[l], absmax, is_signed) :
+			      u8_byte(old, l)) << (8u * l);
+	return w;
+}
+
+/*
+ * The one-state kernels (rmsprop8, adagrad8, lion8: the signed map)
+ * define U8_ONE_STATE as the binding of their codes (sq here), declare
+ * p and g (FLOAT4_BUF) and their absmax as sabs before including this
+ * file, and define elem(): one element's update from its p, g, code and
+ * the block's old absmax, returning p and the new state in @so.
+ * u8_span1() is then a whole span of theirs.
+ */
+#ifdef U8_ONE_STATE
+U8_BUF(U8_ONE_STATE, s);
+
+float elem(float p0, float g0, uint code, float absmax, out float so);
+
+void u8_span1(uint sp, uint par)
+{
+	uint k, first, cnt, blk, c[2], e[2], w[2], sw[2];
+	vec4 pv[2], sv[2];
+	uint sx = 0u;
+	float sa = 0.0, na, unused;
+
+	u8_block(sp, k, first, cnt);
+	blk = args.q_blk + k;
+	if (cnt != 0u)
+		sa = sabs[blk];
+	for (uint h = 0u; h < 2u; h++) {
+		c[h] = u8_quad_cnt(cnt, h);
+		e[h] = u8_quad_first(first, h);
+		/* q_off is a multiple of 4: the quad's codes are one word */
+		w[h] = (args.q_off + e[h]) / 4u;
+		if (c[h] == 0u)
+			continue;
+		vec4 gv;
+		if (c[h] == 4u) {
+			pv[h] = p4[e[h] / 4u];
+			gv = g4[e[h] / 4u];
+		} else {
+			for (uint l = 0u; l < c[h]; l++) {
+				pv[h][l] = p[e[h] + l];
+				gv[l] = g[e[h] + l];
+			}
 		}
-		memoryBarrierShared();
-		barrier();
+		sw[h] = sq[w[h]];
+		for (uint l = 0u; l < 4u; l++) {
+			float so = 0.0;
+
+			if (l < c[h])
+				pv[h][l] = elem(pv[h][l], gv[l],
+						u8_byte(sw[h], l), sa, so);
+			sv[h][l] = so;
+		}
+		if (c[h] == 4u) {
+			p4[e[h] / 4u] = pv[h];
+		} else {
+			for (uint l = 0u; l < c[h]; l++)
+				p[e[h] + l] = pv[h][l];
+		}
+		sx = max(sx, u8_bits_max(sv[h], c[h]));
 	}
-	mx = uintBitsToFloat(u8_red[0][0]);
-	my = uintBitsToFloat(u8_red[1][0]);
-	/* everyone has read u8_red before the next block writes it */
-	barrier();
+	/* every invocation of the block has read sabs[blk] by now */
+	u8_absmax(par, sx, 0u, na, unused);
+	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u)
+		sabs[blk] = na;
+	for (uint h = 0u; h < 2u; h++)
+		if (c[h] != 0u)
+			sq[w[h]] = u8_word(sv[h], c[h], na, true, sw[h]);
 }
-
-/*
- * Each invocation's codes @c0 (and @c1) staged; then invocation w < 64
- * gets the words of the block's codes 4w .. 4w + 3 with the lanes from
- * @cnt (the block's valid elements) on taken from @old0 (@old1), its
- * words now. Returns whether this invocation has words to store.
- */
-bool u8_pack(uint c0, uint c1, uint cnt, uint old0, uint old1,
-	     out uint w0, out uint w1)
-{
-	uint lid = gl_LocalInvocationID.x;
-	bool packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
-
-	u8_codes[0][lid] = c0;
-	u8_codes[1][lid] = c1;
-	memoryBarrierShared();
-	barrier();
-	w0 = 0u;
-	w1 = 0u;
-	for (uint j = 0u; packs && j < 4u; j++) {
-		bool inb = 4u * lid + j < cnt;
-
-		w0 |= (inb ? u8_codes[0][4u * lid + j] : u8_byte(old0, j)) <<
-		      (8u * j);
-		w1 |= (inb ? u8_codes[1][4u * lid + j] : u8_byte(old1, j)) <<
-		      (8u * j);
-	}
-	/* everyone has read u8_codes before the next block writes it */
-	barrier();
-	return packs;
-}
+#endif
 #endif
 
 bool grad_mul()

@@ -4,60 +4,50 @@
 /*
  * adagrad8.comp - adagrad8 (abi/adagrad.h): Adagrad with blockwise 8-bit
  * sum (the signed map, as bitsandbytes' one-state optimizers). A
- * workgroup does blocks group_index(), + q_groups, ...: adagrad.comp's
- * update from the dequantized sum, then the block's absmax of the new
- * sum and its codes.
+ * workgroup does spans of 8 blocks (update.glsl's u8_span1):
+ * adagrad.comp's update from the dequantized sum, then the block's
+ * absmax of the new sum and its codes.
  */
 #version 450
 #include "common.glsl"
 #include "abi/adagrad.h"
 #include "group.glsl"
 
-FLOAT_BUF(0, p);
-FLOAT_BUF(1, g);
+FLOAT4_BUF(0, p);
+FLOAT4_BUF(1, g);
 SCAL_BUF(3);
 FLOAT_BUF(4, sabs);
 
 #define GPO_U8_STATE
+#define U8_ONE_STATE	2
 #define PREC_QMAP_SHARED
 #include "update.glsl"
 
-U8_BUF(2, s);
-
-void block(uint k)
+/* one element: the arithmetic of adagrad.comp in its order */
+float elem(float p0, float g0, uint code, float absmax, out float so)
 {
-	uint lid = gl_LocalInvocationID.x;
-	uint first = k * WG_SIZE, e = first + lid, q = args.q_off + e;
-	uint cnt = min(WG_SIZE, args.n - first), blk = args.q_blk + k;
-	uint w = (args.q_off + first) / 4u + lid, word, unused;
-	bool valid = lid < cnt, packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
-	precise float pi, gi, si = 0.0;
-	float sa, unused_f;
+	precise float pi, gi, si;
 
-	if (valid) {
-		pi = p[e];
-		gi = g[e] * gm + args.weight_decay * pi;
-		si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
-		     gi * gi;
-		/* into a precise value first: no a * b + c fused */
-		pi = pi - args.clr * cr_div(gi, cr_sqrt(si) + args.eps);
-		p[e] = pi;
-	}
-	u8_absmax(si, 0.0, 1u, valid, sa, unused_f);
-	if (lid == 0u)
-		sabs[blk] = sa;
-	if (u8_pack(valid ? quant8(si, sa, true) : 0u, 0u, cnt,
-		    packs ? sq[w] : 0u, 0u, word, unused))
-		sq[w] = word;
+	pi = p0;
+	gi = g0 * gm + args.weight_decay * pi;
+	si = u8_dequant(code, absmax, true) + gi * gi;
+	/* into a precise value first: no a * b + c fused */
+	pi = pi - args.clr * cr_div(gi, cr_sqrt(si) + args.eps);
+	so = si;
+	return pi;
 }
 
 void main()
 {
+	uint par = 0u;
+
 	prec_qmap_load();
 	barrier();
 	/* every invocation reads the same scal: all return alike */
 	if (!grad_mul())
 		return;
-	for (uint k = group_index(); k < u8_blocks(); k += args.q_groups)
-		block(k);
+	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+		u8_span1(s, par);
+		par ^= 1u;
+	}
 }

@@ -3,19 +3,19 @@
 // recorded: yes
 /*
  * adam8.comp - adam8 (abi/adam.h): Adam and AdamW with blockwise 8-bit
- * state. A workgroup does blocks group_index(), + q_groups, ...: each
- * invocation dequantizes its element's exp_avg (signed map) and
- * exp_avg_sq (unsigned map), updates them and p exactly as adam.comp
- * does (p from the unrounded new state), then the block's absmax of the
- * new values is reduced and the codes packed (update.glsl's u8_*).
+ * state. A workgroup does spans of 8 blocks (update.glsl's u8_*): each
+ * invocation its two quads of a block, dequantizing each element's
+ * exp_avg (signed map) and exp_avg_sq (unsigned map), updating them and
+ * p exactly as adam.comp does (p from the unrounded new state); then the
+ * block's absmax of the new values and its words of codes.
  */
 #version 450
 #include "common.glsl"
 #include "abi/adam.h"
 #include "group.glsl"
 
-FLOAT_BUF(0, p);
-FLOAT_BUF(1, g);
+FLOAT4_BUF(0, p);
+FLOAT4_BUF(1, g);
 SCAL_BUF(5);
 FLOAT_BUF(6, mabs);
 FLOAT_BUF(7, vabs);
@@ -27,52 +27,106 @@ FLOAT_BUF(7, vabs);
 U8_BUF(2, m);
 U8_BUF(3, v);
 
-void block(uint k)
-{
-	uint lid = gl_LocalInvocationID.x;
-	uint first = k * WG_SIZE, e = first + lid, q = args.q_off + e;
-	uint cnt = min(WG_SIZE, args.n - first), blk = args.q_blk + k;
-	uint w = (args.q_off + first) / 4u + lid, mw, vw;
-	bool valid = lid < cnt, packs = lid < WG_SIZE / 4u && 4u * lid < cnt;
-	bool decoupled = FLAG(GPO_ADAM_DECOUPLED);
-	float decay = decoupled ? args.decay : 1.0;
-	float l2 = decoupled ? 0.0 : args.weight_decay;
-	precise float pi, mi = 0.0, vi = 0.0, gi, denom;
-	float ma, va;
+float decay, l2;
 
-	if (valid) {
-		pi = p[e];
-		gi = g[e] * gm + l2 * pi;
-		mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
-		     args.beta1 + args.one_minus_beta1 * gi;
-		vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk], false) *
-		     args.beta2 + args.one_minus_beta2 * gi * gi;
-		denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
-		/* into a precise value first: no a * b + c fused */
-		pi = pi * decay - args.step_size * cr_div(mi, denom);
-		p[e] = pi;
+/* one element: the arithmetic of adam.comp in its order; p returned */
+float elem(float p0, float g0, uint mc, uint vc, float ma, float va,
+	   out float mo, out float vo)
+{
+	precise float pi, mi, vi, gi, denom;
+
+	pi = p0;
+	gi = g0 * gm + l2 * pi;
+	mi = u8_dequant(mc, ma, true) * args.beta1 + args.one_minus_beta1 * gi;
+	vi = u8_dequant(vc, va, false) * args.beta2 +
+	     args.one_minus_beta2 * gi * gi;
+	denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
+	/* into a precise value first: no a * b + c fused */
+	pi = pi * decay - args.step_size * cr_div(mi, denom);
+	mo = mi;
+	vo = vi;
+	return pi;
+}
+
+void span(uint s, uint par)
+{
+	uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
+	vec4 pv[2], mv[2], vv[2];
+	uint mx = 0u, vx = 0u;
+	float ma = 0.0, va = 0.0, na, nv;
+
+	u8_block(s, k, first, cnt);
+	blk = args.q_blk + k;
+	if (cnt != 0u) {
+		ma = mabs[blk];
+		va = vabs[blk];
 	}
-	u8_absmax(mi, vi, 2u, valid, ma, va);
-	if (lid == 0u) {
-		mabs[blk] = ma;
-		vabs[blk] = va;
+	for (uint h = 0u; h < 2u; h++) {
+		c[h] = u8_quad_cnt(cnt, h);
+		e[h] = u8_quad_first(first, h);
+		/* q_off is a multiple of 4: the quad's codes are one word */
+		w[h] = (args.q_off + e[h]) / 4u;
+		if (c[h] == 0u)
+			continue;
+		vec4 gv;
+		if (c[h] == 4u) {
+			pv[h] = p4[e[h] / 4u];
+			gv = g4[e[h] / 4u];
+		} else {
+			for (uint l = 0u; l < c[h]; l++) {
+				pv[h][l] = p[e[h] + l];
+				gv[l] = g[e[h] + l];
+			}
+		}
+		mw[h] = mq[w[h]];
+		vw[h] = vq[w[h]];
+		for (uint l = 0u; l < 4u; l++) {
+			float mo = 0.0, vo = 0.0;
+
+			if (l < c[h])
+				pv[h][l] = elem(pv[h][l], gv[l],
+						u8_byte(mw[h], l),
+						u8_byte(vw[h], l), ma, va, mo,
+						vo);
+			mv[h][l] = mo;
+			vv[h][l] = vo;
+		}
+		if (c[h] == 4u) {
+			p4[e[h] / 4u] = pv[h];
+		} else {
+			for (uint l = 0u; l < c[h]; l++)
+				p[e[h] + l] = pv[h][l];
+		}
+		mx = max(mx, u8_bits_max(mv[h], c[h]));
+		vx = max(vx, u8_bits_max(vv[h], c[h]));
 	}
-	/* q_off is a multiple of 4: the block's codes are whole words */
-	if (u8_pack(valid ? quant8(mi, ma, true) : 0u,
-		    valid ? quant8(vi, va, false) : 0u, cnt,
-		    packs ? mq[w] : 0u, packs ? vq[w] : 0u, mw, vw)) {
-		mq[w] = mw;
-		vq[w] = vw;
+	/* every invocation of the block has read mabs[blk] by now */
+	u8_absmax(par, mx, vx, na, nv);
+	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u) {
+		mabs[blk] = na;
+		vabs[blk] = nv;
+	}
+	for (uint h = 0u; h < 2u; h++) {
+		if (c[h] == 0u)
+			continue;
+		mq[w[h]] = u8_word(mv[h], c[h], na, true, mw[h]);
+		vq[w[h]] = u8_word(vv[h], c[h], nv, false, vw[h]);
 	}
 }
 
 void main()
 {
+	uint par = 0u;
+
 	prec_qmap_load();
 	barrier();
 	/* every invocation reads the same scal: all return alike */
 	if (!grad_mul())
 		return;
-	for (uint k = group_index(); k < u8_blocks(); k += args.q_groups)
-		block(k);
+	decay = FLAG(GPO_ADAM_DECOUPLED) ? args.decay : 1.0;
+	l2 = FLAG(GPO_ADAM_DECOUPLED) ? 0.0 : args.weight_decay;
+	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+		span(s, par);
+		par ^= 1u;
+	}
 }

@@ -198,26 +198,27 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	/*
 	 * Blockwise 8-bit state: one group a block of 256 (its absmax is
 	 * the new state's), codes and absmax bound whole (offsets in the
-	 * struct); bindings after the f32 kernel's, which keep their places
+	 * struct); bindings after the f32 kernel's, which keep their places;
+	 * p and g read as float4s
 	 */
 	[OP_ADAM8] = { "adam8", "adam", GRID_GROUPS, 8,
-		{ { "p", OP_RW }, { "g", OP_R }, { "exp_avg", OP_RW },
+		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW },
 		  { "exp_avg_sq", OP_RW }, { "max_exp_avg_sq", OP_RW | OP_OPT },
 		  SCAL, { "exp_avg.absmax", OP_RW },
 		  { "exp_avg_sq.absmax", OP_RW } },
 		sizeof(struct gpo_adam_args), DT(GPO_F32) },
 	[OP_RMSPROP8] = { "rmsprop8", "rmsprop", GRID_GROUPS, 7,
-		{ { "p", OP_RW }, { "g", OP_R }, { "square_avg", OP_RW },
+		{ { "p", P4 }, { "g", G4 }, { "square_avg", OP_RW },
 		  { "momentum_buffer", OP_RW | OP_OPT },
 		  { "grad_avg", OP_RW | OP_OPT }, SCAL,
 		  { "square_avg.absmax", OP_RW } },
 		sizeof(struct gpo_rmsprop_args), DT(GPO_F32) },
 	[OP_ADAGRAD8] = { "adagrad8", "adagrad", GRID_GROUPS, 5,
-		{ { "p", OP_RW }, { "g", OP_R }, { "sum", OP_RW }, SCAL,
+		{ { "p", P4 }, { "g", G4 }, { "sum", OP_RW }, SCAL,
 		  { "sum.absmax", OP_RW } },
 		sizeof(struct gpo_adagrad_args), DT(GPO_F32) },
 	[OP_LION8] = { "lion8", "lion", GRID_GROUPS, 5,
-		{ { "p", OP_RW }, { "g", OP_R }, { "exp_avg", OP_RW }, SCAL,
+		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW }, SCAL,
 		  { "exp_avg.absmax", OP_RW } },
 		sizeof(struct gpo_lion_args), DT(GPO_F32) },
 };

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "optim/optim_i.h"
 #include "core/quant_i.h"
+#include "abi/abi.h"
 
 #define SLOT(s)		(1u << (s))
 
@@ -100,11 +101,11 @@ static inline struct dev_buf optim_slot_view4(const struct gpo_optim *opt,
 
 /*
  * u8 state: the launch of @grp becomes @op (the family's 8-bit kernel),
- * gpo__optim_u8_groups groups at most, each doing blocks of GPO_QBLOCK of
- * the group in a grid-stride loop (*@q_groups of them); *@q_off and
- * *@q_blk are its code and absmax offsets. The code slots and absmax
- * arrays are bound whole (their group offsets need not be
- * binding-aligned).
+ * gpo__optim_u8_groups groups at most, each doing spans of
+ * GPO_U8_GROUP_BLOCKS blocks of GPO_QBLOCK of the group in a grid-stride
+ * loop (*@q_groups of them: one per span up to that); *@q_off and *@q_blk
+ * are its code and absmax offsets. The code slots and absmax arrays are
+ * bound whole (their group offsets need not be binding-aligned).
  */
 static inline void optim_u8_call(struct gpo_optim *opt,
 				 struct optim_group *grp, struct op_call *call,
@@ -112,10 +113,12 @@ static inline void optim_u8_call(struct gpo_optim *opt,
 				 uint32_t *q_blk, uint32_t *q_groups)
 {
 	uint64_t blocks = (grp->numel + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	uint64_t spans = (blocks + GPO_U8_GROUP_BLOCKS - 1) /
+			 GPO_U8_GROUP_BLOCKS;
 
 	call->op = op;
-	call->work = blocks < gpo__optim_u8_groups ? blocks :
-						     gpo__optim_u8_groups;
+	call->work = spans < gpo__optim_u8_groups ? spans :
+						    gpo__optim_u8_groups;
 	*q_groups = (uint32_t)call->work;
 	*q_off = (uint32_t)grp->start;
 	*q_blk = (uint32_t)gpo__optim_u8_first(opt, (int)(grp - opt->groups));
