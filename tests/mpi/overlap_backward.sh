@@ -18,28 +18,28 @@ stats()
 	echo "$out" | sed -n "s/^comm .*hidden behind compute \([0-9.]*\) ms; backward in \([0-9.]*\) segments, \([0-9.]*\) buckets reduced before it ended.*/\1 \2 \3/p"
 }
 for d in $devs; do
-	for n in 2 3; do
-		mpi 1 $common device=$d shards=$n overlap=0 dump=$T/ref.bin
-		ok "$d -np 1 shards=$n overlap=0"
+	for np in 2 3; do
+		mpi 1 $common device=$d shards=$np overlap=0 dump=$T/ref.bin
+		ok "$d -np 1 shards=$np overlap=0"
 		for o in 1 0; do
 			rm -f "$T/np.bin"
-			mpi $n $common device=$d shards=$n overlap=$o \
+			mpi $np $common device=$d shards=$np overlap=$o \
 				dump=$T/np.bin
-			ok "$d -np $n overlap=$o"
+			ok "$d -np $np overlap=$o"
 			cmp "$T/ref.bin" "$T/np.bin" ||
-				fail "$d -np $n overlap=$o: parameters differ from one process"
+				fail "$d -np $np overlap=$o: parameters differ from one process"
 			s=$(stats)
-			[ -n "$s" ] || fail "$d -np $n: no comm line in '$out'"
+			[ -n "$s" ] || fail "$d -np $np: no comm line in '$out'"
 			set -- $s
-			echo "$d -np $n overlap=$o: hidden $1 ms, $2 segments, $3 buckets early a step; bitwise equal"
+			echo "$d -np $np overlap=$o: hidden $1 ms, $2 segments, $3 buckets early a step; bitwise equal"
 			if [ $o = 1 ]; then
 				awk -v h=$1 -v s=$2 -v e=$3 \
 					'BEGIN { exit !(h > 0 && s > 1 && e > 0) }' ||
-					fail "$d -np $n overlap=1: hidden $1 ms, $2 segments, $3 early buckets (want all > 0, segments > 1)"
+					fail "$d -np $np overlap=1: hidden $1 ms, $2 segments, $3 early buckets (want all > 0, segments > 1)"
 			else
 				awk -v h=$1 -v s=$2 -v e=$3 \
 					'BEGIN { exit !(h == 0 && s == 0 && e == 0) }' ||
-					fail "$d -np $n overlap=0: hidden $1 ms, $2 segments, $3 early buckets (want 0)"
+					fail "$d -np $np overlap=0: hidden $1 ms, $2 segments, $3 early buckets (want 0)"
 			fi
 		done
 	done
