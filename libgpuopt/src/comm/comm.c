@@ -788,7 +788,7 @@ static int rounds_setup(struct gpo_comm *c)
 	return 0;
 }
 
-/* ---- the bucket pipeline --------------------------------------------------- */
+/* ---- the bucket pipeline ----------------------------------------------- */
 
 static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
 {
@@ -797,11 +797,12 @@ static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
 	return c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
 }
 
-/* stage A of the @j-th bucket of the order: the last shard's copy, pack, post */
+/* stage A of the order's @j-th bucket: the last shard's copy, pack, post */
 static int stage_a(struct gpo_comm *c, uint64_t j)
 {
 	uint32_t K = c->hi - c->lo, k, k0;
-	uint64_t o = 0, b0 = c->ord[j] * c->bucket, len = bucket_len(c, c->ord[j]);
+	uint64_t o = 0, b0 = c->ord[j] * c->bucket;
+	uint64_t len = bucket_len(c, c->ord[j]);
 	int i = (int)(j % NBUF), q, ret;
 	MPI_Request *req = &c->req[i];
 	float *send = c->send[i];
