@@ -23,7 +23,11 @@
  * computed), the part hidden behind compute, and what was left exposed;
  * for rank 0 alone (all the shards, over MPI_COMM_SELF: the baseline),
  * for all the ranks, and MPI_Allreduce of the gradient's bytes in host
- * memory (the limit); ratio: limit / communication.
+ * memory (the limit); ratio: limit / communication. Then, at the end of
+ * a row, the segments the last shard's backward ran in and the buckets
+ * whose reduction started before it ended (overlap=1, the default: the
+ * reductions overlapped with backward), and a last row of the ranks with
+ * overlap=0 (backward in one piece, reduced after it) to compare.
  *
  *   mpirun -np 2 bench_comm [-d DEV] [-s SIZE] [-b BUCKET] [-r REPS]
  *   mpirun -np 2 bench_comm -d DEV [-m MLP@B] [-g GPT@B] [-S SHARDS]
@@ -177,6 +181,7 @@ static double run_limit(uint64_t n, int reps)
 
 struct train_row {
 	double step, comm, hidden;	/* seconds a step */
+	double segs, early;		/* a step, the slowest rank's */
 	uint64_t bytes;			/* the flat gradient */
 };
 
@@ -223,12 +228,13 @@ static int write_data(const char *path, int gpt, uint64_t n, uint32_t in,
 /*
  * @reps rounds of @steps training steps of @model ("mlp:..." or "gpt:...")
  * over @mc: the median round's time a step, the slowest rank's, and the
- * communication the comm's statistics count over all rounds
+ * communication the comm's statistics count over all rounds; @overlap:
+ * the comm's overlap=
  */
 static void run_train(struct gpo_ctx *ctx, const char *dev_spec, MPI_Comm mc,
 		      const char *model, uint32_t batch, uint32_t in,
 		      uint32_t classes, uint32_t gctx, uint32_t shards,
-		      uint64_t bucket, int steps, int reps,
+		      uint64_t bucket, int overlap, int steps, int reps,
 		      struct train_row *row)
 {
 	int gpt = !strncmp(model, "gpt:", 4);
@@ -240,13 +246,13 @@ static void run_train(struct gpo_ctx *ctx, const char *dev_spec, MPI_Comm mc,
 	struct gpo_model *m;
 	struct gpo_train *t;
 	struct gpo_comm *c;
-	double tr[MAXREPS], v[3], mx[3];
+	double tr[MAXREPS], v[5], mx[5];
 	char path[96], opts[128];
 	uint64_t n;
 	int k, i, ret;
 
-	snprintf(opts, sizeof(opts), "shards=%u bucket_bytes=%llu", shards,
-		 (unsigned long long)bucket);
+	snprintf(opts, sizeof(opts), "shards=%u bucket_bytes=%llu overlap=%d",
+		 shards, (unsigned long long)bucket, overlap);
 	ret = gpo_comm_new(&mc, opts, &c);
 	if (ret)
 		die("gpo_comm_new", ret);
@@ -300,11 +306,15 @@ static void run_train(struct gpo_ctx *ctx, const char *dev_spec, MPI_Comm mc,
 	v[0] = (double)(b.comm_ns - a.comm_ns) / 1e9 / (reps * steps);
 	v[1] = (double)(b.hidden_ns - a.hidden_ns) / 1e9 / (reps * steps);
 	v[2] = b.reductions ? (double)b.bytes / b.reductions : 0;
-	MPI_Allreduce(v, mx, 3, MPI_DOUBLE, MPI_MAX, mc);
+	v[3] = (double)(b.segments - a.segments) / (reps * steps);
+	v[4] = (double)(b.early_buckets - a.early_buckets) / (reps * steps);
+	MPI_Allreduce(v, mx, 5, MPI_DOUBLE, MPI_MAX, mc);
 	row->step = median(tr, reps);
 	row->comm = mx[0];
 	row->hidden = mx[1];
 	row->bytes = (uint64_t)mx[2];
+	row->segs = mx[3];
+	row->early = mx[4];
 	gpo_train_free(t);
 	gpo_model_free(m);
 	gpo_optim_free(opt);
@@ -315,9 +325,9 @@ static void run_train(struct gpo_ctx *ctx, const char *dev_spec, MPI_Comm mc,
 static void print_train_row(const char *what, const struct train_row *r,
 			    double lim)
 {
-	printf("%-28s %10.3f %10.3f %10.3f %10.3f %8.2f\n", what,
+	printf("%-28s %10.3f %10.3f %10.3f %10.3f %8.2f %8.1f %8.1f\n", what,
 	       r->step * 1e3, r->comm * 1e3, r->hidden * 1e3,
-	       (r->comm - r->hidden) * 1e3, lim / r->comm);
+	       (r->comm - r->hidden) * 1e3, lim / r->comm, r->segs, r->early);
 }
 
 /* "mlp:..."/"gpt:..." @spec "...@B": a table of 1 rank, N ranks, the limit */
@@ -328,7 +338,7 @@ static void bench_train(struct gpo_ctx *ctx, const char *dev, int gpt,
 	char spec[128], model[160], *at;
 	unsigned int l, h, d, gctx = 0, batch;
 	uint32_t in = 0, classes = 0;
-	struct train_row one = { 0 }, all;
+	struct train_row one = { 0 }, all, off;
 	double lim;
 
 	snprintf(spec, sizeof(spec), "%s", arg);
@@ -353,30 +363,38 @@ static void bench_train(struct gpo_ctx *ctx, const char *dev, int gpt,
 	/* the baseline: rank 0 alone runs all the shards */
 	if (!rank)
 		run_train(ctx, dev, MPI_COMM_SELF, model, batch, in, classes,
-			  gctx, shards, bucket, steps, reps, &one);
+			  gctx, shards, bucket, 1, steps, reps, &one);
 	MPI_Barrier(MPI_COMM_WORLD);
 	run_train(ctx, dev, MPI_COMM_WORLD, model, batch, in, classes, gctx,
-		  shards, bucket, steps, reps, &all);
+		  shards, bucket, 1, steps, reps, &all);
+	run_train(ctx, dev, MPI_COMM_WORLD, model, batch, in, classes, gctx,
+		  shards, bucket, 0, steps, reps, &off);
 	lim = run_limit(all.bytes / 4, reps);
 	if (rank)
 		return;
 	printf("# bench_comm: training %s@%u, %.2f MB of f32 gradient, %u shards, buckets of %.0f KiB, device %s, median of %d rounds of %d steps\n",
 	       model, batch, all.bytes / 1e6, shards, bucket / 1024.0, dev,
 	       reps, steps);
-	printf("%-28s %10s %10s %10s %10s %8s\n", "what (ms a step)", "step",
-	       "comm", "hidden", "exposed", "ratio");
-	printf("%-28s %10s %10.3f %10s %10s %8s\n", "limit: MPI_Allreduce host",
-	       "-", lim * 1e3, "-", "-", "1.00");
+	printf("%-28s %10s %10s %10s %10s %8s %8s %8s\n", "what (ms a step)",
+	       "step", "comm", "hidden", "exposed", "ratio", "segs", "early");
+	printf("%-28s %10s %10.3f %10s %10s %8s %8s %8s\n",
+	       "limit: MPI_Allreduce host", "-", lim * 1e3, "-", "-", "1.00",
+	       "-", "-");
 	print_train_row("1 rank (all shards)", &one, lim);
 	{
 		char what[40];
 
 		snprintf(what, sizeof(what), "%d ranks", nranks);
 		print_train_row(what, &all, lim);
+		snprintf(what, sizeof(what), "%d ranks overlap=0", nranks);
+		print_train_row(what, &off, lim);
 	}
 	printf("# %d ranks: %.2fx the step rate of 1; %.0f%% of the communication hidden behind compute\n",
 	       nranks, one.step / all.step,
 	       all.comm > 0 ? 100.0 * all.hidden / all.comm : 0.0);
+	printf("# overlap with backward: %.3f ms a step exposed against %.3f with overlap=0 (%.1f of the buckets reduced before backward ended), the step %.2fx as fast\n",
+	       (all.comm - all.hidden) * 1e3, (off.comm - off.hidden) * 1e3,
+	       all.early, off.step / all.step);
 	fflush(stdout);
 }
 

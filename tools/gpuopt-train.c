@@ -62,8 +62,8 @@ static void usage(void)
 		"  eval_every= checkpoint_dir=\n"
 		"  checkpoint_every= resume= history= dump= log_every=, the\n"
 		"  optimizer's hyperparameters (lr= ...), and with MPI shards=\n"
-		"  deterministic= bucket_bytes= max_ranks= timeout= zero=. See\n"
-		"  gpuopt-train(1).\n",
+		"  deterministic= bucket_bytes= max_ranks= timeout= zero= overlap=.\n"
+		"  See gpuopt-train(1).\n",
 		prog);
 }
 
@@ -110,7 +110,7 @@ static int set_key(struct cfg *c, const char *word)
 {
 	static const char *const mpi_keys[] = {
 		"shards", "deterministic", "bucket_bytes", "max_ranks",
-		"timeout", "zero",
+		"timeout", "zero", "overlap",
 	};
 	char key[64];
 	const char *eq = strchr(word, '='), *val;
@@ -398,13 +398,15 @@ static int finish(struct run *r)
 
 		if (rank == 0 && !r->quiet && !gpo_comm_stats(r->comm, &cs) &&
 		    cs.reductions)
-			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms); a step's communication %.3f ms, hidden behind compute %.3f ms\n",
+			printf("comm %" PRIu64 " reductions of %.3f MB: %.3f ms each (waiting on MPI %.3f ms, shard gradients to the host %.3f ms); a step's communication %.3f ms, hidden behind compute %.3f ms; backward in %.2f segments, %.2f buckets reduced before it ended\n",
 			       cs.reductions, cs.bytes / 1e6 / cs.reductions,
 			       cs.reduce_ns / 1e6 / cs.reductions,
 			       cs.wait_ns / 1e6 / cs.reductions,
 			       cs.d2h_ns / 1e6 / cs.reductions,
 			       cs.comm_ns / 1e6 / cs.reductions,
-			       cs.hidden_ns / 1e6 / cs.reductions);
+			       cs.hidden_ns / 1e6 / cs.reductions,
+			       (double)cs.segments / cs.reductions,
+			       (double)cs.early_buckets / cs.reductions);
 	}
 #endif
 	{

@@ -17,6 +17,8 @@ mpi 2 $common batch_size=48 bucket_bytes=100
 refused "bucket_bytes=100" "bucket_bytes 100: 4096..1073741824"
 mpi 2 $common batch_size=48 deterministic=maybe
 refused "deterministic=maybe" "deterministic 'maybe': 0 or 1"
+mpi 2 $common batch_size=48 overlap=2
+refused "overlap=2" "overlap '2': 0 or 1"
 # default shards = ranks: 3 ranks, batch 50
 mpi 3 $common batch_size=50
 refused "-np 3 batch 50" "batch_size 50 is not a multiple of shards=3"
@@ -27,6 +29,8 @@ refused "plain shards=2" "shards= needs MPI: this gpuopt-train was built without
 [ "$rc" -eq 2 ] || fail "plain shards=2: exit $rc, want 2"
 plain $common batch_size=48 deterministic=1
 refused "plain deterministic=1" "deterministic= needs MPI"
+plain $common batch_size=48 overlap=1
+refused "plain overlap=1" "overlap= needs MPI"
 $MPIRUN -np 2 "$PLAIN_TRAIN" $common batch_size=48 >"$T/out" 2>"$T/err"
 rc=$?
 err=$(cat "$T/err")

@@ -2,8 +2,10 @@
 # A rank that runs two or more shards sends each shard before its last
 # while the next one computes: gpuopt-train reports the step's
 # communication and the part of it hidden behind compute, which is more
-# than 0 and at most the whole then, and 0 with one shard a rank; the
-# parameters are the bits of one process either way.
+# than 0 and at most the whole then, and 0 with one shard a rank (the
+# model's gradient is one bucket: nothing to overlap with backward; see
+# overlap_backward.sh for more buckets); the parameters are the bits of
+# one process either way.
 . "$(dirname "$0")/lib.sh"
 gen_data
 common="model=mlp:37x64x7 data=$T/data.safetensors batch_size=48

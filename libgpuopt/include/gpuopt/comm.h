@@ -29,6 +29,11 @@
  * slices' owners (an MPI_Ialltoallv) while the next one computes, tested
  * by a progress thread where MPI was initialised with
  * MPI_THREAD_SERIALIZED or more; the sums and the bits are the same.
+ * With overlap=1 (the default) the last shard's backward runs in
+ * segments, each ending where backward has finished the gradients of one
+ * or more buckets, and those buckets are read back and their collectives
+ * posted while the device computes the next segment (the last layer's
+ * buckets first); the bits are the same again.
  */
 #ifndef GPUOPT_COMM_H
 #define GPUOPT_COMM_H
@@ -55,7 +60,9 @@ struct gpo_train;
  *            reduction, after which it fails with -ETIMEDOUT (a rank
  *            died or hangs); after any failure of a reduction the
  *            communicator is unusable and the caller should MPI_Abort(),
- *            zero=0|1 (0; 1: ZeRO-1, below)
+ *            zero=0|1 (0; 1: ZeRO-1, below),
+ *            overlap=0|1 (1; 0: the last shard's backward in one piece,
+ *            its buckets reduced after it)
  * Collective. Returns 0; -EINVAL (a bad key or value; S not a multiple
  * of the rank count; more ranks than max_ranks), -ENOMEM, -EIO (MPI).
  */
@@ -143,6 +150,14 @@ struct gpo_comm_stats {
 	 */
 	uint64_t comm_ns;
 	uint64_t hidden_ns;
+	/*
+	 * overlap=1: the segments the last shard's backward ran in (each
+	 * ends where it has finished buckets), and the buckets whose
+	 * reduction started before that backward ended; their collectives'
+	 * time while it computed counts in @hidden_ns
+	 */
+	uint64_t segments;
+	uint64_t early_buckets;
 };
 
 /* gpo_comm_stats - what @c did so far */

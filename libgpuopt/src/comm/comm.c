@@ -17,6 +17,14 @@
  * stage A: right after shard k's copy, round k (an all-to-all of its
  * slices) is posted, and a progress thread tests it while shard k + 1
  * computes; stage B then adds the S gradients in the same order.
+ * With overlap=1 (the default) the last shard's backward runs in
+ * segments, each ending where it has finished the gradients of one or
+ * more buckets (tensor/graph.c finds each bucket's last writer); after
+ * each segment those buckets are read back and go into the pipeline,
+ * in the order backward finishes them (the last layer's first), while
+ * the device computes the next segment. The pipeline is the same, in
+ * that order: stage A (read already) and B run between segments, and C
+ * keeps its write to the device until backward has ended.
  * Every wait has a timeout (timeout=, 300 s): a rank that died or hangs
  * makes the others' step fail with -ETIMEDOUT instead of waiting forever.
  *
@@ -39,6 +47,9 @@
 #include "train/train_i.h"
 
 #define NBUF	2
+/* the requests the progress thread tests: the round's, the slots' */
+#define W_ROUND	0
+#define NWATCH	(1 + NBUF)
 
 struct gpo_comm {
 	MPI_Comm comm;
@@ -48,6 +59,7 @@ struct gpo_comm {
 	uint64_t bucket;		/* elements */
 	uint32_t max_ranks;
 	uint64_t timeout_ns;		/* a wait on MPI; 0: none */
+	int overlap;			/* the last shard in segments */
 
 	/* attached: */
 	struct gpo_optim *opt;
@@ -58,6 +70,19 @@ struct gpo_comm {
 	float *send[NBUF], *recv[NBUF];
 	double *sloss, *sacc;		/* per shard, all S */
 	uint32_t last_pending;		/* the last shard awaits its copy */
+	/*
+	 * The bucket pipeline of a step, over the buckets in the order
+	 * @ord (backward's with segments, else by position): of @nbk,
+	 * stage A posted for @na, B done for @nbd, C for @nc, written
+	 * back to the device for @nw (C leaves the write for later while
+	 * @bwd_open: the device still runs backward), the last shard's
+	 * copy read for @nread. @req: each buffer slot's request.
+	 */
+	uint64_t nbk, *ord;
+	uint64_t na, nbd, nc, nw, nread;
+	int seg, bwd_open;
+	int seg_more;			/* segments are still to come */
+	MPI_Request req[NBUF];
 	/*
 	 * counts and displacements, size each: MPI reads them until a
 	 * nonblocking collective completes, so each buffer slot has its own
@@ -100,13 +125,25 @@ struct gpo_comm {
 	int *rc4;			/* counts, displacements: 4 x size */
 	MPI_Request rreq;
 	int rflight;			/* rreq is posted, not waited for */
-	uint64_t rpost_ns;
+
+	/*
+	 * The progress thread (MPI_THREAD_SERIALIZED: one thread in MPI
+	 * at a time) tests the posted requests while the training thread
+	 * computes: lent them (@thr_has) when it leaves the comm layer,
+	 * it hands them back (@thr_stop) before that calls MPI again.
+	 * Hidden time: the training thread computing (@computing: outside
+	 * the comm layer) while requests are in flight (@inflight of them,
+	 * @wpost[w] each: posted, not seen done), counted from @hsince.
+	 * All under @mu.
+	 */
 	pthread_t thr;
 	int thr_on;			/* the progress thread runs */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int thr_has, thr_done, thr_quit, thr_rc;
-	uint64_t thr_done_ns;
+	int mu_on;			/* mu and cv made */
+	int thr_has, thr_stop, thr_quit, thr_rc;
+	int computing, inflight, wpost[NWATCH];
+	uint64_t hsince;
 };
 
 static int mpi_err(int rc, const char *what)
@@ -129,19 +166,22 @@ static int parse_opts(struct gpo_comm *c, const char *opts)
 
 	while ((ret = gpo__kv_next(&pos, key, sizeof(key), val,
 				   sizeof(val))) > 0) {
-		if (!strcmp(key, "deterministic") || !strcmp(key, "zero")) {
+		if (!strcmp(key, "deterministic") || !strcmp(key, "zero") ||
+		    !strcmp(key, "overlap")) {
 			if (gpo__parse_bool(val, &b))
 				return gpo__err(-EINVAL, "%s '%s': 0 or 1", key,
 						val);
 			if (key[0] == 'd')
 				c->deterministic = b;
-			else
+			else if (key[0] == 'z')
 				c->zero = b;
+			else
+				c->overlap = b;
 			continue;
 		}
 		if (strcmp(key, "shards") && strcmp(key, "bucket_bytes") &&
 		    strcmp(key, "max_ranks") && strcmp(key, "timeout"))
-			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout, zero)",
+			return gpo__err(-EINVAL, "unknown comm setting '%s' (shards, deterministic, bucket_bytes, max_ranks, timeout, zero, overlap)",
 					key);
 		if (gpo__parse_u64(val, &v))
 			return gpo__err(-EINVAL, "%s '%s': a whole number", key,
@@ -188,10 +228,24 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 	if (!c)
 		return gpo__err(-ENOMEM, "out of memory");
 	c->deterministic = 1;
+	c->overlap = 1;
 	c->bucket = (4u << 20) / 4;
 	c->max_ranks = 1024;
 	c->timeout_ns = 300ull * 1000000000ull;
 	c->comm = MPI_COMM_NULL;
+	c->rreq = MPI_REQUEST_NULL;
+	for (i = 0; i < NBUF; i++)
+		c->req[i] = MPI_REQUEST_NULL;
+	if (pthread_mutex_init(&c->mu, NULL)) {
+		free(c);
+		return gpo__err(-ENOMEM, "pthread_mutex_init");
+	}
+	if (pthread_cond_init(&c->cv, NULL)) {
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return gpo__err(-ENOMEM, "pthread_cond_init");
+	}
+	c->mu_on = 1;
 	ret = parse_opts(c, opts);
 	if (ret)
 		goto out_free;
@@ -225,7 +279,7 @@ int gpo_comm_new(const void *mpi_comm, const char *opts,
 		goto out_free;
 	MPI_Comm_rank(local, &c->local_rank);
 	MPI_Comm_free(&local);
-c->counts = calloc(6 * NBUF * (size_t)c->size, sizeof(int));
+	c->counts = calloc(6 * NBUF * (size_t)c->size, sizeof(int));
 	if (!c->counts) {
 		ret = gpo__err(-ENOMEM, "out of memory");
 		goto out_free;
@@ -259,6 +313,9 @@ static void detach(struct gpo_comm *c)
 	free(c->rsend);
 	free(c->rrecv);
 	free(c->rc4);
+	free(c->ord);
+	c->ord = NULL;
+	c->nbk = 0;
 	c->qmine = NULL;
 	c->rsend = c->rrecv = NULL;
 	c->rc4 = NULL;
@@ -298,6 +355,10 @@ void gpo_comm_free(struct gpo_comm *c)
 	if (c->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&c->comm);
 	free(c->counts);
+	if (c->mu_on) {
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+	}
 	free(c);
 }
 
@@ -409,29 +470,6 @@ static int read_grad(struct gpo_comm *c, float *dst, uint64_t from,
 	return ret;
 }
 
-static int round_post(struct gpo_comm *c, uint32_t j);
-
-static int shard_done(void *arg, uint32_t shard, double loss, double acc)
-{
-	struct gpo_comm *c = arg;
-	uint32_t k = shard - c->lo;
-	uint64_t t0 = gpo__now_ns();
-	int ret;
-
-	c->sloss[shard] = loss;
-	c->sacc[shard] = acc;
-	if (shard + 1 == c->hi) {
-		/* read bucket by bucket in the reduction's first stage */
-		c->last_pending = 1;
-		return 0;
-	}
-	ret = read_grad(c, c->shard + (uint64_t)k * c->total, 0, c->total);
-	if (!ret && c->rounds)
-		ret = round_post(c, k);
-	c->st.comm_ns += gpo__now_ns() - t0;
-	return ret;
-}
-
 /*
  * Wait for @r, at most the timeout: a peer that died or hangs would keep
  * this rank in the collective forever. Polls (MPI_Wait cannot time out),
@@ -466,13 +504,54 @@ static int wait_req(struct gpo_comm *c, MPI_Request *r, const char *what)
 	return mpi_err(rc, what);
 }
 
-/* ---- rounds: shards before the last, sent during the next's compute ---- */
+/* ---- in flight while computing: hidden time, the progress thread -------- */
+
+/* the time since the last change of computing or inflight; under mu */
+static void hid_tick(struct gpo_comm *c)
+{
+	uint64_t now = gpo__now_ns();
+
+	if (c->computing && c->inflight) {
+		c->st.hidden_ns += now - c->hsince;
+		c->st.comm_ns += now - c->hsince;
+	}
+	c->hsince = now;
+}
+
+/* watched request @w was posted */
+static void watch_post(struct gpo_comm *c, int w)
+{
+	pthread_mutex_lock(&c->mu);
+	hid_tick(c);
+	if (!c->wpost[w]) {
+		c->wpost[w] = 1;
+		c->inflight++;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* ...is done (seen by either thread) */
+static void watch_done(struct gpo_comm *c, int w)
+{
+	pthread_mutex_lock(&c->mu);
+	hid_tick(c);
+	if (c->wpost[w]) {
+		c->wpost[w] = 0;
+		c->inflight--;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static MPI_Request *watched(struct gpo_comm *c, int w)
+{
+	return w == W_ROUND ? &c->rreq : &c->req[w - 1];
+}
 
 static void *progress(void *arg)
 {
 	struct timespec nap = { 0, 50000 };
 	struct gpo_comm *c = arg;
-	int done, rc;
+	int w, done, rc, post[NWATCH];
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
@@ -480,25 +559,36 @@ static void *progress(void *arg)
 			pthread_cond_wait(&c->cv, &c->mu);
 		if (c->thr_quit)
 			break;
+		if (c->thr_stop || !c->inflight || c->thr_rc != MPI_SUCCESS) {
+			/* handed back: the training thread calls MPI now */
+			c->thr_has = 0;
+			c->thr_stop = 0;
+			pthread_cond_broadcast(&c->cv);
+			continue;
+		}
+		memcpy(post, c->wpost, sizeof(post));
 		pthread_mutex_unlock(&c->mu);
-		/* the main thread calls no MPI until thr_done */
-		for (done = 0;;) {
-			rc = MPI_Test(&c->rreq, &done, MPI_STATUS_IGNORE);
-			if (rc != MPI_SUCCESS || done)
+		/* the training thread calls no MPI while thr_has */
+		for (w = 0; w < NWATCH; w++) {
+			if (!post[w])
+				continue;
+			done = 0;
+			rc = MPI_Test(watched(c, w), &done, MPI_STATUS_IGNORE);
+			if (rc != MPI_SUCCESS) {
+				pthread_mutex_lock(&c->mu);
+				c->thr_rc = rc;
+				pthread_mutex_unlock(&c->mu);
 				break;
-			pthread_mutex_lock(&c->mu);
-			done = c->thr_quit;
-			pthread_mutex_unlock(&c->mu);
+			}
 			if (done)
-				break;
-			nanosleep(&nap, NULL);
+				watch_done(c, w);
 		}
 		pthread_mutex_lock(&c->mu);
-		c->thr_rc = rc;
-		c->thr_done_ns = gpo__now_ns();
-		c->thr_has = 0;
-		c->thr_done = 1;
-		pthread_cond_broadcast(&c->cv);
+		if (c->thr_stop || !c->inflight || c->thr_quit)
+			continue;
+		pthread_mutex_unlock(&c->mu);
+		nanosleep(&nap, NULL);
+		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -513,62 +603,108 @@ static void thread_stop(struct gpo_comm *c)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thr, NULL);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
 	c->thr_on = 0;
+	c->thr_has = c->thr_stop = c->thr_quit = 0;
+}
+
+/* the thread, where MPI allows it (else requests move in waits only) */
+static void thread_start(struct gpo_comm *c)
+{
+	int level = MPI_THREAD_SINGLE;
+
+	MPI_Query_thread(&level);
+	if (level < MPI_THREAD_SERIALIZED)
+		return;
+	c->thr_quit = c->thr_has = c->thr_stop = 0;
+	c->thr_rc = MPI_SUCCESS;
+	if (!pthread_create(&c->thr, NULL, progress, c))
+		c->thr_on = 1;
 }
 
 /*
- * The round in flight, done: waited for by the progress thread (at most
- * the timeout) or here. What passed before this wait began was hidden
- * behind compute.
+ * The training thread comes into the comm layer: no longer computing,
+ * and the requests back from the progress thread before it calls MPI
+ */
+static int comm_enter(struct gpo_comm *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	hid_tick(c);
+	c->computing = 0;
+	if (c->thr_has) {
+		c->thr_stop = 1;
+		pthread_cond_broadcast(&c->cv);
+		while (c->thr_has)
+			pthread_cond_wait(&c->cv, &c->mu);
+	}
+	rc = c->thr_rc;
+	c->thr_rc = MPI_SUCCESS;
+	pthread_mutex_unlock(&c->mu);
+	return mpi_err(rc, "a collective tested while computing");
+}
+
+/*
+ * ...and goes back to computing: what is in flight goes to the progress
+ * thread (not after a failure: the caller must abort)
+ */
+static void comm_leave(struct gpo_comm *c, int failed)
+{
+	pthread_mutex_lock(&c->mu);
+	hid_tick(c);
+	c->computing = 1;
+	if (c->thr_on && c->inflight && !failed) {
+		c->thr_has = 1;
+		c->thr_stop = 0;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- rounds: shards before the last, sent during the next's compute ---- */
+
+static int round_post(struct gpo_comm *c, uint32_t j);
+
+static int shard_done(void *arg, uint32_t shard, double loss, double acc)
+{
+	struct gpo_comm *c = arg;
+	uint32_t k = shard - c->lo;
+	uint64_t t0;
+	int ret;
+
+	c->sloss[shard] = loss;
+	c->sacc[shard] = acc;
+	if (shard + 1 == c->hi) {
+		/* read bucket by bucket in the reduction's first stage */
+		c->last_pending = 1;
+		return 0;
+	}
+	ret = comm_enter(c);
+	t0 = gpo__now_ns();
+	if (!ret)
+		ret = read_grad(c, c->shard + (uint64_t)k * c->total, 0,
+				c->total);
+	if (!ret && c->rounds)
+		ret = round_post(c, k);
+	c->st.comm_ns += gpo__now_ns() - t0;
+	comm_leave(c, ret);
+	return ret;
+}
+
+/*
+ * The round in flight, done: tested by the progress thread while the
+ * next shard computed (the time counts as hidden), or waited for here
  */
 static int round_wait(struct gpo_comm *c)
 {
-	uint64_t t0 = gpo__now_ns(), end;
-	struct timespec until;
-	int ret = 0, rc;
+	int ret;
 
 	if (!c->rflight)
 		return 0;
 	c->rflight = 0;
-	if (!c->thr_on) {
-		/* no progress thread: hidden only if it is done by now */
-		rc = MPI_Test(&c->rreq, &ret, MPI_STATUS_IGNORE);
-		if (rc == MPI_SUCCESS && ret) {
-			c->st.hidden_ns += t0 - c->rpost_ns;
-			c->st.comm_ns += t0 - c->rpost_ns;
-			return 0;
-		}
-		if (rc != MPI_SUCCESS)
-			return mpi_err(rc, "a round's MPI_Ialltoallv");
-		return wait_req(c, &c->rreq, "a round's MPI_Ialltoallv");
-	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += c->timeout_ns ? (time_t)(c->timeout_ns / 1000000000ull) :
-					86400 * 365;
-	pthread_mutex_lock(&c->mu);
-	while (!c->thr_done) {
-		rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
-		if (rc == ETIMEDOUT && !c->thr_done) {
-			c->thr_quit = 1;
-			ret = gpo__err(-ETIMEDOUT, "rank %d: a round's MPI_Ialltoallv: no answer from the other ranks in %llu s (one died or hangs)",
-				       c->rank,
-				       (unsigned long long)(c->timeout_ns / 1000000000ull));
-			break;
-		}
-	}
-	c->thr_done = 0;
-	end = c->thr_done_ns;
-	rc = c->thr_rc;
-	pthread_mutex_unlock(&c->mu);
-	c->st.wait_ns += gpo__now_ns() - t0;
-	if (ret)
-		return ret;
-	end = (end < t0 ? end : t0) - c->rpost_ns;
-	c->st.hidden_ns += end;
-	c->st.comm_ns += end;
-	return mpi_err(rc, "a round's MPI_Ialltoallv");
+	ret = wait_req(c, &c->rreq, "a round's MPI_Ialltoallv");
+	watch_done(c, W_ROUND);
+	return ret;
 }
 
 /* round @j: shard lo + j's slices to their owners, posted */
@@ -602,15 +738,8 @@ static int round_post(struct gpo_comm *c, uint32_t j)
 		      "MPI_Ialltoallv");
 	if (ret)
 		return ret;
-	c->rpost_ns = gpo__now_ns();
 	c->rflight = 1;
-	if (c->thr_on) {
-		pthread_mutex_lock(&c->mu);
-		c->thr_has = 1;
-		c->thr_done = 0;
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-	}
+	watch_post(c, W_ROUND);
 	return 0;
 }
 
@@ -627,12 +756,12 @@ static uint64_t mine_off(const struct gpo_comm *c, uint64_t b0)
 	return o;
 }
 
-/* rounds: set up at attach, the thread where MPI allows it */
+/* rounds: set up at attach */
 static int rounds_setup(struct gpo_comm *c)
 {
 	uint32_t K = c->hi - c->lo;
 	uint64_t b0, len;
-	int q, level = MPI_THREAD_SINGLE;
+	int q;
 
 	if (!c->deterministic || K < 2)
 		return 0;
@@ -656,55 +785,51 @@ static int rounds_setup(struct gpo_comm *c)
 	if (!c->rsend || !c->rrecv)
 		return gpo__err(-ENOMEM, "out of memory");
 	c->rounds = 1;
-	MPI_Query_thread(&level);
-	if (level < MPI_THREAD_SERIALIZED)
-		return 0;
-	if (pthread_mutex_init(&c->mu, NULL))
-		return 0;
-	if (pthread_cond_init(&c->cv, NULL)) {
-		pthread_mutex_destroy(&c->mu);
-		return 0;
-	}
-	c->thr_quit = c->thr_has = c->thr_done = 0;
-	if (pthread_create(&c->thr, NULL, progress, c)) {
-		pthread_cond_destroy(&c->cv);
-		pthread_mutex_destroy(&c->mu);
-		return 0;
-	}
-	c->thr_on = 1;
 	return 0;
 }
 
-/* stage A of bucket @b (buffer @i): the last shard's copy, pack, post */
-static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
-		   MPI_Request *req)
+/* ---- the bucket pipeline ----------------------------------------------- */
+
+static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
+{
+	uint64_t b0 = b * c->bucket;
+
+	return c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
+}
+
+/* stage A of the order's @j-th bucket: the last shard's copy, pack, post */
+static int stage_a(struct gpo_comm *c, uint64_t j)
 {
 	uint32_t K = c->hi - c->lo, k, k0;
-	uint64_t o = 0;
+	uint64_t o = 0, b0 = c->ord[j] * c->bucket;
+	uint64_t len = bucket_len(c, c->ord[j]);
+	int i = (int)(j % NBUF), q, ret;
+	MPI_Request *req = &c->req[i];
 	float *send = c->send[i];
-	int q, ret;
 
-	if (c->last_pending) {
+	if (c->last_pending && j >= c->nread) {
 		ret = read_grad(c, c->shard + (uint64_t)(K - 1) * c->total + b0,
 				b0, len);
 		if (ret)
 			return ret;
+		c->nread = j + 1;
 	}
 	if (!c->deterministic) {
 		/* this rank's shards, summed in order, into out */
 		float *dst = c->out + b0;
-		uint64_t j;
+		uint64_t e;
 
 		memcpy(dst, c->shard + b0, len * 4);
 		for (k = 1; k < K; k++) {
 			const float *g = c->shard + (uint64_t)k * c->total + b0;
 
-			for (j = 0; j < len; j++)
-				dst[j] += g[j];
+			for (e = 0; e < len; e++)
+				dst[e] += g[e];
 		}
-		return mpi_err(MPI_Iallreduce(MPI_IN_PLACE, dst, (int)len,
-					      MPI_FLOAT, MPI_SUM, c->comm,
-					      req), "MPI_Iallreduce");
+		ret = mpi_err(MPI_Iallreduce(MPI_IN_PLACE, dst, (int)len,
+					     MPI_FLOAT, MPI_SUM, c->comm,
+					     req), "MPI_Iallreduce");
+		goto out_posted;
 	}
 	/*
 	 * to rank q: its slice of each of my K shards, shard by shard (with
@@ -730,26 +855,39 @@ static int stage_a(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 			c->rdsp[i][q] = (int)(n * (K - k0) * q);
 		}
 	}
-	return mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
-				      c->recv[i], c->rcnt[i], c->rdsp[i],
-				      MPI_FLOAT,
-				      c->comm, req), "MPI_Ialltoallv");
+	ret = mpi_err(MPI_Ialltoallv(send, c->cnt[i], c->dsp[i], MPI_FLOAT,
+				     c->recv[i], c->rcnt[i], c->rdsp[i],
+				     MPI_FLOAT,
+				     c->comm, req), "MPI_Ialltoallv");
+out_posted:
+	if (ret)
+		return ret;
+	watch_post(c, 1 + i);
+	if (c->bwd_open && c->seg_more)
+		c->st.early_buckets++;
+	return 0;
 }
 
 /* stage B: the ordered sum of my slice, then post the all-gather */
-static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
-		   MPI_Request *req)
+static int stage_b(struct gpo_comm *c, uint64_t j)
 {
+	uint64_t b0 = c->ord[j] * c->bucket, len = bucket_len(c, c->ord[j]);
 	uint64_t lo = slice_lo(c, b0, len, c->rank);
-	uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo, j;
+	uint64_t n = slice_lo(c, b0, len, c->rank + 1) - lo, e;
+	int i = (int)(j % NBUF), ret, q;
+	MPI_Request *req = &c->req[i];
 	float *dst = c->out + b0 + lo, *r = c->recv[i];
 	float inv = (float)c->shards;
 	uint32_t s, K = c->hi - c->lo;
 	uint64_t ob;
-	int ret, q;
 
+	/* the rounds' slices are summed below */
+	ret = round_wait(c);
+	if (ret)
+		return ret;
 	ret = wait_req(c, req, "MPI_Ialltoallv");
-	if (ret || !c->deterministic)
+	watch_done(c, 1 + i);
+	if (ret)
 		return ret;
 	if (!c->rounds) {
 		/* recv holds shards 0..S-1 in order, n elements each */
@@ -757,8 +895,8 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 		for (s = 1; s < c->shards; s++) {
 			const float *g = r + (uint64_t)s * n;
 
-			for (j = 0; j < n; j++)
-				dst[j] += g[j];
+			for (e = 0; e < n; e++)
+				dst[e] += g[e];
 		}
 	} else {
 		/*
@@ -775,12 +913,12 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 			if (!s)
 				memcpy(dst, g, n * 4);
 			else
-				for (j = 0; j < n; j++)
-					dst[j] += g[j];
+				for (e = 0; e < n; e++)
+					dst[e] += g[e];
 		}
 	}
-	for (j = 0; j < n; j++)
-		dst[j] /= inv;
+	for (e = 0; e < n; e++)
+		dst[e] /= inv;
 	if (c->zero) {
 		/* ZeRO-1: this rank steps its slice alone; nothing to share */
 		*req = MPI_REQUEST_NULL;
@@ -791,39 +929,95 @@ static int stage_b(struct gpo_comm *c, uint64_t b0, uint64_t len, int i,
 				      slice_lo(c, b0, len, q));
 		c->gdsp[i][q] = (int)slice_lo(c, b0, len, q);
 	}
-	return mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-				       c->out + b0, c->gcnt[i], c->gdsp[i],
-				       MPI_FLOAT,
-				       c->comm, req), "MPI_Iallgatherv");
+	ret = mpi_err(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+				      c->out + b0, c->gcnt[i], c->gdsp[i],
+				      MPI_FLOAT,
+				      c->comm, req), "MPI_Iallgatherv");
+	if (!ret)
+		watch_post(c, 1 + i);
+	return ret;
 }
 
-/* stage C: wait, and the bucket to the device */
-static int stage_c(struct gpo_comm *c, uint64_t b0, uint64_t len,
-		   MPI_Request *req)
+/* the reduced buckets of the order up to @upto, to the device's grad buffer */
+static int put_upto(struct gpo_comm *c, uint64_t upto)
 {
 	struct gpo_device *dev = c->dev;
-	uint64_t j;
-	int ret;
+	uint64_t b0, len, lo;
+	int ret = 0;
 
-	ret = wait_req(c, req, c->deterministic ? "MPI_Iallgatherv" :
-						  "MPI_Iallreduce");
+	for (; !ret && c->nw < upto; c->nw++) {
+		b0 = c->ord[c->nw] * c->bucket;
+		len = bucket_len(c, c->ord[c->nw]);
+		if (c->zero) {
+			/* ZeRO-1: only this rank's slice, for its shard optimizer */
+			lo = slice_lo(c, b0, len, c->rank);
+			len = slice_lo(c, b0, len, c->rank + 1) - lo;
+			if (!len)
+				continue;
+			b0 += lo;
+		}
+		pthread_mutex_lock(&dev->lock);
+		ret = dev->ops->write(dev, &c->opt->grad, b0 * 4, c->out + b0,
+				      len * 4);
+		pthread_mutex_unlock(&dev->lock);
+	}
+	return ret;
+}
+
+/*
+ * stage C: wait, and the bucket to the device (while backward runs, the
+ * write waits: it would wait for the segment the device computes)
+ */
+static int stage_c(struct gpo_comm *c, uint64_t j)
+{
+	uint64_t b0 = c->ord[j] * c->bucket, len = bucket_len(c, c->ord[j]), e;
+	int i = (int)(j % NBUF), ret;
+
+	ret = wait_req(c, &c->req[i], c->deterministic ? "MPI_Iallgatherv" :
+							 "MPI_Iallreduce");
+	watch_done(c, 1 + i);
 	if (ret)
 		return ret;
-	if (c->zero) {
-		/* ZeRO-1: only this rank's slice, for its shard optimizer */
-		uint64_t lo = slice_lo(c, b0, len, c->rank);
-
-		len = slice_lo(c, b0, len, c->rank + 1) - lo;
-		if (!len)
-			return 0;
-		b0 += lo;
-	}
 	if (!c->deterministic)
-		for (j = 0; j < len; j++)
-			c->out[b0 + j] /= (float)c->shards;
-	pthread_mutex_lock(&dev->lock);
-	ret = dev->ops->write(dev, &c->opt->grad, b0 * 4, c->out + b0, len * 4);
-	pthread_mutex_unlock(&dev->lock);
+		for (e = 0; e < len; e++)
+			c->out[b0 + e] /= (float)c->shards;
+	return c->bwd_open ? 0 : put_upto(c, j + 1);
+}
+
+/*
+ * The pipeline from where it is: at step j, the @j-th bucket's stage A,
+ * j-1's B and j-2's C (C first: it frees the request slot A reuses,
+ * bucket j - 2's; recv and send j % NBUF were last read by j - 2's B).
+ * Stage A only for the first @upto buckets of the order; with @upto at
+ * the end, until every bucket is through C. (deterministic=0 has no
+ * stage B: its Iallreduce is one.)
+ */
+static int pipe_run(struct gpo_comm *c, uint64_t upto)
+{
+	uint64_t n = c->nbk, j, end;
+	int ret = 0;
+
+	j = c->na < c->nbd + 1 ? c->na : c->nbd + 1;
+	if (c->nc + 2 < j)
+		j = c->nc + 2;
+	end = upto < n ? upto : n + 2;
+	for (; !ret && j < end; j++) {
+		if (j >= 2 && j - 2 >= c->nc && j - 2 < n) {
+			ret = stage_c(c, j - 2);
+			if (!ret)
+				c->nc = j - 1;
+		}
+		if (!ret && j >= 1 && j - 1 >= c->nbd && j - 1 < n) {
+			ret = c->deterministic ? stage_b(c, j - 1) : 0;
+			if (!ret)
+				c->nbd = j;
+		}
+		if (!ret && j >= c->na && j < upto && j < n) {
+			ret = stage_a(c, j);
+			if (!ret)
+				c->na = j + 1;
+		}
+	}
 	return ret;
 }
 
@@ -857,47 +1051,35 @@ static int reduce_loss(struct gpo_comm *c, double *loss, double *acc)
 	return 0;
 }
 
-static uint64_t bucket_len(const struct gpo_comm *c, uint64_t b)
-{
-	uint64_t b0 = b * c->bucket;
-
-	return c->total - b0 < c->bucket ? c->total - b0 : c->bucket;
-}
-
 /*
- * The reduction: at step j, bucket j's stage A, j-1's B and j-2's C.
- * After a failure requests may be left posted: the communicator is then
- * unusable, and the caller must end the job (MPI_Abort), since the other
- * ranks wait in collectives this rank will never join.
+ * The reduction: the pipeline from where the segments left it (from
+ * the start without them) to its end, then the loss. After a failure
+ * requests may be left posted: the communicator is then unusable, and
+ * the caller must end the job (MPI_Abort), since the other ranks wait
+ * in collectives this rank will never join.
  */
 static int reduce(void *arg, double *loss, double *acc)
 {
 	struct gpo_comm *c = arg;
-	MPI_Request req[NBUF];
-	uint64_t nb = (c->total + c->bucket - 1) / c->bucket, j, t0;
-	int ret = 0;
+	uint64_t j, t0;
+	int ret;
 
+	ret = comm_enter(c);
 	t0 = gpo__now_ns();
-	ret = round_wait(c);
-	/*
-	 * C first: it frees the request slot A reuses (bucket j - 2's);
-	 * recv and send j % NBUF were last read by bucket j - 2's B
-	 */
-	for (j = 0; !ret && j < nb + 2; j++) {
-		if (j >= 2)
-			ret = stage_c(c, (j - 2) * c->bucket,
-				      bucket_len(c, j - 2),
-				      &req[(j - 2) % NBUF]);
-		/* (deterministic=0 has no stage B: its Iallreduce is one) */
-		if (!ret && j >= 1 && j - 1 < nb && c->deterministic)
-			ret = stage_b(c, (j - 1) * c->bucket,
-				      bucket_len(c, j - 1), (j - 1) % NBUF,
-				      &req[(j - 1) % NBUF]);
-		if (!ret && j < nb)
-			ret = stage_a(c, j * c->bucket, bucket_len(c, j),
-				      j % NBUF, &req[j % NBUF]);
-	}
+	if (!ret)
+		ret = round_wait(c);
+	/* backward has ended: what C kept for the device goes now */
+	c->bwd_open = 0;
+	if (!ret)
+		ret = put_upto(c, c->nc);
+	if (!ret)
+		ret = pipe_run(c, c->nbk);
 	c->last_pending = 0;
+	c->na = c->nbd = c->nc = c->nw = c->nread = 0;
+	if (c->seg)
+		for (j = 0; j < c->nbk; j++)
+			c->ord[j] = j;
+	c->seg = 0;
 	if (!ret)
 		ret = reduce_loss(c, loss, acc);
 	c->st.reduce_ns += gpo__now_ns() - t0;
@@ -906,6 +1088,97 @@ static int reduce(void *arg, double *loss, double *acc)
 		c->st.reductions++;
 		c->st.bytes += c->total * 4;
 	}
+	comm_leave(c, ret);
+	return ret;
+}
+
+/*
+ * The last shard's backward in segments (train.c): @order, the buckets
+ * as backward finishes them, before its first segment is queued
+ */
+static int last_begin(void *arg, const uint64_t *order, uint64_t n)
+{
+	struct gpo_comm *c = arg;
+	uint64_t j;
+
+	if (n != c->nbk || c->na || c->seg)
+		return gpo__err(-EINVAL, "the segments' %llu buckets: %llu expected, or a reduction under way",
+				(unsigned long long)n,
+				(unsigned long long)c->nbk);
+	for (j = 0; j < n; j++)
+		if (order[j] >= n)
+			return gpo__err(-EINVAL, "bucket %llu of %llu",
+					(unsigned long long)order[j],
+					(unsigned long long)n);
+	memcpy(c->ord, order, n * sizeof(*order));
+	c->seg = 1;
+	c->bwd_open = 1;
+	c->last_pending = 1;
+	return 0;
+}
+
+/*
+ * ...and after each segment, submitted: the first @ready buckets of the
+ * order are final on the device. While it computes, the host's part of
+ * the buckets before (their sums, their all-gathers' waits); then, the
+ * segment done, its buckets read back and their collectives posted, to
+ * move in the progress thread while the next segment computes.
+ */
+static int last_ready(void *arg, uint64_t ready)
+{
+	struct gpo_comm *c = arg;
+	struct gpo_device *dev = c->dev;
+	uint32_t K = c->hi - c->lo;
+	uint64_t t0, j, e, b0, b1;
+	int ret;
+
+	if (!c->seg || ready < c->nread || ready > c->nbk)
+		return gpo__err(-EINVAL, "%llu buckets ready: not after the %llu before, or more than %llu",
+				(unsigned long long)ready,
+				(unsigned long long)c->nread,
+				(unsigned long long)c->nbk);
+	ret = comm_enter(c);
+	t0 = gpo__now_ns();
+	while (!ret && c->nc < c->nbd) {
+		ret = stage_c(c, c->nc);
+		if (!ret)
+			c->nc++;
+	}
+	while (!ret && c->nbd < c->na) {
+		ret = c->deterministic ? stage_b(c, c->nbd) : 0;
+		if (!ret)
+			c->nbd++;
+	}
+	c->st.comm_ns += gpo__now_ns() - t0;
+	comm_leave(c, ret);
+	if (ret)
+		return ret;
+	/* the end of the segment: the device's time, not communication */
+	pthread_mutex_lock(&dev->lock);
+	ret = dev->ops->wait(dev, NULL);
+	pthread_mutex_unlock(&dev->lock);
+	if (!ret)
+		ret = comm_enter(c);
+	if (ret)
+		return ret;
+	t0 = gpo__now_ns();
+	/* its buckets, in runs of neighbours */
+	for (j = c->nread; !ret && j < ready; j = e) {
+		for (e = j + 1; e < ready && c->ord[e] == c->ord[e - 1] + 1; e++)
+			;
+		b0 = c->ord[j] * c->bucket;
+		b1 = c->ord[e - 1] * c->bucket + bucket_len(c, c->ord[e - 1]);
+		ret = read_grad(c, c->shard + (uint64_t)(K - 1) * c->total + b0,
+				b0, b1 - b0);
+	}
+	if (!ret) {
+		c->nread = ready;
+		c->seg_more = ready < c->nbk;
+		ret = pipe_run(c, ready);
+	}
+	c->st.segments++;
+	c->st.comm_ns += gpo__now_ns() - t0;
+	comm_leave(c, ret);
 	return ret;
 }
 
@@ -1076,14 +1349,16 @@ static int zero_step(void *arg, struct gpo_step_info *si)
 	uint64_t zhi = c->zlo + c->zn;
 	int ret;
 
-	if (c->state_out) {
+	/* (nothing is in flight after a reduction: for the calls' order) */
+	ret = comm_enter(c);
+	if (!ret && c->state_out) {
 		/* the slots a save needed go again */
 		ret = gpo__optim_state_elsewhere(c->opt, 1);
-		if (ret)
-			return ret;
-		c->state_out = 0;
+		if (!ret)
+			c->state_out = 0;
 	}
-	ret = gpo_optim_step(c->zopt, si);
+	if (!ret)
+		ret = gpo_optim_step(c->zopt, si);
 	if (!ret)
 		ret = flat_io(c, &c->opt->param, c->full, c->zlo, c->zn, 0);
 	if (!ret)
@@ -1095,6 +1370,7 @@ static int zero_step(void *arg, struct gpo_step_info *si)
 			      1);
 	if (!ret)
 		ret = gpo_optim_set_step(c->opt, gpo_optim_steps_done(c->zopt));
+	comm_leave(c, ret);
 	return ret;
 }
 
@@ -1108,17 +1384,23 @@ int gpo_comm_sync_state(struct gpo_comm *c)
 	if (!c->zopt)
 		return 0;
 	z = c->zopt;
+	ret = comm_enter(c);
 	/* the model's slots, back for the save until the next step */
-	ret = gpo__optim_state_elsewhere(c->opt, 0);
-	if (ret)
+	if (!ret)
+		ret = gpo__optim_state_elsewhere(c->opt, 0);
+	if (ret) {
+		comm_leave(c, ret);
 		return ret;
+	}
 	c->state_out = 1;
 	for (s = 0; !ret && s < SL_COUNT; s++) {
 		if (!z->slot[s].mem)
 			continue;
-		if (!c->opt->slot[s].mem)
-			return gpo__err(-EIO, "zero=1: the model's optimizer has no %s",
-					gpo__optim_slot_names[s]);
+		if (!c->opt->slot[s].mem) {
+			ret = gpo__err(-EIO, "zero=1: the model's optimizer has no %s",
+				       gpo__optim_slot_names[s]);
+			break;
+		}
 		ret = gpo_optim_read(z, gpo__optim_slot_names[s], NULL,
 				     c->full + c->zlo, c->zn * 4);
 		if (!ret)
@@ -1128,13 +1410,14 @@ int gpo_comm_sync_state(struct gpo_comm *c)
 				      1);
 	}
 	c->opt->groups[0].momentum_started = z->groups[0].momentum_started;
+	comm_leave(c, ret);
 	return ret;
 }
 
 int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 {
 	uint32_t K;
-	uint64_t per;
+	uint64_t per, j;
 	int ret, i;
 
 	if (!c || !opt)
@@ -1182,6 +1465,14 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 		goto out_detach;
 	}
 	c->sacc = c->sloss + c->shards;
+	c->nbk = (c->total + c->bucket - 1) / c->bucket;
+	c->ord = malloc(c->nbk * sizeof(*c->ord));
+	if (!c->ord) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_detach;
+	}
+	for (j = 0; j < c->nbk; j++)
+		c->ord[j] = j;
 	if (c->zero) {
 		ret = zero_setup(c);
 		if (ret)
@@ -1190,6 +1481,7 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 	ret = rounds_setup(c);
 	if (ret)
 		goto out_detach;
+	thread_start(c);
 	return 0;
 
 out_detach:
@@ -1243,6 +1535,11 @@ int gpo_comm_train_attach(struct gpo_comm *c, struct gpo_train *t)
 	sh.shard_done = shard_done;
 	sh.reduce = reduce;
 	sh.step = c->zero ? zero_step : NULL;
+	if (c->overlap) {
+		sh.bucket_bytes = c->bucket * 4;
+		sh.last_begin = last_begin;
+		sh.last_ready = last_ready;
+	}
 	sh.arg = c;
 	ret = gpo__train_set_shards(t, &sh);
 	if (ret)

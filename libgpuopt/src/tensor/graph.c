@@ -1048,6 +1048,83 @@ int gpo__graph_launch(struct gpo_graph *g, unsigned int what)
 	return ret;
 }
 
+int gpo__graph_launch_range(struct gpo_graph *g, int forward, size_t from,
+			    size_t to)
+{
+	struct llist part;
+	int ret;
+
+	ret = gpo__graph_plan(g);
+	if (ret)
+		return ret;
+	if (from > to || to > g->bwd.n)
+		return gpo__err(-EINVAL, "backward launches %zu..%zu of %zu",
+				from, to, g->bwd.n);
+	if (forward) {
+		ret = launch_list(g->dev, &g->fwd);
+		if (ret)
+			return ret;
+	}
+	/* a window of the list: launch_list() only reads v and n */
+	part.v = g->bwd.v + from;
+	part.n = to - from;
+	part.cap = part.n;
+	return launch_list(g->dev, &part);
+}
+
+size_t gpo__graph_bwd_launches(const struct gpo_graph *g)
+{
+	return g->bwd.n;
+}
+
+int gpo__graph_last_writers(const struct gpo_graph *g,
+			    const struct dev_buf *buf, uint64_t unit,
+			    uint64_t n, int64_t *last)
+{
+	uint64_t k, lo, hi, b0, b1;
+	size_t i;
+	unsigned int j;
+
+	if (!g || !buf || !buf->mem || !unit || !last)
+		return gpo__err(-EINVAL, "gpo__graph_last_writers: bad arguments");
+	if (n != (buf->size + unit - 1) / unit)
+		return gpo__err(-EINVAL, "%llu ranges of %llu bytes do not cover %llu bytes",
+				(unsigned long long)n, (unsigned long long)unit,
+				(unsigned long long)buf->size);
+	for (k = 0; k < n; k++)
+		last[k] = -1;
+	/*
+	 * Every written binding that overlaps @buf: a binding starts at a
+	 * 256-byte boundary below its tensor (gpo__view_bind), so it may
+	 * reach into a neighbour's bytes; that only makes a range's last
+	 * write later than it is, never earlier. A later launch that
+	 * writes a range again (a gradient added to, as the tied
+	 * embedding's) moves its entry on: the list is in launch order.
+	 */
+	for (i = 0; i < g->bwd.n; i++) {
+		const struct op_call *c = &g->bwd.v[i].call;
+		const struct gpo__op *d = &gpo__ops[c->op];
+
+		for (j = 0; j < d->nbuf; j++) {
+			const struct dev_buf *b = &c->buf[j];
+
+			if (!(d->buf[j].role & OP_W) || b->mem != buf->mem ||
+			    !b->size)
+				continue;
+			lo = b->off > buf->off ? b->off : buf->off;
+			hi = b->off + b->size < buf->off + buf->size ?
+			     b->off + b->size : buf->off + buf->size;
+			if (lo >= hi)
+				continue;
+			b0 = (lo - buf->off) / unit;
+			b1 = (hi - buf->off - 1) / unit;
+			for (k = b0; k <= b1; k++)
+				last[k] = (int64_t)i;
+		}
+	}
+	return 0;
+}
+
 int gpo_graph_run(struct gpo_graph *g, unsigned int what)
 {
 	int ret;

@@ -156,6 +156,26 @@ int gpo__graph_plan(struct gpo_graph *g);
 /* queue @what's launches; dev->lock held */
 int gpo__graph_launch(struct gpo_graph *g, unsigned int what);
 
+/*
+ * gpo__graph_launch_range - queue the forward launches (@forward) and
+ * backward's launches [@from, @to); planned first; dev->lock held.
+ * Queued one after another, the ranges 0..n are gpo__graph_launch()'s.
+ */
+int gpo__graph_launch_range(struct gpo_graph *g, int forward, size_t from,
+			    size_t to);
+/* the launches of the planned backward list */
+size_t gpo__graph_bwd_launches(const struct gpo_graph *g);
+/*
+ * gpo__graph_last_writers - for range k = [k @unit, (k + 1) @unit) of
+ * @buf's bytes (k < @n, the last one ending at buf->size: n must cover
+ * @buf exactly), @last[k] = the index in the planned backward list of
+ * the last launch that writes into it through @buf's dev_mem, -1 when
+ * none does. After it, backward changes nothing of the range.
+ */
+int gpo__graph_last_writers(const struct gpo_graph *g,
+			    const struct dev_buf *buf, uint64_t unit,
+			    uint64_t n, int64_t *last);
+
 /* emit.c */
 int gpo__graph_emit(struct gpo_graph *g);
 int gpo__graph_reemit(struct gpo_graph *g);

@@ -663,7 +663,8 @@ int gpo__train_set_shards(struct gpo_train *t, const struct train_shards *s)
 	int ret;
 
 	if (!t || !s || !s->shards || s->lo >= s->hi || s->hi > s->shards ||
-	    !s->shard_done || !s->reduce)
+	    !s->shard_done || !s->reduce ||
+	    (s->last_ready && (!s->last_begin || !s->bucket_bytes)))
 		return gpo__err(-EINVAL, "gpo__train_set_shards: bad arguments");
 	if (t->batch % s->shards)
 		return gpo__err(-EINVAL, "batch_size %u is not a multiple of shards=%u",
@@ -682,6 +683,94 @@ int gpo__train_set_shards(struct gpo_train *t, const struct train_shards *s)
 struct gpo_optim *gpo__train_optim(const struct gpo_train *t)
 {
 	return t ? t->m->opt : NULL;
+}
+
+/* buckets by their last writer, then by position */
+struct bucket_key {
+	int64_t last;
+	uint64_t b;
+};
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct bucket_key *a = pa, *b = pb;
+
+	if (a->last != b->last)
+		return a->last < b->last ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/*
+ * The last shard's forward and backward in segments (dev->lock held, and
+ * again on return): each segment ends at the last launch that writes
+ * into one or more buckets of the grad buffer, and is submitted before
+ * the comm layer reads those buckets back and starts their reduction,
+ * while the device goes on. The launches are the same and in the same
+ * order as gpo__graph_launch()'s: the bits do not change.
+ */
+static int segmented(struct gpo_train *t)
+{
+	struct gpo_device *dev = t->dev;
+	struct gpo_graph *g = t->net.g;
+	struct dev_buf gb = t->m->opt->grad;
+	uint64_t bb = t->sh.bucket_bytes, nb, j, r, *order = NULL;
+	struct bucket_key *key = NULL;
+	int64_t *last = NULL;
+	size_t from = 0, end, n;
+	int ret, fwd = 1;
+
+	ret = gpo__graph_plan(g);
+	if (ret)
+		return ret;
+	gb.size = t->m->opt->total * 4;
+	nb = (gb.size + bb - 1) / bb;
+	n = gpo__graph_bwd_launches(g);
+	last = malloc(nb * sizeof(*last));
+	key = malloc(nb * sizeof(*key));
+	order = malloc(nb * sizeof(*order));
+	if (!last || !key || !order) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	ret = gpo__graph_last_writers(g, &gb, bb, nb, last);
+	if (ret)
+		goto out_free;
+	for (j = 0; j < nb; j++) {
+		/* none writes it: final after the first segment */
+		key[j].last = last[j] < 0 ? 0 : last[j];
+		key[j].b = j;
+	}
+	qsort(key, nb, sizeof(*key), key_cmp);
+	for (j = 0; j < nb; j++)
+		order[j] = key[j].b;
+	pthread_mutex_unlock(&dev->lock);
+	ret = t->sh.last_begin(t->sh.arg, order, nb);
+	pthread_mutex_lock(&dev->lock);
+	for (j = 0; !ret && j < nb; j = r) {
+		end = (size_t)key[j].last + 1;
+		if (end > n)
+			end = n;
+		for (r = j; r < nb && key[r].last == key[j].last; r++)
+			;
+		ret = gpo__graph_launch_range(g, fwd, from, end);
+		fwd = 0;
+		if (!ret && dev->ops->submit)
+			ret = dev->ops->submit(dev);
+		if (ret)
+			break;
+		from = end;
+		pthread_mutex_unlock(&dev->lock);
+		ret = t->sh.last_ready(t->sh.arg, r);
+		pthread_mutex_lock(&dev->lock);
+	}
+	/* what writes no bucket (the input's gradient, say) */
+	if (!ret && (fwd || from < n))
+		ret = gpo__graph_launch_range(g, fwd, from, n);
+out_free:
+	free(order);
+	free(key);
+	free(last);
+	return ret;
 }
 
 /*
@@ -711,7 +800,9 @@ static int sharded_pass(struct gpo_train *t, uint64_t pos, double *loss,
 					   t->max_phase, &t->net);
 		else if (!ret)
 			ret = load(t, &t->train, t->order, at, &t->net);
-		if (!ret)
+		if (!ret && k + 1 == t->sh.hi && t->sh.last_ready)
+			ret = segmented(t);
+		else if (!ret)
 			ret = gpo__graph_launch(t->net.g, GPO_RUN_FORWARD |
 							  GPO_RUN_BACKWARD);
 		if (!ret)

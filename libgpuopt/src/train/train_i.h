@@ -78,6 +78,18 @@ struct train_shards {
 	int (*reduce)(void *arg, double *loss, double *acc);
 	/* NULL: the model's optimizer steps; else this does (ZeRO-1) */
 	int (*step)(void *arg, struct gpo_step_info *si);
+	/*
+	 * NULL: the last shard's backward runs in one piece. Else in
+	 * segments: the grad buffer's buckets of @bucket_bytes (the last
+	 * one shorter) in the order backward finishes them go to
+	 * @last_begin before the first is queued, and after each segment
+	 * is submitted @last_ready(arg, r) learns that the first r of them
+	 * are final on the device (dev->lock not held; reads are ordered
+	 * after the segment). Then @shard_done as for the others.
+	 */
+	uint64_t bucket_bytes;
+	int (*last_begin)(void *arg, const uint64_t *order, uint64_t n);
+	int (*last_ready)(void *arg, uint64_t ready);
 	void *arg;
 };
 
