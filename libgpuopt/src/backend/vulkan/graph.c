@@ -23,6 +23,13 @@
  * (gpo_optim_step_async()) do not overwrite what a running one reads; a
  * copy is waited for before it is written again.
  *
+ * A launch whose parameter struct has not changed since the recording
+ * keeps it as push constants in the recording, with the plain pipeline:
+ * shaders read push constants faster than a buffer, and most launches of
+ * a training step (the matmuls' sizes, strides) never change. The first
+ * recording has every launch so; a launch seen with new parameters turns
+ * to the ".ab" form for good, and the step is recorded again.
+ *
  * A step holds as many launches as it brings, up to GRAPH_CALLS_MAX: an
  * optimizer step a few, a training step of the tensor engine (load,
  * forward, backward, update) hundreds. The parameter structs' memory
@@ -43,6 +50,7 @@ _Static_assert(GPO_ARGS_BINDING == OP_MAX_BUF,
 struct graph_call {
 	enum gpo__op_id op;
 	enum gpo_dtype dtype;
+	int dyn;			/* rec[]: parameters from g->args */
 	uint64_t work;
 	struct dev_buf buf[OP_MAX_BUF];
 	uint32_t args[GPO_ARGS_MAX / 4];
@@ -291,6 +299,27 @@ static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
 }
 
 /*
+ * new_params - the launches match the recording: do any that have their
+ * parameters fixed in it come with new ones? They take them from the
+ * parameter buffer from now on (and the step is recorded again).
+ */
+static int new_params(struct dev_graph *g)
+{
+	int i, changed = 0;
+
+	for (i = 0; i < g->ncalls; i++) {
+		struct graph_call *r = &g->rec[i];
+
+		if (r->dyn || !memcmp(r->args, g->calls[i].args,
+				      gpo__ops[r->op].args_size))
+			continue;
+		r->dyn = 1;
+		changed = 1;
+	}
+	return changed;
+}
+
+/*
  * record - record copy @k: a barrier after whatever ran before, the
  * launches with their parameters at copy @k's structs, the readback,
  * timestamps around it all. Uses the batch's access tracking on the
@@ -331,7 +360,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 				    g->qpool, 2 * k);
 	}
 	for (i = 0; i < g->ncalls && !ret; i++) {
-		const struct graph_call *c = &g->calls[i];
+		const struct graph_call *c = &g->rec[i];
 		VkDescriptorBufferInfo args = {
 			.buffer = g->args.buffer,
 			.offset = ((uint64_t)k * g->args_cap + i) * g->stride,
@@ -343,7 +372,7 @@ static int record(struct gpo_device *dev, struct dev_graph *g, int k)
 		};
 
 		memcpy(call.buf, c->buf, sizeof(call.buf));
-		ret = gpo__vk_record_ab(dev, &call, &args);
+		ret = gpo__vk_record_ab(dev, &call, c->dyn ? &args : NULL);
 	}
 	for (j = 0; !ret && j < g->nrb; j++) {
 		uint64_t to = (uint64_t)k * READBACK_MAX +
@@ -470,6 +499,9 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 			memcpy(g->rb, rb, nrb * sizeof(*rb));
 		for (i = 0; i < GRAPH_COPIES; i++)
 			g->copy[i].recorded = 0;
+	} else if (new_params(g)) {
+		for (i = 0; i < GRAPH_COPIES; i++)
+			g->copy[i].recorded = 0;
 	}
 	k = g->next;
 	c = &g->copy[k];
@@ -482,6 +514,8 @@ int gpo__vk_graph_end(struct gpo_device *dev, struct dev_graph *g,
 	for (i = 0; i < g->ncalls; i++) {
 		uint64_t at = ((uint64_t)k * g->args_cap + i) * g->stride;
 
+		if (!g->rec[i].dyn)
+			continue;
 		memcpy(g->args.map + at, g->calls[i].args,
 		       gpo__ops[g->calls[i].op].args_size);
 	}

@@ -320,7 +320,10 @@ int gpo__vk_recordable(struct gpo_device *dev, const struct op_call *call)
 /*
  * gpo__vk_record_ab - record @call (gpo__vk_recordable()) into vd->cmd
  * with its ".ab" pipeline, its parameter struct bound from @args, and the
- * barrier its accesses need
+ * barrier its accesses need; with @args NULL, with its plain pipeline and
+ * call->args as push constants, fixed in the recording (shaders read
+ * push constants faster than a buffer: a recorded step keeps the
+ * buffer for the launches whose parameters change from step to step)
  */
 int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 		      const VkDescriptorBufferInfo *args)
@@ -337,7 +340,10 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 	unsigned int i;
 	int nacc = 0, ret;
 
-	ret = gpo__vk_pipeline_ab(dev, call->op, call->dtype, &pipe);
+	if (args)
+		ret = gpo__vk_pipeline_ab(dev, call->op, call->dtype, &pipe);
+	else
+		ret = gpo__vk_pipeline(dev, call->op, call->dtype, &pipe);
 	if (ret)
 		return ret;
 	if (op->grid == GRID_GROUPS &&
@@ -365,7 +371,8 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 		acc[nacc].write = !!(op->buf[i].role & OP_W);
 		nacc++;
 	}
-	bi[op->nbuf] = *args;
+	if (args)
+		bi[op->nbuf] = *args;
 	for (i = 0; i <= op->nbuf; i++)
 		w[i] = (VkWriteDescriptorSet) {
 			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -381,7 +388,11 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 		vd->bound = pipe;
 	}
 	vd->push_desc(vd->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vd->pipe_layout,
-		      0, op->nbuf + 1, w);
+		      0, op->nbuf + (args ? 1 : 0), w);
+	if (!args)
+		vkCmdPushConstants(vd->cmd, vd->pipe_layout,
+				   VK_SHADER_STAGE_COMPUTE_BIT, 0,
+				   op->args_size, call->args);
 	if (op->grid == GRID_ELEMENTS) {
 		groups = (uint32_t)(((n + 3) / 4 + GPO_WG_SIZE - 1) /
 				    GPO_WG_SIZE);
