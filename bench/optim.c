@@ -72,7 +72,15 @@ static const struct bench_case cases[] = {
 	{ "adamw_bf16p_bf16s", "adamw", "lr=0.001", 20 },
 	{ "adamw_bf16sr", "adamw", "lr=0.001", 22 },
 	{ "adamw_bf16sr_bf16s", "adamw", "lr=0.001", 14 },
-	{ "adamw_u8s", "adamw", "lr=0.001", 14.0 + 16.0 / 256 },
+	/*
+	 * 8-bit state: p 4 + 4, g 4, a byte read and written per state
+	 * slot, and an f32 absmax per slot and block of 256 read and written
+	 */
+	{ "adamw_u8s", "adamw", "lr=0.001", 16.0 + 16.0 / 256 },
+	{ "adam_u8s", "adam", "lr=0.001", 16.0 + 16.0 / 256 },
+	{ "rmsprop_u8s", "rmsprop", "lr=0.01", 14.0 + 8.0 / 256 },
+	{ "adagrad_u8s", "adagrad", "lr=0.01", 14.0 + 8.0 / 256 },
+	{ "lion_u8s", "lion", "lr=0.0001 weight_decay=0.01", 14.0 + 8.0 / 256 },
 };
 
 /* the cases whose state slots are not f32: their dtype */
@@ -82,6 +90,10 @@ static const struct {
 } case_state[] = {
 	{ "adamw_bf16s", "bf16" },
 	{ "adamw_u8s", "u8" },
+	{ "adam_u8s", "u8" },
+	{ "rmsprop_u8s", "u8" },
+	{ "adagrad_u8s", "u8" },
+	{ "lion_u8s", "u8" },
 	{ "adamw_bf16p_bf16s", "bf16" },
 	{ "adamw_bf16sr_bf16s", "bf16" },
 };

@@ -582,6 +582,7 @@ void config_init(struct fsd *fs, struct job_config *cfg)
 	cfg->train.shuffle = 1;
 	cfg->ranks = 1;
 	cfg->deterministic = 1;
+	cfg->overlap = 1;
 	cfg->bucket_bytes = 4u << 20;
 }
 
@@ -747,7 +748,7 @@ static int parse_real(const char *key, const char *value, double min,
 }
 
 /*
- * deterministic=, zero=, bucket_bytes=, timeout=: gpo_comm_new()'s
+ * deterministic=, zero=, overlap=, bucket_bytes=, timeout=: gpo_comm_new()'s
  * settings, judged here by its rules so that a bad one fails the write
  * (how they fit together: validate_comm())
  */
@@ -757,14 +758,17 @@ static int parse_comm_key(struct job_config *cfg, const char *key,
 	uint64_t v;
 	int ret;
 
-	if (!strcmp(key, "deterministic") || !strcmp(key, "zero")) {
+	if (!strcmp(key, "deterministic") || !strcmp(key, "zero") ||
+	    !strcmp(key, "overlap")) {
 		ret = parse_count(key, value, 0, 1, &v);
 		if (ret)
 			return ret;
 		if (key[0] == 'd')
 			cfg->deterministic = (int)v;
-		else
+		else if (key[0] == 'z')
 			cfg->zero = (int)v;
+		else
+			cfg->overlap = (int)v;
 		return 0;
 	}
 	if (!strcmp(key, "bucket_bytes")) {
@@ -1011,10 +1015,10 @@ int config_comm_text(const struct job_config *cfg, char *buf, size_t len)
 	int n;
 
 	n = snprintf(buf, len,
-		     "shards=%llu deterministic=%d zero=%d bucket_bytes=%llu timeout=%u",
+		     "shards=%llu deterministic=%d zero=%d overlap=%d bucket_bytes=%llu timeout=%u",
 		     (unsigned long long)(cfg->shards ? cfg->shards :
 					  cfg->ranks),
-		     cfg->deterministic, cfg->zero,
+		     cfg->deterministic, cfg->zero, cfg->overlap,
 		     (unsigned long long)cfg->bucket_bytes,
 		     cfg->comm_timeout &&
 		     cfg->comm_timeout < job_comm_timeout_max() ?
@@ -1338,7 +1342,7 @@ static unsigned int config_diff(const struct job_config *a,
 	if (a->ranks != b->ranks || a->shards != b->shards ||
 	    strcmp(a->hosts, b->hosts) ||
 	    a->deterministic != b->deterministic || a->zero != b->zero ||
-	    a->bucket_bytes != b->bucket_bytes ||
+	    a->overlap != b->overlap || a->bucket_bytes != b->bucket_bytes ||
 	    a->comm_timeout != b->comm_timeout)
 		c |= CFG_RANKS;
 	return c;
@@ -1851,9 +1855,9 @@ int config_show(struct fsd *fs, const struct job_config *cfg,
 			 (unsigned long long)(cfg->shards ? cfg->shards :
 					      cfg->ranks),
 			 cfg->hosts[0] ? cfg->hosts : "none");
-	gpo__sbuf_printf(sb, "deterministic=%d\nzero=%d\nbucket_bytes=%llu\n",
-			 cfg->deterministic, cfg->zero,
-			 (unsigned long long)cfg->bucket_bytes);
+	gpo__sbuf_printf(sb, "deterministic=%d\nzero=%d\noverlap=%d\n"
+			 "bucket_bytes=%llu\n", cfg->deterministic, cfg->zero,
+			 cfg->overlap, (unsigned long long)cfg->bucket_bytes);
 	if (cfg->comm_timeout)
 		gpo__sbuf_printf(sb, "timeout=%llu\n",
 				 (unsigned long long)cfg->comm_timeout);

@@ -2827,7 +2827,7 @@ static int config_store(struct job *j, const char *text, uid_t uid)
 	if ((changed & (CFG_OPTIMIZER | CFG_MODEL | CFG_DEVICE | CFG_SCHED |
 			CFG_RANKS)) && started(j))
 		ret = fs_err(-EBUSY,
-			     "optimizer, schedule, model, device, ranks and their settings (shards, hosts, deterministic, zero, bucket_bytes, timeout) change only before the first step (the job is %s at step %llu; reset first)",
+			     "optimizer, schedule, model, device, ranks and their settings (shards, hosts, deterministic, zero, overlap, bucket_bytes, timeout) change only before the first step (the job is %s at step %llu; reset first)",
 			     job_state_name(j->state),
 			     (unsigned long long)j->step);
 	pthread_mutex_unlock(&j->lock);
@@ -3347,6 +3347,7 @@ void job_snapshot(struct job *j, struct job_snapshot *s)
 	s->shards = j->cfg.shards ? j->cfg.shards : j->cfg.ranks;
 	s->deterministic = j->cfg.deterministic;
 	s->zero = j->cfg.zero;
+	s->overlap = j->cfg.overlap;
 	s->bucket_bytes = j->cfg.bucket_bytes;
 	/* what the ranks get (config_comm_text()) */
 	s->comm_timeout = j->cfg.comm_timeout &&

@@ -118,6 +118,7 @@ struct job_config {
 	/* libgpuopt-mpi's settings (gpo_comm_new()) */
 	int deterministic;		/* 1: the shards summed in a fixed order */
 	int zero;			/* 1: ZeRO-1, optimizer state sharded */
+	int overlap;			/* 1: buckets reduced during backward */
 	uint64_t bucket_bytes;
 	uint64_t comm_timeout;		/* seconds; 0: job_comm_timeout_max() */
 };
@@ -242,7 +243,7 @@ struct job_snapshot {
 	int worker_pid;			/* 0 when the job has no worker */
 	uint64_t ranks;			/* its processes (config's ranks) */
 	uint64_t shards;		/* and the comm's settings */
-	int deterministic, zero;
+	int deterministic, zero, overlap;
 	uint64_t bucket_bytes;
 	unsigned int comm_timeout;
 	int nextra;			/* a model kind's own numbers */

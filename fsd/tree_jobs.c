@@ -129,9 +129,9 @@ static int stat_show(struct fs_node *n, struct gpo__sbuf *sb)
 		    (unsigned long long)s.ranks);
 	/* data parallel: where each rank runs and how the ranks reduce */
 	gpo__sbuf_printf(sb, "rank_devices %s\nshards %llu\ndeterministic %d\n"
-			 "zero %d\nbucket_bytes %llu\ntimeout %u\n",
+			 "zero %d\noverlap %d\nbucket_bytes %llu\ntimeout %u\n",
 			 s.rank_devices, (unsigned long long)s.shards,
-			 s.deterministic, s.zero,
+			 s.deterministic, s.zero, s.overlap,
 			 (unsigned long long)s.bucket_bytes, s.comm_timeout);
 	/* a model kind's own numbers: epoch, eval_loss, accuracy... */
 	for (i = 0; i < s.nextra; i++)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Bad deterministic=, zero=, bucket_bytes=, timeout= and device= lists
+# Bad deterministic=, zero=, overlap=, bucket_bytes=, timeout= and device= lists
 # fail the config write with a clear error and change nothing: values out
 # of gpo_comm's ranges, zero=1 without deterministic=1 or with what
 # ZeRO-1 cannot step yet (lamb, a schedule, clip_norm, loss scaling,
@@ -32,6 +32,8 @@ bad "deterministic=2" EINVAL "deterministic"
 bad "deterministic=yes" EINVAL "deterministic"
 bad "zero=-1" EINVAL "zero"
 bad "zero=2" EINVAL "zero"
+bad "overlap=2" EINVAL "overlap"
+bad "overlap=on" EINVAL "overlap"
 bad "bucket_bytes=4095" EINVAL "bucket_bytes"
 bad "bucket_bytes=4098" EINVAL "multiple of 4"
 bad "bucket_bytes=1073741828" EINVAL "bucket_bytes"
@@ -70,18 +72,20 @@ fi
 echo 1 >"$M/devices/0/enabled" || fail "enable cpu:0"
 
 # good ones
-expect "good" "$(w "$M/jobs/c/config" "zero=1 bucket_bytes=65536 timeout=$max device=cpu:0,cpu:0")" OK
-for k in zero=1 deterministic=1 bucket_bytes=65536 "timeout=$max" device=cpu:0,cpu:0; do
+grep -qx "overlap=1" "$M/jobs/c/config" || fail "overlap not 1 by default"
+expect "good" "$(w "$M/jobs/c/config" "zero=1 overlap=0 bucket_bytes=65536 timeout=$max device=cpu:0,cpu:0")" OK
+for k in zero=1 deterministic=1 overlap=0 bucket_bytes=65536 "timeout=$max" device=cpu:0,cpu:0; do
 	grep -qx "$k" "$M/jobs/c/config" || fail "config lacks $k"
 done
 expect "zero in stat" "$(stat_of c zero)" 1
+expect "overlap in stat" "$(stat_of c overlap)" 0
 expect "timeout in stat" "$(stat_of c timeout)" "$max"
 expect "bucket_bytes in stat" "$(stat_of c bucket_bytes)" 65536
 expect "rank_devices before a build" "$(stat_of c rank_devices)" -
 # the comm's settings change only before the first step
 expect "step" "$(w "$M/jobs/c/ctl" "step 1")" OK
 expect "rank_devices" "$(stat_of c rank_devices)" cpu:0,cpu:0
-for kv in zero=0 "zero=0 deterministic=0" bucket_bytes=8192 timeout=1 device=cpu:0; do
+for kv in zero=0 "zero=0 deterministic=0" overlap=1 bucket_bytes=8192 timeout=1 device=cpu:0; do
 	expect "$kv after a step" "$(w "$M/jobs/c/config" "$kv")" EBUSY
 done
 grep -qx "zero=1" "$M/jobs/c/config" || fail "zero changed"
