@@ -830,14 +830,15 @@ static struct dev_buf scalar_buf(const struct gpo_tensor *s)
  * plain_step - one step of the whole batch under dev->lock: load,
  * forward, backward and update as one recorded submission where the
  * backend records (graph_begin), the loss, the accuracy and the
- * update's scalars read back in it, and one wait. Inputs the host
- * writes go before the recording (a recording holds no transfer); so
- * does whatever the optimizer must settle first. Where the launches
- * could not be recorded they went to the batch: the scalars are read
- * as before.
+ * update's scalars read back in it, and one wait, for the loss when
+ * @want, for the update's scalars when a step may be skipped; else the
+ * step is queued and this returns. Inputs the host writes go before the
+ * recording (a recording holds no transfer); so does whatever the
+ * optimizer must settle first. Where the launches could not be
+ * recorded they went to the batch: what is needed is read from there.
  */
-static int plain_step(struct gpo_train *t, uint64_t pos, double *loss,
-		      double *acc, struct gpo_step_info *si)
+static int plain_step(struct gpo_train *t, uint64_t pos, int want,
+		      double *loss, double *acc, struct gpo_step_info *si)
 {
 	struct gpo_device *dev = t->dev;
 	struct gpo_optim *opt = t->m->opt;
@@ -882,7 +883,7 @@ static int plain_step(struct gpo_train *t, uint64_t pos, double *loss,
 	}
 	if (ret)
 		return ret;
-	if (end > 0) {
+	if (end > 0 && (want || ps.use_norm)) {
 		ret = dev->ops->wait(dev, &ns);
 		if (ret)
 			return ret;
@@ -893,16 +894,17 @@ static int plain_step(struct gpo_train *t, uint64_t pos, double *loss,
 			       sizeof(scal));
 		*loss = v[0];
 		*acc = v[1];
-	} else {
+	} else if (end == 0) {
+		/* the scalars a skipped step leaves; the loss if asked */
 		if (ps.use_norm)
 			ret = dev->ops->read(dev, &opt->scal, 0, scal,
 					     sizeof(scal));
-		if (!ret)
-			ret = read_scalar(dev, t->net.loss, loss);
-		if (!ret)
-			ret = read_scalar(dev, t->net.acc, acc);
-		if (!ret)
+		if (!ret && ps.use_norm)
 			ret = dev->ops->wait(dev, &ns);
+		if (!ret && want)
+			ret = read_scalar(dev, t->net.loss, loss);
+		if (!ret && want)
+			ret = read_scalar(dev, t->net.acc, acc);
 		if (ret)
 			return ret;
 	}
@@ -935,7 +937,8 @@ int gpo_train_step(struct gpo_train *t, struct gpo_train_result *res)
 		ret = gpo__optim_check(opt);
 		if (!ret) {
 			pthread_mutex_lock(&dev->lock);
-			ret = plain_step(t, pos, &sl, &sa, &si);
+			ret = plain_step(t, pos, res != NULL, &sl, &sa,
+					 &si);
 			pthread_mutex_unlock(&dev->lock);
 		}
 	}
