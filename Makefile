@@ -349,7 +349,8 @@ $(BUILD)/tests/mpi/%: tests/mpi/%.c $(MPI_ALIB) $(MPI_LINK_ALIB)
 
 mpi-all: $(DEPS_STAMP) $(MPI_ALIB) $(BUILD)/bin/gpuopt-train $(MPI_TESTS) \
 	$(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
-build-all: $(MPI_ALIB)
+# (build-all's prerequisites were read above: name bench_comm here too)
+build-all: $(MPI_ALIB) $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
 BENCHES += $(if $(wildcard bench/comm.c),$(BUILD)/bin/bench_comm)
 endif
 .PHONY: mpi-all check-mpi bench-comm
