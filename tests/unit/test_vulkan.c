@@ -492,6 +492,64 @@ START_TEST(test_vulkan_fallback_paths_match_cpu)
 }
 END_TEST
 
+/*
+ * Where mapped device memory runs out before the device does (NVIDIA's
+ * resizable-BAR window, which every process's mapped blocks share), pool
+ * blocks come unmapped and their transfers go through staging, made when
+ * first needed. maplimit= refuses mapped blocks as the driver would:
+ * none at all (0), or a first block of 64 MiB mapped and the next not.
+ * Steps still match cpu:0, and an unmapped block of 20M floats gives
+ * back the bytes written into it, whole and at an odd offset.
+ */
+START_TEST(test_vulkan_unmapped_blocks_when_mapping_runs_out)
+{
+	struct gpo_device *devs[MAX_VK], *cpu;
+	const uint64_t big = 20u << 20;
+	struct gpo_ctx *ctx;
+	int i, k, n;
+
+	for (k = 0; k < 2; k++) {
+		setenv("GPUOPT_VULKAN_DEBUG",
+		       k ? "maplimit=67108864" : "maplimit=0", 1);
+		ctx = new_ctx();
+		n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+		for (i = 0; i < n; i++) {
+			struct gpo_pool_stats st;
+			struct gpo_optim *opt;
+			float *w = malloc(big * 4), *r = malloc(big * 4);
+			uint64_t seed = tu_rng("unmapped"), nb = big;
+
+			ck_assert(w && r);
+			/* an 80 MiB block past the limit: unmapped */
+			ck_assert(!gpo_optim_new(devs[i], GPO_SGD, &opt));
+			ck_assert(!gpo_optim_add_tensor(opt, "w", 1, &nb, 0));
+			tu_fill(w, big, &seed, -1, 1);
+			ck_assert_msg(!gpo_optim_write(opt, "param", "w", w,
+						       big * 4),
+				      "%s", gpo_errmsg());
+			tu_poison(r, big);
+			ck_assert_msg(!gpo_optim_read(opt, "param", "w", r,
+						      big * 4),
+				      "%s", gpo_errmsg());
+			ck_assert(!memcmp(w, r, big * 4));
+			/* then a 64 MiB block, mapped when k is 1 */
+			check_adam(devs[i], cpu, 40000, "");
+			check_adam(devs[i], cpu, 40000, "clip_norm=0.5");
+			ck_assert(!gpo_pool_stats(devs[i], &st));
+			ck_assert_uint_ge(st.capacity_bytes, big * 4);
+			ck_assert(!gpo_optim_read(opt, "param", "w", r,
+						  big * 4));
+			ck_assert(!memcmp(w, r, big * 4));
+			gpo_optim_free(opt);
+			free(w);
+			free(r);
+		}
+		gpo_ctx_free(ctx);
+	}
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+}
+END_TEST
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(void)
@@ -510,6 +568,7 @@ int main(void)
 	tcase_add_test(tc, test_vulkan_first_launch_writes_pipeline_cache);
 	tcase_add_test(tc, test_vulkan_damaged_pipeline_cache_is_ignored);
 	tcase_add_test(tc, test_vulkan_fallback_paths_match_cpu);
+	tcase_add_test(tc, test_vulkan_unmapped_blocks_when_mapping_runs_out);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -47,7 +47,9 @@
  * (a smaller maxStorageBufferRange), groups=N (element ops' dispatch cap,
  * and the group ops' grid row), spin=US (fence polling before a blocking
  * wait), nograph (optimizer steps launched one by one into the batch,
- * never recorded and replayed: graph.c).
+ * never recorded and replayed: graph.c), maplimit=BYTES (mapped pool
+ * blocks beyond BYTES in all are refused as the driver refuses them when
+ * the mappable window is full: memory.c's unmapped blocks).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -609,6 +611,10 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->groups = strtoull(tok + 7, NULL, 0);
 		else if (!strncmp(tok, "spin=", 5))
 			dbg->spin_us = strtoll(tok + 5, NULL, 0);
+		else if (!strncmp(tok, "maplimit=", 9)) {
+			dbg->maplimit = strtoull(tok + 9, NULL, 0);
+			dbg->maplimit_set = 1;
+		}
 	}
 }
 

@@ -158,6 +158,16 @@ static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
 	const VkMemoryPropertyFlags dl = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
 	int heap = gpo__vk_main_heap(&vd->memprops), t;
 
+	/* unmapped blocks: device-local memory the host need not see */
+	t = heap < 0 ? -1 : find_type(vd, bits, dl, heap);
+	if (t < 0)
+		t = find_type(vd, bits, dl, -1);
+	if (t < 0)
+		t = find_type(vd, bits, 0, -1);
+	if (t < 0)
+		return gpo__err(-ENODEV, "%s (%s): no memory type for storage buffers",
+			       dev->info.id, dev->info.name);
+	vd->plain_type = (uint32_t)t;
 	/* the whole device-local heap mappable: resizable BAR or UMA */
 	t = heap < 0 ? -1 : find_type(vd, bits, dl | vis, heap);
 	if (t >= 0 && !nomap) {
@@ -166,15 +176,7 @@ static int choose_memory(struct gpo_device *dev, uint32_t bits, int nomap)
 		vd->direct_read = !!(vd->memprops.memoryTypes[t].propertyFlags &
 				     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
 	} else {
-		t = heap < 0 ? -1 : find_type(vd, bits, dl, heap);
-		if (t < 0)
-			t = find_type(vd, bits, dl, -1);
-		if (t < 0)
-			t = find_type(vd, bits, 0, -1);
-		if (t < 0)
-			return gpo__err(-ENODEV, "%s (%s): no memory type for storage buffers",
-				       dev->info.id, dev->info.name);
-		vd->pool_type = (uint32_t)t;
+		vd->pool_type = vd->plain_type;
 	}
 	/* readbacks want host-cached memory; uploads do not mind */
 	t = find_type(vd, ~0u, vis | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, -1);
@@ -410,6 +412,8 @@ static int transfer_pinned(struct gpo_device *dev, const struct dev_buf *b,
  * read's in the same submission as the kernels before it, so a small read
  * (scal) costs one fence wait.
  */
+static int staging_create(struct gpo_device *dev);
+
 static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		    uint64_t off, unsigned char *host, uint64_t bytes,
 		    int write)
@@ -451,6 +455,10 @@ static int transfer(struct gpo_device *dev, const struct dev_buf *b,
 		ret = transfer_pinned(dev, b, off, &hm, host, bytes, write);
 		goto out_unlock;
 	}
+	/* an unmapped block where the others are mapped: staging now */
+	ret = staging_create(dev);
+	if (ret)
+		goto out_unlock;
 	if (vd->slot_size && bytes > vd->slot_size) {
 		ret = transfer_slots(dev, b, off, host, bytes, write);
 		goto out_unlock;
@@ -513,11 +521,26 @@ int gpo__vk_alloc(struct gpo_device *dev, uint64_t bytes,
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
 		return gpo__err(-ENOMEM, "out of memory");
-	ret = mem_create(dev, bytes, POOL_USAGE, -1, vd->pool_mapped, mem);
+	ret = -ENOMEM;
+	if (vd->pool_mapped && vd->mapped_bytes + bytes <= vd->maplimit)
+		ret = mem_create(dev, bytes, POOL_USAGE, -1, 1, mem);
+	if (!ret) {
+		vd->mapped_bytes += bytes;
+	} else if (!vd->pool_mapped || ret == -ENOMEM) {
+		/*
+		 * Mapped device memory (ReBAR) runs out before the device
+		 * does where several processes map theirs: NVIDIA refuses it
+		 * with device memory to spare. A block the host cannot map
+		 * works as well; its transfers go through staging.
+		 */
+		ret = mem_create(dev, bytes, POOL_USAGE, (int)vd->plain_type,
+				 0, mem);
+	}
 	if (ret) {
 		free(mem);
 		return ret;
 	}
+	gpo__err_clear();
 	*out = mem;
 	return 0;
 }
@@ -545,6 +568,8 @@ void gpo__vk_free(struct gpo_device *dev, struct dev_mem *mem)
 		return;
 	pthread_mutex_lock(&vd->lock);
 	gpo__vk_forget(dev);
+	if (mem->map && vd->mapped_bytes >= mem->size)
+		vd->mapped_bytes -= mem->size;
 	mem_destroy(vd, mem);
 	pthread_mutex_unlock(&vd->lock);
 	free(mem);
@@ -643,6 +668,26 @@ static int create_slots(struct gpo_device *dev)
 	return r == VK_SUCCESS ? 0 : gpo__vk_fail(dev, r, "transfer slots");
 }
 
+/* the staging buffer and its slots, once (under vd->lock, or at open) */
+static int staging_create(struct gpo_device *dev)
+{
+	struct vk_dev *vd = dev->priv;
+	int ret;
+
+	if (vd->staging.buffer)
+		return 0;
+	ret = mem_create(dev, vd->staging_want,
+			 VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+			 (int)vd->staging_type, 1, &vd->staging);
+	if (!ret) {
+		vd->staging_size = vd->staging_want;
+		vd->slot_size = vd->staging_size / VK_XFER_SLOTS;
+		ret = create_slots(dev);
+	}
+	return ret;
+}
+
 /* The dummy buffer (zeroed) and, where transfers need it, staging. */
 int gpo__vk_create_buffers(struct gpo_device *dev,
 			   const struct vk_debug *dbg)
@@ -667,17 +712,16 @@ int gpo__vk_create_buffers(struct gpo_device *dev,
 	if (ret)
 		return ret;
 
-	/* the caller's buffers (interop.c) are never mapped: staging */
+	vd->maplimit = dbg->maplimit_set ? dbg->maplimit : UINT64_MAX;
+	vd->staging_want = dbg->staging >= 4096 ? dbg->staging & ~63ull :
+						  STAGING_BYTES;
+	/*
+	 * the caller's buffers (interop.c) are never mapped: staging; else
+	 * it is made when an unmapped pool block first needs it
+	 */
 	if (vd->pool_mapped && vd->direct_read && !vd->adopted)
 		return 0;
-	vd->staging_size = dbg->staging >= 4096 ? dbg->staging & ~63ull :
-						  STAGING_BYTES;
-	vd->slot_size = vd->staging_size / VK_XFER_SLOTS;
-	ret = mem_create(dev, vd->staging_size,
-			 VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-			 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-			 (int)vd->staging_type, 1, &vd->staging);
-	return ret ? ret : create_slots(dev);
+	return staging_create(dev);
 }
 
 void gpo__vk_destroy_buffers(struct vk_dev *vd)

@@ -97,6 +97,8 @@ struct vk_debug {
 	uint64_t groups;
 	int64_t spin_us;
 	int nograph;
+	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
+	int maplimit_set;
 };
 
 struct vk_dev {
@@ -162,9 +164,13 @@ struct vk_dev {
 	uint32_t pool_type;		/* memory type of pool blocks */
 	int pool_mapped;		/* blocks are mapped (ReBAR, UMA) */
 	int direct_read;		/* ... and host-cached: read them */
+	uint32_t plain_type;		/* device-local, for unmapped blocks */
+	uint64_t mapped_bytes;		/* of pool blocks, now */
+	uint64_t maplimit;		/* debug: more mapped is refused */
 	uint32_t staging_type;
 	struct dev_mem dummy;		/* bound for absent buffers */
 	struct dev_mem staging;		/* uploads and readbacks */
+	uint64_t staging_want;		/* the bytes staging gets when made */
 	uint64_t staging_size;
 	struct vk_slot slot[VK_XFER_SLOTS];	/* staging in slots */
 	uint64_t slot_size;		/* staging_size / VK_XFER_SLOTS */
