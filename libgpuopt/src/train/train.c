@@ -773,6 +773,15 @@ out_free:
 	return ret;
 }
 
+/* the inputs of the @rows rows from data position @at, windows for a gpt */
+static int load_batch(struct gpo_train *t, uint64_t at)
+{
+	if (t->gpt)
+		return load_windows(t, &t->train, t->order, at, t->phase,
+				    t->max_phase, &t->net);
+	return load(t, &t->train, t->order, at, &t->net);
+}
+
 /*
  * One sharded step's forward and backward: this process's shards of the
  * batch at data position @pos, each shard's gradient handed on before the
@@ -795,11 +804,8 @@ static int sharded_pass(struct gpo_train *t, uint64_t pos, double *loss,
 		ret = gpo__optim_ensure_allocated(t->m->opt);
 		if (!ret)
 			ret = set_epoch(t, pos / t->spe);
-		if (!ret && t->gpt)
-			ret = load_windows(t, &t->train, t->order, at, t->phase,
-					   t->max_phase, &t->net);
-		else if (!ret)
-			ret = load(t, &t->train, t->order, at, &t->net);
+		if (!ret)
+			ret = load_batch(t, at);
 		if (!ret && k + 1 == t->sh.hi && t->sh.last_ready)
 			ret = segmented(t);
 		else if (!ret)
@@ -855,17 +861,13 @@ static int plain_step(struct gpo_train *t, uint64_t pos, int want,
 	if (!ret)
 		ret = set_epoch(t, epoch);
 	if (!ret && !gathers)
-		ret = t->gpt ? load_windows(t, &t->train, t->order, first,
-					    t->phase, t->max_phase, &t->net) :
-			       load(t, &t->train, t->order, first, &t->net);
+		ret = load_batch(t, first);
 	if (!ret && dev->ops->graph_begin) {
 		ret = dev->ops->graph_begin(dev, &t->rec);
 		rec = !ret;
 	}
 	if (!ret && gathers)
-		ret = t->gpt ? load_windows(t, &t->train, t->order, first,
-					    t->phase, t->max_phase, &t->net) :
-			       load(t, &t->train, t->order, first, &t->net);
+		ret = load_batch(t, first);
 	if (!ret)
 		ret = gpo__graph_launch(t->net.g,
 					GPO_RUN_FORWARD | GPO_RUN_BACKWARD);

@@ -592,6 +592,7 @@ static void parse_debug(struct vk_debug *dbg)
 
 	memset(dbg, 0, sizeof(*dbg));
 	dbg->spin_us = -1;
+	dbg->maplimit = UINT64_MAX;
 	if (!env)
 		return;
 	snprintf(buf, sizeof(buf), "%s", env);
@@ -611,10 +612,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->groups = strtoull(tok + 7, NULL, 0);
 		else if (!strncmp(tok, "spin=", 5))
 			dbg->spin_us = strtoll(tok + 5, NULL, 0);
-		else if (!strncmp(tok, "maplimit=", 9)) {
+		else if (!strncmp(tok, "maplimit=", 9))
 			dbg->maplimit = strtoull(tok + 9, NULL, 0);
-			dbg->maplimit_set = 1;
-		}
 	}
 }
 

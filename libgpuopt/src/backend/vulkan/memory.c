@@ -712,7 +712,7 @@ int gpo__vk_create_buffers(struct gpo_device *dev,
 	if (ret)
 		return ret;
 
-	vd->maplimit = dbg->maplimit_set ? dbg->maplimit : UINT64_MAX;
+	vd->maplimit = dbg->maplimit;
 	vd->staging_want = dbg->staging >= 4096 ? dbg->staging & ~63ull :
 						  STAGING_BYTES;
 	/*

@@ -98,7 +98,6 @@ struct vk_debug {
 	int64_t spin_us;
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
-	int maplimit_set;
 };
 
 struct vk_dev {
