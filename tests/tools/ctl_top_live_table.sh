@@ -19,9 +19,10 @@ grep -q "jobs 1 (1 running)" "$T/top.txt" || fail "summary: $(head -n 1 "$T/top.
 ok top --once
 expect "once" "$(echo "$out" | grep -c '^gpuoptctl top - ')" 1
 
-# a terminal: q quits long before -n 100 frames would
+# a terminal: q quits long before -n 100 frames would; -d 0.2 so a loaded
+# machine still draws several frames before the q arrives
 t0=$(date +%s)
-(sleep 1.2; printf q) | timeout 20 script -qec "$C top -n 100" /dev/null \
+(sleep 1.5; printf q) | timeout 20 script -qec "$C top -d 0.2 -n 100" /dev/null \
 	>"$T/tty.txt" || fail "top on a tty: exit $?"
 [ $(($(date +%s) - t0)) -lt 10 ] || fail "q did not quit"
 esc=$(printf '\033')
