@@ -22,7 +22,11 @@
  *
  * Parameters are views of an optimizer's tensors: backward writes their
  * gradients where gpo_optim_step() reads them. f32 tensors, i32 labels.
- * Calls on one graph must not run concurrently.
+ * An optimizer's f16/bf16 parameters (gpo_optim_set_param_dtype()) are
+ * f32 in the graph: each forward run starts by widening them (exactly),
+ * and backward ends by rounding their f32 gradients to nearest even into
+ * the optimizer's half grad buffer; activations stay f32 (half
+ * activations: not yet). Calls on one graph must not run concurrently.
  */
 #ifndef GPUOPT_TENSOR_H
 #define GPUOPT_TENSOR_H
@@ -64,7 +68,10 @@ struct gpo_tensor *gpo_tensor_input(struct gpo_graph *g, const char *name,
 
 /*
  * gpo_tensor_param - the optimizer tensor @name of @opt, as a tensor that
- * takes gradients; @opt must be on the graph's device and in f32
+ * takes gradients; @opt must be on the graph's device, its parameters in
+ * f32, or in f16/bf16 with gradients of the same dtype (then the tensor
+ * is their f32 widening, made by each forward run, and its gradient,
+ * gpo_tensor_grad(), the f32 one before rounding)
  */
 struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
 				    struct gpo_optim *opt, const char *name);

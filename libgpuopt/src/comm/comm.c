@@ -1424,7 +1424,10 @@ int gpo_comm_optim_attach(struct gpo_comm *c, struct gpo_optim *opt)
 		return gpo__err(-EINVAL, "gpo_comm_optim_attach: NULL argument");
 	if (c->opt)
 		return gpo__err(-EINVAL, "the communicator is attached already");
-	if (opt->grad_dtype != GPO_F32 || opt->ext[1])
+	if (opt->grad_dtype != GPO_F32)
+		return gpo__err(-ENOSYS, "data-parallel steps with %s gradients are not written yet (the reduction sums f32 ones)",
+				gpo_dtype_name(opt->grad_dtype));
+	if (opt->ext[1])
 		return gpo__err(-EINVAL, "data-parallel steps need the optimizer's own f32 grad buffer");
 	if (!opt->ntensors)
 		return gpo__err(-EINVAL, "the optimizer has no tensors");

@@ -22,6 +22,12 @@
  *	causal attention: attn_bwd_d, then attn_bwd_dkdv and attn_bwd_dq
  * A reshape is its source's memory, and its gradient its source's: a
  * contribution to it is one to the source, and it has no backward.
+ *
+ * A parameter of an optimizer with f16/bf16 parameters is f32 in the
+ * graph: forward starts by widening the optimizer's half elements
+ * (exactly) into the parameter's place in the arena, backward computes
+ * its f32 gradient there and ends by rounding it to nearest even into
+ * the optimizer's half grad buffer. Activations stay f32.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,6 +633,104 @@ static struct launch *last(struct gpo_graph *g, struct llist *l)
 	return g->dry ? &g->scratch : &l->v[l->n - 1];
 }
 
+/*
+ * the binding of @n 16-bit elements from element @elem of @buf (an
+ * optimizer's half buffer): from the 256-byte boundary below, to the end
+ * of the last word (the buffer is padded to whole groups, so it is there)
+ */
+static void half_bind(const struct dev_buf *buf, uint64_t elem, uint64_t n,
+		      struct dev_buf *out, uint32_t *off)
+{
+	uint64_t start = buf->off + elem * 2, base = start & ~255ull;
+
+	out->mem = buf->mem;
+	out->off = base;
+	out->size = ((start + n * 2 + 3) & ~3ull) - base;
+	*off = (uint32_t)((start - base) / 2);
+}
+
+/* a cast of @n elements, @src's element @os on to @dst's element @od */
+static int cast(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		const struct dev_buf *src, uint32_t os,
+		const struct dev_buf *dst, uint32_t od, uint64_t n)
+{
+	int wide = fn == GPO_CAST_F16_F32 || fn == GPO_CAST_BF16_F32;
+	uint32_t gr = groups_for(wide ? n : (n + 1) / 2);
+	struct launch *x = push(g, l, OP_CAST, gr);
+	struct gpo_cast_args *a;
+
+	if (!x)
+		return -ENOMEM;
+	a = &x->a.cast;
+	a->n = (uint32_t)n;
+	a->groups = gr;
+	a->fn = fn;
+	a->off_src = os;
+	a->off_dst = od;
+	x->call.buf[0] = *src;
+	x->call.buf[1] = *dst;
+	return 0;
+}
+
+static uint32_t half_fn(const struct gpo_tensor *t, int wide)
+{
+	if (t->opt->param_dtype == GPO_F16)
+		return wide ? GPO_CAST_F16_F32 : GPO_CAST_F32_F16;
+	return wide ? GPO_CAST_BF16_F32 : GPO_CAST_F32_BF16;
+}
+
+/* a half parameter's elements, widened into its place */
+static int fwd_half_param(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	uint64_t off = t->opt->tensors[t->opt_index].offset;
+	struct dev_buf s, d;
+	uint32_t os, od;
+
+	half_bind(&t->opt->param, off, t->numel, &s, &os);
+	gpo__view_bind(&t->st, t->numel, &d, &od);
+	return cast(g, &g->fwd, half_fn(t, 1), &s, os, &d, od, t->numel);
+}
+
+/*
+ * A half parameter's gradient, rounded into the optimizer's grad buffer.
+ * The cast writes whole words, from an even element: a tensor at an odd
+ * offset shares its first word with the tensor before, whose element is
+ * widened next to this one's first into t->aux and the pair written
+ * back (a half value widened and rounded again is itself), then the
+ * rest goes from the even element after.
+ */
+static int bwd_half_param(struct gpo_graph *g, struct gpo_tensor *t)
+{
+	const struct dev_buf *gb = &t->opt->grad;
+	uint64_t off = t->opt->tensors[t->opt_index].offset, n = t->numel;
+	struct tview src = t->grad->st, second = t->aux;
+	struct dev_buf h, f;
+	uint32_t oh, of;
+	int ret;
+
+	if (off & 1) {
+		second.elem++;
+		half_bind(gb, off - 1, 1, &h, &oh);
+		gpo__view_bind(&t->aux, 2, &f, &of);
+		ret = cast(g, &g->bwd, half_fn(t, 1), &h, oh, &f, of, 1);
+		if (!ret)
+			ret = unary_flat(g, &g->bwd, GPO_EW_COPY, 0, &src,
+					 &second, 1, 1.0f);
+		half_bind(gb, off - 1, 2, &h, &oh);
+		if (!ret)
+			ret = cast(g, &g->bwd, half_fn(t, 0), &f, of, &h, oh,
+				   2);
+		if (ret || n == 1)
+			return ret;
+		src.elem++;
+		off++;
+		n--;
+	}
+	gpo__view_bind(&src, n, &f, &of);
+	half_bind(gb, off, n, &h, &oh);
+	return cast(g, &g->bwd, half_fn(t, 0), &f, of, &h, oh, n);
+}
+
 /* a dropout's draws, in its launch @x (ew.h): the step is patched later */
 static void dropout_args(struct gpo_graph *g, struct launch *x,
 			 const struct gpo_tensor *t)
@@ -898,8 +1002,9 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 
 	switch (t->op) {
 	case T_INPUT:
-	case T_PARAM:
 		return 0;
+	case T_PARAM:
+		return t->half ? fwd_half_param(g, t) : 0;
 	case T_MATMUL:
 		return mm(g, &g->fwd,
 			  (struct mm_op){ a, &a->st, !!(t->flags & GPO_MATMUL_TA) },
@@ -1401,6 +1506,11 @@ static void param_views(struct gpo_tensor *t)
 	struct gpo_optim *opt = t->opt;
 	uint64_t off = opt->tensors[t->opt_index].offset;
 
+	if (t->half) {
+		t->half_of[0] = opt->param;
+		t->half_of[1] = opt->grad;
+		return;
+	}
 	t->st.blk = opt->param;
 	t->st.elem = off;
 	if (t->grad) {
@@ -1437,11 +1547,13 @@ static int pass_ops(struct gpo_graph *g)
 		struct gpo_tensor *t = g->t[i];
 
 		t->grad_written = 0;
-		if (t->op == T_PARAM) {
-			if (!g->dry)
-				param_views(t);
+		if (t->op == T_PARAM && !g->dry)
+			param_views(t);
+		if (t->op == T_PARAM && !t->half)
 			continue;
-		}
+		if (t->op == T_PARAM && t->grad &&
+		    (t->opt->tensors[t->opt_index].offset & 1))
+			place(g, &t->aux, 2);
 		if (t->op == T_RESHAPE || t->op == T_SLICE) {
 			view_of(t);
 			if (t->op == T_SLICE && t->grad)
@@ -1482,6 +1594,15 @@ static int pass_ops(struct gpo_graph *g)
 	 * A parameter the loss does not reach keeps its gradient as it is
 	 * (zero unless written), as torch leaves it None.
 	 */
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *t = g->t[i];
+
+		if (t->op != T_PARAM || !t->half || !t->grad_written)
+			continue;
+		ret = bwd_half_param(g, t);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 

@@ -254,9 +254,15 @@ struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
 	if (opt->dev != g->dev)
 		return fail(g, -EINVAL, "parameter %s: its optimizer is on %s, the graph on %s",
 			    name, opt->dev->info.id, g->dev->info.id);
-	if (opt->param_dtype != GPO_F32 || opt->grad_dtype != GPO_F32)
-		return fail(g, -ENOSYS, "parameter %s: only f32 parameters and gradients so far",
-			    name);
+	/* half parameters: f32 in the graph, cast at its ends (emit.c) */
+	if (opt->param_dtype != GPO_F32 && opt->param_dtype != GPO_F16 &&
+	    opt->param_dtype != GPO_BF16)
+		return fail(g, -ENOSYS, "parameter %s: parameters in %s (f32, f16 or bf16)",
+			    name, gpo_dtype_name(opt->param_dtype));
+	if (opt->grad_dtype != opt->param_dtype)
+		return fail(g, -ENOSYS, "parameter %s: parameters in %s with gradients in %s: a graph writes gradients in the parameters' dtype",
+			    name, gpo_dtype_name(opt->param_dtype),
+			    gpo_dtype_name(opt->grad_dtype));
 	idx = gpo_optim_find_tensor(opt, name);
 	if (idx < 0)
 		return fail(g, -ENOENT, "the optimizer has no tensor '%s'",
@@ -278,6 +284,7 @@ struct gpo_tensor *gpo_tensor_param(struct gpo_graph *g,
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->opt = opt;
 	t->opt_index = idx;
+	t->half = opt->param_dtype != GPO_F32;
 	t->needs_grad = 1;
 	return t;
 }
@@ -974,6 +981,14 @@ static int params_moved(struct gpo_graph *g)
 	for (i = 0; i < g->nt; i++) {
 		struct gpo_tensor *t = g->t[i];
 
+		if (t->op == T_PARAM && t->half) {
+			if (t->half_of[0].mem != t->opt->param.mem ||
+			    t->half_of[0].off != t->opt->param.off ||
+			    t->half_of[1].mem != t->opt->grad.mem ||
+			    t->half_of[1].off != t->opt->grad.off)
+				return 1;
+			continue;
+		}
 		if (t->op == T_PARAM &&
 		    (t->st.blk.mem != t->opt->param.mem ||
 		     t->st.blk.off != t->opt->param.off ||

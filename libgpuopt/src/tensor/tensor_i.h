@@ -27,6 +27,7 @@
 #include "abi/gather.h"
 #include "abi/layernorm.h"
 #include "abi/attention.h"
+#include "abi/cast.h"
 
 #define T_DIMS		GPO_TENSOR_DIMS
 #define T_ALIGN		64	/* elements: places in the arena, 256 bytes */
@@ -81,6 +82,15 @@ struct gpo_tensor {
 	uint32_t site, thresh;
 	struct gpo_optim *opt;	/* T_PARAM */
 	int opt_index;
+	/*
+	 * T_PARAM of f16/bf16 parameters: its elements and gradient are f32
+	 * places in the arena, widened from the optimizer's half param
+	 * buffer at the start of forward and rounded into its half grad
+	 * buffer at the end of backward; @half_of: the param and grad
+	 * buffers those casts were planned with
+	 */
+	int half;
+	struct dev_buf half_of[2];
 
 	int needs_grad;		/* a parameter depends on it... */
 	int wants_grad;		/* ...and the loss depends on it */
@@ -91,7 +101,8 @@ struct gpo_tensor {
 	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
 				 * ONE_HOT: the identity; LAYERNORM: each
 				 * row's mean and 1 / std; ATTENTION: each
-				 * row's logsumexp */
+				 * row's logsumexp; a half PARAM at an odd
+				 * offset: the 2 floats of its first word */
 };
 
 /* a launch and the storage of its parameter struct */
@@ -107,6 +118,7 @@ struct launch {
 		struct gpo_gather_args gather;
 		struct gpo_layernorm_args ln;
 		struct gpo_attn_args attn;
+		struct gpo_cast_args cast;
 	} a;
 };
 

@@ -14,6 +14,7 @@
 #include "train/train_i.h"
 #include "optim/optim_i.h"
 #include "core/rng_i.h"
+#include "core/dtype_i.h"
 
 #define MLP_MAX_LAYERS	64
 
@@ -135,8 +136,35 @@ static double init_value(const struct init_spec *is, uint64_t seed,
 }
 
 /*
+ * @n f32 values of the parameters from element @at: f32 parameters, or
+ * half ones rounded to nearest even and, with a master copy, the f32
+ * values as their master (the half ones are the master rounded, as after
+ * every step)
+ */
+static int write_init(struct gpo_optim *opt, uint64_t at, const float *f,
+		      uint16_t *h, uint64_t n)
+{
+	struct gpo_device *dev = opt->dev;
+	uint64_t j;
+
+	if (opt->param_dtype == GPO_F32)
+		return dev->ops->write(dev, &opt->param, at * 4, f, n * 4);
+	for (j = 0; j < n; j++)
+		h[j] = opt->param_dtype == GPO_F16 ? gpo__f32_to_f16(f[j]) :
+						     gpo__f32_to_bf16(f[j]);
+	if (opt->master.mem) {
+		int ret = dev->ops->write(dev, &opt->master, at * 4, f, n * 4);
+
+		if (ret)
+			return ret;
+	}
+	return dev->ops->write(dev, &opt->param, at * 2, h, n * 2);
+}
+
+/*
  * Every tensor as m->init says, element i of tensor t drawn from (seed,
- * GPO_RNG_STREAM(GPO_RNG_INIT, t), i), written in pieces
+ * GPO_RNG_STREAM(GPO_RNG_INIT, t), i), written in pieces: the same
+ * values whatever the parameters' dtype, rounded for half ones
  */
 static int init_params(struct gpo_model *m)
 {
@@ -144,11 +172,15 @@ static int init_params(struct gpo_model *m)
 	struct gpo_device *dev = opt->dev;
 	enum { CHUNK = 16384 };
 	float *buf;
+	uint16_t *half;
 	int t, ret = 0;
 
 	buf = malloc(CHUNK * sizeof(*buf));
-	if (!buf)
-		return gpo__err(-ENOMEM, "out of memory");
+	half = malloc(CHUNK * sizeof(*half));
+	if (!buf || !half) {
+		ret = gpo__err(-ENOMEM, "out of memory");
+		goto out_free;
+	}
 	pthread_mutex_lock(&dev->lock);
 	ret = gpo__optim_ensure_allocated(opt);
 	for (t = 0; !ret && t < opt->ntensors; t++) {
@@ -160,13 +192,34 @@ static int init_params(struct gpo_model *m)
 			for (j = 0; j < n; j++)
 				buf[j] = (float)init_value(&m->init[t], m->seed,
 							   stream, i + j);
-			ret = dev->ops->write(dev, &opt->param,
-					      (ot->offset + i) * 4, buf, n * 4);
+			ret = write_init(opt, ot->offset + i, buf, half, n);
 		}
 	}
 	pthread_mutex_unlock(&dev->lock);
+out_free:
+	free(half);
 	free(buf);
 	return ret;
+}
+
+/*
+ * The parameter modes a model trains: f32, or f16/bf16 parameters with
+ * gradients of the same dtype (gpo_optim_set_param_dtype()'s mode), f16
+ * with a master copy
+ */
+static int check_dtypes(const struct gpo_optim *opt)
+{
+	enum gpo_dtype pd = opt->param_dtype, gd = opt->grad_dtype;
+
+	if (pd != GPO_F32 && pd != GPO_F16 && pd != GPO_BF16)
+		return gpo__err(-ENOSYS, "gpo_model_new: parameters in %s: models train f32, f16 or bf16 parameters",
+				gpo_dtype_name(pd));
+	if (gd != pd)
+		return gpo__err(-ENOSYS, "gpo_model_new: parameters in %s, gradients in %s: a model's gradients are in its parameters' dtype",
+				gpo_dtype_name(pd), gpo_dtype_name(gd));
+	if (pd == GPO_F16 && !opt->groups[0].hp.master_weights)
+		return gpo__err(-EINVAL, "gpo_model_new: f16 parameters need master_weights=1 (stochastic rounding is for bf16)");
+	return 0;
 }
 
 /* torch.nn.Linear's layout and init: U(-1/sqrt(in), 1/sqrt(in)) */
@@ -211,8 +264,9 @@ int gpo_model_new(struct gpo_optim *opt, const char *spec, const char *opts,
 		return gpo__err(-EINVAL, "gpo_model_new: NULL argument");
 	if (opt->ntensors || opt->allocated)
 		return gpo__err(-EINVAL, "gpo_model_new: the optimizer has tensors already");
-	if (opt->param_dtype != GPO_F32 || opt->grad_dtype != GPO_F32)
-		return gpo__err(-ENOSYS, "models train f32 parameters and gradients so far");
+	ret = check_dtypes(opt);
+	if (ret)
+		return ret;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return gpo__err(-ENOMEM, "out of memory");

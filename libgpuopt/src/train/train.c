@@ -669,6 +669,10 @@ int gpo__train_set_shards(struct gpo_train *t, const struct train_shards *s)
 	if (t->batch % s->shards)
 		return gpo__err(-EINVAL, "batch_size %u is not a multiple of shards=%u",
 				t->batch, s->shards);
+	/* the shards' gradients are read back and summed as f32 */
+	if (t->m->opt->grad_dtype != GPO_F32)
+		return gpo__err(-ENOSYS, "shards=%u: data-parallel steps with %s parameters and gradients are not written yet (f32 only)",
+				s->shards, gpo_dtype_name(t->m->opt->grad_dtype));
 	ret = net_build(t, &n, t->batch / s->shards, 1);
 	if (ret) {
 		net_free(&n);
