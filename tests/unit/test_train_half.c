@@ -9,9 +9,10 @@
  * checked on every device with odd sizes, tensors at odd offsets among
  * them. Then training: the MLP on the real Fashion-MNIST in f16 with a
  * master copy reaches the f32 run's test accuracy within 0.5 points, the
- * byte GPT in bf16 the f32 loss within 2 %; every device gives cpu:0's
- * bytes (losses, half params, master, state); Vulkan's recorded step the
- * batch's; a checkpoint resumes to the same bytes; bad modes are refused.
+ * byte GPT in bf16 the f32 loss within 2 %; every device follows cpu:0
+ * (within what the f32 engine's own differences allow); Vulkan's
+ * recorded step gives the batch's bytes; a checkpoint resumes to the
+ * same bytes; bad modes are refused.
  */
 #include <errno.h>
 #include <math.h>
@@ -313,17 +314,40 @@ static void snap_run(struct gpo_device *dev, struct gpo_dataset *ds,
 	run_close(&r);
 }
 
+/* |a[i] - b[i]| <= tol * max |a| for every i */
+static int near_all(const float *a, const float *b, size_t n, double tol,
+		    double *worst)
+{
+	double mx = 0, d = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mx = fmax(mx, fabs(a[i]));
+	for (i = 0; i < n; i++)
+		d = fmax(d, fabs((double)a[i] - b[i]));
+	*worst = d / (mx ? mx : 1);
+	return d <= tol * mx && mx > 0;
+}
+
 /*
- * bf16 + master, bf16 rounded stochastically, f16 + master: every
- * device gives cpu:0's bytes, step by step and at the end
+ * bf16 + master, bf16 rounded stochastically, f16 + master, on every
+ * device against cpu:0. Not bytes: the f32 tensor engine itself sums
+ * matmuls and reductions in another order on each backend (an f32 run's
+ * first gradient already differs from cpu:0's in its last bits), and a
+ * gradient that rounds to the other side of a half value moves its
+ * element's update. So each step's loss within 1e-5 of cpu:0's,
+ * relative; the master copy and the state within 1e-4 of their largest
+ * element; each half parameter within 2 ulps (a stochastic rounding may
+ * go the other way). The half parts themselves are exact everywhere:
+ * test_half_grad_is_f32_grad_rounded and the optimizer's tests.
  */
-START_TEST(test_half_same_bytes_every_device)
+START_TEST(test_half_every_device_tracks_cpu)
 {
 	static const struct { enum gpo_dtype dt; int master; } mode[] = {
 		{ GPO_BF16, 1 }, { GPO_BF16, 0 }, { GPO_F16, 1 },
 	};
 	struct gpo_device *devs[TU_MAX_DEVICES], *cpu;
-	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, k;
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, k, i;
 	struct gpo_dataset *ds;
 	char path[512];
 
@@ -331,30 +355,47 @@ START_TEST(test_half_same_bytes_every_device)
 	ck_assert_msg(!gpo_dataset_open(path, 0, &ds), "%s", gpo_errmsg());
 	ck_assert(!gpo_device_select(tu_ctx(), "cpu", &cpu));
 	for (k = 0; k < 3; k++) {
+		enum gpo_dtype dt = mode[k].dt;
+		double ulp = dt == GPO_BF16 ? 0x1p-7 : 0x1p-10, w;
+		size_t n = 784 * 13 + 13 + 13 * 10 + 10, j;
 		struct snap ref;
-		size_t n;
 
-		snap_run(cpu, ds, mode[k].dt, mode[k].master, &ref);
-		n = 784 * 13 + 13 + 13 * 10 + 10;
+		snap_run(cpu, ds, dt, mode[k].master, &ref);
 		for (d = 0; d < ndev; d++) {
 			const char *id = tu_device_id(devs[d]);
 			struct snap s;
 
 			if (devs[d] == cpu)
 				continue;
-			snap_run(devs[d], ds, mode[k].dt, mode[k].master, &s);
-			ck_assert_msg(!memcmp(s.loss, ref.loss, sizeof(s.loss)),
-				      "%s %s master %d: losses differ from cpu:0's",
-				      id, gpo_dtype_name(mode[k].dt),
-				      mode[k].master);
-			ck_assert_msg(!memcmp(s.param, ref.param, n * 2) &&
-				      (!mode[k].master ||
-				       !memcmp(s.master, ref.master, n * 4)) &&
-				      !memcmp(s.m1, ref.m1, n * 4) &&
-				      !memcmp(s.m2, ref.m2, n * 4),
-				      "%s %s master %d: params or state differ from cpu:0's",
-				      id, gpo_dtype_name(mode[k].dt),
-				      mode[k].master);
+			snap_run(devs[d], ds, dt, mode[k].master, &s);
+			for (i = 0; i < SNAP_STEPS; i++)
+				ck_assert_msg(fabs(s.loss[i] - ref.loss[i]) <=
+					      1e-5 * ref.loss[i],
+					      "%s %s master %d step %d: loss %.9g, cpu:0 %.9g",
+					      id, gpo_dtype_name(dt),
+					      mode[k].master, i, s.loss[i],
+					      ref.loss[i]);
+			for (j = 0; j < n; j++) {
+				float a = widen(dt, s.param[j]);
+				float b = widen(dt, ref.param[j]);
+
+				ck_assert_msg(fabs(a - b) <= 2 * ulp * fabs(b) +
+					      1e-30,
+					      "%s %s master %d: param[%zu] %.9g, cpu:0 %.9g",
+					      id, gpo_dtype_name(dt),
+					      mode[k].master, j, a, b);
+			}
+			ck_assert_msg(!mode[k].master ||
+				      near_all(ref.master, s.master, n, 1e-4, &w),
+				      "%s %s: master off by %g", id,
+				      gpo_dtype_name(dt), w);
+			ck_assert_msg(near_all(ref.m1, s.m1, n, 1e-4, &w),
+				      "%s %s master %d: exp_avg off by %g", id,
+				      gpo_dtype_name(dt), mode[k].master, w);
+			ck_assert_msg(near_all(ref.m2, s.m2, n, 1e-4, &w),
+				      "%s %s master %d: exp_avg_sq off by %g",
+				      id, gpo_dtype_name(dt), mode[k].master,
+				      w);
 			snap_free(&s);
 		}
 		snap_free(&ref);
@@ -675,7 +716,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_half_grad_is_f32_grad_rounded);
-	tcase_add_test(tc, test_half_same_bytes_every_device);
+	tcase_add_test(tc, test_half_every_device_tracks_cpu);
 	tcase_add_test(tc, test_half_params_with_matmul_f16);
 	tcase_add_test(tc, test_half_recorded_step_same_bytes_as_batch);
 	tcase_add_test(tc, test_half_checkpoint_resumes_same_bytes);
