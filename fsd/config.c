@@ -1108,6 +1108,10 @@ static int validate_ranks(const struct job_config *cfg)
 	if (cfg->model.kind != MODEL_NONE && !config_learns(cfg))
 		return fs_err(-EINVAL, "ranks: model=%.64s does not train over ranks (mlp and gpt models do)",
 			      cfg->model.spec);
+	/* the ranks' reduction sums f32 gradients (gpo_comm_optim_attach) */
+	if (cfg->param_dtype != GPO_F32)
+		return fs_err(-EINVAL, "ranks: param_dtype=%s trains on one rank only yet (data-parallel steps sum f32 gradients)",
+			      gpo_dtype_name(cfg->param_dtype));
 	if (cfg->train.batch_size % shards)
 		return fs_err(-EINVAL, "batch_size: %llu does not divide into %llu shards (ranks=%llu)",
 			      (unsigned long long)cfg->train.batch_size,

@@ -359,7 +359,8 @@ static int finish(struct run *r)
 		if (gpo_optim_tensor_info(r->opt, i, &ti) == 0)
 			n += ti.numel;
 	}
-	bytes = n * 4;
+	/* in their dtype: half parameters hash as their 2-byte values */
+	bytes = n * (gpo_optim_dtype(r->opt, "param") == GPO_F32 ? 4 : 2);
 	p = malloc(bytes ? bytes : 1);
 	if (!p)
 		return fail("params", -ENOMEM);

@@ -386,6 +386,29 @@ static uint64_t half_params(float *x, uint64_t n, int dt)
 	return n * sizeof(uint16_t);
 }
 
+/*
+ * The parameters of the job's optimizer as f32 in @x (@n): f32 ones, the
+ * master copy of half ones, or half ones widened (read into the upper
+ * half of @x, each widened in place before a later one is overwritten)
+ */
+static int kept_params(struct gpo_optim *old, float *x, uint64_t n)
+{
+	uint16_t *h = (uint16_t *)x + n;
+	int dt = gpo_optim_dtype(old, "param");
+	uint64_t i;
+	int ret;
+
+	if (dt == GPO_F32)
+		return gpo_optim_read(old, "param", NULL, x, n * 4);
+	if (!gpo_optim_read(old, "master", NULL, x, n * 4))
+		return 0;
+	ret = gpo_optim_read(old, "param", NULL, h, n * 2);
+	for (i = 0; !ret && i < n; i++)
+		x[i] = dt == GPO_F16 ? gpo__f16_to_f32(h[i]) :
+				       gpo__bf16_to_f32(h[i]);
+	return ret;
+}
+
 static int cmd_build(struct wk *w, const struct wp_req *rq,
 		     struct wp_rep *rp)
 {
@@ -404,7 +427,7 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	const char *tp;
 	float *x = NULL;
 	uint32_t i;
-	int ret;
+	int ret, kept;
 
 	/* a communicator serves one model for good (the daemon knows) */
 	if (w->attached)
@@ -466,6 +489,17 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	ret = set_dtypes(w, opt, b);
 	if (ret)
 		goto out_free;
+	/*
+	 * a model allocates its buffers as it makes its parameters: the
+	 * settings that fix them (master_weights) come first
+	 */
+	if (ops->setup) {
+		ret = gpo_optim_configure(opt, -1, hp);
+		if (ret) {
+			wk_lib_err(w, ret);
+			goto out_free;
+		}
+	}
 	if (ops->setup) {
 		ret = ops->setup(w, b, opt, mt, &mstate, &spe);
 		if (!ret)
@@ -500,13 +534,18 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 			     (unsigned long long)numel * 4);
 		goto out_free;
 	}
-	if ((rq->flags & WP_F_KEEP_PARAMS) && w->opt && w->numel == numel) {
-		ret = gpo_optim_read(w->opt, "param", NULL, x, numel * 4);
+	kept = (rq->flags & WP_F_KEEP_PARAMS) && w->opt && w->numel == numel;
+	if (kept) {
+		ret = kept_params(w->opt, x, numel);
 		if (ret)
 			wk_lib_err(w, ret);
 	} else {
 		ret = ops->init(w, b, x);
 	}
+	/* kept into half parameters with a master copy: the f32 values */
+	if (!ret && kept && b->param_dtype != GPO_F32 &&
+	    !gpo_optim_write(opt, "master", NULL, x, numel * 4))
+		goto built;
 	if (!ret) {
 		ret = gpo_optim_write(opt, "param", NULL, x,
 				      half_params(x, numel, b->param_dtype));
