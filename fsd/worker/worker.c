@@ -387,26 +387,43 @@ static uint64_t half_params(float *x, uint64_t n, int dt)
 }
 
 /*
- * The parameters of the job's optimizer as f32 in @x (@n): f32 ones, the
- * master copy of half ones, or half ones widened (read into the upper
- * half of @x, each widened in place before a later one is overwritten)
+ * The parameters of @opt (@tensor's, or all with NULL: @n) as f32 in @x:
+ * f32 ones, the master copy of half ones, or half ones widened (read
+ * into the upper half of @x, each widened in place before a later one
+ * is overwritten)
  */
-static int kept_params(struct gpo_optim *old, float *x, uint64_t n)
+static int params_f32(struct gpo_optim *opt, const char *tensor, float *x,
+		      uint64_t n)
 {
 	uint16_t *h = (uint16_t *)x + n;
-	int dt = gpo_optim_dtype(old, "param");
+	int dt = gpo_optim_dtype(opt, "param");
 	uint64_t i;
 	int ret;
 
 	if (dt == GPO_F32)
-		return gpo_optim_read(old, "param", NULL, x, n * 4);
-	if (!gpo_optim_read(old, "master", NULL, x, n * 4))
+		return gpo_optim_read(opt, "param", tensor, x, n * 4);
+	if (!gpo_optim_read(opt, "master", tensor, x, n * 4))
 		return 0;
-	ret = gpo_optim_read(old, "param", NULL, h, n * 2);
+	ret = gpo_optim_read(opt, "param", tensor, h, n * 2);
 	for (i = 0; !ret && i < n; i++)
 		x[i] = dt == GPO_F16 ? gpo__f16_to_f32(h[i]) :
 				       gpo__bf16_to_f32(h[i]);
 	return ret;
+}
+
+/*
+ * @n f32 values into @opt's parameters (@tensor's, or all): half ones
+ * through their master copy (which rounds them), or rounded in @x
+ */
+static int params_f32_write(struct gpo_optim *opt, const char *tensor,
+			    float *x, uint64_t n)
+{
+	int dt = gpo_optim_dtype(opt, "param");
+
+	if (dt != GPO_F32 && !gpo_optim_write(opt, "master", tensor, x, n * 4))
+		return 0;
+	return gpo_optim_write(opt, "param", tensor, x,
+			       half_params(x, n, dt));
 }
 
 static int cmd_build(struct wk *w, const struct wp_req *rq,
@@ -536,19 +553,18 @@ static int cmd_build(struct wk *w, const struct wp_req *rq,
 	}
 	kept = (rq->flags & WP_F_KEEP_PARAMS) && w->opt && w->numel == numel;
 	if (kept) {
-		ret = kept_params(w->opt, x, numel);
+		/* half ones through their master copy, where they have one */
+		ret = params_f32(w->opt, NULL, x, numel);
+		if (!ret)
+			ret = params_f32_write(opt, NULL, x, numel);
 		if (ret)
 			wk_lib_err(w, ret);
 	} else {
 		ret = ops->init(w, b, x);
-	}
-	/* kept into half parameters with a master copy: the f32 values */
-	if (!ret && kept && b->param_dtype != GPO_F32 &&
-	    !gpo_optim_write(opt, "master", NULL, x, numel * 4))
-		goto built;
-	if (!ret) {
-		ret = gpo_optim_write(opt, "param", NULL, x,
-				      half_params(x, numel, b->param_dtype));
+		if (!ret)
+			ret = gpo_optim_write(opt, "param", NULL, x,
+					      half_params(x, numel,
+							  b->param_dtype));
 		if (ret)
 			wk_lib_err(w, ret);
 	}
@@ -676,7 +692,12 @@ static int cmd_io(struct wk *w, const struct wp_req *rq, int write)
 			return wk_err(w, -ENOENT, "no such tensor");
 		tensor = w->t[rq->arg].name;
 	}
-	if (write)
+	/* params/ shows f32 values whatever the parameters' dtype */
+	if (tensor && write)
+		ret = params_f32_write(w->opt, tensor, w->shm, rq->bytes / 4);
+	else if (tensor)
+		ret = params_f32(w->opt, tensor, w->shm, rq->bytes / 4);
+	else if (write)
 		ret = gpo_optim_write(w->opt, slot, tensor, w->shm, rq->bytes);
 	else
 		ret = gpo_optim_read(w->opt, slot, tensor, w->shm, rq->bytes);

@@ -3,7 +3,7 @@
 # fail the config write with a clear error and change nothing: values out
 # of gpo_comm's ranges, zero=1 without deterministic=1 or with what
 # ZeRO-1 cannot step yet (lamb, a schedule, clip_norm, loss scaling,
-# half precision), a device list whose length is not ranks (nor 1), an
+# half precision), half parameters over ranks at all, a device list whose length is not ranks (nor 1), an
 # empty item, an unknown device (ENODEV) and a disabled one (ENODEV, an
 # operator's devices/<i>/enabled: the owner may not use it). Good values
 # show in config and stat and outlive a daemon restart (timeout=auto: the daemon's, half its
@@ -48,6 +48,8 @@ bad "zero=1 warmup_steps=5" EINVAL "warmup"
 bad "zero=1 clip_norm=1" EINVAL "clip_norm"
 bad "zero=1 loss_scale=dynamic" EINVAL "scale the loss"
 bad "zero=1 param_dtype=bf16" EINVAL "f32"
+bad "param_dtype=bf16" EINVAL "param_dtype=bf16 trains on one rank only"
+bad "param_dtype=f16" EINVAL "param_dtype=f16 trains on one rank only"
 bad "zero=1 state_dtype=bf16" EINVAL "f32"
 bad "device=cpu:0,cpu:0,cpu:0" EINVAL "3 devices for ranks=2"
 bad "ranks=3 device=cpu:0,cpu:0" EINVAL "2 devices for ranks=3"
