@@ -226,7 +226,7 @@ static void defaults(struct cfg *c)
 	c->log_every = 10;
 }
 
-/* params of @opt as raw little-endian f32 to @path */
+/* params of @opt as raw little-endian values (of their dtype) to @path */
 static int dump_params(struct gpo_optim *opt, const char *path, float *p,
 		       size_t bytes)
 {
