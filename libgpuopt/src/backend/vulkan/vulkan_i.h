@@ -98,6 +98,7 @@ struct vk_debug {
 	int64_t spin_us;
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
+	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
 struct vk_dev {
