@@ -49,7 +49,9 @@
  * wait), nograph (optimizer steps launched one by one into the batch,
  * never recorded and replayed: graph.c), maplimit=BYTES (mapped pool
  * blocks beyond BYTES in all are refused as the driver refuses them when
- * the mappable window is full: memory.c's unmapped blocks).
+ * the mappable window is full: memory.c's unmapped blocks), recache
+ * (each pipeline compiled is made again from a cache holding only it:
+ * pipeline.c), spv=DIR (modules from DIR: pipeline.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -604,6 +606,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->nomap = 1;
 		else if (!strcmp(tok, "nograph"))
 			dbg->nograph = 1;
+		else if (!strcmp(tok, "recache"))
+			dbg->recache = 1;
 		else if (!strncmp(tok, "staging=", 8))
 			dbg->staging = strtoull(tok + 8, NULL, 0);
 		else if (!strncmp(tok, "range=", 6))
@@ -780,6 +784,7 @@ static int vk_open(struct gpo_device *dev)
 	if (dbg.spin_us >= 0)
 		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
 	vd->nograph = dbg.nograph;
+	vd->recache = dbg.recache;
 	vd->opened = 1;
 
 	/* the dummy is bound for absent buffers: keep it zero */

@@ -235,6 +235,58 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
+ * recache - GPUOPT_VULKAN_DEBUG=recache: compile @ci into a cache of its
+ * own, then make the pipeline again from a second cache created from the
+ * first one's data, as a process that finds it on disk does, and merge
+ * that into the device's cache. Whether a pipeline compiled in the
+ * process runs as fast as one loaded from the cache: on an H100 the
+ * processes that compiled matmul_coop ran it up to 8 times slower
+ * (bench/results/issue11-12-h100-2026-11-25.txt).
+ */
+static VkResult recache(struct vk_dev *vd, const VkComputePipelineCreateInfo *ci,
+			VkPipeline *out)
+{
+	VkPipelineCacheCreateInfo pcci = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+	};
+	VkPipelineCache one = VK_NULL_HANDLE, two = VK_NULL_HANDLE;
+	VkPipeline first = VK_NULL_HANDLE;
+	void *data = NULL;
+	size_t size = 0;
+	VkResult r;
+
+	r = vkCreatePipelineCache(vd->device, &pcci, NULL, &one);
+	if (r == VK_SUCCESS)
+		r = vkCreateComputePipelines(vd->device, one, 1, ci, NULL,
+					     &first);
+	if (r == VK_SUCCESS)
+		r = vkGetPipelineCacheData(vd->device, one, &size, NULL);
+	if (r == VK_SUCCESS && size) {
+		data = malloc(size);
+		r = data ? vkGetPipelineCacheData(vd->device, one, &size,
+						  data) :
+			   VK_ERROR_OUT_OF_HOST_MEMORY;
+	}
+	if (r == VK_SUCCESS) {
+		pcci.initialDataSize = size;
+		pcci.pInitialData = data;
+		r = vkCreatePipelineCache(vd->device, &pcci, NULL, &two);
+	}
+	if (r == VK_SUCCESS)
+		r = vkCreateComputePipelines(vd->device, two, 1, ci, NULL, out);
+	if (r == VK_SUCCESS)
+		vkMergePipelineCaches(vd->device, vd->pipe_cache, 1, &two);
+	if (first)
+		vkDestroyPipeline(vd->device, first, NULL);
+	if (two)
+		vkDestroyPipelineCache(vd->device, two, NULL);
+	if (one)
+		vkDestroyPipelineCache(vd->device, one, NULL);
+	free(data);
+	return r;
+}
+
+/*
  * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
  * built on its first use. Called under vd->lock. Group ops get the
  * device's grid row width as specialization constant 0 and may be
@@ -296,8 +348,11 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
-	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,
-				     &pipe);
+	if (vd->recache)
+		r = recache(vd, &ci, &pipe);
+	else
+		r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1,
+					     &ci, NULL, &pipe);
 	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");

@@ -98,6 +98,7 @@ struct vk_debug {
 	int64_t spin_us;
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
+	int recache;
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
@@ -182,6 +183,7 @@ struct vk_dev {
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
 	int nograph;			/* GPUOPT_VULKAN_DEBUG=nograph */
+	int recache;			/* GPUOPT_VULKAN_DEBUG=recache */
 
 	/* recorded steps (graph.c) */
 	struct dev_graph *collect;	/* launches go here, not to the batch */
