@@ -431,6 +431,8 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 				 VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	vd->has_ext_fd = has_ext(ext, next,
 				 VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+	vd->has_feedback = has_ext(ext, next,
+			VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
 	qf = calloc(nq ? nq : 1, sizeof(*qf));
@@ -656,7 +658,7 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[6];
+	const char *exts[7];
 	/*
 	 * matmul_coop: cooperative matrices, float16_t arithmetic, the
 	 * Vulkan memory model (coop_probe)
@@ -695,6 +697,10 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	if (vd->has_ext_fd)
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+	/* pipeline.c: whether a pipeline came from the cache */
+	if (vd->has_feedback)
+		exts[dci.enabledExtensionCount++] =
+			VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
 	if (vd->coop) {
 		exts[dci.enabledExtensionCount++] =
 			VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
@@ -891,6 +897,7 @@ int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
 	/* which extensions the caller enabled is not known: none */
 	vd->has_push_desc = 0;
 	vd->has_ext_fd = 0;
+	vd->has_feedback = 0;
 	vd->adopted = 1;
 	vd->adopted_device = h->device;
 	vd->adopted_queue = h->queue;

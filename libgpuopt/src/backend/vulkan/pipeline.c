@@ -235,55 +235,44 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
- * recache - GPUOPT_VULKAN_DEBUG=recache: compile @ci into a cache of its
- * own, then make the pipeline again from a second cache created from the
- * first one's data, as a process that finds it on disk does, and merge
- * that into the device's cache. Whether a pipeline compiled in the
- * process runs as fast as one loaded from the cache: on an H100 the
- * processes that compiled matmul_coop ran it up to 8 times slower
- * (bench/results/issue11-12-h100-2026-11-25.txt).
+ * recache - GPUOPT_VULKAN_DEBUG=recache: a pipeline the driver compiled
+ * (not found in the cache) is made again from a copy of the device's
+ * cache data, as a process that finds it on disk makes it, and the first
+ * one destroyed. To test whether a pipeline compiled in the process runs
+ * as fast as one loaded from the cache: on an H100 the processes that
+ * compiled matmul_coop ran it up to 8 times slower
+ * (bench/results/issue11-12-h100-2026-11-25.txt). On failure @pipe stays.
  */
-static VkResult recache(struct vk_dev *vd, const VkComputePipelineCreateInfo *ci,
-			VkPipeline *out)
+static void recache(struct vk_dev *vd, const VkComputePipelineCreateInfo *ci,
+		    VkPipeline *pipe)
 {
 	VkPipelineCacheCreateInfo pcci = {
 		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
 	};
-	VkPipelineCache one = VK_NULL_HANDLE, two = VK_NULL_HANDLE;
-	VkPipeline first = VK_NULL_HANDLE;
+	VkPipelineCache two = VK_NULL_HANDLE;
+	VkPipeline again;
 	void *data = NULL;
 	size_t size = 0;
-	VkResult r;
 
-	r = vkCreatePipelineCache(vd->device, &pcci, NULL, &one);
-	if (r == VK_SUCCESS)
-		r = vkCreateComputePipelines(vd->device, one, 1, ci, NULL,
-					     &first);
-	if (r == VK_SUCCESS)
-		r = vkGetPipelineCacheData(vd->device, one, &size, NULL);
-	if (r == VK_SUCCESS && size) {
-		data = malloc(size);
-		r = data ? vkGetPipelineCacheData(vd->device, one, &size,
-						  data) :
-			   VK_ERROR_OUT_OF_HOST_MEMORY;
+	if (vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+				   NULL) != VK_SUCCESS || !size)
+		return;
+	data = malloc(size);
+	if (!data || vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+					    data) != VK_SUCCESS)
+		goto out;
+	pcci.initialDataSize = size;
+	pcci.pInitialData = data;
+	if (vkCreatePipelineCache(vd->device, &pcci, NULL, &two) != VK_SUCCESS)
+		goto out;
+	if (vkCreateComputePipelines(vd->device, two, 1, ci, NULL,
+				     &again) == VK_SUCCESS) {
+		vkDestroyPipeline(vd->device, *pipe, NULL);
+		*pipe = again;
 	}
-	if (r == VK_SUCCESS) {
-		pcci.initialDataSize = size;
-		pcci.pInitialData = data;
-		r = vkCreatePipelineCache(vd->device, &pcci, NULL, &two);
-	}
-	if (r == VK_SUCCESS)
-		r = vkCreateComputePipelines(vd->device, two, 1, ci, NULL, out);
-	if (r == VK_SUCCESS)
-		vkMergePipelineCaches(vd->device, vd->pipe_cache, 1, &two);
-	if (first)
-		vkDestroyPipeline(vd->device, first, NULL);
-	if (two)
-		vkDestroyPipelineCache(vd->device, two, NULL);
-	if (one)
-		vkDestroyPipelineCache(vd->device, one, NULL);
+	vkDestroyPipelineCache(vd->device, two, NULL);
+out:
 	free(data);
-	return r;
 }
 
 /*
@@ -324,6 +313,13 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
+	VkPipelineCreationFeedbackEXT fb = { 0 }, fb_stage = { 0 };
+	VkPipelineCreationFeedbackCreateInfoEXT fbci = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT,
+		.pPipelineCreationFeedback = &fb,
+		.pipelineStageCreationFeedbackCount = 1,
+		.pPipelineStageCreationFeedbacks = &fb_stage,
+	};
 	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype] :
 				      &vd->pipes[op][dtype];
 	VkResult r;
@@ -348,11 +344,17 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
-	if (vd->recache)
-		r = recache(vd, &ci, &pipe);
-	else
-		r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1,
-					     &ci, NULL, &pipe);
+	/* whether the driver found it in the cache, where it can say */
+	if (vd->has_feedback)
+		ci.pNext = &fbci;
+	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,
+				     &pipe);
+	if (r == VK_SUCCESS && vd->recache &&
+	    (fb.flags & (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
+			 VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT)) !=
+	    (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
+	     VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT))
+		recache(vd, &ci, &pipe);
 	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");

@@ -114,6 +114,7 @@ struct vk_dev {
 	int has_push_desc;
 	int has_budget;
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
+	int has_feedback;		/* VK_EXT_pipeline_creation_feedback */
 	int coop;			/* matmul_coop: VK_NV_cooperative_matrix
 					 * with f16 16x16x16, enabled */
 	/*
