@@ -102,34 +102,32 @@ KERNEL void norm_partial(BUF(const float, g), BUF(float, part),
 	VIEW(g);
 	VIEW(part);
 	group_range(grp, a.n, a.chunk, &start, &end);
+	/* one wg_sum2 for both paths: PoCL loses barriers in branches */
 	if (a.flags & GPO_NORM_EXACT) {
-		r = wg_sum2(tmp, norm_exact(g, start, end, a.flags));
-		if (lid == 0) {
-			part[2 * grp] = r.x;
-			part[2 * grp + 1] = r.y != 0.0f ? 1.0f : 0.0f;
+		r = norm_exact(g, start, end, a.flags);
+	} else {
+		/* chunk is a multiple of 4: start is float4-aligned */
+		mid = start + ((end - start) & ~3u);
+		for (uint i = start / 4 + lid; i < mid / 4;
+		     i += GPO_WG_SIZE) {
+			float4 v = ld4(g, 4 * i, 4);
+
+			acc += v * v;
+			bad += v * 0.0f;
 		}
-		return;
-	}
-	/* chunk is a multiple of 4: start is float4-aligned */
-	mid = start + ((end - start) & ~3u);
-	for (uint i = start / 4 + lid; i < mid / 4; i += GPO_WG_SIZE) {
-		float4 v = ld4(g, 4 * i, 4);
+		if (lid == 0 && mid < end) {
+			float4 v = ld4(g, mid, end - mid);
 
-		acc += v * v;
-		bad += v * 0.0f;
+			acc += v * v;
+			bad += v * 0.0f;
+		}
+		r.x = (acc.x + acc.y) + (acc.z + acc.w);
+		r.y = isnan((bad.x + bad.y) + (bad.z + bad.w)) ? 1.0f : 0.0f;
 	}
-	if (lid == 0 && mid < end) {
-		float4 v = ld4(g, mid, end - mid);
-
-		acc += v * v;
-		bad += v * 0.0f;
-	}
-	r.x = (acc.x + acc.y) + (acc.z + acc.w);
-	r.y = (bad.x + bad.y) + (bad.z + bad.w);
 	r = wg_sum2(tmp, r);
 	if (lid == 0) {
 		part[2 * grp] = r.x;
-		part[2 * grp + 1] = isnan(r.y) ? 1.0f : 0.0f;
+		part[2 * grp + 1] = r.y != 0.0f ? 1.0f : 0.0f;
 	}
 }
 
@@ -188,29 +186,28 @@ KERNEL void norm_small(BUF(const float, g), BUF(float, scal),
 
 	VIEW(g);
 	VIEW(scal);
+	/* one wg_sum2 for both paths: PoCL loses barriers in branches */
 	if (a.flags & GPO_NORM_EXACT) {
-		r = wg_sum2(tmp, norm_exact(g, 0, a.n, a.flags));
-		if (lid == 0)
-			put_scal(scal, &a, r.x, r.y != 0.0f);
-		return;
-	}
-	for (uint i = lid; i < mid / 4; i += GPO_WG_SIZE) {
-		float4 v = ld4(g, 4 * i, 4);
+		r = norm_exact(g, 0, a.n, a.flags);
+	} else {
+		for (uint i = lid; i < mid / 4; i += GPO_WG_SIZE) {
+			float4 v = ld4(g, 4 * i, 4);
 
-		acc += v * v;
-		bad += v * 0.0f;
-	}
-	if (lid == 0 && mid < a.n) {
-		float4 v = ld4(g, mid, a.n - mid);
+			acc += v * v;
+			bad += v * 0.0f;
+		}
+		if (lid == 0 && mid < a.n) {
+			float4 v = ld4(g, mid, a.n - mid);
 
-		acc += v * v;
-		bad += v * 0.0f;
+			acc += v * v;
+			bad += v * 0.0f;
+		}
+		r.x = (acc.x + acc.y) + (acc.z + acc.w);
+		r.y = isnan((bad.x + bad.y) + (bad.z + bad.w)) ? 1.0f : 0.0f;
 	}
-	r.x = (acc.x + acc.y) + (acc.z + acc.w);
-	r.y = (bad.x + bad.y) + (bad.z + bad.w);
 	r = wg_sum2(tmp, r);
 	if (lid == 0)
-		put_scal(scal, &a, r.x, isnan(r.y));
+		put_scal(scal, &a, r.x, r.y != 0.0f);
 }
 
 /*
