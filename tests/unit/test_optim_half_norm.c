@@ -385,8 +385,9 @@ static void run_mode(struct gpo_device *dev, const struct mode *m,
 		/* SR: the model goes on from the device's rounded params */
 		if (!m->master)
 			for (i = 0; i < n; i++)
-				md.p[i] = from_half(((uint16_t *)after.buf[0])[i],
-						    m->dt);
+				md.p[i] = from_half(
+					((const uint16_t *)after.buf[0])[i],
+					m->dt);
 		/* this step's end is the next one's start */
 		tmp = before;
 		before = after;
@@ -499,7 +500,8 @@ START_TEST(test_check_finite_only)
 
 		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_SGD, &opt), 0);
 		ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
-		ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 0, 3), 0);
+		ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 0, 3),
+				 0);
 		ck_assert_int_eq(gpo_optim_configure(opt, -1,
 						     "lr=0.01 check_finite=1"), 0);
 		for (i = 0; i < n; i++)
@@ -578,7 +580,8 @@ START_TEST(test_bad_input)
 			 -EINVAL);
 	check_msg("growth_interval");
 	/* the grad dtype cannot change under the norm pass either */
-	ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 1, 0), -EBUSY);
+	ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 1, 0),
+			 -EBUSY);
 	/* nothing changed: the settings, the scale, the state */
 	ck_assert_int_eq(gpo_optim_loss_scale(opt, &scale, NULL), 0);
 	ck_assert(scale == 65536.0);

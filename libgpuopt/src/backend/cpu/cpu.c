@@ -211,7 +211,8 @@ static void norm_exact(const void *g, uint32_t flags, uint64_t start,
 		}
 		/* the tail's quad is lane 0's, after its own quads */
 		red[i < mid ? ((i - start) / 4) % GPO_WG_SIZE : 0] +=
-			(x[0] * x[0] + x[1] * x[1]) + (x[2] * x[2] + x[3] * x[3]);
+			(x[0] * x[0] + x[1] * x[1]) +
+			(x[2] * x[2] + x[3] * x[3]);
 	}
 	*sum_out = lane_tree(red);
 	*bad_out = bad;
