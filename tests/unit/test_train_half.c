@@ -203,8 +203,10 @@ static void run_close(struct run *r)
 
 /*
  * The MLP 784x64x10 on Fashion-MNIST, 300 steps of Adam at batch 128
- * (cpu:0; 100 elsewhere), in f16 with a master copy and in f32 from the
- * same initial values and batches: test accuracy within 0.5 points.
+ * (cpu:0; 100 elsewhere), in f16 with a master copy and dynamic loss
+ * scaling, and in f32 from the same initial values and batches: test
+ * accuracy within 0.5 points. The f16 gradients came scaled (65536: no
+ * step overflowed, so none was skipped).
  */
 START_TEST(test_fmnist_f16_master_near_f32)
 {
@@ -224,7 +226,8 @@ START_TEST(test_fmnist_f16_master_near_f32)
 		struct gpo_train_result rh, rf, eh, ef;
 		struct run h, f;
 
-		run_open(&h, devs[d], ds, GPO_F16, 1, hp, "mlp:784x64x10",
+		run_open(&h, devs[d], ds, GPO_F16, 1,
+			 "lr=0.002 loss_scale=dynamic", "mlp:784x64x10",
 			 "batch_size=128 seed=3");
 		run_open(&f, devs[d], ds, GPO_F32, 1, hp, "mlp:784x64x10",
 			 "batch_size=128 seed=3");
@@ -248,6 +251,10 @@ START_TEST(test_fmnist_f16_master_near_f32)
 			      tu_device_id(devs[d]), eh.accuracy, ef.accuracy);
 		/* not the f32 run: the half parameters were used */
 		ck_assert(rh.loss != rf.loss || eh.loss != ef.loss);
+		ck_assert_msg(rh.loss_scale == 65536 && rh.step == (uint64_t)steps,
+			      "%s: loss scale %g after %llu steps",
+			      tu_device_id(devs[d]), rh.loss_scale,
+			      (unsigned long long)rh.step);
 		run_close(&h);
 		run_close(&f);
 	}
@@ -502,8 +509,9 @@ END_TEST
 /*
  * Vulkan's recorded training step with bf16 parameters (the casts among
  * its launches) gives the batch's bytes (GPUOPT_VULKAN_DEBUG=nograph):
- * losses, half params, master and state, across an evaluation and
- * queued steps
+ * losses, half params, master and state, across an evaluation, queued
+ * steps, and clipping with dynamic loss scaling (the norm pass reading
+ * the half gradients) that a change of settings drops at step 7
  */
 START_TEST(test_half_recorded_step_same_bytes_as_batch)
 {
@@ -532,12 +540,16 @@ START_TEST(test_half_recorded_step_same_bytes_as_batch)
 		for (k = 0; k < 2; k++) {
 			struct run r;
 
-			run_open(&r, dev[k], ds, GPO_BF16, 1, "lr=0.003",
+			run_open(&r, dev[k], ds, GPO_BF16, 1,
+				 "lr=0.003 clip_norm=0.5 loss_scale=dynamic",
 				 "mlp:784x13x10", "batch_size=16 seed=5");
 			for (i = 0; i < 10; i++) {
 				res[k][i].loss = NAN;
 				if (i == 4)
 					ck_assert(!gpo_train_eval(r.t, &ev[k]));
+				if (i == 7)
+					ck_assert(!gpo_optim_configure(r.opt, 0,
+						"clip_norm=0 loss_scale=1"));
 				ck_assert_msg(!gpo_train_step(r.t, i % 3 == 1 ?
 							      NULL : &res[k][i]),
 					      "%s: %s", tu_device_id(dev[k]),
@@ -549,9 +561,13 @@ START_TEST(test_half_recorded_step_same_bytes_as_batch)
 		for (i = 0; i < 10; i++)
 			ck_assert_msg(i % 3 == 1 ||
 				      (isfinite(res[0][i].loss) &&
-				       res[0][i].loss == res[1][i].loss),
-				      "step %d: recorded loss %.9g, batch %.9g",
-				      i, res[0][i].loss, res[1][i].loss);
+				       res[0][i].loss == res[1][i].loss &&
+				       (i >= 7 || (isfinite(res[0][i].grad_norm) &&
+						   res[0][i].grad_norm ==
+						   res[1][i].grad_norm))),
+				      "step %d: recorded loss %.9g norm %g, batch %.9g norm %g",
+				      i, res[0][i].loss, res[0][i].grad_norm,
+				      res[1][i].loss, res[1][i].grad_norm);
 		ck_assert(ev[0].loss == ev[1].loss);
 		ck_assert_msg(!memcmp(s[0].param, s[1].param, n * 2) &&
 			      !memcmp(s[0].master, s[1].master, n * 4) &&
