@@ -1,7 +1,8 @@
 #!/bin/sh
 # param_dtype=bf16 and f16 for model jobs: an mlp job in bf16 with its
 # master copy trains to within 5 % of the f32 job's loss with other bits
-# (stat shows bf16, params/ the master copy's f32 values); a gpt job in
+# (stat shows bf16, params/ the master copy's f32 values), and with
+# dynamic loss scaling to the same params; a gpt job in
 # bf16 rounded stochastically (master_weights=0) trains, its params/ the
 # bf16 values widened; params/ written in f32 read back through the
 # master copy, also after a rebuild on another device; f16 without a
@@ -17,9 +18,18 @@ fs_start
 common="model=mlp:784x16x10 data=$data optimizer=adamw lr=0.003 batch_size=32 shuffle=0 seed=5 max_steps=12 log_every=1"
 new_job h "$common param_dtype=bf16"
 new_job f "$common"
+new_job s "$common param_dtype=bf16 loss_scale=dynamic init_scale=256 growth_interval=2"
 grep -qx 'param_dtype=bf16' "$M/jobs/h/config" ||
 	fail "config: $(cat "$M/jobs/h/config")"
-run_to_done h f
+run_to_done h f s
+# scaled by powers of two, the bf16 gradients round the same: same params
+# 256 doubled after steps 2, 4, ..., 12
+expect "s loss_scale" "$(stat_of s loss_scale)" 16384
+for p in $(ls "$M/jobs/h/params"); do
+	[ "$p" = index ] && continue
+	cmp -s "$M/jobs/h/params/$p" "$M/jobs/s/params/$p" ||
+		fail "params/$p differ with loss scaling"
+done
 expect "h steps" "$(stat_of h step)" 12
 expect "stat param_dtype" "$(stat_of h param_dtype)" bf16
 expect "stat master_weights" "$(stat_of h master_weights)" 1
