@@ -32,7 +32,9 @@
  *       (none: -g 0, the default)
  *       An MLP or GPT ending ":f16" trains with matmul=f16 (products of
  *       binary16 operands: tensor cores where the device has them), its
- *       peer torch under autocast to bfloat16 (torch_amp, torch_amp_graph)
+ *       peer torch under autocast to bfloat16 (torch_amp, torch_amp_graph);
+ *       ":f16p" also with f16 parameters (an f32 master copy, dynamic
+ *       loss scaling), ":bf16p" with bf16 ones (master copy)
  *   -M  products C = op(A) op(B) as MxNxK[ta][tb][@BATCH]: C is M x N,
  *       the sum K long; "ta": A is stored K x M and used transposed,
  *       "tb": B is stored N x K; @BATCH: that many products of 3-d
@@ -637,6 +639,33 @@ static int parse_mlp(const char *spec, uint32_t *in, uint32_t *out,
 }
 
 /*
+ * The half modes of a training step (SPEC@BATCH:NAME): products of
+ * binary16 operands (matmul=f16) with f32 parameters, or with half
+ * parameters and their f32 master copy (f16 with dynamic loss scaling,
+ * as torch's autocast with a GradScaler). Every one is compared with
+ * torch under autocast (key ":f16").
+ */
+#define HALF_MODES	4
+static const struct half_mode {
+	const char *name;
+	enum gpo_dtype param;
+	const char *conf;	/* added to the optimizer's settings */
+} half_modes[HALF_MODES] = {
+	{ "", GPO_F32, "" },
+	{ "f16", GPO_F32, "" },
+	{ "f16p", GPO_F16, " loss_scale=dynamic" },
+	{ "bf16p", GPO_BF16, "" },
+};
+
+/* the optimizer of a step in half mode @half, before the model */
+static int half_setup(struct gpo_optim *opt, int half)
+{
+	if (half_modes[half].param == GPO_F32)
+		return 0;
+	return gpo_optim_set_param_dtype(opt, half_modes[half].param, 1, 1);
+}
+
+/*
  * The peers of a training step: torch in f32, or (":f16", matmul=f16)
  * under autocast to bfloat16, eager and in a CUDA graph
  */
@@ -699,7 +728,7 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	double flop, step;
 	uint32_t in, out;
 	uint64_t n;
-	char path[128], mspec[160], opts[64], key[200], name[64];
+	char path[128], mspec[160], opts[64], key[200], name[64], conf[96];
 	char peer[160] = "", *pp = peer;
 	const char *const *plabels = half ? amp_labels : fp32_labels;
 	int ret = -EINVAL, i;
@@ -725,9 +754,13 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	if (ret)
 		goto out;
 	snprintf(mspec, sizeof(mspec), "mlp:%s", spec);
-	ret = gpo_model_new(opt, mspec, "activation=relu seed=1", &m);
+	snprintf(conf, sizeof(conf), "lr=0.001 weight_decay=0.01%s",
+		 half_modes[half].conf);
+	ret = half_setup(opt, half);
 	if (!ret)
-		ret = gpo_optim_configure(opt, -1, "lr=0.001 weight_decay=0.01");
+		ret = gpo_model_new(opt, mspec, "activation=relu seed=1", &m);
+	if (!ret)
+		ret = gpo_optim_configure(opt, -1, conf);
 	if (ret)
 		goto out;
 	snprintf(opts, sizeof(opts), "batch_size=%u shuffle=0%s", batch,
@@ -749,7 +782,8 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, p->ms * 1e3,
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "mlp%.56s%s", spec, half ? " f16" : "");
+	snprintf(name, sizeof(name), "mlp%.50s%s%s", spec, half ? " " : "",
+		 half_modes[half].name);
 	/* forward 2 flop a weight and sample, backward 4 */
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, 3.0 * flop * batch / step / 1e12,
@@ -888,7 +922,7 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 	double *round_t = calloc(rounds, sizeof(double));
 	double step, flop, tokens;
 	unsigned int l, h, d, ctx;
-	char path[128], mspec[160], opts[64], key[200], name[64];
+	char path[128], mspec[160], opts[64], key[200], name[64], conf[96];
 	char peer[160] = "", *pp = peer;
 	const char *const *plabels = half ? amp_labels : fp32_labels;
 	int ret = -EINVAL, i;
@@ -914,9 +948,13 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 		goto out;
 	snprintf(mspec, sizeof(mspec), "gpt:layers=%u,heads=%u,dim=%u,ctx=%u",
 		 l, h, d, ctx);
-	ret = gpo_model_new(opt, mspec, "seed=1", &m);
+	snprintf(conf, sizeof(conf), "lr=0.0003 weight_decay=0.01%s",
+		 half_modes[half].conf);
+	ret = half_setup(opt, half);
 	if (!ret)
-		ret = gpo_optim_configure(opt, -1, "lr=0.0003 weight_decay=0.01");
+		ret = gpo_model_new(opt, mspec, "seed=1", &m);
+	if (!ret)
+		ret = gpo_optim_configure(opt, -1, conf);
 	if (!ret)
 		ret = gpo_model_info(m, &mi);
 	if (ret)
@@ -944,8 +982,8 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, tokens / (p->ms * 1e-3),
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "gpt%s%s tok/s=%.0f", spec,
-		 half ? " f16" : "", tokens / step);
+	snprintf(name, sizeof(name), "gpt%s%s%s tok/s=%.0f", spec,
+		 half ? " " : "", half_modes[half].name, tokens / step);
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, flop / step / 1e12, "-", "-",
 	       peer);
@@ -1079,7 +1117,7 @@ typedef int (*bench_fn)(struct gpo_device *dev, const char *id,
 			const char *item);
 
 /* "SPEC@BATCH" into @spec and @batch; -EINVAL without a batch */
-/* SPEC@BATCH[:f16]: *@half for ":f16", training with matmul=f16 */
+/* SPEC@BATCH[:MODE]: *@half the half_modes[] index of MODE, 0 without */
 static int split_batch(const char *item, char *spec, size_t len,
 		       uint32_t *batch, int *half)
 {
@@ -1091,10 +1129,14 @@ static int split_batch(const char *item, char *spec, size_t len,
 	memcpy(spec, item, at - item);
 	spec[at - item] = '\0';
 	*batch = (uint32_t)strtoul(at + 1, &end, 10);
-	*half = !strcmp(end, ":f16");
-	if (*end && !*half)
-		return -EINVAL;
-	return 0;
+	if (!*end) {
+		*half = 0;
+		return 0;
+	}
+	for (*half = 1; *half < HALF_MODES; (*half)++)
+		if (*end == ':' && !strcmp(end + 1, half_modes[*half].name))
+			return 0;
+	return -EINVAL;
 }
 
 static int sgemm_item(struct gpo_device *dev, const char *id, const char *item)
