@@ -19,15 +19,18 @@
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
+#include "optim/optim_i.h"
 
 #define STEPS		20
 #define NGROUPS		3
 #define MAX_DEVS	16
-#define MAX_BUFS	10
+#define MAX_BUFS	12
 #define SR_SEED		0x5eedf00dull
 
 static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
 static const uint64_t tiny_sizes[] = { 1, 2, 3 };
+/* u8 state: a block's partial tail, blocks past a span of 8, the 1 alone */
+static const uint64_t u8_sizes[] = { 1000003, 300, 1, 4099, 257, 61 };
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
@@ -137,7 +140,27 @@ static void read_one(struct gpo_optim *opt, const char *name,
 		      "read %s: %s", name, gpo_errmsg());
 }
 
-/* param, master (if any) and every slot */
+/* the absmax blocks of u8 slot @slot, as "<slot>.absmax" */
+static void read_absmax(struct gpo_optim *opt, const char *slot,
+			struct run_out *o)
+{
+	int blocks = gpo_optim_read_absmax(opt, slot, NULL, 0), i = o->n++;
+
+	ck_assert_int_gt(blocks, 0);
+	ck_assert_int_lt(i, MAX_BUFS);
+	snprintf(o->name[i], sizeof(o->name[i]), "%s.absmax", slot);
+	o->bytes[i] = (size_t)blocks * 4;
+	o->buf[i] = malloc(o->bytes[i]);
+	memset(o->buf[i], 0xa5, o->bytes[i]);
+	ck_assert_msg(!gpo_optim_read_absmax(opt, slot, o->buf[i],
+					     (size_t)blocks),
+		      "absmax of %s: %s", slot, gpo_errmsg());
+}
+
+/*
+ * param, master (if any) and every slot the step uses (a u8 one with its
+ * absmax blocks)
+ */
 static void read_all(struct gpo_optim *opt, int master, struct run_out *o)
 {
 	int i, n = gpo_optim_slot_count(opt);
@@ -146,8 +169,19 @@ static void read_all(struct gpo_optim *opt, int master, struct run_out *o)
 	read_one(opt, "param", o);
 	if (master)
 		read_one(opt, "master", o);
-	for (i = 0; i < n; i++)
-		read_one(opt, gpo_optim_slot_name(opt, i), o);
+	for (i = 0; i < n; i++) {
+		const char *slot = gpo_optim_slot_name(opt, i);
+
+		if (gpo_optim_dtype(opt, slot) != GPO_U8) {
+			read_one(opt, slot, o);
+			continue;
+		}
+		/* amsgrad's max_exp_avg_sq: no u8 kernel, never in use */
+		if (!strcmp(slot, "max_exp_avg_sq"))
+			continue;
+		read_one(opt, slot, o);
+		read_absmax(opt, slot, o);
+	}
 }
 
 static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
@@ -249,6 +283,96 @@ START_TEST(test_sr_bitwise)
 	check_bitwise("adagrad_bf16_sr", GPO_ADAGRAD, "weight_decay=0.01",
 		      GPO_BF16, 0, GPO_F32);
 	check_bitwise("lion_bf16_sr", GPO_LION, "", GPO_BF16, 0, GPO_BF16);
+}
+END_TEST
+
+/*
+ * Half parameters with u8 state (the 8-bit kernels' GPO_UPD_PARAM_*):
+ * each family with u8 kernels in each half mode, over a million elements
+ * and odd small groups, params, master, codes and absmax cpu:0's bytes
+ */
+static void check_u8_modes_in(const char *family, enum gpo_optim_kind kind,
+			      const char *conf, const uint64_t *sz, int nsz)
+{
+	static const struct {
+		const char *name;
+		enum gpo_dtype dt;
+		int master;
+	} modes[] = {
+		{ "f16_master", GPO_F16, 1 },
+		{ "bf16_master", GPO_BF16, 1 },
+		{ "bf16_sr", GPO_BF16, 0 },
+	};
+	char what[64];
+	size_t m;
+
+	sizes = sz;
+	ntensors = nsz;
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		snprintf(what, sizeof(what), "%s_%s_u8", family, modes[m].name);
+		check_bitwise(what, kind, conf, modes[m].dt, modes[m].master,
+			      GPO_U8);
+	}
+	sizes = odd_sizes;
+	ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
+}
+
+static void check_u8_modes(const char *family, enum gpo_optim_kind kind,
+			   const char *conf)
+{
+	check_u8_modes_in(family, kind, conf, u8_sizes,
+			  (int)(sizeof(u8_sizes) / sizeof(u8_sizes[0])));
+}
+
+START_TEST(test_adam_half_u8_bitwise)
+{
+	check_u8_modes("adam", GPO_ADAM, "weight_decay=0.05 betas=0.8,0.99");
+}
+END_TEST
+
+START_TEST(test_adamw_half_u8_bitwise)
+{
+	check_u8_modes("adamw", GPO_ADAMW, "weight_decay=0.1 maximize=1");
+}
+END_TEST
+
+START_TEST(test_rmsprop_half_u8_bitwise)
+{
+	check_u8_modes("rmsprop", GPO_RMSPROP, "weight_decay=0.01 alpha=0.9");
+}
+END_TEST
+
+START_TEST(test_adagrad_half_u8_bitwise)
+{
+	check_u8_modes("adagrad", GPO_ADAGRAD,
+		       "lr_decay=0.01 initial_accumulator_value=0.1");
+}
+END_TEST
+
+START_TEST(test_lion_half_u8_bitwise)
+{
+	check_u8_modes("lion", GPO_LION, "weight_decay=0.1 betas=0.9,0.99");
+}
+END_TEST
+
+/*
+ * Fewer workgroups than spans: each group does several in turn (a
+ * grid-stride loop), the bytes the same. Not over a million elements:
+ * lavapipe (llvmpipe) ends a shader's loops after 65535 iterations in
+ * all, which a workgroup doing a hundred spans of 8 blocks passes (f32
+ * parameters too)
+ */
+START_TEST(test_half_u8_few_groups_bitwise)
+{
+	unsigned int keep = gpo__optim_u8_groups;
+	const int nodd = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
+
+	gpo__optim_u8_groups = 3;
+	check_u8_modes_in("adamw_3groups", GPO_ADAMW, "weight_decay=0.1",
+			  odd_sizes, nodd);
+	gpo__optim_u8_groups = 1;
+	check_u8_modes_in("lion_1group", GPO_LION, "", odd_sizes, nodd);
+	gpo__optim_u8_groups = keep;
 }
 END_TEST
 
@@ -689,6 +813,12 @@ int main(void)
 	tcase_add_test(tc, test_master_bitwise);
 	tcase_add_test(tc, test_sr_bitwise);
 	tcase_add_test(tc, test_tiny_groups_bitwise);
+	tcase_add_test(tc, test_adam_half_u8_bitwise);
+	tcase_add_test(tc, test_adamw_half_u8_bitwise);
+	tcase_add_test(tc, test_rmsprop_half_u8_bitwise);
+	tcase_add_test(tc, test_adagrad_half_u8_bitwise);
+	tcase_add_test(tc, test_lion_half_u8_bitwise);
+	tcase_add_test(tc, test_half_u8_few_groups_bitwise);
 	tcase_add_test(tc, test_master_adamw_reference);
 	tcase_add_test(tc, test_sr_host_loop_and_unbiased);
 	tcase_add_test(tc, test_master_follows_writes);
