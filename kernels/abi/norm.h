@@ -24,7 +24,22 @@
  *	    else: LS_GOOD += 1
  * norm_small    groups (work = 1)       buf0 g (r), buf1 scal (w)
  *	both in one group over all n elements (small steps: one dispatch)
- * All f32.
+ * All f32, but with GPO_NORM_HALF g holds f16 words (bf16 with
+ * GPO_NORM_BF16 too), two a 32-bit word (element 2i in the low half),
+ * widened exactly; the view covers whole words.
+ *
+ * GPO_NORM_EXACT (the half path sets it): the same bits on every backend.
+ * Each group's sum is the one order the GPU kernels use, which the cpu
+ * backend follows: lane t of GPO_WG_SIZE adds, in turn, the quads q = t,
+ * t + GPO_WG_SIZE, ... of the group (elements 4q .. 4q + 3 from its
+ * start), each as (x0^2 + x1^2) + (x2^2 + x3^2); lane 0 then adds the
+ * last (end - start) % 4 elements as one more quad padded with zeros;
+ * then the lanes are summed by the tree red[t] += red[t + s], s =
+ * GPO_WG_SIZE / 2, ..., 1. norm_final adds partial i into lane i %
+ * GPO_WG_SIZE in order of i, then the same tree. sqrt and / are
+ * correctly rounded. Squares of half values are exact in f32 (bf16 ones
+ * unless below 2^-126 or overflowing), so fusing a product into an add
+ * changes nothing.
  */
 #ifndef GPO_ABI_NORM_H
 #define GPO_ABI_NORM_H
@@ -33,6 +48,9 @@
 #define GPO_NORM_CHECK_FINITE	(1u << 0)
 #define GPO_NORM_LOSS_SCALE	(1u << 1)	/* unscale by scal[LS_INV] */
 #define GPO_NORM_DYNAMIC	(1u << 2)	/* and update the loss scale */
+#define GPO_NORM_EXACT		(1u << 3)	/* one order everywhere */
+#define GPO_NORM_HALF		(1u << 4)	/* g in f16 words */
+#define GPO_NORM_BF16		(1u << 5)	/* with HALF: bf16 words */
 #define GPO_NORM_MAX_GROUPS	1024
 
 GPO_ARGS(gpo_norm_args)

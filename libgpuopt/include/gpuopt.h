@@ -656,9 +656,9 @@ int gpo_optim_set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt);
  * copy, gpo_optim_write() of "param" also sets "master" to their exact
  * value, and one of "master" also sets "param" to it rounded to nearest
  * even; gpo_optim_read() reads either; checkpoints keep both. The norm
- * pass (clip_norm, grad_scale, check_finite, loss_scale) reads f32
- * gradients only: a step with half gradients and one of those set returns
- * -ENOSYS. Returns 0; -EINVAL for a NULL pointer, a @dt other than those
+ * pass (clip_norm, grad_scale, check_finite, loss_scale) reads the half
+ * gradients, widened exactly, and sums them in one order on every
+ * backend: the same bytes on every device. Returns 0; -EINVAL for a NULL pointer, a @dt other than those
  * three, @master_weights not 0 or 1, f16 without a master, or LAMB with
  * half parameters; -EBUSY after the first use or once a buffer is bound.
  * On failure nothing changes.

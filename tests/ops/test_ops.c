@@ -278,6 +278,78 @@ static void fill_ref(struct tcase *tc)
 /* ---- norm ----------------------------------------------------------------- */
 
 /*
+ * The norm variants' gradients: bit 4 GPO_NORM_EXACT (the order the half
+ * path sums in), bit 5 half gradients in f16, bit 6 in bf16 (two a word,
+ * the last word's high half a 0 when n is odd)
+ */
+#define NV_EXACT	(1u << 4)
+#define NV_F16		(1u << 5)
+#define NV_BF16		(1u << 6)
+
+static uint32_t norm_vflags(const struct tcase *tc)
+{
+	uint32_t fl = 0;
+
+	if (VARIANT(tc) & (NV_EXACT | NV_F16 | NV_BF16))
+		fl |= GPO_NORM_EXACT;
+	if (VARIANT(tc) & (NV_F16 | NV_BF16))
+		fl |= GPO_NORM_HALF;
+	if (VARIANT(tc) & NV_BF16)
+		fl |= GPO_NORM_BF16;
+	return fl;
+}
+
+/* gradient @i as the kernel reads it (half words widened) */
+static double norm_g(const struct tcase *tc, uint64_t i)
+{
+	uint16_t h = (uint16_t)(tc->b[0].in[i / 2] >> (16 * (i % 2)));
+
+	if (VARIANT(tc) & NV_F16)
+		return gpo__f16_to_f32(h);
+	if (VARIANT(tc) & NV_BF16)
+		return gpo__bf16_to_f32(h);
+	return f(&tc->b[0], i);
+}
+
+/* @n random gradients in [-2, 2) in buffer 0, in the variant's dtype */
+static void norm_grads(struct tcase *tc, uint64_t n)
+{
+	uint64_t i;
+
+	if (!(VARIANT(tc) & (NV_F16 | NV_BF16))) {
+		tb_random(tc, &tc->b[0], n, -2, 2);
+		return;
+	}
+	tb_alloc(&tc->b[0], (n + 1) / 2);
+	for (i = 0; i < (n + 1) / 2; i++)
+		tc->b[0].in[i] = 0;
+	for (i = 0; i < n; i++) {
+		float x = (float)tu_rand(&tc->rng, -2, 2);
+		uint32_t h = VARIANT(tc) & NV_F16 ? gpo__f32_to_f16(x) :
+						    gpo__f32_to_bf16(x);
+
+		tc->b[0].in[i / 2] |= h << (16 * (i % 2));
+	}
+}
+
+/* gradient @i made inf (@nan 0) or NaN, in the variant's dtype */
+static void norm_put_bad(struct tcase *tc, uint64_t i, int nan)
+{
+	uint32_t h;
+
+	if (!(VARIANT(tc) & (NV_F16 | NV_BF16))) {
+		put(&tc->b[0], i, nan ? NAN : INFINITY);
+		return;
+	}
+	if (VARIANT(tc) & NV_F16)
+		h = nan ? 0x7e00 : 0xfc00;
+	else
+		h = nan ? 0xffc1 : 0x7f80;
+	tc->b[0].in[i / 2] &= ~(0xffffu << (16 * (i % 2)));
+	tc->b[0].in[i / 2] |= h << (16 * (i % 2));
+}
+
+/*
  * An odd count of elements in groups of a random chunk (a multiple of 4),
  * the last one partial, and random inputs for them in buffer 0
  */
@@ -289,7 +361,7 @@ static uint32_t chunked_setup(struct tcase *tc, uint32_t *n, uint32_t *chunk)
 	*n = (uint32_t)tc->n;
 	*chunk = (uint32_t)c;
 	tc->work = (tc->n + c - 1) / c;
-	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	norm_grads(tc, tc->n);
 	return (uint32_t)tc->work;
 }
 
@@ -298,9 +370,10 @@ static void norm_partial_setup(struct tcase *tc)
 	struct gpo_norm_args *a = &tc->a.norm;
 
 	a->groups = chunked_setup(tc, &a->n, &a->chunk);
-	if (VARIANT(tc))	/* one non-finite gradient */
-		put(&tc->b[0], (uint64_t)tu_rand(&tc->rng, 0, tc->n),
-		    VARIANT(tc) == 1 ? INFINITY : NAN);
+	a->flags = norm_vflags(tc);
+	if (VARIANT(tc) & 3)	/* one non-finite gradient */
+		norm_put_bad(tc, (uint64_t)tu_rand(&tc->rng, 0, tc->n),
+			     (VARIANT(tc) & 3) == 2);
 	tb_out(&tc->b[1], 2 * a->groups);
 	tc->b[1].exact = 0;
 }
@@ -319,7 +392,7 @@ static void norm_partial_ref(struct tcase *tc)
 		if (hi > tc->n)
 			hi = tc->n;
 		for (i = lo; i < hi; i++) {
-			double g = f(&tc->b[0], i);
+			double g = norm_g(tc, i);
 
 			if (!isfinite(g))
 				bad = 1;
@@ -341,6 +414,7 @@ static void norm_final_setup(struct tcase *tc)
 	a->inv_scale = (float)(1.0 / tu_rand(&tc->rng, 0.5, 1000));
 	a->clip_norm = VARIANT(tc) & 1 ? (float)tu_rand(&tc->rng, 0.1, 5) : 0;
 	a->flags = VARIANT(tc) & 2 ? GPO_NORM_CHECK_FINITE : 0;
+	a->flags |= norm_vflags(tc);
 	tc->work = 1;
 	tb_alloc(&tc->b[0], 2 * a->groups);
 	for (i = 0; i < a->groups; i++) {
@@ -388,11 +462,12 @@ static void norm_small_setup(struct tcase *tc)
 	a->inv_scale = (float)(1.0 / tu_rand(&tc->rng, 0.5, 1000));
 	a->clip_norm = VARIANT(tc) & 1 ? (float)tu_rand(&tc->rng, 0.1, 5) : 0;
 	a->flags = VARIANT(tc) & 2 ? GPO_NORM_CHECK_FINITE : 0;
+	a->flags |= norm_vflags(tc);
 	tc->work = 1;
-	tb_random(tc, &tc->b[0], tc->n, -2, 2);
+	norm_grads(tc, tc->n);
 	if (VARIANT(tc) & 12)
-		put(&tc->b[0], (uint64_t)tu_rand(&tc->rng, 0, tc->n),
-		    VARIANT(tc) & 4 ? INFINITY : NAN);
+		norm_put_bad(tc, (uint64_t)tu_rand(&tc->rng, 0, tc->n),
+			     !(VARIANT(tc) & 4));
 	tb_out(&tc->b[1], GPO_SCAL_COUNT);
 	tc->b[1].exact = 0;
 }
@@ -405,7 +480,7 @@ static void norm_small_ref(struct tcase *tc)
 	uint64_t i;
 
 	for (i = 0; i < tc->n; i++) {
-		double g = f(&tc->b[0], i);
+		double g = norm_g(tc, i);
 
 		if (!isfinite(g))
 			bad = 1;
@@ -3859,6 +3934,31 @@ static const struct op_case cases[] = {
 	  7 },
 	{ OP_NORM_SMALL, "check nan", norm_small_setup, norm_small_ref, 10 },
 	{ OP_NORM_SMALL, "inf unchecked", norm_small_setup, norm_small_ref, 4 },
+	/* GPO_NORM_EXACT's order, over f32 and half gradients */
+	{ OP_NORM_PARTIAL, "exact", norm_partial_setup, norm_partial_ref,
+	  NV_EXACT },
+	{ OP_NORM_PARTIAL, "f16", norm_partial_setup, norm_partial_ref,
+	  NV_F16 },
+	{ OP_NORM_PARTIAL, "f16 nan", norm_partial_setup, norm_partial_ref,
+	  NV_F16 | 2 },
+	{ OP_NORM_PARTIAL, "bf16", norm_partial_setup, norm_partial_ref,
+	  NV_BF16 },
+	{ OP_NORM_PARTIAL, "bf16 inf", norm_partial_setup, norm_partial_ref,
+	  NV_BF16 | 1 },
+	{ OP_NORM_FINAL, "exact clip check bad", norm_final_setup,
+	  norm_final_ref, NV_EXACT | 7 },
+	{ OP_NORM_FINAL, "exact clip", norm_final_setup, norm_final_ref,
+	  NV_EXACT | 1 },
+	{ OP_NORM_SMALL, "exact clip", norm_small_setup, norm_small_ref,
+	  NV_EXACT | 1 },
+	{ OP_NORM_SMALL, "f16 clip", norm_small_setup, norm_small_ref,
+	  NV_F16 | 1 },
+	{ OP_NORM_SMALL, "f16 clip check inf", norm_small_setup,
+	  norm_small_ref, NV_F16 | 7 },
+	{ OP_NORM_SMALL, "bf16 clip", norm_small_setup, norm_small_ref,
+	  NV_BF16 | 1 },
+	{ OP_NORM_SMALL, "bf16 check nan", norm_small_setup, norm_small_ref,
+	  NV_BF16 | 10 },
 	{ OP_SGD, "", sgd_setup, sgd_ref, 0 },
 	{ OP_SGD, "momentum first", sgd_setup, sgd_ref,
 	  GPO_SGD_MOMENTUM | GPO_SGD_FIRST },

@@ -9,54 +9,23 @@
  *                min(1, clip_norm / (scal[NORM] + 1e-6)) : 1)
  *   scal[SKIP] = any non-finite && GPO_NORM_CHECK_FINITE ? 1 : 0
  *   scal[TOTAL] = total
+ * (norm.glsl's put_scal). Invocation t adds partials t, t + WG_SIZE, ...
+ * in turn, then reduce2's tree: GPO_NORM_EXACT's order already.
  */
 #version 450
 #include "common.glsl"
 #include "abi/norm.h"
 #include "group.glsl"
+#include "precision.glsl"
 
 layout(set = 0, binding = 0, std430) readonly buffer part_f1
 	{ float part[]; };
 layout(set = 0, binding = 1, std430) buffer scal_f1	/* LS*: read */
 	{ float scal[]; };
 
-/* the step's scalars (abi/norm.h), the loss scale's update last */
-void put_scal(float total, bool bad)
-{
-	float inv = args.inv_scale, mul, norm;
+#define NORM_SCAL
+#include "norm.glsl"
 
-	if (FLAG(GPO_NORM_LOSS_SCALE))
-		inv *= scal[GPO_SCAL_LS_INV];
-	mul = inv;
-	norm = sqrt(total) * inv;
-	if (args.clip_norm > 0.0) {
-		float coef = args.clip_norm / (norm + 1e-6);
-
-		if (coef < 1.0)
-			mul *= coef;
-	}
-	scal[GPO_SCAL_MUL] = mul;
-	scal[GPO_SCAL_SKIP] = bad && FLAG(GPO_NORM_CHECK_FINITE) ? 1.0 : 0.0;
-	scal[GPO_SCAL_NORM] = norm;
-	scal[GPO_SCAL_TOTAL] = total;
-	if (!FLAG(GPO_NORM_DYNAMIC))
-		return;
-	/* GradScaler's update, after the old scale unscaled this step */
-	if (bad) {
-		scal[GPO_SCAL_LS] *= 0.5;
-		scal[GPO_SCAL_LS_INV] *= 2.0;
-		scal[GPO_SCAL_LS_GOOD] = 0.0;
-	} else if (scal[GPO_SCAL_LS_GOOD] + 1.0 >=
-		   float(args.growth_interval)) {
-		if (!not_finite(scal[GPO_SCAL_LS] * 2.0)) {
-			scal[GPO_SCAL_LS] *= 2.0;
-			scal[GPO_SCAL_LS_INV] *= 0.5;
-		}
-		scal[GPO_SCAL_LS_GOOD] = 0.0;
-	} else {
-		scal[GPO_SCAL_LS_GOOD] += 1.0;
-	}
-}
 
 void main()
 {

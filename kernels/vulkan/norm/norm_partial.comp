@@ -6,14 +6,19 @@
  * [i * chunk, min(n, (i + 1) * chunk)) and notes any inf or NaN:
  *   partials[2i] = sum of g^2, partials[2i + 1] = 1 if any is not finite
  * chunk is a multiple of 4, so a group's range starts on a float4.
+ * GPO_NORM_EXACT (f32 or half g): norm.glsl's norm_exact() order.
  */
 #version 450
 #include "common.glsl"
 #include "abi/norm.h"
 #include "group.glsl"
+#include "precision.glsl"
 
 FLOAT4_BUF(0, g);
 FLOAT_BUF(1, part);
+
+#define NORM_G
+#include "norm.glsl"
 
 void main()
 {
@@ -25,6 +30,15 @@ void main()
 	if (grp >= args.groups)
 		return;
 	group_range(grp, args.n, args.chunk, start, end);
+	if (FLAG(GPO_NORM_EXACT)) {
+		norm_exact(start, end, sum, bad);
+		reduce2(sum, bad);
+		if (t == 0u) {
+			part[2u * grp] = sum;
+			part[2u * grp + 1u] = bad != 0.0 ? 1.0 : 0.0;
+		}
+		return;
+	}
 	for (i = start / 4u + t; i < end / 4u; i += WG_SIZE) {
 		vec4 x = g4[i];
 

@@ -1422,8 +1422,7 @@ static int param_half(const struct gpo_optim *opt)
 /*
  * The step's parameter side: f32 parameters and gradients, or half ones
  * in one dtype with a master copy, or bf16 ones rounded stochastically.
- * The norm pass (clip_norm, grad_scale, check_finite, loss_scale) reads
- * f32 gradients only: refused with half ones until it has half kernels.
+ * The norm pass reads half gradients too (launch_norm).
  */
 static int check_param(struct gpo_optim *opt, const char *what, int slots)
 {
@@ -1446,10 +1445,6 @@ static int check_param(struct gpo_optim *opt, const char *what, int slots)
 	if (!hp->master_weights && opt->param_dtype != GPO_BF16)
 		return gpo__err(-EINVAL, "%s: %s parameters need master_weights=1 (stochastic rounding is for bf16)",
 				what, gpo_dtype_name(opt->param_dtype));
-	if (hp->clip_norm > 0 || hp->grad_scale != 1.0 || hp->check_finite ||
-	    ls_on(hp))
-		return gpo__err(-ENOSYS, "%s: clip_norm, grad_scale, check_finite and loss_scale read f32 gradients only (%s gradients: not written yet)",
-				what, gpo_dtype_name(opt->grad_dtype));
 	return 0;
 }
 
@@ -1618,10 +1613,16 @@ int gpo_optim_set_param_dtype(struct gpo_optim *opt, enum gpo_dtype dt,
  * of the gradient (NORM_RUN * chunk floats, chunk a multiple of 4) and of
  * the partials (2 floats a group) start on 256 bytes, the largest
  * binding alignment Vulkan allows.
+ *
+ * Half gradients are read as such (GPO_NORM_HALF), summed in the one
+ * order every backend follows (GPO_NORM_EXACT): the clip coefficient,
+ * the skip and the loss scale, and so the update, are the same bits on
+ * every device. (The f32 path keeps each backend's fastest order.)
  */
 static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 {
 	struct gpo_device *dev = opt->dev;
+	uint64_t es = gpo_dtype_size(opt->grad_dtype);
 	uint64_t chunk = opt->norm_chunk, run = opt->norm_groups, first;
 	struct gpo_norm_args a = {
 		.chunk = opt->norm_chunk,
@@ -1641,6 +1642,9 @@ static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 		a.flags |= GPO_NORM_DYNAMIC;
 		a.growth_interval = (uint32_t)hp->growth_interval;
 	}
+	if (opt->grad_dtype == GPO_F16 || opt->grad_dtype == GPO_BF16)
+		a.flags |= GPO_NORM_EXACT | GPO_NORM_HALF |
+			   (opt->grad_dtype == GPO_BF16 ? GPO_NORM_BF16 : 0);
 	if (opt->total <= NORM_SMALL_MAX &&
 	    gpo__op_supported(dev, OP_NORM_SMALL, GPO_F32)) {
 		a.n = (uint32_t)opt->total;
@@ -1651,8 +1655,8 @@ static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 		call.buf[1] = opt->scal;
 		return gpo__launch(dev, &call);
 	}
-	if (dev->max_binding && chunk * 4 * run > dev->max_binding)
-		run = dev->max_binding / (chunk * 4) / NORM_RUN * NORM_RUN;
+	if (dev->max_binding && chunk * es * run > dev->max_binding)
+		run = dev->max_binding / (chunk * es) / NORM_RUN * NORM_RUN;
 	if (!run)
 		return gpo__err(-ENOSYS, "%s: %u norm groups of %llu floats exceed one binding (%llu bytes)",
 				dev->info.id, NORM_RUN,
@@ -1669,8 +1673,8 @@ static int launch_norm(struct gpo_optim *opt, const struct hparams *hp)
 		a.groups = (uint32_t)groups;
 		call.work = groups;
 		call.buf[0] = opt->grad;
-		call.buf[0].off += lo * sizeof(float);
-		call.buf[0].size = (hi - lo) * sizeof(float);
+		call.buf[0].off += lo * es;
+		call.buf[0].size = (hi - lo) * es;
 		call.buf[1] = opt->partials;
 		call.buf[1].off += first * 2 * sizeof(float);
 		call.buf[1].size = groups * 2 * sizeof(float);

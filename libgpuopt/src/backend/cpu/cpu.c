@@ -170,6 +170,54 @@ norm_range(const float *restrict g, uint64_t start, uint64_t end,
 	*bad_out = isnan(nan);
 }
 
+/* element @i of the gradient @g as f32: half words widened exactly */
+static inline float norm_load(const void *g, uint64_t i, uint32_t flags)
+{
+	const uint16_t *h = g;
+
+	if (!(flags & GPO_NORM_HALF))
+		return ((const float *)g)[i];
+	return flags & GPO_NORM_BF16 ? gpo__bf16_to_f32(h[i]) :
+				       gpo__f16_to_f32(h[i]);
+}
+
+/* the GPU kernels' tree over their GPO_WG_SIZE lanes (group.glsl) */
+static float lane_tree(float *red)
+{
+	uint32_t s, t;
+
+	for (s = GPO_WG_SIZE / 2; s > 0; s >>= 1)
+		for (t = 0; t < s; t++)
+			red[t] += red[t + s];
+	return red[0];
+}
+
+/*
+ * One group of the norm pass with GPO_NORM_EXACT: the GPU kernels' own
+ * order (abi/norm.h), lane by lane, so that every backend gives the same
+ * bits; a non-finite element is seen by its exponent.
+ */
+static void norm_exact(const void *g, uint32_t flags, uint64_t start,
+		       uint64_t end, float *sum_out, int *bad_out)
+{
+	float red[GPO_WG_SIZE] = { 0 }, x[4];
+	uint64_t mid = start + ((end - start) & ~3ull), i;
+	int bad = 0, k;
+
+	for (i = start; i < end; i += 4) {
+		for (k = 0; k < 4; k++) {
+			x[k] = i + k < end ? norm_load(g, i + k, flags) : 0.0f;
+			bad |= !isfinite(x[k]);
+		}
+		/* the tail's quad is lane 0's, after its own quads */
+		red[i < mid ? ((i - start) / 4) % GPO_WG_SIZE : 0] +=
+			(x[0] * x[0] + x[1] * x[1]) +
+			(x[2] * x[2] + x[3] * x[3]);
+	}
+	*sum_out = lane_tree(red);
+	*bad_out = bad;
+}
+
 CPU_CLONES
 static void k_norm_partial(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
@@ -186,7 +234,12 @@ static void k_norm_partial(const struct op_call *c, uint32_t lo, uint32_t hi)
 
 		if (end > a->n)
 			end = a->n;
-		norm_range(g, start, end, &sum, &bad);
+		if (start > end)
+			start = end;
+		if (a->flags & GPO_NORM_EXACT)
+			norm_exact(g, a->flags, start, end, &sum, &bad);
+		else
+			norm_range(g, start, end, &sum, &bad);
 		part[2 * grp] = sum;
 		part[2 * grp + 1] = bad ? 1.0f : 0.0f;
 	}
@@ -239,6 +292,17 @@ static void k_norm_final(const struct op_call *c, uint32_t lo, uint32_t hi)
 	int bad = 0;
 	uint32_t i;
 
+	if (a->flags & GPO_NORM_EXACT) {
+		float red[GPO_WG_SIZE] = { 0 };
+
+		/* lane i % GPO_WG_SIZE adds partial i, then the tree */
+		for (i = 0; i < a->groups; i++) {
+			red[i % GPO_WG_SIZE] += part[2 * i];
+			bad |= part[2 * i + 1] != 0.0f;
+		}
+		put_scal(bp(c, 1), a, lane_tree(red), bad);
+		return;
+	}
 	for (i = 0; i < a->groups; i++) {
 		total += part[2 * i];
 		bad |= part[2 * i + 1] != 0.0f;
@@ -254,7 +318,10 @@ static void k_norm_small(const struct op_call *c, uint32_t lo, uint32_t hi)
 	float total;
 	int bad;
 
-	norm_range(bp(c, 0), 0, a->n, &total, &bad);
+	if (a->flags & GPO_NORM_EXACT)
+		norm_exact(bp(c, 0), a->flags, 0, a->n, &total, &bad);
+	else
+		norm_range(bp(c, 0), 0, a->n, &total, &bad);
 	put_scal(bp(c, 1), a, total, bad);
 }
 

@@ -20,16 +20,63 @@
 #include "backend/vulkan/vulkan_i.h"
 
 /*
+ * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
+ * one, replaces the embedded "<name>" for the whole process: kernel
+ * variants are timed without a rebuild (the pipeline cache's key covers
+ * the embedded modules only, and the driver keys its entries by the
+ * module's own bytes). A developer's knob: the files are trusted as the
+ * embedded ones are, and kept until the process ends.
+ */
+static const struct embedded_file *spv_override(const char *name)
+{
+	const char *env = getenv("GPUOPT_VULKAN_DEBUG"), *d, *e;
+	struct embedded_file *f;
+	unsigned char *data;
+	char path[4096];
+	FILE *fp;
+	long size;
+
+	d = env ? strstr(env, "spv=") : NULL;
+	if (!d || (d != env && d[-1] != ','))
+		return NULL;
+	d += 4;
+	e = strchrnul(d, ',');
+	if (snprintf(path, sizeof(path), "%.*s/%s.spv", (int)(e - d), d,
+		     name) >= (int)sizeof(path))
+		return NULL;
+	fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	data = NULL;
+	if (f && !fseek(fp, 0, SEEK_END) && (size = ftell(fp)) > 0 &&
+	    !(size % 4) && !fseek(fp, 0, SEEK_SET)) {
+		data = malloc(size);
+		if (data && fread(data, 1, size, fp) == (size_t)size) {
+			f->name = name;
+			f->data = data;
+			f->size = size;
+			fclose(fp);
+			return f;
+		}
+	}
+	free(data);
+	free(f);
+	fclose(fp);
+	return NULL;
+}
+
+/*
  * @ab: the variant that reads its parameters from a buffer (graph.c).
  * Every launch asks (supports(), recordable()): the answer is kept, as
- * the table never changes. Threads that race store the same pointer.
+ * the table never changes. Of threads that race, the first to store wins.
  */
 static const struct embedded_file *spv_find(enum gpo__op_id op,
 					    enum gpo_dtype dtype, int ab)
 {
 	static const struct embedded_file none;
 	static const struct embedded_file *known[OP_COUNT][GPO_DTYPES][2];
-	const struct embedded_file *f;
+	const struct embedded_file *f, *o, *seen = NULL;
 	char name[64];
 
 	if ((unsigned int)op >= OP_COUNT || (unsigned int)dtype >= GPO_DTYPES)
@@ -40,8 +87,19 @@ static const struct embedded_file *spv_find(enum gpo__op_id op,
 	snprintf(name, sizeof(name), "%s.%s%s", gpo__ops[op].name,
 		 gpo__vk_dtype_name(dtype), ab ? ".ab" : "");
 	f = gpo__embedded_find(gpo__embedded_spv, name);
-	__atomic_store_n(&known[op][dtype][!!ab], f ? f : &none,
-			 __ATOMIC_RELEASE);
+	o = f ? spv_override(f->name) : NULL;
+	if (o)
+		f = o;
+	if (!__atomic_compare_exchange_n(&known[op][dtype][!!ab], &seen,
+					 f ? f : &none, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		/* another thread was first: its answer, and ours goes */
+		if (o) {
+			free((void *)o->data);
+			free((void *)o);
+		}
+		return seen == &none ? NULL : seen;
+	}
 	return f;
 }
 
@@ -177,6 +235,47 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
+ * recache - GPUOPT_VULKAN_DEBUG=recache: a pipeline the driver compiled
+ * (not found in the cache) is made again from a copy of the device's
+ * cache data, as a process that finds it on disk makes it, and the first
+ * one destroyed. To test whether a pipeline compiled in the process runs
+ * as fast as one loaded from the cache: on an H100 the processes that
+ * compiled matmul_coop ran it up to 8 times slower
+ * (bench/results/issue11-12-h100-2026-11-25.txt). On failure @pipe stays.
+ */
+static void recache(struct vk_dev *vd, const VkComputePipelineCreateInfo *ci,
+		    VkPipeline *pipe)
+{
+	VkPipelineCacheCreateInfo pcci = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+	};
+	VkPipelineCache two = VK_NULL_HANDLE;
+	VkPipeline again;
+	void *data = NULL;
+	size_t size = 0;
+
+	if (vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+				   NULL) != VK_SUCCESS || !size)
+		return;
+	data = malloc(size);
+	if (!data || vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
+					    data) != VK_SUCCESS)
+		goto out;
+	pcci.initialDataSize = size;
+	pcci.pInitialData = data;
+	if (vkCreatePipelineCache(vd->device, &pcci, NULL, &two) != VK_SUCCESS)
+		goto out;
+	if (vkCreateComputePipelines(vd->device, two, 1, ci, NULL,
+				     &again) == VK_SUCCESS) {
+		vkDestroyPipeline(vd->device, *pipe, NULL);
+		*pipe = again;
+	}
+	vkDestroyPipelineCache(vd->device, two, NULL);
+out:
+	free(data);
+}
+
+/*
  * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
  * built on its first use. Called under vd->lock. Group ops get the
  * device's grid row width as specialization constant 0 and may be
@@ -214,6 +313,13 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
+	VkPipelineCreationFeedbackEXT fb = { 0 }, fb_stage = { 0 };
+	VkPipelineCreationFeedbackCreateInfoEXT fbci = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT,
+		.pPipelineCreationFeedback = &fb,
+		.pipelineStageCreationFeedbackCount = 1,
+		.pPipelineStageCreationFeedbacks = &fb_stage,
+	};
 	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype] :
 				      &vd->pipes[op][dtype];
 	VkResult r;
@@ -238,8 +344,17 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
+	/* whether the driver found it in the cache, where it can say */
+	if (vd->has_feedback)
+		ci.pNext = &fbci;
 	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,
 				     &pipe);
+	if (r == VK_SUCCESS && vd->recache &&
+	    (fb.flags & (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
+			 VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT)) !=
+	    (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
+	     VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT))
+		recache(vd, &ci, &pipe);
 	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");
