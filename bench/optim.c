@@ -81,6 +81,13 @@ static const struct bench_case cases[] = {
 	{ "rmsprop_u8s", "rmsprop", "lr=0.01", 14.0 + 8.0 / 256 },
 	{ "adagrad_u8s", "adagrad", "lr=0.01", 14.0 + 8.0 / 256 },
 	{ "lion_u8s", "lion", "lr=0.0001 weight_decay=0.01", 14.0 + 8.0 / 256 },
+	/*
+	 * Half parameters with 8-bit state: bf16 with a master (master 4 +
+	 * 4, g 2, the half copy 2) or stochastic rounding (p 2 + 2, g 2),
+	 * then 1 + 1 per slot and the absmax blocks as adamw_u8s
+	 */
+	{ "adamw_bf16p_u8s", "adamw", "lr=0.001", 16.0 + 16.0 / 256 },
+	{ "adamw_bf16sr_u8s", "adamw", "lr=0.001", 10.0 + 16.0 / 256 },
 };
 
 /* the cases whose state slots are not f32: their dtype */
@@ -96,6 +103,8 @@ static const struct {
 	{ "lion_u8s", "u8" },
 	{ "adamw_bf16p_bf16s", "bf16" },
 	{ "adamw_bf16sr_bf16s", "bf16" },
+	{ "adamw_bf16p_u8s", "u8" },
+	{ "adamw_bf16sr_u8s", "u8" },
 };
 
 /* the cases whose parameters are not f32: their dtype and mode */
@@ -108,6 +117,8 @@ static const struct {
 	{ "adamw_bf16p_bf16s", GPO_BF16, 1 },
 	{ "adamw_bf16sr", GPO_BF16, 0 },
 	{ "adamw_bf16sr_bf16s", GPO_BF16, 0 },
+	{ "adamw_bf16p_u8s", GPO_BF16, 1 },
+	{ "adamw_bf16sr_u8s", GPO_BF16, 0 },
 };
 
 /* every state slot name: a case's kind has some of them */

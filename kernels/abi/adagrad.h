@@ -11,7 +11,9 @@
  * covers n rounded up to 4 elements.
  *
  * adagrad8  groups  buf0 p (rw), buf1 g (r), buf2 sum codes (rw),
- *           buf3 scal (r), buf4 sum absmax (rw)      dtypes f32 (params)
+ *           buf3 scal (r), buf4 sum absmax (rw), buf5 the half copy
+ *           (w, with GPO_UPD_PARAM_F16/BF16, abi.h)
+ *                               dtypes f32 (params: f32, f16 or bf16)
  *   GPO_ADAGRAD_STATE_U8: blockwise 8-bit sum with the signed map, as
  *   bitsandbytes' one-state optimizers keep their state; blocks, codes
  *   and absmax as adam8's (abi/adam.h).
@@ -25,6 +27,7 @@
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_ADAGRAD_BUF_HALF	4
+#define GPO_ADAGRAD8_BUF_HALF	5
 
 GPO_ARGS(gpo_adagrad_args)
 	gpo_u32 n;

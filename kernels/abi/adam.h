@@ -19,8 +19,10 @@
  * the host and then rounded, as torch does with Python floats.
  *
  * adam8  groups  buf0 p (rw), buf1 g (r), buf2 exp_avg codes (rw),
- *        buf3 exp_avg_sq codes (rw), buf5 scal (r), buf6 exp_avg absmax
- *        (rw), buf7 exp_avg_sq absmax (rw)           dtypes f32 (params)
+ *        buf3 exp_avg_sq codes (rw), buf4 the half copy (w, with
+ *        GPO_UPD_PARAM_F16/BF16), buf5 scal (r), buf6 exp_avg absmax
+ *        (rw), buf7 exp_avg_sq absmax (rw)
+ *                               dtypes f32 (params: f32, f16 or bf16)
  *   GPO_ADAM_STATE_U8 (set on every adam8 launch): blockwise 8-bit state
  *   (core/quant_i.h): workgroup k does elements [256 k, min(n, 256 k +
  *   256)) of the group, with absmax index q_blk + k (q_groups workgroups
@@ -34,6 +36,8 @@
  *   The code views are the whole slot (u8, four to a word, element e of
  *   the group at byte q_off + e; q_off is the group's start, a multiple
  *   of 64); bytes past n keep their bits. amsgrad: not in 8 bits.
+ *   Half parameters (abi.h GPO_UPD_PARAM_*) as adam's: the half copy
+ *   takes buf4, which max_exp_avg_sq has in adam but not in 8 bits.
  */
 #ifndef GPO_ABI_ADAM_H
 #define GPO_ABI_ADAM_H
@@ -46,6 +50,7 @@
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_ADAM_BUF_HALF	6
+#define GPO_ADAM8_BUF_HALF	4
 
 GPO_ARGS(gpo_adam_args)
 	gpo_u32 n;

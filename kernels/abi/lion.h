@@ -11,7 +11,9 @@
  * rounded to nearest even; its view covers n rounded up to 4 elements.
  *
  * lion8  groups  buf0 p (rw), buf1 g (r), buf2 exp_avg codes (rw),
- *        buf3 scal (r), buf4 exp_avg absmax (rw)     dtypes f32 (params)
+ *        buf3 scal (r), buf4 exp_avg absmax (rw), buf5 the half copy
+ *        (w, with GPO_UPD_PARAM_F16/BF16, abi.h)
+ *                               dtypes f32 (params: f32, f16 or bf16)
  *   GPO_LION_STATE_U8: blockwise 8-bit exp_avg, the signed map (as
  *   bitsandbytes' Lion8bit); blocks, codes and absmax as adam8's
  *   (abi/adam.h): the update from the dequantized state, then the new
@@ -26,6 +28,7 @@
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_LION_BUF_HALF	4
+#define GPO_LION8_BUF_HALF	5
 
 GPO_ARGS(gpo_lion_args)
 	gpo_u32 n;

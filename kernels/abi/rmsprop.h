@@ -15,8 +15,10 @@
  * values); their views cover n rounded up to 4 elements.
  *
  * rmsprop8  groups  buf0 p (rw), buf1 g (r), buf2 square_avg codes (rw),
+ *           buf3 the half copy (w, with GPO_UPD_PARAM_F16/BF16, abi.h;
+ *           momentum_buffer's in rmsprop, which 8 bits have not),
  *           buf5 scal (r), buf6 square_avg absmax (rw)
- *                                                    dtypes f32 (params)
+ *                               dtypes f32 (params: f32, f16 or bf16)
  *   GPO_RMSPROP_STATE_U8: blockwise 8-bit square_avg with the signed
  *   map, as bitsandbytes' RMSprop8bit; blocks, codes and absmax as
  *   adam8's (abi/adam.h). Neither momentum nor centered (bitsandbytes
@@ -33,6 +35,7 @@
 
 /* the half copy of the parameters (GPO_UPD_PARAM_F16/BF16, abi.h) */
 #define GPO_RMSPROP_BUF_HALF	6
+#define GPO_RMSPROP8_BUF_HALF	3
 
 GPO_ARGS(gpo_rmsprop_args)
 	gpo_u32 n;

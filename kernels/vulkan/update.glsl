@@ -66,9 +66,10 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
  * code words j and j + 32 of the block: it reads and writes whole words
  * itself, p and g as vec4s, and neighbouring lanes touch neighbouring
  * words. The block's absmax is one shared-memory exchange (u8_absmax),
- * one barrier a span. A kernel defines GPO_U8_STATE and
- * PREC_QMAP_SHARED before including this file, calls prec_qmap_load()
- * and barrier() first, and calls u8_absmax() from all its invocations.
+ * one barrier a span. A kernel defines GPO_U8_STATE, PREC_QMAP_SHARED
+ * and PARAM_HALF_BUF (its half copy's binding) before including this
+ * file, calls prec_qmap_load() and barrier() first, and calls
+ * u8_absmax() from all its invocations.
  * A code view is the whole slot as words, four codes a word (element 4i
  * in the low byte).
  */
@@ -192,73 +193,6 @@ uint u8_word(vec4 x, uint c, float absmax, bool is_signed, uint old)
 	return w;
 }
 
-/*
- * The one-state kernels (rmsprop8, adagrad8, lion8: the signed map)
- * define U8_ONE_STATE as the binding of their codes (sq here), declare
- * p and g (FLOAT4_BUF) and their absmax as sabs before including this
- * file, and define elem(): one element's update from its p, g, code and
- * the block's old absmax, returning p and the new state in @so.
- * u8_span1() is then a whole span of theirs.
- */
-#ifdef U8_ONE_STATE
-U8_BUF(U8_ONE_STATE, s);
-
-float elem(float p0, float g0, uint code, float absmax, out float so);
-
-void u8_span1(uint sp, uint par)
-{
-	uint k, first, cnt, blk, c[2], e[2], w[2], sw[2];
-	vec4 pv[2], sv[2];
-	uint sx = 0u;
-	float sa = 0.0, na, unused;
-
-	u8_block(sp, k, first, cnt);
-	blk = args.q_blk + k;
-	if (cnt != 0u)
-		sa = sabs[blk];
-	for (uint h = 0u; h < 2u; h++) {
-		c[h] = u8_quad_cnt(cnt, h);
-		e[h] = u8_quad_first(first, h);
-		/* q_off is a multiple of 4: the quad's codes are one word */
-		w[h] = (args.q_off + e[h]) / 4u;
-		if (c[h] == 0u)
-			continue;
-		vec4 gv;
-		if (c[h] == 4u) {
-			pv[h] = p4[e[h] / 4u];
-			gv = g4[e[h] / 4u];
-		} else {
-			for (uint l = 0u; l < c[h]; l++) {
-				pv[h][l] = p[e[h] + l];
-				gv[l] = g[e[h] + l];
-			}
-		}
-		sw[h] = sq[w[h]];
-		for (uint l = 0u; l < 4u; l++) {
-			float so = 0.0;
-
-			if (l < c[h])
-				pv[h][l] = elem(pv[h][l], gv[l],
-						u8_byte(sw[h], l), sa, so);
-			sv[h][l] = so;
-		}
-		if (c[h] == 4u) {
-			p4[e[h] / 4u] = pv[h];
-		} else {
-			for (uint l = 0u; l < c[h]; l++)
-				p[e[h] + l] = pv[h][l];
-		}
-		sx = max(sx, u8_bits_max(sv[h], c[h]));
-	}
-	/* every invocation of the block has read sabs[blk] by now */
-	u8_absmax(par, sx, 0u, na, unused);
-	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u)
-		sabs[blk] = na;
-	for (uint h = 0u; h < 2u; h++)
-		if (c[h] != 0u)
-			sq[w[h]] = u8_word(sv[h], c[h], na, true, sw[h]);
-}
-#endif
 #endif
 
 bool grad_mul()
@@ -462,3 +396,119 @@ void param_store1(uint e, float x)
 	param_put16(e, param_round(x, e));
 }
 #endif /* PARAM_HALF_BUF */
+
+#ifdef GPO_U8_STATE
+/*
+ * The u8 kernels' p and g: quad @q (elements 4q .. 4q + c - 1 of the
+ * group) as f32. @half is a constant at every call (the kernels run one
+ * loop of spans for f32 parameters and one for half ones), so the f32
+ * path compiles to plain vec4 loads and stores as before.
+ */
+void u8_quad_load(bool hp, uint q, uint c, out vec4 pv, out vec4 gv)
+{
+	if (hp) {
+		pv = param_load(q, c);
+		gv = param_grad(q, c);
+		return;
+	}
+	if (c == 4u) {
+		pv = p4[q];
+		gv = g4[q];
+	} else {
+		for (uint l = 0u; l < c; l++) {
+			pv[l] = p[4u * q + l];
+			gv[l] = g[4u * q + l];
+		}
+	}
+}
+
+void u8_quad_store(bool hp, uint q, uint c, vec4 pv)
+{
+	if (hp) {
+		param_store(q, c, pv);
+	} else if (c == 4u) {
+		p4[q] = pv;
+	} else {
+		for (uint l = 0u; l < c; l++)
+			p[4u * q + l] = pv[l];
+	}
+}
+
+/*
+ * The one-state kernels (rmsprop8, adagrad8, lion8: the signed map)
+ * define U8_ONE_STATE as the binding of their codes (sq here), declare
+ * p and g (FLOAT4_BUF) and their absmax as sabs before including this
+ * file, and define elem(): one element's update from its p, g, code and
+ * the block's old absmax, returning p and the new state in @so.
+ * u8_span1() is then a whole span of theirs, u8_main1() all of them.
+ */
+#ifdef U8_ONE_STATE
+U8_BUF(U8_ONE_STATE, s);
+
+float elem(float p0, float g0, uint code, float absmax, out float so);
+
+void u8_span1(uint sp, uint par, bool hp)
+{
+	uint k, first, cnt, blk, c[2], e[2], w[2], sw[2];
+	vec4 pv[2], sv[2];
+	uint sx = 0u;
+	float sa = 0.0, na, unused;
+
+	u8_block(sp, k, first, cnt);
+	blk = args.q_blk + k;
+	if (cnt != 0u)
+		sa = sabs[blk];
+	for (uint h = 0u; h < 2u; h++) {
+		c[h] = u8_quad_cnt(cnt, h);
+		e[h] = u8_quad_first(first, h);
+		/* q_off is a multiple of 4: the quad's codes are one word */
+		w[h] = (args.q_off + e[h]) / 4u;
+		if (c[h] == 0u)
+			continue;
+		vec4 gv;
+		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
+		sw[h] = sq[w[h]];
+		for (uint l = 0u; l < 4u; l++) {
+			float so = 0.0;
+
+			if (l < c[h])
+				pv[h][l] = elem(pv[h][l], gv[l],
+						u8_byte(sw[h], l), sa, so);
+			sv[h][l] = so;
+		}
+		u8_quad_store(hp, e[h] / 4u, c[h], pv[h]);
+		sx = max(sx, u8_bits_max(sv[h], c[h]));
+	}
+	/* every invocation of the block has read sabs[blk] by now */
+	u8_absmax(par, sx, 0u, na, unused);
+	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u)
+		sabs[blk] = na;
+	for (uint h = 0u; h < 2u; h++)
+		if (c[h] != 0u)
+			sq[w[h]] = u8_word(sv[h], c[h], na, true, sw[h]);
+}
+
+void u8_main1()
+{
+	uint par = 0u;
+
+	prec_qmap_load();
+	barrier();
+	/* every invocation reads the same scal: all return alike */
+	if (!grad_mul())
+		return;
+	/* two loops, so that the f32 one is the code it was */
+	if (param_half()) {
+		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+			u8_span1(s, par, true);
+			par ^= 1u;
+		}
+	} else {
+		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+			u8_span1(s, par, false);
+			par ^= 1u;
+		}
+	}
+}
+#endif
+#endif /* GPO_U8_STATE */

@@ -19,15 +19,18 @@
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
+#include "optim/optim_i.h"
 
 #define STEPS		20
 #define NGROUPS		3
 #define MAX_DEVS	16
-#define MAX_BUFS	10
+#define MAX_BUFS	12
 #define SR_SEED		0x5eedf00dull
 
 static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
 static const uint64_t tiny_sizes[] = { 1, 2, 3 };
+/* u8 state: a block's partial tail, blocks past a span of 8, the 1 alone */
+static const uint64_t u8_sizes[] = { 1000003, 300, 1, 4099, 257, 61 };
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
@@ -137,7 +140,27 @@ static void read_one(struct gpo_optim *opt, const char *name,
 		      "read %s: %s", name, gpo_errmsg());
 }
 
-/* param, master (if any) and every slot */
+/* the absmax blocks of u8 slot @slot, as "<slot>.absmax" */
+static void read_absmax(struct gpo_optim *opt, const char *slot,
+			struct run_out *o)
+{
+	int blocks = gpo_optim_read_absmax(opt, slot, NULL, 0), i = o->n++;
+
+	ck_assert_int_gt(blocks, 0);
+	ck_assert_int_lt(i, MAX_BUFS);
+	snprintf(o->name[i], sizeof(o->name[i]), "%s.absmax", slot);
+	o->bytes[i] = (size_t)blocks * 4;
+	o->buf[i] = malloc(o->bytes[i]);
+	memset(o->buf[i], 0xa5, o->bytes[i]);
+	ck_assert_msg(!gpo_optim_read_absmax(opt, slot, o->buf[i],
+					     (size_t)blocks),
+		      "absmax of %s: %s", slot, gpo_errmsg());
+}
+
+/*
+ * param, master (if any) and every slot the step uses (a u8 one with its
+ * absmax blocks)
+ */
 static void read_all(struct gpo_optim *opt, int master, struct run_out *o)
 {
 	int i, n = gpo_optim_slot_count(opt);
@@ -146,8 +169,19 @@ static void read_all(struct gpo_optim *opt, int master, struct run_out *o)
 	read_one(opt, "param", o);
 	if (master)
 		read_one(opt, "master", o);
-	for (i = 0; i < n; i++)
-		read_one(opt, gpo_optim_slot_name(opt, i), o);
+	for (i = 0; i < n; i++) {
+		const char *slot = gpo_optim_slot_name(opt, i);
+
+		if (gpo_optim_dtype(opt, slot) != GPO_U8) {
+			read_one(opt, slot, o);
+			continue;
+		}
+		/* amsgrad's max_exp_avg_sq: no u8 kernel, never in use */
+		if (!strcmp(slot, "max_exp_avg_sq"))
+			continue;
+		read_one(opt, slot, o);
+		read_absmax(opt, slot, o);
+	}
 }
 
 static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
@@ -249,6 +283,447 @@ START_TEST(test_sr_bitwise)
 	check_bitwise("adagrad_bf16_sr", GPO_ADAGRAD, "weight_decay=0.01",
 		      GPO_BF16, 0, GPO_F32);
 	check_bitwise("lion_bf16_sr", GPO_LION, "", GPO_BF16, 0, GPO_BF16);
+}
+END_TEST
+
+/*
+ * Half parameters with u8 state (the 8-bit kernels' GPO_UPD_PARAM_*):
+ * each family with u8 kernels in each half mode, over a million elements
+ * and odd small groups, params, master, codes and absmax cpu:0's bytes
+ */
+static void check_u8_modes_in(const char *family, enum gpo_optim_kind kind,
+			      const char *conf, const uint64_t *sz, int nsz)
+{
+	static const struct {
+		const char *name;
+		enum gpo_dtype dt;
+		int master;
+	} modes[] = {
+		{ "f16_master", GPO_F16, 1 },
+		{ "bf16_master", GPO_BF16, 1 },
+		{ "bf16_sr", GPO_BF16, 0 },
+	};
+	char what[64];
+	size_t m;
+
+	sizes = sz;
+	ntensors = nsz;
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		snprintf(what, sizeof(what), "%s_%s_u8", family, modes[m].name);
+		check_bitwise(what, kind, conf, modes[m].dt, modes[m].master,
+			      GPO_U8);
+	}
+	sizes = odd_sizes;
+	ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
+}
+
+static void check_u8_modes(const char *family, enum gpo_optim_kind kind,
+			   const char *conf)
+{
+	check_u8_modes_in(family, kind, conf, u8_sizes,
+			  (int)(sizeof(u8_sizes) / sizeof(u8_sizes[0])));
+}
+
+START_TEST(test_adam_half_u8_bitwise)
+{
+	check_u8_modes("adam", GPO_ADAM, "weight_decay=0.05 betas=0.8,0.99");
+}
+END_TEST
+
+START_TEST(test_adamw_half_u8_bitwise)
+{
+	check_u8_modes("adamw", GPO_ADAMW, "weight_decay=0.1 maximize=1");
+}
+END_TEST
+
+START_TEST(test_rmsprop_half_u8_bitwise)
+{
+	check_u8_modes("rmsprop", GPO_RMSPROP, "weight_decay=0.01 alpha=0.9");
+}
+END_TEST
+
+START_TEST(test_adagrad_half_u8_bitwise)
+{
+	check_u8_modes("adagrad", GPO_ADAGRAD,
+		       "lr_decay=0.01 initial_accumulator_value=0.1");
+}
+END_TEST
+
+START_TEST(test_lion_half_u8_bitwise)
+{
+	check_u8_modes("lion", GPO_LION, "weight_decay=0.1 betas=0.9,0.99");
+}
+END_TEST
+
+/*
+ * Fewer workgroups than spans: each group does several in turn (a
+ * grid-stride loop), the bytes the same. Not over a million elements:
+ * lavapipe (llvmpipe) ends a shader's loops after 65535 iterations in
+ * all, which a workgroup doing a hundred spans of 8 blocks passes (f32
+ * parameters too)
+ */
+START_TEST(test_half_u8_few_groups_bitwise)
+{
+	unsigned int keep = gpo__optim_u8_groups;
+	const int nodd = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
+
+	gpo__optim_u8_groups = 3;
+	check_u8_modes_in("adamw_3groups", GPO_ADAMW, "weight_decay=0.1",
+			  odd_sizes, nodd);
+	gpo__optim_u8_groups = 1;
+	check_u8_modes_in("lion_1group", GPO_LION, "", odd_sizes, nodd);
+	gpo__optim_u8_groups = keep;
+}
+END_TEST
+
+/* ---- half parameters with u8 state against float64 ------------------- */
+
+/* a family's hyperparameters, as the reference test configures them */
+struct hp64 {
+	double wd, beta1, beta2, eps, alpha, lr_decay;
+};
+
+/* the buffers of one u8 test step: parameters and state, as doubles */
+struct u8_view {
+	uint16_t *ph;		/* the half parameters */
+	float *mf;		/* the master (NULL without) */
+	uint8_t *q[2];
+	float *am[2];
+	double *x[2];		/* the state dequantized */
+};
+
+static int u8_nslots(enum gpo_optim_kind kind)
+{
+	return kind == GPO_ADAM || kind == GPO_ADAMW ? 2 : 1;
+}
+
+static const char *u8_slot(enum gpo_optim_kind kind, int k)
+{
+	switch (kind) {
+	case GPO_RMSPROP:
+		return "square_avg";
+	case GPO_ADAGRAD:
+		return "sum";
+	default:
+		return k ? "exp_avg_sq" : "exp_avg";
+	}
+}
+
+/* exp_avg_sq alone has the unsigned map (abi/adam.h) */
+static int u8_signed(enum gpo_optim_kind kind, int k)
+{
+	return !(k == 1 && u8_nslots(kind) == 2);
+}
+
+static void u8_view_read(struct gpo_optim *opt, enum gpo_optim_kind kind,
+			 int master, uint64_t blocks, struct u8_view *v)
+{
+	uint64_t n = gpo_optim_numel(opt), e;
+	int k;
+
+	memset(v->ph, 0x5a, n * 2);
+	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, v->ph, n * 2), 0);
+	if (master) {
+		memset(v->mf, 0x5a, n * 4);
+		ck_assert_int_eq(gpo_optim_read(opt, "master", NULL, v->mf,
+						n * 4), 0);
+	}
+	for (k = 0; k < u8_nslots(kind); k++) {
+		const char *slot = u8_slot(kind, k);
+		int sg = u8_signed(kind, k);
+
+		memset(v->q[k], 0x5a, n);
+		ck_assert_int_eq(gpo_optim_read(opt, slot, NULL, v->q[k], n), 0);
+		ck_assert_int_eq(gpo_optim_read_absmax(opt, slot, v->am[k],
+						       blocks), 0);
+		for (e = 0; e < n; e++)
+			v->x[k][e] = (double)gpo__qmap[sg][v->q[k][e]];
+	}
+}
+
+/*
+ * Is @code the map value nearest x / absmax, within @tol? The map is
+ * sorted: x / absmax lies between the midpoints to its neighbours.
+ */
+static int code_fits(double x, double absmax, int sg, uint8_t code,
+		     double tol)
+{
+	const float *map = gpo__qmap[sg];
+	double r = absmax > 0 ? x / absmax : 0, lo = -INFINITY, hi = INFINITY;
+
+	if (code > 0)
+		lo = ((double)map[code - 1] + map[code]) / 2;
+	if (code < 255)
+		hi = ((double)map[code] + map[code + 1]) / 2;
+	return r >= lo - tol && r <= hi + tol;
+}
+
+/*
+ * 20 steps on cpu:0 of @kind with half parameters and u8 state, each
+ * checked against one float64 step of the same algorithm from the state
+ * before it (dequantized) and the master (or the bf16 parameters): the
+ * master within f32 rounding, the half parameters the master rounded to
+ * nearest even (or, with SR, one of the two bf16 values around the exact
+ * result), each block's absmax the largest |new state| and each code the
+ * map value nearest to it, within f32 rounding
+ */
+static void check_u8_reference(const char *what, enum gpo_optim_kind kind,
+			       const char *conf, const struct hp64 *h,
+			       enum gpo_dtype pdt, int master)
+{
+	struct gpo_device *cpu;
+	struct gpo_optim *opt;
+	struct u8_view a, b;
+	uint64_t s = tu_rng(what), n, blocks, e;
+	uint16_t *gh;
+	double *x64[2], *p64, *tol;
+	int t, k, g, ex;
+
+	sizes = u8_sizes;
+	ntensors = (int)(sizeof(u8_sizes) / sizeof(u8_sizes[0]));
+	ck_assert_int_eq(gpo_device_select(tu_ctx(), "cpu:0", &cpu), 0);
+	opt = make_opt(cpu, kind, conf, pdt, master, GPO_U8);
+	n = gpo_optim_numel(opt);
+	blocks = (uint64_t)gpo_optim_read_absmax(opt, u8_slot(kind, 0), NULL,
+						 0);
+	gh = malloc(n * 2);
+	p64 = malloc(n * 8);
+	tol = malloc(n * 8);
+	for (k = 0; k < 2; k++) {
+		struct u8_view *v = k ? &b : &a;
+		int j;
+
+		v->ph = malloc(n * 2);
+		v->mf = master ? malloc(n * 4) : NULL;
+		for (j = 0; j < 2; j++) {
+			v->q[j] = malloc(n);
+			v->am[j] = malloc(blocks * 4);
+			v->x[j] = malloc(n * 8);
+		}
+		x64[k] = malloc(n * 8);
+	}
+	fill_half(gh, n, &s, pdt, 1.0);
+	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, gh, n * 2), 0);
+	for (t = 1; t <= STEPS; t++) {
+		uint64_t start = 0, blk = 0;
+
+		u8_view_read(opt, kind, master, blocks, &a);
+		fill_half(gh, n, &s, pdt, 1.0);
+		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, gh, n * 2),
+				 0);
+		ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
+		u8_view_read(opt, kind, master, blocks, &b);
+		for (g = 0; g < NGROUPS; g++) {
+			uint64_t gn = 0, nb;
+			double lr = group_lr[g];
+			double bc1 = 1 - pow(h->beta1, t), bc2 = 1 - pow(h->beta2, t);
+			double clr = lr / (1 + (t - 1) * h->lr_decay);
+			int i;
+
+			for (i = g; i < ntensors; i += NGROUPS)
+				gn += sizes[i];
+			nb = (gn + 255) / 256;
+			for (e = start; e < start + gn; e++) {
+				uint64_t bk = blk + (e - start) / 256;
+				double p = master ? a.mf[e] : from_half(a.ph[e], pdt);
+				double gr = from_half(gh[e], pdt), gi, c, d, up;
+				double x0 = a.x[0][e] * a.am[0][bk];
+				double x1 = u8_nslots(kind) == 2 ?
+					    a.x[1][e] * a.am[1][bk] : 0;
+
+				switch (kind) {
+				case GPO_LION:
+					c = h->beta1 * x0 + (1 - h->beta1) * gr;
+					/* a sign f32 may see otherwise: skip */
+					if (fabs(c) < 1e-6 * (fabs(x0) + fabs(gr)))
+						p = NAN;
+					else
+						p = p * (1 - lr * h->wd) -
+						    lr * (c > 0 ? 1 : -1);
+					up = lr;
+					x64[0][e] = h->beta2 * x0 +
+						    (1 - h->beta2) * gr;
+					break;
+				case GPO_RMSPROP:
+					gi = gr + h->wd * p;
+					x64[0][e] = h->alpha * x0 +
+						    (1 - h->alpha) * gi * gi;
+					d = sqrt(x64[0][e]) + h->eps;
+					p -= lr * gi / d;
+					up = lr * (fabs(gr) + h->wd * fabs(p)) / d;
+					break;
+				case GPO_ADAGRAD:
+					gi = gr + h->wd * p;
+					x64[0][e] = x0 + gi * gi;
+					d = sqrt(x64[0][e]) + h->eps;
+					p -= clr * gi / d;
+					up = clr * (fabs(gr) + h->wd * fabs(p)) / d;
+					break;
+				default:
+					gi = gr;
+					if (kind == GPO_ADAMW)
+						p *= 1 - lr * h->wd;
+					else
+						gi += h->wd * p;
+					x64[0][e] = h->beta1 * x0 +
+						    (1 - h->beta1) * gi;
+					x64[1][e] = h->beta2 * x1 +
+						    (1 - h->beta2) * gi * gi;
+					d = sqrt(x64[1][e]) / sqrt(bc2) + h->eps;
+					p -= lr / bc1 * x64[0][e] / d;
+					/* m's terms before they cancel */
+					up = lr / bc1 * (h->beta1 * fabs(x0) +
+							 (1 - h->beta1) *
+							 (fabs(gr) + h->wd * fabs(p))) / d;
+				}
+				p64[e] = p;
+				/*
+				 * f32's rounding: of p and of the update's
+				 * terms (relative to their size, not to a
+				 * difference of them)
+				 */
+				tol[e] = 1e-6 * (fabs(p) +
+						 fabs(master ? a.mf[e] :
+						      from_half(a.ph[e], pdt))) +
+					 1e-5 * up + 1e-30;
+			}
+			/* each block: its absmax, then its codes */
+			for (k = 0; k < u8_nslots(kind); k++) {
+				int sg = u8_signed(kind, k);
+				uint64_t bb;
+
+				for (bb = 0; bb < nb; bb++) {
+					uint64_t f = start + bb * 256;
+					uint64_t l = f + 256 < start + gn ?
+						     f + 256 : start + gn;
+					double mx = 0, am = b.am[k][blk + bb];
+
+					for (e = f; e < l; e++)
+						mx = fmax(mx, fabs(x64[k][e]));
+					/* no ck_assert in loops: each writes a pipe */
+					if (!(fabs(am - mx) <= 1e-5 * mx))
+						ck_abort_msg("%s step %d: %s block %llu absmax %.9g, float64 %.9g",
+						      what, t, u8_slot(kind, k),
+						      (unsigned long long)(blk + bb),
+						      am, mx);
+					for (e = f; e < l; e++)
+						if (!code_fits(x64[k][e], am, sg,
+							       b.q[k][e], 1e-5))
+							ck_abort_msg("%s step %d: %s %llu code %u for %.9g (absmax %.9g)",
+							      what, t, u8_slot(kind, k),
+							      (unsigned long long)e,
+							      b.q[k][e], x64[k][e], am);
+				}
+			}
+			start += gn;
+			blk += nb;
+		}
+		for (e = 0; e < n; e++) {
+			double want = p64[e], got;
+
+			if (isnan(want))
+				continue;
+			if (master) {
+				got = b.mf[e];
+				if (!(fabs(got - want) <= tol[e]))
+					ck_abort_msg("%s step %d: master %llu %.9g, float64 %.9g",
+					      what, t, (unsigned long long)e, got,
+					      want);
+				if (b.ph[e] != to_half(b.mf[e], pdt))
+					ck_abort_msg("%s step %d: param %llu 0x%04x, master rounds to 0x%04x",
+					      what, t, (unsigned long long)e,
+					      b.ph[e], to_half(b.mf[e], pdt));
+				continue;
+			}
+			/* SR: one of the two bf16 values around it */
+			got = from_half(b.ph[e], pdt);
+			frexp(want, &ex);
+			if (!(fabs(got - want) <= ldexp(1, ex - 8) + tol[e]))
+				ck_abort_msg("%s step %d: param %llu %.9g, float64 %.9g",
+				      what, t, (unsigned long long)e, got, want);
+		}
+	}
+	fprintf(stderr, "%s: %d steps within rounding of float64\n", what,
+		STEPS);
+	for (k = 0; k < 2; k++) {
+		struct u8_view *v = k ? &b : &a;
+		int j;
+
+		free(v->ph);
+		free(v->mf);
+		for (j = 0; j < 2; j++) {
+			free(v->q[j]);
+			free(v->am[j]);
+			free(v->x[j]);
+		}
+		free(x64[k]);
+	}
+	free(p64);
+	free(tol);
+	free(gh);
+	gpo_optim_free(opt);
+	sizes = odd_sizes;
+	ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
+}
+
+static void check_u8_reference_modes(const char *family,
+				     enum gpo_optim_kind kind,
+				     const char *conf, const struct hp64 *h)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "%s_f16_master_u8_ref", family);
+	check_u8_reference(what, kind, conf, h, GPO_F16, 1);
+	snprintf(what, sizeof(what), "%s_bf16_master_u8_ref", family);
+	check_u8_reference(what, kind, conf, h, GPO_BF16, 1);
+	snprintf(what, sizeof(what), "%s_bf16_sr_u8_ref", family);
+	check_u8_reference(what, kind, conf, h, GPO_BF16, 0);
+}
+
+START_TEST(test_adam_half_u8_reference)
+{
+	const struct hp64 h = { .wd = 0.05, .beta1 = 0.8, .beta2 = 0.99,
+				.eps = 1e-8 };
+
+	check_u8_reference_modes("adam", GPO_ADAM,
+				 "weight_decay=0.05 betas=0.8,0.99", &h);
+}
+END_TEST
+
+START_TEST(test_adamw_half_u8_reference)
+{
+	const struct hp64 h = { .wd = 0.1, .beta1 = 0.9, .beta2 = 0.999,
+				.eps = 1e-8 };
+
+	check_u8_reference_modes("adamw", GPO_ADAMW, "weight_decay=0.1", &h);
+}
+END_TEST
+
+START_TEST(test_rmsprop_half_u8_reference)
+{
+	const struct hp64 h = { .wd = 0.01, .alpha = 0.9, .eps = 1e-8 };
+
+	check_u8_reference_modes("rmsprop", GPO_RMSPROP,
+				 "weight_decay=0.01 alpha=0.9", &h);
+}
+END_TEST
+
+START_TEST(test_adagrad_half_u8_reference)
+{
+	const struct hp64 h = { .wd = 0.01, .lr_decay = 0.01, .eps = 1e-10 };
+
+	check_u8_reference_modes("adagrad", GPO_ADAGRAD,
+				 "weight_decay=0.01 lr_decay=0.01 initial_accumulator_value=0.1",
+				 &h);
+}
+END_TEST
+
+START_TEST(test_lion_half_u8_reference)
+{
+	const struct hp64 h = { .wd = 0.1, .beta1 = 0.9, .beta2 = 0.99 };
+
+	check_u8_reference_modes("lion", GPO_LION,
+				 "weight_decay=0.1 betas=0.9,0.99", &h);
 }
 END_TEST
 
@@ -685,6 +1160,17 @@ int main(void)
 	tcase_add_test(tc, test_master_bitwise);
 	tcase_add_test(tc, test_sr_bitwise);
 	tcase_add_test(tc, test_tiny_groups_bitwise);
+	tcase_add_test(tc, test_adam_half_u8_bitwise);
+	tcase_add_test(tc, test_adamw_half_u8_bitwise);
+	tcase_add_test(tc, test_rmsprop_half_u8_bitwise);
+	tcase_add_test(tc, test_adagrad_half_u8_bitwise);
+	tcase_add_test(tc, test_lion_half_u8_bitwise);
+	tcase_add_test(tc, test_half_u8_few_groups_bitwise);
+	tcase_add_test(tc, test_adam_half_u8_reference);
+	tcase_add_test(tc, test_adamw_half_u8_reference);
+	tcase_add_test(tc, test_rmsprop_half_u8_reference);
+	tcase_add_test(tc, test_adagrad_half_u8_reference);
+	tcase_add_test(tc, test_lion_half_u8_reference);
 	tcase_add_test(tc, test_master_adamw_reference);
 	tcase_add_test(tc, test_sr_host_loop_and_unbiased);
 	tcase_add_test(tc, test_master_follows_writes);

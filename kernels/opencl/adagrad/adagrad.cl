@@ -73,7 +73,7 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
  * sum, then the block's absmax and codes
  */
 KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
-		     BUF(const float, scal), BUF(float, sabs),
+		     BUF(const float, scal), BUF(float, sabs), BUF(uint, ph),
 		     struct gpo_adagrad_args a)
 {
 	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
@@ -86,6 +86,8 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	VIEW(sq);
 	VIEW(scal);
 	VIEW(sabs);
+	VIEW(ph);
+	PARAM_CTX(pc, a, ph);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
@@ -97,11 +99,12 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		float pi, gi, si = 0.0f, sa, unused;
 
 		if (valid) {
-			pi = p[e];
-			gi = g[e] * gm + a.weight_decay * pi;
+			pi = param_ld1(p, e, &pc);
+			gi = param_g1(g, e, &pc) * gm + a.weight_decay * pi;
 			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
 			     gi * gi;
-			p[e] = pi - a.clr * cr_div(gi, cr_sqrt(si) + a.eps);
+			param_st1(p, e, pi - a.clr * cr_div(gi, cr_sqrt(si) +
+							   a.eps), &pc);
 		}
 		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
 		if (lid == 0)

@@ -122,7 +122,7 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
  * from the unrounded new state), then the block's absmax and codes
  */
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
-		  BUF(uint, vq), BUF(float, vmax), BUF(const float, scal),
+		  BUF(uint, vq), BUF(uint, ph), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
 {
 	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
@@ -137,9 +137,11 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(g);
 	VIEW(mq);
 	VIEW(vq);
+	VIEW(ph);
 	VIEW(scal);
 	VIEW(mabs);
 	VIEW(vabs);
+	PARAM_CTX(pc, a, ph);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
@@ -151,15 +153,16 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
 
 		if (valid) {
-			pi = p[e];
-			gi = g[e] * gm + l2 * pi;
+			pi = param_ld1(p, e, &pc);
+			gi = param_g1(g, e, &pc) * gm + l2 * pi;
 			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
 			     a.beta1 + a.one_minus_beta1 * gi;
 			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
 				      false) * a.beta2 +
 			     a.one_minus_beta2 * gi * gi;
 			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
-			p[e] = pi * decay - a.step_size * cr_div(mi, denom);
+			param_st1(p, e, pi * decay -
+					   a.step_size * cr_div(mi, denom), &pc);
 		}
 		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
 		if (lid == 0) {

@@ -80,7 +80,7 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
  * update from the dequantized state, then the block's absmax and codes
  */
 KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
-		  BUF(const float, scal), BUF(float, mabs),
+		  BUF(const float, scal), BUF(float, mabs), BUF(uint, ph),
 		  struct gpo_lion_args a)
 {
 	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
@@ -93,6 +93,8 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(mq);
 	VIEW(scal);
 	VIEW(mabs);
+	VIEW(ph);
+	PARAM_CTX(pc, a, ph);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
@@ -104,10 +106,11 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		float gi, m0, c, mi = 0.0f, ma, unused;
 
 		if (valid) {
-			gi = g[e] * gm;
+			gi = param_g1(g, e, &pc) * gm;
 			m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
 			c = m0 * a.beta1 + a.one_minus_beta1 * gi;
-			p[e] = p[e] * a.decay - a.lr * sign(c);
+			param_st1(p, e, param_ld1(p, e, &pc) * a.decay -
+					a.lr * sign(c), &pc);
 			mi = m0 * a.beta2 + a.one_minus_beta2 * gi;
 		}
 		u8_absmax(red, mi, 0.0f, 1, valid, &ma, &unused);

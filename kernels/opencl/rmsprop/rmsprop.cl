@@ -120,7 +120,7 @@ KERNEL void rmsprop(BUF(float, p), BUF(const float, g), BUF(float, sq),
  * update from the dequantized state, then the block's absmax and codes
  */
 KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
-		     BUF(float, mb), BUF(float, ga), BUF(const float, scal),
+		     BUF(uint, ph), BUF(float, ga), BUF(const float, scal),
 		     BUF(float, sabs), struct gpo_rmsprop_args a)
 {
 	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
@@ -131,8 +131,10 @@ KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	VIEW(p);
 	VIEW(g);
 	VIEW(sq);
+	VIEW(ph);
 	VIEW(scal);
 	VIEW(sabs);
+	PARAM_CTX(pc, a, ph);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
@@ -144,12 +146,12 @@ KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		float pi, gi, si = 0.0f, avg, sa, unused;
 
 		if (valid) {
-			pi = p[e];
-			gi = g[e] * gm + a.weight_decay * pi;
+			pi = param_ld1(p, e, &pc);
+			gi = param_g1(g, e, &pc) * gm + a.weight_decay * pi;
 			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) *
 			     a.alpha + a.one_minus_alpha * gi * gi;
 			avg = cr_sqrt(si) + a.eps;
-			p[e] = pi - a.lr * cr_div(gi, avg);
+			param_st1(p, e, pi - a.lr * cr_div(gi, avg), &pc);
 		}
 		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
 		if (lid == 0)

@@ -7,7 +7,8 @@
  * invocation its two quads of a block, dequantizing each element's
  * exp_avg (signed map) and exp_avg_sq (unsigned map), updating them and
  * p exactly as adam.comp does (p from the unrounded new state); then the
- * block's absmax of the new values and its words of codes.
+ * block's absmax of the new values and its words of codes. Half
+ * parameters (abi.h GPO_UPD_PARAM_*) through update.glsl's param_*.
  */
 #version 450
 #include "common.glsl"
@@ -22,6 +23,7 @@ FLOAT_BUF(7, vabs);
 
 #define GPO_U8_STATE
 #define PREC_QMAP_SHARED
+#define PARAM_HALF_BUF	GPO_ADAM8_BUF_HALF
 #include "update.glsl"
 
 U8_BUF(2, m);
@@ -48,7 +50,7 @@ float elem(float p0, float g0, uint mc, uint vc, float ma, float va,
 	return pi;
 }
 
-void span(uint s, uint par)
+void span(uint s, uint par, bool hp)
 {
 	uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
 	vec4 pv[2], mv[2], vv[2];
@@ -69,15 +71,7 @@ void span(uint s, uint par)
 		if (c[h] == 0u)
 			continue;
 		vec4 gv;
-		if (c[h] == 4u) {
-			pv[h] = p4[e[h] / 4u];
-			gv = g4[e[h] / 4u];
-		} else {
-			for (uint l = 0u; l < c[h]; l++) {
-				pv[h][l] = p[e[h] + l];
-				gv[l] = g[e[h] + l];
-			}
-		}
+		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
 		mw[h] = mq[w[h]];
 		vw[h] = vq[w[h]];
 		for (uint l = 0u; l < 4u; l++) {
@@ -91,12 +85,7 @@ void span(uint s, uint par)
 			mv[h][l] = mo;
 			vv[h][l] = vo;
 		}
-		if (c[h] == 4u) {
-			p4[e[h] / 4u] = pv[h];
-		} else {
-			for (uint l = 0u; l < c[h]; l++)
-				p[e[h] + l] = pv[h][l];
-		}
+		u8_quad_store(hp, e[h] / 4u, c[h], pv[h]);
 		mx = max(mx, u8_bits_max(mv[h], c[h]));
 		vx = max(vx, u8_bits_max(vv[h], c[h]));
 	}
@@ -125,8 +114,16 @@ void main()
 		return;
 	decay = FLAG(GPO_ADAM_DECOUPLED) ? args.decay : 1.0;
 	l2 = FLAG(GPO_ADAM_DECOUPLED) ? 0.0 : args.weight_decay;
-	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-		span(s, par);
-		par ^= 1u;
+	/* two loops, so that the f32 one is the code it was */
+	if (param_half()) {
+		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+			span(s, par, true);
+			par ^= 1u;
+		}
+	} else {
+		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+			span(s, par, false);
+			par ^= 1u;
+		}
 	}
 }

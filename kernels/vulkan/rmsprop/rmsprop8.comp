@@ -21,6 +21,7 @@ FLOAT_BUF(6, sabs);
 #define GPO_U8_STATE
 #define U8_ONE_STATE	2
 #define PREC_QMAP_SHARED
+#define PARAM_HALF_BUF	GPO_RMSPROP8_BUF_HALF
 #include "update.glsl"
 
 /* one element: the arithmetic of rmsprop.comp in its order */
@@ -41,15 +42,5 @@ float elem(float p0, float g0, uint code, float absmax, out float so)
 
 void main()
 {
-	uint par = 0u;
-
-	prec_qmap_load();
-	barrier();
-	/* every invocation reads the same scal: all return alike */
-	if (!grad_mul())
-		return;
-	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-		u8_span1(s, par);
-		par ^= 1u;
-	}
+	u8_main1();
 }

@@ -201,27 +201,45 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	 * struct); bindings after the f32 kernel's, which keep their places;
 	 * p and g read as float4s
 	 */
+	/*
+	 * Half parameters: p_half where the f32 kernel's optional state
+	 * was (which 8 bits do not keep), else after the others
+	 */
 	[OP_ADAM8] = { "adam8", "adam", GRID_GROUPS, 8,
 		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW },
-		  { "exp_avg_sq", OP_RW }, { "max_exp_avg_sq", OP_RW | OP_OPT },
+		  { "exp_avg_sq", OP_RW }, [GPO_ADAM8_BUF_HALF] = PHALF,
 		  SCAL, { "exp_avg.absmax", OP_RW },
 		  { "exp_avg_sq.absmax", OP_RW } },
-		sizeof(struct gpo_adam_args), DT(GPO_F32) },
+		sizeof(struct gpo_adam_args), DT(GPO_F32),
+		BASE_WORD(gpo_adam_args) },
 	[OP_RMSPROP8] = { "rmsprop8", "rmsprop", GRID_GROUPS, 7,
 		{ { "p", P4 }, { "g", G4 }, { "square_avg", OP_RW },
-		  { "momentum_buffer", OP_RW | OP_OPT },
+		  [GPO_RMSPROP8_BUF_HALF] = PHALF,
 		  { "grad_avg", OP_RW | OP_OPT }, SCAL,
 		  { "square_avg.absmax", OP_RW } },
-		sizeof(struct gpo_rmsprop_args), DT(GPO_F32) },
-	[OP_ADAGRAD8] = { "adagrad8", "adagrad", GRID_GROUPS, 5,
+		sizeof(struct gpo_rmsprop_args), DT(GPO_F32),
+		BASE_WORD(gpo_rmsprop_args) },
+	[OP_ADAGRAD8] = { "adagrad8", "adagrad", GRID_GROUPS,
+		GPO_ADAGRAD8_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "sum", OP_RW }, SCAL,
-		  { "sum.absmax", OP_RW } },
-		sizeof(struct gpo_adagrad_args), DT(GPO_F32) },
-	[OP_LION8] = { "lion8", "lion", GRID_GROUPS, 5,
+		  { "sum.absmax", OP_RW }, [GPO_ADAGRAD8_BUF_HALF] = PHALF },
+		sizeof(struct gpo_adagrad_args), DT(GPO_F32),
+		BASE_WORD(gpo_adagrad_args) },
+	[OP_LION8] = { "lion8", "lion", GRID_GROUPS, GPO_LION8_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW }, SCAL,
-		  { "exp_avg.absmax", OP_RW } },
-		sizeof(struct gpo_lion_args), DT(GPO_F32) },
+		  { "exp_avg.absmax", OP_RW }, [GPO_LION8_BUF_HALF] = PHALF },
+		sizeof(struct gpo_lion_args), DT(GPO_F32),
+		BASE_WORD(gpo_lion_args) },
 };
+
+/* the cpu backend's u8 wrapper finds q_groups before p_base (abi.h) */
+#define Q_BEFORE_BASE(s) \
+	_Static_assert(offsetof(struct s, q_groups) + 4 == \
+		       offsetof(struct s, p_base), #s ": q_groups, p_base")
+Q_BEFORE_BASE(gpo_adam_args);
+Q_BEFORE_BASE(gpo_rmsprop_args);
+Q_BEFORE_BASE(gpo_adagrad_args);
+Q_BEFORE_BASE(gpo_lion_args);
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,
 		      enum gpo_dtype dtype)

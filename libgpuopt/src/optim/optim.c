@@ -1427,7 +1427,6 @@ static int param_half(const struct gpo_optim *opt)
 static int check_param(struct gpo_optim *opt, const char *what, int slots)
 {
 	const struct hparams *hp = &opt->groups[0].hp;
-	int s;
 
 	if (opt->param_dtype == GPO_F32) {
 		if (opt->grad_dtype != GPO_F32)
@@ -1440,11 +1439,6 @@ static int check_param(struct gpo_optim *opt, const char *what, int slots)
 		return gpo__err(-ENOSYS, "%s: param in %s, grad in %s: the gradients must be in the parameters' dtype",
 				what, gpo_dtype_name(opt->param_dtype),
 				gpo_dtype_name(opt->grad_dtype));
-	for (s = 0; s < SL_COUNT; s++)
-		if (slot_needed(opt, s) && opt->slot_dtype[s] == GPO_U8)
-			return gpo__err(-ENOSYS, "%s: %s parameters with u8 %s: the 8-bit kernels take f32 parameters (not written yet)",
-					what, gpo_dtype_name(opt->param_dtype),
-					gpo__optim_slot_names[s]);
 	if (opt->allocated && !hp->master_weights != !opt->master_on)
 		return gpo__err(-EBUSY, "%s: master_weights cannot change after the first use",
 				what);
@@ -1561,9 +1555,13 @@ void gpo__optim_param_call(const struct gpo_optim *opt,
 					      GPO_UPD_PARAM_BF16;
 	call->buf[1] = half_view4(&opt->grad, grp);
 	if (opt->master_on) {
-		/* ops.c: the half copy is each update op's last buffer */
+		unsigned int b;
+
+		/* ops.c: the half copy is the op's buffer "p_half" */
 		call->buf[0] = optim_group_view(&opt->master, GPO_F32, grp);
-		call->buf[op->nbuf - 1] = half_view4(&opt->param, grp);
+		for (b = 0; b < op->nbuf; b++)
+			if (op->buf[b].name && !strcmp(op->buf[b].name, "p_half"))
+				call->buf[b] = half_view4(&opt->param, grp);
 	} else {
 		w[1] |= GPO_UPD_PARAM_SR;
 		call->buf[0] = half_view4(&opt->param, grp);

@@ -1062,75 +1062,137 @@ static int cpu_supports(struct gpo_device *dev, enum gpo__op_id op,
  * master rounded to nearest even, or the bf16 parameters the new values
  * rounded stochastically with gpo__round_bits() of their global index.
  */
-static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
+struct param_half {
+	const struct op_call *c;
+	struct op_call cc;	/* @c with the chunk arrays bound */
+	const uint16_t *gh;	/* the half gradients */
+	uint16_t *ph;		/* the half parameters or copy */
+	uint32_t base;
+	uint64_t seed, step;
+	int f16, sr;
+	float pt[PARAM_CHUNK], gt[PARAM_CHUNK];
+	struct dev_mem pm, gmem;
+};
+
+/* NULL when the step is skipped (it changes nothing) */
+static struct param_half *param_half_init(struct param_half *h,
+					  const struct op_call *c)
 {
 	const struct gpo__op *op = &gpo__ops[c->op];
 	const uint32_t *w = c->args;
-	uint32_t flags = w[1], base = w[op->base_word];
-	uint64_t seed = w[op->base_word + 1] |
-			(uint64_t)w[op->base_word + 2] << 32;
-	uint64_t step = w[op->base_word + 3] |
-			(uint64_t)w[op->base_word + 4] << 32;
-	int f16 = !!(flags & GPO_UPD_PARAM_F16);
-	int sr = !!(flags & GPO_UPD_PARAM_SR);
-	const uint16_t *gh = (const uint16_t *)(void *)bp(c, 1);
-	uint16_t *ph = sr ? (uint16_t *)(void *)bp(c, 0) : NULL;
-	float pt[PARAM_CHUNK], gt[PARAM_CHUNK];
-	struct dev_mem pm, gmem;
-	struct op_call cc = *c;
-	uint32_t c0, c1, i;
+	uint32_t flags = w[1];
 	unsigned int b;
 
-	/* a skipped step changes nothing */
+	h->c = c;
+	h->cc = *c;
+	h->base = w[op->base_word];
+	h->seed = w[op->base_word + 1] | (uint64_t)w[op->base_word + 2] << 32;
+	h->step = w[op->base_word + 3] | (uint64_t)w[op->base_word + 4] << 32;
+	h->f16 = !!(flags & GPO_UPD_PARAM_F16);
+	h->sr = !!(flags & GPO_UPD_PARAM_SR);
+	h->gh = (const uint16_t *)(void *)bp(c, 1);
+	h->ph = h->sr ? (uint16_t *)(void *)bp(c, 0) : NULL;
 	for (b = 0; b < op->nbuf; b++) {
-		if (!strcmp(op->buf[b].name, "scal") &&
+		if (op->buf[b].name && !strcmp(op->buf[b].name, "scal") &&
 		    (flags & GPO_UPD_USE_SCAL) &&
 		    bp(c, b)[GPO_SCAL_SKIP] != 0.0f)
-			return;
-		if (!sr && !strcmp(op->buf[b].name, "p_half"))
-			ph = (uint16_t *)(void *)bp(c, b);
+			return NULL;
+		if (!h->sr && op->buf[b].name &&
+		    !strcmp(op->buf[b].name, "p_half"))
+			h->ph = (uint16_t *)(void *)bp(c, b);
 	}
-	if (!ph)
+	return h->ph ? h : NULL;
+}
+
+/*
+ * Elements [c0, c1) (at most PARAM_CHUNK): widened, the family's loop
+ * run over its units [u0, u1) (which must touch only those elements),
+ * then rounded back
+ */
+static void param_half_run(struct param_half *h, uint32_t c0, uint32_t c1,
+			   uint32_t u0, uint32_t u1)
+{
+	struct op_call *cc = &h->cc;
+	uint32_t i;
+
+	/* chunk array element i is element c0 + i of the view */
+	h->gmem.ptr = h->gt - c0;
+	h->gmem.size = (uint64_t)c1 * 4;
+	cc->buf[1] = (struct dev_buf){ &h->gmem, 0, h->gmem.size };
+	for (i = c0; i < c1; i++)
+		h->gt[i - c0] = h->f16 ? gpo__f16_to_f32(h->gh[i]) :
+					 gpo__bf16_to_f32(h->gh[i]);
+	if (h->sr) {
+		h->pm.ptr = h->pt - c0;
+		h->pm.size = h->gmem.size;
+		cc->buf[0] = (struct dev_buf){ &h->pm, 0, h->pm.size };
+		for (i = c0; i < c1; i++)
+			h->pt[i - c0] = gpo__bf16_to_f32(h->ph[i]);
+	}
+	op_kernel[h->c->op]->fn(cc, u0, u1);
+	if (h->sr) {
+		uint32_t rw[4];
+
+		/* gpo__round_bits(): one Philox block per 4 elements */
+		for (i = c0; i < c1; i++) {
+			uint64_t e = (uint64_t)h->base + i;
+
+			if (i == c0 || e % 4 == 0)
+				gpo__philox(h->seed,
+					    GPO_RNG_STREAM(GPO_RNG_ROUND,
+							   h->step),
+					    e / 4, rw);
+			h->ph[i] = gpo__f32_to_bf16_sr(h->pt[i - c0],
+						       rw[e % 4]);
+		}
+	} else {
+		const float *m = bp(h->c, 0);
+
+		for (i = c0; i < c1; i++)
+			h->ph[i] = h->f16 ? gpo__f32_to_f16(m[i]) :
+					    gpo__f32_to_bf16(m[i]);
+	}
+}
+
+static void k_param_half(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	struct param_half h;
+	uint32_t c0, c1;
+
+	if (!param_half_init(&h, c))
 		return;
 	for (c0 = lo; c0 < hi; c0 = c1) {
 		c1 = hi - c0 < PARAM_CHUNK ? hi : c0 + PARAM_CHUNK;
-		/* chunk array element i is element c0 + i of the view */
-		gmem.ptr = gt - c0;
-		gmem.size = (uint64_t)c1 * 4;
-		cc.buf[1] = (struct dev_buf){ &gmem, 0, gmem.size };
-		for (i = c0; i < c1; i++)
-			gt[i - c0] = f16 ? gpo__f16_to_f32(gh[i]) :
-					   gpo__bf16_to_f32(gh[i]);
-		if (sr) {
-			pm.ptr = pt - c0;
-			pm.size = gmem.size;
-			cc.buf[0] = (struct dev_buf){ &pm, 0, pm.size };
-			for (i = c0; i < c1; i++)
-				pt[i - c0] = gpo__bf16_to_f32(ph[i]);
-		}
-		op_kernel[c->op]->fn(&cc, c0, c1);
-		if (sr) {
-			uint32_t rw[4];
+		param_half_run(&h, c0, c1, c0, c1);
+	}
+}
 
-			/* gpo__round_bits(): one Philox block per 4 elements */
-			for (i = c0; i < c1; i++) {
-				uint64_t e = (uint64_t)base + i;
+/*
+ * The same around a u8 kernel (adam8 ...): unit w does blocks w, w +
+ * q_groups, ... (FOR_EACH_U8_BLOCK); each block is run alone, as the
+ * kernel's unit k with q_groups at least the block count, so that the
+ * kernel touches that block's elements only
+ */
+static void k_param_half_u8(const struct op_call *c, uint32_t lo,
+			    uint32_t hi)
+{
+	const struct gpo__op *op = &gpo__ops[c->op];
+	uint32_t args[GPO_ARGS_MAX / 4], n, groups, blocks, w, k;
+	struct param_half h;
 
-				if (i == c0 || e % 4 == 0)
-					gpo__philox(seed,
-						    GPO_RNG_STREAM(GPO_RNG_ROUND,
-								   step),
-						    e / 4, rw);
-				ph[i] = gpo__f32_to_bf16_sr(pt[i - c0],
-							    rw[e % 4]);
-			}
-		} else {
-			const float *m = bp(c, 0);
+	if (!param_half_init(&h, c))
+		return;
+	memcpy(args, c->args, op->args_size);
+	n = args[0];
+	groups = args[op->base_word - 1];
+	blocks = (n + GPO_QBLOCK - 1) / GPO_QBLOCK;
+	args[op->base_word - 1] = blocks;
+	h.cc.args = args;
+	FOR_EACH_U8_BLOCK(k, w, lo, hi, n, groups) {
+		uint32_t first = k * GPO_QBLOCK;
 
-			for (i = c0; i < c1; i++)
-				ph[i] = f16 ? gpo__f32_to_f16(m[i]) :
-					      gpo__f32_to_bf16(m[i]);
-		}
+		param_half_run(&h, first, n - first < GPO_QBLOCK ? n :
+				   first + GPO_QBLOCK, k, k + 1);
 	}
 }
 
@@ -1141,7 +1203,8 @@ static slice_fn launch_fn(const struct op_call *call)
 
 	if (op->base_word &&
 	    (((const uint32_t *)call->args)[1] & GPO_UPD_PARAM_HALF))
-		return k_param_half;
+		return op->grid == GRID_GROUPS ? k_param_half_u8 :
+						 k_param_half;
 	return op_kernel[call->op]->fn;
 }
 
