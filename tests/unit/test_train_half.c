@@ -344,8 +344,11 @@ static int near_all(const float *a, const float *b, size_t n, double tol,
  * gradient that rounds to the other side of a half value moves its
  * element's update. So each step's loss within 1e-5 of cpu:0's,
  * relative; the master copy and the state within 1e-4 of their largest
- * element; each half parameter within 2 ulps (a stochastic rounding may
- * go the other way). The half parts themselves are exact everywhere:
+ * element (1e-3 without a master copy: a stochastic rounding that goes
+ * the other way moves a parameter by a bf16 ulp, 2^-8 of it, and with it
+ * the gradients it feeds; an H100's Vulkan run was 2.4e-4 off in
+ * exp_avg); each half parameter within 2 ulps. The half parts themselves
+ * are exact everywhere:
  * test_half_grad_is_f32_grad_rounded and the optimizer's tests.
  */
 START_TEST(test_half_every_device_tracks_cpu)
@@ -364,6 +367,7 @@ START_TEST(test_half_every_device_tracks_cpu)
 	for (k = 0; k < 3; k++) {
 		enum gpo_dtype dt = mode[k].dt;
 		double ulp = dt == GPO_BF16 ? 0x1p-7 : 0x1p-10, w;
+		double tol = mode[k].master ? 1e-4 : 1e-3;
 		size_t n = 784 * 13 + 13 + 13 * 10 + 10, j;
 		struct snap ref;
 
@@ -396,10 +400,10 @@ START_TEST(test_half_every_device_tracks_cpu)
 				      near_all(ref.master, s.master, n, 1e-4, &w),
 				      "%s %s: master off by %g", id,
 				      gpo_dtype_name(dt), w);
-			ck_assert_msg(near_all(ref.m1, s.m1, n, 1e-4, &w),
+			ck_assert_msg(near_all(ref.m1, s.m1, n, tol, &w),
 				      "%s %s master %d: exp_avg off by %g", id,
 				      gpo_dtype_name(dt), mode[k].master, w);
-			ck_assert_msg(near_all(ref.m2, s.m2, n, 1e-4, &w),
+			ck_assert_msg(near_all(ref.m2, s.m2, n, tol, &w),
 				      "%s %s master %d: exp_avg_sq off by %g",
 				      id, gpo_dtype_name(dt), mode[k].master,
 				      w);

@@ -49,9 +49,9 @@
  * wait), nograph (optimizer steps launched one by one into the batch,
  * never recorded and replayed: graph.c), maplimit=BYTES (mapped pool
  * blocks beyond BYTES in all are refused as the driver refuses them when
- * the mappable window is full: memory.c's unmapped blocks), recache
- * (each pipeline compiled is made again from a cache holding only it:
- * pipeline.c), spv=DIR (modules from DIR: pipeline.c).
+ * the mappable window is full: memory.c's unmapped blocks), spv=DIR
+ * (modules from DIR where it has them, for the whole process:
+ * pipeline.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -431,8 +431,6 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 				 VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	vd->has_ext_fd = has_ext(ext, next,
 				 VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
-	vd->has_feedback = has_ext(ext, next,
-			VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 
 	vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
 	qf = calloc(nq ? nq : 1, sizeof(*qf));
@@ -608,8 +606,6 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->nomap = 1;
 		else if (!strcmp(tok, "nograph"))
 			dbg->nograph = 1;
-		else if (!strcmp(tok, "recache"))
-			dbg->recache = 1;
 		else if (!strncmp(tok, "staging=", 8))
 			dbg->staging = strtoull(tok + 8, NULL, 0);
 		else if (!strncmp(tok, "range=", 6))
@@ -658,7 +654,7 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[7];
+	const char *exts[6];
 	/*
 	 * matmul_coop: cooperative matrices, float16_t arithmetic, the
 	 * Vulkan memory model (coop_probe)
@@ -697,10 +693,6 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	if (vd->has_ext_fd)
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
-	/* pipeline.c: whether a pipeline came from the cache */
-	if (vd->has_feedback)
-		exts[dci.enabledExtensionCount++] =
-			VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
 	if (vd->coop) {
 		exts[dci.enabledExtensionCount++] =
 			VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
@@ -790,7 +782,6 @@ static int vk_open(struct gpo_device *dev)
 	if (dbg.spin_us >= 0)
 		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
 	vd->nograph = dbg.nograph;
-	vd->recache = dbg.recache;
 	vd->opened = 1;
 
 	/* the dummy is bound for absent buffers: keep it zero */
@@ -897,7 +888,6 @@ int gpo__vulkan_adopt(struct gpo_ctx *ctx, const struct gpo_vulkan_handles *h,
 	/* which extensions the caller enabled is not known: none */
 	vd->has_push_desc = 0;
 	vd->has_ext_fd = 0;
-	vd->has_feedback = 0;
 	vd->adopted = 1;
 	vd->adopted_device = h->device;
 	vd->adopted_queue = h->queue;

@@ -235,47 +235,6 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
- * recache - GPUOPT_VULKAN_DEBUG=recache: a pipeline the driver compiled
- * (not found in the cache) is made again from a copy of the device's
- * cache data, as a process that finds it on disk makes it, and the first
- * one destroyed. To test whether a pipeline compiled in the process runs
- * as fast as one loaded from the cache: on an H100 the processes that
- * compiled matmul_coop ran it up to 8 times slower
- * (bench/results/issue11-12-h100-2026-11-25.txt). On failure @pipe stays.
- */
-static void recache(struct vk_dev *vd, const VkComputePipelineCreateInfo *ci,
-		    VkPipeline *pipe)
-{
-	VkPipelineCacheCreateInfo pcci = {
-		.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
-	};
-	VkPipelineCache two = VK_NULL_HANDLE;
-	VkPipeline again;
-	void *data = NULL;
-	size_t size = 0;
-
-	if (vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
-				   NULL) != VK_SUCCESS || !size)
-		return;
-	data = malloc(size);
-	if (!data || vkGetPipelineCacheData(vd->device, vd->pipe_cache, &size,
-					    data) != VK_SUCCESS)
-		goto out;
-	pcci.initialDataSize = size;
-	pcci.pInitialData = data;
-	if (vkCreatePipelineCache(vd->device, &pcci, NULL, &two) != VK_SUCCESS)
-		goto out;
-	if (vkCreateComputePipelines(vd->device, two, 1, ci, NULL,
-				     &again) == VK_SUCCESS) {
-		vkDestroyPipeline(vd->device, *pipe, NULL);
-		*pipe = again;
-	}
-	vkDestroyPipelineCache(vd->device, two, NULL);
-out:
-	free(data);
-}
-
-/*
  * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
  * built on its first use. Called under vd->lock. Group ops get the
  * device's grid row width as specialization constant 0 and may be
@@ -313,13 +272,6 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
-	VkPipelineCreationFeedbackEXT fb = { 0 }, fb_stage = { 0 };
-	VkPipelineCreationFeedbackCreateInfoEXT fbci = {
-		.sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT,
-		.pPipelineCreationFeedback = &fb,
-		.pipelineStageCreationFeedbackCount = 1,
-		.pPipelineStageCreationFeedbacks = &fb_stage,
-	};
 	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype] :
 				      &vd->pipes[op][dtype];
 	VkResult r;
@@ -344,17 +296,8 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
-	/* whether the driver found it in the cache, where it can say */
-	if (vd->has_feedback)
-		ci.pNext = &fbci;
 	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,
 				     &pipe);
-	if (r == VK_SUCCESS && vd->recache &&
-	    (fb.flags & (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
-			 VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT)) !=
-	    (VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT |
-	     VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT))
-		recache(vd, &ci, &pipe);
 	vkDestroyShaderModule(vd->device, ci.stage.module, NULL);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateComputePipelines");

@@ -98,7 +98,6 @@ struct vk_debug {
 	int64_t spin_us;
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
-	int recache;
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
@@ -114,7 +113,6 @@ struct vk_dev {
 	int has_push_desc;
 	int has_budget;
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
-	int has_feedback;		/* VK_EXT_pipeline_creation_feedback */
 	int coop;			/* matmul_coop: VK_NV_cooperative_matrix
 					 * with f16 16x16x16, enabled */
 	/*
@@ -184,7 +182,6 @@ struct vk_dev {
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
 	int nograph;			/* GPUOPT_VULKAN_DEBUG=nograph */
-	int recache;			/* GPUOPT_VULKAN_DEBUG=recache */
 
 	/* recorded steps (graph.c) */
 	struct dev_graph *collect;	/* launches go here, not to the batch */
