@@ -347,8 +347,10 @@ static int near_all(const float *a, const float *b, size_t n, double tol,
  * element (1e-3 without a master copy: a stochastic rounding that goes
  * the other way moves a parameter by a bf16 ulp, 2^-8 of it, and with it
  * the gradients it feeds; an H100's Vulkan run was 2.4e-4 off in
- * exp_avg); each half parameter within 2 ulps. The half parts themselves
- * are exact everywhere:
+ * exp_avg); each half parameter within 2 ulps of itself and as far as
+ * the master copy may be (a parameter near 0 moves by about lr a step
+ * whatever its size: an H100's f16 run had one of 2.0e-4 off by 7 ulps).
+ * The half parts themselves are exact everywhere:
  * test_half_grad_is_f32_grad_rounded and the optimizer's tests.
  */
 START_TEST(test_half_every_device_tracks_cpu)
@@ -367,7 +369,7 @@ START_TEST(test_half_every_device_tracks_cpu)
 	for (k = 0; k < 3; k++) {
 		enum gpo_dtype dt = mode[k].dt;
 		double ulp = dt == GPO_BF16 ? 0x1p-7 : 0x1p-10, w;
-		double tol = mode[k].master ? 1e-4 : 1e-3;
+		double tol = mode[k].master ? 1e-4 : 1e-3, pmax;
 		size_t n = 784 * 13 + 13 + 13 * 10 + 10, j;
 		struct snap ref;
 
@@ -386,12 +388,14 @@ START_TEST(test_half_every_device_tracks_cpu)
 					      id, gpo_dtype_name(dt),
 					      mode[k].master, i, s.loss[i],
 					      ref.loss[i]);
+			for (j = 0, pmax = 0; j < n; j++)
+				pmax = fmax(pmax, fabs(widen(dt, ref.param[j])));
 			for (j = 0; j < n; j++) {
 				float a = widen(dt, s.param[j]);
 				float b = widen(dt, ref.param[j]);
 
 				ck_assert_msg(fabs(a - b) <= 2 * ulp * fabs(b) +
-					      1e-30,
+					      tol * pmax,
 					      "%s %s master %d: param[%zu] %.9g, cpu:0 %.9g",
 					      id, gpo_dtype_name(dt),
 					      mode[k].master, j, a, b);
