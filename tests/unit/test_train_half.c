@@ -476,10 +476,10 @@ START_TEST(test_gpt_bf16_near_f32)
 {
 	const char *spec = "gpt:layers=2,heads=2,dim=32,ctx=32";
 	const char *hp = "lr=0.001 weight_decay=0.01";
-	struct gpo_train_result rh, rf;
-	struct gpo_optim *ho, *fo;
-	struct gpo_model *hm, *fm;
-	struct gpo_train *ht, *ft;
+	struct gpo_train_result rh, rf, ru;
+	struct gpo_optim *ho, *fo, *uo;
+	struct gpo_model *hm, *fm, *um;
+	struct gpo_train *ht, *ft, *ut;
 	struct gpo_device *dev;
 	struct gpo_dataset *ds;
 	int i;
@@ -487,6 +487,16 @@ START_TEST(test_gpt_bf16_near_f32)
 	ck_assert(!gpo_device_select(tu_ctx(), "cpu", &dev));
 	ck_assert(!gpo_dataset_open(GPL3, GPO_DATASET_BYTES, &ds));
 	half_model(dev, GPO_BF16, 1, hp, spec, "seed=1", &ho, &hm);
+	/* bf16 + master with blockwise 8-bit moments */
+	ck_assert(!gpo_optim_new(dev, GPO_ADAMW, &uo));
+	ck_assert(!gpo_optim_configure(uo, 0, hp));
+	ck_assert(!gpo_optim_set_param_dtype(uo, GPO_BF16, 1, 11));
+	ck_assert_msg(!gpo_optim_set_dtype(uo, "exp_avg", GPO_U8) &&
+		      !gpo_optim_set_dtype(uo, "exp_avg_sq", GPO_U8), "%s",
+		      gpo_errmsg());
+	ck_assert_msg(!gpo_model_new(uo, spec, "seed=1", &um), "%s",
+		      gpo_errmsg());
+	ck_assert(!gpo_train_new(um, ds, "batch_size=16 seed=1", &ut));
 	ck_assert(!gpo_optim_new(dev, GPO_ADAMW, &fo));
 	ck_assert(!gpo_optim_configure(fo, 0, hp));
 	ck_assert(!gpo_model_new(fo, spec, "seed=1", &fm));
@@ -495,15 +505,22 @@ START_TEST(test_gpt_bf16_near_f32)
 	for (i = 0; i < 300; i++) {
 		ck_assert_msg(!gpo_train_step(ht, NULL), "%s", gpo_errmsg());
 		ck_assert(!gpo_train_step(ft, NULL));
+		ck_assert_msg(!gpo_train_step(ut, NULL), "%s", gpo_errmsg());
 	}
 	ck_assert(!gpo_train_eval(ht, &rh));
 	ck_assert(!gpo_train_eval(ft, &rf));
-	fprintf(stderr, "gpt on GPL-3, 300 steps: eval loss bf16 + master %.4f, f32 %.4f\n",
-		rh.loss, rf.loss);
+	ck_assert(!gpo_train_eval(ut, &ru));
+	fprintf(stderr, "gpt on GPL-3, 300 steps: eval loss bf16 + master %.4f, bf16 + master + u8 state %.4f, f32 %.4f\n",
+		rh.loss, ru.loss, rf.loss);
 	ck_assert_msg(rf.loss < 3.5, "f32 eval loss %g", rf.loss);
 	ck_assert_msg(fabs(rh.loss - rf.loss) <= 0.02 * rf.loss,
 		      "bf16 eval loss %.4f, f32 %.4f", rh.loss, rf.loss);
-	ck_assert(rh.loss != rf.loss);
+	ck_assert_msg(fabs(ru.loss - rf.loss) <= 0.02 * rf.loss,
+		      "bf16 + u8 eval loss %.4f, f32 %.4f", ru.loss, rf.loss);
+	ck_assert(rh.loss != rf.loss && ru.loss != rh.loss);
+	gpo_train_free(ut);
+	gpo_model_free(um);
+	gpo_optim_free(uo);
 	gpo_train_free(ht);
 	gpo_train_free(ft);
 	gpo_model_free(hm);
