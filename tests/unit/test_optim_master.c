@@ -29,8 +29,12 @@
 
 static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
 static const uint64_t tiny_sizes[] = { 1, 2, 3 };
-/* u8 state: a block's partial tail, blocks past a span of 8, the 1 alone */
-static const uint64_t u8_sizes[] = { 1000003, 300, 1, 4099, 257, 61 };
+/*
+ * u8 state: a block's partial tail, blocks past a span of 8, the 1 alone;
+ * the largest (469 blocks, 59 spans) keeps many workgroups busy, while
+ * test_half_u8_few_groups_bitwise gives each of few groups many spans
+ */
+static const uint64_t u8_sizes[] = { 120011, 300, 1, 4099, 257, 61 };
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
