@@ -34,7 +34,9 @@ static const uint64_t tiny_sizes[] = { 1, 2, 3 };
  * the largest (469 blocks, 59 spans) keeps many workgroups busy, while
  * test_half_u8_few_groups_bitwise gives each of few groups many spans
  */
-static const uint64_t u8_sizes[] = { 120011, 300, 1, 4099, 257, 61 };
+static uint64_t u8_sizes[] = { 120011, 300, 1, 4099, 257, 61 };
+/* under GPUOPT_TEST_QUICK (valgrind) the largest is this instead */
+#define U8_QUICK_SIZE	1031
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
 static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
@@ -1159,6 +1161,9 @@ int main(void)
 {
 	Suite *s = suite_create("optim_master");
 	TCase *tc = tcase_create("master");
+
+	if (tu_quick())
+		u8_sizes[0] = U8_QUICK_SIZE;
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_master_bitwise);
