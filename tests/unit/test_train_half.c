@@ -215,6 +215,11 @@ START_TEST(test_fmnist_f16_master_near_f32)
 	const char *hp = "lr=0.002";
 	struct gpo_dataset *ds;
 
+	/* hundreds of steps: a measure of accuracy, not of memory use */
+	if (tu_quick()) {
+		fprintf(stderr, "test_fmnist_f16_master_near_f32: left out under GPUOPT_TEST_QUICK\n");
+		return;
+	}
 	if (access(FMNIST "/train-images-idx3-ubyte.gz", R_OK)) {
 		fprintf(stderr, "test_fmnist_f16_master_near_f32: skipped, no "
 			FMNIST " (apt-get install dataset-fashion-mnist)\n");
@@ -484,6 +489,11 @@ START_TEST(test_gpt_bf16_near_f32)
 	struct gpo_dataset *ds;
 	int i;
 
+	/* 900 steps: a measure of the loss reached, not of memory use */
+	if (tu_quick()) {
+		fprintf(stderr, "test_gpt_bf16_near_f32: left out under GPUOPT_TEST_QUICK\n");
+		return;
+	}
 	ck_assert(!gpo_device_select(tu_ctx(), "cpu", &dev));
 	ck_assert(!gpo_dataset_open(GPL3, GPO_DATASET_BYTES, &ds));
 	half_model(dev, GPO_BF16, 1, hp, spec, "seed=1", &ho, &hm);
