@@ -713,6 +713,101 @@ static int time_steps(struct gpo_train *t, const char *what, const char *spec,
 	return 0;
 }
 
+#define PROF_MAX	64
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct gpo_op_time *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/*
+ * Where a step of @m's training goes: its forward and backward (the same
+ * graph as the trainer's, on the same parameters, with binary16 products
+ * when @mm_f16) launch by launch, and the optimizer's step, in device
+ * time; printed as comments, largest first, beside the measured wall time
+ * of a step @step_s. The input x is @xs[0] x @xs[1] of @xt: random bytes
+ * (i32 tokens, GPT) or random floats (MLP); the labels y, @xs[0] *
+ * (@xt is i32 ? @xs[1] : 1) of them, below @classes.
+ */
+static int profile_step(struct gpo_device *dev, struct gpo_model *m,
+			struct gpo_optim *opt, enum gpo_dtype xt,
+			const uint64_t xs[2], uint32_t classes, int mm_f16,
+			double step_s)
+{
+	uint64_t ys[1] = { xt == GPO_I32 ? xs[0] * xs[1] : xs[0] };
+	uint64_t seed = 0x2545f4914f6cdd1dull, i, nx = xs[0] * xs[1];
+	uint64_t total = 0;
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_step_info si;
+	struct gpo_graph *g = NULL;
+	struct gpo_tensor *x, *y, *loss;
+	void *hx = malloc(nx * 4);
+	int32_t *hy = malloc(ys[0] * 4);
+	int ret = -ENOMEM, k;
+
+	if (!hx || !hy)
+		goto out;
+	if (xt == GPO_I32)
+		for (i = 0; i < nx; i++)
+			((int32_t *)hx)[i] = (int32_t)(rng_next(&seed) >> 56);
+	else
+		fill_random(hx, nx, seed);
+	for (i = 0; i < ys[0]; i++)
+		hy[i] = (int32_t)(rng_next(&seed) % classes);
+	ret = gpo_graph_new(dev, &g);
+	if (!ret && mm_f16)
+		ret = gpo_graph_set_matmul_f16(g, 1);
+	if (ret)
+		goto out;
+	x = gpo_tensor_input(g, "x", xt, 2, xs);
+	y = gpo_tensor_input(g, "y", GPO_I32, 1, ys);
+	loss = gpo_cross_entropy(g, gpo_model_forward(m, g, x), y);
+	ret = gpo_graph_backward(g, loss);
+	if (!ret)
+		ret = gpo_tensor_write(x, hx, nx * 4);
+	if (!ret)
+		ret = gpo_tensor_write(y, hy, ys[0] * 4);
+	if (ret)
+		goto out;
+	ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, t,
+				PROF_MAX);
+	if (ret < 0)
+		goto out;
+	/* the optimizer's step: its own device time */
+	k = ret;
+	ret = gpo_optim_step(opt, &si);
+	if (ret)
+		goto out;
+	if (k < PROF_MAX) {
+		t[k].op = "optimizer";
+		t[k].pass = 0;
+		t[k].launches = 1;
+		t[k].ns = si.device_ns;
+		k++;
+	}
+	for (i = 0; i < (uint64_t)k; i++)
+		total += t[i].ns;
+	qsort(t, k, sizeof(t[0]), cmp_time);
+	printf("# profile: %d kernels, %.3f ms of device time a step (the step's wall time: %.3f ms)\n",
+	       k, total / 1e6, step_s * 1e3);
+	for (i = 0; i < (uint64_t)k; i++)
+		printf("#   %-14s %-8s %5llu launches %9.3f ms %5.1f%%\n", t[i].op,
+		       t[i].pass == GPO_RUN_FORWARD ? "forward" :
+		       t[i].pass == GPO_RUN_BACKWARD ? "backward" : "",
+		       (unsigned long long)t[i].launches, t[i].ns / 1e6,
+		       total ? 100.0 * t[i].ns / total : 0.0);
+	ret = 0;
+out:
+	if (ret)
+		fprintf(stderr, "bench_train: profile: %s\n", gpo_errmsg());
+	gpo_graph_free(g);
+	free(hx);
+	free(hy);
+	return ret;
+}
+
 /*
  * Rounds of R steps queued with no result and one step that asks for its
  * result (so waits for all of them): wall time per step.
@@ -789,6 +884,11 @@ static int bench_mlp(struct gpo_device *dev, const char *id, const char *spec,
 	       batch, step * 1e3, step * 1e6, 3.0 * flop * batch / step / 1e12,
 	       "-", "-", peer);
 	fflush(stdout);
+	if (!quiet) {
+		const uint64_t xs[2] = { batch, in };
+
+		profile_step(dev, m, opt, GPO_F32, xs, out, half != 0, step);
+	}
 out:
 	if (ret)
 		fprintf(stderr, "mlp %s@%u on %s: %s\n", spec, batch, id,
@@ -821,87 +921,6 @@ out:
 	if (f && fclose(f))
 		ret = -EIO;
 	free(b);
-	return ret;
-}
-
-#define PROF_MAX	64
-
-static int cmp_time(const void *a, const void *b)
-{
-	const struct gpo_op_time *x = a, *y = b;
-
-	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
-}
-
-/*
- * Where a step of @m's training goes: its forward and backward (the same
- * graph as the trainer's, on the same parameters) launch by launch, and
- * the optimizer's step, in device time; printed as comments, largest
- * first, beside the measured wall time of a step @step_s.
- */
-static int profile_gpt(struct gpo_device *dev, struct gpo_model *m,
-		       struct gpo_optim *opt, uint32_t batch, uint32_t ctx,
-		       double step_s)
-{
-	const uint64_t xs[2] = { batch, ctx }, ys[1] = { (uint64_t)batch * ctx };
-	struct gpo_op_time t[PROF_MAX];
-	struct gpo_step_info si;
-	struct gpo_graph *g = NULL;
-	struct gpo_tensor *x, *y, *loss;
-	uint64_t seed = 0x2545f4914f6cdd1dull, i, n = ys[0], total = 0;
-	int32_t *tok = malloc(n * 4);
-	int ret = -ENOMEM, k;
-
-	if (!tok)
-		goto out;
-	for (i = 0; i < n; i++)
-		tok[i] = (int32_t)(rng_next(&seed) >> 56);
-	ret = gpo_graph_new(dev, &g);
-	if (ret)
-		goto out;
-	x = gpo_tensor_input(g, "x", GPO_I32, 2, xs);
-	y = gpo_tensor_input(g, "y", GPO_I32, 1, ys);
-	loss = gpo_cross_entropy(g, gpo_model_forward(m, g, x), y);
-	ret = gpo_graph_backward(g, loss);
-	if (!ret)
-		ret = gpo_tensor_write(x, tok, n * 4);
-	if (!ret)
-		ret = gpo_tensor_write(y, tok, n * 4);
-	if (ret)
-		goto out;
-	ret = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD, t,
-				PROF_MAX);
-	if (ret < 0)
-		goto out;
-	/* the optimizer's step: its own device time */
-	k = ret;
-	ret = gpo_optim_step(opt, &si);
-	if (ret)
-		goto out;
-	if (k < PROF_MAX) {
-		t[k].op = "optimizer";
-		t[k].pass = 0;
-		t[k].launches = 1;
-		t[k].ns = si.device_ns;
-		k++;
-	}
-	for (i = 0; i < (uint64_t)k; i++)
-		total += t[i].ns;
-	qsort(t, k, sizeof(t[0]), cmp_time);
-	printf("# profile: %d kernels, %.3f ms of device time a step (the step's wall time: %.3f ms)\n",
-	       k, total / 1e6, step_s * 1e3);
-	for (i = 0; i < (uint64_t)k; i++)
-		printf("#   %-14s %-8s %5llu launches %9.3f ms %5.1f%%\n", t[i].op,
-		       t[i].pass == GPO_RUN_FORWARD ? "forward" :
-		       t[i].pass == GPO_RUN_BACKWARD ? "backward" : "",
-		       (unsigned long long)t[i].launches, t[i].ns / 1e6,
-		       total ? 100.0 * t[i].ns / total : 0.0);
-	ret = 0;
-out:
-	if (ret)
-		fprintf(stderr, "bench_train: profile: %s\n", gpo_errmsg());
-	gpo_graph_free(g);
-	free(tok);
 	return ret;
 }
 
@@ -982,14 +1001,17 @@ static int bench_gpt(struct gpo_device *dev, const char *id, const char *spec,
 				       p->label, tokens / (p->ms * 1e-3),
 				       p->ms / (step * 1e3));
 	}
-	snprintf(name, sizeof(name), "gpt%s%s%s tok/s=%.0f", spec,
+	snprintf(name, sizeof(name), "gpt%.40s%s%s tok/s=%.0f", spec,
 		 half ? " " : "", half_modes[half].name, tokens / step);
 	printf("%-10s %-22s %6u %10.3f %10.1f %9.2f %9s %7s  %s\n", id, name,
 	       batch, step * 1e3, step * 1e6, flop / step / 1e12, "-", "-",
 	       peer);
 	fflush(stdout);
-	if (!quiet)
-		profile_gpt(dev, m, opt, batch, ctx, step);
+	if (!quiet) {
+		const uint64_t xs[2] = { batch, ctx };
+
+		profile_step(dev, m, opt, GPO_I32, xs, 256, half != 0, step);
+	}
 out:
 	if (ret)
 		fprintf(stderr, "gpt %s@%u on %s: %s\n", spec, batch, id,
