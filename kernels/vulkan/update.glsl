@@ -74,6 +74,8 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
  * in the low byte).
  */
 #ifdef GPO_U8_STATE
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #define U8_BUF(b, name) \
 	layout(set = 0, binding = b, std430) buffer name##_q \
 		{ uint name##q[]; }
@@ -83,6 +85,30 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 
 /* [span parity][state][invocation / 4]: no barrier to reuse it */
 shared uvec4 u8_red[2][2][WG_SIZE / 4u];
+
+/*
+ * Where subgroups are 32 wide and the workgroup is whole subgroups (the
+ * NVIDIA GPUs), a block's 32 lanes are one subgroup: its absmax is a
+ * subgroupMax, with no shared memory and no barrier, so the warps of a
+ * workgroup stream on their own. Elsewhere (lavapipe's 8 or 16, AMD's
+ * 64) a block is 32 consecutive local invocations and the absmax goes
+ * through shared memory. Which invocation does which element changes
+ * nothing in the results: each is computed alone, and a max is the same
+ * in any order.
+ */
+bool u8_sg()
+{
+	return gl_SubgroupSize == U8_LANES &&
+	       gl_NumSubgroups == WG_SIZE / U8_LANES;
+}
+
+/* this invocation's place in the span: block u8_lid() / 32, lane % 32 */
+uint u8_lid()
+{
+	if (u8_sg())
+		return gl_SubgroupID * U8_LANES + gl_SubgroupInvocationID;
+	return gl_LocalInvocationID.x;
+}
 
 /* the code of byte @e of a code view, from its word @w */
 uint u8_byte(uint w, uint e)
@@ -124,7 +150,7 @@ void u8_block(uint s, out uint k, out uint first, out uint cnt)
 {
 	uint blocks = (args.n + 255u) / 256u;
 
-	k = s * U8_GROUP_BLOCKS + gl_LocalInvocationID.x / U8_LANES;
+	k = s * U8_GROUP_BLOCKS + u8_lid() / U8_LANES;
 	first = k * 256u;
 	cnt = k < blocks ? min(256u, args.n - first) : 0u;
 }
@@ -132,7 +158,7 @@ void u8_block(uint s, out uint k, out uint first, out uint cnt)
 /* the valid elements (0 .. 4) of this invocation's quad @h (0 or 1) */
 uint u8_quad_cnt(uint cnt, uint h)
 {
-	uint at = 128u * h + 4u * (gl_LocalInvocationID.x % U8_LANES);
+	uint at = 128u * h + 4u * (u8_lid() % U8_LANES);
 
 	return cnt > at ? min(cnt - at, 4u) : 0u;
 }
@@ -140,7 +166,7 @@ uint u8_quad_cnt(uint cnt, uint h)
 /* the first element of quad @h in the block at @first */
 uint u8_quad_first(uint first, uint h)
 {
-	return first + 128u * h + 4u * (gl_LocalInvocationID.x % U8_LANES);
+	return first + 128u * h + 4u * (u8_lid() % U8_LANES);
 }
 
 /* max |x| of the first @c lanes, by the bits (a NaN is above inf) */
@@ -164,8 +190,14 @@ uint u8_bits_max(vec4 x, uint c)
  */
 void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 {
-	uint lid = gl_LocalInvocationID.x, at = (lid / U8_LANES) * 8u;
+	uint lid = u8_lid(), at = (lid / U8_LANES) * 8u;
 	uvec4 a = uvec4(0u), b = uvec4(0u);
+
+	if (u8_sg()) {
+		mx = uintBitsToFloat(subgroupMax(x));
+		my = uintBitsToFloat(subgroupMax(y));
+		return;
+	}
 
 	u8_red[par][0][lid >> 2][lid & 3u] = x;
 	u8_red[par][1][lid >> 2][lid & 3u] = y;
@@ -481,7 +513,7 @@ void u8_span1(uint sp, uint par, bool hp)
 	}
 	/* every invocation of the block has read sabs[blk] by now */
 	u8_absmax(par, sx, 0u, na, unused);
-	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u)
+	if (cnt != 0u && u8_lid() % U8_LANES == 0u)
 		sabs[blk] = na;
 	for (uint h = 0u; h < 2u; h++)
 		if (c[h] != 0u)

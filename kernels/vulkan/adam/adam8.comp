@@ -91,7 +91,7 @@ void span(uint s, uint par, bool hp)
 	}
 	/* every invocation of the block has read mabs[blk] by now */
 	u8_absmax(par, mx, vx, na, nv);
-	if (cnt != 0u && gl_LocalInvocationID.x % U8_LANES == 0u) {
+	if (cnt != 0u && u8_lid() % U8_LANES == 0u) {
 		mabs[blk] = na;
 		vabs[blk] = nv;
 	}
