@@ -365,6 +365,94 @@ START_TEST(test_matmul_f16_off_is_f32)
 }
 END_TEST
 
+/*
+ * f32 operands of an f16 product are rounded to the nearest binary16,
+ * ties to even, subnormals kept, on every kernel (matmul_coop does it by
+ * the hardware's conversion under float controls, the others by integer
+ * code): A times an identity, and an identity times A, give A's values
+ * rounded, exactly. A holds ties both ways, just past a tie, subnormal
+ * ties, the tie below the least normal, the largest finite f16 and what
+ * rounds down to it, values that round to zero, then random ones. k 40
+ * takes matmul_coop's whole-chunk (vector) loads, k 13 its element ones.
+ * (Past 65520, infinity times an identity's zeros is NaN: not here.)
+ */
+START_TEST(test_matmul_f16_rounding)
+{
+	static const float edge[] = {
+		1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-23f,
+		-(1.0f + 3 * 0x1p-11f), 1.5f * 0x1p-24f, 2.5f * 0x1p-24f,
+		0x1p-25f, 0x1p-25f + 0x1p-48f, 3 * 0x1p-26f,
+		0x1p-14f - 0x1p-25f, -(0x1p-14f - 0x1p-25f), 65504.0f,
+		65519.0f, -65519.0f, 1e-10f, -1e-10f, 2049.0f, 2051.0f,
+	};
+	static const uint32_t ks[2] = { 40, 13 };
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, ki;
+	uint64_t rng = tu_rng("matmul_f16_rounding");
+	const uint32_t m = 37;
+
+	for (ki = 0; ki < 2; ki++) {
+		uint32_t k = ks[ki], i;
+		uint64_t sa[2] = { m, k }, sk[2] = { k, k }, sm[2] = { m, m };
+		size_t n = (size_t)m * k, ne = sizeof(edge) / sizeof(edge[0]);
+		float *a = malloc(n * 4), *want = malloc(n * 4);
+		float *c = malloc(n * 4), *ik = calloc((size_t)k * k, 4);
+		float *im = calloc((size_t)m * m, 4);
+
+		ck_assert(a && want && c && ik && im);
+		tu_fill(a, n, &rng, -4, 4);
+		for (i = 0; i < n && i < 2 * ne; i++)
+			a[(i * 7) % n] = edge[i % ne] * (i < ne ? 1.0f : -1.0f);
+		for (i = 0; i < n; i++)
+			want[i] = gpo__f16_to_f32(gpo__f32_to_f16(a[i]));
+		for (i = 0; i < k; i++)
+			ik[i * k + i] = 1.0f;
+		for (i = 0; i < m; i++)
+			im[i * m + i] = 1.0f;
+		for (d = 0; d < ndev; d++) {
+			struct gpo_tensor *x, *x2, *id1, *id2, *c1, *c2;
+			struct gpo_graph *g;
+			int which;
+
+			ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+			ck_assert_int_eq(gpo_graph_set_matmul_f16(g, 1), 0);
+			x = gpo_tensor_input(g, "a", GPO_F32, 2, sa);
+			x2 = gpo_tensor_input(g, "a2", GPO_F32, 2, sa);
+			id1 = gpo_tensor_input(g, "ik", GPO_F32, 2, sk);
+			id2 = gpo_tensor_input(g, "im", GPO_F32, 2, sm);
+			c1 = gpo_matmul(g, x, id1, 0);
+			c2 = gpo_matmul(g, id2, x2, 0);
+			ck_assert_msg(c1 && c2, "%s", gpo_errmsg());
+			ck_assert_int_eq(gpo_tensor_write(x, a, n * 4), 0);
+			ck_assert_int_eq(gpo_tensor_write(x2, a, n * 4), 0);
+			ck_assert_int_eq(gpo_tensor_write(id1, ik,
+							  (size_t)k * k * 4), 0);
+			ck_assert_int_eq(gpo_tensor_write(id2, im,
+							  (size_t)m * m * 4), 0);
+			ck_assert_int_eq(gpo_graph_run(g, GPO_RUN_FORWARD), 0);
+			for (which = 0; which < 2; which++) {
+				tu_poison(c, n);
+				ck_assert_int_eq(gpo_tensor_read(which ? c2 : c1,
+								 c, n * 4), 0);
+				for (i = 0; i < n; i++)
+					ck_assert_msg(c[i] == want[i],
+						      "%s: k %u, %s: [%u] = %a from %a, want %a",
+						      tu_device_id(devs[d]), k,
+						      which ? "I A" : "A I", i,
+						      c[i], a[i], want[i]);
+			}
+			check_kernel(devs[d], g, GPO_RUN_FORWARD);
+			gpo_graph_free(g);
+		}
+		free(a);
+		free(want);
+		free(c);
+		free(ik);
+		free(im);
+	}
+}
+END_TEST
+
 START_TEST(test_matmul_f16_errors)
 {
 	struct gpo_device *dev;
@@ -431,6 +519,7 @@ int main(void)
 			    (int)(sizeof(f16_cases) / sizeof(f16_cases[0])));
 	tcase_add_test(tc, test_matmul_f16_graph_grads);
 	tcase_add_test(tc, test_matmul_f16_off_is_f32);
+	tcase_add_test(tc, test_matmul_f16_rounding);
 	tcase_add_test(te, test_matmul_f16_errors);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, te);

@@ -73,8 +73,8 @@ static inline uint mm_f2h(float f)
 			h++;
 		return s | h;
 	}
-	/* below 2^-25 (half the least subnormal) and its tie: 0 */
-	if (e < 103)
+	/* 2^-25 (half the least subnormal, a tie) and below: 0 */
+	if (a <= 0x33000000u)
 		return s;
 	m = (a & 0x7fffffu) | 0x800000u;
 	sh = 126 - e;

@@ -43,8 +43,8 @@ uint mm_f2h(float f)
 			h++;
 		return s | h;
 	}
-	/* below 2^-25 (half the least subnormal) and its tie: 0 */
-	if (e < 103u)
+	/* 2^-25 (half the least subnormal, a tie) and below: 0 */
+	if (a <= 0x33000000u)
 		return s;
 	/* a subnormal (or the least normal, by the carry) */
 	m = (a & 0x7fffffu) | 0x800000u;

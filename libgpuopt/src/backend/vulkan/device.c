@@ -253,7 +253,11 @@ static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
  * subgroups of 32, and can do f16 arithmetic (the shader's shared tiles
  * are float16_t) under the Vulkan memory model (glslang declares it for
  * any cooperative matrix); those two through their extensions, as the
- * instance asks for Vulkan 1.1, where they are not core.
+ * instance asks for Vulkan 1.1, where they are not core. It must also
+ * round f32 to f16 to nearest even and keep f16 subnormals when a shader
+ * says so (VK_KHR_shader_float_controls: RoundingModeRTE and
+ * DenormPreserve for 16 bits), which is how the shader converts f32
+ * operands: the hardware's conversion, bit for bit the integer one.
  * @instance VK_NULL_HANDLE (an adopted device, whose extensions are the
  * caller's): none.
  */
@@ -277,8 +281,12 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
 		.pNext = &cm,
 	};
+	VkPhysicalDeviceFloatControlsProperties fc = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+	};
 	VkPhysicalDeviceSubgroupProperties sg = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+		.pNext = &fc,
 	};
 	VkPhysicalDeviceProperties2 p2 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -292,7 +300,8 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 	if (instance == VK_NULL_HANDLE ||
 	    !has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
 	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
-	    !has_ext(ext, next, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME))
+	    !has_ext(ext, next, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) ||
+	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME))
 		return;
 	get = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 		vkGetInstanceProcAddr(instance,
@@ -326,7 +335,9 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 			continue;
 		/* the shader's 8 subgroups of 32 tile its 128 x 128 */
 		if (c->MSize == GPO_MM_COOP_M && c->NSize == GPO_MM_COOP_N &&
-		    c->KSize == GPO_MM_COOP_K && sg.subgroupSize == 32)
+		    c->KSize == GPO_MM_COOP_K && sg.subgroupSize == 32 &&
+		    fc.shaderRoundingModeRTEFloat16 &&
+		    fc.shaderDenormPreserveFloat16)
 			vd->coop = 1;
 		if (len < sizeof(info->coopmat))
 			len += (size_t)snprintf(info->coopmat + len,
@@ -654,10 +665,10 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.queueCount = 1,
 		.pQueuePriorities = &prio,
 	};
-	const char *exts[6];
+	const char *exts[7];
 	/*
 	 * matmul_coop: cooperative matrices, float16_t arithmetic, the
-	 * Vulkan memory model (coop_probe)
+	 * Vulkan memory model, float controls (coop_probe)
 	 */
 	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
@@ -700,6 +711,8 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 			VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME;
+		exts[dci.enabledExtensionCount++] =
+			VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
 	}
 	r = vkCreateDevice(vd->phys, &dci, NULL, &vd->device);
 	if (r != VK_SUCCESS)
