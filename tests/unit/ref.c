@@ -15,6 +15,8 @@
 #include <string.h>
 #include "ref.h"
 #include "testutil.h"
+#include "core/dtype_i.h"
+#include "core/quant_i.h"
 
 static const char *const slot_names[REF_NSLOTS] = {
 	[REF_MOMENTUM_BUFFER] = "momentum_buffer",
@@ -1010,4 +1012,388 @@ void ref_check_huge(const char *tag, enum gpo_optim_kind kind,
 			tag, gpo_optim_kind_name(kind), config, steps,
 			tu_device_id(devs[d]), err, what);
 	}
+}
+
+/* ---- what the optimizer precision tests share ---------------------------- */
+
+const double ref_group_lr[REF_NGROUPS] = { 0.01, 0.003, 0.02 };
+
+struct gpo_optim *ref_grouped_optim(struct gpo_device *dev,
+				    enum gpo_optim_kind kind, const char *conf,
+				    const uint64_t *sizes, int ntensors)
+{
+	struct gpo_optim *opt;
+	char name[32];
+	int g, t;
+
+	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
+	for (g = 1; g < REF_NGROUPS; g++)
+		ck_assert_int_eq(gpo_optim_add_group(opt), g);
+	for (t = 0; t < ntensors; t++) {
+		snprintf(name, sizeof(name), "t%d", t);
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
+						      t % REF_NGROUPS), 0);
+	}
+	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
+		      gpo_errmsg());
+	for (g = 0; g < REF_NGROUPS; g++)
+		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", ref_group_lr[g]),
+				 0);
+	return opt;
+}
+
+uint64_t ref_group_numel(const uint64_t *sizes, int ntensors, int g)
+{
+	uint64_t n = 0;
+	int t;
+
+	for (t = g; t < ntensors; t += REF_NGROUPS)
+		n += sizes[t];
+	return n;
+}
+
+uint16_t ref_round_half(float x, enum gpo_dtype dt)
+{
+	return dt == GPO_F16 ? gpo__f32_to_f16(x) : gpo__f32_to_bf16(x);
+}
+
+float ref_widen(uint16_t h, enum gpo_dtype dt)
+{
+	return dt == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
+}
+
+void ref_fill_mixed(float *x, uint64_t n, uint64_t *s)
+{
+	uint64_t i;
+
+	tu_fill(x, n, s, -1.0, 1.0);
+	for (i = 0; i < n; i += 7)
+		x[i] *= 100.0f;
+}
+
+void ref_fill_half(uint16_t *h, uint64_t n, uint64_t *s, enum gpo_dtype dt)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		float x = (float)tu_rand(s, -1.0, 1.0);
+
+		if (i % 7 == 0)
+			x *= 30.0f;
+		h[i] = ref_round_half(x, dt);
+	}
+}
+
+/* @n random values for @what of @opt, in its dtype, written */
+static void write_random(struct gpo_optim *opt, const char *what, int mixed,
+			 uint64_t *s)
+{
+	uint64_t n = gpo_optim_numel(opt);
+	int dt = gpo_optim_dtype(opt, what);
+	size_t bytes = n * (dt == GPO_F32 ? 4 : 2);
+	void *host = malloc(bytes);
+
+	ck_assert_ptr_nonnull(host);
+	if (dt != GPO_F32)
+		ref_fill_half(host, n, s, (enum gpo_dtype)dt);
+	else if (mixed)
+		ref_fill_mixed(host, n, s);
+	else
+		tu_fill(host, n, s, -1.0, 1.0);
+	ck_assert_msg(!gpo_optim_write(opt, what, NULL, host, bytes),
+		      "write %s: %s", what, gpo_errmsg());
+	free(host);
+}
+
+void ref_random_params(struct gpo_optim *opt, uint64_t *s)
+{
+	write_random(opt, "param", 0, s);
+}
+
+void ref_steps(struct gpo_optim *opt, uint64_t *s, int steps)
+{
+	int i, ret;
+
+	for (i = 0; i < steps; i++) {
+		write_random(opt, "grad", 1, s);
+		ret = gpo_optim_step(opt, NULL);
+		ck_assert_msg(!ret, "step %d: %s", i + 1, gpo_errmsg());
+	}
+}
+
+/* ---- named buffers read back, compared byte for byte --------------------- */
+
+/* the next buffer of @b: @name, @dtype, @bytes of poison */
+static void *bufs_add(struct ref_bufs *b, const char *name, int dtype,
+		      size_t bytes)
+{
+	int i = b->n++;
+
+	ck_assert_int_lt(i, REF_MAX_BUFS);
+	snprintf(b->name[i], sizeof(b->name[i]), "%s", name);
+	b->dtype[i] = dtype;
+	b->bytes[i] = bytes;
+	b->buf[i] = malloc(bytes ? bytes : 1);
+	ck_assert_ptr_nonnull(b->buf[i]);
+	/* poisoned: a read that writes nothing shows */
+	memset(b->buf[i], 0xa5, bytes);
+	return b->buf[i];
+}
+
+void ref_bufs_read(struct gpo_optim *opt, const char *name,
+		   struct ref_bufs *b)
+{
+	int dt = gpo_optim_dtype(opt, name);
+	size_t bytes;
+	void *buf;
+
+	ck_assert_msg(dt >= 0, "%s: %s", name, gpo_errmsg());
+	bytes = gpo_optim_numel(opt) * gpo_dtype_size((enum gpo_dtype)dt);
+	buf = bufs_add(b, name, dt, bytes);
+	ck_assert_msg(!gpo_optim_read(opt, name, NULL, buf, bytes),
+		      "read %s: %s", name, gpo_errmsg());
+}
+
+void ref_bufs_read_absmax(struct gpo_optim *opt, const char *slot,
+			  struct ref_bufs *b)
+{
+	int blocks = gpo_optim_read_absmax(opt, slot, NULL, 0);
+	char name[80];
+	void *buf;
+
+	ck_assert_int_gt(blocks, 0);
+	snprintf(name, sizeof(name), "%s.absmax", slot);
+	buf = bufs_add(b, name, GPO_F32, (size_t)blocks * 4);
+	ck_assert_msg(!gpo_optim_read_absmax(opt, slot, buf, (size_t)blocks),
+		      "absmax of %s: %s", slot, gpo_errmsg());
+}
+
+void ref_bufs_read_all(struct gpo_optim *opt, struct ref_bufs *b)
+{
+	int i, n = gpo_optim_slot_count(opt);
+	double master = 0;
+
+	memset(b, 0, sizeof(*b));
+	ref_bufs_read(opt, "param", b);
+	if (gpo_optim_dtype(opt, "param") != GPO_F32) {
+		ck_assert_int_eq(gpo_optim_get(opt, 0, "master_weights",
+					       &master), 0);
+		if (master)
+			ref_bufs_read(opt, "master", b);
+	}
+	for (i = 0; i < n; i++) {
+		const char *slot = gpo_optim_slot_name(opt, i);
+
+		if (gpo_optim_dtype(opt, slot) != GPO_U8) {
+			ref_bufs_read(opt, slot, b);
+			continue;
+		}
+		if (!strcmp(slot, "max_exp_avg_sq"))
+			continue;
+		ref_bufs_read(opt, slot, b);
+		ref_bufs_read_absmax(opt, slot, b);
+	}
+}
+
+void ref_bufs_free(struct ref_bufs *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->buf[i]);
+	memset(b, 0, sizeof(*b));
+}
+
+long ref_first_diff(const void *a, const void *b, size_t n, size_t esize)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp((const char *)a + i * esize,
+			   (const char *)b + i * esize, esize))
+			return (long)i;
+	return -1;
+}
+
+void ref_bufs_same(const char *what, const char *dev_id,
+		   const struct ref_bufs *want, const struct ref_bufs *got)
+{
+	int i;
+
+	ck_assert_int_eq(want->n, got->n);
+	for (i = 0; i < want->n; i++) {
+		const char *w = want->buf[i], *g = got->buf[i];
+		size_t es = gpo_dtype_size((enum gpo_dtype)want->dtype[i]);
+		uint32_t wb = 0, gb = 0;
+		long at;
+
+		ck_assert_str_eq(want->name[i], got->name[i]);
+		ck_assert_int_eq(want->dtype[i], got->dtype[i]);
+		ck_assert_uint_eq(want->bytes[i], got->bytes[i]);
+		if (!memcmp(w, g, want->bytes[i]))
+			continue;
+		at = ref_first_diff(w, g, want->bytes[i] / es, es);
+		memcpy(&wb, w + at * es, es);
+		memcpy(&gb, g + at * es, es);
+		if (want->dtype[i] == GPO_F32) {
+			float wf, gf;
+
+			memcpy(&wf, &wb, 4);
+			memcpy(&gf, &gb, 4);
+			ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: %.9g (0x%08x) vs %.9g (0x%08x)",
+				     what, want->name[i], dev_id, at, wf, wb,
+				     gf, gb);
+		}
+		ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: 0x%0*x vs 0x%0*x",
+			     what, want->name[i], dev_id, at, (int)es * 2, wb,
+			     (int)es * 2, gb);
+	}
+}
+
+static void mode_read(const struct ref_mode *m, struct gpo_optim *opt,
+		      struct ref_bufs *out)
+{
+	if (m->read)
+		m->read(opt, m->arg, out);
+	else
+		ref_bufs_read_all(opt, out);
+}
+
+void ref_mode_run(const struct ref_mode *m, struct gpo_device *dev, int steps,
+		  struct ref_bufs *out)
+{
+	struct gpo_optim *opt = m->make(dev, m->arg);
+	uint64_t s = m->seed;
+
+	ref_random_params(opt, &s);
+	ref_steps(opt, &s, steps);
+	mode_read(m, opt, out);
+	gpo_optim_free(opt);
+}
+
+static struct gpo_device *cpu0(void)
+{
+	struct gpo_device *cpu;
+
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
+		      gpo_errmsg());
+	return cpu;
+}
+
+void ref_same_as_cpu(const char *what, const struct ref_mode *m, int steps,
+		     struct ref_bufs *cpu_out)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES], *cpu = cpu0();
+	struct ref_bufs got;
+	int n, i, compared = 0;
+
+	ref_mode_run(m, cpu, steps, cpu_out);
+	n = tu_devices(devs, TU_MAX_DEVICES);
+	for (i = 0; i < n; i++) {
+		if (devs[i] == cpu)
+			continue;
+		ref_mode_run(m, devs[i], steps, &got);
+		ref_bufs_same(what, tu_device_id(devs[i]), cpu_out, &got);
+		ref_bufs_free(&got);
+		compared++;
+	}
+	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
+		compared);
+}
+
+void ref_ckpt_across(const char *what, const struct ref_mode *m,
+		     const char *path, struct ref_bufs *cpu_out)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	struct gpo_optim *opt = m->make(cpu0(), m->arg);
+	uint64_t s = m->seed, s_after;
+	struct ref_bufs got;
+	int n, i;
+
+	ref_random_params(opt, &s);
+	ref_steps(opt, &s, 10);
+	ck_assert_msg(!gpo_optim_save(opt, path, 0), "save: %s", gpo_errmsg());
+	s_after = s;
+	ref_steps(opt, &s, 5);
+	mode_read(m, opt, cpu_out);
+	gpo_optim_free(opt);
+
+	n = tu_devices(devs, TU_MAX_DEVICES);
+	for (i = 0; i < n; i++) {
+		opt = m->make(devs[i], m->arg);
+		ck_assert_msg(!gpo_optim_restore(opt, path, 0),
+			      "restore on %s: %s", tu_device_id(devs[i]),
+			      gpo_errmsg());
+		s = s_after;
+		ref_steps(opt, &s, 5);
+		mode_read(m, opt, &got);
+		ref_bufs_same(what, tu_device_id(devs[i]), cpu_out, &got);
+		ref_bufs_free(&got);
+		gpo_optim_free(opt);
+	}
+	fprintf(stderr, "%s: restored on %d devices, 5 steps bit-identical\n",
+		what, n);
+}
+
+/* ---- the 8-bit state ----------------------------------------------------- */
+
+int ref_u8_nslots(enum gpo_optim_kind kind)
+{
+	return kind == GPO_ADAM || kind == GPO_ADAMW ? 2 : 1;
+}
+
+const char *ref_u8_slot(enum gpo_optim_kind kind, int k)
+{
+	switch (kind) {
+	case GPO_RMSPROP:
+		return "square_avg";
+	case GPO_ADAGRAD:
+		return "sum";
+	default:
+		return k ? "exp_avg_sq" : "exp_avg";
+	}
+}
+
+int ref_u8_signed(enum gpo_optim_kind kind, int k)
+{
+	return !(k == 1 && ref_u8_nslots(kind) == 2);
+}
+
+double ref_dequant(uint8_t code, float absmax, int sg)
+{
+	return (double)gpo__qmap[sg][code] * absmax;
+}
+
+uint8_t ref_quant(float x, float absmax, int sg)
+{
+	const float *map = gpo__qmap[sg];
+	double v, best = INFINITY;
+	int c, code = 0;
+
+	if (absmax == 0.0f)
+		return sg ? GPO_QZERO_S : GPO_QZERO_U;
+	v = (float)((double)x / (double)absmax);
+	if (isnan(v))
+		return sg ? GPO_QZERO_S : GPO_QZERO_U;
+	for (c = 0; c < 256; c++) {
+		double d = fabs(v - (double)map[c]);
+
+		if (d < best) {
+			best = d;
+			code = c;
+		}
+	}
+	return (uint8_t)code;
+}
+
+int ref_code_fits(double x, double absmax, int sg, uint8_t code, double tol)
+{
+	const float *map = gpo__qmap[sg];
+	double r = absmax > 0 ? x / absmax : 0, lo = -INFINITY, hi = INFINITY;
+
+	if (code > 0)
+		lo = ((double)map[code - 1] + map[code]) / 2;
+	if (code < 255)
+		hi = ((double)map[code] + map[code + 1]) / 2;
+	return r >= lo - tol && r <= hi + tol;
 }

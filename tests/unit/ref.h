@@ -9,6 +9,11 @@
  * and Lion, which torch 1.13 lacks, from the formulas in gpuopt.h and
  * README.md. It shares no code with the library: it takes the same float32
  * inputs and computes in double.
+ *
+ * Below them, what the optimizer precision tests (test_optim_precision,
+ * test_optim_master, test_optim_u8) share: their layout of tensors and
+ * groups, random inputs, half rounding, runs read back and compared with
+ * cpu:0's bytes, and the 8-bit state's maps.
  */
 #ifndef GPUOPT_TEST_REF_H
 #define GPUOPT_TEST_REF_H
@@ -223,5 +228,163 @@ void ref_check_config(const char *tag, enum gpo_optim_kind kind,
  */
 void ref_check_huge(const char *tag, enum gpo_optim_kind kind,
 		    const char *config, int steps);
+
+/* ---- what the optimizer precision tests share ---------------------------- */
+
+/*
+ * The layout of test_optim_precision, test_optim_master and test_optim_u8:
+ * tensors "t<i>" of the given sizes, tensor i in group i % REF_NGROUPS,
+ * group g at learning rate ref_group_lr[g]
+ */
+#define REF_NGROUPS	3
+extern const double ref_group_lr[REF_NGROUPS];
+
+/*
+ * ref_grouped_optim - an optimizer of @kind on @dev in that layout,
+ * configured by @conf (every group); dtypes stay f32
+ */
+struct gpo_optim *ref_grouped_optim(struct gpo_device *dev,
+				    enum gpo_optim_kind kind, const char *conf,
+				    const uint64_t *sizes, int ntensors);
+
+/* ref_group_numel - the elements of group @g in that layout */
+uint64_t ref_group_numel(const uint64_t *sizes, int ntensors, int g);
+
+/* ref_round_half - @x rounded to nearest even in @dt (f16 or bf16) */
+uint16_t ref_round_half(float x, enum gpo_dtype dt);
+
+/* ref_widen - the half value @h of @dt, exactly */
+float ref_widen(uint16_t h, enum gpo_dtype dt);
+
+/* ref_fill_mixed - uniform in [-1, 1), every 7th from 0 times 100 */
+void ref_fill_mixed(float *x, uint64_t n, uint64_t *s);
+
+/*
+ * ref_fill_half - uniform in [-1, 1) rounded to @dt, every 7th from 0
+ * times 30 (before rounding)
+ */
+void ref_fill_half(uint16_t *h, uint64_t n, uint64_t *s, enum gpo_dtype dt);
+
+/*
+ * ref_random_params - fresh parameters from *@s in @opt's param dtype:
+ * uniform in [-1, 1) for f32, ref_fill_half() for f16 and bf16
+ */
+void ref_random_params(struct gpo_optim *opt, uint64_t *s);
+
+/*
+ * ref_steps - @steps steps, each with fresh gradients from *@s in @opt's
+ * grad dtype: ref_fill_mixed() for f32, ref_fill_half() for f16 and bf16
+ */
+void ref_steps(struct gpo_optim *opt, uint64_t *s, int steps);
+
+/* ---- named buffers read back, compared byte for byte --------------------- */
+
+#define REF_MAX_BUFS	12
+
+/* what one device's run ends with: named buffers, as bytes */
+struct ref_bufs {
+	int n;
+	char name[REF_MAX_BUFS][64];
+	int dtype[REF_MAX_BUFS];	/* an absmax array: GPO_F32 */
+	void *buf[REF_MAX_BUFS];
+	size_t bytes[REF_MAX_BUFS];
+};
+
+/* ref_bufs_read - buffer @name of @opt (read into poison) as the next */
+void ref_bufs_read(struct gpo_optim *opt, const char *name,
+		   struct ref_bufs *b);
+
+/* ref_bufs_read_absmax - the absmax blocks of u8 @slot, "<slot>.absmax" */
+void ref_bufs_read_absmax(struct gpo_optim *opt, const char *slot,
+			  struct ref_bufs *b);
+
+/*
+ * ref_bufs_read_all - into an empty @b: param, master (if @opt keeps
+ * one) and every slot in use (a u8 one followed by its absmax blocks;
+ * amsgrad's u8 max_exp_avg_sq, never in use, left out)
+ */
+void ref_bufs_read_all(struct gpo_optim *opt, struct ref_bufs *b);
+
+void ref_bufs_free(struct ref_bufs *b);
+
+/* ref_first_diff - the first of @n elements of @esize bytes that differ; -1 */
+long ref_first_diff(const void *a, const void *b, size_t n, size_t esize);
+
+/*
+ * ref_bufs_same - assert that @got holds @want's buffers, byte for byte;
+ * a failure names @what, the buffer, @dev_id and the first element that
+ * differs
+ */
+void ref_bufs_same(const char *what, const char *dev_id,
+		   const struct ref_bufs *want, const struct ref_bufs *got);
+
+/*
+ * A test's mode: how it builds its optimizer on a device (@make, from
+ * @arg), reads the result back (@read; NULL: ref_bufs_read_all()) and
+ * the seed of its inputs
+ */
+struct ref_mode {
+	struct gpo_optim *(*make)(struct gpo_device *dev, const void *arg);
+	void (*read)(struct gpo_optim *opt, const void *arg,
+		     struct ref_bufs *out);
+	const void *arg;
+	uint64_t seed;
+};
+
+/*
+ * ref_mode_run - @m's optimizer on @dev: ref_random_params(), then
+ * @steps ref_steps() from the seed, read back into @out
+ */
+void ref_mode_run(const struct ref_mode *m, struct gpo_device *dev, int steps,
+		  struct ref_bufs *out);
+
+/*
+ * ref_same_as_cpu - ref_mode_run() on cpu:0 into @cpu_out, then on every
+ * other test device, each asserted to give cpu:0's bytes; prints how many
+ * devices were compared. The caller frees @cpu_out.
+ */
+void ref_same_as_cpu(const char *what, const struct ref_mode *m, int steps,
+		     struct ref_bufs *cpu_out);
+
+/*
+ * ref_ckpt_across - on cpu:0, @m's optimizer 10 steps on, saved to @path,
+ * 5 more steps read into @cpu_out; then on every test device (cpu:0 too)
+ * a fresh one restored from @path, the same 5 steps there, asserted to
+ * give those bytes. The caller frees @cpu_out and removes @path.
+ */
+void ref_ckpt_across(const char *what, const struct ref_mode *m,
+		     const char *path, struct ref_bufs *cpu_out);
+
+/* ---- the 8-bit state (bitsandbytes' dynamic maps, blocks of 256) --------- */
+
+#define REF_QBLOCK	256
+
+/* ref_u8_nslots - how many u8 slots @kind's step keeps */
+int ref_u8_nslots(enum gpo_optim_kind kind);
+
+/* ref_u8_slot - the name of @kind's u8 slot @k */
+const char *ref_u8_slot(enum gpo_optim_kind kind, int k);
+
+/* ref_u8_signed - does slot @k use the signed map? (exp_avg_sq: unsigned) */
+int ref_u8_signed(enum gpo_optim_kind kind, int k);
+
+/*
+ * ref_dequant - map @sg's value of @code times @absmax, exactly (rounded
+ * to float, it is the kernels' f32 product)
+ */
+double ref_dequant(uint8_t code, float absmax, int sg);
+
+/*
+ * ref_quant - the code of the map value nearest to x / absmax: the
+ * quotient correctly rounded to float, then a linear search in double,
+ * ties to the lower code; absmax 0 or a NaN quotient: the code of 0.0
+ */
+uint8_t ref_quant(float x, float absmax, int sg);
+
+/*
+ * ref_code_fits - is @code the map value nearest x / absmax, within
+ * @tol? (x / absmax lies between the midpoints to its neighbours)
+ */
+int ref_code_fits(double x, double absmax, int sg, uint8_t code, double tol);
 
 #endif /* GPUOPT_TEST_REF_H */

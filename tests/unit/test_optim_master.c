@@ -16,15 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ref.h"
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
 #include "optim/optim_i.h"
 
 #define STEPS		20
-#define NGROUPS		3
 #define MAX_DEVS	16
-#define MAX_BUFS	12
 #define SR_SEED		0x5eedf00dull
 
 static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
@@ -39,221 +38,55 @@ static uint64_t u8_sizes[] = { 120011, 300, 1, 4099, 257, 61 };
 #define U8_QUICK_SIZE	1031
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
-static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 
-struct run_out {
-	int n;
-	char name[MAX_BUFS][64];
-	void *buf[MAX_BUFS];
-	size_t bytes[MAX_BUFS];
+/* one run's mode: the optimizer, its configuration, dtypes */
+struct run_args {
+	enum gpo_optim_kind kind;
+	const char *conf;
+	enum gpo_dtype pdt, sdt;
+	int master;
 };
-
-static void run_out_free(struct run_out *o)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		free(o->buf[i]);
-	memset(o, 0, sizeof(*o));
-}
-
-static uint16_t to_half(float x, enum gpo_dtype dt)
-{
-	return dt == GPO_F16 ? gpo__f32_to_f16(x) : gpo__f32_to_bf16(x);
-}
-
-static float from_half(uint16_t h, enum gpo_dtype dt)
-{
-	return dt == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
-}
 
 static struct gpo_optim *make_opt(struct gpo_device *dev,
 				  enum gpo_optim_kind kind, const char *conf,
 				  enum gpo_dtype pdt, int master,
 				  enum gpo_dtype sdt)
 {
-	struct gpo_optim *opt;
-	char name[32];
-	int g, t, ret;
+	struct gpo_optim *opt = ref_grouped_optim(dev, kind, conf, sizes,
+						  ntensors);
+	int ret;
 
-	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
-	for (g = 1; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_add_group(opt), g);
-	for (t = 0; t < ntensors; t++) {
-		snprintf(name, sizeof(name), "t%d", t);
-		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
-						      t % NGROUPS), 0);
-	}
-	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
-		      gpo_errmsg());
 	ret = gpo_optim_set_param_dtype(opt, pdt, master, SR_SEED);
 	ck_assert_msg(!ret, "set_param_dtype: %s", gpo_errmsg());
 	if (sdt != GPO_F32)
 		ck_assert_msg(!gpo_optim_set_state_dtype(opt, sdt), "%s",
 			      gpo_errmsg());
-	for (g = 0; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
 	return opt;
 }
 
-/* @n random half values (mixed scales) from *@s */
-static void fill_half(uint16_t *h, uint64_t n, uint64_t *s, enum gpo_dtype dt,
-		      double scale)
+static struct gpo_optim *make_mode(struct gpo_device *dev, const void *arg)
 {
-	uint64_t i;
+	const struct run_args *a = arg;
 
-	for (i = 0; i < n; i++) {
-		float x = (float)tu_rand(s, -1.0, 1.0) * (float)scale;
-
-		if (i % 7 == 0)
-			x *= 30.0f;
-		h[i] = to_half(x, dt);
-	}
-}
-
-static void do_steps(struct gpo_optim *opt, enum gpo_dtype dt, uint64_t *s,
-		     int steps)
-{
-	uint64_t numel = gpo_optim_numel(opt);
-	uint16_t *h = malloc(numel * 2);
-	int i, ret;
-
-	ck_assert_ptr_nonnull(h);
-	for (i = 0; i < steps; i++) {
-		fill_half(h, numel, s, dt, 1.0);
-		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, h,
-						 numel * 2), 0);
-		ret = gpo_optim_step(opt, NULL);
-		ck_assert_msg(!ret, "step %d: %s", i + 1, gpo_errmsg());
-	}
-	free(h);
-}
-
-static void read_one(struct gpo_optim *opt, const char *name,
-		     struct run_out *o)
-{
-	uint64_t numel = gpo_optim_numel(opt);
-	int dt = gpo_optim_dtype(opt, name), i = o->n++;
-
-	ck_assert_int_ge(dt, 0);
-	ck_assert_int_lt(i, MAX_BUFS);
-	snprintf(o->name[i], sizeof(o->name[i]), "%s", name);
-	o->bytes[i] = numel * gpo_dtype_size((enum gpo_dtype)dt);
-	o->buf[i] = malloc(o->bytes[i]);
-	/* poisoned: a read that writes nothing shows */
-	memset(o->buf[i], 0xa5, o->bytes[i]);
-	ck_assert_msg(!gpo_optim_read(opt, name, NULL, o->buf[i], o->bytes[i]),
-		      "read %s: %s", name, gpo_errmsg());
-}
-
-/* the absmax blocks of u8 slot @slot, as "<slot>.absmax" */
-static void read_absmax(struct gpo_optim *opt, const char *slot,
-			struct run_out *o)
-{
-	int blocks = gpo_optim_read_absmax(opt, slot, NULL, 0), i = o->n++;
-
-	ck_assert_int_gt(blocks, 0);
-	ck_assert_int_lt(i, MAX_BUFS);
-	snprintf(o->name[i], sizeof(o->name[i]), "%s.absmax", slot);
-	o->bytes[i] = (size_t)blocks * 4;
-	o->buf[i] = malloc(o->bytes[i]);
-	memset(o->buf[i], 0xa5, o->bytes[i]);
-	ck_assert_msg(!gpo_optim_read_absmax(opt, slot, o->buf[i],
-					     (size_t)blocks),
-		      "absmax of %s: %s", slot, gpo_errmsg());
-}
-
-/*
- * param, master (if any) and every slot the step uses (a u8 one with its
- * absmax blocks)
- */
-static void read_all(struct gpo_optim *opt, int master, struct run_out *o)
-{
-	int i, n = gpo_optim_slot_count(opt);
-
-	memset(o, 0, sizeof(*o));
-	read_one(opt, "param", o);
-	if (master)
-		read_one(opt, "master", o);
-	for (i = 0; i < n; i++) {
-		const char *slot = gpo_optim_slot_name(opt, i);
-
-		if (gpo_optim_dtype(opt, slot) != GPO_U8) {
-			read_one(opt, slot, o);
-			continue;
-		}
-		/* amsgrad's max_exp_avg_sq: no u8 kernel, never in use */
-		if (!strcmp(slot, "max_exp_avg_sq"))
-			continue;
-		read_one(opt, slot, o);
-		read_absmax(opt, slot, o);
-	}
-}
-
-static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
-		      const char *conf, enum gpo_dtype pdt, int master,
-		      enum gpo_dtype sdt, uint64_t seed, struct run_out *o)
-{
-	struct gpo_optim *opt = make_opt(dev, kind, conf, pdt, master, sdt);
-	uint64_t s = seed, numel = gpo_optim_numel(opt);
-	uint16_t *h = malloc(numel * 2);
-
-	ck_assert_ptr_nonnull(h);
-	fill_half(h, numel, &s, pdt, 1.0);
-	ck_assert_msg(!gpo_optim_write(opt, "param", NULL, h, numel * 2), "%s",
-		      gpo_errmsg());
-	free(h);
-	do_steps(opt, pdt, &s, STEPS);
-	read_all(opt, master, o);
-	gpo_optim_free(opt);
-}
-
-static void compare(const char *what, const char *dev_id,
-		    const struct run_out *ref, const struct run_out *got)
-{
-	int i;
-	size_t j;
-
-	ck_assert_int_eq(ref->n, got->n);
-	for (i = 0; i < ref->n; i++) {
-		const unsigned char *r = ref->buf[i], *g = got->buf[i];
-
-		ck_assert_str_eq(ref->name[i], got->name[i]);
-		ck_assert_uint_eq(ref->bytes[i], got->bytes[i]);
-		if (!memcmp(r, g, ref->bytes[i]))
-			continue;
-		for (j = 0; j < ref->bytes[i] && r[j] == g[j]; j++)
-			;
-		ck_abort_msg("%s: %s on %s differs from cpu:0 at byte %zu (0x%02x vs 0x%02x)",
-			     what, ref->name[i], dev_id, j, r[j], g[j]);
-	}
+	return make_opt(dev, a->kind, a->conf, a->pdt, a->master, a->sdt);
 }
 
 static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 			  const char *conf, enum gpo_dtype pdt, int master,
 			  enum gpo_dtype sdt)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct run_out ref, got;
-	uint64_t seed = tu_rng(what);
-	int n, i, compared = 0;
+	const struct run_args a = {
+		.kind = kind, .conf = conf, .pdt = pdt, .sdt = sdt,
+		.master = master,
+	};
+	const struct ref_mode m = {
+		.make = make_mode, .arg = &a, .seed = tu_rng(what),
+	};
+	struct ref_bufs ref;
 
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
-		      gpo_errmsg());
-	run_steps(cpu, kind, conf, pdt, master, sdt, seed, &ref);
+	ref_same_as_cpu(what, &m, STEPS, &ref);
 	ck_assert_str_eq(ref.name[0], "param");
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		if (devs[i] == cpu)
-			continue;
-		run_steps(devs[i], kind, conf, pdt, master, sdt, seed, &got);
-		compare(what, tu_device_id(devs[i]), &ref, &got);
-		run_out_free(&got);
-		compared++;
-	}
-	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
-		compared);
-	run_out_free(&ref);
+	ref_bufs_free(&ref);
 }
 
 START_TEST(test_master_bitwise)
@@ -398,29 +231,6 @@ struct u8_view {
 	double *x[2];		/* the state dequantized */
 };
 
-static int u8_nslots(enum gpo_optim_kind kind)
-{
-	return kind == GPO_ADAM || kind == GPO_ADAMW ? 2 : 1;
-}
-
-static const char *u8_slot(enum gpo_optim_kind kind, int k)
-{
-	switch (kind) {
-	case GPO_RMSPROP:
-		return "square_avg";
-	case GPO_ADAGRAD:
-		return "sum";
-	default:
-		return k ? "exp_avg_sq" : "exp_avg";
-	}
-}
-
-/* exp_avg_sq alone has the unsigned map (abi/adam.h) */
-static int u8_signed(enum gpo_optim_kind kind, int k)
-{
-	return !(k == 1 && u8_nslots(kind) == 2);
-}
-
 static void u8_view_read(struct gpo_optim *opt, enum gpo_optim_kind kind,
 			 int master, uint64_t blocks, struct u8_view *v)
 {
@@ -434,9 +244,9 @@ static void u8_view_read(struct gpo_optim *opt, enum gpo_optim_kind kind,
 		ck_assert_int_eq(gpo_optim_read(opt, "master", NULL, v->mf,
 						n * 4), 0);
 	}
-	for (k = 0; k < u8_nslots(kind); k++) {
-		const char *slot = u8_slot(kind, k);
-		int sg = u8_signed(kind, k);
+	for (k = 0; k < ref_u8_nslots(kind); k++) {
+		const char *slot = ref_u8_slot(kind, k);
+		int sg = ref_u8_signed(kind, k);
 
 		memset(v->q[k], 0x5a, n);
 		ck_assert_int_eq(gpo_optim_read(opt, slot, NULL, v->q[k], n), 0);
@@ -445,23 +255,6 @@ static void u8_view_read(struct gpo_optim *opt, enum gpo_optim_kind kind,
 		for (e = 0; e < n; e++)
 			v->x[k][e] = (double)gpo__qmap[sg][v->q[k][e]];
 	}
-}
-
-/*
- * Is @code the map value nearest x / absmax, within @tol? The map is
- * sorted: x / absmax lies between the midpoints to its neighbours.
- */
-static int code_fits(double x, double absmax, int sg, uint8_t code,
-		     double tol)
-{
-	const float *map = gpo__qmap[sg];
-	double r = absmax > 0 ? x / absmax : 0, lo = -INFINITY, hi = INFINITY;
-
-	if (code > 0)
-		lo = ((double)map[code - 1] + map[code]) / 2;
-	if (code < 255)
-		hi = ((double)map[code] + map[code + 1]) / 2;
-	return r >= lo - tol && r <= hi + tol;
 }
 
 /*
@@ -490,8 +283,8 @@ static void check_u8_reference(const char *what, enum gpo_optim_kind kind,
 	ck_assert_int_eq(gpo_device_select(tu_ctx(), "cpu:0", &cpu), 0);
 	opt = make_opt(cpu, kind, conf, pdt, master, GPO_U8);
 	n = gpo_optim_numel(opt);
-	blocks = (uint64_t)gpo_optim_read_absmax(opt, u8_slot(kind, 0), NULL,
-						 0);
+	blocks = (uint64_t)gpo_optim_read_absmax(opt, ref_u8_slot(kind, 0),
+						 NULL, 0);
 	gh = malloc(n * 2);
 	p64 = malloc(n * 8);
 	tol = malloc(n * 8);
@@ -508,33 +301,31 @@ static void check_u8_reference(const char *what, enum gpo_optim_kind kind,
 		}
 		x64[k] = malloc(n * 8);
 	}
-	fill_half(gh, n, &s, pdt, 1.0);
+	ref_fill_half(gh, n, &s, pdt);
 	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, gh, n * 2), 0);
 	for (t = 1; t <= STEPS; t++) {
 		uint64_t start = 0, blk = 0;
 
 		u8_view_read(opt, kind, master, blocks, &a);
-		fill_half(gh, n, &s, pdt, 1.0);
+		ref_fill_half(gh, n, &s, pdt);
 		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, gh, n * 2),
 				 0);
 		ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
 		u8_view_read(opt, kind, master, blocks, &b);
-		for (g = 0; g < NGROUPS; g++) {
-			uint64_t gn = 0, nb;
-			double lr = group_lr[g];
+		for (g = 0; g < REF_NGROUPS; g++) {
+			uint64_t gn = ref_group_numel(sizes, ntensors, g), nb;
+			double lr = ref_group_lr[g];
 			double bc1 = 1 - pow(h->beta1, t), bc2 = 1 - pow(h->beta2, t);
 			double clr = lr / (1 + (t - 1) * h->lr_decay);
-			int i;
 
-			for (i = g; i < ntensors; i += NGROUPS)
-				gn += sizes[i];
-			nb = (gn + 255) / 256;
+			nb = (gn + REF_QBLOCK - 1) / REF_QBLOCK;
 			for (e = start; e < start + gn; e++) {
-				uint64_t bk = blk + (e - start) / 256;
-				double p = master ? a.mf[e] : from_half(a.ph[e], pdt);
-				double gr = from_half(gh[e], pdt), gi, c, d, up;
+				uint64_t bk = blk + (e - start) / REF_QBLOCK;
+				double p0 = master ? a.mf[e] :
+					     ref_widen(a.ph[e], pdt), p = p0;
+				double gr = ref_widen(gh[e], pdt), gi, c, d, up;
 				double x0 = a.x[0][e] * a.am[0][bk];
-				double x1 = u8_nslots(kind) == 2 ?
+				double x1 = ref_u8_nslots(kind) == 2 ?
 					    a.x[1][e] * a.am[1][bk] : 0;
 
 				switch (kind) {
@@ -588,35 +379,36 @@ static void check_u8_reference(const char *what, enum gpo_optim_kind kind,
 				 * terms (relative to their size, not to a
 				 * difference of them)
 				 */
-				tol[e] = 1e-6 * (fabs(p) +
-						 fabs(master ? a.mf[e] :
-						      from_half(a.ph[e], pdt))) +
+				tol[e] = 1e-6 * (fabs(p) + fabs(p0)) +
 					 1e-5 * up + 1e-30;
 			}
 			/* each block: its absmax, then its codes */
-			for (k = 0; k < u8_nslots(kind); k++) {
-				int sg = u8_signed(kind, k);
+			for (k = 0; k < ref_u8_nslots(kind); k++) {
+				const char *slot = ref_u8_slot(kind, k);
+				int sg = ref_u8_signed(kind, k);
 				uint64_t bb;
 
 				for (bb = 0; bb < nb; bb++) {
-					uint64_t f = start + bb * 256;
-					uint64_t l = f + 256 < start + gn ?
-						     f + 256 : start + gn;
+					uint64_t f = start + bb * REF_QBLOCK;
+					uint64_t l = f + REF_QBLOCK;
 					double mx = 0, am = b.am[k][blk + bb];
 
+					if (l > start + gn)
+						l = start + gn;
 					for (e = f; e < l; e++)
 						mx = fmax(mx, fabs(x64[k][e]));
 					/* no ck_assert in loops: each writes a pipe */
 					if (!(fabs(am - mx) <= 1e-5 * mx))
 						ck_abort_msg("%s step %d: %s block %llu absmax %.9g, float64 %.9g",
-						      what, t, u8_slot(kind, k),
+						      what, t, slot,
 						      (unsigned long long)(blk + bb),
 						      am, mx);
 					for (e = f; e < l; e++)
-						if (!code_fits(x64[k][e], am, sg,
-							       b.q[k][e], 1e-5))
+						if (!ref_code_fits(x64[k][e], am,
+								   sg, b.q[k][e],
+								   1e-5))
 							ck_abort_msg("%s step %d: %s %llu code %u for %.9g (absmax %.9g)",
-							      what, t, u8_slot(kind, k),
+							      what, t, slot,
 							      (unsigned long long)e,
 							      b.q[k][e], x64[k][e], am);
 				}
@@ -635,14 +427,15 @@ static void check_u8_reference(const char *what, enum gpo_optim_kind kind,
 					ck_abort_msg("%s step %d: master %llu %.9g, float64 %.9g",
 					      what, t, (unsigned long long)e, got,
 					      want);
-				if (b.ph[e] != to_half(b.mf[e], pdt))
+				if (b.ph[e] != ref_round_half(b.mf[e], pdt))
 					ck_abort_msg("%s step %d: param %llu 0x%04x, master rounds to 0x%04x",
 					      what, t, (unsigned long long)e,
-					      b.ph[e], to_half(b.mf[e], pdt));
+					      b.ph[e],
+					      ref_round_half(b.mf[e], pdt));
 				continue;
 			}
 			/* SR: one of the two bf16 values around it */
-			got = from_half(b.ph[e], pdt);
+			got = ref_widen(b.ph[e], pdt);
 			frexp(want, &ex);
 			if (!(fabs(got - want) <= ldexp(1, ex - 8) + tol[e]))
 				ck_abort_msg("%s step %d: param %llu %.9g, float64 %.9g",
@@ -779,19 +572,19 @@ START_TEST(test_master_adamw_reference)
 			ck_assert_int_eq(gpo_optim_set_param_dtype(opt, dt, 1, 1), 0);
 			ck_assert_int_eq(gpo_optim_configure(opt, -1,
 				"lr=0.01 weight_decay=0.1"), 0);
-			fill_half(h, n, &s, dt, 1.0);
+			ref_fill_half(h, n, &s, dt);
 			for (i = 0; i < n; i++)
-				p[i] = from_half(h[i], dt);
+				p[i] = ref_widen(h[i], dt);
 			ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, h, n * 2), 0);
 			for (t = 1; t <= STEPS; t++) {
 				double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
 
-				fill_half(h, n, &s, dt, 1.0);
+				ref_fill_half(h, n, &s, dt);
 				ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, h, n * 2), 0);
 				ck_assert_msg(!gpo_optim_step(opt, NULL), "%s",
 					      gpo_errmsg());
 				for (i = 0; i < n; i++) {
-					double g = from_half(h[i], dt);
+					double g = ref_widen(h[i], dt);
 
 					p[i] *= 1 - lr * wd;
 					m[i] = b1 * m[i] + (1 - b1) * g;
@@ -809,11 +602,12 @@ START_TEST(test_master_adamw_reference)
 					   fmax(fabs(p[i]), 1e-3);
 
 				worst = fmax(worst, e);
-				ck_assert_msg(ph[i] == to_half(mf[i], dt),
+				ck_assert_msg(ph[i] ==
+					      ref_round_half(mf[i], dt),
 					      "%s: param %llu is 0x%04x, master %.9g rounds to 0x%04x",
 					      tu_device_id(devs[d]),
 					      (unsigned long long)i, ph[i],
-					      mf[i], to_half(mf[i], dt));
+					      mf[i], ref_round_half(mf[i], dt));
 			}
 			/* f32 over 20 steps: far below half's 2^-8 / 2^-11 */
 			ck_assert_msg(worst < 1e-4, "%s %s: master %.3g from float64",
@@ -855,10 +649,10 @@ START_TEST(test_sr_host_loop_and_unbiased)
 		ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
 		ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 0, 77), 0);
 		ck_assert_int_eq(gpo_optim_set(opt, -1, "lr", lr), 0);
-		fill_half(p, n, &s, GPO_BF16, 1.0);
+		ref_fill_half(p, n, &s, GPO_BF16);
 		ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, p, n * 2), 0);
 		for (t = 1; t <= 5; t++) {
-			fill_half(g, n, &s, GPO_BF16, 1.0);
+			ref_fill_half(g, n, &s, GPO_BF16);
 			ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, g, n * 2), 0);
 			ck_assert_int_eq(gpo_optim_step(opt, NULL), 0);
 			for (i = 0; i < n; i++) {
@@ -924,7 +718,7 @@ START_TEST(test_master_follows_writes)
 		ck_assert_int_eq(gpo_optim_dtype(opt, "param"), GPO_F16);
 		ck_assert_int_eq(gpo_optim_dtype(opt, "grad"), GPO_F16);
 		ck_assert_int_eq(gpo_optim_dtype(opt, "master"), GPO_F32);
-		fill_half(h, n, &s, GPO_F16, 1.0);
+		ref_fill_half(h, n, &s, GPO_F16);
 		ck_assert_int_eq(gpo_optim_write(opt, "param", "w", h, n * 2), 0);
 		ck_assert_int_eq(gpo_optim_read(opt, "master", "w", fb, n * 4), 0);
 		for (i = 0; i < n; i++)
@@ -949,53 +743,31 @@ static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
 			      const char *conf, enum gpo_dtype pdt, int master,
 			      enum gpo_dtype sdt)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct gpo_optim *src, *dst;
-	struct run_out ref, got;
-	uint64_t s = tu_rng(what), s_after, numel;
+	const struct run_args a = {
+		.kind = kind, .conf = conf, .pdt = pdt, .sdt = sdt,
+		.master = master,
+	};
+	const struct ref_mode m = {
+		.make = make_mode, .arg = &a, .seed = tu_rng(what),
+	};
+	struct gpo_device *cpu;
+	struct gpo_optim *dst;
+	struct ref_bufs ref;
 	char dir[256], path[300];
-	uint16_t *h;
-	int n, i;
 
 	tu_cache_dir_new(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
-		      gpo_errmsg());
-	src = make_opt(cpu, kind, conf, pdt, master, sdt);
-	numel = gpo_optim_numel(src);
-	h = malloc(numel * 2);
-	ck_assert_ptr_nonnull(h);
-	fill_half(h, numel, &s, pdt, 1.0);
-	ck_assert_int_eq(gpo_optim_write(src, "param", NULL, h, numel * 2), 0);
-	free(h);
-	do_steps(src, pdt, &s, 10);
-	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
-	s_after = s;
-	do_steps(src, pdt, &s, 5);
-	read_all(src, master, &ref);
-	gpo_optim_free(src);
-
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		dst = make_opt(devs[i], kind, conf, pdt, master, sdt);
-		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
-			      tu_device_id(devs[i]), gpo_errmsg());
-		s = s_after;
-		do_steps(dst, pdt, &s, 5);
-		read_all(dst, master, &got);
-		compare(what, tu_device_id(devs[i]), &ref, &got);
-		run_out_free(&got);
-		gpo_optim_free(dst);
-	}
+	ref_ckpt_across(what, &m, path, &ref);
 	/* into an optimizer of another mode: refused, nothing changed */
 	if (pdt == GPO_BF16) {
+		ck_assert_int_eq(gpo_device_select(tu_ctx(), "cpu:0", &cpu), 0);
 		dst = make_opt(cpu, kind, conf, pdt, !master, sdt);
 		ck_assert_int_ne(gpo_optim_restore(dst, path, 0), 0);
 		tu_check_errmsg("restore into another mode");
 		ck_assert_uint_eq(gpo_optim_steps_done(dst), 0);
 		gpo_optim_free(dst);
 	}
-	run_out_free(&ref);
+	ref_bufs_free(&ref);
 	unlink(path);
 	tu_cache_dir_remove(dir);
 }
@@ -1018,11 +790,20 @@ END_TEST
  */
 START_TEST(test_vulkan_windows)
 {
+	static const struct run_args modes[] = {
+		{ .kind = GPO_ADAMW, .conf = "", .pdt = GPO_BF16,
+		  .sdt = GPO_F32 },
+		{ .kind = GPO_SGD, .conf = "momentum=0.9", .pdt = GPO_F16,
+		  .sdt = GPO_F32, .master = 1 },
+	};
+	static const char *const what[] = {
+		"windows_adamw_bf16_sr", "windows_sgd_f16_master",
+	};
 	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct run_out ref, got;
+	struct ref_bufs ref, got;
 	struct gpo_ctx *ctx;
 	uint64_t seed = tu_rng("windows");
-	int i, n;
+	int i, n, k;
 
 	if (!tu_built("vulkan") || tu_backend_gate("vulkan"))
 		return;
@@ -1030,25 +811,20 @@ START_TEST(test_vulkan_windows)
 	setenv("GPUOPT_VULKAN_DEBUG", "nograph,range=4096", 1);
 	ck_assert_msg(!gpo_ctx_new(&ctx, 0), "%s", gpo_errmsg());
 	n = tu_open_backend(ctx, "vulkan", devs, MAX_DEVS, &cpu);
-	run_steps(cpu, GPO_ADAMW, "", GPO_BF16, 0, GPO_F32, seed, &ref);
-	for (i = 0; i < n; i++) {
-		run_steps(devs[i], GPO_ADAMW, "", GPO_BF16, 0, GPO_F32, seed,
-			  &got);
-		compare("windows_adamw_bf16_sr", tu_device_id(devs[i]), &ref,
-			&got);
-		run_out_free(&got);
+	for (k = 0; k < 2; k++) {
+		const struct ref_mode m = {
+			.make = make_mode, .arg = &modes[k], .seed = seed,
+		};
+
+		ref_mode_run(&m, cpu, STEPS, &ref);
+		for (i = 0; i < n; i++) {
+			ref_mode_run(&m, devs[i], STEPS, &got);
+			ref_bufs_same(what[k], tu_device_id(devs[i]), &ref,
+				      &got);
+			ref_bufs_free(&got);
+		}
+		ref_bufs_free(&ref);
 	}
-	run_out_free(&ref);
-	run_steps(cpu, GPO_SGD, "momentum=0.9", GPO_F16, 1, GPO_F32, seed,
-		  &ref);
-	for (i = 0; i < n; i++) {
-		run_steps(devs[i], GPO_SGD, "momentum=0.9", GPO_F16, 1,
-			  GPO_F32, seed, &got);
-		compare("windows_sgd_f16_master", tu_device_id(devs[i]), &ref,
-			&got);
-		run_out_free(&got);
-	}
-	run_out_free(&ref);
 	gpo_ctx_free(ctx);
 	unsetenv("GPUOPT_VULKAN_DEBUG");
 }
@@ -1075,10 +851,10 @@ START_TEST(test_async_sr)
 		ck_assert_int_ge(gpo_optim_add_tensor(b, "w", 1, &n, 0), 0);
 		ck_assert_int_eq(gpo_optim_set_param_dtype(a, GPO_BF16, 0, 9), 0);
 		ck_assert_int_eq(gpo_optim_set_param_dtype(b, GPO_BF16, 0, 9), 0);
-		fill_half(h, n, &s, GPO_BF16, 1.0);
+		ref_fill_half(h, n, &s, GPO_BF16);
 		ck_assert_int_eq(gpo_optim_write(a, "param", NULL, h, n * 2), 0);
 		ck_assert_int_eq(gpo_optim_write(b, "param", NULL, h, n * 2), 0);
-		fill_half(h, n, &s, GPO_BF16, 1.0);
+		ref_fill_half(h, n, &s, GPO_BF16);
 		ck_assert_int_eq(gpo_optim_write(a, "grad", NULL, h, n * 2), 0);
 		ck_assert_int_eq(gpo_optim_write(b, "grad", NULL, h, n * 2), 0);
 		for (t = 0; t < 6; t++) {

@@ -22,13 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ref.h"
 #include "testutil.h"
 #include "core/dtype_i.h"
 
 #define STEPS		20
-#define NGROUPS		3
-#define MAX_DEVS	16
-#define MAX_SLOTS	8
 
 static const uint64_t odd_sizes[] = { 1, 3, 7, 61, 1021, 4099, 65537 };
 /* groups of 1, 2 and 3 elements: a float4's tail alone in a group */
@@ -36,8 +34,6 @@ static const uint64_t tiny_sizes[] = { 1, 2, 3 };
 /* the tensors make_opt() adds, one per group in turn */
 static const uint64_t *sizes = odd_sizes;
 static int ntensors = (int)(sizeof(odd_sizes) / sizeof(odd_sizes[0]));
-
-static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 
 /* every state slot name (gpo_optim_slot_count() counts allocated ones) */
 static const char *const all_slots[] = {
@@ -60,202 +56,53 @@ static int set_state_dtype(struct gpo_optim *opt, enum gpo_dtype dt)
 	return n;
 }
 
-/* what one device's run ends with: param and every slot, as bytes */
-struct run_out {
-	int nslots;
-	char slot_name[MAX_SLOTS][64];
-	int dtype[MAX_SLOTS];
-	void *buf[MAX_SLOTS + 1];	/* [0] param, then the slots */
-	size_t bytes[MAX_SLOTS + 1];
-};
-
-static void run_out_free(struct run_out *o)
-{
-	int i;
-
-	for (i = 0; i <= MAX_SLOTS; i++)
-		free(o->buf[i]);
-	memset(o, 0, sizeof(*o));
-}
-
 /* an optimizer of @kind on @dev: the test's tensors, groups, lrs, dtypes */
 static struct gpo_optim *make_opt(struct gpo_device *dev,
 				  enum gpo_optim_kind kind, const char *conf,
 				  enum gpo_dtype sdt)
 {
-	struct gpo_optim *opt;
-	char name[32];
-	int g, t;
+	struct gpo_optim *opt = ref_grouped_optim(dev, kind, conf, sizes,
+						  ntensors);
 
-	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
-	for (g = 1; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_add_group(opt), g);
-	for (t = 0; t < ntensors; t++) {
-		snprintf(name, sizeof(name), "t%d", t);
-		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
-						      t % NGROUPS), 0);
-	}
-	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
-		      gpo_errmsg());
 	if (sdt != GPO_F32)
 		ck_assert_int_gt(set_state_dtype(opt, sdt), 0);
-	for (g = 0; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
 	return opt;
 }
 
-/* @steps steps of fresh gradients drawn from *@s */
-static void do_steps(struct gpo_optim *opt, uint64_t *s, int steps)
+/* one run's mode: the optimizer, its configuration, state dtype */
+struct run_args {
+	enum gpo_optim_kind kind;
+	const char *conf;
+	enum gpo_dtype sdt;
+};
+
+static struct gpo_optim *make_mode(struct gpo_device *dev, const void *arg)
 {
-	uint64_t numel = gpo_optim_numel(opt);
-	float *host = malloc(numel * sizeof(float));
-	int i, t, ret;
+	const struct run_args *a = arg;
 
-	ck_assert_ptr_nonnull(host);
-	for (i = 0; i < steps; i++) {
-		/* gradients of mixed scales, so state spans magnitudes */
-		tu_fill(host, numel, s, -1.0, 1.0);
-		for (t = 0; t < (int)numel; t += 7)
-			host[t] *= 100.0f;
-		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
-						 numel * sizeof(float)), 0);
-		ret = gpo_optim_step(opt, NULL);
-		ck_assert_msg(!ret, "step %d: %s", i + 1, gpo_errmsg());
-	}
-	free(host);
-}
-
-/* param and every slot of @opt into @o */
-static void read_all(struct gpo_optim *opt, struct run_out *o)
-{
-	uint64_t numel = gpo_optim_numel(opt);
-	int i, ret;
-
-	memset(o, 0, sizeof(*o));
-	o->bytes[0] = numel * gpo_dtype_size(gpo_optim_dtype(opt, "param"));
-	o->buf[0] = malloc(o->bytes[0]);
-	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, o->buf[0],
-					o->bytes[0]), 0);
-	o->nslots = gpo_optim_slot_count(opt);
-	ck_assert_int_le(o->nslots, MAX_SLOTS);
-	for (i = 0; i < o->nslots; i++) {
-		const char *sn = gpo_optim_slot_name(opt, i);
-		int dt = gpo_optim_dtype(opt, sn);
-
-		ck_assert_int_ge(dt, 0);
-		o->dtype[i] = dt;
-		snprintf(o->slot_name[i], sizeof(o->slot_name[i]), "%s", sn);
-		o->bytes[i + 1] = numel * gpo_dtype_size(dt);
-		o->buf[i + 1] = malloc(o->bytes[i + 1]);
-		ret = gpo_optim_read(opt, sn, NULL, o->buf[i + 1],
-				     o->bytes[i + 1]);
-		ck_assert_msg(!ret, "read %s: %s", sn, gpo_errmsg());
-	}
-}
-
-/*
- * Run @steps steps of @kind configured by @conf on @dev from the inputs
- * drawn from @seed (the same on every device) and read everything back.
- */
-static void run_steps(struct gpo_device *dev, enum gpo_optim_kind kind,
-		      const char *conf, enum gpo_dtype sdt, uint64_t seed,
-		      int steps, struct run_out *o)
-{
-	struct gpo_optim *opt = make_opt(dev, kind, conf, sdt);
-	uint64_t s = seed, numel = gpo_optim_numel(opt);
-	float *host = malloc(numel * sizeof(float));
-
-	ck_assert_ptr_nonnull(host);
-	tu_fill(host, numel, &s, -1.0, 1.0);
-	ck_assert_msg(!gpo_optim_write(opt, "param", NULL, host,
-				       numel * sizeof(float)),
-		      "%s", gpo_errmsg());
-	free(host);
-	do_steps(opt, &s, steps);
-	read_all(opt, o);
-	gpo_optim_free(opt);
-}
-
-/* the first element where @a and @b differ, printed; -1 if none */
-static long first_diff(const void *a, const void *b, size_t bytes,
-		       size_t esize)
-{
-	size_t i;
-
-	for (i = 0; i < bytes / esize; i++)
-		if (memcmp((const char *)a + i * esize,
-			   (const char *)b + i * esize, esize))
-			return (long)i;
-	return -1;
-}
-
-static void compare(const char *what, const char *dev_id,
-		    const struct run_out *ref, const struct run_out *got)
-{
-	int i;
-
-	ck_assert_int_eq(ref->nslots, got->nslots);
-	for (i = 0; i <= ref->nslots; i++) {
-		const char *name = i ? ref->slot_name[i - 1] : "param";
-		long at;
-
-		ck_assert_uint_eq(ref->bytes[i], got->bytes[i]);
-		if (!memcmp(ref->buf[i], got->buf[i], ref->bytes[i]))
-			continue;
-		at = first_diff(ref->buf[i], got->buf[i], ref->bytes[i], 4);
-		if (at >= 0 && ref->bytes[i] != ref->bytes[0]) {
-			const uint16_t *r = ref->buf[i], *g = got->buf[i];
-
-			at = first_diff(r, g, ref->bytes[i], 2);
-			ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: 0x%04x vs 0x%04x",
-				     what, name, dev_id, at, r[at], g[at]);
-		}
-		if (at >= 0) {
-			float r, g;
-
-			memcpy(&r, (const char *)ref->buf[i] + at * 4, 4);
-			memcpy(&g, (const char *)got->buf[i] + at * 4, 4);
-			ck_abort_msg("%s: %s on %s differs from cpu:0 at element %ld: %.9g (0x%08x) vs %.9g (0x%08x)",
-				     what, name, dev_id, at, r,
-				     *(const uint32_t *)((const char *)ref->buf[i] + at * 4),
-				     g,
-				     *(const uint32_t *)((const char *)got->buf[i] + at * 4));
-		}
-		ck_abort_msg("%s: %s on %s differs from cpu:0", what, name,
-			     dev_id);
-	}
+	return make_opt(dev, a->kind, a->conf, a->sdt);
 }
 
 /* @kind under @conf: every test device's bytes are cpu:0's */
 static void check_bitwise_dt(const char *what, enum gpo_optim_kind kind,
 			     const char *conf, enum gpo_dtype sdt)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct run_out ref, got;
-	uint64_t seed = tu_rng(what);
-	int n, i, compared = 0;
+	const struct run_args a = { .kind = kind, .conf = conf, .sdt = sdt };
+	const struct ref_mode m = {
+		.make = make_mode, .arg = &a, .seed = tu_rng(what),
+	};
+	struct ref_bufs ref;
+	int i;
 
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "cpu:0: %s",
-		      gpo_errmsg());
-	run_steps(cpu, kind, conf, sdt, seed, STEPS, &ref);
-	/* the mode is the one asked for: every slot in @sdt */
-	ck_assert(sdt == GPO_F32 || ref.nslots > 0);
-	for (i = 0; i < ref.nslots; i++)
+	/* STEPS steps of fresh gradients from the same inputs everywhere */
+	ref_same_as_cpu(what, &m, STEPS, &ref);
+	/* the mode is the one asked for: every slot (after param) in @sdt */
+	ck_assert(sdt == GPO_F32 || ref.n > 1);
+	for (i = 1; i < ref.n; i++)
 		ck_assert_msg(ref.dtype[i] == (int)sdt, "%s: %s is %s", what,
-			      ref.slot_name[i],
+			      ref.name[i],
 			      gpo_dtype_name((enum gpo_dtype)ref.dtype[i]));
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		if (devs[i] == cpu)
-			continue;
-		run_steps(devs[i], kind, conf, sdt, seed, STEPS, &got);
-		compare(what, tu_device_id(devs[i]), &ref, &got);
-		run_out_free(&got);
-		compared++;
-	}
-	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
-		compared);
-	run_out_free(&ref);
+	ref_bufs_free(&ref);
 }
 
 static void check_bitwise(const char *what, enum gpo_optim_kind kind,
@@ -441,14 +288,14 @@ START_TEST(test_adamw_bf16_state_is_the_mode)
 	tu_poison(got, n);
 	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, got, n * 4), 0);
 	ck_assert_msg(!memcmp(got, p, n * 4), "param differs at %ld",
-		      first_diff(got, p, n * 4, 4));
+		      ref_first_diff(got, p, n, 4));
 	ck_assert_int_eq(gpo_optim_read(opt, "exp_avg", NULL, mg, n * 2), 0);
 	ck_assert_msg(!memcmp(mg, m, n * 2), "exp_avg differs at %ld",
-		      first_diff(mg, m, n * 2, 2));
+		      ref_first_diff(mg, m, n, 2));
 	ck_assert_int_eq(gpo_optim_read(opt, "exp_avg_sq", NULL, mg, n * 2),
 			 0);
 	ck_assert_msg(!memcmp(mg, v, n * 2), "exp_avg_sq differs at %ld",
-		      first_diff(mg, v, n * 2, 2));
+		      ref_first_diff(mg, v, n, 2));
 	gpo_optim_free(opt);
 	free(p);
 	free(g);
@@ -518,46 +365,17 @@ END_TEST
 static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
 			      const char *conf, enum gpo_dtype sdt)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct gpo_optim *src, *dst;
-	struct run_out ref, got;
-	uint64_t s = tu_rng(what), s_after, numel;
+	const struct run_args a = { .kind = kind, .conf = conf, .sdt = sdt };
+	const struct ref_mode m = {
+		.make = make_mode, .arg = &a, .seed = tu_rng(what),
+	};
+	struct ref_bufs ref;
 	char dir[256], path[300];
-	float *host;
-	int n, i;
 
 	tu_cache_dir_new(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
-		      gpo_errmsg());
-	src = make_opt(cpu, kind, conf, sdt);
-	numel = gpo_optim_numel(src);
-	host = malloc(numel * sizeof(float));
-	ck_assert_ptr_nonnull(host);
-	tu_fill(host, numel, &s, -1.0, 1.0);
-	ck_assert_int_eq(gpo_optim_write(src, "param", NULL, host,
-					 numel * sizeof(float)), 0);
-	free(host);
-	do_steps(src, &s, 10);
-	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
-	s_after = s;
-	do_steps(src, &s, 5);
-	read_all(src, &ref);
-	gpo_optim_free(src);
-
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		dst = make_opt(devs[i], kind, conf, sdt);
-		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
-			      tu_device_id(devs[i]), gpo_errmsg());
-		s = s_after;
-		do_steps(dst, &s, 5);
-		read_all(dst, &got);
-		compare(what, tu_device_id(devs[i]), &ref, &got);
-		run_out_free(&got);
-		gpo_optim_free(dst);
-	}
-	run_out_free(&ref);
+	ref_ckpt_across(what, &m, path, &ref);
+	ref_bufs_free(&ref);
 	unlink(path);
 	tu_cache_dir_remove(dir);
 }
@@ -596,7 +414,7 @@ START_TEST(test_adamw_bf16_state_tracks_f32)
 		      gpo_errmsg());
 	o32 = make_opt(cpu, GPO_ADAMW, "lr=0.001 weight_decay=0.01", GPO_F32);
 	o16 = make_opt(cpu, GPO_ADAMW, "lr=0.001 weight_decay=0.01", GPO_BF16);
-	for (i = 0; i < NGROUPS; i++) {
+	for (i = 0; i < REF_NGROUPS; i++) {
 		ck_assert_int_eq(gpo_optim_set(o32, (int)i, "lr", 1e-3), 0);
 		ck_assert_int_eq(gpo_optim_set(o16, (int)i, "lr", 1e-3), 0);
 	}
@@ -609,8 +427,8 @@ START_TEST(test_adamw_bf16_state_tracks_f32)
 	ck_assert_int_eq(gpo_optim_write(o16, "param", NULL, a, numel * 4), 0);
 	memcpy(b, a, numel * 4);
 	s32 = s16 = s;
-	do_steps(o32, &s32, steps);
-	do_steps(o16, &s16, steps);
+	ref_steps(o32, &s32, steps);
+	ref_steps(o16, &s16, steps);
 	tu_poison(a, numel);
 	ck_assert_int_eq(gpo_optim_read(o32, "param", NULL, a, numel * 4), 0);
 	for (i = 0; i < numel; i++)

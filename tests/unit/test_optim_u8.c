@@ -23,21 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ref.h"
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "core/quant_i.h"
 #include "optim/optim_i.h"
 
 #define STEPS		20
-#define NGROUPS		3
-#define MAX_DEVS	16
-#define BLK		256
+#define BLK		REF_QBLOCK
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* odd sizes, some past a block, one group a 1-element tail */
 static const uint64_t sizes[] = { 1, 3, 7, 61, 1021, 4099, 257, 513, 65537 };
 #define NTENSORS	((int)(sizeof(sizes) / sizeof(sizes[0])))
-static const double group_lr[NGROUPS] = { 0.01, 0.003, 0.02 };
 
 /* a kind's hyperparameters, as the test configures them */
 struct ref_hp {
@@ -48,226 +46,80 @@ struct ref_hp {
 static struct gpo_optim *make_opt(struct gpo_device *dev,
 				  enum gpo_optim_kind kind, const char *conf)
 {
-	struct gpo_optim *opt;
-	char name[32];
-	int g, t;
+	struct gpo_optim *opt = ref_grouped_optim(dev, kind, conf, sizes,
+						  NTENSORS);
 
-	ck_assert_int_eq(gpo_optim_new(dev, kind, &opt), 0);
-	for (g = 1; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_add_group(opt), g);
-	for (t = 0; t < NTENSORS; t++) {
-		snprintf(name, sizeof(name), "t%d", t);
-		ck_assert_int_ge(gpo_optim_add_tensor(opt, name, 1, &sizes[t],
-						      t % NGROUPS), 0);
-	}
-	ck_assert_msg(!gpo_optim_configure(opt, -1, conf), "%s: %s", conf,
-		      gpo_errmsg());
 	ck_assert_msg(!gpo_optim_set_state_dtype(opt, GPO_U8), "%s",
 		      gpo_errmsg());
-	for (g = 0; g < NGROUPS; g++)
-		ck_assert_int_eq(gpo_optim_set(opt, g, "lr", group_lr[g]), 0);
 	return opt;
 }
 
-/* the group of tensor t is t % NGROUPS: each group's elements, in order */
-static uint64_t group_numel(int g)
-{
-	uint64_t n = 0;
-	int t;
-
-	for (t = g; t < NTENSORS; t += NGROUPS)
-		n += sizes[t];
-	return n;
-}
-
+/* blocks never span groups: each group's blocks, in order */
 static uint64_t total_blocks(void)
 {
 	uint64_t b = 0;
 	int g;
 
-	for (g = 0; g < NGROUPS; g++)
-		b += (group_numel(g) + BLK - 1) / BLK;
+	for (g = 0; g < REF_NGROUPS; g++)
+		b += (ref_group_numel(sizes, NTENSORS, g) + BLK - 1) / BLK;
 	return b;
 }
 
-/* gradients of mixed scales, so that blocks span magnitudes */
-static void fill_grad(float *host, uint64_t numel, uint64_t *s)
-{
-	uint64_t t;
-
-	tu_fill(host, numel, s, -1.0, 1.0);
-	for (t = 0; t < numel; t += 7)
-		host[t] *= 100.0f;
-}
-
-struct u8_out {
-	float *p;
-	uint8_t *q[2];		/* the slots' codes (kind_slots()) */
-	float *absmax[2];
-	uint64_t numel, blocks;
-	int nslots;
-	const char *const *slots;
-};
-
-static const char *const adam_slots[2] = { "exp_avg", "exp_avg_sq" };
-static const char *const u8_slots[2] = { "exp_avg", "exp_avg_sq" };
-static const char *const lion_slots[1] = { "exp_avg" };
-static const char *const rmsprop_slots[1] = { "square_avg" };
-static const char *const adagrad_slots[1] = { "sum" };
-
-/* the u8 slots of @kind's step, and how many */
-static const char *const *kind_slots(enum gpo_optim_kind kind, int *n)
-{
-	switch (kind) {
-	case GPO_LION:
-		*n = 1;
-		return lion_slots;
-	case GPO_RMSPROP:
-		*n = 1;
-		return rmsprop_slots;
-	case GPO_ADAGRAD:
-		*n = 1;
-		return adagrad_slots;
-	default:
-		*n = 2;
-		return adam_slots;
-	}
-}
-
+/*
+ * param, then each u8 slot of @kind's step (ref_u8_slot()) and its
+ * absmax blocks: buffers 0, 1 + 2 k and 2 + 2 k of @o
+ */
 static void read_u8(struct gpo_optim *opt, enum gpo_optim_kind kind,
-		    struct u8_out *o)
-{
-	int i;
-
-	memset(o, 0, sizeof(*o));
-	o->slots = kind_slots(kind, &o->nslots);
-	o->numel = gpo_optim_numel(opt);
-	o->blocks = total_blocks();
-	o->p = malloc(o->numel * 4);
-	ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, o->p,
-					o->numel * 4), 0);
-	ck_assert_int_eq(gpo_optim_read_absmax(opt, o->slots[0], NULL, 0),
-			 (int)o->blocks);
-	for (i = 0; i < o->nslots; i++) {
-		ck_assert_int_eq(gpo_optim_dtype(opt, o->slots[i]), GPO_U8);
-		o->q[i] = malloc(o->numel);
-		o->absmax[i] = malloc(o->blocks * 4);
-		ck_assert_msg(!gpo_optim_read(opt, o->slots[i], NULL, o->q[i],
-					      o->numel), "%s", gpo_errmsg());
-		ck_assert_msg(!gpo_optim_read_absmax(opt, o->slots[i],
-						     o->absmax[i], o->blocks),
-			      "%s", gpo_errmsg());
-	}
-}
-
-static void free_u8(struct u8_out *o)
-{
-	int i;
-
-	free(o->p);
-	for (i = 0; i < 2; i++) {
-		free(o->q[i]);
-		free(o->absmax[i]);
-	}
-	memset(o, 0, sizeof(*o));
-}
-
-/* @steps steps of fresh gradients drawn from *@s */
-static void do_steps(struct gpo_optim *opt, uint64_t *s, int steps)
-{
-	uint64_t numel = gpo_optim_numel(opt);
-	float *host = malloc(numel * 4);
-	int i;
-
-	for (i = 0; i < steps; i++) {
-		fill_grad(host, numel, s);
-		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
-						 numel * 4), 0);
-		ck_assert_msg(!gpo_optim_step(opt, NULL), "step %d: %s", i + 1,
-			      gpo_errmsg());
-	}
-	free(host);
-}
-
-/* an optimizer of @kind on @dev with random parameters from *@s */
-static struct gpo_optim *start_opt(struct gpo_device *dev,
-				   enum gpo_optim_kind kind, const char *conf,
-				   uint64_t *s)
-{
-	struct gpo_optim *opt = make_opt(dev, kind, conf);
-	uint64_t numel = gpo_optim_numel(opt);
-	float *host = malloc(numel * 4);
-
-	tu_fill(host, numel, s, -1.0, 1.0);
-	ck_assert_int_eq(gpo_optim_write(opt, "param", NULL, host, numel * 4),
-			 0);
-	free(host);
-	return opt;
-}
-
-static void run_u8(struct gpo_device *dev, enum gpo_optim_kind kind,
-		   const char *conf, uint64_t seed, struct u8_out *o)
-{
-	uint64_t s = seed;
-	struct gpo_optim *opt = start_opt(dev, kind, conf, &s);
-
-	do_steps(opt, &s, STEPS);
-	read_u8(opt, kind, o);
-	gpo_optim_free(opt);
-}
-
-static void same_bytes(const char *what, const char *dev, const char *name,
-		       const void *a, const void *b, uint64_t n, size_t es)
-{
-	uint64_t i;
-
-	for (i = 0; i < n; i++)
-		if (memcmp((const char *)a + i * es, (const char *)b + i * es,
-			   es))
-			ck_abort_msg("%s: %s on %s differs from cpu:0 at %llu",
-				     what, name, dev, (unsigned long long)i);
-}
-
-static void same_u8(const char *what, const char *id,
-		    const struct u8_out *ref, const struct u8_out *got)
+		    struct ref_bufs *o)
 {
 	int k;
 
-	same_bytes(what, id, "param", ref->p, got->p, ref->numel, 4);
-	ck_assert_int_eq(ref->nslots, got->nslots);
-	for (k = 0; k < ref->nslots; k++) {
-		same_bytes(what, id, ref->slots[k], ref->q[k], got->q[k],
-			   ref->numel, 1);
-		same_bytes(what, id, "absmax", ref->absmax[k], got->absmax[k],
-			   ref->blocks, 4);
+	memset(o, 0, sizeof(*o));
+	ref_bufs_read(opt, "param", o);
+	ck_assert_int_eq(gpo_optim_read_absmax(opt, ref_u8_slot(kind, 0), NULL,
+					       0), (int)total_blocks());
+	for (k = 0; k < ref_u8_nslots(kind); k++) {
+		const char *slot = ref_u8_slot(kind, k);
+
+		ck_assert_int_eq(gpo_optim_dtype(opt, slot), GPO_U8);
+		ref_bufs_read(opt, slot, o);
+		ref_bufs_read_absmax(opt, slot, o);
 	}
+}
+
+/* one run's mode: the optimizer and its configuration */
+struct run_args {
+	enum gpo_optim_kind kind;
+	const char *conf;
+};
+
+static struct gpo_optim *make_mode(struct gpo_device *dev, const void *arg)
+{
+	const struct run_args *a = arg;
+
+	return make_opt(dev, a->kind, a->conf);
+}
+
+static void read_mode(struct gpo_optim *opt, const void *arg,
+		      struct ref_bufs *o)
+{
+	const struct run_args *a = arg;
+
+	read_u8(opt, a->kind, o);
 }
 
 static void check_bitwise(const char *what, enum gpo_optim_kind kind,
 			  const char *conf)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct u8_out ref, got;
-	uint64_t seed = tu_rng(what);
-	int n, i, compared = 0;
+	const struct run_args a = { .kind = kind, .conf = conf };
+	const struct ref_mode m = {
+		.make = make_mode, .read = read_mode, .arg = &a,
+		.seed = tu_rng(what),
+	};
+	struct ref_bufs ref;
 
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
-		      gpo_errmsg());
-	run_u8(cpu, kind, conf, seed, &ref);
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		const char *id = tu_device_id(devs[i]);
-
-		if (devs[i] == cpu)
-			continue;
-		run_u8(devs[i], kind, conf, seed, &got);
-		same_u8(what, id, &ref, &got);
-		free_u8(&got);
-		compared++;
-	}
-	fprintf(stderr, "%s: %d devices bit-identical to cpu:0\n", what,
-		compared);
-	free_u8(&ref);
+	ref_same_as_cpu(what, &m, STEPS, &ref);
+	ref_bufs_free(&ref);
 }
 
 START_TEST(test_adam_u8_bitwise)
@@ -346,26 +198,22 @@ END_TEST
 static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
 			      const char *conf)
 {
-	struct gpo_device *devs[MAX_DEVS], *cpu;
-	struct gpo_optim *src, *dst;
-	struct u8_out ref, got;
-	uint64_t s = tu_rng(what), s_after;
+	const struct run_args a = { .kind = kind, .conf = conf };
+	const struct ref_mode m = {
+		.make = make_mode, .read = read_mode, .arg = &a,
+		.seed = tu_rng(what),
+	};
+	struct gpo_device *cpu;
+	struct gpo_optim *dst;
+	struct ref_bufs ref;
 	char dir[256], path[300];
 	struct gpo_ckpt_tensor ct;
 	struct gpo_ckpt *ck;
-	int n, i, t, absmax = 0;
+	int t, absmax = 0;
 
 	tu_cache_dir_new(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/ck.safetensors", dir);
-	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
-		      gpo_errmsg());
-	src = start_opt(cpu, kind, conf, &s);
-	do_steps(src, &s, 10);
-	ck_assert_msg(!gpo_optim_save(src, path, 0), "save: %s", gpo_errmsg());
-	s_after = s;
-	do_steps(src, &s, 5);
-	read_u8(src, kind, &ref);
-	gpo_optim_free(src);
+	ref_ckpt_across(what, &m, path, &ref);
 
 	/* the codes as U8, each u8 slot's absmax/<slot> as F32 [blocks] */
 	ck_assert_int_eq(gpo_ckpt_open(path, 0, &ck), 0);
@@ -377,45 +225,22 @@ static void check_ckpt_across(const char *what, enum gpo_optim_kind kind,
 			continue;
 		ck_assert_str_eq(ct.dtype, "F32");
 		ck_assert_int_eq(ct.ndim, 1);
-		ck_assert_uint_eq(ct.shape[0], ref.blocks);
+		ck_assert_uint_eq(ct.shape[0], total_blocks());
 		absmax++;
 	}
 	gpo_ckpt_close(ck);
-	ck_assert_int_eq(absmax, ref.nslots);
-
-	n = tu_devices(devs, MAX_DEVS);
-	for (i = 0; i < n; i++) {
-		dst = make_opt(devs[i], kind, conf);
-		ck_assert_msg(!gpo_optim_restore(dst, path, 0), "restore on %s: %s",
-			      tu_device_id(devs[i]), gpo_errmsg());
-		s = s_after;
-		do_steps(dst, &s, 5);
-		read_u8(dst, kind, &got);
-		same_u8(what, tu_device_id(devs[i]), &ref, &got);
-		free_u8(&got);
-		gpo_optim_free(dst);
-	}
-	fprintf(stderr, "%s: restored on %d devices, 5 steps bit-identical\n",
-		what, n);
+	ck_assert_int_eq(absmax, ref_u8_nslots(kind));
 
 	/* into f32 state: refused, nothing changed */
-	ck_assert_int_eq(gpo_optim_new(cpu, kind, &dst), 0);
-	for (t = 1; t < NGROUPS; t++)
-		ck_assert_int_eq(gpo_optim_add_group(dst), t);
-	for (t = 0; t < NTENSORS; t++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "t%d", t);
-		ck_assert_int_ge(gpo_optim_add_tensor(dst, name, 1, &sizes[t],
-						      t % NGROUPS), 0);
-	}
-	ck_assert_int_eq(gpo_optim_configure(dst, -1, conf), 0);
+	ck_assert_msg(!gpo_device_select(tu_ctx(), "cpu:0", &cpu), "%s",
+		      gpo_errmsg());
+	dst = ref_grouped_optim(cpu, kind, conf, sizes, NTENSORS);
 	ck_assert_int_lt(gpo_optim_restore(dst, path, 0), 0);
 	tu_check_errmsg("gpo_optim_restore(u8 file, f32 state)");
 	ck_assert_uint_eq(gpo_optim_steps_done(dst), 0);
 	gpo_optim_free(dst);
 
-	free_u8(&ref);
+	ref_bufs_free(&ref);
 	unlink(path);
 	tu_cache_dir_remove(dir);
 }
@@ -434,34 +259,6 @@ END_TEST
 
 /* ---- the host reference ------------------------------------------------ */
 
-/*
- * The code of the map value nearest to x / absmax: the quotient
- * correctly rounded to float (a double quotient rounded again is, for
- * division), then a linear search in double, ties to the lower code;
- * absmax 0 or a NaN quotient: the code of 0.0
- */
-static uint8_t ref_quant(float x, float absmax, int sg)
-{
-	const float *map = gpo__qmap[sg];
-	double v, best = INFINITY;
-	int c, code = 0;
-
-	if (absmax == 0.0f)
-		return sg ? GPO_QZERO_S : GPO_QZERO_U;
-	v = (float)((double)x / (double)absmax);
-	if (isnan(v))
-		return sg ? GPO_QZERO_S : GPO_QZERO_U;
-	for (c = 0; c < 256; c++) {
-		double d = fabs(v - (double)map[c]);
-
-		if (d < best) {
-			best = d;
-			code = c;
-		}
-	}
-	return (uint8_t)code;
-}
-
 struct ref_state {
 	float *p;
 	uint8_t *q[2];
@@ -471,7 +268,7 @@ struct ref_state {
 static float deq(const struct ref_state *r, int k, uint64_t e, uint64_t b,
 		 int sg)
 {
-	return gpo__qmap[sg][r->q[k][e]] * r->absmax[k][b];
+	return (float)ref_dequant(r->q[k][e], r->absmax[k][b], sg);
 }
 
 static float sign_of(float x)
@@ -557,6 +354,18 @@ static void ref_step_group(struct ref_state *r, enum gpo_optim_kind kind,
 	}
 }
 
+/* @n elements of @es bytes of the host reference @want are @got's */
+static void same_as_host(const char *what, int step, const char *name,
+			 const void *want, const void *got, uint64_t n,
+			 size_t es)
+{
+	long at = ref_first_diff(want, got, n, es);
+
+	if (at >= 0)
+		ck_abort_msg("%s step %d: %s differs from the host reference at %ld",
+			     what, step, name, at);
+}
+
 static void check_reference(const char *what, enum gpo_optim_kind kind,
 			    const char *conf, const struct ref_hp *h,
 			    int maximize)
@@ -564,7 +373,7 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 	struct gpo_device *cpu;
 	struct gpo_optim *opt;
 	struct ref_state r;
-	struct u8_out got;
+	struct ref_bufs got;
 	uint64_t s = tu_rng(what), numel, blocks = total_blocks();
 	float *host, *gm;
 	int i, k, g;
@@ -593,7 +402,7 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 	for (i = 1; i <= STEPS; i++) {
 		uint64_t start = 0, blk = 0;
 
-		fill_grad(host, numel, &s);
+		ref_fill_mixed(host, numel, &s);
 		ck_assert_int_eq(gpo_optim_write(opt, "grad", NULL, host,
 						 numel * 4), 0);
 		ck_assert_msg(!gpo_optim_step(opt, NULL), "%s", gpo_errmsg());
@@ -601,23 +410,23 @@ static void check_reference(const char *what, enum gpo_optim_kind kind,
 		if (maximize)
 			for (uint64_t e = 0; e < numel; e++)
 				gm[e] = -gm[e];
-		for (g = 0; g < NGROUPS; g++) {
-			uint64_t n = group_numel(g);
+		for (g = 0; g < REF_NGROUPS; g++) {
+			uint64_t n = ref_group_numel(sizes, NTENSORS, g);
 
 			ref_step_group(&r, kind, gm, start, n, blk,
-				       group_lr[g], h, (uint64_t)i);
+				       ref_group_lr[g], h, (uint64_t)i);
 			start += n;
 			blk += (n + BLK - 1) / BLK;
 		}
 		read_u8(opt, kind, &got);
-		same_bytes(what, "reference", "param", r.p, got.p, numel, 4);
-		for (k = 0; k < got.nslots; k++) {
-			same_bytes(what, "reference", got.slots[k], r.q[k],
-				   got.q[k], numel, 1);
-			same_bytes(what, "reference", "absmax", r.absmax[k],
-				   got.absmax[k], blocks, 4);
+		same_as_host(what, i, "param", r.p, got.buf[0], numel, 4);
+		for (k = 0; k < ref_u8_nslots(kind); k++) {
+			same_as_host(what, i, got.name[1 + 2 * k], r.q[k],
+				     got.buf[1 + 2 * k], numel, 1);
+			same_as_host(what, i, got.name[2 + 2 * k], r.absmax[k],
+				     got.buf[2 + 2 * k], blocks, 4);
 		}
-		free_u8(&got);
+		ref_bufs_free(&got);
 	}
 	fprintf(stderr, "%s: %d steps byte for byte the host reference\n",
 		what, STEPS);
@@ -751,11 +560,12 @@ START_TEST(test_adamw_u8_bnb_tolerance)
 		ck_assert_int_eq(gpo_optim_read(opt, "param", NULL, p, n * 4),
 				 0);
 		for (k = 0; k < 2; k++) {
-			ck_assert_int_eq(gpo_optim_read(opt, u8_slots[k], NULL,
-							q[k], n), 0);
-			ck_assert_int_eq(gpo_optim_read_absmax(opt, u8_slots[k],
-							       am[k], blocks),
-					 0);
+			const char *slot = ref_u8_slot(GPO_ADAMW, k);
+
+			ck_assert_int_eq(gpo_optim_read(opt, slot, NULL, q[k],
+							n), 0);
+			ck_assert_int_eq(gpo_optim_read_absmax(opt, slot, am[k],
+							       blocks), 0);
 		}
 		for (e = 0; e < n; e++) {
 			double d = fabs(p1[e] - p[e]);
@@ -764,8 +574,8 @@ START_TEST(test_adamw_u8_bnb_tolerance)
 			pbad += d > 1e-5 + 1e-3 * fabs(p[e]);
 			err += d;
 			rel += d / (fabs(p1[e]) + 1e-9);
-			s8[0] = (double)gpo__qmap[1][q[0][e]] * am[0][e / BLK];
-			s8[1] = (double)gpo__qmap[0][q[1][e]] * am[1][e / BLK];
+			s8[0] = ref_dequant(q[0][e], am[0][e / BLK], 1);
+			s8[1] = ref_dequant(q[1][e], am[1][e / BLK], 0);
 			sbad[0] += fabs(m[e] - s8[0]) > 3e-3 + 1e-3 * fabs(s8[0]);
 			sbad[1] += fabs(v[e] - s8[1]) > 3e-3 + 1e-3 * fabs(s8[1]);
 			/* the next step starts from the same point again */

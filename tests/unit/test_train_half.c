@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ref.h"
 #include "testutil.h"
 #include "core/dtype_i.h"
 #include "train/train_i.h"
@@ -32,16 +33,6 @@ static float frand(unsigned int *s)
 {
 	*s = *s * 1103515245u + 12345u;
 	return (float)((*s >> 8) & 0xffffff) / (float)0x1000000;
-}
-
-static uint16_t round_half(enum gpo_dtype dt, float f)
-{
-	return dt == GPO_F16 ? gpo__f32_to_f16(f) : gpo__f32_to_bf16(f);
-}
-
-static float widen(enum gpo_dtype dt, uint16_t h)
-{
-	return dt == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
 }
 
 /* an AdamW optimizer on @dev in @dt (master copy @master) with model @spec */
@@ -124,7 +115,7 @@ static void grad_rounded(struct gpo_device *dev, enum gpo_dtype dt,
 	ck_assert(h && hg && f && fg);
 	ck_assert(!gpo_optim_read(ho, "param", NULL, h, n * 2));
 	for (i = 0; i < n; i++) {
-		f[i] = widen(dt, h[i]);
+		f[i] = ref_widen(h[i], dt);
 		hg[i] = 0x7e55;		/* a NaN in both dtypes */
 	}
 	ck_assert(!gpo_optim_write(fo, "param", NULL, f, n * 4));
@@ -136,10 +127,10 @@ static void grad_rounded(struct gpo_device *dev, enum gpo_dtype dt,
 	ck_assert(!gpo_optim_read(ho, "grad", NULL, hg, n * 2));
 	ck_assert(!gpo_optim_read(fo, "grad", NULL, fg, n * 4));
 	for (i = 0; i < n; i++) {
-		ck_assert_msg(hg[i] == round_half(dt, fg[i]),
+		ck_assert_msg(hg[i] == ref_round_half(fg[i], dt),
 			      "%s %s %s: grad[%zu] 0x%04x, f32 %.9g rounds to 0x%04x",
 			      tu_device_id(dev), gpo_dtype_name(dt), spec, i,
-			      hg[i], fg[i], round_half(dt, fg[i]));
+			      hg[i], fg[i], ref_round_half(fg[i], dt));
 		zeros += fg[i] == 0;
 	}
 	/* a gpt's key bias has a gradient of 0 (softmax ignores it) */
@@ -394,10 +385,10 @@ START_TEST(test_half_every_device_tracks_cpu)
 					      mode[k].master, i, s.loss[i],
 					      ref.loss[i]);
 			for (j = 0, pmax = 0; j < n; j++)
-				pmax = fmax(pmax, fabs(widen(dt, ref.param[j])));
+				pmax = fmax(pmax, fabs(ref_widen(ref.param[j], dt)));
 			for (j = 0; j < n; j++) {
-				float a = widen(dt, s.param[j]);
-				float b = widen(dt, ref.param[j]);
+				float a = ref_widen(s.param[j], dt);
+				float b = ref_widen(ref.param[j], dt);
 
 				ck_assert_msg(fabs(a - b) <= 2 * ulp * fabs(b) +
 					      tol * pmax,
