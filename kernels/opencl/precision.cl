@@ -590,13 +590,31 @@ static inline float prec_qmap(uint base, uint i)
 	return as_float(prec_qmap_bits[base + i]);
 }
 
+/*
+ * quant8's last step: of codes @c and c + 1 (values @lo <= @v < @hi) the
+ * nearer, ties to the lower: |v - lo| against |hi - v|, exactly, by
+ * TwoSum's (sum, error)
+ */
+static inline uint prec_qnear(float v, float lo, float hi, uint c)
+{
+	float s0, e0, s1, e1, bb;
+
+	s0 = v - lo;
+	bb = s0 - v;
+	e0 = (v - (s0 - bb)) + (-lo - bb);
+	s1 = hi - v;
+	bb = s1 - hi;
+	e1 = (hi - (s1 - bb)) + (-v - bb);
+	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
+}
+
 /* quant_i.h's quant8: the nearest code, ties to the lower */
 static inline uint quant8(float x, float absmax, bool is_signed)
 {
 	uint base = is_signed ? 256u : 0u;
 	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
 	uint c = 0u;
-	float v, s0, e0, s1, e1, bb, lo, hi;
+	float v;
 
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
@@ -611,16 +629,7 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 	for (uint step = 128u; step != 0u; step >>= 1)
 		if (prec_qmap(base, c + step) <= v)
 			c += step;
-	/* |v - lo| against |hi - v|, exactly: TwoSum's (sum, error) */
-	lo = prec_qmap(base, c);
-	hi = prec_qmap(base, c + 1u);
-	s0 = v - lo;
-	bb = s0 - v;
-	e0 = (v - (s0 - bb)) + (-lo - bb);
-	s1 = hi - v;
-	bb = s1 - hi;
-	e1 = (hi - (s1 - bb)) + (-v - bb);
-	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
+	return prec_qnear(v, prec_qmap(base, c), prec_qmap(base, c + 1u), c);
 }
 
 static inline float dequant8(uint q, float absmax, bool is_signed)

@@ -5,6 +5,7 @@
  * with clr = lr / (1 + (step - 1) * lr_decay) computed on the host.
  */
 #include "abi/adagrad.h"
+#define U8_ONE_STATE	struct gpo_adagrad_args
 #include "opencl/update.cl"
 
 static inline void adagrad_at(__global float *p, __global const float *g,
@@ -68,18 +69,26 @@ KERNEL void adagrad(BUF(float, p), BUF(const float, g), BUF(float, sum),
 
 /*
  * adagrad8 (abi/adagrad.h): blockwise 8-bit sum (the signed map, as
- * bitsandbytes' one-state optimizers), a work-group doing blocks
- * get_group_id(0), + q_groups, ...: adagrad's update from the dequantized
- * sum, then the block's absmax and codes
+ * bitsandbytes' one-state optimizers); spans of 8 blocks a work-group
+ * (update.cl's u8_*, which say the design and why): adagrad's update
+ * from the dequantized sum, then the block's absmax and codes.
+ * u8_elem1: a quad's update.
  */
+static inline float4 u8_elem1(float4 p, float4 g, float4 s, float gm,
+			      const struct gpo_adagrad_args *a, float4 *so)
+{
+	float4 gi = g * gm + a->weight_decay * p;
+
+	*so = s + gi * gi;
+	return p - a->clr * cr_div4(gi, cr_sqrt4(*so) + a->eps);
+}
+
 KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		     BUF(const float, scal), BUF(float, sabs), BUF(uint, ph),
 		     struct gpo_adagrad_args a)
 {
-	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
-	uint lid = get_local_id(0);
-	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
-	float gm;
+	__local uint qm[U8_QMAP];
+	__local uint4 red[U8_RED];
 
 	VIEW(p);
 	VIEW(g);
@@ -88,29 +97,5 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	VIEW(sabs);
 	VIEW(ph);
 	PARAM_CTX(pc, a, ph);
-	/* every work-item reads the same scal: all return alike */
-	if (!grad_mul(scal, a.flags, &gm))
-		return;
-	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
-		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
-		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
-		uint blk = a.q_blk + k;
-		bool valid = lid < cnt;
-		float pi, gi, si = 0.0f, sa, unused;
-
-		if (valid) {
-			pi = param_ld1(p, e, &pc);
-			gi = param_g1(g, e, &pc) * gm + a.weight_decay * pi;
-			si = u8_dequant(u8_byte(sq[q >> 2], q), sabs[blk], true) +
-			     gi * gi;
-			param_st1(p, e, pi - a.clr * cr_div(gi, cr_sqrt(si) +
-							   a.eps), &pc);
-		}
-		u8_absmax(red, si, 0.0f, 1, valid, &sa, &unused);
-		if (lid == 0)
-			sabs[blk] = sa;
-		u8_pack(codes, sq + (a.q_off + first) / 4,
-			sq + (a.q_off + first) / 4, 1,
-			valid ? quant8(si, sa, true) : 0u, 0u, cnt);
-	}
+	u8_main1(p, g, sq, sabs, scal, &a, &pc, qm, red);
 }

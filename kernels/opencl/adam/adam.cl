@@ -116,21 +116,83 @@ KERNEL void adam(BUF(float, p), BUF(const float, g), BUF(float, m),
 }
 
 /*
- * adam8 (abi/adam.h): blockwise 8-bit state, a work-group doing blocks
- * get_group_id(0), + q_groups, ...: the old state dequantized (exp_avg
- * signed, exp_avg_sq unsigned), the update of adam_at() in scalar form (p
- * from the unrounded new state), then the block's absmax and codes
+ * adam8 (abi/adam.h): blockwise 8-bit state, spans of 8 blocks a
+ * work-group (update.cl's u8_*, which say the design and why): each
+ * work-item its two quads of a block, dequantizing exp_avg (signed map)
+ * and exp_avg_sq (unsigned map), updating them and p exactly as adam_at()
+ * does (p from the unrounded new state); then the block's absmax of the
+ * new values and its words of codes
  */
+static inline void adam8_span(uint s, uint par, bool hp, __global float *p,
+			      __global const float *g, __global uint *mq,
+			      __global uint *vq, __global float *mabs,
+			      __global float *vabs, float gm, float l2,
+			      float decay, const struct gpo_adam_args *a,
+			      const struct param_ctx *pc,
+			      __local const uint *qm, __local uint4 *red)
+{
+	uint k, cnt, blk, c[2], e[2], w[2], mw[2], vw[2], mx = 0u, vx = 0u;
+	float4 pv[2], gv[2], mv[2], vv[2];
+	float ma = 0.0f, va = 0.0f, na, nv;
+
+	cnt = u8_block(s, a->n, &k);
+	blk = a->q_blk + k;
+	if (cnt != 0u) {
+		ma = mabs[blk];
+		va = vabs[blk];
+	}
+	for (uint h = 0u; h < 2u; h++) {
+		e[h] = u8_quad_first(k, h);
+		c[h] = u8_quad_cnt(k, cnt, e[h]);
+		/* q_off is a multiple of 4: the quad's codes are one word */
+		w[h] = (a->q_off + e[h]) / 4u;
+		if (c[h] == 0u)
+			continue;
+		u8_quad_load(hp, p, g, e[h], c[h], pc, &pv[h], &gv[h]);
+		mw[h] = mq[w[h]];
+		vw[h] = vq[w[h]];
+	}
+	for (uint h = 0u; h < 2u; h++) {
+		float4 gi, denom;
+
+		if (c[h] == 0u)
+			continue;
+		gi = gv[h] * gm + l2 * pv[h];
+		mv[h] = u8_dequant4(qm, mw[h], ma, true) * a->beta1 +
+			a->one_minus_beta1 * gi;
+		vv[h] = u8_dequant4(qm, vw[h], va, false) * a->beta2 +
+			a->one_minus_beta2 * gi * gi;
+		denom = cr_div4(cr_sqrt4(vv[h]), (float4)(a->bc2_sqrt)) +
+			a->eps;
+		pv[h] = pv[h] * decay - a->step_size * cr_div4(mv[h], denom);
+		u8_quad_store(hp, p, e[h], c[h], pv[h], pc);
+		mx = max(mx, u8_bits_max(mv[h], c[h]));
+		vx = max(vx, u8_bits_max(vv[h], c[h]));
+	}
+	/* every work-item of the block has read mabs[blk] by now */
+	u8_absmax(red, par, true, mx, vx, &na, &nv);
+	if (cnt != 0u && get_local_id(0) % U8_LANES == 0u) {
+		mabs[blk] = na;
+		vabs[blk] = nv;
+	}
+	for (uint h = 0u; h < 2u; h++)
+		if (c[h] != 0u)
+			mq[w[h]] = u8_word(qm, mv[h], c[h], na, true, mw[h]);
+	for (uint h = 0u; h < 2u; h++)
+		if (c[h] != 0u)
+			vq[w[h]] = u8_word(qm, vv[h], c[h], nv, false, vw[h]);
+}
+
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(uint, vq), BUF(uint, ph), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
 {
-	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
+	__local uint qm[U8_QMAP];
+	__local uint4 red[U8_RED];
 	const int decoupled = (a.flags & GPO_ADAM_DECOUPLED) != 0;
 	const float decay = decoupled ? a.decay : 1.0f;
 	const float l2 = decoupled ? 0.0f : a.weight_decay;
-	uint lid = get_local_id(0);
-	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
+	uint par = 0u, spans = u8_spans(a.n);
 	float gm;
 
 	VIEW(p);
@@ -142,36 +204,15 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(mabs);
 	VIEW(vabs);
 	PARAM_CTX(pc, a, ph);
+	u8_qmap_load(qm);
+	barrier(CLK_LOCAL_MEM_FENCE);
 	/* every work-item reads the same scal: all return alike */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
-	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
-		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
-		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
-		uint blk = a.q_blk + k;
-		bool valid = lid < cnt;
-		float pi, gi, mi = 0.0f, vi = 0.0f, denom, ma, va;
-
-		if (valid) {
-			pi = param_ld1(p, e, &pc);
-			gi = param_g1(g, e, &pc) * gm + l2 * pi;
-			mi = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true) *
-			     a.beta1 + a.one_minus_beta1 * gi;
-			vi = u8_dequant(u8_byte(vq[q >> 2], q), vabs[blk],
-				      false) * a.beta2 +
-			     a.one_minus_beta2 * gi * gi;
-			denom = cr_div(cr_sqrt(vi), a.bc2_sqrt) + a.eps;
-			param_st1(p, e, pi * decay -
-					   a.step_size * cr_div(mi, denom), &pc);
-		}
-		u8_absmax(red, mi, vi, 2, valid, &ma, &va);
-		if (lid == 0) {
-			mabs[blk] = ma;
-			vabs[blk] = va;
-		}
-		u8_pack(codes, mq + (a.q_off + first) / 4,
-			vq + (a.q_off + first) / 4, 2,
-			valid ? quant8(mi, ma, true) : 0u,
-			valid ? quant8(vi, va, false) : 0u, cnt);
+	/* one loop: see u8_main1() */
+	for (uint s = get_group_id(0); s < spans; s += a.q_groups) {
+		adam8_span(s, par, (a.flags & GPO_UPD_PARAM_HALF) != 0, p, g,
+			   mq, vq, mabs, vabs, gm, l2, decay, &a, &pc, qm, red);
+		par ^= 1u;
 	}
 }

@@ -6,6 +6,7 @@
  * sign(0) = 0 (and sign(NaN) = 0), like the cpu backend's.
  */
 #include "abi/lion.h"
+#define U8_ONE_STATE	struct gpo_lion_args
 #include "opencl/update.cl"
 
 static inline void lion_at(__global float *p, __global const float *g,
@@ -75,18 +76,27 @@ KERNEL void lion(BUF(float, p), BUF(const float, g), BUF(float, m),
 }
 
 /*
- * lion8 (abi/lion.h): blockwise 8-bit exp_avg (the signed map), a
- * work-group doing blocks get_group_id(0), + q_groups, ...: lion_at()'s
- * update from the dequantized state, then the block's absmax and codes
+ * lion8 (abi/lion.h): blockwise 8-bit exp_avg (the signed map); spans of
+ * 8 blocks a work-group (update.cl's u8_*, which say the design and
+ * why): lion_at()'s update from the dequantized state, then the block's
+ * absmax and codes. u8_elem1: a quad's update.
  */
+static inline float4 u8_elem1(float4 p, float4 g, float4 m, float gm,
+			      const struct gpo_lion_args *a, float4 *so)
+{
+	float4 gi = g * gm;
+	float4 c = m * a->beta1 + a->one_minus_beta1 * gi;
+
+	*so = m * a->beta2 + a->one_minus_beta2 * gi;
+	return p * a->decay - a->lr * sign(c);
+}
+
 KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(const float, scal), BUF(float, mabs), BUF(uint, ph),
 		  struct gpo_lion_args a)
 {
-	__local uint red[2 * GPO_WG_SIZE], codes[2 * GPO_WG_SIZE];
-	uint lid = get_local_id(0);
-	uint blocks = (a.n + GPO_WG_SIZE - 1) / GPO_WG_SIZE;
-	float gm;
+	__local uint qm[U8_QMAP];
+	__local uint4 red[U8_RED];
 
 	VIEW(p);
 	VIEW(g);
@@ -95,29 +105,5 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	VIEW(mabs);
 	VIEW(ph);
 	PARAM_CTX(pc, a, ph);
-	/* every work-item reads the same scal: all return alike */
-	if (!grad_mul(scal, a.flags, &gm))
-		return;
-	for (uint k = get_group_id(0); k < blocks; k += a.q_groups) {
-		uint first = k * GPO_WG_SIZE, e = first + lid, q = a.q_off + e;
-		uint cnt = min((uint)GPO_WG_SIZE, a.n - first);
-		uint blk = a.q_blk + k;
-		bool valid = lid < cnt;
-		float gi, m0, c, mi = 0.0f, ma, unused;
-
-		if (valid) {
-			gi = param_g1(g, e, &pc) * gm;
-			m0 = u8_dequant(u8_byte(mq[q >> 2], q), mabs[blk], true);
-			c = m0 * a.beta1 + a.one_minus_beta1 * gi;
-			param_st1(p, e, param_ld1(p, e, &pc) * a.decay -
-					a.lr * sign(c), &pc);
-			mi = m0 * a.beta2 + a.one_minus_beta2 * gi;
-		}
-		u8_absmax(red, mi, 0.0f, 1, valid, &ma, &unused);
-		if (lid == 0)
-			mabs[blk] = ma;
-		u8_pack(codes, mq + (a.q_off + first) / 4,
-			mq + (a.q_off + first) / 4, 1,
-			valid ? quant8(mi, ma, true) : 0u, 0u, cnt);
-	}
+	u8_main1(p, g, mq, mabs, scal, &a, &pc, qm, red);
 }
