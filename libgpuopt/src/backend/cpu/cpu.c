@@ -958,10 +958,19 @@ static void k_lamb_apply(const struct op_call *c, uint32_t lo, uint32_t hi)
 			pb[i] = pb[i] - step * lamb_r(mb[i], vb[i], pb[i], bc1,
 						       bc2, eps, wd);
 		if (sr) {
-			for (i = 0; i < n; i++)
-				ph[start + i] = gpo__f32_to_bf16_sr(pt[i],
-					gpo__round_bits(seed, tstep,
-							(uint64_t)start + i));
+			uint32_t rw[4];
+
+			/* gpo__round_bits(): one Philox block per 4 elements */
+			for (i = 0; i < n; i++) {
+				uint64_t e = (uint64_t)start + i;
+
+				if (i == 0 || e % 4 == 0)
+					gpo__philox(seed,
+						    GPO_RNG_STREAM(GPO_RNG_ROUND,
+								   tstep),
+						    e / 4, rw);
+				ph[e] = gpo__f32_to_bf16_sr(pt[i], rw[e % 4]);
+			}
 		} else if (half) {
 			for (i = 0; i < n; i++)
 				ph[start + i] = f16 ? gpo__f32_to_f16(pb[i]) :
