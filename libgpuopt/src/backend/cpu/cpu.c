@@ -802,21 +802,40 @@ static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
 /*
  * The sums of squares of @x and @y (n each) in abi/lamb.h's order: lane j
  * of GPO_WG_SIZE adds elements j, j + GPO_WG_SIZE, ... in turn, then the
- * work-group's tree, as the device kernels do (the lanes vectorise)
+ * work-group's tree, as the device kernels do. Eight lanes at a time down
+ * the rows, their sums in registers; then the last, partial row.
  */
 static void lamb_sums(const float *x, const float *y, uint32_t n,
 		      float *sx, float *sy)
 {
-	float ax[GPO_WG_SIZE] = { 0 }, ay[GPO_WG_SIZE] = { 0 };
-	uint32_t i, l, s;
+	float ax[GPO_WG_SIZE], ay[GPO_WG_SIZE];
+	uint32_t rows = n / GPO_WG_SIZE, i, l, s;
 
-	for (i = 0; i < n; i += GPO_WG_SIZE) {
-		uint32_t m = n - i < GPO_WG_SIZE ? n - i : GPO_WG_SIZE;
+	for (l = 0; l < GPO_WG_SIZE; l += 8) {
+		v4f x0 = { 0 }, x1 = { 0 }, y0 = { 0 }, y1 = { 0 }, u, w;
 
-		for (l = 0; l < m; l++) {
-			ax[l] += x[i + l] * x[i + l];
-			ay[l] += y[i + l] * y[i + l];
+		for (i = 0; i < rows; i++) {
+			const float *xr = x + i * GPO_WG_SIZE + l;
+			const float *yr = y + i * GPO_WG_SIZE + l;
+
+			__builtin_memcpy(&u, xr, 16);
+			__builtin_memcpy(&w, xr + 4, 16);
+			x0 += u * u;
+			x1 += w * w;
+			__builtin_memcpy(&u, yr, 16);
+			__builtin_memcpy(&w, yr + 4, 16);
+			y0 += u * u;
+			y1 += w * w;
 		}
+		__builtin_memcpy(ax + l, &x0, 16);
+		__builtin_memcpy(ax + l + 4, &x1, 16);
+		__builtin_memcpy(ay + l, &y0, 16);
+		__builtin_memcpy(ay + l + 4, &y1, 16);
+	}
+	for (l = 0; l < n - rows * GPO_WG_SIZE; l++) {
+		i = rows * GPO_WG_SIZE + l;
+		ax[l] += x[i] * x[i];
+		ay[l] += y[i] * y[i];
 	}
 	for (s = GPO_WG_SIZE / 2; s > 0; s >>= 1)
 		for (l = 0; l < s; l++) {
