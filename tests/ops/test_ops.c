@@ -926,14 +926,11 @@ static void lamb_apply_setup(struct tcase *tc)
 {
 	uint32_t nb;
 
-	/* p m v blocks trust scal p_half */
+	/* p m v blocks trust scal */
 	lamb_common(tc, &tc->b[3], NULL, &nb);
 	lamb_state(tc, 0, 3, 2);
 	tb_random(tc, &tc->b[4], tc->a.lamb.ntensors, 0.1, 3);
 	tb_scal(tc, &tc->b[5], !!(tc->oc->flags & SKIP_FLAG));
-	/* the half parameters' copy (abi/lamb.h): f32 leaves it */
-	tb_random(tc, &tc->b[GPO_LAMB_BUF_HALF], tc->b[0].n, -1.0, 1.0);
-	tc->b[GPO_LAMB_BUF_HALF].unused = 1;
 	tc->a.lamb.flags &= ~GPO_UPD_MAXIMIZE;
 }
 

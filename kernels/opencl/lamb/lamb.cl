@@ -6,32 +6,78 @@
  * p -= lr * trust * r with r recomputed from the new m, v and the old p.
  *   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p
  *
- * A block starts where its tensor starts, at any element: work-item j
- * does the block's elements j, j + GPO_WG_SIZE, ..., one at a time, which
- * is also abi/lamb.h's order of the sums. Half parameters through
- * update.cl's param_ld1/param_g1/param_st1 (whole buffers: p_base 0);
- * a half word is stored as a ushort, so two work-groups may write the
- * two halves of one word.
+ * A block starts where its tensor starts, at any element, so its first
+ * (up to 3) elements before a float4 boundary and the last (up to 3)
+ * after one are done one at a time; the body in between is float4s.
  */
 #include "abi/lamb.h"
 #include "opencl/update.cl"
 
-/* The direction r of one element. */
-static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
-			   float eps, float wd)
+/* The direction r of every lane. */
+static inline float4 lamb_r(float4 m, float4 v, float4 p, float bc1,
+			    float bc2, float eps, float wd)
 {
-	return cr_div(cr_div(m, bc1), cr_sqrt(cr_div(v, bc2)) + eps) + wd * p;
+	return cr_div4(cr_div4(m, (float4)(bc1)),
+		       cr_sqrt4(cr_div4(v, (float4)(bc2))) + eps) + wd * p;
+}
+
+/*
+ * The parts of block [start, end): scalar head [start, a), float4 body
+ * [a, b), scalar tail [b, end). a and b are multiples of 4 (or end).
+ */
+static inline void lamb_split(uint start, uint end, uint *a, uint *b)
+{
+	*a = min((start + 3) & ~3u, end);
+	*b = max(*a, end & ~3u);
+}
+
+/* The element a work-item does of the head and tail, if any (~0u). */
+static inline uint lamb_single(uint start, uint end, uint a, uint b)
+{
+	uint lid = get_local_id(0), head = a - start;
+
+	if (lid < head)
+		return start + lid;
+	if (lid - head < end - b)
+		return b + (lid - head);
+	return ~0u;
+}
+
+/*
+ * Update m and v of @cnt lanes at @e; returns the sums of p^2 and r^2 of
+ * those lanes (unused lanes are left out: they could be NaN for eps = 0).
+ */
+static inline float2 lamb_prep_at(__global const float *p,
+				  __global const float *g, __global float *m,
+				  __global float *v, uint e, uint cnt,
+				  float gm, float b1, float b2, float ob1,
+				  float ob2, float eps, float wd, float bc1,
+				  float bc2)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 gi = ld4(g, e, cnt) * gm;
+	float4 mi = ld4(m, e, cnt) * b1 + ob1 * gi;
+	float4 vi = ld4(v, e, cnt) * b2 + ob2 * gi * gi;
+	float4 r = lamb_r(mi, vi, pv, bc1, bc2, eps, wd);
+	float4 pp = pv * pv, rr = r * r;
+
+	st4(m, e, cnt, mi);
+	st4(v, e, cnt, vi);
+	if (cnt == 4)
+		return (float2)((pp.x + pp.y) + (pp.z + pp.w),
+				(rr.x + rr.y) + (rr.z + rr.w));
+	return (float2)(pp.x, rr.x);
 }
 
 /* Group i: block a.first_block + i. */
-KERNEL void lamb_prep(BUF(float, p), BUF(const float, g),
+KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
 		      BUF(float, m), BUF(float, v), BUF(const uint, blocks),
 		      BUF(float, part), BUF(const float, scal),
 		      struct gpo_lamb_args a)
 {
 	__local float2 tmp[GPO_WG_SIZE];
 	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
-	uint start, end;
+	uint start, end, lo, hi, e;
 	float2 acc = (float2)(0.0f);
 	float gm;
 
@@ -42,24 +88,21 @@ KERNEL void lamb_prep(BUF(float, p), BUF(const float, g),
 	VIEW(blocks);
 	VIEW(part);
 	VIEW(scal);
-	PARAM_CTX(pc, a, p);
 	/* uniform over the group: no work-item misses a barrier */
 	if (!grad_mul(scal, a.flags, &gm))
 		return;
 	start = blocks[4 * blk + 1];
 	end = start + blocks[4 * blk + 2];
-	for (uint e = start + lid; e < end; e += GPO_WG_SIZE) {
-		float pv = param_ld1(p, e, &pc);
-		float gi = param_g1(g, e, &pc) * gm;
-		float mi = m[e] * a.beta1 + a.one_minus_beta1 * gi;
-		float vi = v[e] * a.beta2 + a.one_minus_beta2 * gi * gi;
-		float r = lamb_r(mi, vi, pv, a.bc1, a.bc2, a.eps,
-				 a.weight_decay);
-
-		m[e] = mi;
-		v[e] = vi;
-		acc += (float2)(pv * pv, r * r);
-	}
+	lamb_split(start, end, &lo, &hi);
+	for (uint i = lo / 4 + lid; i < hi / 4; i += GPO_WG_SIZE)
+		acc += lamb_prep_at(p, g, m, v, 4 * i, 4, gm, a.beta1, a.beta2,
+				    a.one_minus_beta1, a.one_minus_beta2,
+				    a.eps, a.weight_decay, a.bc1, a.bc2);
+	e = lamb_single(start, end, lo, hi);
+	if (e != ~0u)
+		acc += lamb_prep_at(p, g, m, v, e, 1, gm, a.beta1, a.beta2,
+				    a.one_minus_beta1, a.one_minus_beta2,
+				    a.eps, a.weight_decay, a.bc1, a.bc2);
 	acc = wg_sum2(tmp, acc);
 	if (lid == 0) {
 		part[2 * blk] = acc.x;
@@ -100,14 +143,26 @@ KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
 	}
 }
 
+static inline void lamb_apply_at(__global float *p, __global const float *m,
+				 __global const float *v, uint e, uint cnt,
+				 float step, float eps, float wd, float bc1,
+				 float bc2)
+{
+	float4 pv = ld4(p, e, cnt);
+	float4 r = lamb_r(ld4(m, e, cnt), ld4(v, e, cnt), pv, bc1, bc2, eps,
+			  wd);
+
+	st4(p, e, cnt, pv - step * r);
+}
+
 /* Group i: block a.first_block + i. */
 KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 		       BUF(const float, v), BUF(const uint, blocks),
 		       BUF(const float, trust), BUF(const float, scal),
-		       BUF(uint, ph), struct gpo_lamb_args a)
+		       struct gpo_lamb_args a)
 {
 	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
-	uint start, end;
+	uint start, end, lo, hi, e;
 	float step;
 
 	VIEW(p);
@@ -116,18 +171,17 @@ KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 	VIEW(blocks);
 	VIEW(trust);
 	VIEW(scal);
-	VIEW(ph);
-	PARAM_CTX(pc, a, ph);
 	if (step_skipped(scal, a.flags))
 		return;
 	start = blocks[4 * blk + 1];
 	end = start + blocks[4 * blk + 2];
 	step = a.lr * trust[blocks[4 * blk]];
-	for (uint e = start + lid; e < end; e += GPO_WG_SIZE) {
-		float pv = param_ld1(p, e, &pc);
-
-		param_st1(p, e, pv - step * lamb_r(m[e], v[e], pv, a.bc1,
-						   a.bc2, a.eps,
-						   a.weight_decay), &pc);
-	}
+	lamb_split(start, end, &lo, &hi);
+	for (uint i = lo / 4 + lid; i < hi / 4; i += GPO_WG_SIZE)
+		lamb_apply_at(p, m, v, 4 * i, 4, step, a.eps, a.weight_decay,
+			      a.bc1, a.bc2);
+	e = lamb_single(start, end, lo, hi);
+	if (e != ~0u)
+		lamb_apply_at(p, m, v, e, 1, step, a.eps, a.weight_decay,
+			      a.bc1, a.bc2);
 }

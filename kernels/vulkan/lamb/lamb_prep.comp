@@ -7,9 +7,7 @@
  * writes partials[2b] = sum p^2, partials[2b + 1] = sum r^2 (p before
  * the update, which lamb_apply makes). Blocks start at any element (a
  * tensor's start), so every access is scalar; consecutive invocations
- * still read consecutive floats. Invocation t adds elements t, t + WG_SIZE,
- * ... in turn, then reduce2()'s tree: abi/lamb.h's order, every sum
- * `precise`, so the partials are the cpu's bits.
+ * still read consecutive floats.
  * The launch runs exactly one workgroup per block of the group.
  */
 #version 450
@@ -20,9 +18,6 @@
 
 layout(set = 0, binding = 0, std430) readonly buffer p_f1 { float p[]; };
 layout(set = 0, binding = 1, std430) readonly buffer g_f1 { float g[]; };
-/* half parameters and gradients (abi/lamb.h) as words */
-layout(set = 0, binding = 0, std430) readonly buffer p_w1 { uint pw[]; };
-layout(set = 0, binding = 1, std430) readonly buffer g_w1 { uint gw[]; };
 FLOAT_BUF(2, m);
 FLOAT_BUF(3, v);
 UINT_BUF(4, blocks);
@@ -31,17 +26,6 @@ SCAL_BUF(6);
 
 #include "update.glsl"
 
-/* element j's p as the update reads it (master or widened bf16) */
-float p_at(uint j)
-{
-	return FLAG(GPO_UPD_PARAM_SR) ? lamb_h2f(pw[j >> 1], j) : p[j];
-}
-
-float g_at(uint j)
-{
-	return FLAG(GPO_UPD_PARAM_HALF) ? lamb_h2f(gw[j >> 1], j) : g[j];
-}
-
 void main()
 {
 	uint grp = group_index();
@@ -49,7 +33,7 @@ void main()
 	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
 	float wd = args.weight_decay, bc1 = args.bc1, bc2 = args.bc2;
 	float ob1 = args.one_minus_beta1, ob2 = args.one_minus_beta2;
-	precise float pn = 0.0, rn = 0.0;
+	float pn = 0.0, rn = 0.0;
 	uint b, start, end;
 
 	if (!grad_mul())
@@ -69,16 +53,16 @@ void main()
 		for (uint k = 0u; k < 4u; k++) {
 			uint j = i + k * WG_SIZE;
 
-			pa[k] = p_at(j);
-			ga[k] = g_at(j);
+			pa[k] = p[j];
+			ga[k] = g[j];
 			ma[k] = m[j];
 			va[k] = v[j];
 		}
 		for (uint k = 0u; k < 4u; k++) {
 			uint j = i + k * WG_SIZE;
-			precise float gi = ga[k] * gm;
-			precise float mi = ma[k] * b1 + ob1 * gi;
-			precise float vi = va[k] * b2 + ob2 * gi * gi;
+			float gi = ga[k] * gm;
+			float mi = ma[k] * b1 + ob1 * gi;
+			float vi = va[k] * b2 + ob2 * gi * gi;
 			float r = lamb_r(mi, vi, pa[k], bc1, bc2, eps, wd);
 
 			m[j] = mi;
@@ -88,10 +72,10 @@ void main()
 		}
 	}
 	for (; i < end; i += WG_SIZE) {
-		precise float gi = g_at(i) * gm;
-		precise float mi = m[i] * b1 + ob1 * gi;
-		precise float vi = v[i] * b2 + ob2 * gi * gi;
-		float pi = p_at(i);
+		float gi = g[i] * gm;
+		float mi = m[i] * b1 + ob1 * gi;
+		float vi = v[i] * b2 + ob2 * gi * gi;
+		float pi = p[i];
 		float r = lamb_r(mi, vi, pi, bc1, bc2, eps, wd);
 
 		m[i] = mi;
