@@ -76,7 +76,6 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 #ifdef GPO_U8_STATE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_control_flow_attributes : require
 #define U8_BUF(b, name) \
 	layout(set = 0, binding = b, std430) buffer name##_q \
 		{ uint name##q[]; }
@@ -483,7 +482,7 @@ float elem(float p0, float g0, uint code, float absmax, out float so);
 void u8_span1(uint sp, uint par, bool hp)
 {
 	uint k, first, cnt, blk, c[2], e[2], w[2], sw[2];
-	vec4 pv[2], gv[2], sv[2];
+	vec4 pv[2], sv[2];
 	uint sx = 0u;
 	float sa = 0.0, na, unused;
 
@@ -491,29 +490,21 @@ void u8_span1(uint sp, uint par, bool hp)
 	blk = args.q_blk + k;
 	if (cnt != 0u)
 		sa = sabs[blk];
-	/* both quads' loads before any store (adam8.comp says why) */
-	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+	for (uint h = 0u; h < 2u; h++) {
 		c[h] = u8_quad_cnt(cnt, h);
 		e[h] = u8_quad_first(first, h);
 		/* q_off is a multiple of 4: the quad's codes are one word */
 		w[h] = (args.q_off + e[h]) / 4u;
-		pv[h] = vec4(0.0);
-		gv[h] = vec4(0.0);
-		sw[h] = 0u;
 		if (c[h] == 0u)
 			continue;
-		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv[h]);
+		vec4 gv;
+		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
 		sw[h] = sq[w[h]];
-	}
-	[[unroll]] for (uint h = 0u; h < 2u; h++) {
-		sv[h] = vec4(0.0);
-		if (c[h] == 0u)
-			continue;
 		for (uint l = 0u; l < 4u; l++) {
 			float so = 0.0;
 
 			if (l < c[h])
-				pv[h][l] = elem(pv[h][l], gv[h][l],
+				pv[h][l] = elem(pv[h][l], gv[l],
 						u8_byte(sw[h], l), sa, so);
 			sv[h][l] = so;
 		}

@@ -53,7 +53,7 @@ float elem(float p0, float g0, uint mc, uint vc, float ma, float va,
 void span(uint s, uint par, bool hp)
 {
 	uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
-	vec4 pv[2], gv[2], mv[2], vv[2];
+	vec4 pv[2], mv[2], vv[2];
 	uint mx = 0u, vx = 0u;
 	float ma = 0.0, va = 0.0, na, nv;
 
@@ -63,37 +63,22 @@ void span(uint s, uint par, bool hp)
 		ma = mabs[blk];
 		va = vabs[blk];
 	}
-	/*
-	 * Both quads' loads before any store: a store to p could alias
-	 * them, so loads after it would wait for the first quad's round
-	 * trip (two round trips a span, not one, ran at 25 % of the copy
-	 * limit)
-	 */
-	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+	for (uint h = 0u; h < 2u; h++) {
 		c[h] = u8_quad_cnt(cnt, h);
 		e[h] = u8_quad_first(first, h);
 		/* q_off is a multiple of 4: the quad's codes are one word */
 		w[h] = (args.q_off + e[h]) / 4u;
-		pv[h] = vec4(0.0);
-		gv[h] = vec4(0.0);
-		mw[h] = 0u;
-		vw[h] = 0u;
 		if (c[h] == 0u)
 			continue;
-		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv[h]);
+		vec4 gv;
+		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
 		mw[h] = mq[w[h]];
 		vw[h] = vq[w[h]];
-	}
-	[[unroll]] for (uint h = 0u; h < 2u; h++) {
-		mv[h] = vec4(0.0);
-		vv[h] = vec4(0.0);
-		if (c[h] == 0u)
-			continue;
 		for (uint l = 0u; l < 4u; l++) {
 			float mo = 0.0, vo = 0.0;
 
 			if (l < c[h])
-				pv[h][l] = elem(pv[h][l], gv[h][l],
+				pv[h][l] = elem(pv[h][l], gv[l],
 						u8_byte(mw[h], l),
 						u8_byte(vw[h], l), ma, va, mo,
 						vo);
