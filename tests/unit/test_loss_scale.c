@@ -386,8 +386,13 @@ static void write_dataset(const char *path, uint64_t *rng, int huge_lo,
 	tu_fill(x, NS * NX, rng, -1, 1);
 	for (i = 0; i < NS; i++)
 		y[i] = (int32_t)(tu_rand(rng, 0, 3));
+	/*
+	 * both signs: a ReLU unit whose first weight is negative passes the
+	 * negative ones, so the batch overflows whatever the weights' signs
+	 * (with +3e38 alone, a draw where all 7 were negative did not)
+	 */
 	for (i = huge_lo; i < huge_hi; i++)
-		x[i * NX] = 3e38f;
+		x[i * NX] = i & 1 ? 3e38f : -3e38f;
 	n = snprintf(hdr, sizeof(hdr),
 		     "{\"x\":{\"dtype\":\"F32\",\"shape\":[%d,%d],\"data_offsets\":[0,%d]},"
 		     "\"y\":{\"dtype\":\"I32\",\"shape\":[%d],\"data_offsets\":[%d,%d]}}",
