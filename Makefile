@@ -103,12 +103,17 @@ GLSL_DEPS := $(wildcard kernels/vulkan/*.glsl kernels/vulkan/*/*.glsl \
 	kernels/abi/*.h)
 spv_dtypes = $(or $(shell sed -n '1,5s|^// dtypes: *||p' $(1)),f32)
 spv_upper = $(subst b,B,$(subst f,F,$(subst i,I,$(subst u,U,$(1)))))
+# an update kernel whose dtypes are its parameters' (f32 f16 bf16) is
+# told so in every module: its f32 one then has no half path at all
+# (update.glsl, "param_*")
+spv_half = $(if $(filter f16,$(call spv_dtypes,$(1))),-DGPO_HALF_VARIANTS)
 SPVS :=
 define spv_rule
 $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv: $(1) $$(GLSL_DEPS)
 	@mkdir -p $$(dir $$@)
 	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
-		-DGPO_DTYPE_$(call spv_upper,$(2)) -o $$@ $$<
+		-DGPO_DTYPE_$(call spv_upper,$(2)) $$(call spv_half,$(1)) \
+		-o $$@ $$<
 SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv
 endef
 $(foreach c,$(COMP_SRCS),$(foreach d,$(call spv_dtypes,$(c)),\
@@ -122,7 +127,8 @@ define spv_ab_rule
 $(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv: $(1) $$(GLSL_DEPS)
 	@mkdir -p $$(dir $$@)
 	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
-		-DGPO_DTYPE_$(call spv_upper,$(2)) -DGPO_ARGS_BUF -o $$@ $$<
+		-DGPO_DTYPE_$(call spv_upper,$(2)) $$(call spv_half,$(1)) \
+		-DGPO_ARGS_BUF -o $$@ $$<
 SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv
 endef
 $(foreach c,$(COMP_SRCS),$(if $(call spv_recorded,$(c)),\

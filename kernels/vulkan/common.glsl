@@ -10,7 +10,9 @@
  *
  * Each shader is compiled once per dtype its op has, with
  * -DGPO_DTYPE_F32 or -DGPO_DTYPE_I32 (its first lines say which:
- * "// dtypes: f32 i32"); T and T4 are that type and its 4-vector.
+ * "// dtypes: f32 i32"); T and T4 are that type and its 4-vector. The
+ * 8-bit update kernels come in f32, f16 and bf16: their parameters'
+ * dtype (update.glsl), their arithmetic f32 in every one.
  *
  * No mediump and no relaxed precision anywhere: results are compared with
  * the cpu backend to 1e-5.
@@ -25,6 +27,10 @@
 #elif defined(GPO_DTYPE_I32)
 #define T	int
 #define T4	ivec4
+#elif defined(GPO_DTYPE_F16) || defined(GPO_DTYPE_BF16)
+/* an f32 update kernel's module for f16/bf16 parameters (update.glsl) */
+#define T	float
+#define T4	vec4
 #else
 #error "compile with -DGPO_DTYPE_<dtype>"
 #endif

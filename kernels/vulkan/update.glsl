@@ -269,19 +269,43 @@ layout(set = 0, binding = PARAM_HALF_BUF, std430) buffer param_c_h4
 layout(set = 0, binding = PARAM_HALF_BUF, std430) buffer param_c_w
 	{ uint param_cw[]; };
 
+/*
+ * A kernel built once per parameter dtype (its dtypes line "f32 f16
+ * bf16": the Makefile adds -DGPO_HALF_VARIANTS to each of its modules)
+ * knows the kind when compiled: its f32 module has no half path and its
+ * f16 and bf16 ones no other, so none holds registers for code it never
+ * runs (the 8-bit kernels' f32 path ran 5-10 % slower on an H100 with
+ * the half loop beside it). The host picks the module by the parameter
+ * dtype (optim.c's gpo__optim_param_call) and sets the flags as well,
+ * which the other kernels read at run time.
+ */
+#if defined(GPO_DTYPE_F16)
+#define PARAM_IS_HALF	true
+#define PARAM_IS_F16	true
+#elif defined(GPO_DTYPE_BF16)
+#define PARAM_IS_HALF	true
+#define PARAM_IS_F16	false
+#elif defined(GPO_HALF_VARIANTS)
+#define PARAM_IS_HALF	false
+#define PARAM_IS_F16	false
+#else
+#define PARAM_IS_HALF	FLAG(GPO_UPD_PARAM_HALF)
+#define PARAM_IS_F16	FLAG(GPO_UPD_PARAM_F16)
+#endif
+
 bool param_half()
 {
-	return FLAG(GPO_UPD_PARAM_HALF);
+	return PARAM_IS_HALF;
 }
 
 float param_h2f(uint h)
 {
-	return FLAG(GPO_UPD_PARAM_F16) ? f16_to_f32(h) : bf16_to_f32(h);
+	return PARAM_IS_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 uint param_f2h(float x)
 {
-	return FLAG(GPO_UPD_PARAM_F16) ? f32_to_f16(x) : f32_to_bf16(x);
+	return PARAM_IS_F16 ? f32_to_f16(x) : f32_to_bf16(x);
 }
 
 uint param_word16(uint w, uint e)
@@ -432,9 +456,9 @@ void param_store1(uint e, float x)
 #ifdef GPO_U8_STATE
 /*
  * The u8 kernels' p and g: quad @q (elements 4q .. 4q + c - 1 of the
- * group) as f32. @half is a constant at every call (the kernels run one
- * loop of spans for f32 parameters and one for half ones), so the f32
- * path compiles to plain vec4 loads and stores as before.
+ * group) as f32. @hp is param_half(), a constant of each module (the
+ * u8 kernels are built per parameter dtype), so the f32 module's are
+ * plain vec4 loads and stores.
  */
 void u8_quad_load(bool hp, uint q, uint c, out vec4 pv, out vec4 gv)
 {
@@ -529,17 +553,10 @@ void u8_main1()
 	/* every invocation reads the same scal: all return alike */
 	if (!grad_mul())
 		return;
-	/* two loops, so that the f32 one is the code it was */
-	if (param_half()) {
-		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-			u8_span1(s, par, true);
-			par ^= 1u;
-		}
-	} else {
-		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-			u8_span1(s, par, false);
-			par ^= 1u;
-		}
+	/* param_half() is this module's constant (above) */
+	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+		u8_span1(s, par, param_half());
+		par ^= 1u;
 	}
 }
 #endif

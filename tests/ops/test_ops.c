@@ -3682,16 +3682,80 @@ static void dequant8_ref(struct tcase *tc)
  * compared bit for bit.
  */
 struct u8_layout {
-	int p, g, q[2], scal, absmax[2], nq;
+	int p, g, q[2], scal, absmax[2], nq, half;
 };
 
 static const struct u8_layout *u8_layout_of(enum gpo__op_id op)
 {
-	static const struct u8_layout adam = { 0, 1, { 2, 3 }, 5, { 6, 7 }, 2 };
-	static const struct u8_layout rms = { 0, 1, { 2, -1 }, 5, { 6, -1 }, 1 };
-	static const struct u8_layout one = { 0, 1, { 2, -1 }, 3, { 4, -1 }, 1 };
+	static const struct u8_layout adam = { 0, 1, { 2, 3 }, 5, { 6, 7 }, 2,
+					       GPO_ADAM8_BUF_HALF };
+	static const struct u8_layout rms = { 0, 1, { 2, -1 }, 5, { 6, -1 }, 1,
+					      GPO_RMSPROP8_BUF_HALF };
+	static const struct u8_layout ada = { 0, 1, { 2, -1 }, 3, { 4, -1 }, 1,
+					      GPO_ADAGRAD8_BUF_HALF };
+	static const struct u8_layout one = { 0, 1, { 2, -1 }, 3, { 4, -1 }, 1,
+					      GPO_LION8_BUF_HALF };
 
-	return op == OP_ADAM8 ? &adam : op == OP_RMSPROP8 ? &rms : &one;
+	return op == OP_ADAM8 ? &adam : op == OP_RMSPROP8 ? &rms :
+	       op == OP_ADAGRAD8 ? &ada : &one;
+}
+
+/*
+ * A launch in f16 or bf16 (the module for half parameters, where a
+ * backend has one) is one with a master copy: p the f32 master, g half
+ * words, the half copy written to p_half rounded to nearest even. (The
+ * stochastic-rounding mode is checked bit for bit on every device by
+ * test_optim_master.)
+ */
+static int u8_half(const struct tcase *tc)
+{
+	return tc->dtype == GPO_F16 || tc->dtype == GPO_BF16;
+}
+
+static uint32_t u8_half_flags(const struct tcase *tc)
+{
+	if (!u8_half(tc))
+		return 0;
+	return tc->dtype == GPO_F16 ? GPO_UPD_PARAM_F16 : GPO_UPD_PARAM_BF16;
+}
+
+static uint16_t u8_to_half(const struct tcase *tc, float x)
+{
+	return tc->dtype == GPO_F16 ? gpo__f32_to_f16(x) : gpo__f32_to_bf16(x);
+}
+
+/* half element @e of a buffer of packed half words, as f32 */
+static float u8_half_at(const struct tcase *tc, const struct tbuf *b,
+			uint64_t e)
+{
+	uint16_t h = (uint16_t)(b->in[e / 2] >> (16 * (e % 2)));
+
+	return tc->dtype == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
+}
+
+/* a view of @n half elements, as the kernels read it (quads of them) */
+static void u8_half_buf(struct tcase *tc, struct tbuf *b, uint64_t n)
+{
+	uint64_t i;
+
+	tb_alloc(b, (n + 3) / 4 * 2);
+	for (i = 0; i < b->n; i++)
+		b->in[i] = (uint32_t)u8_to_half(tc, (float)tu_rand(&tc->rng,
+						       -1.0, 1.0)) |
+			   (uint32_t)u8_to_half(tc, (float)tu_rand(&tc->rng,
+						       -1.0, 1.0)) << 16;
+	b->exact = 1;
+}
+
+/* p_half's element @e is the half of @p; its word's other half stays */
+static void u8_half_want(const struct tcase *tc, struct tbuf *b, uint64_t e,
+			 float p)
+{
+	uint32_t sh = 16 * (e % 2), old;
+
+	old = isnan(b->want[e / 2]) ? b->in[e / 2] : (uint32_t)b->want[e / 2];
+	b->want[e / 2] = (old & ~(0xffffu << sh)) |
+			 (uint32_t)u8_to_half(tc, p) << sh;
 }
 
 /* the q_off, q_blk and q_groups words of the op's struct */
@@ -3719,7 +3783,12 @@ static void u8_setup(struct tcase *tc, uint32_t flags)
 
 	tc->n = n;
 	tb_random(tc, &tc->b[l->p], n, -1.0, 1.0);
-	tb_random(tc, &tc->b[l->g], n, -1.0, 1.0);
+	if (u8_half(tc)) {
+		u8_half_buf(tc, &tc->b[l->g], n);
+		u8_half_buf(tc, &tc->b[l->half], n);
+	} else {
+		tb_random(tc, &tc->b[l->g], n, -1.0, 1.0);
+	}
 	tb_scal(tc, &tc->b[l->scal], !!(tc->oc->flags & SKIP_FLAG));
 	for (k = 0; k < l->nq; k++) {
 		struct tbuf *c = &tc->b[l->q[k]], *m = &tc->b[l->absmax[k]];
@@ -3787,7 +3856,9 @@ static void u8_ref(struct tcase *tc)
 
 		for (i = 0; i < cnt; i++) {
 			uint64_t e = first + i, qe = q[0] + e;
-			float p = f(pb, e), g = f(&tc->b[l->g], e), d[2];
+			float p = f(pb, e), d[2];
+			float g = u8_half(tc) ? u8_half_at(tc, &tc->b[l->g], e) :
+						f(&tc->b[l->g], e);
 
 			for (j = 0; j < l->nq; j++) {
 				uint32_t w = tc->b[l->q[j]].in[qe / 4];
@@ -3830,6 +3901,8 @@ static void u8_ref(struct tcase *tc)
 				x[0][i] = d[0] * a->beta2 + a->one_minus_beta2 * gi;
 			}
 			pb->want[e] = wbits(p);
+			if (u8_half(tc))
+				u8_half_want(tc, &tc->b[l->half], e, p);
 			for (j = 0; j < l->nq; j++)
 				if ((wbits(x[j][i]) & 0x7fffffffu) >
 				    wbits(am[j]))
@@ -3864,7 +3937,8 @@ static void adam8_setup(struct tcase *tc)
 
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
-	a->flags = upd_flags(tc) | VARIANT(tc) | GPO_ADAM_STATE_U8;
+	a->flags = upd_flags(tc) | VARIANT(tc) | GPO_ADAM_STATE_U8 |
+		   u8_half_flags(tc);
 	a->beta1 = (float)b1;
 	a->beta2 = (float)b2;
 	a->eps = (float)tu_rand(&tc->rng, 1e-8, 1e-3);
@@ -3882,7 +3956,8 @@ static void rmsprop8_setup(struct tcase *tc)
 
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
-	a->flags = upd_flags(tc) | GPO_RMSPROP_STATE_U8;
+	a->flags = upd_flags(tc) | GPO_RMSPROP_STATE_U8 |
+		   u8_half_flags(tc);
 	a->lr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
 	a->alpha = (float)tu_rand(&tc->rng, 0.8, 0.99);
 	a->eps = (float)tu_rand(&tc->rng, 1e-6, 1e-2);
@@ -3896,7 +3971,8 @@ static void adagrad8_setup(struct tcase *tc)
 
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
-	a->flags = upd_flags(tc) | GPO_ADAGRAD_STATE_U8;
+	a->flags = upd_flags(tc) | GPO_ADAGRAD_STATE_U8 |
+		   u8_half_flags(tc);
 	a->clr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
 	a->weight_decay = (float)tu_rand(&tc->rng, 0, 0.1);
 	a->eps = (float)tu_rand(&tc->rng, 1e-10, 1e-3);
@@ -3909,7 +3985,8 @@ static void lion8_setup(struct tcase *tc)
 
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
-	a->flags = upd_flags(tc) | GPO_LION_STATE_U8;
+	a->flags = upd_flags(tc) | GPO_LION_STATE_U8 |
+		   u8_half_flags(tc);
 	a->lr = (float)lr;
 	a->beta1 = (float)tu_rand(&tc->rng, 0.8, 0.95);
 	a->beta2 = (float)tu_rand(&tc->rng, 0.9, 0.999);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// dtypes: f32
+// dtypes: f32 f16 bf16
 // recorded: yes
 /*
  * adagrad8.comp - adagrad8 (abi/adagrad.h): Adagrad with blockwise 8-bit

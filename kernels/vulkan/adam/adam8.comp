@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// dtypes: f32
+// dtypes: f32 f16 bf16
 // recorded: yes
 /*
  * adam8.comp - adam8 (abi/adam.h): Adam and AdamW with blockwise 8-bit
@@ -8,7 +8,8 @@
  * exp_avg (signed map) and exp_avg_sq (unsigned map), updating them and
  * p exactly as adam.comp does (p from the unrounded new state); then the
  * block's absmax of the new values and its words of codes. Half
- * parameters (abi.h GPO_UPD_PARAM_*) through update.glsl's param_*.
+ * parameters (abi.h GPO_UPD_PARAM_*) through update.glsl's param_*, in
+ * the f16 and bf16 modules only.
  */
 #version 450
 #include "common.glsl"
@@ -114,16 +115,9 @@ void main()
 		return;
 	decay = FLAG(GPO_ADAM_DECOUPLED) ? args.decay : 1.0;
 	l2 = FLAG(GPO_ADAM_DECOUPLED) ? 0.0 : args.weight_decay;
-	/* two loops, so that the f32 one is the code it was */
-	if (param_half()) {
-		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-			span(s, par, true);
-			par ^= 1u;
-		}
-	} else {
-		for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
-			span(s, par, false);
-			par ^= 1u;
-		}
+	/* param_half() is this module's constant (update.glsl) */
+	for (uint s = group_index(); s < u8_spans(); s += args.q_groups) {
+		span(s, par, param_half());
+		par ^= 1u;
 	}
 }

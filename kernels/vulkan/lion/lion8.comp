@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// dtypes: f32
+// dtypes: f32 f16 bf16
 // recorded: yes
 /*
  * lion8.comp - lion8 (abi/lion.h): Lion with blockwise 8-bit exp_avg

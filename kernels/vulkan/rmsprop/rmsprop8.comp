@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// dtypes: f32
+// dtypes: f32 f16 bf16
 // recorded: yes
 /*
  * rmsprop8.comp - rmsprop8 (abi/rmsprop.h): RMSprop with blockwise 8-bit

@@ -37,6 +37,8 @@
 #define SCAL	{ "scal", OP_R }
 /* the half copy of the parameters (abi.h GPO_UPD_PARAM_F16/BF16) */
 #define PHALF	{ "p_half", OP_W | OP_VEC4 | OP_OPT }
+/* an update kernel that comes in the dtype of its parameters */
+#define DT_PARAM	(DT(GPO_F32) | DT(GPO_F16) | DT(GPO_BF16))
 #define BASE_WORD(s)	(unsigned int)(offsetof(struct s, p_base) / 4)
 
 const struct gpo__op gpo__ops[OP_COUNT] = {
@@ -203,32 +205,35 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 	 */
 	/*
 	 * Half parameters: p_half where the f32 kernel's optional state
-	 * was (which 8 bits do not keep), else after the others
+	 * was (which 8 bits do not keep), else after the others. The
+	 * launch dtype is the parameters' where the backend has a kernel
+	 * for it (DT_PARAM; Vulkan builds one module each), else f32 with
+	 * the flags saying which half (optim.c's gpo__optim_param_call).
 	 */
 	[OP_ADAM8] = { "adam8", "adam", GRID_GROUPS, 8,
 		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW },
 		  { "exp_avg_sq", OP_RW }, [GPO_ADAM8_BUF_HALF] = PHALF,
 		  SCAL, { "exp_avg.absmax", OP_RW },
 		  { "exp_avg_sq.absmax", OP_RW } },
-		sizeof(struct gpo_adam_args), DT(GPO_F32),
+		sizeof(struct gpo_adam_args), DT_PARAM,
 		BASE_WORD(gpo_adam_args) },
 	[OP_RMSPROP8] = { "rmsprop8", "rmsprop", GRID_GROUPS, 7,
 		{ { "p", P4 }, { "g", G4 }, { "square_avg", OP_RW },
 		  [GPO_RMSPROP8_BUF_HALF] = PHALF,
 		  { "grad_avg", OP_RW | OP_OPT }, SCAL,
 		  { "square_avg.absmax", OP_RW } },
-		sizeof(struct gpo_rmsprop_args), DT(GPO_F32),
+		sizeof(struct gpo_rmsprop_args), DT_PARAM,
 		BASE_WORD(gpo_rmsprop_args) },
 	[OP_ADAGRAD8] = { "adagrad8", "adagrad", GRID_GROUPS,
 		GPO_ADAGRAD8_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "sum", OP_RW }, SCAL,
 		  { "sum.absmax", OP_RW }, [GPO_ADAGRAD8_BUF_HALF] = PHALF },
-		sizeof(struct gpo_adagrad_args), DT(GPO_F32),
+		sizeof(struct gpo_adagrad_args), DT_PARAM,
 		BASE_WORD(gpo_adagrad_args) },
 	[OP_LION8] = { "lion8", "lion", GRID_GROUPS, GPO_LION8_BUF_HALF + 1,
 		{ { "p", P4 }, { "g", G4 }, { "exp_avg", OP_RW }, SCAL,
 		  { "exp_avg.absmax", OP_RW }, [GPO_LION8_BUF_HALF] = PHALF },
-		sizeof(struct gpo_lion_args), DT(GPO_F32),
+		sizeof(struct gpo_lion_args), DT_PARAM,
 		BASE_WORD(gpo_lion_args) },
 };
 

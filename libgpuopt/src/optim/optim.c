@@ -1549,8 +1549,14 @@ void gpo__optim_param_call(const struct gpo_optim *opt,
 	w[bw + 4] = (uint32_t)(t >> 32);
 	if (!param_half(opt))
 		return;
-	/* the kernels are f32 ones that load and store half words */
-	call->dtype = GPO_F32;
+	/*
+	 * The kernels are f32 ones that load and store half words: built
+	 * for the parameters' dtype where the backend has that (ops.c's
+	 * DT_PARAM, Vulkan's 8-bit kernels), else f32 ones that the flags
+	 * tell (which they always say)
+	 */
+	if (!gpo__op_supported(opt->dev, call->op, opt->param_dtype))
+		call->dtype = GPO_F32;
 	w[1] |= opt->param_dtype == GPO_F16 ? GPO_UPD_PARAM_F16 :
 					      GPO_UPD_PARAM_BF16;
 	call->buf[1] = half_view4(&opt->grad, grp);

@@ -104,13 +104,15 @@ static const struct embedded_file *spv_find(enum gpo__op_id op,
 }
 
 /*
- * The dtypes whose shaders need nothing beyond Vulkan 1.1: f16/bf16
- * (16-bit storage), u8 (8-bit storage) and i64 (shaderInt64) wait for
- * probe to ask the device for those features.
+ * The dtypes whose shaders need nothing beyond Vulkan 1.1. The only f16
+ * and bf16 modules are the 8-bit update kernels' for half parameters,
+ * which keep their half words in 32-bit ones; u8 (8-bit storage) and i64
+ * (shaderInt64) wait for probe to ask the device for those features.
  */
 static int dtype_usable(const struct vk_dev *vd, enum gpo_dtype dtype)
 {
-	return dtype == GPO_F32 || dtype == GPO_I32;
+	return dtype == GPO_F32 || dtype == GPO_I32 || dtype == GPO_F16 ||
+	       dtype == GPO_BF16;
 }
 
 int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
