@@ -72,6 +72,8 @@ static const struct bench_case cases[] = {
 	{ "adamw_bf16p_bf16s", "adamw", "lr=0.001", 20 },
 	{ "adamw_bf16sr", "adamw", "lr=0.001", 22 },
 	{ "adamw_bf16sr_bf16s", "adamw", "lr=0.001", 14 },
+	/* LAMB with a master: g in 2 bytes, the half copy's 2 written */
+	{ "lamb_bf16p", "lamb", "lr=0.001 weight_decay=0.01", 40 },
 	/*
 	 * 8-bit state: p 4 + 4, g 4, a byte read and written per state
 	 * slot, and an f32 absmax per slot and block of 256 read and written
@@ -119,6 +121,7 @@ static const struct {
 	{ "adamw_bf16sr_bf16s", GPO_BF16, 0 },
 	{ "adamw_bf16p_u8s", GPO_BF16, 1 },
 	{ "adamw_bf16sr_u8s", GPO_BF16, 0 },
+	{ "lamb_bf16p", GPO_BF16, 1 },
 };
 
 /* every state slot name: a case's kind has some of them */

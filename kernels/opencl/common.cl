@@ -36,6 +36,10 @@
 #elif defined(GPO_DTYPE_I32)
 #define T	int
 #define T4	int4
+#elif defined(GPO_DTYPE_F16) || defined(GPO_DTYPE_BF16)
+/* an f32 update kernel's program for f16/bf16 parameters (lamb.cl) */
+#define T	float
+#define T4	float4
 #else
 #error "no GPO_DTYPE_xxx defined, or one without OpenCL kernels"
 #endif

@@ -167,6 +167,40 @@ static inline void param_st4(__global float *p, uint e, uint cnt, float4 v,
 }
 
 /*
+ * One element e of the same (LAMB's kernels do one a work-item): its
+ * parameter as f32 (master or bf16 p), its gradient, its new value stored
+ * (master and half copy, or bf16 p with stochastic rounding)
+ */
+static inline float param_ld1(__global float *p, uint e,
+			      const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_SR)
+		return bf16_to_f32(((__global const ushort *)p)[e]);
+	return p[e];
+}
+
+static inline float param_g1(__global const float *g, uint e,
+			     const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_HALF)
+		return param_h2f(((__global const ushort *)g)[e], pc->flags);
+	return g[e];
+}
+
+static inline void param_st1(__global float *p, uint e, float x,
+			     const struct param_ctx *pc)
+{
+	if (pc->flags & GPO_UPD_PARAM_SR) {
+		((__global ushort *)p)[e] = param_round(x, e, pc);
+		return;
+	}
+	p[e] = x;
+	if (pc->flags & GPO_UPD_PARAM_HALF)
+		pc->hcopy[e] = param_round(x, e, pc);
+}
+
+
+/*
  * ---- u8_*: state in blockwise 8 bits (adam8, rmsprop8, adagrad8, lion8;
  * abi/adam.h ...) ----
  *

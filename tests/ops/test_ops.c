@@ -121,6 +121,22 @@ static void put(struct tbuf *b, uint64_t i, float v)
 	memcpy(&b->in[i], &v, 4);
 }
 
+static uint32_t wbits(float v)
+{
+	uint32_t x;
+
+	memcpy(&x, &v, 4);
+	return x;
+}
+
+static float bitsw(uint32_t x)
+{
+	float v;
+
+	memcpy(&v, &x, 4);
+	return v;
+}
+
 static void tb_alloc(struct tbuf *b, uint64_t n)
 {
 	uint64_t i;
@@ -758,6 +774,66 @@ static void lion_ref(struct tcase *tc)
 	}
 }
 
+/* ---- half parameters ------------------------------------------------------ */
+
+/*
+ * An update op that comes in its parameters' dtype (ops.c's DT_PARAM),
+ * launched in f16 or bf16, is one with a master copy: p the f32 master,
+ * g half words, the half copy (p_half) written rounded to nearest even.
+ * (Stochastic rounding is checked bit for bit on every device by
+ * test_optim_master and test_lamb_half.)
+ */
+static int half_case(const struct tcase *tc)
+{
+	return tc->dtype == GPO_F16 || tc->dtype == GPO_BF16;
+}
+
+static uint32_t half_flags(const struct tcase *tc)
+{
+	if (!half_case(tc))
+		return 0;
+	return tc->dtype == GPO_F16 ? GPO_UPD_PARAM_F16 : GPO_UPD_PARAM_BF16;
+}
+
+static uint16_t to_half(const struct tcase *tc, float x)
+{
+	return tc->dtype == GPO_F16 ? gpo__f32_to_f16(x) : gpo__f32_to_bf16(x);
+}
+
+/* half element @e of a buffer of packed half words, as f32 */
+static float half_at(const struct tcase *tc, const struct tbuf *b,
+		     uint64_t e)
+{
+	uint16_t h = (uint16_t)(b->in[e / 2] >> (16 * (e % 2)));
+
+	return tc->dtype == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
+}
+
+/* a view of @n half elements, as the kernels read it (quads of them) */
+static void half_buf(struct tcase *tc, struct tbuf *b, uint64_t n)
+{
+	uint64_t i;
+
+	tb_alloc(b, (n + 3) / 4 * 2);
+	for (i = 0; i < b->n; i++)
+		b->in[i] = (uint32_t)to_half(tc, (float)tu_rand(&tc->rng,
+						    -1.0, 1.0)) |
+			   (uint32_t)to_half(tc, (float)tu_rand(&tc->rng,
+						    -1.0, 1.0)) << 16;
+	b->exact = 1;
+}
+
+/* p_half's element @e is the half of @p; its word's other half stays */
+static void half_want(const struct tcase *tc, struct tbuf *b, uint64_t e,
+		      float p)
+{
+	uint32_t sh = 16 * (e % 2), old;
+
+	old = isnan(b->want[e / 2]) ? b->in[e / 2] : (uint32_t)b->want[e / 2];
+	b->want[e / 2] = (old & ~(0xffffu << sh)) |
+			 (uint32_t)to_half(tc, p) << sh;
+}
+
 /* ---- lamb ----------------------------------------------------------------- */
 
 /*
@@ -807,7 +883,7 @@ static void lamb_common(struct tcase *tc, struct tbuf *blocks_out,
 	/* launch a sub-range of the blocks: a parameter group */
 	a->first_block = (uint32_t)tu_rand(&tc->rng, 0, b);
 	tc->work = b - a->first_block;
-	a->flags = upd_flags(tc);
+	a->flags = upd_flags(tc) | half_flags(tc);
 	a->lr = (float)tu_rand(&tc->rng, 1e-3, 0.1);
 	a->beta1 = (float)tu_rand(&tc->rng, 0.8, 0.95);
 	a->beta2 = (float)tu_rand(&tc->rng, 0.9, 0.999);
@@ -846,6 +922,10 @@ static void lamb_prep_setup(struct tcase *tc)
 	/* p g m v blocks partials scal */
 	lamb_common(tc, &tc->b[4], NULL, &nb);
 	lamb_state(tc, 0, 4, 3);
+	if (half_case(tc)) {
+		tb_free(&tc->b[1]);
+		half_buf(tc, &tc->b[1], tc->n);
+	}
 	tb_out(&tc->b[5], 2 * nb);
 	tb_scal(tc, &tc->b[6], !!(tc->oc->flags & SKIP_FLAG));
 }
@@ -867,7 +947,9 @@ static void lamb_prep_ref(struct tcase *tc)
 		double pn = 0, rn = 0;
 
 		for (i = start; i < start + cnt; i++) {
-			double p = f(&tc->b[0], i), g = f(&tc->b[1], i) * gm;
+			double p = f(&tc->b[0], i), g = gm *
+				(half_case(tc) ? half_at(tc, &tc->b[1], i) :
+						 f(&tc->b[1], i));
 			double m = a->beta1 * f(&tc->b[2], i) +
 				   a->one_minus_beta1 * g;
 			double v = a->beta2 * f(&tc->b[3], i) +
@@ -926,12 +1008,34 @@ static void lamb_apply_setup(struct tcase *tc)
 {
 	uint32_t nb;
 
-	/* p m v blocks trust scal */
+	/* p m v blocks trust scal p_half */
 	lamb_common(tc, &tc->b[3], NULL, &nb);
 	lamb_state(tc, 0, 3, 2);
 	tb_random(tc, &tc->b[4], tc->a.lamb.ntensors, 0.1, 3);
 	tb_scal(tc, &tc->b[5], !!(tc->oc->flags & SKIP_FLAG));
+	/* the half parameters' copy (abi/lamb.h): f32 leaves it */
+	if (half_case(tc)) {
+		half_buf(tc, &tc->b[GPO_LAMB_BUF_HALF], tc->n);
+		tc->b[0].exact = 1;
+	} else {
+		tb_random(tc, &tc->b[GPO_LAMB_BUF_HALF], tc->b[0].n, -1.0,
+			  1.0);
+		tc->b[GPO_LAMB_BUF_HALF].unused = 1;
+	}
 	tc->a.lamb.flags &= ~GPO_UPD_MAXIMIZE;
+}
+
+/*
+ * The half modules' element, bit for bit: IEEE float operations in the
+ * kernels' order (their / and sqrt are correctly rounded, nothing fused)
+ */
+static float lamb_apply_f(const struct gpo_lamb_args *a, float step, float m,
+			  float v, float p)
+{
+	float r = (m / a->bc1) / (sqrtf(v / a->bc2) + a->eps) +
+		  a->weight_decay * p;
+
+	return p - step * r;
 }
 
 static void lamb_apply_ref(struct tcase *tc)
@@ -939,7 +1043,9 @@ static void lamb_apply_ref(struct tcase *tc)
 	const struct gpo_lamb_args *a = &tc->a.lamb;
 	uint64_t b, i;
 
-	want_in(&tc->b[0]);
+	/* exact (half modules): NaN, elements the group leaves stay as in */
+	if (!half_case(tc))
+		want_in(&tc->b[0]);
 	if (skipped(tc, a->flags, 5))
 		return;
 	for (b = a->first_block; b < a->first_block + tc->work; b++) {
@@ -947,10 +1053,23 @@ static void lamb_apply_ref(struct tcase *tc)
 		uint32_t cnt = tc->b[3].in[4 * b + 2];
 		double step = a->lr * f(&tc->b[4], tc->b[3].in[4 * b]);
 
-		for (i = start; i < start + cnt; i++)
-			tc->b[0].want[i] = f(&tc->b[0], i) - step *
-				lamb_r(a, f(&tc->b[1], i), f(&tc->b[2], i),
-				       f(&tc->b[0], i));
+		float fstep = a->lr * f(&tc->b[4], tc->b[3].in[4 * b]);
+
+		for (i = start; i < start + cnt; i++) {
+			float x;
+
+			if (!half_case(tc)) {
+				tc->b[0].want[i] = f(&tc->b[0], i) - step *
+					lamb_r(a, f(&tc->b[1], i),
+					       f(&tc->b[2], i),
+					       f(&tc->b[0], i));
+				continue;
+			}
+			x = lamb_apply_f(a, fstep, f(&tc->b[1], i),
+					 f(&tc->b[2], i), f(&tc->b[0], i));
+			tc->b[0].want[i] = wbits(x);
+			half_want(tc, &tc->b[GPO_LAMB_BUF_HALF], i, x);
+		}
 	}
 }
 
@@ -3301,22 +3420,6 @@ END_TEST
 
 /* ---- bit-exact ops: div and sqrt, and the cast family ------------------ */
 
-static uint32_t wbits(float v)
-{
-	uint32_t x;
-
-	memcpy(&x, &v, 4);
-	return x;
-}
-
-static float bitsw(uint32_t x)
-{
-	float v;
-
-	memcpy(&v, &x, 4);
-	return v;
-}
-
 /*
  * A float of any kind for the bit-exact ops: ordinary values, subnormals,
  * huge and tiny magnitudes, ties of the 16-bit roundings, zeros,
@@ -3700,64 +3803,6 @@ static const struct u8_layout *u8_layout_of(enum gpo__op_id op)
 	       op == OP_ADAGRAD8 ? &ada : &one;
 }
 
-/*
- * A launch in f16 or bf16 (the module for half parameters, where a
- * backend has one) is one with a master copy: p the f32 master, g half
- * words, the half copy written to p_half rounded to nearest even. (The
- * stochastic-rounding mode is checked bit for bit on every device by
- * test_optim_master.)
- */
-static int u8_half(const struct tcase *tc)
-{
-	return tc->dtype == GPO_F16 || tc->dtype == GPO_BF16;
-}
-
-static uint32_t u8_half_flags(const struct tcase *tc)
-{
-	if (!u8_half(tc))
-		return 0;
-	return tc->dtype == GPO_F16 ? GPO_UPD_PARAM_F16 : GPO_UPD_PARAM_BF16;
-}
-
-static uint16_t u8_to_half(const struct tcase *tc, float x)
-{
-	return tc->dtype == GPO_F16 ? gpo__f32_to_f16(x) : gpo__f32_to_bf16(x);
-}
-
-/* half element @e of a buffer of packed half words, as f32 */
-static float u8_half_at(const struct tcase *tc, const struct tbuf *b,
-			uint64_t e)
-{
-	uint16_t h = (uint16_t)(b->in[e / 2] >> (16 * (e % 2)));
-
-	return tc->dtype == GPO_F16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
-}
-
-/* a view of @n half elements, as the kernels read it (quads of them) */
-static void u8_half_buf(struct tcase *tc, struct tbuf *b, uint64_t n)
-{
-	uint64_t i;
-
-	tb_alloc(b, (n + 3) / 4 * 2);
-	for (i = 0; i < b->n; i++)
-		b->in[i] = (uint32_t)u8_to_half(tc, (float)tu_rand(&tc->rng,
-						       -1.0, 1.0)) |
-			   (uint32_t)u8_to_half(tc, (float)tu_rand(&tc->rng,
-						       -1.0, 1.0)) << 16;
-	b->exact = 1;
-}
-
-/* p_half's element @e is the half of @p; its word's other half stays */
-static void u8_half_want(const struct tcase *tc, struct tbuf *b, uint64_t e,
-			 float p)
-{
-	uint32_t sh = 16 * (e % 2), old;
-
-	old = isnan(b->want[e / 2]) ? b->in[e / 2] : (uint32_t)b->want[e / 2];
-	b->want[e / 2] = (old & ~(0xffffu << sh)) |
-			 (uint32_t)u8_to_half(tc, p) << sh;
-}
-
 /* the q_off, q_blk and q_groups words of the op's struct */
 static uint32_t *u8_args(struct tcase *tc)
 {
@@ -3783,9 +3828,9 @@ static void u8_setup(struct tcase *tc, uint32_t flags)
 
 	tc->n = n;
 	tb_random(tc, &tc->b[l->p], n, -1.0, 1.0);
-	if (u8_half(tc)) {
-		u8_half_buf(tc, &tc->b[l->g], n);
-		u8_half_buf(tc, &tc->b[l->half], n);
+	if (half_case(tc)) {
+		half_buf(tc, &tc->b[l->g], n);
+		half_buf(tc, &tc->b[l->half], n);
 	} else {
 		tb_random(tc, &tc->b[l->g], n, -1.0, 1.0);
 	}
@@ -3857,7 +3902,7 @@ static void u8_ref(struct tcase *tc)
 		for (i = 0; i < cnt; i++) {
 			uint64_t e = first + i, qe = q[0] + e;
 			float p = f(pb, e), d[2];
-			float g = u8_half(tc) ? u8_half_at(tc, &tc->b[l->g], e) :
+			float g = half_case(tc) ? half_at(tc, &tc->b[l->g], e) :
 						f(&tc->b[l->g], e);
 
 			for (j = 0; j < l->nq; j++) {
@@ -3901,8 +3946,8 @@ static void u8_ref(struct tcase *tc)
 				x[0][i] = d[0] * a->beta2 + a->one_minus_beta2 * gi;
 			}
 			pb->want[e] = wbits(p);
-			if (u8_half(tc))
-				u8_half_want(tc, &tc->b[l->half], e, p);
+			if (half_case(tc))
+				half_want(tc, &tc->b[l->half], e, p);
 			for (j = 0; j < l->nq; j++)
 				if ((wbits(x[j][i]) & 0x7fffffffu) >
 				    wbits(am[j]))
@@ -3938,7 +3983,7 @@ static void adam8_setup(struct tcase *tc)
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
 	a->flags = upd_flags(tc) | VARIANT(tc) | GPO_ADAM_STATE_U8 |
-		   u8_half_flags(tc);
+		   half_flags(tc);
 	a->beta1 = (float)b1;
 	a->beta2 = (float)b2;
 	a->eps = (float)tu_rand(&tc->rng, 1e-8, 1e-3);
@@ -3957,7 +4002,7 @@ static void rmsprop8_setup(struct tcase *tc)
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
 	a->flags = upd_flags(tc) | GPO_RMSPROP_STATE_U8 |
-		   u8_half_flags(tc);
+		   half_flags(tc);
 	a->lr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
 	a->alpha = (float)tu_rand(&tc->rng, 0.8, 0.99);
 	a->eps = (float)tu_rand(&tc->rng, 1e-6, 1e-2);
@@ -3972,7 +4017,7 @@ static void adagrad8_setup(struct tcase *tc)
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
 	a->flags = upd_flags(tc) | GPO_ADAGRAD_STATE_U8 |
-		   u8_half_flags(tc);
+		   half_flags(tc);
 	a->clr = (float)tu_rand(&tc->rng, 1e-4, 1e-1);
 	a->weight_decay = (float)tu_rand(&tc->rng, 0, 0.1);
 	a->eps = (float)tu_rand(&tc->rng, 1e-10, 1e-3);
@@ -3986,7 +4031,7 @@ static void lion8_setup(struct tcase *tc)
 	u8_setup(tc, 0);
 	a->n = (uint32_t)tc->n;
 	a->flags = upd_flags(tc) | GPO_LION_STATE_U8 |
-		   u8_half_flags(tc);
+		   half_flags(tc);
 	a->lr = (float)lr;
 	a->beta1 = (float)tu_rand(&tc->rng, 0.8, 0.95);
 	a->beta2 = (float)tu_rand(&tc->rng, 0.9, 0.999);
@@ -4540,8 +4585,15 @@ START_TEST(test_every_op_every_device)
 				if (!gpo__op_supported(devs[d], oc->op, dt))
 					continue;
 				covered[oc->op] = 1;
-				/* a few sizes and argument draws each */
-				for (rep = 0; rep < (tu_quick() ? 1 : 3); rep++)
+				/*
+				 * a few sizes and argument draws each; one
+				 * of the half-parameter modules, whose
+				 * arithmetic is the f32 one's
+				 */
+				for (rep = 0; rep < (tu_quick() ||
+						     dt == GPO_F16 ||
+						     dt == GPO_BF16 ? 1 : 3);
+				     rep++)
 					run_case(devs[d], oc, dt,
 						 (uint64_t)tu_rand(&rng, 1,
 							 9007199254740992.0));

@@ -886,13 +886,6 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(gpo_optim_set_param_dtype(NULL, GPO_BF16, 1, 0), -EINVAL);
 	tu_check_errmsg("NULL optimizer");
 
-	ck_assert_int_eq(gpo_optim_new(cpu, GPO_LAMB, &opt), 0);
-	ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
-	ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_BF16, 1, 0), -EINVAL);
-	tu_check_errmsg("LAMB");
-	ck_assert_int_eq(gpo_optim_dtype(opt, "param"), GPO_F32);
-	gpo_optim_free(opt);
-
 	ck_assert_int_eq(gpo_optim_new(cpu, GPO_ADAMW, &opt), 0);
 	ck_assert_int_ge(gpo_optim_add_tensor(opt, "w", 1, &n, 0), 0);
 	ck_assert_int_eq(gpo_optim_set_param_dtype(opt, GPO_U8, 1, 0), -EINVAL);

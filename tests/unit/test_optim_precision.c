@@ -11,10 +11,10 @@
  * rounded on every device (precision.glsl, precision.cl) and no a * b + c
  * is fused, so the bits can agree.
  *
- * LAMB is not here: its trust ratio divides two norms that are reductions
- * in a device-dependent order (param differs in the last bits on
- * lavapipe), so it is tested against the float64 reference only
- * (test_optim_lamb).
+ * LAMB is not here: with f32 parameters its norms are sums in each
+ * device's order (test_optim_lamb checks it against float64); with half
+ * parameters its kernels sum in one order on every backend, and
+ * test_lamb_half checks those bytes on every device against cpu:0.
  */
 #include <errno.h>
 #include <math.h>

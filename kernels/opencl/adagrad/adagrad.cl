@@ -83,6 +83,12 @@ static inline float4 u8_elem1(float4 p, float4 g, float4 s, float gm,
 	return p - a->clr * cr_div4(gi, cr_sqrt4(*so) + a->eps);
 }
 
+/*
+ * OpenCL's 8-bit kernels read the half-parameter flags at run time: one
+ * program, f32 (ops.c's DT_PARAM lets Vulkan build one module per
+ * parameter dtype; here the f16/bf16 programs are LAMB's alone)
+ */
+#if defined(GPO_DTYPE_F32)
 KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		     BUF(const float, scal), BUF(float, sabs), BUF(uint, ph),
 		     struct gpo_adagrad_args a)
@@ -99,3 +105,4 @@ KERNEL void adagrad8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	PARAM_CTX(pc, a, ph);
 	u8_main1(p, g, sq, sabs, scal, &a, &pc, qm, red);
 }
+#endif

@@ -183,6 +183,12 @@ static inline void adam8_span(uint s, uint par, bool hp, __global float *p,
 			vq[w[h]] = u8_word(qm, vv[h], c[h], nv, false, vw[h]);
 }
 
+/*
+ * OpenCL's 8-bit kernels read the half-parameter flags at run time: one
+ * program, f32 (ops.c's DT_PARAM lets Vulkan build one module per
+ * parameter dtype; here the f16/bf16 programs are LAMB's alone)
+ */
+#if defined(GPO_DTYPE_F32)
 KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(uint, vq), BUF(uint, ph), BUF(const float, scal),
 		  BUF(float, mabs), BUF(float, vabs), struct gpo_adam_args a)
@@ -216,3 +222,4 @@ KERNEL void adam8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		par ^= 1u;
 	}
 }
+#endif

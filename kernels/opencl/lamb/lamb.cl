@@ -6,12 +6,27 @@
  * p -= lr * trust * r with r recomputed from the new m, v and the old p.
  *   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p
  *
- * A block starts where its tensor starts, at any element, so its first
- * (up to 3) elements before a float4 boundary and the last (up to 3)
- * after one are done one at a time; the body in between is float4s.
+ * PREP and APPLY come in one program per parameter dtype (ops.c's
+ * DT_PARAM; lamb.c launches the parameters' dtype):
+ *
+ * f32: a block starts where its tensor starts, at any element, so its
+ * first (up to 3) elements before a float4 boundary and the last (up to
+ * 3) after one are done one at a time; the body in between is float4s.
+ * Its sums are in this device's order (its steps are checked against
+ * float64, not bytes).
+ *
+ * f16 and bf16: work-item j does the block's elements j, j + GPO_WG_SIZE,
+ * ..., one at a time, which is also abi/lamb.h's order of the sums, so
+ * half LAMB gives the cpu's bytes. Half parameters through update.cl's
+ * param_ld1/param_g1/param_st1 (whole buffers: p_base 0); a half word is
+ * stored as a ushort, so two work-groups may write the two halves of one
+ * word. (One program for both would cost f32 LAMB a fifth of its speed:
+ * 3.61 -> 4.38 ms on an H100 at 256M, 2026-11-25.)
  */
 #include "abi/lamb.h"
 #include "opencl/update.cl"
+
+#if defined(GPO_DTYPE_F32)
 
 /* The direction r of every lane. */
 static inline float4 lamb_r(float4 m, float4 v, float4 p, float bc1,
@@ -109,6 +124,58 @@ KERNEL void lamb_prep(BUF(const float, p), BUF(const float, g),
 		part[2 * blk + 1] = acc.y;
 	}
 }
+#else
+/* The direction r of one element. */
+static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
+			   float eps, float wd)
+{
+	return cr_div(cr_div(m, bc1), cr_sqrt(cr_div(v, bc2)) + eps) + wd * p;
+}
+
+/* Group i: block a.first_block + i. */
+KERNEL void lamb_prep(BUF(float, p), BUF(const float, g),
+		      BUF(float, m), BUF(float, v), BUF(const uint, blocks),
+		      BUF(float, part), BUF(const float, scal),
+		      struct gpo_lamb_args a)
+{
+	__local float2 tmp[GPO_WG_SIZE];
+	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
+	uint start, end;
+	float2 acc = (float2)(0.0f);
+	float gm;
+
+	VIEW(p);
+	VIEW(g);
+	VIEW(m);
+	VIEW(v);
+	VIEW(blocks);
+	VIEW(part);
+	VIEW(scal);
+	PARAM_CTX(pc, a, p);
+	/* uniform over the group: no work-item misses a barrier */
+	if (!grad_mul(scal, a.flags, &gm))
+		return;
+	start = blocks[4 * blk + 1];
+	end = start + blocks[4 * blk + 2];
+	for (uint e = start + lid; e < end; e += GPO_WG_SIZE) {
+		float pv = param_ld1(p, e, &pc);
+		float gi = param_g1(g, e, &pc) * gm;
+		float mi = m[e] * a.beta1 + a.one_minus_beta1 * gi;
+		float vi = v[e] * a.beta2 + a.one_minus_beta2 * gi * gi;
+		float r = lamb_r(mi, vi, pv, a.bc1, a.bc2, a.eps,
+				 a.weight_decay);
+
+		m[e] = mi;
+		v[e] = vi;
+		acc += (float2)(pv * pv, r * r);
+	}
+	acc = wg_sum2(tmp, acc);
+	if (lid == 0) {
+		part[2 * blk] = acc.x;
+		part[2 * blk + 1] = acc.y;
+	}
+}
+#endif
 
 /*
  * One group per tensor (launched with work = a.ntensors groups):
@@ -143,6 +210,8 @@ KERNEL void lamb_trust(BUF(const uint, tb), BUF(const float, part),
 	}
 }
 
+#if defined(GPO_DTYPE_F32)
+
 static inline void lamb_apply_at(__global float *p, __global const float *m,
 				 __global const float *v, uint e, uint cnt,
 				 float step, float eps, float wd, float bc1,
@@ -159,7 +228,7 @@ static inline void lamb_apply_at(__global float *p, __global const float *m,
 KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 		       BUF(const float, v), BUF(const uint, blocks),
 		       BUF(const float, trust), BUF(const float, scal),
-		       struct gpo_lamb_args a)
+		       BUF(uint, ph), struct gpo_lamb_args a)
 {
 	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
 	uint start, end, lo, hi, e;
@@ -185,3 +254,36 @@ KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
 		lamb_apply_at(p, m, v, e, 1, step, a.eps, a.weight_decay,
 			      a.bc1, a.bc2);
 }
+#else
+/* Group i: block a.first_block + i. */
+KERNEL void lamb_apply(BUF(float, p), BUF(const float, m),
+		       BUF(const float, v), BUF(const uint, blocks),
+		       BUF(const float, trust), BUF(const float, scal),
+		       BUF(uint, ph), struct gpo_lamb_args a)
+{
+	uint blk = a.first_block + get_group_id(0), lid = get_local_id(0);
+	uint start, end;
+	float step;
+
+	VIEW(p);
+	VIEW(m);
+	VIEW(v);
+	VIEW(blocks);
+	VIEW(trust);
+	VIEW(scal);
+	VIEW(ph);
+	PARAM_CTX(pc, a, ph);
+	if (step_skipped(scal, a.flags))
+		return;
+	start = blocks[4 * blk + 1];
+	end = start + blocks[4 * blk + 2];
+	step = a.lr * trust[blocks[4 * blk]];
+	for (uint e = start + lid; e < end; e += GPO_WG_SIZE) {
+		float pv = param_ld1(p, e, &pc);
+
+		param_st1(p, e, pv - step * lamb_r(m[e], v[e], pv, a.bc1,
+						   a.bc2, a.eps,
+						   a.weight_decay), &pc);
+	}
+}
+#endif

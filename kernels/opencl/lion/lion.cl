@@ -91,6 +91,12 @@ static inline float4 u8_elem1(float4 p, float4 g, float4 m, float gm,
 	return p * a->decay - a->lr * sign(c);
 }
 
+/*
+ * OpenCL's 8-bit kernels read the half-parameter flags at run time: one
+ * program, f32 (ops.c's DT_PARAM lets Vulkan build one module per
+ * parameter dtype; here the f16/bf16 programs are LAMB's alone)
+ */
+#if defined(GPO_DTYPE_F32)
 KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 		  BUF(const float, scal), BUF(float, mabs), BUF(uint, ph),
 		  struct gpo_lion_args a)
@@ -107,3 +113,4 @@ KERNEL void lion8(BUF(float, p), BUF(const float, g), BUF(uint, mq),
 	PARAM_CTX(pc, a, ph);
 	u8_main1(p, g, mq, mabs, scal, &a, &pc, qm, red);
 }
+#endif

@@ -130,6 +130,12 @@ static inline float4 u8_elem1(float4 p, float4 g, float4 s, float gm,
 	return p - a->lr * cr_div4(gi, cr_sqrt4(*so) + a->eps);
 }
 
+/*
+ * OpenCL's 8-bit kernels read the half-parameter flags at run time: one
+ * program, f32 (ops.c's DT_PARAM lets Vulkan build one module per
+ * parameter dtype; here the f16/bf16 programs are LAMB's alone)
+ */
+#if defined(GPO_DTYPE_F32)
 KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 		     BUF(uint, ph), BUF(float, ga), BUF(const float, scal),
 		     BUF(float, sabs), struct gpo_rmsprop_args a)
@@ -146,3 +152,4 @@ KERNEL void rmsprop8(BUF(float, p), BUF(const float, g), BUF(uint, sq),
 	PARAM_CTX(pc, a, ph);
 	u8_main1(p, g, sq, sabs, scal, &a, &pc, qm, red);
 }
+#endif

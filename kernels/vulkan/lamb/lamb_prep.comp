@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// dtypes: f32
+// dtypes: f32 f16 bf16
 // recorded: yes
 /*
  * lamb_prep.comp - lamb_prep: workgroup i takes block b = first_block + i of
@@ -7,7 +7,10 @@
  * writes partials[2b] = sum p^2, partials[2b + 1] = sum r^2 (p before
  * the update, which lamb_apply makes). Blocks start at any element (a
  * tensor's start), so every access is scalar; consecutive invocations
- * still read consecutive floats.
+ * still read consecutive floats. Invocation t adds elements t, t + WG_SIZE,
+ * ... in turn, then reduce2()'s tree: abi/lamb.h's order; in the f16 and
+ * bf16 modules every sum is `precise` (lamb.glsl's LAMB_EXACT), so their
+ * partials are the cpu's bits.
  * The launch runs exactly one workgroup per block of the group.
  */
 #version 450
@@ -18,6 +21,9 @@
 
 layout(set = 0, binding = 0, std430) readonly buffer p_f1 { float p[]; };
 layout(set = 0, binding = 1, std430) readonly buffer g_f1 { float g[]; };
+/* half parameters and gradients (abi/lamb.h) as words */
+layout(set = 0, binding = 0, std430) readonly buffer p_w1 { uint pw[]; };
+layout(set = 0, binding = 1, std430) readonly buffer g_w1 { uint gw[]; };
 FLOAT_BUF(2, m);
 FLOAT_BUF(3, v);
 UINT_BUF(4, blocks);
@@ -26,6 +32,25 @@ SCAL_BUF(6);
 
 #include "update.glsl"
 
+/* element j's p as the update reads it (master or widened bf16) */
+float p_at(uint j)
+{
+#if defined(GPO_DTYPE_BF16)
+	if (FLAG(GPO_UPD_PARAM_SR))
+		return lamb_h2f(pw[j >> 1], j);
+#endif
+	return p[j];
+}
+
+float g_at(uint j)
+{
+#if defined(GPO_DTYPE_F16) || defined(GPO_DTYPE_BF16)
+	return lamb_h2f(gw[j >> 1], j);
+#else
+	return g[j];
+#endif
+}
+
 void main()
 {
 	uint grp = group_index();
@@ -33,7 +58,7 @@ void main()
 	float b1 = args.beta1, b2 = args.beta2, eps = args.eps;
 	float wd = args.weight_decay, bc1 = args.bc1, bc2 = args.bc2;
 	float ob1 = args.one_minus_beta1, ob2 = args.one_minus_beta2;
-	float pn = 0.0, rn = 0.0;
+	LAMB_EXACT float pn = 0.0, rn = 0.0;
 	uint b, start, end;
 
 	if (!grad_mul())
@@ -53,16 +78,16 @@ void main()
 		for (uint k = 0u; k < 4u; k++) {
 			uint j = i + k * WG_SIZE;
 
-			pa[k] = p[j];
-			ga[k] = g[j];
+			pa[k] = p_at(j);
+			ga[k] = g_at(j);
 			ma[k] = m[j];
 			va[k] = v[j];
 		}
 		for (uint k = 0u; k < 4u; k++) {
 			uint j = i + k * WG_SIZE;
-			float gi = ga[k] * gm;
-			float mi = ma[k] * b1 + ob1 * gi;
-			float vi = va[k] * b2 + ob2 * gi * gi;
+			LAMB_EXACT float gi = ga[k] * gm;
+			LAMB_EXACT float mi = ma[k] * b1 + ob1 * gi;
+			LAMB_EXACT float vi = va[k] * b2 + ob2 * gi * gi;
 			float r = lamb_r(mi, vi, pa[k], bc1, bc2, eps, wd);
 
 			m[j] = mi;
@@ -72,10 +97,10 @@ void main()
 		}
 	}
 	for (; i < end; i += WG_SIZE) {
-		float gi = g[i] * gm;
-		float mi = m[i] * b1 + ob1 * gi;
-		float vi = v[i] * b2 + ob2 * gi * gi;
-		float pi = p[i];
+		LAMB_EXACT float gi = g_at(i) * gm;
+		LAMB_EXACT float mi = m[i] * b1 + ob1 * gi;
+		LAMB_EXACT float vi = v[i] * b2 + ob2 * gi * gi;
+		float pi = p_at(i);
 		float r = lamb_r(mi, vi, pi, bc1, bc2, eps, wd);
 
 		m[i] = mi;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * lamb.c - LAMB: moments and norms per block, trust per tensor, then the
- * update (kernels/abi/lamb.h)
+ * update (kernels/abi/lamb.h); f32, f16 or bf16 parameters (with an f32
+ * master copy, or bf16 rounded stochastically), f32 state
  */
 #include <stdlib.h>
 #include "optim/family_i.h"
@@ -113,7 +114,34 @@ static int lamb_args(struct gpo_optim *opt, const struct optim_group *grp,
 	a->bc2 = (float)bc2;
 	a->one_minus_beta1 = (float)(1.0 - hp->beta1);
 	a->one_minus_beta2 = (float)(1.0 - hp->beta2);
+	/* half parameters (abi/lamb.h): whole buffers, p_base 0 */
+	if (opt->param_dtype == GPO_F16 || opt->param_dtype == GPO_BF16) {
+		a->flags |= opt->param_dtype == GPO_F16 ? GPO_UPD_PARAM_F16 :
+							  GPO_UPD_PARAM_BF16;
+		if (!opt->master_on)
+			a->flags |= GPO_UPD_PARAM_SR;
+		a->p_seed_lo = (uint32_t)opt->sr_seed;
+		a->p_seed_hi = (uint32_t)(opt->sr_seed >> 32);
+		a->p_step_lo = (uint32_t)t;
+		a->p_step_hi = (uint32_t)(t >> 32);
+	}
 	return 0;
+}
+
+/* the launch dtype of @op: the parameters', where the backend has it */
+static enum gpo_dtype param_half_dtype(struct gpo_optim *opt,
+				       enum gpo__op_id op)
+{
+	if (opt->param_dtype != GPO_F32 &&
+	    gpo__op_supported(opt->dev, op, opt->param_dtype))
+		return opt->param_dtype;
+	return GPO_F32;
+}
+
+/* p as the update reads it: the f32 master copy, or the parameters */
+static struct dev_buf lamb_p(const struct gpo_optim *opt)
+{
+	return opt->master_on ? opt->master : opt->param;
 }
 
 /* lamb_prep or lamb_apply for every group that has blocks */
@@ -134,11 +162,16 @@ static int lamb_launch_blocks(struct gpo_optim *opt, uint64_t t,
 			return ret;
 		memset(&call, 0, sizeof(call));
 		call.op = op;
-		call.dtype = GPO_F32;
+		/*
+		 * the kernels of half parameters where the backend has them
+		 * (the GPUs' f32 ones sum in their own order, the half ones
+		 * in abi/lamb.h's), else the cpu's, which read the flags
+		 */
+		call.dtype = param_half_dtype(opt, op);
 		call.work = grp->nblocks;
 		call.args = &a;
 		i = 0;
-		call.buf[i++] = opt->param;
+		call.buf[i++] = lamb_p(opt);
 		if (op == OP_LAMB_PREP)
 			call.buf[i++] = opt->grad;
 		call.buf[i++] = opt->slot[SL_EXP_AVG];
@@ -147,6 +180,8 @@ static int lamb_launch_blocks(struct gpo_optim *opt, uint64_t t,
 		call.buf[i++] = op == OP_LAMB_PREP ? opt->lamb_partials :
 						     opt->trust;
 		call.buf[i++] = opt->scal;
+		if (op == OP_LAMB_APPLY && opt->master_on)
+			call.buf[GPO_LAMB_BUF_HALF] = opt->param;
 		ret = gpo__launch(opt->dev, &call);
 		if (ret)
 			return ret;

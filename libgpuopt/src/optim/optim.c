@@ -1433,7 +1433,7 @@ static int check_param(struct gpo_optim *opt, const char *what, int slots)
 			return no_kernel(what, "grad", opt->grad_dtype);
 		return 0;
 	}
-	if (!slots || !param_half(opt) || opt->fam == &gpo__optim_lamb)
+	if (!slots || !param_half(opt))
 		return no_kernel(what, "param", opt->param_dtype);
 	if (opt->grad_dtype != opt->param_dtype)
 		return gpo__err(-ENOSYS, "%s: param in %s, grad in %s: the gradients must be in the parameters' dtype",
@@ -1593,9 +1593,6 @@ int gpo_optim_set_param_dtype(struct gpo_optim *opt, enum gpo_dtype dt,
 	if (dt == GPO_F16 && !master_weights)
 		return gpo__err(-EINVAL, "%s: f16 parameters need master_weights=1 (stochastic rounding is for bf16)",
 				kind);
-	if (dt != GPO_F32 && opt->fam == &gpo__optim_lamb)
-		return gpo__err(-EINVAL, "%s: parameters in %s: LAMB's kernels take f32 parameters only",
-				kind, gpo_dtype_name(dt));
 	if (opt->allocated)
 		return gpo__err(-EBUSY, "%s: the parameter dtype cannot change after the first use",
 				kind);

@@ -799,27 +799,57 @@ static inline float lamb_r(float m, float v, float p, float bc1, float bc2,
 	return (m / bc1) / (sqrtf(v / bc2) + eps) + wd * p;
 }
 
-/* sum of squares over fixed vector lanes, then in order: deterministic */
-static float lane_sumsq(const float *x, uint32_t n)
+/*
+ * The sums of squares of @x and @y (n each) in abi/lamb.h's order: lane j
+ * of GPO_WG_SIZE adds elements j, j + GPO_WG_SIZE, ... in turn, then the
+ * work-group's tree, as the device kernels do. Eight lanes at a time down
+ * the rows, their sums in registers; then the last, partial row.
+ */
+static void lamb_sums(const float *x, const float *y, uint32_t n,
+		      float *sx, float *sy)
 {
-	v4f acc0 = { 0 }, acc1 = { 0 }, u, w;
-	float sum = 0;
-	uint32_t i, j;
+	float ax[GPO_WG_SIZE], ay[GPO_WG_SIZE];
+	uint32_t rows = n / GPO_WG_SIZE, i, l, s;
 
-	for (i = 0; i + 8 <= n; i += 8) {
-		__builtin_memcpy(&u, x + i, 16);
-		__builtin_memcpy(&w, x + i + 4, 16);
-		acc0 += u * u;
-		acc1 += w * w;
+	for (l = 0; l < GPO_WG_SIZE; l += 8) {
+		v4f x0 = { 0 }, x1 = { 0 }, y0 = { 0 }, y1 = { 0 }, u, w;
+
+		for (i = 0; i < rows; i++) {
+			const float *xr = x + i * GPO_WG_SIZE + l;
+			const float *yr = y + i * GPO_WG_SIZE + l;
+
+			__builtin_memcpy(&u, xr, 16);
+			__builtin_memcpy(&w, xr + 4, 16);
+			x0 += u * u;
+			x1 += w * w;
+			__builtin_memcpy(&u, yr, 16);
+			__builtin_memcpy(&w, yr + 4, 16);
+			y0 += u * u;
+			y1 += w * w;
+		}
+		__builtin_memcpy(ax + l, &x0, 16);
+		__builtin_memcpy(ax + l + 4, &x1, 16);
+		__builtin_memcpy(ay + l, &y0, 16);
+		__builtin_memcpy(ay + l + 4, &y1, 16);
 	}
-	acc0 += acc1;
-	for (j = 0; j < 4; j++)
-		sum += acc0[j];
-	for (; i < n; i++)
-		sum += x[i] * x[i];
-	return sum;
+	for (l = 0; l < n - rows * GPO_WG_SIZE; l++) {
+		i = rows * GPO_WG_SIZE + l;
+		ax[l] += x[i] * x[i];
+		ay[l] += y[i] * y[i];
+	}
+	for (s = GPO_WG_SIZE / 2; s > 0; s >>= 1)
+		for (l = 0; l < s; l++) {
+			ax[l] += ax[l + s];
+			ay[l] += ay[l + s];
+		}
+	*sx = ax[0];
+	*sy = ay[0];
 }
 
+static inline float lamb_h2f(uint16_t h, int f16)
+{
+	return f16 ? gpo__f16_to_f32(h) : gpo__bf16_to_f32(h);
+}
 
 CPU_CLONES
 static void k_lamb_prep(const struct op_call *c, uint32_t lo, uint32_t hi)
@@ -832,6 +862,11 @@ static void k_lamb_prep(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
 	const float wd = a->weight_decay, bc1 = a->bc1, bc2 = a->bc2;
 	const float ob1 = a->one_minus_beta1, ob2 = a->one_minus_beta2;
+	const int half = !!(a->flags & GPO_UPD_PARAM_HALF);
+	const int sr = !!(a->flags & GPO_UPD_PARAM_SR);
+	const int f16 = !!(a->flags & GPO_UPD_PARAM_F16);
+	const uint16_t *ph = (const uint16_t *)(const void *)p;
+	const uint16_t *gh = (const uint16_t *)(const void *)g;
 	uint32_t i, grp;
 	float gm;
 
@@ -841,11 +876,22 @@ static void k_lamb_prep(const struct op_call *c, uint32_t lo, uint32_t hi)
 		uint32_t b = a->first_block + grp;
 		uint32_t start = blocks[4 * b + 1];
 		uint32_t n = blocks[4 * b + 2];
-		float r[GPO_LAMB_BLOCK];
-
+		float r[GPO_LAMB_BLOCK], pt[GPO_LAMB_BLOCK];
+		float gt[GPO_LAMB_BLOCK];
 		const float *restrict pb = p + start, *restrict gb = g + start;
 		float *restrict mb = m + start, *restrict vb = v + start;
 
+		/* half parameters and gradients widened exactly */
+		if (sr) {
+			for (i = 0; i < n; i++)
+				pt[i] = gpo__bf16_to_f32(ph[start + i]);
+			pb = pt;
+		}
+		if (half) {
+			for (i = 0; i < n; i++)
+				gt[i] = lamb_h2f(gh[start + i], f16);
+			gb = gt;
+		}
 		/* the update vectorises; the sums go through fixed lanes */
 		for (i = 0; i < n; i++) {
 			float gi = gb[i] * gm;
@@ -856,8 +902,7 @@ static void k_lamb_prep(const struct op_call *c, uint32_t lo, uint32_t hi)
 			vb[i] = vi;
 			r[i] = lamb_r(mi, vi, pb[i], bc1, bc2, eps, wd);
 		}
-		part[2 * b] = lane_sumsq(pb, n);
-		part[2 * b + 1] = lane_sumsq(r, n);
+		lamb_sums(pb, r, n, &part[2 * b], &part[2 * b + 1]);
 	}
 }
 
@@ -867,19 +912,26 @@ static void k_lamb_trust(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const uint32_t *tb = bu(c, 0);
 	const float *part = bp(c, 1);
 	float *trust = bp(c, 2);
-	uint32_t t, b;
+	uint32_t t, b, l, s;
 
 	if (step_skipped(c, a->flags, 3))
 		return;
 	for (t = lo; t < hi; t++) {
-		float pn = 0, rn = 0;
+		float ap[GPO_WG_SIZE] = { 0 }, ar[GPO_WG_SIZE] = { 0 };
+		float pn, rn;
 
-		for (b = tb[2 * t]; b < tb[2 * t] + tb[2 * t + 1]; b++) {
-			pn += part[2 * b];
-			rn += part[2 * b + 1];
+		/* lane l adds blocks l, l + GPO_WG_SIZE, ..., then the tree */
+		for (b = 0; b < tb[2 * t + 1]; b++) {
+			ap[b % GPO_WG_SIZE] += part[2 * (tb[2 * t] + b)];
+			ar[b % GPO_WG_SIZE] += part[2 * (tb[2 * t] + b) + 1];
 		}
-		pn = sqrtf(pn);
-		rn = sqrtf(rn);
+		for (s = GPO_WG_SIZE / 2; s > 0; s >>= 1)
+			for (l = 0; l < s; l++) {
+				ap[l] += ap[l + s];
+				ar[l] += ar[l + s];
+			}
+		pn = sqrtf(ap[0]);
+		rn = sqrtf(ar[0]);
 		trust[t] = pn > 0 && rn > 0 ? pn / rn : 1.0f;
 	}
 }
@@ -894,21 +946,55 @@ static void k_lamb_apply(const struct op_call *c, uint32_t lo, uint32_t hi)
 	const float *trust = bp(c, 4);
 	const float lr = a->lr, eps = a->eps, wd = a->weight_decay;
 	const float bc1 = a->bc1, bc2 = a->bc2;
+	const int half = !!(a->flags & GPO_UPD_PARAM_HALF);
+	const int sr = !!(a->flags & GPO_UPD_PARAM_SR);
+	const int f16 = !!(a->flags & GPO_UPD_PARAM_F16);
+	const uint64_t seed = a->p_seed_lo | (uint64_t)a->p_seed_hi << 32;
+	const uint64_t tstep = a->p_step_lo | (uint64_t)a->p_step_hi << 32;
+	uint16_t *ph = NULL;
 	uint32_t i, grp;
 
 	if (step_skipped(c, a->flags, 5))
 		return;
+	if (sr)
+		ph = (uint16_t *)(void *)p;
+	else if (half)
+		ph = (uint16_t *)(void *)bp(c, GPO_LAMB_BUF_HALF);
 	for (grp = lo; grp < hi; grp++) {
 		uint32_t b = a->first_block + grp;
+		uint32_t start = blocks[4 * b + 1];
 		uint32_t n = blocks[4 * b + 2];
-		float *restrict pb = p + blocks[4 * b + 1];
-		const float *restrict mb = m + blocks[4 * b + 1];
-		const float *restrict vb = v + blocks[4 * b + 1];
+		float pt[GPO_LAMB_BLOCK];
+		float *restrict pb = sr ? pt : p + start;
+		const float *restrict mb = m + start;
+		const float *restrict vb = v + start;
 		float step = lr * trust[blocks[4 * b]];
 
+		if (sr)
+			for (i = 0; i < n; i++)
+				pt[i] = gpo__bf16_to_f32(ph[start + i]);
 		for (i = 0; i < n; i++)
 			pb[i] = pb[i] - step * lamb_r(mb[i], vb[i], pb[i], bc1,
 						       bc2, eps, wd);
+		if (sr) {
+			uint32_t rw[4];
+
+			/* gpo__round_bits(): one Philox block per 4 elements */
+			for (i = 0; i < n; i++) {
+				uint64_t e = (uint64_t)start + i;
+
+				if (i == 0 || e % 4 == 0)
+					gpo__philox(seed,
+						    GPO_RNG_STREAM(GPO_RNG_ROUND,
+								   tstep),
+						    e / 4, rw);
+				ph[e] = gpo__f32_to_bf16_sr(pt[i], rw[e % 4]);
+			}
+		} else if (half) {
+			for (i = 0; i < n; i++)
+				ph[start + i] = f16 ? gpo__f32_to_f16(pb[i]) :
+						      gpo__f32_to_bf16(pb[i]);
+		}
 	}
 }
 

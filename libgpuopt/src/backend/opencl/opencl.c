@@ -684,11 +684,15 @@ static int program_source(const char *family, char **src, size_t *len)
 /*
  * The -D that picks a dtype's element type T in common.cl, for the dtypes
  * the kernels can be built for. f16 and bf16 need no device extension
- * (stored as ushort, converted with vload_half or shifts), u8 and i64
- * neither: they are missing only because no kernel has them yet.
+ * (stored as ushort, converted with vload_half or shifts); so far their
+ * programs are the update kernels' for half parameters (ops.c's
+ * DT_PARAM: only ops whose descriptor names the dtype are launched in
+ * it). u8 and i64 are missing only because no kernel has them yet.
  */
 static const char *const dtype_define[GPO_DTYPES] = {
 	[GPO_F32] = "GPO_DTYPE_F32",
+	[GPO_F16] = "GPO_DTYPE_F16",
+	[GPO_BF16] = "GPO_DTYPE_BF16",
 	[GPO_I32] = "GPO_DTYPE_I32",
 };
 
