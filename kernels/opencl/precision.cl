@@ -14,7 +14,8 @@
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
  * Also prec_mul(a, b), a correctly rounded product whatever the denormal
- * mode (dequant8 uses it).
+ * mode (dequant8 uses it), and quant8_local(), quant8 with the maps and a
+ * bucket table in __local memory (prec_qlocal_load(), below).
  *
  * OpenCL's / and sqrt are 2.5 and 3 ulp unless the device reports
  * CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, when the backend builds with
@@ -608,6 +609,135 @@ static inline uint prec_qnear(float v, float lo, float hi, uint c)
 	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
 }
 
+/*
+ * ---- quant8 with the maps in __local memory: a bucket table ----
+ *
+ * quant8 needs c, the last code with map[c] <= v, for v strictly inside
+ * (map[0], map[255]) = (0 or -0.993, 1). A binary search is 8 dependent
+ * lookups, each a bank conflict for a warp, and it was most of the u8
+ * kernels' time. Instead a key of v's bits picks a bucket, and a table
+ * of buckets (built per work-group from the maps, so nothing generated
+ * is kept) gives a code at most PREC_QSCAN below c; the codes up to
+ * PREC_QSCAN + 1 above it are read at once, not one after another, and
+ * the right pair is a select. The same c as the search, so the same
+ * code, by construction: the table holds lower bounds, and
+ * tests/unit/test_precision.c checks every bucket's span against
+ * PREC_QSCAN with this file's own code.
+ *
+ * The key: |v| < 1, so its bits are below 1.0's; bits below 2^-22 (the
+ * least map magnitudes are above it) count as 2^-22. Then the exponent
+ * and the top 6 significand bits, PREC_QTAB_NB = 22 * 64 buckets of each
+ * sign, monotonic in |v|. The table's bytes: the signed map's negative
+ * buckets (|v| descending, so v ascending), its positive ones, then the
+ * unsigned map's positive ones (its v is > 0). Entry b is the last c
+ * with map[c] <= the least value in bucket b (0 if there is none, where
+ * the bucket reaches below map[0]: v > map[0] still holds), so it is a
+ * lower bound of c for every v in the bucket. With 64 buckets a binade
+ * c is at most 2 above it (the densest part of the maps, [0.5, 1) with
+ * codes 0.0035 apart in the unsigned map, meets buckets 0.0078 wide);
+ * 32 would need 3, 128 would need 1 at twice the memory.
+ * The table is 3 * 1408 bytes in 1056 words: with the maps 6.2 KB.
+ */
+#define PREC_QTAB_LOW	0x34800000u	/* 2^-22 */
+#define PREC_QTAB_SHIFT	17u		/* 23 - 6 significand bits */
+#define PREC_QTAB_NB	((0x3f800000u - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT)
+#define PREC_QTAB_WORDS	(3u * PREC_QTAB_NB / 4u)
+#define PREC_QSCAN	2u		/* c - table entry, at most */
+#define PREC_QLOCAL	(512u + PREC_QTAB_WORDS) /* maps, then table */
+
+/* the bucket of @v (finite, |v| < 1; > 0 for the unsigned map) */
+static inline uint prec_qkey(float v, bool is_signed)
+{
+	uint u = as_uint(v) & 0x7fffffffu, m;
+
+	m = ((u > PREC_QTAB_LOW ? u : PREC_QTAB_LOW) - PREC_QTAB_LOW) >>
+	    PREC_QTAB_SHIFT;
+	if ((as_uint(v) >> 31) != 0u)
+		return PREC_QTAB_NB - 1u - m;
+	return (is_signed ? PREC_QTAB_NB : 2u * PREC_QTAB_NB) + m;
+}
+
+/* the bits of the least value with key @b */
+static inline uint prec_qtab_least(uint b)
+{
+	uint m;
+
+	if (b < PREC_QTAB_NB)		/* the largest magnitude, negated */
+		return 0x80000000u | (PREC_QTAB_LOW - 1u +
+				      ((PREC_QTAB_NB - b) << PREC_QTAB_SHIFT));
+	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
+	return m == 0u ? 0u : PREC_QTAB_LOW + (m << PREC_QTAB_SHIFT);
+}
+
+/*
+ * Table word @w, entries 4w .. 4w + 3 (one map each: PREC_QTAB_NB is a
+ * multiple of 4): a search for the first, a scan on for the rest. Never
+ * 255: the least values are below 1. From the __constant maps, so that
+ * building needs no barrier of its own.
+ */
+static inline uint prec_qtab_word(uint w)
+{
+	uint base = w < PREC_QTAB_NB / 2u ? 256u : 0u, c = 0u, word = 0u;
+	float lv = as_float(prec_qtab_least(4u * w));
+
+	for (uint step = 128u; step != 0u; step >>= 1)
+		if (prec_qmap(base, c + step) <= lv)
+			c += step;
+	for (uint j = 0u; j < 4u; j++) {
+		lv = as_float(prec_qtab_least(4u * w + j));
+		while (c < 254u && prec_qmap(base, c + 1u) <= lv)
+			c++;
+		word |= c << (8u * j);
+	}
+	return word;
+}
+
+/*
+ * The nearest code to @v (finite) in the map of @is_signed, from the
+ * maps and table at @qm: quant8()'s steps after its division, but the
+ * search by the table. The map's ends are constants (folded); then 5
+ * __local reads a value, the table's and 4 map entries after it, where
+ * the search made 12 (10 of them one after another).
+ */
+static inline uint prec_qlocal(__local const uint *qm, float v,
+			       bool is_signed)
+{
+	__local const uint *map = qm + (is_signed ? 256u : 0u);
+	uint b, c, n;
+	float m0, m1, m2, m3;
+
+	if (v <= as_float(is_signed ? prec_qmap_bits[256] : prec_qmap_bits[0]))
+		return 0u;
+	if (v >= as_float(prec_qmap_bits[255]))		/* 1.0 in both */
+		return 255u;
+	b = prec_qkey(v, is_signed);
+	c = (qm[512u + (b >> 2)] >> (8u * (b & 3u))) & 0xffu;
+	/* c <= 254, and c + 1 is the last code if c + 2 is past it */
+	m0 = as_float(map[c]);
+	m1 = as_float(map[c + 1u]);
+	m2 = as_float(map[c < 253u ? c + 2u : 255u]);
+	m3 = as_float(map[c < 252u ? c + 3u : 255u]);
+	/* the map ascends: m2 <= v means m1 <= v */
+	n = (m1 <= v ? 1u : 0u) + (m2 <= v ? 1u : 0u);
+	return prec_qnear(v, n == 0u ? m0 : (n == 1u ? m1 : m2),
+			  n == 0u ? m1 : (n == 1u ? m2 : m3), c + n);
+}
+
+#ifndef GPO_PREC_HOST
+/*
+ * The maps and table into @qm[PREC_QLOCAL], by the whole work-group (of
+ * @wg work-items): every work-item calls it before any returns, and
+ * calls barrier() after it before prec_qlocal() reads the table
+ */
+static inline void prec_qlocal_load(__local uint *qm, uint wg)
+{
+	for (uint i = get_local_id(0); i < 512u; i += wg)
+		qm[i] = prec_qmap_bits[i];
+	for (uint w = get_local_id(0); w < PREC_QTAB_WORDS; w += wg)
+		qm[512u + w] = prec_qtab_word(w);
+}
+#endif
+
 /* quant_i.h's quant8: the nearest code, ties to the lower */
 static inline uint quant8(float x, float absmax, bool is_signed)
 {
@@ -630,6 +760,23 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 		if (prec_qmap(base, c + step) <= v)
 			c += step;
 	return prec_qnear(v, prec_qmap(base, c), prec_qmap(base, c + 1u), c);
+}
+
+/*
+ * quant8() with the maps and table in __local memory (prec_qlocal_load()):
+ * the same code, found in fewer reads
+ */
+static inline uint quant8_local(__local const uint *qm, float x,
+				float absmax, bool is_signed)
+{
+	float v;
+
+	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
+		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
+	v = cr_div(x, absmax);
+	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
+		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
+	return prec_qlocal(qm, v, is_signed);
 }
 
 static inline float dequant8(uint q, float absmax, bool is_signed)

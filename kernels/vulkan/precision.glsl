@@ -14,7 +14,8 @@
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
  * Also prec_mul(a, b), a correctly rounded product whatever the denormal
  * mode (dequant8 uses it), and, for shaders that define PREC_QMAP_SHARED
- * first, the maps in shared memory (prec_qmap_load(), below).
+ * first, the maps and quant8's bucket table in shared memory
+ * (prec_qmap_load(), below).
  *
  * Vulkan's / is only good to 2.5 ulp, its sqrt to what inversesqrt gives,
  * a * b + c may or may not be fused, and float denormals may be flushed.
@@ -546,56 +547,14 @@ const uint PREC_QMAP[512] = uint[512](
 #define PREC_QZERO_S	127u
 
 /*
- * A shader that defines PREC_QMAP_SHARED before including this file reads
- * the maps from shared memory instead of the constant array (which a
- * driver may keep per invocation): every invocation calls
- * prec_qmap_load() before any can return, then barrier(), then quant8().
+ * quant8's last step: of codes @c and c + 1 (values @lo <= @v < @hi) the
+ * nearer, ties to the lower: |v - lo| against |hi - v|, exactly, by
+ * TwoSum's (sum, error)
  */
-#ifdef PREC_QMAP_SHARED
-shared uint prec_qmap_s[512];
-
-void prec_qmap_load()
+uint prec_qnear(float v, float lo, float hi, uint c)
 {
-	for (uint i = gl_LocalInvocationID.x; i < 512u; i += gl_WorkGroupSize.x)
-		prec_qmap_s[i] = PREC_QMAP[i];
-}
+	precise float s0, e0, s1, e1, bb;
 
-float prec_qmap(uint base, uint i)
-{
-	return uintBitsToFloat(prec_qmap_s[base + i]);
-}
-#else
-float prec_qmap(uint base, uint i)
-{
-	return uintBitsToFloat(PREC_QMAP[base + i]);
-}
-#endif
-
-/* quant_i.h's quant8: the nearest code, ties to the lower */
-uint quant8(float x, float absmax, bool is_signed)
-{
-	uint base = is_signed ? 256u : 0u;
-	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
-	uint c = 0u;
-	precise float s0, e0, s1, e1, bb, lo, hi;
-	float v;
-
-	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
-		return zero;
-	v = cr_div(x, absmax);
-	/* by the bits: a compiler may assume there are no NaNs */
-	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
-		return zero;
-	if (v <= prec_qmap(base, 0u))
-		return 0u;
-	if (v >= prec_qmap(base, 255u))
-		return 255u;
-	for (uint step = 128u; step != 0u; step >>= 1)
-		if (prec_qmap(base, c + step) <= v)
-			c += step;
-	/* |v - lo| against |hi - v|, exactly: TwoSum's (sum, error) */
-	lo = prec_qmap(base, c);
-	hi = prec_qmap(base, c + 1u);
 	s0 = v - lo;
 	bb = s0 - v;
 	e0 = (v - (s0 - bb)) + (-lo - bb);
@@ -603,6 +562,151 @@ uint quant8(float x, float absmax, bool is_signed)
 	bb = s1 - hi;
 	e1 = (hi - (s1 - bb)) + (-v - bb);
 	return (s1 < s0 || (s1 == s0 && e1 < e0)) ? c + 1u : c;
+}
+
+/*
+ * A shader that defines PREC_QMAP_SHARED before including this file reads
+ * the maps from shared memory instead of the constant array (which a
+ * driver may keep per invocation), and quant8 finds its code through a
+ * bucket table there: every invocation calls prec_qmap_load() before any
+ * can return, then barrier(), then quant8().
+ *
+ * The table is precision.cl's (its comment there says why and how; the
+ * two are kept in step, and tests/unit/test_precision.c checks that one
+ * on the host): a key of v's bits (2^-22 and up, 64 buckets a binade,
+ * each sign) picks a byte, the last code at or below the bucket's least
+ * value, at most PREC_QSCAN = 2 below the code c that a binary search
+ * finds; the 4 map entries from it are read at once and the pair around
+ * v selected. 5 shared reads where the search made 12, 10 dependent.
+ * Shared memory: 2 KB of maps and 4.1 KB of table.
+ */
+#define PREC_QTAB_LOW	0x34800000u	/* 2^-22 */
+#define PREC_QTAB_SHIFT	17u		/* 23 - 6 significand bits */
+#define PREC_QTAB_NB	((0x3f800000u - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT)
+#define PREC_QTAB_WORDS	(3u * PREC_QTAB_NB / 4u)
+#define PREC_QSCAN	2u		/* c - table entry, at most */
+
+#ifdef PREC_QMAP_SHARED
+shared uint prec_qmap_s[512];
+shared uint prec_qtab_s[PREC_QTAB_WORDS];
+
+float prec_qmap(uint base, uint i)
+{
+	return uintBitsToFloat(prec_qmap_s[base + i]);
+}
+
+/* the bucket of @v (finite, |v| < 1; > 0 for the unsigned map) */
+uint prec_qkey(float v, bool is_signed)
+{
+	uint u = floatBitsToUint(v) & 0x7fffffffu;
+	uint m = (max(u, PREC_QTAB_LOW) - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT;
+
+	if ((floatBitsToUint(v) >> 31) != 0u)
+		return PREC_QTAB_NB - 1u - m;
+	return (is_signed ? PREC_QTAB_NB : 2u * PREC_QTAB_NB) + m;
+}
+
+/* the bits of the least value with key @b */
+uint prec_qtab_least(uint b)
+{
+	uint m;
+
+	if (b < PREC_QTAB_NB)		/* the largest magnitude, negated */
+		return 0x80000000u | (PREC_QTAB_LOW - 1u +
+				      ((PREC_QTAB_NB - b) << PREC_QTAB_SHIFT));
+	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
+	return m == 0u ? 0u : PREC_QTAB_LOW + (m << PREC_QTAB_SHIFT);
+}
+
+/* table word @w, entries 4w .. 4w + 3: a search, then a scan on */
+uint prec_qtab_word(uint w)
+{
+	uint base = w < PREC_QTAB_NB / 2u ? 256u : 0u, c = 0u, word = 0u;
+	float lv = uintBitsToFloat(prec_qtab_least(4u * w));
+
+	for (uint step = 128u; step != 0u; step >>= 1)
+		if (prec_qmap(base, c + step) <= lv)
+			c += step;
+	for (uint j = 0u; j < 4u; j++) {
+		lv = uintBitsToFloat(prec_qtab_least(4u * w + j));
+		while (c < 254u && prec_qmap(base, c + 1u) <= lv)
+			c++;
+		word |= c << (8u * j);
+	}
+	return word;
+}
+
+/* the maps, a barrier, then the table from them */
+void prec_qmap_load()
+{
+	uint lid = gl_LocalInvocationID.x;
+
+	for (uint i = lid; i < 512u; i += gl_WorkGroupSize.x)
+		prec_qmap_s[i] = PREC_QMAP[i];
+	barrier();
+	for (uint w = lid; w < PREC_QTAB_WORDS; w += gl_WorkGroupSize.x)
+		prec_qtab_s[w] = prec_qtab_word(w);
+}
+
+/* c, the last code with map[c] <= @v, for map[0] < v < map[255] */
+uint prec_qfind(float v, bool is_signed, out float lo, out float hi)
+{
+	uint base = is_signed ? 256u : 0u;
+	uint b = prec_qkey(v, is_signed), c, n;
+	float m0, m1, m2, m3;
+
+	c = (prec_qtab_s[b >> 2] >> (8u * (b & 3u))) & 0xffu;
+	/* c <= 254, and c + 1 is the last code if c + 2 is past it */
+	m0 = prec_qmap(base, c);
+	m1 = prec_qmap(base, c + 1u);
+	m2 = prec_qmap(base, min(c + 2u, 255u));
+	m3 = prec_qmap(base, min(c + 3u, 255u));
+	/* the map ascends: m2 <= v means m1 <= v */
+	n = (m1 <= v ? 1u : 0u) + (m2 <= v ? 1u : 0u);
+	lo = n == 0u ? m0 : (n == 1u ? m1 : m2);
+	hi = n == 0u ? m1 : (n == 1u ? m2 : m3);
+	return c + n;
+}
+#else
+float prec_qmap(uint base, uint i)
+{
+	return uintBitsToFloat(PREC_QMAP[base + i]);
+}
+
+/* c, the last code with map[c] <= @v, for map[0] < v < map[255] */
+uint prec_qfind(float v, bool is_signed, out float lo, out float hi)
+{
+	uint base = is_signed ? 256u : 0u, c = 0u;
+
+	for (uint step = 128u; step != 0u; step >>= 1)
+		if (prec_qmap(base, c + step) <= v)
+			c += step;
+	lo = prec_qmap(base, c);
+	hi = prec_qmap(base, c + 1u);
+	return c;
+}
+#endif
+
+/* quant_i.h's quant8: the nearest code, ties to the lower */
+uint quant8(float x, float absmax, bool is_signed)
+{
+	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
+	uint c;
+	float v, lo, hi;
+
+	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
+		return zero;
+	v = cr_div(x, absmax);
+	/* by the bits: a compiler may assume there are no NaNs */
+	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
+		return zero;
+	/* the maps' ends: fixed entries of the constant array */
+	if (v <= uintBitsToFloat(is_signed ? PREC_QMAP[256] : PREC_QMAP[0]))
+		return 0u;
+	if (v >= uintBitsToFloat(PREC_QMAP[255]))	/* 1.0 in both */
+		return 255u;
+	c = prec_qfind(v, is_signed, lo, hi);
+	return prec_qnear(v, lo, hi, c);
 }
 
 float dequant8(uint q, float absmax, bool is_signed)

@@ -3660,6 +3660,22 @@ static void cast_ref(struct tcase *tc)
 
 #define Q_SIGNED	V_A
 #define Q_SPECIAL	V_B	/* blocks of zeros, infinities, NaNs */
+#define Q_EDGES		V_C	/* quotients at and next to the map's */
+
+/* quant8's codes @wo words in and absmax; its groups */
+static void quant8_outputs(struct tcase *tc, uint32_t wo, uint64_t blocks)
+{
+	struct gpo_cast_args *a = &tc->a.cast;
+
+	tb_alloc(&tc->b[1], wo + (a->n + 3) / 4 + tail(tc));
+	a->off_dst = 4 * wo;
+	a->off_absmax = tb_out_at(tc, &tc->b[2], blocks);
+	cast_groups(tc, a, blocks * GPO_WG_SIZE);
+	if (a->groups > blocks + 1)
+		a->groups = (uint32_t)blocks + 1;
+	tc->work = a->groups;
+	tc->b[0].exact = tc->b[1].exact = tc->b[2].exact = 1;
+}
 
 /* quant8: blocks of their own scale; u8 codes at a word boundary */
 static void quant8_setup(struct tcase *tc)
@@ -3694,14 +3710,96 @@ static void quant8_setup(struct tcase *tc)
 		}
 		put(&tc->b[0], a->off_src + i, x);
 	}
-	tb_alloc(&tc->b[1], wo + (n + 3) / 4 + tail(tc));
-	a->off_dst = 4 * wo;
-	a->off_absmax = tb_out_at(tc, &tc->b[2], blocks);
-	cast_groups(tc, a, blocks * GPO_WG_SIZE);
-	if (a->groups > blocks + 1)
-		a->groups = (uint32_t)blocks + 1;
-	tc->work = a->groups;
-	tc->b[0].exact = tc->b[1].exact = tc->b[2].exact = 1;
+	quant8_outputs(tc, wo, blocks);
+}
+
+/*
+ * @x and its @d float neighbours each side (below 0: negative
+ * subnormals), both signs, into @v from @k; none above 1 in magnitude,
+ * where it would be the block's absmax. The new count.
+ */
+static uint64_t put_near(float *v, uint64_t k, float x, int d)
+{
+	uint32_t b;
+	int j;
+
+	memcpy(&b, &x, 4);
+	for (j = -d; j <= d; j++) {
+		uint32_t y = b + (uint32_t)j;
+
+		if (b == 0 && j < 0)
+			y = 0x80000000u | (uint32_t)-j;
+		if ((y & 0x7fffffffu) > 0x3f800000u)
+			continue;
+		memcpy(&v[k], &y, 4);
+		v[k + 1] = -v[k];
+		k += 2;
+	}
+	return k;
+}
+
+/*
+ * The quotients that would show a wrong step in the kernels' search (the
+ * bucket table and its scan, precision.cl): every map value and the
+ * midpoint of every two neighbours, each with two floats either side;
+ * every float in [2^-24, 1) of 6 significand bits or fewer (the ends of
+ * the table's buckets) and one either side; zeros, subnormals and tiny
+ * normals; all in both signs. The count, at most QEDGE_MAX.
+ */
+#define QEDGE_MAX	16384
+
+static uint64_t quant8_edges(const float *q, float *v)
+{
+	uint64_t k = 0;
+	int i, e;
+
+	for (i = 0; i < 256; i++) {
+		k = put_near(v, k, q[i], 2);
+		if (i < 255)
+			k = put_near(v, k, q[i] + (q[i + 1] - q[i]) / 2, 2);
+	}
+	for (e = -24; e < 0; e++)
+		for (i = 0; i < 64; i++)
+			k = put_near(v, k, ldexpf(1 + i / 64.0f, e), 1);
+	for (i = 0; i < 8; i++) {
+		k = put_near(v, k, ldexpf(1, -149 + 3 * i), 0);
+		k = put_near(v, k, ldexpf(1, -126 + 13 * i), 1);
+	}
+	k = put_near(v, k, 0.0f, 0);
+	ck_assert_uint_le(k, QEDGE_MAX);
+	return k;
+}
+
+/*
+ * quant8 at the map's edges (quant8_edges()): each block's first element
+ * is +-absmax, a power of 2 (1 in every other block), and the rest are
+ * quotients times it, so that x / absmax is the quotient exactly.
+ */
+static void quant8_edges_setup(struct tcase *tc)
+{
+	static float v[QEDGE_MAX];
+	struct gpo_cast_args *a = &tc->a.cast;
+	uint64_t nv = quant8_edges(gpo__qmap[HAS(tc, Q_SIGNED)], v);
+	uint64_t blocks = (nv + GPO_CAST_BLOCK - 2) / (GPO_CAST_BLOCK - 1);
+	uint64_t n = nv + blocks, i, k = 0;
+	uint32_t wo = urand(tc, 0, 5);
+	float scale = 1;
+
+	a->n = (uint32_t)n;
+	tc->n = n;
+	a->flags = HAS(tc, Q_SIGNED) ? GPO_CAST_SIGNED : 0;
+	a->off_src = tb_in_at(tc, &tc->b[0], n, -1, 1);
+	for (i = 0; i < n; i++) {
+		if (i % GPO_CAST_BLOCK == 0) {
+			scale = i / GPO_CAST_BLOCK % 2 ?
+				ldexpf(1, (int)urand(tc, 0, 80) - 40) : 1;
+			put(&tc->b[0], a->off_src + i,
+			    urand(tc, 0, 1) ? scale : -scale);
+		} else {
+			put(&tc->b[0], a->off_src + i, v[k++] * scale);
+		}
+	}
+	quant8_outputs(tc, wo, blocks);
 }
 
 static void quant8_ref(struct tcase *tc)
@@ -4260,6 +4358,10 @@ static const struct op_case cases[] = {
 	{ OP_QUANT8, "signed specials", quant8_setup, quant8_ref,
 	  Q_SIGNED | Q_SPECIAL },
 	{ OP_QUANT8, "unsigned specials", quant8_setup, quant8_ref, Q_SPECIAL },
+	{ OP_QUANT8, "unsigned edges", quant8_edges_setup, quant8_ref,
+	  Q_EDGES },
+	{ OP_QUANT8, "signed edges", quant8_edges_setup, quant8_ref,
+	  Q_SIGNED | Q_EDGES },
 	{ OP_DEQUANT8, "unsigned", dequant8_setup, dequant8_ref, 0 },
 	{ OP_DEQUANT8, "signed", dequant8_setup, dequant8_ref, Q_SIGNED },
 	{ OP_REDUCE, "sum", reduce_setup, reduce_ref, V_FN(GPO_RED_SUM) },

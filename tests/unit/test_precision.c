@@ -98,6 +98,7 @@ static float est_rsqrt(float x)
 #define as_uint(x)	prec_as_uint(x)
 #define as_float(x)	prec_as_float(x)
 #define __constant	static const
+#define __local
 #define GPO_PREC_HOST
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -349,6 +350,167 @@ START_TEST(test_quant8_is_the_nearest_code)
 		ck_assert_uint_eq(gpo__quant8(0.0f, 7.0f, sg), zero);
 		ck_assert_uint_eq(quant8(0.5f, 0.0f, sg), zero);
 		ck_assert_uint_eq(quant8(NAN, 1.0f, sg), zero);
+	}
+}
+END_TEST
+
+/* ---- quant8's bucket table (precision.cl, precision.glsl) ------------- */
+
+/* the maps and the table, as a work-group's prec_qlocal_load() makes them */
+static uint qlocal[PREC_QLOCAL];
+
+static void qlocal_build(void)
+{
+	uint i;
+
+	for (i = 0; i < 512; i++)
+		qlocal[i] = prec_qmap_bits[i];
+	for (i = 0; i < PREC_QTAB_WORDS; i++)
+		qlocal[512 + i] = prec_qtab_word(i);
+}
+
+static uint qtab(uint b)
+{
+	return (qlocal[512 + b / 4] >> (8 * (b % 4))) & 0xff;
+}
+
+/* the bits of the greatest value with key @b (prec_qtab_least()'s twin) */
+static uint qtab_greatest(uint b)
+{
+	uint m;
+
+	if (b < PREC_QTAB_NB) {
+		m = PREC_QTAB_NB - 1 - b;
+		return 0x80000000u | (m ? PREC_QTAB_LOW +
+				      (m << PREC_QTAB_SHIFT) : 0);
+	}
+	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
+	return PREC_QTAB_LOW + ((m + 1) << PREC_QTAB_SHIFT) - 1;
+}
+
+/* c: the last code with q[c] <= v, v inside (q[0], q[255]) */
+static uint last_le(const float *q, float v)
+{
+	uint c = 0;
+
+	while (q[c + 1] <= v)
+		c++;
+	return c;
+}
+
+/* v's place in the float order, -0 and +0 alike */
+static int64_t ord(uint x)
+{
+	return x >> 31 ? -(int64_t)(x & 0x7fffffff) : (int64_t)x;
+}
+
+/*
+ * The bound that prec_qlocal() relies on, bucket by bucket: the keys cut
+ * (-1, 1) into intervals in order, and in each the table's entry is a
+ * lower bound of c (the last code at or below v) that is at most
+ * PREC_QSCAN below it at the interval's top.
+ */
+START_TEST(test_quant8_table_bounds_the_scan)
+{
+	uint b, worst = 0;
+
+	qlocal_build();
+	ck_assert_uint_eq(PREC_QTAB_NB % 4, 0);
+	ck_assert_uint_eq(PREC_QTAB_NB, 22 * 64);
+	for (b = 0; b < 3 * PREC_QTAB_NB; b++) {
+		int sg = b < 2 * PREC_QTAB_NB;
+		const float *q = gpo__qmap[sg];
+		uint lo = prec_qtab_least(b), hi = qtab_greatest(b);
+		uint t = qtab(b);
+		float top = bitsf(hi);
+
+		/* the interval's ends have its key, and follow the last's */
+		ck_assert_uint_eq(prec_qkey(bitsf(lo), sg), b);
+		ck_assert_uint_eq(prec_qkey(bitsf(hi), sg), b);
+		ck_assert(ord(lo) <= ord(hi));
+		if (b % PREC_QTAB_NB)
+			ck_assert_int_eq(ord(lo), ord(qtab_greatest(b - 1)) +
+						  (lo == 0 ? 0 : 1));
+		/* a lower bound: its value is at or below the least */
+		ck_assert(t <= 254);
+		ck_assert_msg(t == 0 || q[t] <= bitsf(lo),
+			      "bucket %u: code %u above %a", b, t, bitsf(lo));
+		if (top <= q[0])
+			continue;	/* all of it goes to code 0 */
+		ck_assert_msg(last_le(q, top) - t <= PREC_QSCAN,
+			      "bucket %u: %u codes to scan", b,
+			      last_le(q, top) - t);
+		if (last_le(q, top) - t > worst)
+			worst = last_le(q, top) - t;
+	}
+	/* the resolution is no finer than it needs to be */
+	ck_assert_uint_eq(worst, PREC_QSCAN);
+	/* the unsigned table starts where the signed one ends */
+	ck_assert_uint_eq(prec_qkey(0x1p-30f, 0), 2 * PREC_QTAB_NB);
+	ck_assert_uint_eq(prec_qkey(0x1p-30f, 1), PREC_QTAB_NB);
+	ck_assert_uint_eq(prec_qkey(-0x1p-30f, 1), PREC_QTAB_NB - 1);
+	ck_assert_uint_eq(prec_qkey(-0x1.fffffep-1f, 1), 0);
+	ck_assert_uint_eq(prec_qkey(0x1.fffffep-1f, 0), 3 * PREC_QTAB_NB - 1);
+}
+END_TEST
+
+/* prec_qlocal() takes no NaN (quant8_local() returns before it) */
+static void check_qlocal(float v, int sg)
+{
+	uint want = gpo__quant8(v, 1.0f, sg), got;
+
+	if (isnan(v))
+		return;
+	got = prec_qlocal(qlocal, v, sg);
+	if (got != want)
+		ck_abort_msg("signed %d: prec_qlocal(%a) = %u, quant8 %u",
+			     sg, v, got, want);
+}
+
+/*
+ * prec_qlocal() against the reference: at and next to every map value,
+ * midpoint and bucket end, then floats all over (-1, 1) by a stride
+ */
+START_TEST(test_quant8_table_gives_the_searched_code)
+{
+	uint64_t x;
+	uint b, i, d;
+	int sg;
+
+	qlocal_build();
+	for (sg = 0; sg < 2; sg++) {
+		const float *q = gpo__qmap[sg];
+
+		for (i = 0; i < 256; i++) {
+			float mid = i < 255 ? q[i] + (q[i + 1] - q[i]) / 2 : 1;
+
+			for (d = 0; d < 5; d++) {
+				int k = (int)d - 2;
+
+				check_qlocal(bitsf(fbits(q[i]) + k), sg);
+				check_qlocal(-bitsf(fbits(q[i]) + k), sg);
+				check_qlocal(bitsf(fbits(mid) + k), sg);
+			}
+		}
+		for (b = 0; b < 3 * PREC_QTAB_NB; b++)
+			for (d = 0; d < 3; d++) {
+				uint lo = prec_qtab_least(b) + d - 1;
+				uint hi = qtab_greatest(b) + d - 1;
+
+				check_qlocal(bitsf(lo), sg);
+				check_qlocal(bitsf(hi), sg);
+			}
+		/* zeros, subnormals, tiny normals */
+		for (i = 0; i < 64; i++) {
+			check_qlocal(bitsf(i), sg);
+			check_qlocal(bitsf(0x80000000u | i), sg);
+			check_qlocal(ldexpf(1.0f, -(int)(i + 86)), sg);
+			check_qlocal(-ldexpf(1.0f, -(int)(i + 86)), sg);
+		}
+		for (x = 0; x < 0x3f800000u; x += tu_quick() ? 65537 : 4099) {
+			check_qlocal(bitsf((uint)x), sg);
+			check_qlocal(bitsf(0x80000000u | (uint)x), sg);
+		}
 	}
 }
 END_TEST
@@ -771,6 +933,8 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_qmap_has_bitsandbytes_values);
 	tcase_add_test(tc, test_quant8_is_the_nearest_code);
+	tcase_add_test(tc, test_quant8_table_bounds_the_scan);
+	tcase_add_test(tc, test_quant8_table_gives_the_searched_code);
 	tcase_add_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded);
 	tcase_add_test(tc, test_kernel_div_sqrt_fast_paths_are_exact);
 	tcase_add_test(tc, test_rne_conversions_hand_checked);

@@ -60,11 +60,15 @@ KERNEL void cast(BUF(const uint, src), BUF(uint, dst), struct gpo_cast_args a)
 	}
 }
 
-/* one group a block of 256: its absmax, then 64 work-items pack codes */
+/*
+ * one group a block of 256: its absmax, then 64 work-items pack codes,
+ * with the maps and their table in __local memory (quant8_local())
+ */
 KERNEL void quantize8(BUF(const uint, src), BUF(uint, codes),
 		   BUF(float, absmax), struct gpo_cast_args a)
 {
 	__local uint red[GPO_WG_SIZE];
+	__local uint qm[PREC_QLOCAL];
 	uint lid = get_local_id(0);
 	uint blocks = (a.n + GPO_CAST_BLOCK - 1u) / GPO_CAST_BLOCK;
 	bool sg = (a.flags & GPO_CAST_SIGNED) != 0u;
@@ -73,6 +77,9 @@ KERNEL void quantize8(BUF(const uint, src), BUF(uint, codes),
 	VIEW(codes);
 	VIEW(absmax);
 	src += a.off_src;
+	prec_qlocal_load(qm, GPO_WG_SIZE);
+	/* the table whole before any work-item reads it */
+	barrier(CLK_LOCAL_MEM_FENCE);
 	for (uint k = get_group_id(0); k < blocks; k += a.groups) {
 		uint first = k * GPO_CAST_BLOCK, i = first + lid;
 		float m;
@@ -95,7 +102,8 @@ KERNEL void quantize8(BUF(const uint, src), BUF(uint, codes),
 
 			for (uint j = 0; j < 4u; j++)
 				word |= (e + j < a.n ?
-					 quant8(as_float(src[e + j]), m, sg) :
+					 quant8_local(qm, as_float(src[e + j]),
+						      m, sg) :
 					 (*out >> (8u * j)) & 0xffu) << (8u * j);
 			*out = word;
 		}
