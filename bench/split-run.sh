@@ -7,12 +7,14 @@
 # GPUOPT_VULKAN_DEBUG=spv=DIR for each DIR in $SPV_AB (modules of earlier
 # commits, built here with glslc). BIN holds stripped copies of
 # gpuopt-devices, bench_optim, test_ops and test_lamb_half (the build
-# folder is too large to travel). Logs under $OUT.
+# folder is too large to travel), .gpu/lib the libsubunit.so.0 the tests
+# need (not on that machine). Logs under $OUT.
 set -u
 b=${1:-.gpu/b}
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 export GPUOPT_CACHE_DIR=$(mktemp -d)
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if [ ! -s /etc/OpenCL/vendors/nvidia.icd ]; then
 	lib=$(ls /usr/lib/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
 		/usr/local/nvidia/lib64/libnvidia-opencl.so.1 2>/dev/null | head -n 1)
@@ -30,7 +32,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem \
 # never PoCL or llvmpipe there (PoCL aborts on that machine)
 export CK_DEFAULT_TIMEOUT=600
 GPUOPT_TEST_DEVICES=cpu,$devs GPUOPT_TEST_REQUIRE=opencl,vulkan \
-	GPUOPT_TEST_OPS=adam8,rmsprop8,adagrad8,lion8,lamb_prep,lamb_apply,lamb_trust \
+	GPUOPT_TEST_OPS=adam8,rmsprop8,adagrad8,lion8,lamb_prep,lamb_apply,lamb_trust,quantize8,dequantize8 \
 	"$b/test_ops" >"$out/tests.txt" 2>&1
 GPUOPT_TEST_DEVICES=cpu,$devs GPUOPT_TEST_REQUIRE=opencl,vulkan \
 	"$b/test_lamb_half" >>"$out/tests.txt" 2>&1
