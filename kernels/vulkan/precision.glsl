@@ -611,7 +611,7 @@ uint prec_qtab_least(uint b)
 {
 	uint m;
 
-	if (b < PREC_QTAB_NB)		/* the largest magnitude, negated */
+	if (b < PREC_QTAB_NB)	/* the largest magnitude, negated */
 		return 0x80000000u | (PREC_QTAB_LOW - 1u +
 				      ((PREC_QTAB_NB - b) << PREC_QTAB_SHIFT));
 	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;

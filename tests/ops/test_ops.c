@@ -774,7 +774,7 @@ static void lion_ref(struct tcase *tc)
 	}
 }
 
-/* ---- half parameters ------------------------------------------------------ */
+/* ---- half parameters ----------------------------------------------------- */
 
 /*
  * An update op that comes in its parameters' dtype (ops.c's DT_PARAM),
@@ -3660,7 +3660,7 @@ static void cast_ref(struct tcase *tc)
 
 #define Q_SIGNED	V_A
 #define Q_SPECIAL	V_B	/* blocks of zeros, infinities, NaNs */
-#define Q_EDGES		V_C	/* quotients at and next to the map's */
+#define Q_EDGES	V_C	/* quotients at and next to the map's */
 
 /* quant8's codes @wo words in and absmax; its groups */
 static void quant8_outputs(struct tcase *tc, uint32_t wo, uint64_t blocks)

@@ -402,7 +402,7 @@ START_TEST(test_lamb_half_reference)
 }
 END_TEST
 
-/* ---- bad input ------------------------------------------------------------ */
+/* ---- bad input ----------------------------------------------------------- */
 
 /* LAMB keeps f32 state: u8 and bf16 are refused, nothing changes */
 START_TEST(test_lamb_half_bad_state)

@@ -32,8 +32,8 @@
 float lamb_r(float m, float v, float p, float bc1, float bc2, float eps,
 	     float wd)
 {
-	precise float r = cr_div(cr_div(m, bc1), cr_sqrt(cr_div(v, bc2)) + eps) +
-			  wd * p;
+	precise float r = cr_div(cr_div(m, bc1),
+				 cr_sqrt(cr_div(v, bc2)) + eps) + wd * p;
 
 	return r;
 }
