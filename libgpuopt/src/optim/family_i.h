@@ -141,6 +141,20 @@ static inline uint32_t optim_upd_flags(const struct optim_group *grp,
 }
 
 /*
+ * The launch dtype of update op @op: the parameters' where the backend
+ * has a kernel built for it (ops.c's DT_PARAM), else f32, whose kernels
+ * read the half flags the caller sets either way
+ */
+static inline enum gpo_dtype
+optim_param_dtype(const struct gpo_optim *opt, enum gpo__op_id op)
+{
+	if (opt->param_dtype != GPO_F32 &&
+	    gpo__op_supported(opt->dev, op, opt->param_dtype))
+		return opt->param_dtype;
+	return GPO_F32;
+}
+
+/*
  * A step's scalars are computed in double and rounded; one that is not
  * finite (a bias correction of 0 at a step count past 2^64, a schedule
  * gone wrong) must not reach the parameters as NaN.

@@ -128,16 +128,6 @@ static int lamb_args(struct gpo_optim *opt, const struct optim_group *grp,
 	return 0;
 }
 
-/* the launch dtype of @op: the parameters', where the backend has it */
-static enum gpo_dtype param_half_dtype(struct gpo_optim *opt,
-				       enum gpo__op_id op)
-{
-	if (opt->param_dtype != GPO_F32 &&
-	    gpo__op_supported(opt->dev, op, opt->param_dtype))
-		return opt->param_dtype;
-	return GPO_F32;
-}
-
 /* p as the update reads it: the f32 master copy, or the parameters */
 static struct dev_buf lamb_p(const struct gpo_optim *opt)
 {
@@ -167,7 +157,7 @@ static int lamb_launch_blocks(struct gpo_optim *opt, uint64_t t,
 		 * (the GPUs' f32 ones sum in their own order, the half ones
 		 * in abi/lamb.h's), else the cpu's, which read the flags
 		 */
-		call.dtype = param_half_dtype(opt, op);
+		call.dtype = optim_param_dtype(opt, op);
 		call.work = grp->nblocks;
 		call.args = &a;
 		i = 0;

@@ -1555,8 +1555,7 @@ void gpo__optim_param_call(const struct gpo_optim *opt,
 	 * DT_PARAM, Vulkan's 8-bit kernels), else f32 ones that the flags
 	 * tell (which they always say)
 	 */
-	if (!gpo__op_supported(opt->dev, call->op, opt->param_dtype))
-		call->dtype = GPO_F32;
+	call->dtype = optim_param_dtype(opt, call->op);
 	w[1] |= opt->param_dtype == GPO_F16 ? GPO_UPD_PARAM_F16 :
 					      GPO_UPD_PARAM_BF16;
 	call->buf[1] = half_view4(&opt->grad, grp);
