@@ -160,9 +160,9 @@ START_TEST(test_fmt_double_round_trips_random_bits)
 {
 	uint64_t s = tu_rng("fmt_double_bits"), bits;
 	double v;
-	int i;
+	int i, n = tu_quick() ? 20000 : 200000;
 
-	for (i = 0; i < 200000; i++) {
+	for (i = 0; i < n; i++) {
 		bits = next_u64(&s);
 		memcpy(&v, &bits, sizeof(v));
 		if (!isfinite(v))
@@ -178,9 +178,9 @@ START_TEST(test_fmt_double_round_trips_random_decimals)
 	uint64_t s = tu_rng("fmt_double_decimals");
 	char text[64];
 	double v;
-	int i;
+	int i, n = tu_quick() ? 10000 : 100000;
 
-	for (i = 0; i < 100000; i++) {
+	for (i = 0; i < n; i++) {
 		snprintf(text, sizeof(text), "%llue%d",
 			 (unsigned long long)(next_u64(&s) % 1000000),
 			 (int)(next_u64(&s) % 40) - 20);
