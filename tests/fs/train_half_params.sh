@@ -5,9 +5,10 @@
 # dynamic loss scaling to the same params; a gpt job in
 # bf16 rounded stochastically (master_weights=0) trains, its params/ the
 # bf16 values widened; params/ written in f32 read back through the
-# master copy, also after a rebuild on another device; f16 without a
-# master copy
-# fails the job's start with the library's words in error.
+# master copy, also after a rebuild on another device; LAMB in bf16 with
+# its master copy trains like its f32 job; LAMB with 8-bit state, and f16
+# without a master copy, fail the job's start with the library's words in
+# error.
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 data=$top/tests/data/train/fmnist-slice.safetensors
@@ -65,6 +66,31 @@ expect "wte values" "$(wc -l < "$T/wte")" 4096
 grep -qv '0000$' "$T/wte" && fail "wte.weight: not bf16 values: $(grep -v '0000$' "$T/wte" | head -3)"
 gl=$(stat_of g loss)
 awk -v l="$gl" 'BEGIN { exit !(l > 0 && l < 6) }' || fail "gpt loss $gl"
+
+# LAMB with bf16 parameters and their master copy trains to within 5 %
+# of the f32 job's loss; its state cannot be 8-bit: the start fails with
+# the library's words in error, nothing steps
+lamb="model=mlp:784x16x10 data=$data optimizer=lamb lr=0.01 weight_decay=0.01 batch_size=32 shuffle=0 seed=5 max_steps=12 log_every=1"
+new_job lh "$lamb param_dtype=bf16"
+new_job lf "$lamb"
+run_to_done lh lf
+expect "lh param_dtype" "$(stat_of lh param_dtype)" bf16
+expect "lh steps" "$(stat_of lh step)" 12
+hl=$(stat_of lh loss)
+fl=$(stat_of lf loss)
+echo "lamb loss bf16 $hl f32 $fl"
+awk -v h="$hl" -v f="$fl" 'BEGIN { d = h - f; if (d < 0) d = -d;
+	exit !(h == h && d <= 0.05 * f && h != f) }' ||
+	fail "lamb bf16 loss $hl against f32 $fl"
+new_job lu "$lamb param_dtype=bf16 state_dtype=u8"
+r=$(w "$M/jobs/lu/ctl" start)
+if [ "$r" = OK ]; then
+	wait_for 60 job_stopped lu || fail "lu: still running"
+	expect "lu state" "$(cat "$M/jobs/lu/state")" failed
+fi
+grep -q 'lamb: exp_avg in u8' "$M/jobs/lu/error" ||
+	fail "lu error: $(cat "$M/jobs/lu/error")"
+expect "lu steps" "$(stat_of lu step)" 0
 
 # f16 needs its master copy: the start fails, nothing steps
 new_job x "$common param_dtype=f16 master_weights=0"
