@@ -26,8 +26,8 @@ below()
 		'BEGIN { exit !(l > 0 && l < t) }'
 }
 
-# English: two of these words at least, whole, in the greedy sample after
-# a prompt (from nothing, a greedy model of the GPL may well go on with
+# English: two of these words at least (the GPL's common words), whole,
+# in the greedy sample after a prompt (from nothing, a greedy model of the GPL may well go on with
 # the spaces that centre its title)
 english()
 {
@@ -35,7 +35,7 @@ english()
 	expect "$dev sample" "$(w "$M/jobs/$j/ctl" "sample 200 This License")" OK
 	expect "$dev sample size" "$(stat -c %s "$M/jobs/$j/sample")" 200
 	words=$(tr -c 'A-Za-z' '\n' < "$M/jobs/$j/sample" | sort -u |
-		grep -c -x -E 'the|of|to|and|or|any|you|that|this|is|in|for|work|works|program|License|software|covered|copy|code|under|not|are|by')
+		grep -c -x -E 'the|of|to|and|or|any|you|that|this|is|in|for|work|works|program|License|license|software|covered|copy|code|under|not|are|by|copyright|holder|holders|propagate|convey|conveying|terms|conditions|notice|source|modify|modified|version|free|rights|patent|each|with|other|such|must|may|without|also|has|have|from|which|your|its|all|can|will')
 	echo "$dev: eval_loss $(stat_of "$j" eval_loss) at step $(stat_of "$j" step), tokens_per_sec $(stat_of "$j" tokens_per_sec), $(($(date +%s) - t0)) s; $words words in the sample:"
 	tr -c '[:print:]\n' ' ' < "$M/jobs/$j/sample"
 	echo
