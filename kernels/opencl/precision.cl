@@ -352,6 +352,72 @@ static inline float prec_sqrt(float a)
 	return as_float(sb);
 }
 
+/*
+ * prec_div() and prec_sqrt() where fma(x, y, z) is x y + z rounded once
+ * (OpenCL's is; the Vulkan kernels use this where the device's is:
+ * precision.glsl's PREC_FMA). Same ranges, same last step, fewer
+ * operations: the residuals come from fused products, not split ones.
+ * Division, a and b positive normal in the ranges above:
+ * 1. y = 1/b within 2.5 ulp, q0 = a y: |q0 - a/b| < 2^-21.4 a/b.
+ * 2. r0 = fma(-q0, b, a) = (a - q0 b)(1 + d0), |d0| <= 2^-24.
+ * 3. q1 = fma(r0, y, q0) rounds q0 + (a/b - q0)(1 + d0)(1 + e) = a/b +
+ *    (a/b - q0)(d0 + e + d0 e), within 2^-43 a/b of a/b: q1 is a/b
+ *    faithfully rounded (off by less than one ulp).
+ * 4. R1 = a - q1 b is then a float (a faithful quotient's remainder is),
+ *    a multiple of 2^(ea-47) >= 2^-123: fma(-q1, b, a) gives it exactly,
+ *    normal or zero. prec_div()'s step 5 then rounds.
+ * Square root, a positive normal in [2^-76, 2^126):
+ * 1. r = rsqrt(a) within 2 ulp, s0 = a r = sqrt(a)(1 + n), |n| < 2^-21.4.
+ * 2. x = fma(-s0, s0, a) = a(-2n - n^2)(1 + d0).
+ * 3. s1 = fma(x, r/2, s0) rounds sqrt(a)(1 - n^2/2 - n(d0 + e) + ...),
+ *    within 2^-42.8 of sqrt(a): faithful.
+ * 4. x = fma(-s1, s1, a): R1 = a - s1^2 rounded once (|R1| < 2^25 in
+ *    units u1^2, a multiple of 2^-122), as prec_sqrt()'s step 4 has it;
+ *    its step 5 then rounds.
+ * Count: 1 estimate, 1 mul, 4 fma (division) or 3 (sqrt), the integer
+ * range checks and the last step: about half of prec_div()'s.
+ */
+static inline float prec_div_fma(float a, float b)
+{
+	uint ua = as_uint(a), ub = as_uint(b);
+	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, qb;
+	float fa = as_float(xa), fb = as_float(xb);
+	float y, q0, r, q1, h;
+
+	if (xa - 0x19800000u >= 0x65000000u ||
+	    xb - 0x0d800000u >= 0x71000000u)
+		return prec_div_int(a, b);
+	y = PREC_RCP(fb);
+	q0 = fa * y;
+	if (as_uint(q0) - 0x16000000u >= 0x68800000u)
+		return prec_div_int(a, b);
+	r = fma(-q0, fb, fa);
+	q1 = fma(r, y, q0);
+	r = fma(-q1, fb, fa);
+	h = as_float(xb + (as_uint(q1) & 0x7f800000u) - 0x4b800000u);
+	qb = as_uint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
+	return as_float(qb | ((ua ^ ub) & 0x80000000u));
+}
+
+static inline float prec_sqrt_fma(float a)
+{
+	uint ua = as_uint(a), sb;
+	float r, s0, x, s1, hu, hl;
+
+	if (ua - 0x19800000u >= 0x65000000u)
+		return prec_sqrt_int(a);
+	r = PREC_RSQRT(a);
+	s0 = a * r;
+	x = fma(-s0, s0, a);
+	s1 = fma(x, as_float(as_uint(r) - 0x800000u), s0);	/* r/2 */
+	x = fma(-s1, s1, a);
+	sb = as_uint(s1);
+	hu = as_float(sb + (sb & 0x7f800000u) - 0x4b000000u);
+	hl = as_float(as_uint(hu) - ((sb & 0x7fffffu) == 0u ? 0x800000u : 0u));
+	sb += (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
+	return as_float(sb);
+}
+
 #ifdef GPO_CR_DIVSQRT
 /* a NaN result gets the bits the cpu's gives, not the device's own NaN */
 static inline float cr_div(float a, float b)
@@ -738,6 +804,23 @@ static inline void prec_qlocal_load(__local uint *qm, uint wg)
 }
 #endif
 
+/*
+ * The value quant8 finds the code of (quant_i.h): @x times @r, the
+ * reciprocal of the block's @absmax (cr_div(1, absmax), found once a
+ * block where a kernel can), both IEEE. Where absmax is in [2^-100,
+ * 2^126) the device's multiply gives it whatever its denormal mode: r is
+ * normal and at most 2^100, so a subnormal x (flushed or not) or a
+ * subnormal product is below 2^-26, which has the code of 0.0 either
+ * way. Elsewhere (r may be subnormal, as for absmax 2^127, whose largest
+ * x has code 255) prec_mul.
+ */
+static inline float prec_qv(float x, float r, float absmax)
+{
+	if (absmax >= 0x1p-100f && absmax < 0x1p126f)
+		return x * r;
+	return prec_mul(x, r);
+}
+
 /* quant_i.h's quant8: the nearest code, ties to the lower */
 static inline uint quant8(float x, float absmax, bool is_signed)
 {
@@ -748,7 +831,7 @@ static inline uint quant8(float x, float absmax, bool is_signed)
 
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
-	v = cr_div(x, absmax);
+	v = prec_qv(x, cr_div(1.0f, absmax), absmax);
 	/* by the bits: a compiler may assume there are no NaNs */
 	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
@@ -773,7 +856,7 @@ static inline uint quant8_local(__local const uint *qm, float x,
 
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
-	v = cr_div(x, absmax);
+	v = prec_qv(x, cr_div(1.0f, absmax), absmax);
 	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)
 		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
 	return prec_qlocal(qm, v, is_signed);

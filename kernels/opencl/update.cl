@@ -309,16 +309,22 @@ static inline uint u8_quant(__local const uint *qm, float x, float absmax,
 
 	if ((as_uint(absmax) & 0x7fffffffu) == 0u)
 		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
-#if defined(GPO_CR_DIVSQRT) && defined(U8_ONE_STATE)
+#ifdef GPO_CR_DIVSQRT
 	/*
-	 * a NaN's bits do not matter here: the plain correct division. Only
-	 * in the one-state kernels: PoCL (LLVM 15) crashes on lion8 with
-	 * cr_div here and gives adam8 wrong codes with /; neither happens
-	 * the other way round (tests/unit/test_optim_u8 on opencl:0)
+	 * IEEE division and denormals: the plain product is quant8's (a
+	 * NaN's bits do not matter: its code is 0.0's). Written this way,
+	 * the reciprocal found here for each element, not once a block:
+	 * PoCL (LLVM 15) gives adam8 codes of 0 with any other shape of it
+	 * (prec_qv(), the factor passed in, the plain / in adam8) and
+	 * crashes on lion8 with cr_div (tests/ops on opencl:0)
 	 */
-	v = x / absmax;
+#ifdef U8_ONE_STATE
+	v = x * (1.0f / absmax);
 #else
-	v = cr_div(x, absmax);
+	v = x * cr_div(1.0f, absmax);
+#endif
+#else
+	v = prec_qv(x, cr_div(1.0f, absmax), absmax);
 #endif
 	/* by the bits: a compiler may assume there are no NaNs */
 	if ((as_uint(v) & 0x7fffffffu) > 0x7f800000u)

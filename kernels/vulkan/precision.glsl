@@ -10,6 +10,8 @@
  *	uint f32_to_bf16_sr(float x, uint rnd)       stochastic rounding
  *	uint round_bits(seed_lo, seed_hi, step_lo, step_hi, i_lo, i_hi)
  *	uint quant8(float x, float absmax, bool is_signed)
+ *	float prec_qrcp(float absmax)     a block's factor, found once
+ *	uint quant8_r(float x, float r, float absmax, bool is_signed)
  *	float dequant8(uint q, float absmax, bool is_signed)
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
  * Also prec_mul(a, b), a correctly rounded product whatever the denormal
@@ -42,6 +44,18 @@
 #ifndef PREC_RCP
 #define PREC_RCP(x)	(1.0 / (x))
 #define PREC_RSQRT(x)	inversesqrt(x)
+#endif
+
+/*
+ * PREC_FMA: the device's fma() rounds once (backend/vulkan/device.c says
+ * which devices', pipeline.c sets it), so cr_div and cr_sqrt take the
+ * residuals from fused products, precision.cl's prec_div_fma and
+ * prec_sqrt_fma (proved there, tested on the host by test_precision),
+ * about half the operations of the split products. Specialization
+ * constant 1: every pipeline gets it, the driver drops the other path.
+ */
+#ifndef PREC_FMA
+layout(constant_id = 1) const bool PREC_FMA = false;
 #endif
 
 /*
@@ -269,20 +283,27 @@ float cr_div(float a, float b)
 	q0 = fa * y;
 	if (floatBitsToUint(q0) - 0x16000000u >= 0x68800000u)
 		return prec_div_int(a, b);
-	qb = (floatBitsToUint(q0) + 0x10u) & 0xffffffe0u;
-	qp = uintBitsToFloat(qb);
-	qh = uintBitsToFloat(qb & 0xfffff000u);
-	ql = qp - qh;
-	bh = uintBitsToFloat(xb & 0xfffff000u);
-	bl = fb - bh;
-	r = fa - qh * bh;
-	r = r - ql * bh;
-	r = r - qh * bl;
-	r = r - ql * bl;
-	q1 = qp + r * y;
-	d = q1 - qp;
-	r = r - d * bh;
-	r = r - d * bl;
+	if (PREC_FMA) {
+		/* precision.cl's prec_div_fma: R1 from fused products */
+		r = fma(-q0, fb, fa);
+		q1 = fma(r, y, q0);
+		r = fma(-q1, fb, fa);
+	} else {
+		qb = (floatBitsToUint(q0) + 0x10u) & 0xffffffe0u;
+		qp = uintBitsToFloat(qb);
+		qh = uintBitsToFloat(qb & 0xfffff000u);
+		ql = qp - qh;
+		bh = uintBitsToFloat(xb & 0xfffff000u);
+		bl = fb - bh;
+		r = fa - qh * bh;
+		r = r - ql * bh;
+		r = r - qh * bl;
+		r = r - ql * bl;
+		q1 = qp + r * y;
+		d = q1 - qp;
+		r = r - d * bh;
+		r = r - d * bl;
+	}
 	/* h = b u1/2: q1's exponent - 24 added to b's, a normal float */
 	h = uintBitsToFloat(xb + (floatBitsToUint(q1) & 0x7f800000u) -
 			    0x4b800000u);
@@ -329,20 +350,29 @@ float cr_sqrt(float a)
 		return prec_sqrt_int(a);
 	r = PREC_RSQRT(a);
 	s0 = a * r;
-	sb = (floatBitsToUint(s0) + 4u) & 0xfffffff8u;
-	sp = uintBitsToFloat(sb);
-	sh = uintBitsToFloat(sb & 0xfffff000u);
-	sh2 = uintBitsToFloat((sb & 0xfffff000u) + 0x800000u);
-	sl = sp - sh;
-	sl2 = sl + sl;
-	x = a - sh * sh;
-	x = x - sh * sl2;
-	x = x - sl * sl;
-	s1 = sp + x * uintBitsToFloat(floatBitsToUint(r) - 0x800000u); /* r/2 */
-	d = s1 - sp;
-	x = x - d * sh2;
-	x = x - d * sl2;
-	x = x - d * d;
+	if (PREC_FMA) {
+		/* precision.cl's prec_sqrt_fma */
+		x = fma(-s0, s0, a);
+		s1 = fma(x, uintBitsToFloat(floatBitsToUint(r) - 0x800000u),
+			 s0);
+		x = fma(-s1, s1, a);
+	} else {
+		sb = (floatBitsToUint(s0) + 4u) & 0xfffffff8u;
+		sp = uintBitsToFloat(sb);
+		sh = uintBitsToFloat(sb & 0xfffff000u);
+		sh2 = uintBitsToFloat((sb & 0xfffff000u) + 0x800000u);
+		sl = sp - sh;
+		sl2 = sl + sl;
+		x = a - sh * sh;
+		x = x - sh * sl2;
+		x = x - sl * sl;
+		/* r/2 */
+		s1 = sp + x * uintBitsToFloat(floatBitsToUint(r) - 0x800000u);
+		d = s1 - sp;
+		x = x - d * sh2;
+		x = x - d * sl2;
+		x = x - d * d;
+	}
 	/* s1 u1 and half that: exponents added, normal floats */
 	sb = floatBitsToUint(s1);
 	hu = uintBitsToFloat(sb + (sb & 0x7f800000u) - 0x4b000000u);
@@ -687,8 +717,38 @@ uint prec_qfind(float v, bool is_signed, out float lo, out float hi)
 }
 #endif
 
-/* quant_i.h's quant8: the nearest code, ties to the lower */
-uint quant8(float x, float absmax, bool is_signed)
+/*
+ * quant8's factor for a block of @absmax (quant_i.h): its reciprocal,
+ * correctly rounded. A kernel finds it once a block and quantizes each
+ * element with quant8_r().
+ */
+float prec_qrcp(float absmax)
+{
+	return cr_div(1.0, absmax);
+}
+
+/*
+ * The value quant8 finds the code of: @x times the block's factor @r,
+ * IEEE. Where absmax is in [2^-100, 2^126) the device's multiply gives
+ * it whatever its denormal mode: r is normal and at most 2^100, so a
+ * subnormal x (flushed or not) or a subnormal product is below 2^-26,
+ * which has the code of 0.0 either way. Elsewhere (r may be subnormal,
+ * as for absmax 2^127, whose largest x has code 255) prec_mul.
+ */
+float prec_qv(float x, float r, float absmax)
+{
+	precise float v;
+
+	if (absmax >= uintBitsToFloat(0x0d800000u) &&
+	    absmax < uintBitsToFloat(0x7e800000u)) {
+		v = x * r;
+		return v;
+	}
+	return prec_mul(x, r);
+}
+
+/* quant_i.h's quant8 with the block's factor @r (prec_qrcp(@absmax)) */
+uint quant8_r(float x, float r, float absmax, bool is_signed)
 {
 	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
 	uint c;
@@ -696,7 +756,7 @@ uint quant8(float x, float absmax, bool is_signed)
 
 	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
 		return zero;
-	v = cr_div(x, absmax);
+	v = prec_qv(x, r, absmax);
 	/* by the bits: a compiler may assume there are no NaNs */
 	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
@@ -707,6 +767,12 @@ uint quant8(float x, float absmax, bool is_signed)
 		return 255u;
 	c = prec_qfind(v, is_signed, lo, hi);
 	return prec_qnear(v, lo, hi, c);
+}
+
+/* quant_i.h's quant8: the nearest code, ties to the lower */
+uint quant8(float x, float absmax, bool is_signed)
+{
+	return quant8_r(x, prec_qrcp(absmax), absmax, is_signed);
 }
 
 float dequant8(uint q, float absmax, bool is_signed)

@@ -212,15 +212,17 @@ void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 }
 
 /*
- * The word of codes quant8(@x[l], @absmax) for the first @c lanes, the
- * rest keeping @old's bytes
+ * The word of codes quant8_r(@x[l], @r, @absmax) for the first @c lanes
+ * (@r the block's factor: prec_qrcp(@absmax)), the rest keeping @old's
+ * bytes
  */
-uint u8_word(vec4 x, uint c, float absmax, bool is_signed, uint old)
+uint u8_word(vec4 x, uint c, float r, float absmax, bool is_signed,
+	     uint old)
 {
 	uint w = 0u;
 
 	for (uint l = 0u; l < 4u; l++)
-		w |= (l < c ? quant8(x[l], absmax, is_signed) :
+		w |= (l < c ? quant8_r(x[l], r, absmax, is_signed) :
 			      u8_byte(old, l)) << (8u * l);
 	return w;
 }
@@ -508,7 +510,7 @@ void u8_span1(uint sp, uint par, bool hp)
 	uint k, first, cnt, blk, c[2], e[2], w[2], sw[2];
 	vec4 pv[2], sv[2];
 	uint sx = 0u;
-	float sa = 0.0, na, unused;
+	float sa = 0.0, na, unused, sr;
 
 	u8_block(sp, k, first, cnt);
 	blk = args.q_blk + k;
@@ -539,9 +541,10 @@ void u8_span1(uint sp, uint par, bool hp)
 	u8_absmax(par, sx, 0u, na, unused);
 	if (cnt != 0u && u8_lid() % U8_LANES == 0u)
 		sabs[blk] = na;
+	sr = prec_qrcp(na);
 	for (uint h = 0u; h < 2u; h++)
 		if (c[h] != 0u)
-			sq[w[h]] = u8_word(sv[h], c[h], na, true, sw[h]);
+			sq[w[h]] = u8_word(sv[h], c[h], sr, na, true, sw[h]);
 }
 
 void u8_main1()

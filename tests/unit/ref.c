@@ -1372,7 +1372,8 @@ uint8_t ref_quant(float x, float absmax, int sg)
 
 	if (absmax == 0.0f)
 		return sg ? GPO_QZERO_S : GPO_QZERO_U;
-	v = (float)((double)x / (double)absmax);
+	/* the reciprocal first, rounded to float, then the product */
+	v = (float)((double)x * (float)(1.0 / (double)absmax));
 	if (isnan(v))
 		return sg ? GPO_QZERO_S : GPO_QZERO_U;
 	for (c = 0; c < 256; c++) {

@@ -375,9 +375,10 @@ int ref_u8_signed(enum gpo_optim_kind kind, int k);
 double ref_dequant(uint8_t code, float absmax, int sg);
 
 /*
- * ref_quant - the code of the map value nearest to x / absmax: the
- * quotient correctly rounded to float, then a linear search in double,
- * ties to the lower code; absmax 0 or a NaN quotient: the code of 0.0
+ * ref_quant - the code of the map value nearest to x * (1 / absmax): the
+ * reciprocal and the product each rounded to float, then a linear search
+ * in double, ties to the lower code; absmax 0 or a NaN product: the code
+ * of 0.0
  */
 uint8_t ref_quant(float x, float absmax, int sg);
 

@@ -95,6 +95,7 @@ static float est_rsqrt(float x)
 
 #define PREC_RCP(x)	est_rcp(x)
 #define PREC_RSQRT(x)	est_rsqrt(x)
+#define fma(x, y, z)	fmaf(x, y, z)	/* OpenCL's fma on floats */
 #define as_uint(x)	prec_as_uint(x)
 #define as_float(x)	prec_as_float(x)
 #define __constant	static const
@@ -106,14 +107,26 @@ static float est_rsqrt(float x)
 #pragma GCC diagnostic pop
 #undef as_uint
 #undef as_float
+#undef fma
 
 /*
  * Devices may flush denormals (shaderDenormFlushToZero, OpenCL without
  * CL_FP_DENORM): with ftz set, kdiv() and ksqrt() run the kernels' code
  * with x86's FTZ and DAZ on, so that a fast path that made or read a
- * subnormal would show.
+ * subnormal would show. With fused set, they run the fma versions
+ * (prec_div_fma, prec_sqrt_fma: precision.glsl's PREC_FMA path).
  */
-static int ftz;
+static int ftz, fused;
+
+static float kdiv1(float a, float b)
+{
+	return fused ? prec_div_fma(a, b) : prec_div(a, b);
+}
+
+static float ksqrt1(float a)
+{
+	return fused ? prec_sqrt_fma(a) : prec_sqrt(a);
+}
 
 static __attribute__((noinline)) float kdiv(float a, float b)
 {
@@ -123,10 +136,10 @@ static __attribute__((noinline)) float kdiv(float a, float b)
 
 	if (ftz)
 		_mm_setcsr(csr | 0x8040);	/* FTZ | DAZ */
-	q = prec_div(x, y);
+	q = kdiv1(x, y);
 	_mm_setcsr(csr);
 #else
-	q = prec_div(x, y);
+	q = kdiv1(x, y);
 #endif
 	return q;
 }
@@ -139,12 +152,31 @@ static __attribute__((noinline)) float ksqrt(float a)
 
 	if (ftz)
 		_mm_setcsr(csr | 0x8040);
-	r = prec_sqrt(x);
+	r = ksqrt1(x);
 	_mm_setcsr(csr);
 #else
-	r = prec_sqrt(x);
+	r = ksqrt1(x);
 #endif
 	return r;
+}
+
+/* precision.cl's quant8, with flushed denormals where ftz is set */
+static __attribute__((noinline)) unsigned int kquant8(float x, float absmax,
+						      int sg)
+{
+	volatile float a = x, m = absmax;
+	unsigned int c;
+#if defined(__SSE__)
+	unsigned int csr = _mm_getcsr();
+
+	if (ftz)
+		_mm_setcsr(csr | 0x8040);
+	c = quant8(a, m, sg);
+	_mm_setcsr(csr);
+#else
+	c = quant8(a, m, sg);
+#endif
+	return c;
 }
 
 static uint64_t next64(uint64_t *s)
@@ -287,6 +319,16 @@ static unsigned int brute_code(const float *q, float v, unsigned int zero)
 	return best;
 }
 
+/*
+ * What quant8 rounds to a code: x times the reciprocal of absmax, each
+ * rounded to float (in double, where the product of two floats is exact;
+ * a subnormal absmax's reciprocal may be inf)
+ */
+static float qv(float x, float absmax)
+{
+	return (float)((double)x * (float)(1.0 / (double)absmax));
+}
+
 START_TEST(test_quant8_is_the_nearest_code)
 {
 	uint64_t s = tu_rng("quant8");
@@ -315,20 +357,30 @@ START_TEST(test_quant8_is_the_nearest_code)
 			case 3:		/* a specials */
 				x = any_float(&s);
 				break;
+			case 4:		/* a subnormal absmax: 1/absmax may be inf */
+				absmax = bitsf((uint32_t)(next64(&s) %
+							  0x7fffff) + 1);
+				break;
+			case 5:		/* absmax >= 2^126: 1/absmax subnormal */
+				absmax = bitsf(0x7e800000u + (uint32_t)
+					       (next64(&s) % 0xffffff));
+				break;
 			}
 			x *= absmax;
-			want = brute_code(q, absmax ? x / absmax : NAN, zero);
+			ftz = n % 3 == 0;	/* as a device that flushes */
+			want = brute_code(q, absmax ? qv(x, absmax) : NAN, zero);
 			got = gpo__quant8(x, absmax, sg);
-			if (got != want || quant8(x, absmax, sg) != want)
-				ck_abort_msg("signed %d: quant8(%a, %a) = %u (kernel %u), nearest %u",
+			if (got != want || kquant8(x, absmax, sg) != want)
+				ck_abort_msg("signed %d: quant8(%a, %a) = %u (kernel %u, ftz %d), nearest %u",
 					     sg, x, absmax, got,
-					     quant8(x, absmax, sg), want);
+					     kquant8(x, absmax, sg), ftz, want);
 			if (fbits(gpo__dequant8((uint8_t)got, absmax, sg)) !=
 			    fbits(q[got] * absmax) ||
 			    !same(dequant8(got, absmax, sg),
 				  gpo__dequant8((uint8_t)got, absmax, sg)))
 				ck_abort_msg("dequant8(%u, %a)", got, absmax);
 		}
+		ftz = 0;
 		/* ties (midpoints exact in float) go to the lower code */
 		for (i = 0; i < 255; i++) {
 			double mid = ((double)q[i] + q[i + 1]) / 2;
@@ -522,6 +574,8 @@ START_TEST(test_kernel_div_mul_sqrt_are_correctly_rounded)
 	uint64_t s = tu_rng("cr_div");
 	long n;
 
+	fused = _i;
+
 	for (n = 0; n < (tu_quick() ? 200000 : 3000000); n++) {
 		float a = any_float(&s), b = any_float(&s);
 
@@ -644,6 +698,8 @@ START_TEST(test_kernel_div_sqrt_fast_paths_are_exact)
 	uint64_t s = tu_rng("cr_fast");
 	long n, per = tu_quick() ? 10000 : 150000, fast = 0;
 	int pass;
+
+	fused = _i;
 
 	for (pass = 0; pass < 8; pass++) {
 		est_mode = pass / 2;
@@ -935,8 +991,11 @@ int main(void)
 	tcase_add_test(tc, test_quant8_is_the_nearest_code);
 	tcase_add_test(tc, test_quant8_table_bounds_the_scan);
 	tcase_add_test(tc, test_quant8_table_gives_the_searched_code);
-	tcase_add_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded);
-	tcase_add_test(tc, test_kernel_div_sqrt_fast_paths_are_exact);
+	/* 0: the split products; 1: the fma versions */
+	tcase_add_loop_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded,
+			    0, 2);
+	tcase_add_loop_test(tc, test_kernel_div_sqrt_fast_paths_are_exact, 0,
+			    2);
 	tcase_add_test(tc, test_rne_conversions_hand_checked);
 	tcase_add_test(tc, test_kernel_conversions_match_the_reference);
 	tcase_add_test(tc, test_round_bits_are_philox_words);

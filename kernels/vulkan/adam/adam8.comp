@@ -56,7 +56,7 @@ void span(uint s, uint par, bool hp)
 	uint k, first, cnt, blk, c[2], e[2], w[2], mw[2], vw[2];
 	vec4 pv[2], mv[2], vv[2];
 	uint mx = 0u, vx = 0u;
-	float ma = 0.0, va = 0.0, na, nv;
+	float ma = 0.0, va = 0.0, na, nv, mr, vr;
 
 	u8_block(s, k, first, cnt);
 	blk = args.q_blk + k;
@@ -96,11 +96,14 @@ void span(uint s, uint par, bool hp)
 		mabs[blk] = na;
 		vabs[blk] = nv;
 	}
+	/* each block's factor once (prec_qrcp()), then its codes */
+	mr = prec_qrcp(na);
+	vr = prec_qrcp(nv);
 	for (uint h = 0u; h < 2u; h++) {
 		if (c[h] == 0u)
 			continue;
-		mq[w[h]] = u8_word(mv[h], c[h], na, true, mw[h]);
-		vq[w[h]] = u8_word(vv[h], c[h], nv, false, vw[h]);
+		mq[w[h]] = u8_word(mv[h], c[h], mr, na, true, mw[h]);
+		vq[w[h]] = u8_word(vv[h], c[h], vr, nv, false, vw[h]);
 	}
 }
 

@@ -4,7 +4,8 @@
  *
  * This is what the kernels' precision.glsl and precision.cl are tested
  * against, byte for byte: plain IEEE float arithmetic (the build has
- * -ffp-contract=off), so division and comparisons here are exact.
+ * -ffp-contract=off), so products, quotients and comparisons here are
+ * correctly rounded or exact.
  */
 #include <math.h>
 #include <string.h>
@@ -202,7 +203,8 @@ uint8_t gpo__quant8(float x, float absmax, int is_signed)
 
 	if (absmax == 0.0f)
 		return (uint8_t)zero;
-	return (uint8_t)nearest(gpo__qmap[!!is_signed], x / absmax, zero);
+	return (uint8_t)nearest(gpo__qmap[!!is_signed], x * (1.0f / absmax),
+				zero);
 }
 
 float gpo__dequant8(uint8_t q, float absmax, int is_signed)

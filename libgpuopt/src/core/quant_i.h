@@ -25,9 +25,16 @@
 extern const float gpo__qmap[2][256];
 
 /*
- * gpo__quant8 - the code of the map value nearest to x / absmax (the
- * quotient correctly rounded); ties go to the lower code. absmax 0, or a
- * NaN quotient, gives the code of 0.0; beyond the ends, the end codes.
+ * gpo__quant8 - the code of the map value nearest to v = x * (1 / absmax),
+ * the reciprocal and the product each correctly rounded (IEEE, subnormals
+ * kept: an absmax below 2^-128 has an infinite reciprocal, and its block's
+ * nonzero values the end codes); ties go to the lower code. absmax 0, or
+ * a NaN v, gives the code of 0.0; beyond the ends, the end codes.
+ *
+ * The reciprocal, not the quotient, as bitsandbytes' blockwise kernels
+ * do: a kernel divides once a block, not once an element, and multiplies
+ * (one instruction) where a correctly rounded division costs dozens on a
+ * device without one (kernels/vulkan/precision.glsl's cr_div).
  */
 uint8_t gpo__quant8(float x, float absmax, int is_signed);
 

@@ -49,9 +49,10 @@
  * wait), nograph (optimizer steps launched one by one into the batch,
  * never recorded and replayed: graph.c), maplimit=BYTES (mapped pool
  * blocks beyond BYTES in all are refused as the driver refuses them when
- * the mappable window is full: memory.c's unmapped blocks), spv=DIR
- * (modules from DIR where it has them, for the whole process:
- * pipeline.c).
+ * the mappable window is full: memory.c's unmapped blocks), nofma (the
+ * kernels' division and sqrt by split products where the device's fma
+ * rounds once: fma_fused()), spv=DIR (modules from DIR where it has
+ * them, for the whole process: pipeline.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -237,6 +238,26 @@ static uint32_t pick_queue(const VkQueueFamilyProperties *qf, uint32_t nq)
 			best = i;
 	}
 	return best;
+}
+
+/*
+ * fma_fused - does the driver's fma() round once? SPIR-V's Fma promises
+ * no more than a multiply then an add, so precision.glsl's PREC_FMA
+ * path (its correctly rounded division and sqrt from fused residuals)
+ * runs only where the driver is known to fuse every one: NVIDIA's
+ * (FFMA; every kernel's bytes checked against the cpu backend there,
+ * tests/unit and tests/ops on the lent GPU). Not lavapipe: with it
+ * adam8 and half LAMB came out an ulp off the cpu's now and then (Mesa
+ * 22.3, an EPYC with FMA), so some of its fma()s are a multiply and an
+ * add. Elsewhere, and with GPUOPT_VULKAN_DEBUG=nofma, the split
+ * products.
+ */
+static int fma_fused(const VkPhysicalDeviceProperties *p,
+		     const VkPhysicalDeviceDriverProperties *drv)
+{
+	if (drv)
+		return drv->driverID == VK_DRIVER_ID_NVIDIA_PROPRIETARY;
+	return p->vendorID == 0x10de;
 }
 
 /*
@@ -434,6 +455,7 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 	}
 	vd->phys = phys;
 	vd->props = p2.properties;
+	vd->fma_fused = fma_fused(&p2.properties, has_drv ? &drv : NULL);
 	vd->max_alloc = m3.maxMemoryAllocationSize;
 	vkGetPhysicalDeviceMemoryProperties(phys, &vd->memprops);
 	vd->has_push_desc = has_ext(ext, next,
@@ -627,6 +649,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->spin_us = strtoll(tok + 5, NULL, 0);
 		else if (!strncmp(tok, "maplimit=", 9))
 			dbg->maplimit = strtoull(tok + 9, NULL, 0);
+		else if (!strcmp(tok, "nofma"))
+			dbg->nofma = 1;
 	}
 }
 
@@ -795,6 +819,7 @@ static int vk_open(struct gpo_device *dev)
 	if (dbg.spin_us >= 0)
 		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
 	vd->nograph = dbg.nograph;
+	vd->fma = vd->fma_fused && !dbg.nofma ? VK_TRUE : VK_FALSE;
 	vd->opened = 1;
 
 	/* the dummy is bound for absent buffers: keep it zero */

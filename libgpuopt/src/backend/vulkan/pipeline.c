@@ -11,6 +11,7 @@
  * device, the driver and every embedded module, and the data's header is
  * checked against the device before the driver sees it.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,7 +241,9 @@ void gpo__vk_cache_save(struct gpo_device *dev)
  * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
  * built on its first use. Called under vd->lock. Group ops get the
  * device's grid row width as specialization constant 0 and may be
- * dispatched with a base (launch.c); element ops ignore both.
+ * dispatched with a base (launch.c); element ops ignore both. Constant 1
+ * is precision.glsl's PREC_FMA (device.c's fma_fused()), for every module
+ * (one that does not declare it ignores it).
  */
 static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		    enum gpo_dtype dtype, int ab, VkPipeline *out)
@@ -251,16 +254,26 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	VkShaderModuleCreateInfo smci = {
 		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
 	};
-	const VkSpecializationMapEntry row = {
-		.constantID = 0,
-		.offset = 0,
-		.size = sizeof(vd->group_row),
+	const struct {
+		uint32_t group_row;
+		VkBool32 fma;
+	} data = { vd->group_row, vd->fma };
+	const VkSpecializationMapEntry map[2] = {
+		{
+			.constantID = 0,
+			.offset = offsetof(__typeof__(data), group_row),
+			.size = sizeof(data.group_row),
+		}, {
+			.constantID = 1,
+			.offset = offsetof(__typeof__(data), fma),
+			.size = sizeof(data.fma),
+		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 1,
-		.pMapEntries = &row,
-		.dataSize = sizeof(vd->group_row),
-		.pData = &vd->group_row,
+		.mapEntryCount = 2,
+		.pMapEntries = map,
+		.dataSize = sizeof(data),
+		.pData = &data,
 	};
 	VkComputePipelineCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,

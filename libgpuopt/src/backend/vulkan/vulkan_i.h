@@ -98,6 +98,7 @@ struct vk_debug {
 	int64_t spin_us;
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
+	int nofma;		/* PREC_FMA off where the device has it */
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
@@ -178,6 +179,8 @@ struct vk_dev {
 	uint64_t max_range;		/* bytes one descriptor may span */
 	uint32_t max_groups;		/* element ops' dispatch cap */
 	uint32_t group_row;		/* group ops' groups a grid row */
+	int fma_fused;			/* fma() rounds once (describe) */
+	VkBool32 fma;			/* spec constant 1: PREC_FMA (open) */
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
