@@ -269,7 +269,7 @@ float prec_sqrt_int(float a)
  * 23 integer ops (masks, range checks, exponent arithmetic, the final
  * +-1 and the sign).
  */
-float cr_div(float a, float b)
+float cr_div_f(float a, float b, inout bool ok)
 {
 	uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
 	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, qb;
@@ -277,12 +277,16 @@ float cr_div(float a, float b)
 	precise float y, q0, qp, qh, ql, bh, bl, r, q1, d, h;
 
 	if (xa - 0x19800000u >= 0x65000000u ||
-	    xb - 0x0d800000u >= 0x71000000u)
-		return prec_div_int(a, b);
+	    xb - 0x0d800000u >= 0x71000000u) {
+		ok = false;
+		return 0.0;
+	}
 	y = PREC_RCP(fb);
 	q0 = fa * y;
-	if (floatBitsToUint(q0) - 0x16000000u >= 0x68800000u)
-		return prec_div_int(a, b);
+	if (floatBitsToUint(q0) - 0x16000000u >= 0x68800000u) {
+		ok = false;
+		return 0.0;
+	}
 	if (PREC_FMA) {
 		/* precision.cl's prec_div_fma: R1 from fused products */
 		r = fma(-q0, fb, fa);
@@ -309,6 +313,14 @@ float cr_div(float a, float b)
 			    0x4b800000u);
 	qb = floatBitsToUint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
 	return uintBitsToFloat(qb | ((ua ^ ub) & 0x80000000u));
+}
+
+float cr_div(float a, float b)
+{
+	bool ok = true;
+	float q = cr_div_f(a, b, ok);
+
+	return ok ? q : prec_div_int(a, b);
 }
 
 /*
@@ -341,13 +353,15 @@ float cr_div(float a, float b)
  * Count: 1 rsqrt, 18 float ops (8 mul, 10 add/sub) and 2 compares; 18
  * integer ops (range check, masks, exponent arithmetic, the final +-1).
  */
-float cr_sqrt(float a)
+float cr_sqrt_f(float a, inout bool ok)
 {
 	uint ua = floatBitsToUint(a), sb;
 	precise float r, s0, sp, sh, sh2, sl, sl2, x, s1, d, hu, hl;
 
-	if (ua - 0x19800000u >= 0x65000000u)
-		return prec_sqrt_int(a);
+	if (ua - 0x19800000u >= 0x65000000u) {
+		ok = false;
+		return 0.0;
+	}
 	r = PREC_RSQRT(a);
 	s0 = a * r;
 	if (PREC_FMA) {
@@ -381,6 +395,24 @@ float cr_sqrt(float a)
 	sb += (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
 	return uintBitsToFloat(sb);
 }
+
+float cr_sqrt(float a)
+{
+	bool ok = true;
+	float s = cr_sqrt_f(a, ok);
+
+	return ok ? s : prec_sqrt_int(a);
+}
+
+/*
+ * cr_div_f and cr_sqrt_f are cr_div and cr_sqrt without their integer
+ * paths: an operand (or a quotient's estimate) outside the fast ranges
+ * clears @ok and gives garbage. A kernel that runs many of them unrolled
+ * (adam8: 8 elements an invocation) redoes what was not ok with cr_div
+ * and cr_sqrt in one loop: one copy of the integer paths, not one a
+ * call. Their copies made adam8's code 2.5 times larger and it 1 ms
+ * slower at 256M on an H200 (bench/results/issue12-h200-2026-11-29.txt).
+ */
 
 /* @v >> @shift rounded to nearest, ties to even; 1 <= shift <= 31 */
 uint prec_shift_rne(uint v, uint shift)
@@ -735,28 +767,30 @@ float prec_qrcp(float absmax)
  * which has the code of 0.0 either way. Elsewhere (r may be subnormal,
  * as for absmax 2^127, whose largest x has code 255) prec_mul.
  */
+bool prec_qv_fast(float absmax)
+{
+	return absmax >= uintBitsToFloat(0x0d800000u) &&
+	       absmax < uintBitsToFloat(0x7e800000u);
+}
+
 float prec_qv(float x, float r, float absmax)
 {
 	precise float v;
 
-	if (absmax >= uintBitsToFloat(0x0d800000u) &&
-	    absmax < uintBitsToFloat(0x7e800000u)) {
+	if (prec_qv_fast(absmax)) {
 		v = x * r;
 		return v;
 	}
 	return prec_mul(x, r);
 }
 
-/* quant_i.h's quant8 with the block's factor @r (prec_qrcp(@absmax)) */
-uint quant8_r(float x, float r, float absmax, bool is_signed)
+/* the code of @v, the value quant8_r() finds (prec_qv()) */
+uint quant8_v(float v, bool is_signed)
 {
 	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
 	uint c;
-	float v, lo, hi;
+	float lo, hi;
 
-	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
-		return zero;
-	v = prec_qv(x, r, absmax);
 	/* by the bits: a compiler may assume there are no NaNs */
 	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
 		return zero;
@@ -767,6 +801,14 @@ uint quant8_r(float x, float r, float absmax, bool is_signed)
 		return 255u;
 	c = prec_qfind(v, is_signed, lo, hi);
 	return prec_qnear(v, lo, hi, c);
+}
+
+/* quant_i.h's quant8 with the block's factor @r (prec_qrcp(@absmax)) */
+uint quant8_r(float x, float r, float absmax, bool is_signed)
+{
+	if ((floatBitsToUint(absmax) & 0x7fffffffu) == 0u)
+		return is_signed ? PREC_QZERO_S : PREC_QZERO_U;
+	return quant8_v(prec_qv(x, r, absmax), is_signed);
 }
 
 /* quant_i.h's quant8: the nearest code, ties to the lower */

@@ -76,6 +76,7 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 #ifdef GPO_U8_STATE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #define U8_BUF(b, name) \
 	layout(set = 0, binding = b, std430) buffer name##_q \
 		{ uint name##q[]; }
@@ -132,6 +133,30 @@ float u8_dequant(uint q, float absmax, bool is_signed)
 		return v;
 	}
 	return dequant8(q, absmax, is_signed);
+}
+
+/*
+ * u8_dequant()'s fast path alone, for a block whose absmax passes
+ * u8_fast() (which implies its range)
+ */
+float u8_dequant_f(uint q, float absmax, bool is_signed)
+{
+	precise float v = prec_qmap(is_signed ? 256u : 0u, q) * absmax;
+
+	return v;
+}
+
+/*
+ * A block whose absmax is in [2^-100, 2^126): its codes dequantize and
+ * quantize by the hardware's multiply (u8_dequant_f(), prec_qv()). The
+ * kernels take the fast paths for such blocks, unrolled, and the full
+ * functions for the rest in a loop, so that the integer paths are in
+ * the code once, not once an element (precision.glsl's cr_div_f says
+ * what their copies cost).
+ */
+bool u8_fast(float absmax)
+{
+	return prec_qv_fast(absmax);
 }
 
 /* the spans of this workgroup: group_index(), + args.q_groups, ... */
@@ -219,10 +244,19 @@ void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 uint u8_word(vec4 x, uint c, float r, float absmax, bool is_signed,
 	     uint old)
 {
+	precise vec4 v;
 	uint w = 0u;
 
+	/* the values quant8_r() finds codes of: 0 for a zero absmax */
+	if (u8_fast(absmax)) {
+		v = x * r;
+	} else {
+		[[dont_unroll]] for (uint l = 0u; l < 4u; l++)
+			v[l] = (floatBitsToUint(absmax) & 0x7fffffffu) == 0u ?
+			       0.0 : prec_qv(x[l], r, absmax);
+	}
 	for (uint l = 0u; l < 4u; l++)
-		w |= (l < c ? quant8_r(x[l], r, absmax, is_signed) :
+		w |= (l < c ? quant8_v(v[l], is_signed) :
 			      u8_byte(old, l)) << (8u * l);
 	return w;
 }

@@ -3959,7 +3959,32 @@ static void u8_setup(struct tcase *tc, uint32_t flags)
 		tb_alloc(m, bo + blocks + tail(tc));
 		for (i = 0; i < m->n; i++)
 			put(m, i, (float)pow(10, tu_rand(&tc->rng, -3, 1)));
+		/*
+		 * a block in 6 of scale 0 or 2^-110: dequantized by the
+		 * integer product, states tiny or zero (the kernels' paths
+		 * for what their fast ones cannot do)
+		 */
+		for (i = 0; i < blocks; i++)
+			if (urand(tc, 0, 5) == 0)
+				put(m, bo + i, urand(tc, 0, 1) ?
+					       0.0f : ldexpf(1, -110));
 		c->exact = m->exact = 1;
+	}
+	/*
+	 * zero gradients on zero states here and there (f32 gradients):
+	 * zero moments, whose quotients and roots take the full paths
+	 */
+	for (i = 0; !half_case(tc) && i < n; i++) {
+		if (urand(tc, 0, 40) != 0)
+			continue;
+		put(&tc->b[l->g], i, 0.0f);
+		for (k = 0; k < l->nq; k++) {
+			uint32_t *w = &tc->b[l->q[k]].in[wo + i / 4];
+			uint32_t z = tc->oc->op == OP_ADAM8 && k == 1 ? 0 : 127;
+
+			*w = (*w & ~(0xffu << (8 * (i % 4)))) |
+			     z << (8 * (i % 4));
+		}
 	}
 	/* the slots the 8-bit kernel never touches */
 	for (k = 2; k < (int)gpo__ops[tc->oc->op].nbuf; k++)

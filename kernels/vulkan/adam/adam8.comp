@@ -32,20 +32,30 @@ U8_BUF(3, v);
 
 float decay, l2;
 
-/* one element: the arithmetic of adam.comp in its order; p returned */
+/*
+ * One element: the arithmetic of adam.comp in its order; p returned.
+ * @fast (a constant at each call): the fast paths alone (u8_dequant_f,
+ * cr_div_f, cr_sqrt_f), which clear @ok where they do not hold; else the
+ * full functions. The same operations either way.
+ */
 float elem(float p0, float g0, uint mc, uint vc, float ma, float va,
-	   out float mo, out float vo)
+	   bool fast, inout bool ok, out float mo, out float vo)
 {
-	precise float pi, mi, vi, gi, denom;
+	precise float pi, mi, vi, gi, denom, s;
 
 	pi = p0;
 	gi = g0 * gm + l2 * pi;
-	mi = u8_dequant(mc, ma, true) * args.beta1 + args.one_minus_beta1 * gi;
-	vi = u8_dequant(vc, va, false) * args.beta2 +
+	mi = (fast ? u8_dequant_f(mc, ma, true) : u8_dequant(mc, ma, true)) *
+	     args.beta1 + args.one_minus_beta1 * gi;
+	vi = (fast ? u8_dequant_f(vc, va, false) :
+		     u8_dequant(vc, va, false)) * args.beta2 +
 	     args.one_minus_beta2 * gi * gi;
-	denom = cr_div(cr_sqrt(vi), args.bc2_sqrt) + args.eps;
+	s = fast ? cr_sqrt_f(vi, ok) : cr_sqrt(vi);
+	denom = (fast ? cr_div_f(s, args.bc2_sqrt, ok) :
+			cr_div(s, args.bc2_sqrt)) + args.eps;
 	/* into a precise value first: no a * b + c fused */
-	pi = pi * decay - args.step_size * cr_div(mi, denom);
+	pi = pi * decay - args.step_size * (fast ? cr_div_f(mi, denom, ok) :
+						   cr_div(mi, denom));
 	mo = mi;
 	vo = vi;
 	return pi;
@@ -71,20 +81,36 @@ void span(uint s, uint par, bool hp)
 		w[h] = (args.q_off + e[h]) / 4u;
 		if (c[h] == 0u)
 			continue;
-		vec4 gv;
+		vec4 gv, p0;
+		bool ok = u8_fast(ma) && u8_fast(va);
+
 		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
 		mw[h] = mq[w[h]];
 		vw[h] = vq[w[h]];
+		p0 = pv[h];
 		for (uint l = 0u; l < 4u; l++) {
 			float mo = 0.0, vo = 0.0;
 
 			if (l < c[h])
-				pv[h][l] = elem(pv[h][l], gv[l],
+				pv[h][l] = elem(p0[l], gv[l],
 						u8_byte(mw[h], l),
-						u8_byte(vw[h], l), ma, va, mo,
-						vo);
+						u8_byte(vw[h], l), ma, va,
+						true, ok, mo, vo);
 			mv[h][l] = mo;
 			vv[h][l] = vo;
+		}
+		/* what the fast paths could not do, again in full */
+		if (!ok) {
+			[[dont_unroll]] for (uint l = 0u; l < c[h]; l++) {
+				float mo, vo;
+
+				pv[h][l] = elem(p0[l], gv[l],
+						u8_byte(mw[h], l),
+						u8_byte(vw[h], l), ma, va,
+						false, ok, mo, vo);
+				mv[h][l] = mo;
+				vv[h][l] = vo;
+			}
 		}
 		u8_quad_store(hp, e[h] / 4u, c[h], pv[h]);
 		mx = max(mx, u8_bits_max(mv[h], c[h]));
