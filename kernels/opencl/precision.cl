@@ -256,7 +256,7 @@ static inline float prec_sqrt_int(float a)
  * 23 integer ops (masks, range checks, exponent arithmetic, the final
  * +-1 and the sign).
  */
-static inline float prec_div(float a, float b)
+static inline float prec_div_by(float a, float b, bool fused)
 {
 	uint ua = as_uint(a), ub = as_uint(b);
 	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, qb;
@@ -270,24 +270,35 @@ static inline float prec_div(float a, float b)
 	q0 = fa * y;
 	if (as_uint(q0) - 0x16000000u >= 0x68800000u)
 		return prec_div_int(a, b);
-	qb = (as_uint(q0) + 0x10u) & 0xffffffe0u;
-	qp = as_float(qb);
-	qh = as_float(qb & 0xfffff000u);
-	ql = qp - qh;
-	bh = as_float(xb & 0xfffff000u);
-	bl = fb - bh;
-	r = fa - qh * bh;
-	r = r - ql * bh;
-	r = r - qh * bl;
-	r = r - ql * bl;
-	q1 = qp + r * y;
-	d = q1 - qp;
-	r = r - d * bh;
-	r = r - d * bl;
+	if (fused) {		/* prec_div_fma's steps 2-4 (below) */
+		r = fma(-q0, fb, fa);
+		q1 = fma(r, y, q0);
+		r = fma(-q1, fb, fa);
+	} else {
+		qb = (as_uint(q0) + 0x10u) & 0xffffffe0u;
+		qp = as_float(qb);
+		qh = as_float(qb & 0xfffff000u);
+		ql = qp - qh;
+		bh = as_float(xb & 0xfffff000u);
+		bl = fb - bh;
+		r = fa - qh * bh;
+		r = r - ql * bh;
+		r = r - qh * bl;
+		r = r - ql * bl;
+		q1 = qp + r * y;
+		d = q1 - qp;
+		r = r - d * bh;
+		r = r - d * bl;
+	}
 	/* h = b u1/2: q1's exponent - 24 added to b's, a normal float */
 	h = as_float(xb + (as_uint(q1) & 0x7f800000u) - 0x4b800000u);
 	qb = as_uint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
 	return as_float(qb | ((ua ^ ub) & 0x80000000u));
+}
+
+static inline float prec_div(float a, float b)
+{
+	return prec_div_by(a, b, false);
 }
 
 /*
@@ -320,7 +331,7 @@ static inline float prec_div(float a, float b)
  * Count: 1 rsqrt, 18 float ops (8 mul, 10 add/sub) and 2 compares; 18
  * integer ops (range check, masks, exponent arithmetic, the final +-1).
  */
-static inline float prec_sqrt(float a)
+static inline float prec_sqrt_by(float a, bool fused)
 {
 	uint ua = as_uint(a), sb;
 	float r, s0, sp, sh, sh2, sl, sl2, x, s1, d, hu, hl;
@@ -329,20 +340,26 @@ static inline float prec_sqrt(float a)
 		return prec_sqrt_int(a);
 	r = PREC_RSQRT(a);
 	s0 = a * r;
-	sb = (as_uint(s0) + 4u) & 0xfffffff8u;
-	sp = as_float(sb);
-	sh = as_float(sb & 0xfffff000u);
-	sh2 = as_float((sb & 0xfffff000u) + 0x800000u);
-	sl = sp - sh;
-	sl2 = sl + sl;
-	x = a - sh * sh;
-	x = x - sh * sl2;
-	x = x - sl * sl;
-	s1 = sp + x * as_float(as_uint(r) - 0x800000u);	/* r/2 */
-	d = s1 - sp;
-	x = x - d * sh2;
-	x = x - d * sl2;
-	x = x - d * d;
+	if (fused) {		/* prec_sqrt_fma's steps 2-4 (below) */
+		x = fma(-s0, s0, a);
+		s1 = fma(x, as_float(as_uint(r) - 0x800000u), s0);
+		x = fma(-s1, s1, a);
+	} else {
+		sb = (as_uint(s0) + 4u) & 0xfffffff8u;
+		sp = as_float(sb);
+		sh = as_float(sb & 0xfffff000u);
+		sh2 = as_float((sb & 0xfffff000u) + 0x800000u);
+		sl = sp - sh;
+		sl2 = sl + sl;
+		x = a - sh * sh;
+		x = x - sh * sl2;
+		x = x - sl * sl;
+		s1 = sp + x * as_float(as_uint(r) - 0x800000u); /* r/2 */
+		d = s1 - sp;
+		x = x - d * sh2;
+		x = x - d * sl2;
+		x = x - d * d;
+	}
 	/* s1 u1 and half that: exponents added, normal floats */
 	sb = as_uint(s1);
 	hu = as_float(sb + (sb & 0x7f800000u) - 0x4b000000u);
@@ -352,11 +369,17 @@ static inline float prec_sqrt(float a)
 	return as_float(sb);
 }
 
+static inline float prec_sqrt(float a)
+{
+	return prec_sqrt_by(a, false);
+}
+
 /*
  * prec_div() and prec_sqrt() where fma(x, y, z) is x y + z rounded once
  * (OpenCL's is; the Vulkan kernels use this where the device's is:
- * precision.glsl's PREC_FMA). Same ranges, same last step, fewer
- * operations: the residuals come from fused products, not split ones.
+ * precision.glsl's PREC_FMA): prec_div_by() and prec_sqrt_by() with
+ * @fused. Same ranges, same last step, fewer operations: the residuals
+ * come from fused products, not split ones.
  * Division, a and b positive normal in the ranges above:
  * 1. y = 1/b within 2.5 ulp, q0 = a y: |q0 - a/b| < 2^-21.4 a/b.
  * 2. r0 = fma(-q0, b, a) = (a - q0 b)(1 + d0), |d0| <= 2^-24.
@@ -379,43 +402,12 @@ static inline float prec_sqrt(float a)
  */
 static inline float prec_div_fma(float a, float b)
 {
-	uint ua = as_uint(a), ub = as_uint(b);
-	uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, qb;
-	float fa = as_float(xa), fb = as_float(xb);
-	float y, q0, r, q1, h;
-
-	if (xa - 0x19800000u >= 0x65000000u ||
-	    xb - 0x0d800000u >= 0x71000000u)
-		return prec_div_int(a, b);
-	y = PREC_RCP(fb);
-	q0 = fa * y;
-	if (as_uint(q0) - 0x16000000u >= 0x68800000u)
-		return prec_div_int(a, b);
-	r = fma(-q0, fb, fa);
-	q1 = fma(r, y, q0);
-	r = fma(-q1, fb, fa);
-	h = as_float(xb + (as_uint(q1) & 0x7f800000u) - 0x4b800000u);
-	qb = as_uint(q1) + (r > h ? 1u : 0u) - (-r >= h ? 1u : 0u);
-	return as_float(qb | ((ua ^ ub) & 0x80000000u));
+	return prec_div_by(a, b, true);
 }
 
 static inline float prec_sqrt_fma(float a)
 {
-	uint ua = as_uint(a), sb;
-	float r, s0, x, s1, hu, hl;
-
-	if (ua - 0x19800000u >= 0x65000000u)
-		return prec_sqrt_int(a);
-	r = PREC_RSQRT(a);
-	s0 = a * r;
-	x = fma(-s0, s0, a);
-	s1 = fma(x, as_float(as_uint(r) - 0x800000u), s0);	/* r/2 */
-	x = fma(-s1, s1, a);
-	sb = as_uint(s1);
-	hu = as_float(sb + (sb & 0x7f800000u) - 0x4b000000u);
-	hl = as_float(as_uint(hu) - ((sb & 0x7fffffu) == 0u ? 0x800000u : 0u));
-	sb += (x > hu ? 1u : 0u) - (-x >= hl ? 1u : 0u);
-	return as_float(sb);
+	return prec_sqrt_by(a, true);
 }
 
 #ifdef GPO_CR_DIVSQRT
