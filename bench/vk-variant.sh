@@ -30,7 +30,10 @@ for s in "$@"; do
 	fi
 done
 up=$(echo "$dt" | tr a-z A-Z)
-half=$(sed -n '1,5s|^// dtypes: *||p' "$comp" | grep -qw f16 && echo -DGPO_HALF_VARIANTS)
+half=
+if sed -n '1,5s|^// dtypes: *||p' "$comp" | grep -qw f16; then
+	half=-DGPO_HALF_VARIANTS
+fi
 for ab in "" -DGPO_ARGS_BUF; do
 	glslc --target-env=vulkan1.1 -O -I"$src" -Ikernels -Ikernels/vulkan \
 		-DGPO_DTYPE_"$up" $half $ab \

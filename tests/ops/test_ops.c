@@ -4547,7 +4547,12 @@ static const char *check_buf(const struct tcase *tc, const struct tbuf *b,
 				return "an element outside the op's range changed";
 			continue;
 		}
-		if (got == POISON)
+		/*
+		 * a word of bytes may be the poison itself: a lone code of
+		 * 0xa5 on a partial last word of quantize8's (seed
+		 * 1405095804359918)
+		 */
+		if (got == POISON && !(b->exact && want == (double)POISON))
 			return "an element was not written";
 		if (want == DONTCARE)
 			continue;
