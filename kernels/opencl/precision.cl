@@ -15,7 +15,7 @@
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
  * Also prec_mul(a, b), a correctly rounded product whatever the denormal
  * mode (dequant8 uses it), and quant8_local(), quant8 with the maps and a
- * bucket table in __local memory (prec_qlocal_load(), below).
+ * threshold table in __local memory (prec_qlocal_load(), below).
  *
  * OpenCL's / and sqrt are 2.5 and 3 ulp unless the device reports
  * CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, when the backend builds with
@@ -668,131 +668,193 @@ static inline uint prec_qnear(float v, float lo, float hi, uint c)
 }
 
 /*
- * ---- quant8 with the maps in __local memory: a bucket table ----
+ * ---- quant8 with the maps in __local memory: a threshold table ----
  *
- * quant8 needs c, the last code with map[c] <= v, for v strictly inside
- * (map[0], map[255]) = (0 or -0.993, 1). A binary search is 8 dependent
- * lookups, each a bank conflict for a warp, and it was most of the u8
- * kernels' time. Instead a key of v's bits picks a bucket, and a table
- * of buckets (built per work-group from the maps, so nothing generated
- * is kept) gives a code at most PREC_QSCAN below c; the codes up to
- * PREC_QSCAN + 1 above it are read at once, not one after another, and
- * the right pair is a select. The same c as the search, so the same
- * code, by construction: the table holds lower bounds, and
- * tests/unit/test_precision.c checks every bucket's span against
- * PREC_QSCAN with this file's own code.
+ * The code of v is the number of thresholds at or below it: threshold i
+ * (i < 255) is the least float above the exact midpoint of map[i] and
+ * map[i + 1], where the nearest code turns from i to i + 1 (at the
+ * midpoint itself it is still i: ties go to the lower). A binary search
+ * of them is 8 dependent lookups, each a bank conflict for a warp.
+ * Instead a key of v's bits picks a bucket, whose table byte is the code
+ * c of the bucket's least value; at most PREC_QSCAN = 2 thresholds lie
+ * above it in the bucket, thresholds c and c + 1, read at once and
+ * compared with v. Three __local reads and two comparisons a value,
+ * where the maps' pair and the TwoSum of their distances made five and
+ * a dozen operations.
  *
- * The key: |v| < 1, so its bits are below 1.0's; bits below 2^-22 (the
- * least map magnitudes are above it) count as 2^-22. Then the exponent
- * and the top 6 significand bits, PREC_QTAB_NB = 22 * 64 buckets of each
- * sign, monotonic in |v|. The table's bytes: the signed map's negative
- * buckets (|v| descending, so v ascending), its positive ones, then the
- * unsigned map's positive ones (its v is > 0). Entry b is the last c
- * with map[c] <= the least value in bucket b (0 if there is none, where
- * the bucket reaches below map[0]: v > map[0] still holds), so it is a
- * lower bound of c for every v in the bucket. With 64 buckets a binade
- * c is at most 2 above it (the densest part of the maps, [0.5, 1) with
- * codes 0.0035 apart in the unsigned map, meets buckets 0.0078 wide);
- * 32 would need 3, 128 would need 1 at twice the memory.
- * The table is 3 * 1408 bytes in 1056 words: with the maps 6.2 KB.
+ * The key: |v| < 1 here, so its bits are below 1.0's; bits below 2^-22
+ * count as 2^-22. Then the exponent and the top 6 significand bits,
+ * PREC_QT_NB = 22 * 64 buckets of each sign, ascending in v: the signed
+ * map's negative buckets, its positive ones, then the unsigned map's
+ * positive ones (its v is > 0 here). A bucket's least value is its most
+ * negative one, or 0.0 for the lowest positive bucket, which the values
+ * below 2^-22 share with it; the comparisons are with v itself, so they
+ * count right anywhere in the bucket. With 64 buckets a binade a bucket
+ * holds 2 thresholds at most (the densest, the unsigned map's in
+ * [0.5, 1), are 0.0035 apart, its buckets there 0.0078 wide); 128 would
+ * hold one, but at twice the memory, and the u8 kernels' speed on an
+ * H200 falls with every KB of shared memory a work-group holds (a 24 KB
+ * table ran them at half speed: bench/results/issue12-h200-2026-11-29.txt).
+ * tests/unit/test_precision.c checks every bucket with this file's code.
+ *
+ * __local words: the maps (512), the thresholds (256 a map, the last
+ * +inf), the table (3 * PREC_QT_NB bytes): 8.1 KB, built per work-group
+ * from the __constant maps, so that nothing generated is kept in the
+ * source.
  */
-#define PREC_QTAB_LOW	0x34800000u	/* 2^-22 */
-#define PREC_QTAB_SHIFT	17u		/* 23 - 6 significand bits */
-#define PREC_QTAB_NB	((0x3f800000u - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT)
-#define PREC_QTAB_WORDS	(3u * PREC_QTAB_NB / 4u)
-#define PREC_QSCAN	2u		/* c - table entry, at most */
-#define PREC_QLOCAL	(512u + PREC_QTAB_WORDS) /* maps, then table */
+#define PREC_QT_LOW	0x34800000u	/* 2^-22 */
+#define PREC_QT_SHIFT	17u		/* 23 - 6 significand bits */
+#define PREC_QT_NB	((0x3f800000u - PREC_QT_LOW) >> PREC_QT_SHIFT)
+#define PREC_QT_WORDS	(3u * PREC_QT_NB / 4u)
+#define PREC_QSCAN	2u		/* thresholds in a bucket, at most */
+#define PREC_QT_THR	512u			/* the thresholds in qm */
+#define PREC_QT_TAB	1024u			/* the table */
+#define PREC_QLOCAL	(PREC_QT_TAB + PREC_QT_WORDS)
+
+/*
+ * The bits of the least float above the exact midpoint of @lo < @hi
+ * (adjacent map values: normal or zero, not both zero). s = lo + hi
+ * rounded, e its error (TwoSum, exact), h = s / 2 exactly, so the
+ * midpoint is h + e / 2 with |e / 2| at most half an ulp of h: above h
+ * when e > 0, h itself when e = 0, so the answer is the float after h;
+ * below h when e < 0, but above the float before h, so it is h.
+ */
+static inline uint prec_qthr_bits(float lo, float hi)
+{
+	float s = lo + hi, bb = s - lo, e = (lo - (s - bb)) + (hi - bb);
+	uint u = as_uint(s * 0.5f);
+
+	if (e < 0.0f)
+		return u;
+	return (u >> 31) != 0u ? u - 1u : u + 1u;
+}
+
+/*
+ * Word @i of the thresholds: the unsigned map's, then the signed one's;
+ * from the maps at @qm (as precision.glsl, whose lavapipe build took 20 s
+ * longer with the constant array read at run-time indices)
+ */
+static inline uint prec_qthr(__local const uint *qm, uint i)
+{
+	if ((i & 255u) == 255u)
+		return 0x7f800000u;		/* +inf: never at or below */
+	return prec_qthr_bits(as_float(qm[i]), as_float(qm[i + 1u]));
+}
 
 /* the bucket of @v (finite, |v| < 1; > 0 for the unsigned map) */
 static inline uint prec_qkey(float v, bool is_signed)
 {
 	uint u = as_uint(v) & 0x7fffffffu, m;
 
-	m = ((u > PREC_QTAB_LOW ? u : PREC_QTAB_LOW) - PREC_QTAB_LOW) >>
-	    PREC_QTAB_SHIFT;
+	m = ((u > PREC_QT_LOW ? u : PREC_QT_LOW) - PREC_QT_LOW) >>
+	    PREC_QT_SHIFT;
 	if ((as_uint(v) >> 31) != 0u)
-		return PREC_QTAB_NB - 1u - m;
-	return (is_signed ? PREC_QTAB_NB : 2u * PREC_QTAB_NB) + m;
+		return PREC_QT_NB - 1u - m;
+	return (is_signed ? PREC_QT_NB : 2u * PREC_QT_NB) + m;
 }
 
-/* the bits of the least value with key @b */
-static inline uint prec_qtab_least(uint b)
+/* the bits of the least (@top false) or greatest value of bucket @b */
+static inline uint prec_qt_end(uint b, bool top)
 {
-	uint m;
+	uint m, small, big;
 
-	if (b < PREC_QTAB_NB)	/* the largest magnitude, negated */
-		return 0x80000000u | (PREC_QTAB_LOW - 1u +
-				      ((PREC_QTAB_NB - b) << PREC_QTAB_SHIFT));
-	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
-	return m == 0u ? 0u : PREC_QTAB_LOW + (m << PREC_QTAB_SHIFT);
+	m = b < PREC_QT_NB ? PREC_QT_NB - 1u - b : (b - PREC_QT_NB) %
+						   PREC_QT_NB;
+	small = m != 0u ? PREC_QT_LOW + (m << PREC_QT_SHIFT) : 0u;
+	big = PREC_QT_LOW + ((m + 1u) << PREC_QT_SHIFT) - 1u;
+	if (b < PREC_QT_NB)		/* negative: the largest magnitude first */
+		return 0x80000000u | (top ? small : big);
+	return top ? big : small;
+}
+
+/* the number of thresholds at @t (ascending, t[255] +inf) at or below @x */
+static inline uint prec_qt_count(__local const uint *t, float x)
+{
+	uint c = 0u;
+
+	for (uint step = 128u; step != 0u; step >>= 1)
+		if (as_float(t[c + step - 1u]) <= x)
+			c += step;
+	return c;
 }
 
 /*
- * Table word @w, entries 4w .. 4w + 3 (one map each: PREC_QTAB_NB is a
- * multiple of 4): a search for the first, a scan on for the rest. Never
- * 255: the least values are below 1. From the __constant maps, so that
- * building needs no barrier of its own.
+ * Table words @w0 .. @w1 - 1 (entries 4 w0 .. 4 w1 - 1; a map's entries
+ * start on a word: PREC_QT_NB is a multiple of 4) into @qm + PREC_QT_TAB,
+ * from the thresholds at @qm + PREC_QT_THR: each entry the code of its
+ * bucket's least value. Buckets ascend within a map, so one search finds
+ * the first and a walk the rest: a work-item builds a run of the table
+ * in about a read an entry, not eight.
  */
-static inline uint prec_qtab_word(uint w)
+static inline void prec_qt_build(__local uint *qm, uint w0, uint w1)
 {
-	uint base = w < PREC_QTAB_NB / 2u ? 256u : 0u, c = 0u, word = 0u;
-	float lv = as_float(prec_qtab_least(4u * w));
+	__local const uint *t = qm + PREC_QT_THR;
+	uint c = 0u, base = 512u;
 
-	for (uint step = 128u; step != 0u; step >>= 1)
-		if (prec_qmap(base, c + step) <= lv)
-			c += step;
-	for (uint j = 0u; j < 4u; j++) {
-		lv = as_float(prec_qtab_least(4u * w + j));
-		while (c < 254u && prec_qmap(base, c + 1u) <= lv)
-			c++;
-		word |= c << (8u * j);
+	for (uint w = w0; w < w1; w++) {
+		uint word = 0u;
+
+		for (uint j = 0u; j < 4u; j++) {
+			uint b = 4u * w + j;
+			float lo = as_float(prec_qt_end(b, false));
+
+			if (base != (b < 2u * PREC_QT_NB ? 256u : 0u)) {
+				/* the first of a map: a search */
+				base = b < 2u * PREC_QT_NB ? 256u : 0u;
+				c = prec_qt_count(t + base, lo);
+			}
+			/* then on (t[base + 255] is inf) */
+			while (as_float(t[base + c]) <= lo)
+				c++;
+			word |= c << (8u * j);
+		}
+		qm[PREC_QT_TAB + w] = word;
 	}
-	return word;
 }
 
 /*
  * The nearest code to @v (finite) in the map of @is_signed, from the
- * maps and table at @qm: quant8()'s steps after its division, but the
- * search by the table. The map's ends are constants (folded); then 5
- * __local reads a value, the table's and 4 map entries after it, where
- * the search made 12 (10 of them one after another).
+ * table at @qm: quant8()'s steps after its product, the search and the
+ * choice of the nearer by the table. The map's ends are constants
+ * (folded); then the table's byte, and the two thresholds after it at
+ * once.
  */
 static inline uint prec_qlocal(__local const uint *qm, float v,
 			       bool is_signed)
 {
-	__local const uint *map = qm + (is_signed ? 256u : 0u);
-	uint b, c, n;
-	float m0, m1, m2, m3;
+	__local const uint *t = qm + PREC_QT_THR + (is_signed ? 256u : 0u);
+	uint b, c;
 
 	if (v <= as_float(is_signed ? prec_qmap_bits[256] : prec_qmap_bits[0]))
 		return 0u;
 	if (v >= as_float(prec_qmap_bits[255]))		/* 1.0 in both */
 		return 255u;
 	b = prec_qkey(v, is_signed);
-	c = (qm[512u + (b >> 2)] >> (8u * (b & 3u))) & 0xffu;
-	/* c <= 254, and c + 1 is the last code if c + 2 is past it */
-	m0 = as_float(map[c]);
-	m1 = as_float(map[c + 1u]);
-	m2 = as_float(map[c < 253u ? c + 2u : 255u]);
-	m3 = as_float(map[c < 252u ? c + 3u : 255u]);
-	/* the map ascends: m2 <= v means m1 <= v */
-	n = (m1 <= v ? 1u : 0u) + (m2 <= v ? 1u : 0u);
-	return prec_qnear(v, n == 0u ? m0 : (n == 1u ? m1 : m2),
-			  n == 0u ? m1 : (n == 1u ? m2 : m3), c + n);
+	c = (qm[PREC_QT_TAB + (b >> 2)] >> (8u * (b & 3u))) & 0xffu;
+	return c + (v >= as_float(t[c]) ? 1u : 0u) +
+	       (v >= as_float(t[c < 255u ? c + 1u : 255u]) ? 1u : 0u);
 }
 
 #ifndef GPO_PREC_HOST
 /*
- * The maps and table into @qm[PREC_QLOCAL], by the whole work-group (of
- * @wg work-items): every work-item calls it before any returns, and
- * calls barrier() after it before prec_qlocal() reads the table
+ * The maps, thresholds and table into @qm[PREC_QLOCAL] (barriers
+ * between), by the whole work-group (of @wg work-items): every work-item
+ * calls it before any returns, and calls barrier() after it before
+ * prec_qlocal() reads the table
  */
 static inline void prec_qlocal_load(__local uint *qm, uint wg)
 {
+	uint run = (PREC_QT_WORDS + wg - 1u) / wg;
+	uint w0 = min((uint)get_local_id(0) * run, PREC_QT_WORDS);
+
 	for (uint i = get_local_id(0); i < 512u; i += wg)
 		qm[i] = prec_qmap_bits[i];
-	for (uint w = get_local_id(0); w < PREC_QTAB_WORDS; w += wg)
-		qm[512u + w] = prec_qtab_word(w);
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (uint i = get_local_id(0); i < 512u; i += wg)
+		qm[PREC_QT_THR + i] = prec_qthr(qm, i);
+	barrier(CLK_LOCAL_MEM_FENCE);
+	/* a run of the table each */
+	prec_qt_build(qm, w0, min(w0 + run, PREC_QT_WORDS));
 }
 #endif
 

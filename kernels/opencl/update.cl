@@ -296,9 +296,10 @@ static inline uint u8_quad_cnt(uint k, uint cnt, uint e)
 
 /*
  * quant8() (precision.cl) with the maps in __local memory: the same
- * search, the same result. Not yet prec_qlocal()'s bucket table: in
- * these kernels PoCL's LLVM 15 crashes compiling it (lion8, rmsprop8,
- * adagrad8) or miscompiles it (adam8's codes all 0).
+ * search, the same result. Not yet prec_qlocal()'s threshold table:
+ * PoCL's LLVM 15 miscompiles adam8 with it (some words of codes 0; its
+ * bucket table before crashed the compiler on lion8, rmsprop8 and
+ * adagrad8 too, which pass with this one).
  */
 static inline uint u8_quant(__local const uint *qm, float x, float absmax,
 			    bool is_signed)

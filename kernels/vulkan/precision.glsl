@@ -16,7 +16,7 @@
  * (core/quant_i.h and core/dtype_i.h say what each one means.)
  * Also prec_mul(a, b), a correctly rounded product whatever the denormal
  * mode (dequant8 uses it), and, for shaders that define PREC_QMAP_SHARED
- * first, the maps and quant8's bucket table in shared memory
+ * first, the maps and quant8's threshold table in shared memory
  * (prec_qmap_load(), below).
  *
  * Vulkan's / is only good to 2.5 ulp, its sqrt to what inversesqrt gives,
@@ -630,104 +630,154 @@ uint prec_qnear(float v, float lo, float hi, uint c)
  * A shader that defines PREC_QMAP_SHARED before including this file reads
  * the maps from shared memory instead of the constant array (which a
  * driver may keep per invocation), and quant8 finds its code through a
- * bucket table there: every invocation calls prec_qmap_load() before any
- * can return, then barrier(), then quant8().
+ * threshold table there: every invocation calls prec_qmap_load() before
+ * any can return, then barrier(), then quant8().
  *
  * The table is precision.cl's (its comment there says why and how; the
  * two are kept in step, and tests/unit/test_precision.c checks that one
- * on the host): a key of v's bits (2^-22 and up, 64 buckets a binade,
- * each sign) picks a byte, the last code at or below the bucket's least
- * value, at most PREC_QSCAN = 2 below the code c that a binary search
- * finds; the 4 map entries from it are read at once and the pair around
- * v selected. 5 shared reads where the search made 12, 10 dependent.
- * Shared memory: 2 KB of maps and 4.1 KB of table.
+ * on the host): a code is the number of thresholds (the least floats
+ * above the midpoints of neighbouring map values) at or below v; a key
+ * of v's bits (2^-22 and up, 64 buckets a binade, each sign) picks a
+ * byte, the code of the bucket's least value c, and v is compared with
+ * thresholds c and c + 1 (PREC_QSCAN = 2 at most in a bucket). 3 shared
+ * reads and 2 comparisons, where the bucket table before it made 5 reads
+ * and a TwoSum. Shared memory: 2 KB of maps, 2 KB of thresholds, 4.1 KB
+ * of table; the u8 kernels run at half speed on an H200 with 24 KB more.
  */
-#define PREC_QTAB_LOW	0x34800000u	/* 2^-22 */
-#define PREC_QTAB_SHIFT	17u		/* 23 - 6 significand bits */
-#define PREC_QTAB_NB	((0x3f800000u - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT)
-#define PREC_QTAB_WORDS	(3u * PREC_QTAB_NB / 4u)
-#define PREC_QSCAN	2u		/* c - table entry, at most */
+#define PREC_QT_LOW	0x34800000u	/* 2^-22 */
+#define PREC_QT_SHIFT	17u		/* 23 - 6 significand bits */
+#define PREC_QT_NB	((0x3f800000u - PREC_QT_LOW) >> PREC_QT_SHIFT)
+#define PREC_QT_WORDS	(3u * PREC_QT_NB / 4u)
 
 #ifdef PREC_QMAP_SHARED
 shared uint prec_qmap_s[512];
-shared uint prec_qtab_s[PREC_QTAB_WORDS];
+shared uint prec_qthr_s[512];
+shared uint prec_qtab_s[PREC_QT_WORDS];
 
 float prec_qmap(uint base, uint i)
 {
 	return uintBitsToFloat(prec_qmap_s[base + i]);
 }
 
+/* the least float above the exact midpoint of @lo < @hi (precision.cl) */
+uint prec_qthr_bits(float lo, float hi)
+{
+	precise float s, bb, e, h;
+	uint u;
+
+	s = lo + hi;
+	bb = s - lo;
+	e = (lo - (s - bb)) + (hi - bb);
+	h = s * 0.5;
+	u = floatBitsToUint(h);
+	if (e < 0.0)
+		return u;
+	return (u >> 31) != 0u ? u - 1u : u + 1u;
+}
+
+/*
+ * Word @i of the thresholds: the unsigned map's, then the signed one's;
+ * from the maps in shared memory (lavapipe took 20 s to compile two more
+ * reads of the constant array at run-time indices)
+ */
+uint prec_qthr(uint i)
+{
+	if ((i & 255u) == 255u)
+		return 0x7f800000u;		/* +inf: never at or below */
+	return prec_qthr_bits(uintBitsToFloat(prec_qmap_s[i]),
+			      uintBitsToFloat(prec_qmap_s[i + 1u]));
+}
+
 /* the bucket of @v (finite, |v| < 1; > 0 for the unsigned map) */
 uint prec_qkey(float v, bool is_signed)
 {
-	uint u = floatBitsToUint(v) & 0x7fffffffu;
-	uint m = (max(u, PREC_QTAB_LOW) - PREC_QTAB_LOW) >> PREC_QTAB_SHIFT;
+	uint m = (max(floatBitsToUint(v) & 0x7fffffffu, PREC_QT_LOW) -
+		  PREC_QT_LOW) >> PREC_QT_SHIFT;
 
 	if ((floatBitsToUint(v) >> 31) != 0u)
-		return PREC_QTAB_NB - 1u - m;
-	return (is_signed ? PREC_QTAB_NB : 2u * PREC_QTAB_NB) + m;
+		return PREC_QT_NB - 1u - m;
+	return (is_signed ? PREC_QT_NB : 2u * PREC_QT_NB) + m;
 }
 
-/* the bits of the least value with key @b */
-uint prec_qtab_least(uint b)
+/* the bits of the least value of bucket @b */
+uint prec_qt_least(uint b)
 {
-	uint m;
+	uint m = b < PREC_QT_NB ? PREC_QT_NB - 1u - b :
+				  (b - PREC_QT_NB) % PREC_QT_NB;
 
-	if (b < PREC_QTAB_NB)	/* the largest magnitude, negated */
-		return 0x80000000u | (PREC_QTAB_LOW - 1u +
-				      ((PREC_QTAB_NB - b) << PREC_QTAB_SHIFT));
-	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
-	return m == 0u ? 0u : PREC_QTAB_LOW + (m << PREC_QTAB_SHIFT);
+	if (b < PREC_QT_NB)	/* negative: the largest magnitude */
+		return 0x80000000u |
+		       (PREC_QT_LOW + ((m + 1u) << PREC_QT_SHIFT) - 1u);
+	return m != 0u ? PREC_QT_LOW + (m << PREC_QT_SHIFT) : 0u;
 }
 
-/* table word @w, entries 4w .. 4w + 3: a search, then a scan on */
-uint prec_qtab_word(uint w)
+/* the number of map @base's thresholds at or below @x */
+uint prec_qt_count(uint base, float x)
 {
-	uint base = w < PREC_QTAB_NB / 2u ? 256u : 0u, c = 0u, word = 0u;
-	float lv = uintBitsToFloat(prec_qtab_least(4u * w));
+	uint c = 0u;
 
 	for (uint step = 128u; step != 0u; step >>= 1)
-		if (prec_qmap(base, c + step) <= lv)
+		if (uintBitsToFloat(prec_qthr_s[base + c + step - 1u]) <= x)
 			c += step;
-	for (uint j = 0u; j < 4u; j++) {
-		lv = uintBitsToFloat(prec_qtab_least(4u * w + j));
-		while (c < 254u && prec_qmap(base, c + 1u) <= lv)
-			c++;
-		word |= c << (8u * j);
-	}
-	return word;
+	return c;
 }
 
-/* the maps, a barrier, then the table from them */
+/*
+ * Table words @w0 .. @w1 - 1 (precision.cl's prec_qt_build): one search
+ * for the first entry of a map, a walk on for the rest
+ */
+void prec_qt_build(uint w0, uint w1)
+{
+	uint c = 0u, base = 512u;
+
+	for (uint w = w0; w < w1; w++) {
+		uint word = 0u;
+
+		for (uint j = 0u; j < 4u; j++) {
+			uint b = 4u * w + j;
+			float lo = uintBitsToFloat(prec_qt_least(b));
+
+			if (base != (b < 2u * PREC_QT_NB ? 256u : 0u)) {
+				base = b < 2u * PREC_QT_NB ? 256u : 0u;
+				c = prec_qt_count(base, lo);
+			}
+			/* then on (the map's 255th is inf) */
+			while (uintBitsToFloat(prec_qthr_s[base + c]) <= lo)
+				c++;
+			word |= c << (8u * j);
+		}
+		prec_qtab_s[w] = word;
+	}
+}
+
+/* the maps, the thresholds, a run of the table each: barriers between */
 void prec_qmap_load()
 {
 	uint lid = gl_LocalInvocationID.x;
+	uint run = (PREC_QT_WORDS + gl_WorkGroupSize.x - 1u) /
+		   gl_WorkGroupSize.x;
+	uint w0 = min(lid * run, PREC_QT_WORDS);
 
 	for (uint i = lid; i < 512u; i += gl_WorkGroupSize.x)
 		prec_qmap_s[i] = PREC_QMAP[i];
+	memoryBarrierShared();
 	barrier();
-	for (uint w = lid; w < PREC_QTAB_WORDS; w += gl_WorkGroupSize.x)
-		prec_qtab_s[w] = prec_qtab_word(w);
+	for (uint i = lid; i < 512u; i += gl_WorkGroupSize.x)
+		prec_qthr_s[i] = prec_qthr(i);
+	memoryBarrierShared();
+	barrier();
+	prec_qt_build(w0, min(w0 + run, PREC_QT_WORDS));
 }
 
-/* c, the last code with map[c] <= @v, for map[0] < v < map[255] */
-uint prec_qfind(float v, bool is_signed, out float lo, out float hi)
+/* the code of @v, for map[0] < v < map[255]: by the table */
+uint prec_qcode(float v, bool is_signed)
 {
-	uint base = is_signed ? 256u : 0u;
-	uint b = prec_qkey(v, is_signed), c, n;
-	float m0, m1, m2, m3;
+	uint base = is_signed ? 256u : 0u, b = prec_qkey(v, is_signed), c;
 
 	c = (prec_qtab_s[b >> 2] >> (8u * (b & 3u))) & 0xffu;
-	/* c <= 254, and c + 1 is the last code if c + 2 is past it */
-	m0 = prec_qmap(base, c);
-	m1 = prec_qmap(base, c + 1u);
-	m2 = prec_qmap(base, min(c + 2u, 255u));
-	m3 = prec_qmap(base, min(c + 3u, 255u));
-	/* the map ascends: m2 <= v means m1 <= v */
-	n = (m1 <= v ? 1u : 0u) + (m2 <= v ? 1u : 0u);
-	lo = n == 0u ? m0 : (n == 1u ? m1 : m2);
-	hi = n == 0u ? m1 : (n == 1u ? m2 : m3);
-	return c + n;
+	return c + (v >= uintBitsToFloat(prec_qthr_s[base + c]) ? 1u : 0u) +
+	       (v >= uintBitsToFloat(prec_qthr_s[base + min(c + 1u, 255u)]) ?
+		1u : 0u);
 }
 #else
 float prec_qmap(uint base, uint i)
@@ -735,17 +785,15 @@ float prec_qmap(uint base, uint i)
 	return uintBitsToFloat(PREC_QMAP[base + i]);
 }
 
-/* c, the last code with map[c] <= @v, for map[0] < v < map[255] */
-uint prec_qfind(float v, bool is_signed, out float lo, out float hi)
+/* the code of @v, for map[0] < v < map[255]: a search, the nearer */
+uint prec_qcode(float v, bool is_signed)
 {
 	uint base = is_signed ? 256u : 0u, c = 0u;
 
 	for (uint step = 128u; step != 0u; step >>= 1)
 		if (prec_qmap(base, c + step) <= v)
 			c += step;
-	lo = prec_qmap(base, c);
-	hi = prec_qmap(base, c + 1u);
-	return c;
+	return prec_qnear(v, prec_qmap(base, c), prec_qmap(base, c + 1u), c);
 }
 #endif
 
@@ -788,8 +836,6 @@ float prec_qv(float x, float r, float absmax)
 uint quant8_v(float v, bool is_signed)
 {
 	uint zero = is_signed ? PREC_QZERO_S : PREC_QZERO_U;
-	uint c;
-	float lo, hi;
 
 	/* by the bits: a compiler may assume there are no NaNs */
 	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
@@ -799,8 +845,7 @@ uint quant8_v(float v, bool is_signed)
 		return 0u;
 	if (v >= uintBitsToFloat(PREC_QMAP[255]))	/* 1.0 in both */
 		return 255u;
-	c = prec_qfind(v, is_signed, lo, hi);
-	return prec_qnear(v, lo, hi, c);
+	return prec_qcode(v, is_signed);
 }
 
 /* quant_i.h's quant8 with the block's factor @r (prec_qrcp(@absmax)) */

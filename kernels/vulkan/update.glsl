@@ -84,8 +84,17 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 #define U8_LANES	32u
 #define U8_GROUP_BLOCKS	uint(GPO_U8_GROUP_BLOCKS)
 
-/* [span parity][state][invocation / 4]: no barrier to reuse it */
-shared uvec4 u8_red[2][2][WG_SIZE / 4u];
+/*
+ * [span parity][state][invocation / 4]: no barrier to reuse it. The
+ * one-state kernels hold one state's: every KB of shared memory a
+ * workgroup holds slows these kernels on an H200 (precision.glsl).
+ */
+#ifdef U8_ONE_STATE
+#define U8_STATES	1
+#else
+#define U8_STATES	2
+#endif
+shared uvec4 u8_red[2][U8_STATES][WG_SIZE / 4u];
 
 /*
  * Where subgroups are 32 wide and the workgroup is whole subgroups (the
@@ -211,7 +220,8 @@ uint u8_bits_max(vec4 x, uint c)
  * each invocation's in shared memory, one barrier, then each reads its
  * block's 32. A max is the same in any order: the same bits whatever
  * the grouping. @par alternates between spans, so the next span's
- * stores never meet this one's loads (a barrier lies between).
+ * stores never meet this one's loads (a barrier lies between). The
+ * one-state kernels' @my is 0, whatever @y.
  */
 void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 {
@@ -225,12 +235,16 @@ void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 	}
 
 	u8_red[par][0][lid >> 2][lid & 3u] = x;
+#if U8_STATES == 2
 	u8_red[par][1][lid >> 2][lid & 3u] = y;
+#endif
 	memoryBarrierShared();
 	barrier();
 	for (uint i = 0u; i < 8u; i++) {
 		a = max(a, u8_red[par][0][at + i]);
+#if U8_STATES == 2
 		b = max(b, u8_red[par][1][at + i]);
+#endif
 	}
 	mx = uintBitsToFloat(max(max(a.x, a.y), max(a.z, a.w)));
 	my = uintBitsToFloat(max(max(b.x, b.y), max(b.z, b.w)));

@@ -406,48 +406,33 @@ START_TEST(test_quant8_is_the_nearest_code)
 }
 END_TEST
 
-/* ---- quant8's bucket table (precision.cl, precision.glsl) ------------- */
+/* ---- quant8's threshold table (precision.cl, precision.glsl) ---------- */
 
-/* the maps and the table, as a work-group's prec_qlocal_load() makes them */
+/* the maps, thresholds and table, as a work-group's prec_qlocal_load() */
 static uint qlocal[PREC_QLOCAL];
 
-static void qlocal_build(void)
+static void qlocal_build_runs(uint run)
 {
 	uint i;
 
 	for (i = 0; i < 512; i++)
 		qlocal[i] = prec_qmap_bits[i];
-	for (i = 0; i < PREC_QTAB_WORDS; i++)
-		qlocal[512 + i] = prec_qtab_word(i);
+	for (i = 0; i < 512; i++)
+		qlocal[PREC_QT_THR + i] = prec_qthr(qlocal, i);
+	for (i = 0; i < PREC_QT_WORDS; i += run)
+		prec_qt_build(qlocal, i, i + run < PREC_QT_WORDS ?
+				       i + run : PREC_QT_WORDS);
+}
+
+/* as a work-group of 256 builds it: 5 words a work-item */
+static void qlocal_build(void)
+{
+	qlocal_build_runs((PREC_QT_WORDS + 255) / 256);
 }
 
 static uint qtab(uint b)
 {
-	return (qlocal[512 + b / 4] >> (8 * (b % 4))) & 0xff;
-}
-
-/* the bits of the greatest value with key @b (prec_qtab_least()'s twin) */
-static uint qtab_greatest(uint b)
-{
-	uint m;
-
-	if (b < PREC_QTAB_NB) {
-		m = PREC_QTAB_NB - 1 - b;
-		return 0x80000000u | (m ? PREC_QTAB_LOW +
-				      (m << PREC_QTAB_SHIFT) : 0);
-	}
-	m = (b - PREC_QTAB_NB) % PREC_QTAB_NB;
-	return PREC_QTAB_LOW + ((m + 1) << PREC_QTAB_SHIFT) - 1;
-}
-
-/* c: the last code with q[c] <= v, v inside (q[0], q[255]) */
-static uint last_le(const float *q, float v)
-{
-	uint c = 0;
-
-	while (q[c + 1] <= v)
-		c++;
-	return c;
+	return (qlocal[PREC_QT_TAB + b / 4] >> (8 * (b % 4))) & 0xff;
 }
 
 /* v's place in the float order, -0 and +0 alike */
@@ -456,53 +441,106 @@ static int64_t ord(uint x)
 	return x >> 31 ? -(int64_t)(x & 0x7fffffff) : (int64_t)x;
 }
 
-/*
- * The bound that prec_qlocal() relies on, bucket by bucket: the keys cut
- * (-1, 1) into intervals in order, and in each the table's entry is a
- * lower bound of c (the last code at or below v) that is at most
- * PREC_QSCAN below it at the interval's top.
- */
-START_TEST(test_quant8_table_bounds_the_scan)
+/* the thresholds of map @sg at or below @v, counted one by one */
+static uint thr_le(int sg, float v)
 {
-	uint b, worst = 0;
+	uint i, n = 0;
+
+	for (i = 0; i < 255; i++)
+		n += bitsf(qlocal[PREC_QT_THR + 256 * sg + i]) <= v;
+	return n;
+}
+
+/*
+ * Each threshold is the least float above its pair's exact midpoint
+ * (in double, exactly: the map values are floats), strictly between the
+ * pair; the kernels' way of finding it (TwoSum) has no special cases.
+ */
+START_TEST(test_quant8_thresholds_are_the_midpoints)
+{
+	uint i;
+	int sg;
 
 	qlocal_build();
-	ck_assert_uint_eq(PREC_QTAB_NB % 4, 0);
-	ck_assert_uint_eq(PREC_QTAB_NB, 22 * 64);
-	for (b = 0; b < 3 * PREC_QTAB_NB; b++) {
-		int sg = b < 2 * PREC_QTAB_NB;
+	for (sg = 0; sg < 2; sg++) {
 		const float *q = gpo__qmap[sg];
-		uint lo = prec_qtab_least(b), hi = qtab_greatest(b);
-		uint t = qtab(b);
-		float top = bitsf(hi);
+
+		for (i = 0; i < 255; i++) {
+			double mid = ((double)q[i] + q[i + 1]) / 2;
+			float t = bitsf(qlocal[PREC_QT_THR + 256 * sg + i]);
+
+			ck_assert_msg(t > mid && nextafterf(t, -INFINITY) <= mid,
+				      "map %d: threshold %u %a, midpoint %a",
+				      sg, i, t, mid);
+			ck_assert(q[i] < t && t <= q[i + 1]);
+		}
+		ck_assert_uint_eq(qlocal[PREC_QT_THR + 256 * sg + 255],
+				  0x7f800000u);
+	}
+	/* a midpoint that is a float: the next one up, either sign */
+	ck_assert_uint_eq(prec_qthr_bits(0.25f, 0.75f), fbits(0.5f) + 1);
+	ck_assert_uint_eq(prec_qthr_bits(-0.75f, -0.25f), fbits(-0.5f) - 1);
+	/* one that is not: rounded up, by TwoSum's sign of the error */
+	ck_assert_uint_eq(prec_qthr_bits(1.0f, bitsf(fbits(1.0f) + 1)),
+			  fbits(1.0f) + 1);
+	ck_assert_uint_eq(prec_qthr_bits(bitsf(fbits(1.0f) + 1),
+					 bitsf(fbits(1.0f) + 2)),
+			  fbits(1.0f) + 2);
+}
+END_TEST
+
+/*
+ * What prec_qlocal() relies on, bucket by bucket: the keys cut (-1, 1)
+ * into intervals in order (the lowest positive one reaching down to 0);
+ * each holds PREC_QSCAN thresholds at most above its least value, and
+ * its entry is the code there.
+ */
+START_TEST(test_quant8_table_bounds_the_thresholds)
+{
+	uint b, most = 0;
+
+	qlocal_build();
+	ck_assert_uint_eq(PREC_QT_NB % 4, 0);
+	ck_assert_uint_eq(PREC_QT_NB, 22 * 64);
+	for (b = 0; b < 3 * PREC_QT_NB; b++) {
+		int sg = b < 2 * PREC_QT_NB;
+		uint lo = prec_qt_end(b, false), hi = prec_qt_end(b, true);
+		uint c = thr_le(sg, bitsf(lo)), n = thr_le(sg, bitsf(hi)) - c;
 
 		/* the interval's ends have its key, and follow the last's */
 		ck_assert_uint_eq(prec_qkey(bitsf(lo), sg), b);
 		ck_assert_uint_eq(prec_qkey(bitsf(hi), sg), b);
 		ck_assert(ord(lo) <= ord(hi));
-		if (b % PREC_QTAB_NB)
-			ck_assert_int_eq(ord(lo), ord(qtab_greatest(b - 1)) +
+		if (b != 0 && b != 2 * PREC_QT_NB)
+			ck_assert_int_eq(ord(lo), ord(prec_qt_end(b - 1, true)) +
 						  (lo == 0 ? 0 : 1));
-		/* a lower bound: its value is at or below the least */
-		ck_assert(t <= 254);
-		ck_assert_msg(t == 0 || q[t] <= bitsf(lo),
-			      "bucket %u: code %u above %a", b, t, bitsf(lo));
-		if (top <= q[0])
-			continue;	/* all of it goes to code 0 */
-		ck_assert_msg(last_le(q, top) - t <= PREC_QSCAN,
-			      "bucket %u: %u codes to scan", b,
-			      last_le(q, top) - t);
-		if (last_le(q, top) - t > worst)
-			worst = last_le(q, top) - t;
+		ck_assert_msg(n <= PREC_QSCAN, "bucket %u: %u thresholds", b,
+			      n);
+		ck_assert_uint_eq(qtab(b), c);
+		most = n > most ? n : most;
 	}
 	/* the resolution is no finer than it needs to be */
-	ck_assert_uint_eq(worst, PREC_QSCAN);
+	ck_assert_uint_eq(most, PREC_QSCAN);
+	/* the same table whatever the runs the work-items build */
+	{
+		static const uint runs[] = { 1, 2, 5, 97, PREC_QT_WORDS };
+		static uint want[PREC_QT_WORDS];
+		uint r;
+
+		memcpy(want, qlocal + PREC_QT_TAB, sizeof(want));
+		for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+			qlocal_build_runs(runs[r]);
+			ck_assert_msg(!memcmp(want, qlocal + PREC_QT_TAB,
+					      sizeof(want)),
+				      "runs of %u: another table", runs[r]);
+		}
+	}
 	/* the unsigned table starts where the signed one ends */
-	ck_assert_uint_eq(prec_qkey(0x1p-30f, 0), 2 * PREC_QTAB_NB);
-	ck_assert_uint_eq(prec_qkey(0x1p-30f, 1), PREC_QTAB_NB);
-	ck_assert_uint_eq(prec_qkey(-0x1p-30f, 1), PREC_QTAB_NB - 1);
+	ck_assert_uint_eq(prec_qkey(0x1p-30f, 0), 2 * PREC_QT_NB);
+	ck_assert_uint_eq(prec_qkey(0x1p-30f, 1), PREC_QT_NB);
+	ck_assert_uint_eq(prec_qkey(-0x1p-30f, 1), PREC_QT_NB - 1);
 	ck_assert_uint_eq(prec_qkey(-0x1.fffffep-1f, 1), 0);
-	ck_assert_uint_eq(prec_qkey(0x1.fffffep-1f, 0), 3 * PREC_QTAB_NB - 1);
+	ck_assert_uint_eq(prec_qkey(0x1.fffffep-1f, 0), 3 * PREC_QT_NB - 1);
 }
 END_TEST
 
@@ -521,7 +559,8 @@ static void check_qlocal(float v, int sg)
 
 /*
  * prec_qlocal() against the reference: at and next to every map value,
- * midpoint and bucket end, then floats all over (-1, 1) by a stride
+ * midpoint, threshold and bucket end, then floats all over (-1, 1) by a
+ * stride
  */
 START_TEST(test_quant8_table_gives_the_searched_code)
 {
@@ -535,6 +574,7 @@ START_TEST(test_quant8_table_gives_the_searched_code)
 
 		for (i = 0; i < 256; i++) {
 			float mid = i < 255 ? q[i] + (q[i + 1] - q[i]) / 2 : 1;
+			uint t = qlocal[PREC_QT_THR + 256 * sg + i];
 
 			for (d = 0; d < 5; d++) {
 				int k = (int)d - 2;
@@ -542,12 +582,14 @@ START_TEST(test_quant8_table_gives_the_searched_code)
 				check_qlocal(bitsf(fbits(q[i]) + k), sg);
 				check_qlocal(-bitsf(fbits(q[i]) + k), sg);
 				check_qlocal(bitsf(fbits(mid) + k), sg);
+				if (i < 255)
+					check_qlocal(bitsf(t + k), sg);
 			}
 		}
-		for (b = 0; b < 3 * PREC_QTAB_NB; b++)
+		for (b = 0; b < 3 * PREC_QT_NB; b++)
 			for (d = 0; d < 3; d++) {
-				uint lo = prec_qtab_least(b) + d - 1;
-				uint hi = qtab_greatest(b) + d - 1;
+				uint lo = prec_qt_end(b, false) + d - 1;
+				uint hi = prec_qt_end(b, true) + d - 1;
 
 				check_qlocal(bitsf(lo), sg);
 				check_qlocal(bitsf(hi), sg);
@@ -989,7 +1031,8 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_qmap_has_bitsandbytes_values);
 	tcase_add_test(tc, test_quant8_is_the_nearest_code);
-	tcase_add_test(tc, test_quant8_table_bounds_the_scan);
+	tcase_add_test(tc, test_quant8_thresholds_are_the_midpoints);
+	tcase_add_test(tc, test_quant8_table_bounds_the_thresholds);
 	tcase_add_test(tc, test_quant8_table_gives_the_searched_code);
 	/* 0: the split products; 1: the fma versions */
 	tcase_add_loop_test(tc, test_kernel_div_mul_sqrt_are_correctly_rounded,
