@@ -297,9 +297,11 @@ static inline uint u8_quad_cnt(uint k, uint cnt, uint e)
 /*
  * quant8() (precision.cl) with the maps in __local memory: the same
  * search, the same result. Not yet prec_qlocal()'s threshold table:
- * PoCL's LLVM 15 miscompiles adam8 with it (some words of codes 0; its
- * bucket table before crashed the compiler on lion8, rmsprop8 and
- * adagrad8 too, which pass with this one).
+ * PoCL's LLVM 15 fails adam8 with it (some words of codes 0 with one
+ * form of the table, a crash of the compiler with this one). lion8,
+ * rmsprop8 and adagrad8 pass with it (the bucket table before crashed
+ * the compiler on them too), and keep the search only so that the four
+ * quantize one way.
  */
 static inline uint u8_quant(__local const uint *qm, float x, float absmax,
 			    bool is_signed)
