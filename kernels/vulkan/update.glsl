@@ -85,7 +85,16 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 #define U8_GROUP_BLOCKS	uint(GPO_U8_GROUP_BLOCKS)
 
 /*
- * [span parity][state][invocation / 4]: no barrier to reuse it. The
+ * Specialization constant 2: the device's subgroups are 32 wide, with
+ * subgroupMax in compute (backend/vulkan/device.c's u8_subgroups()).
+ * Modules of SPIR-V 1.3 run with the device's one subgroup size, so the
+ * workgroup is WG_SIZE / 32 whole subgroups.
+ */
+layout(constant_id = 2) const bool GPO_U8_SG = false;
+
+/*
+ * [span parity][state][invocation / 4]: no barrier to reuse it. Where
+ * subgroups do the exchange (u8_sg()) one slot, never used, and the
  * one-state kernels hold one state's: every KB of shared memory a
  * workgroup holds slows these kernels on an H200 (precision.glsl).
  */
@@ -94,7 +103,8 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 #else
 #define U8_STATES	2
 #endif
-shared uvec4 u8_red[2][U8_STATES][WG_SIZE / 4u];
+const uint U8_RED = GPO_U8_SG ? 1u : WG_SIZE / 4u;
+shared uvec4 u8_red[2][U8_STATES][U8_RED];
 
 /*
  * Where subgroups are 32 wide and the workgroup is whole subgroups (the
@@ -108,8 +118,7 @@ shared uvec4 u8_red[2][U8_STATES][WG_SIZE / 4u];
  */
 bool u8_sg()
 {
-	return gl_SubgroupSize == U8_LANES &&
-	       gl_NumSubgroups == WG_SIZE / U8_LANES;
+	return GPO_U8_SG;
 }
 
 /* this invocation's place in the span: block u8_lid() / 32, lane % 32 */

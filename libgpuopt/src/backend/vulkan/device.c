@@ -261,6 +261,30 @@ static int fma_fused(const VkPhysicalDeviceProperties *p,
 }
 
 /*
+ * u8_subgroups - do the 8-bit kernels' blocks map onto subgroups on
+ * @phys (update.glsl's GPO_U8_SG, specialization constant 2)? Subgroups
+ * of 32 with arithmetic in compute: a module of SPIR-V 1.3 runs with
+ * this one size, so each block's 32 lanes are one subgroup and its
+ * absmax a subgroupMax.
+ */
+static VkBool32 u8_subgroups(VkPhysicalDevice phys)
+{
+	VkPhysicalDeviceSubgroupProperties sg = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+	};
+	VkPhysicalDeviceProperties2 p2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &sg,
+	};
+
+	vkGetPhysicalDeviceProperties2(phys, &p2);
+	return sg.subgroupSize == 32 && GPO_WG_SIZE % 32 == 0 &&
+	       (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+	       (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) ?
+	       VK_TRUE : VK_FALSE;
+}
+
+/*
  * describe - what probe and adopt learn of physical device @phys: a new
  * vk_dev in *@out and its @info. @what names it in messages ("vulkan
  * device 2"); @qfam is the queue family to use, UINT32_MAX to choose one.
@@ -456,6 +480,7 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 	vd->phys = phys;
 	vd->props = p2.properties;
 	vd->fma_fused = fma_fused(&p2.properties, has_drv ? &drv : NULL);
+	vd->u8_sg = u8_subgroups(phys);
 	vd->max_alloc = m3.maxMemoryAllocationSize;
 	vkGetPhysicalDeviceMemoryProperties(phys, &vd->memprops);
 	vd->has_push_desc = has_ext(ext, next,

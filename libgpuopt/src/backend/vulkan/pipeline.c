@@ -242,8 +242,9 @@ void gpo__vk_cache_save(struct gpo_device *dev)
  * built on its first use. Called under vd->lock. Group ops get the
  * device's grid row width as specialization constant 0 and may be
  * dispatched with a base (launch.c); element ops ignore both. Constant 1
- * is precision.glsl's PREC_FMA (device.c's fma_fused()), for every module
- * (one that does not declare it ignores it).
+ * is precision.glsl's PREC_FMA (device.c's fma_fused()), 2 update.glsl's
+ * GPO_U8_SG (device.c's u8_subgroups()), for every module (one that does
+ * not declare them ignores them).
  */
 static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		    enum gpo_dtype dtype, int ab, VkPipeline *out)
@@ -257,8 +258,9 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	const struct {
 		uint32_t group_row;
 		VkBool32 fma;
-	} data = { vd->group_row, vd->fma };
-	const VkSpecializationMapEntry map[2] = {
+		VkBool32 u8_sg;
+	} data = { vd->group_row, vd->fma, vd->u8_sg };
+	const VkSpecializationMapEntry map[3] = {
 		{
 			.constantID = 0,
 			.offset = offsetof(__typeof__(data), group_row),
@@ -267,10 +269,14 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 			.constantID = 1,
 			.offset = offsetof(__typeof__(data), fma),
 			.size = sizeof(data.fma),
+		}, {
+			.constantID = 2,
+			.offset = offsetof(__typeof__(data), u8_sg),
+			.size = sizeof(data.u8_sg),
 		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 2,
+		.mapEntryCount = 3,
 		.pMapEntries = map,
 		.dataSize = sizeof(data),
 		.pData = &data,

@@ -181,6 +181,7 @@ struct vk_dev {
 	uint32_t group_row;		/* group ops' groups a grid row */
 	int fma_fused;			/* fma() rounds once (describe) */
 	VkBool32 fma;			/* spec constant 1: PREC_FMA (open) */
+	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
