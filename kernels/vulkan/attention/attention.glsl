@@ -56,13 +56,13 @@ void rows_dot(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn,
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
 	uint hd = args.hd;
 
-	for (uint r = 0u; r < 4u; r++)
+	[[unroll]] for (uint r = 0u; r < 4u; r++)
 		acc[r] = vec4(0.0);
 	for (uint c0 = 0u; c0 < hd; c0 += KS) {
 		uint c = c0 + t % KS;
 
 		/* along c: 16 invocations read 16 consecutive words */
-		for (uint q = 0u; q < 4u; q++) {
+		[[unroll]] for (uint q = 0u; q < 4u; q++) {
 			uint row = t / KS + 16u * q;
 
 			smw((t % KS) * LDS + row, row < xn && c < hd ?
@@ -72,7 +72,7 @@ void rows_dot(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn,
 			    ld(yw, yo + row * hd + c) : 0.0);
 		}
 		group_sync();
-		for (uint p = 0u; p < KS; p++) {
+		[[unroll]] for (uint p = 0u; p < KS; p++) {
 			vec4 av = sm4[(p * LDS + 4u * ty) >> 2];
 			vec4 bv = sm4[(KS * LDS + p * LDS + 4u * tx) >> 2];
 
@@ -105,7 +105,7 @@ void block_mul(uint bw, uint bo, uint bn, inout vec4 o[4], inout vec4 o2[4])
 			smw((t / 16u) * LDH + c, row < bn && c < hd ?
 			    ld(bw, bo + row * hd + c) : 0.0);
 		group_sync();
-		for (uint p = 0u; p < KS; p++) {
+		[[unroll]] for (uint p = 0u; p < KS; p++) {
 			vec4 av = sm4[(PS + (j0 + p) * LDS + 4u * ty) >> 2];
 			vec4 b0 = sm4[(p * LDH + 4u * tx) >> 2];
 

@@ -8,6 +8,7 @@
  * dk (+)= scale ds^T q (attention.glsl).
  */
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/attention.h"
 #include "group.glsl"
@@ -40,7 +41,7 @@ void main()
 		return;
 	j0 = kb * AB;
 	mat = z * n * hd;
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		gk[r] = vec4(0.0);
 		gk2[r] = vec4(0.0);
 		gv[r] = vec4(0.0);
@@ -57,10 +58,10 @@ void main()
 			 args.off_q + mat + i0 * hd, n - i0, s);
 		rows_dot(ATT_V, args.off_v + mat + j0 * hd, n - j0, ATT_DY,
 			 args.off_dy + mat + i0 * hd, n - i0, dp);
-		for (uint r = 0u; r < 4u; r++) {
+		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			uint j = j0 + 4u * ty + r;
 
-			for (uint c = 0u; c < 4u; c++) {
+			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				uint i = i0 + 4u * tx + c;
 				float p = j > i || i >= n ? 0.0 :
 					exp_acc(args.scale * s[r][c] -
@@ -74,20 +75,20 @@ void main()
 		}
 		group_sync();
 		block_mul(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, gv, gv2);
-		for (uint r = 0u; r < 4u; r++)
-			for (uint c = 0u; c < 4u; c++)
+		[[unroll]] for (uint r = 0u; r < 4u; r++)
+			[[unroll]] for (uint c = 0u; c < 4u; c++)
 				smw(PS + (4u * tx + c) * LDS + 4u * ty + r,
 				    dp[r][c]);
 		group_sync();
 		block_mul(ATT_Q, args.off_q + mat + i0 * hd, n - i0, gk, gk2);
 	}
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		uint j = j0 + 4u * ty + r;
 
 		if (j >= n)
 			break;
 		/* dk first: with k and v one tensor, dv adds to it */
-		for (uint c = 0u; c < 4u; c++) {
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
 			uint col = 4u * tx + c, xo = args.off_dk + mat + j * hd;
 
 			if (col < hd)
@@ -96,7 +97,7 @@ void main()
 				STORE(dk, xo + col + 64u,
 				      args.scale * gk2[r][c]);
 		}
-		for (uint c = 0u; c < 4u; c++) {
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
 			uint col = 4u * tx + c, xo = args.off_dv + mat + j * hd;
 			float a0 = gv[r][c], a1 = gv2[r][c];
 

@@ -7,6 +7,7 @@
  * q, k and l, ds = p (dy v^T - d), dq (+)= scale ds k (attention.glsl).
  */
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/attention.h"
 #include "group.glsl"
@@ -39,7 +40,7 @@ void main()
 	i0 = qb * AB;
 	mat = z * n * hd;
 	ROWS_LD(i0, z);
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		o[r] = vec4(0.0);
 		o2[r] = vec4(0.0);
 	}
@@ -52,10 +53,10 @@ void main()
 		rows_dot(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, ATT_V,
 			 args.off_v + mat + j0 * hd, n - j0, dp);
 		/* ds = p (dp - d), into the block key-major */
-		for (uint r = 0u; r < 4u; r++) {
+		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			uint i = i0 + 4u * ty + r;
 
-			for (uint c = 0u; c < 4u; c++) {
+			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				uint j = j0 + 4u * tx + c;
 				float p = j > i || j >= n ? 0.0 :
 					exp_acc(args.scale * s[r][c] -
@@ -69,12 +70,12 @@ void main()
 		group_sync();
 		block_mul(ATT_K, args.off_k + mat + j0 * hd, n - j0, o, o2);
 	}
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		uint i = i0 + 4u * ty + r;
 
 		if (i >= n)
 			break;
-		for (uint c = 0u; c < 4u; c++) {
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
 			uint col = 4u * tx + c, xo = args.off_dq + mat + i * hd;
 
 			if (col < hd)

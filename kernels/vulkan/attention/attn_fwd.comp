@@ -8,6 +8,7 @@
  * softmax (attention.glsl).
  */
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/attention.h"
 #include "group.glsl"
@@ -37,7 +38,7 @@ void main()
 		return;
 	i0 = qb * AB;
 	mat = z * n * hd;
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		m[r] = -f_inf();
 		sl[r] = 0.0;
 		o[r] = vec4(0.0);
@@ -51,11 +52,11 @@ void main()
 		rows_dot(ATT_Q, args.off_q + mat + i0 * hd, n - i0, ATT_K,
 			 args.off_k + mat + j0 * hd, n - j0, s);
 		/* scaled, masked; each invocation's part of the row maxima */
-		for (uint r = 0u; r < 4u; r++) {
+		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			uint i = i0 + 4u * ty + r;
 			float mx = -f_inf();
 
-			for (uint c = 0u; c < 4u; c++) {
+			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				uint j = j0 + 4u * tx + c;
 
 				s[r][c] = j > i || j >= n ? -f_inf() :
@@ -68,17 +69,17 @@ void main()
 		if (t < AB) {
 			float mx = smr(t * 16u);
 
-			for (uint x = 1u; x < 16u; x++)
+			[[unroll]] for (uint x = 1u; x < 16u; x++)
 				mx = max(mx, smr(t * 16u + x));
 			smw(ROW + t, mx);
 		}
 		group_sync();
 		/* p = exp(s - the new max), into the block key-major */
-		for (uint r = 0u; r < 4u; r++) {
+		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			float sum = 0.0;
 
 			mn[r] = max(m[r], smr(ROW + 4u * ty + r));
-			for (uint c = 0u; c < 4u; c++) {
+			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				float p = exp_acc(s[r][c] - mn[r]);
 
 				sum += p;
@@ -90,12 +91,12 @@ void main()
 		if (t < AB) {
 			float sum = 0.0;
 
-			for (uint x = 0u; x < 16u; x++)
+			[[unroll]] for (uint x = 0u; x < 16u; x++)
 				sum += smr(t * 16u + x);
 			smw(ROW + t, sum);
 		}
 		group_sync();
-		for (uint r = 0u; r < 4u; r++) {
+		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			float al = exp_acc(m[r] - mn[r]);
 
 			sl[r] = sl[r] * al + smr(ROW + 4u * ty + r);
@@ -105,12 +106,12 @@ void main()
 		}
 		block_mul(ATT_V, args.off_v + mat + j0 * hd, n - j0, o, o2);
 	}
-	for (uint r = 0u; r < 4u; r++) {
+	[[unroll]] for (uint r = 0u; r < 4u; r++) {
 		uint i = i0 + 4u * ty + r;
 
 		if (i >= n)
 			break;
-		for (uint c = 0u; c < 4u; c++) {
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
 			uint col = 4u * tx + c, yo = args.off_y + mat + i * hd;
 
 			if (col < hd)

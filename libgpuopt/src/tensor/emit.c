@@ -349,14 +349,12 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 }
 
 /*
- * the fewest matmul_big tiles a product needs to be given to it, and to
- * be given to it over a sum shorter than MM_BIG_MIN_K (but no shorter
- * than MM_BIG_SHORT_K)
+ * the fewest matmul_big tiles a product needs to be given to it, the
+ * shortest sum, and the fewest tiles of a slice of a split sum
  */
-#define MM_BIG_TILES	256
-#define MM_BIG_MANY	1024
-#define MM_BIG_MIN_K	512
-#define MM_BIG_SHORT_K	256
+#define MM_BIG_TILES	128
+#define MM_BIG_MIN_K	128
+#define MM_BIG_SPLIT_TILES	16
 
 /* the tiles of side @ts an m x n product has (@batch of them) */
 static uint64_t mm_tiles(uint32_t m, uint32_t n, uint32_t batch, uint32_t ts)
@@ -380,22 +378,20 @@ static int mm_big_fits(uint32_t m, uint32_t n)
  * mm_big - whether an m x n product (@batch of them) summing @k terms goes
  * to matmul_big. Its tiles do 4 times the work of matmul's for half the
  * loads a product, but they are 4 times fewer: only where there are
- * enough of them to fill a large GPU and little is lost to ragged edges.
- * A short sum is mostly the loads before the first multiply and the
- * stores after the last: on an H100, 16384 x 384 over 384 terms ran as
- * fast on either (384 tiles of matmul_big), 16384 x 1152 over 384 terms
- * 10% faster on matmul_big, and 16384 x 384 from 1152 terms on 10 to 20%
- * faster (bench/results/gemmgpt-h100-sweep.txt); attention's scores,
- * 256 x 256 over 64 terms in 384 products, 15% slower.
+ * enough of them to keep a large GPU busy, little is lost to ragged
+ * edges, and the sum is not so short that the loads before the first
+ * multiply are most of it. On an H200 (2026-11-29, the GPT's products,
+ * bench/results/issue11-h200-2026-11-29.txt) matmul_big was as fast or
+ * faster from 256 tiles over 256 terms on: 16384 x 384 over 384 terms
+ * 21.4 TFLOP/s against matmul's 20.3 on Vulkan, 26.7 against 23.7 on
+ * OpenCL; 16384 x 256 over 384, 25.5 against 20.1. Attention's scores
+ * (64 terms) stay on matmul.
  */
 static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 		  uint32_t k, uint32_t batch)
 {
-	uint64_t tiles = mm_tiles(m, n, batch, GPO_MM_TILE_BIG);
-
-	return tiles >= MM_BIG_TILES && mm_big_fits(m, n) &&
-	       (k >= MM_BIG_MIN_K ||
-		(k >= MM_BIG_SHORT_K && tiles >= MM_BIG_MANY));
+	return mm_tiles(m, n, batch, GPO_MM_TILE_BIG) >= MM_BIG_TILES &&
+	       mm_big_fits(m, n) && k >= MM_BIG_MIN_K;
 }
 
 /*
@@ -535,13 +531,16 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
  * compute unit, slices of SPLIT_MIN_K terms or more, and a temporary no
  * larger than half the operands (the arena keeps every temporary of a
  * graph: a GPT's weight gradients in 32 slices took a gigabyte more than
- * in 5). On matmul_big where its tiles fit the product
- * and, split as finely, are 4 a compute unit: on an H100 the weight
- * gradients of a GPT (1536 x 384 over 16384 rows) ran 1.3 times faster
- * so, in 16 slices, than in the 4 slices of matmul that 4 groups a
- * compute unit gave, and 384 x 1152 1.4 times faster in 16 slices of
- * matmul than in 5 and a shorter last one, a launch of its own
- * (bench/results/gemmgpt-h100-sweep.txt).
+ * in 5). On matmul_big where its tiles fit the product, a slice has
+ * MM_BIG_SPLIT_TILES of them or more, and the slices' are one a compute
+ * unit or more: on an H100 the weight gradients of a GPT (1536 x 384
+ * over 16384 rows) ran 1.3 times faster so, in 16 slices, than in the 4
+ * slices of matmul that 4 groups a compute unit gave, and 384 x 1152 1.4
+ * times faster in 16 slices of matmul than in 5 and a shorter last one,
+ * a launch of its own (bench/results/gemmgpt-h100-sweep.txt). On an
+ * H200 with matmul_big's 8-deep vec4 steps (2026-11-29), 384 x 1152 in
+ * 16 slices of matmul_big (27 tiles each) took 27.7 TFLOP/s against
+ * matmul's 19.7; 384 x 384 (9 tiles a slice) 16.4 against 18.8.
  */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -565,7 +564,9 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		most = (uint32_t)(half / ((uint64_t)m * n));
 	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
 	s = mm_slices(big_tiles, want, most);
-	if (mm_big_fits(m, n) && big_tiles * s >= want / 2)
+	/* one slice's tiles a compute unit (want is 8 a compute unit) */
+	if (mm_big_fits(m, n) && big_tiles >= MM_BIG_SPLIT_TILES &&
+	    big_tiles * s >= want / 8)
 		big = 1;
 	else
 		s = mm_slices(tiles, want, most);

@@ -8,7 +8,10 @@
  * with the tensor engine's ops; attention runs all heads of all
  * sequences as one batch of matrices: the [B*T, 3D] projection is viewed
  * as [B*T, 3, H, hd] and permuted to [3, H, B*T, hd], whose three slices
- * are q, k and v as [H*B, T, hd] without another copy.
+ * are q, k and v as [H*B, T, hd] without another copy. Without dropout
+ * (evaluation, sampling, dropout=0) they go to gpo_causal_attention's
+ * fused kernels, which never store the T x T weights; dropout of the
+ * weights needs them, and composes matmul, causal_softmax and dropout.
  *
  * Sampling keeps a graph of one sequence with the model: each byte is a
  * forward run on the last ctx bytes and one row of logits read back.
@@ -273,11 +276,17 @@ static struct gpo_tensor *attention(struct gpo_model *m, struct gpo_graph *g,
 	q = reshape(g, gpo_slice(g, qkv, 0, 1), 3, h * b, s, hd, 0);
 	k = reshape(g, gpo_slice(g, qkv, 1, 1), 3, h * b, s, hd, 0);
 	v = reshape(g, gpo_slice(g, qkv, 2, 1), 3, h * b, s, hd, 0);
-	att = gpo_causal_softmax(g, gpo_matmul(g, q, k, GPO_MATMUL_TB),
-				 1.0 / sqrt((double)hd));
-	att = gpo_dropout(g, att, p, m->seed);
+	if (p == 0) {
+		/* no dropout of the weights: the fused kernels */
+		y = gpo_causal_attention(g, q, k, v, 1.0 / sqrt((double)hd));
+	} else {
+		att = gpo_causal_softmax(g, gpo_matmul(g, q, k, GPO_MATMUL_TB),
+					 1.0 / sqrt((double)hd));
+		att = gpo_dropout(g, att, p, m->seed);
+		y = gpo_matmul(g, att, v, 0);
+	}
 	/* [H*B, S, hd] = [H, n, hd] -> [n, H, hd] = [n, D] */
-	y = reshape(g, gpo_matmul(g, att, v, 0), 3, h, n, hd, 0);
+	y = reshape(g, y, 3, h, n, hd, 0);
 	y = gpo_permute(g, y, from_heads);
 	return reshape(g, y, 2, n, m->dim, 0, 0);
 }
