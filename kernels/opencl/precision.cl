@@ -753,18 +753,16 @@ static inline uint prec_qkey(float v, bool is_signed)
 	return (is_signed ? PREC_QT_NB : 2u * PREC_QT_NB) + m;
 }
 
-/* the bits of the least (@top false) or greatest value of bucket @b */
-static inline uint prec_qt_end(uint b, bool top)
+/* the bits of the least value of bucket @b (precision.glsl's twin) */
+static inline uint prec_qt_least(uint b)
 {
-	uint m, small, big;
+	uint m = b < PREC_QT_NB ? PREC_QT_NB - 1u - b :
+				  (b - PREC_QT_NB) % PREC_QT_NB;
 
-	m = b < PREC_QT_NB ? PREC_QT_NB - 1u - b : (b - PREC_QT_NB) %
-						   PREC_QT_NB;
-	small = m != 0u ? PREC_QT_LOW + (m << PREC_QT_SHIFT) : 0u;
-	big = PREC_QT_LOW + ((m + 1u) << PREC_QT_SHIFT) - 1u;
-	if (b < PREC_QT_NB)		/* negative: the largest magnitude first */
-		return 0x80000000u | (top ? small : big);
-	return top ? big : small;
+	if (b < PREC_QT_NB)	/* negative: the largest magnitude */
+		return 0x80000000u |
+		       (PREC_QT_LOW + ((m + 1u) << PREC_QT_SHIFT) - 1u);
+	return m != 0u ? PREC_QT_LOW + (m << PREC_QT_SHIFT) : 0u;
 }
 
 /* the number of thresholds at @t (ascending, t[255] +inf) at or below @x */
@@ -795,12 +793,12 @@ static inline void prec_qt_build(__local uint *qm, uint w0, uint w1)
 		uint word = 0u;
 
 		for (uint j = 0u; j < 4u; j++) {
-			uint b = 4u * w + j;
-			float lo = as_float(prec_qt_end(b, false));
+			uint b = 4u * w + j, map = b < 2u * PREC_QT_NB ? 256u : 0u;
+			float lo = as_float(prec_qt_least(b));
 
-			if (base != (b < 2u * PREC_QT_NB ? 256u : 0u)) {
+			if (base != map) {
 				/* the first of a map: a search */
-				base = b < 2u * PREC_QT_NB ? 256u : 0u;
+				base = map;
 				c = prec_qt_count(t + base, lo);
 			}
 			/* then on (t[base + 255] is inf) */

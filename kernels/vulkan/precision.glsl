@@ -699,7 +699,7 @@ uint prec_qkey(float v, bool is_signed)
 	return (is_signed ? PREC_QT_NB : 2u * PREC_QT_NB) + m;
 }
 
-/* the bits of the least value of bucket @b */
+/* the bits of the least value of bucket @b (precision.cl's twin) */
 uint prec_qt_least(uint b)
 {
 	uint m = b < PREC_QT_NB ? PREC_QT_NB - 1u - b :
@@ -734,11 +734,11 @@ void prec_qt_build(uint w0, uint w1)
 		uint word = 0u;
 
 		for (uint j = 0u; j < 4u; j++) {
-			uint b = 4u * w + j;
+			uint b = 4u * w + j, map = b < 2u * PREC_QT_NB ? 256u : 0u;
 			float lo = uintBitsToFloat(prec_qt_least(b));
 
-			if (base != (b < 2u * PREC_QT_NB ? 256u : 0u)) {
-				base = b < 2u * PREC_QT_NB ? 256u : 0u;
+			if (base != map) {
+				base = map;
 				c = prec_qt_count(base, lo);
 			}
 			/* then on (the map's 255th is inf) */

@@ -89,12 +89,20 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
  * subgroupMax in compute (backend/vulkan/device.c's u8_subgroups()).
  * Modules of SPIR-V 1.3 run with the device's one subgroup size, so the
  * workgroup is WG_SIZE / 32 whole subgroups.
+ *
+ * There (the NVIDIA GPUs) a block's 32 lanes are one subgroup: its
+ * absmax is a subgroupMax, with no shared memory and no barrier, so the
+ * warps of a workgroup stream on their own. Elsewhere (lavapipe's 8 or
+ * 16, AMD's 64) a block is 32 consecutive local invocations and the
+ * absmax goes through shared memory. Which invocation does which element
+ * changes nothing in the results: each is computed alone, and a max is
+ * the same in any order.
  */
 layout(constant_id = 2) const bool GPO_U8_SG = false;
 
 /*
  * [span parity][state][invocation / 4]: no barrier to reuse it. Where
- * subgroups do the exchange (u8_sg()) one slot, never used, and the
+ * subgroups do the exchange (GPO_U8_SG) one slot, never used, and the
  * one-state kernels hold one state's: every KB of shared memory a
  * workgroup holds slows these kernels on an H200 (precision.glsl).
  */
@@ -106,25 +114,10 @@ layout(constant_id = 2) const bool GPO_U8_SG = false;
 const uint U8_RED = GPO_U8_SG ? 1u : WG_SIZE / 4u;
 shared uvec4 u8_red[2][U8_STATES][U8_RED];
 
-/*
- * Where subgroups are 32 wide and the workgroup is whole subgroups (the
- * NVIDIA GPUs), a block's 32 lanes are one subgroup: its absmax is a
- * subgroupMax, with no shared memory and no barrier, so the warps of a
- * workgroup stream on their own. Elsewhere (lavapipe's 8 or 16, AMD's
- * 64) a block is 32 consecutive local invocations and the absmax goes
- * through shared memory. Which invocation does which element changes
- * nothing in the results: each is computed alone, and a max is the same
- * in any order.
- */
-bool u8_sg()
-{
-	return GPO_U8_SG;
-}
-
 /* this invocation's place in the span: block u8_lid() / 32, lane % 32 */
 uint u8_lid()
 {
-	if (u8_sg())
+	if (GPO_U8_SG)
 		return gl_SubgroupID * U8_LANES + gl_SubgroupInvocationID;
 	return gl_LocalInvocationID.x;
 }
@@ -155,26 +148,13 @@ float u8_dequant(uint q, float absmax, bool is_signed)
 
 /*
  * u8_dequant()'s fast path alone, for a block whose absmax passes
- * u8_fast() (which implies its range)
+ * prec_qv_fast() (which implies its range)
  */
 float u8_dequant_f(uint q, float absmax, bool is_signed)
 {
 	precise float v = prec_qmap(is_signed ? 256u : 0u, q) * absmax;
 
 	return v;
-}
-
-/*
- * A block whose absmax is in [2^-100, 2^126): its codes dequantize and
- * quantize by the hardware's multiply (u8_dequant_f(), prec_qv()). The
- * kernels take the fast paths for such blocks, unrolled, and the full
- * functions for the rest in a loop, so that the integer paths are in
- * the code once, not once an element (precision.glsl's cr_div_f says
- * what their copies cost).
- */
-bool u8_fast(float absmax)
-{
-	return prec_qv_fast(absmax);
 }
 
 /* the spans of this workgroup: group_index(), + args.q_groups, ... */
@@ -237,7 +217,7 @@ void u8_absmax(uint par, uint x, uint y, out float mx, out float my)
 	uint lid = u8_lid(), at = (lid / U8_LANES) * 8u;
 	uvec4 a = uvec4(0u), b = uvec4(0u);
 
-	if (u8_sg()) {
+	if (GPO_U8_SG) {
 		mx = uintBitsToFloat(subgroupMax(x));
 		my = uintBitsToFloat(subgroupMax(y));
 		return;
@@ -270,8 +250,16 @@ uint u8_word(vec4 x, uint c, float r, float absmax, bool is_signed,
 	precise vec4 v;
 	uint w = 0u;
 
-	/* the values quant8_r() finds codes of: 0 for a zero absmax */
-	if (u8_fast(absmax)) {
+	/*
+	 * The values quant8_r() finds codes of: 0 for a zero absmax. A
+	 * block whose absmax is in [2^-100, 2^126) (prec_qv_fast()) has its
+	 * codes dequantized and quantized by the hardware's multiply
+	 * (u8_dequant_f(), prec_qv()). The kernels take the fast paths for
+	 * such blocks, unrolled, and the full functions for the rest in a
+	 * loop, so that the integer paths are in the code once, not once an
+	 * element (precision.glsl's cr_div_f says what their copies cost).
+	 */
+	if (prec_qv_fast(absmax)) {
 		v = x * r;
 	} else {
 		[[dont_unroll]] for (uint l = 0u; l < 4u; l++)

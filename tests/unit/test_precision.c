@@ -441,6 +441,22 @@ static int64_t ord(uint x)
 	return x >> 31 ? -(int64_t)(x & 0x7fffffff) : (int64_t)x;
 }
 
+/*
+ * The bits of the greatest value of bucket @b, from the key's definition
+ * (prec_qkey): a magnitude's bucket is (|v| - LOW) >> SHIFT, the lowest
+ * one reaching down to 0; the negative ones in reverse.
+ */
+static uint qt_greatest(uint b)
+{
+	uint m = b < PREC_QT_NB ? PREC_QT_NB - 1 - b : (b - PREC_QT_NB) %
+						       PREC_QT_NB;
+
+	if (b < PREC_QT_NB)
+		return 0x80000000u | (m ? PREC_QT_LOW + (m << PREC_QT_SHIFT) :
+				      0);
+	return PREC_QT_LOW + ((m + 1) << PREC_QT_SHIFT) - 1;
+}
+
 /* the thresholds of map @sg at or below @v, counted one by one */
 static uint thr_le(int sg, float v)
 {
@@ -504,7 +520,7 @@ START_TEST(test_quant8_table_bounds_the_thresholds)
 	ck_assert_uint_eq(PREC_QT_NB, 22 * 64);
 	for (b = 0; b < 3 * PREC_QT_NB; b++) {
 		int sg = b < 2 * PREC_QT_NB;
-		uint lo = prec_qt_end(b, false), hi = prec_qt_end(b, true);
+		uint lo = prec_qt_least(b), hi = qt_greatest(b);
 		uint c = thr_le(sg, bitsf(lo)), n = thr_le(sg, bitsf(hi)) - c;
 
 		/* the interval's ends have its key, and follow the last's */
@@ -512,7 +528,7 @@ START_TEST(test_quant8_table_bounds_the_thresholds)
 		ck_assert_uint_eq(prec_qkey(bitsf(hi), sg), b);
 		ck_assert(ord(lo) <= ord(hi));
 		if (b != 0 && b != 2 * PREC_QT_NB)
-			ck_assert_int_eq(ord(lo), ord(prec_qt_end(b - 1, true)) +
+			ck_assert_int_eq(ord(lo), ord(qt_greatest(b - 1)) +
 						  (lo == 0 ? 0 : 1));
 		ck_assert_msg(n <= PREC_QSCAN, "bucket %u: %u thresholds", b,
 			      n);
@@ -588,8 +604,8 @@ START_TEST(test_quant8_table_gives_the_searched_code)
 		}
 		for (b = 0; b < 3 * PREC_QT_NB; b++)
 			for (d = 0; d < 3; d++) {
-				uint lo = prec_qt_end(b, false) + d - 1;
-				uint hi = prec_qt_end(b, true) + d - 1;
+				uint lo = prec_qt_least(b) + d - 1;
+				uint hi = qt_greatest(b) + d - 1;
 
 				check_qlocal(bitsf(lo), sg);
 				check_qlocal(bitsf(hi), sg);

@@ -82,7 +82,7 @@ void span(uint s, uint par, bool hp)
 		if (c[h] == 0u)
 			continue;
 		vec4 gv, p0;
-		bool ok = u8_fast(ma) && u8_fast(va);
+		bool ok = prec_qv_fast(ma) && prec_qv_fast(va);
 
 		u8_quad_load(hp, e[h] / 4u, c[h], pv[h], gv);
 		mw[h] = mq[w[h]];
