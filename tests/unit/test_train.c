@@ -1122,6 +1122,43 @@ START_TEST(test_gpt_short_training_learns)
 }
 END_TEST
 
+/*
+ * Heads wider than the fused attention kernels take (GPO_ATTN_MAX_HD,
+ * 128) train through matmul, causal_softmax and matmul instead: a step
+ * and an evaluation on every device, the step's loss the cpu's within
+ * float32 sum order
+ */
+START_TEST(test_gpt_wide_heads_train)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, i;
+	double first = 0;
+
+	for (d = 0; d < ndev; d++) {
+		struct gpo_train_result res, ev;
+		struct gpt_run r;
+
+		/* hd 136 without dropout, the fused kernels' case otherwise */
+		gpt_open(&r, devs[d], "lr=0.001",
+			 "gpt:layers=1,heads=1,dim=136,ctx=8", "seed=3", GPL3,
+			 "batch_size=4 seed=3");
+		for (i = 0; i < 2; i++)
+			ck_assert_msg(!gpo_train_step(r.t, &res), "%s: %s",
+				      tu_device_id(devs[d]), gpo_errmsg());
+		ck_assert_msg(!gpo_train_eval(r.t, &ev), "%s: %s",
+			      tu_device_id(devs[d]), gpo_errmsg());
+		ck_assert(isfinite(res.loss) && res.loss > 4.0);
+		ck_assert(isfinite(ev.loss) && ev.loss > 4.0);
+		if (d == 0)
+			first = res.loss;
+		ck_assert_msg(fabs(res.loss - first) <= 1e-5 * first,
+			      "%s: loss %.9g, %s's %.9g", tu_device_id(devs[d]),
+			      res.loss, tu_device_id(devs[0]), first);
+		gpt_close(&r);
+	}
+}
+END_TEST
+
 /* the first @n bytes of GPL-3 into a new temporary file @path */
 static void gpl3_head(char *path, size_t n)
 {
@@ -1319,6 +1356,7 @@ int main(void)
 	tcase_add_test(tc, test_gpt_params_named_shaped_initialised);
 	tcase_add_test(tc, test_gpt_sampling);
 	tcase_add_test(tc, test_gpt_short_training_learns);
+	tcase_add_test(tc, test_gpt_wide_heads_train);
 	tcase_add_test(tc, test_gpt_windows_device_and_host_same_bytes);
 	tcase_add_test(tc, test_gpt_bad_trainers_refused);
 	tcase_add_test(tc, test_gpt_eval_part_too_short);

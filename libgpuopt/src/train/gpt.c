@@ -11,7 +11,9 @@
  * are q, k and v as [H*B, T, hd] without another copy. Without dropout
  * (evaluation, sampling, dropout=0) they go to gpo_causal_attention's
  * fused kernels, which never store the T x T weights; dropout of the
- * weights needs them, and composes matmul, causal_softmax and dropout.
+ * weights needs them, and heads wider than the kernels take
+ * (GPO_ATTN_MAX_HD) cannot go there: both compose matmul,
+ * causal_softmax (and dropout).
  *
  * Sampling keeps a graph of one sequence with the model: each byte is a
  * forward run on the last ctx bytes and one row of logits read back.
@@ -276,8 +278,8 @@ static struct gpo_tensor *attention(struct gpo_model *m, struct gpo_graph *g,
 	q = reshape(g, gpo_slice(g, qkv, 0, 1), 3, h * b, s, hd, 0);
 	k = reshape(g, gpo_slice(g, qkv, 1, 1), 3, h * b, s, hd, 0);
 	v = reshape(g, gpo_slice(g, qkv, 2, 1), 3, h * b, s, hd, 0);
-	if (p == 0) {
-		/* no dropout of the weights: the fused kernels */
+	if (p == 0 && hd <= GPO_ATTN_MAX_HD) {
+		/* no dropout of the weights, a head they take: fused kernels */
 		y = gpo_causal_attention(g, q, k, v, 1.0 / sqrt((double)hd));
 	} else {
 		att = gpo_causal_softmax(g, gpo_matmul(g, q, k, GPO_MATMUL_TB),
