@@ -734,7 +734,8 @@ void prec_qt_build(uint w0, uint w1)
 		uint word = 0u;
 
 		for (uint j = 0u; j < 4u; j++) {
-			uint b = 4u * w + j, map = b < 2u * PREC_QT_NB ? 256u : 0u;
+			uint b = 4u * w + j;
+			uint map = b < 2u * PREC_QT_NB ? 256u : 0u;
 			float lo = uintBitsToFloat(prec_qt_least(b));
 
 			if (base != map) {

@@ -48,7 +48,8 @@ layout(set = 0, binding = 1, std430) readonly buffer b_r4 { vec4 b4[]; };
 #ifndef BKS
 #define BKS	8u		/* k a step */
 #endif
-#define BNQ	(TB * BKS / 256u)	/* elements of a slice an invocation stages */
+/* the elements of a slice an invocation stages */
+#define BNQ	(TB * BKS / 256u)
 /* a slice row of 128 floats padded to 132: stores along p miss banks */
 #define LDB	(TB + 4u)
 #define BSL	(BKS * LDB)	/* one slice, floats */
