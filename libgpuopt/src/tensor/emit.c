@@ -348,13 +348,9 @@ static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
 	*cols = t->shape[t->ndim - 1];
 }
 
-/*
- * the fewest matmul_big tiles a product needs to be given to it, the
- * shortest sum, and the fewest tiles of a slice of a split sum
- */
-#define MM_BIG_TILES	128
-#define MM_BIG_MIN_K	128
-#define MM_BIG_SPLIT_TILES	16
+/* the fewest tiles of matmul_big a product needs to go there; its least k */
+#define MM_BIG_TILES	256
+#define MM_BIG_MIN_K	256
 
 /* the tiles of side @ts an m x n product has (@batch of them) */
 static uint64_t mm_tiles(uint32_t m, uint32_t n, uint32_t batch, uint32_t ts)
@@ -382,10 +378,13 @@ static int mm_big_fits(uint32_t m, uint32_t n)
  * edges, and the sum is not so short that the loads before the first
  * multiply are most of it. On an H200 (2026-11-29, the GPT's products,
  * bench/results/issue11-h200-2026-11-29.txt) matmul_big was as fast or
- * faster from 256 tiles over 256 terms on: 16384 x 384 over 384 terms
- * 21.4 TFLOP/s against matmul's 20.3 on Vulkan, 26.7 against 23.7 on
- * OpenCL; 16384 x 256 over 384, 25.5 against 20.1. Attention's scores
- * (64 terms) stay on matmul.
+ * faster at the least measured, 256 tiles and 256 terms: 16384 x 384
+ * over 384 terms 21.4 TFLOP/s against matmul's 20.3 on Vulkan, 26.7
+ * against 23.7 on OpenCL; 16384 x 256 over 384, 25.5 against 20.1;
+ * 16384 x 384 over 256, 19.4 against 19.8 on Vulkan, 24.7 against 21.9
+ * on OpenCL. Fewer tiles than twice the compute units leave matmul_big's
+ * groups too few to fill an H200; attention's scores (64 terms) stay on
+ * matmul.
  */
 static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 		  uint32_t k, uint32_t batch)
@@ -531,16 +530,17 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
  * compute unit, slices of SPLIT_MIN_K terms or more, and a temporary no
  * larger than half the operands (the arena keeps every temporary of a
  * graph: a GPT's weight gradients in 32 slices took a gigabyte more than
- * in 5). On matmul_big where its tiles fit the product, a slice has
- * MM_BIG_SPLIT_TILES of them or more, and the slices' are one a compute
- * unit or more: on an H100 the weight gradients of a GPT (1536 x 384
- * over 16384 rows) ran 1.3 times faster so, in 16 slices, than in the 4
- * slices of matmul that 4 groups a compute unit gave, and 384 x 1152 1.4
- * times faster in 16 slices of matmul than in 5 and a shorter last one,
- * a launch of its own (bench/results/gemmgpt-h100-sweep.txt). On an
- * H200 with matmul_big's 8-deep vec4 steps (2026-11-29), 384 x 1152 in
- * 16 slices of matmul_big (27 tiles each) took 27.7 TFLOP/s against
- * matmul's 19.7; 384 x 384 (9 tiles a slice) 16.4 against 18.8.
+ * in 5). On matmul_big where its tiles fit the product and the slices'
+ * are two a compute unit or more: on an H100 the weight gradients of a
+ * GPT (1536 x 384 over 16384 rows) ran 1.3 times faster so, in 16
+ * slices, than in the 4 slices of matmul that 4 groups a compute unit
+ * gave, and 384 x 1152 1.4 times faster in 16 slices of matmul than in 5
+ * and a shorter last one, a launch of its own
+ * (bench/results/gemmgpt-h100-sweep.txt). On an H200 (132 compute
+ * units) with matmul_big's 8-deep vec4 steps (2026-11-29), 384 x 1152
+ * in 16 slices of matmul_big (432 tiles) took 27.7 TFLOP/s against
+ * matmul's 19.7; 384 x 384 (144 tiles) 16.4 against 18.8, 256 x 384 (96)
+ * 20.3 against 17.4 on Vulkan but 20.4 against 22.6 on OpenCL.
  */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -564,9 +564,8 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		most = (uint32_t)(half / ((uint64_t)m * n));
 	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
 	s = mm_slices(big_tiles, want, most);
-	/* one slice's tiles a compute unit (want is 8 a compute unit) */
-	if (mm_big_fits(m, n) && big_tiles >= MM_BIG_SPLIT_TILES &&
-	    big_tiles * s >= want / 8)
+	/* two tiles a compute unit (want is 8 a compute unit) */
+	if (mm_big_fits(m, n) && big_tiles * s >= want / 4)
 		big = 1;
 	else
 		s = mm_slices(tiles, want, most);
