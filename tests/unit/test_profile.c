@@ -113,6 +113,73 @@ START_TEST(test_profile_matches_run_and_counts_launches)
 }
 END_TEST
 
+/*
+ * A bias add's backward copies nothing: the product's gradient is the
+ * sum's, in the same place (emit.c's grad_aliases), and reads the same
+ */
+START_TEST(test_profile_bias_add_backward_copies_nothing)
+{
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int nd = tu_devices(devs, TU_MAX_DEVICES), d;
+	uint64_t seed = tu_seed();
+
+	for (d = 0; d < nd; d++) {
+		const uint64_t xs[2] = { ROWS, IN }, ws[2] = { OUT, IN };
+		const uint64_t bs[1] = { OUT };
+		float xv[ROWS * IN], wv[OUT * IN], bv[OUT];
+		float gh[ROWS * OUT], gy[ROWS * OUT];
+		struct gpo_op_time t[32];
+		struct gpo_optim *opt;
+		struct gpo_graph *g;
+		struct gpo_tensor *x, *h, *y, *loss;
+		int n, i, nz = 0;
+
+		tu_fill(xv, ROWS * IN, &seed, -1, 1);
+		tu_fill(wv, OUT * IN, &seed, -1, 1);
+		tu_fill(bv, OUT, &seed, -1, 1);
+		ck_assert_int_eq(gpo_optim_new(devs[d], GPO_SGD, &opt), 0);
+		ck_assert_int_eq(gpo_optim_add_tensor(opt, "w", 2, ws, 0), 0);
+		ck_assert_int_eq(gpo_optim_add_tensor(opt, "b", 1, bs, 0), 1);
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g), 0);
+		x = gpo_tensor_input(g, "x", GPO_F32, 2, xs);
+		h = gpo_matmul(g, x, gpo_tensor_param(g, opt, "w"),
+			       GPO_MATMUL_TB);
+		y = gpo_add(g, h, gpo_tensor_param(g, opt, "b"));
+		loss = gpo_mean(g, gpo_mean(g, gpo_relu(g, y), 1), 0);
+		ck_assert_int_eq(gpo_graph_backward(g, loss), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "param", "w", wv,
+						 sizeof(wv)), 0);
+		ck_assert_int_eq(gpo_optim_write(opt, "param", "b", bv,
+						 sizeof(bv)), 0);
+		ck_assert_int_eq(gpo_tensor_write(x, xv, sizeof(xv)), 0);
+		tu_poison(gh, ROWS * OUT);
+		ck_assert_int_eq(gpo_tensor_write(gpo_tensor_grad(h), gh,
+						  sizeof(gh)), 0);
+
+		n = gpo_graph_profile(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD,
+				      t, 32);
+		ck_assert_msg(n > 0, "%s: %d %s", tu_device_id(devs[d]), n,
+			      gpo_errmsg());
+		ck_assert_msg(!find(t, n, "unary", GPO_RUN_BACKWARD),
+			      "%s: a copy in backward", tu_device_id(devs[d]));
+		ck_assert_int_eq(gpo_tensor_read(gpo_tensor_grad(h), gh,
+						 sizeof(gh)), 0);
+		ck_assert_int_eq(gpo_tensor_read(gpo_tensor_grad(y), gy,
+						 sizeof(gy)), 0);
+		ck_assert(memcmp(gh, gy, sizeof(gh)) == 0);
+		/* relu's: 0 or 1 / (ROWS OUT), and some of each */
+		for (i = 0; i < ROWS * OUT; i++) {
+			ck_assert(gh[i] == 0.0f || (gh[i] > 0.0f &&
+				  fabsf(gh[i] * ROWS * OUT - 1.0f) < 1e-5f));
+			nz += gh[i] != 0.0f;
+		}
+		ck_assert(nz > 0 && nz < ROWS * OUT);
+		gpo_graph_free(g);
+		gpo_optim_free(opt);
+	}
+}
+END_TEST
+
 START_TEST(test_profile_bad_arguments_are_refused)
 {
 	struct gpo_device *dev;
@@ -156,6 +223,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_profile_matches_run_and_counts_launches);
+	tcase_add_test(tc, test_profile_bias_add_backward_copies_nothing);
 	tcase_add_test(tc, test_profile_bad_arguments_are_refused);
 	suite_add_tcase(s, tc);
 	return tu_run(s);

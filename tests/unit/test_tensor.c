@@ -1493,6 +1493,40 @@ static struct hn *b_reuse(struct tc *c, int arg)
 }
 
 /*
+ * terms of sums that share the sum's gradient (emit.c's grad_aliases)
+ * and ones that must not: @arg 0, a product's one use a bias add whose
+ * one use is a residual add, a chain of aliases; 1, a product used by
+ * the sum and by a multiply (its gradient adds both); 2, the minuend of
+ * a subtraction (an alias) and its subtrahend (-dy, not); 3, a sum of a
+ * tensor with itself; 4, a term broadcast into the sum
+ */
+static struct hn *b_alias(struct tc *c, int arg)
+{
+	uint32_t a[2] = { 9, 13 }, b[2] = { 13, 11 }, r[2] = { 9, 11 };
+	uint32_t v[1] = { 11 }, w[2] = { 1, 11 };
+	struct hn *m = MATMUL(c, P(c, 2, a, -1, 1), P(c, 2, b, -1, 1), 0), *y;
+
+	switch (arg) {
+	case 0:
+		y = BIN(c, B_ADD, m, P(c, 1, v, -1, 1));
+		y = BIN(c, B_ADD, P(c, 2, r, -1, 1),
+			UN(c, U_TANH, BIN(c, B_ADD, y, P(c, 2, r, -1, 1)),
+			   1.0));
+		return lin_loss(c, y);
+	case 1:
+		y = BIN(c, B_ADD, m, P(c, 1, v, -1, 1));
+		return lin_loss(c, BIN(c, B_MUL, y, m));
+	case 2:
+		y = UN(c, U_TANH, P(c, 2, r, -1, 1), 1.0);
+		return lin_loss(c, BIN(c, B_SUB, m, y));
+	case 3:
+		return lin_loss(c, BIN(c, B_ADD, m, m));
+	}
+	y = UN(c, U_TANH, P(c, 2, w, -1, 1), 1.0);
+	return lin_loss(c, BIN(c, B_ADD, y, m));
+}
+
+/*
  * broadcasting both ways: @arg the op; [r, c] with [c], [r, 1] with
  * [r, c], [1, c] with [r, 1], a 3-d with a 1-d
  */
@@ -1830,6 +1864,7 @@ CASE(test_tensor_matmul_grads, b_matmul, 4)
 CASE(test_tensor_matmul_batched_grads, b_matmul3, 4)
 CASE(test_tensor_matmul_input_grads, b_matmul_input, 2)
 CASE(test_tensor_reuse_accumulates, b_reuse, 1)
+CASE(test_tensor_sum_terms_share_grads, b_alias, 5)
 CASE(test_tensor_broadcast_grads, b_bcast, 4)
 CASE(test_tensor_unary_grads, b_unary, U_COUNT)
 CASE(test_tensor_transpose_grads, b_transpose, 3)
@@ -2769,6 +2804,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_tensor_matmul_batched_grads, 0, 4);
 	tcase_add_loop_test(tc, test_tensor_matmul_input_grads, 0, 2);
 	tcase_add_test(tc, test_tensor_reuse_accumulates);
+	tcase_add_loop_test(tc, test_tensor_sum_terms_share_grads, 0, 5);
 	tcase_add_loop_test(tc, test_tensor_broadcast_grads, 0, 4);
 	tcase_add_loop_test(tc, test_tensor_unary_grads, 0, U_COUNT);
 	tcase_add_loop_test(tc, test_tensor_transpose_grads, 0, 3);

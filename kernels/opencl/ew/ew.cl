@@ -20,8 +20,16 @@
 static inline uint view_at(const struct gpo_ew_args *a, const uint *s,
 			   uint off, uint i)
 {
-	uint i3 = i % a->shape[3], i2, i1, i0;
+	uint i3, i2, i1, i0;
 
+	/* leading 1s (emit.c's ew_merge) skip their divisions */
+	if (a->shape[0] == 1 && a->shape[1] == 1) {
+		if (a->shape[2] == 1)
+			return off + i * s[3];
+		i3 = i % a->shape[3];
+		return off + i / a->shape[3] * s[2] + i3 * s[3];
+	}
+	i3 = i % a->shape[3];
 	i /= a->shape[3];
 	i2 = i % a->shape[2];
 	i /= a->shape[2];

@@ -25,9 +25,21 @@ float ew_scale(float r)
  */
 uint ew_offset(uint i, uint s0, uint s1, uint s2, uint s3)
 {
-	uint i3 = i % args.shape[3], q = i / args.shape[3];
-	uint i2 = q % args.shape[2], i1, i0;
+	uint i3, q, i2, i1, i0;
 
+	/*
+	 * The engine merges what it can (emit.c's ew_merge): leading 1s
+	 * skip their divisions, each a dozen instructions or more
+	 */
+	if (args.shape[0] == 1u && args.shape[1] == 1u) {
+		if (args.shape[2] == 1u)
+			return i * s3;
+		i3 = i % args.shape[3];
+		return i / args.shape[3] * s2 + i3 * s3;
+	}
+	i3 = i % args.shape[3];
+	q = i / args.shape[3];
+	i2 = q % args.shape[2];
 	q /= args.shape[2];
 	i1 = q % args.shape[1];
 	i0 = q / args.shape[1];

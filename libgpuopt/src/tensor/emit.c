@@ -183,6 +183,43 @@ static uint64_t prod(const uint32_t *s, int from, int to)
 /* ---- launches of each kernel -------------------------------------------- */
 
 /*
+ * ew_merge - @shape (the output's) and the strides @sa, @sb (either may be
+ * NULL) with every run of dimensions that each view walks as one merged
+ * into one, and dimensions of 1 dropped, right-aligned as before: the
+ * same element at each index i. A contiguous view becomes one dimension,
+ * a broadcast bias two, and the kernels skip the divisions of the
+ * dimensions that are 1 (ew.glsl's ew_offset, ew.cl's view_at).
+ */
+static void ew_merge(uint32_t *shape, uint32_t *sa, uint32_t *sb)
+{
+	uint32_t s[T_DIMS], a[T_DIMS], b[T_DIMS];
+	int d, k = T_DIMS;
+
+	for (d = T_DIMS - 1; d >= 0; d--) {
+		uint32_t ad = sa ? sa[d] : 0, bd = sb ? sb[d] : 0;
+
+		if (shape[d] == 1)
+			continue;
+		if (k < T_DIMS &&
+		    (uint64_t)a[k] * s[k] == ad && (uint64_t)b[k] * s[k] == bd) {
+			s[k] *= shape[d];
+			continue;
+		}
+		k--;
+		s[k] = shape[d];
+		a[k] = ad;
+		b[k] = bd;
+	}
+	for (d = 0; d < T_DIMS; d++) {
+		shape[d] = d < k ? 1 : s[d];
+		if (sa)
+			sa[d] = d < k ? 0 : a[d];
+		if (sb)
+			sb[d] = d < k ? 0 : b[d];
+	}
+}
+
+/*
  * ew - an element-wise launch over the contiguous output @y of shape
  * @shape: x/a at @a with strides @sa (@na elements), b likewise
  */
@@ -210,6 +247,7 @@ static int ew(struct gpo_graph *g, struct llist *l, enum gpo__op_id op,
 		memcpy(e->sa, sa, sizeof(e->sa));
 	if (sb)
 		memcpy(e->sb, sb, sizeof(e->sb));
+	ew_merge(e->shape, sa ? e->sa : NULL, sb ? e->sb : NULL);
 	e->alpha = alpha;
 	gpo__view_bind(a, na, &x->call.buf[i++], &e->off_a);
 	if (b)
@@ -1126,9 +1164,14 @@ static int bwd_binary(struct gpo_graph *g, struct gpo_tensor *t)
 	switch (t->fn) {
 	case GPO_EW_ADD:
 	case GPO_EW_SUB:
-		if (a->wants_grad)
+		/* an alias's gradient is dy already (grad_aliases) */
+		if (a->wants_grad && a->grad_alias == t)
+			acc(a);
+		else if (a->wants_grad)
 			ret = sum_to(g, dy, ys, a, 1.0f);
-		if (!ret && b->wants_grad)
+		if (!ret && b->wants_grad && b->grad_alias == t)
+			acc(b);
+		else if (!ret && b->wants_grad)
 			ret = sum_to(g, dy, ys, b,
 				     t->fn == GPO_EW_SUB ? -1.0f : 1.0f);
 		return ret;
@@ -1502,6 +1545,48 @@ static int backward(struct gpo_graph *g, struct gpo_tensor *t)
 
 /* ---- the two passes ----------------------------------------------------- */
 
+/*
+ * grad_aliases - which tensors take their gradient's storage from the op
+ * that uses them: a tensor whose one use is as a term of an addition of
+ * its own shape (the minuend of a subtraction) has that sum's gradient,
+ * the same values, so it gets the same place and its contribution is no
+ * copy (a bias add's product, a residual branch). It is no parameter,
+ * input or view (their gradients have places of their own), and having
+ * one use, no other contribution ever adds to it.
+ */
+static void grad_aliases(struct gpo_graph *g)
+{
+	int i, s;
+
+	for (i = 0; i < g->nt; i++) {
+		g->t[i]->uses = 0;
+		g->t[i]->grad_alias = NULL;
+	}
+	for (i = 0; i < g->nt; i++)
+		for (s = 0; s < 3; s++)
+			if (g->t[i]->src[s])
+				g->t[i]->src[s]->uses++;
+	for (i = 0; i < g->nt; i++) {
+		struct gpo_tensor *u = g->t[i];
+
+		if (u->op != T_BINARY || !u->grad ||
+		    (u->fn != GPO_EW_ADD && u->fn != GPO_EW_SUB))
+			continue;
+		for (s = 0; s < 2; s++) {
+			struct gpo_tensor *x = u->src[s];
+
+			if (s == 1 && u->fn == GPO_EW_SUB)
+				break;
+			if (!x->grad || !x->wants_grad || x->uses != 1 ||
+			    x->numel != u->numel || x->op == T_PARAM ||
+			    x->op == T_INPUT || x->op == T_RESHAPE ||
+			    x->op == T_SLICE)
+				continue;
+			x->grad_alias = u;
+		}
+	}
+}
+
 static void param_views(struct gpo_tensor *t)
 {
 	struct gpo_optim *opt = t->opt;
@@ -1544,6 +1629,7 @@ static int pass_ops(struct gpo_graph *g)
 	g->plan_err = 0;
 	g->fwd.n = g->bwd.n = 0;
 	g->step_launched = g->step;
+	grad_aliases(g);
 	for (i = 0; i < g->nt; i++) {
 		struct gpo_tensor *t = g->t[i];
 
@@ -1562,9 +1648,13 @@ static int pass_ops(struct gpo_graph *g)
 			continue;
 		}
 		place(g, &t->st, t->numel);
-		if (t->grad)
+		if (t->grad && !t->grad_alias)
 			place(g, &t->grad->st, t->numel);
 	}
+	/* an alias's sum comes later, and may be an alias in turn */
+	for (i = g->nt - 1; i >= 0; i--)
+		if (g->t[i]->grad_alias)
+			g->t[i]->grad->st = g->t[i]->grad_alias->grad->st;
 	for (i = 0; i < g->nt; i++) {
 		ret = forward(g, g->t[i]);
 		if (ret)

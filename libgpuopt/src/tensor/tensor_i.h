@@ -96,6 +96,12 @@ struct gpo_tensor {
 	int wants_grad;		/* ...and the loss depends on it */
 	struct gpo_tensor *grad;	/* its gradient (gpo_tensor_grad()) */
 	int grad_written;	/* planning: the next contribution adds */
+	int uses;		/* planning: its places among ops' inputs */
+	/*
+	 * planning: an addition whose gradient is this tensor's too (emit.c's
+	 * grad_aliases), or NULL
+	 */
+	struct gpo_tensor *grad_alias;
 
 	struct tview st;	/* its elements */
 	struct tview aux;	/* MAX: argmax; XENT/ACCURACY: per row;
