@@ -1187,10 +1187,29 @@ static uint32_t tb_in_at(struct tcase *tc, struct tbuf *b, uint64_t len,
 	return off;
 }
 
+/* tb_in_at() at a multiple of 4 (GPO_EW_QUADS' inputs) */
+static uint32_t tb_in_at4(struct tcase *tc, struct tbuf *b, uint64_t len,
+			  double lo, double hi)
+{
+	uint32_t off = 4 * urand(tc, 1, 4);
+
+	tb_random(tc, b, off + len + tail(tc), lo, hi);
+	return off;
+}
+
 /* an output of @len elements at an odd offset, poisoned everywhere */
 static uint32_t tb_out_at(struct tcase *tc, struct tbuf *b, uint64_t len)
 {
 	uint32_t off = odd_off(tc);
+
+	tb_alloc(b, off + len + tail(tc));
+	return off;
+}
+
+/* tb_out_at() at a multiple of 4 */
+static uint32_t tb_out_at4(struct tcase *tc, struct tbuf *b, uint64_t len)
+{
+	uint32_t off = 4 * urand(tc, 1, 4);
 
 	tb_alloc(b, off + len + tail(tc));
 	return off;
@@ -1673,6 +1692,7 @@ static void matmul_ref(struct tcase *tc)
 #define EW_BIAS		V_A	/* binary: b a [cols] row, broadcast */
 #define EW_COL		V_B	/* binary: a a [rows, 1] column, broadcast */
 #define DO_HALF		V_C	/* dropout: p = 0.5, else 0.1 */
+#define EW_QUADS	V_D	/* GPO_EW_QUADS: rows of 4k, offsets of 4k */
 
 static void contiguous(const uint32_t *shape, uint32_t *s)
 {
@@ -1708,6 +1728,15 @@ static void ew_shape(struct tcase *tc, struct gpo_ew_args *a, int two_d)
 	tc->work = a->groups;
 	a->alpha = (float)srand2(tc, 0.5, 2);
 	a->flags = OP_FLAGS(tc);
+	if (HAS(tc, EW_QUADS)) {	/* a grid of quads (abi/ew.h) */
+		a->shape[3] = 4 * ((a->shape[3] + 3) / 4);
+		a->n = a->shape[0] * a->shape[1] * a->shape[2] * a->shape[3];
+		tc->n = a->n;
+		a->groups = urand(tc, 1, (a->n / 4 + GPO_WG_SIZE - 1) /
+				  GPO_WG_SIZE + 1);
+		tc->work = a->groups;
+		a->flags |= GPO_EW_QUADS;
+	}
 }
 
 /* an input value in the domain of unary fn @fn */
@@ -1807,10 +1836,12 @@ static void unary_setup(struct tcase *tc)
 	} else if (HAS(tc, EW_BCAST)) {	/* x is one row */
 		a->sa[2] = 0;
 	}
-	a->off_a = tb_in_at(tc, &tc->b[0], extent(a->shape, a->sa), -1, 1);
+	a->off_a = (HAS(tc, EW_QUADS) ? tb_in_at4 : tb_in_at)(tc, &tc->b[0],
+			extent(a->shape, a->sa), -1, 1);
 	for (i = 0; i < tc->b[0].n; i++)
 		put(&tc->b[0], i, (float)un_input(tc, fn));
-	a->off_y = tb_out_at(tc, &tc->b[1], a->n);
+	a->off_y = (HAS(tc, EW_QUADS) ? tb_out_at4 : tb_out_at)(tc, &tc->b[1],
+								a->n);
 	for (i = 0; i < a->n; i++)
 		accum_start(tc, &tc->b[1], a->off_y + i);
 	/* a buffer the op does not take stays untouched: b's fields unused */
@@ -1868,12 +1899,15 @@ static void binary_setup(struct tcase *tc)
 		a->sb[2] = 0;
 	if (HAS(tc, EW_COL))
 		a->sa[3] = 0, a->sa[2] = 1;
-	a->off_a = tb_in_at(tc, &tc->b[0], extent(a->shape, a->sa), -2, 2);
-	a->off_b = tb_in_at(tc, &tc->b[1], extent(a->shape, a->sb), -2, 2);
+	a->off_a = (HAS(tc, EW_QUADS) ? tb_in_at4 : tb_in_at)(tc, &tc->b[0],
+			extent(a->shape, a->sa), -2, 2);
+	a->off_b = (HAS(tc, EW_QUADS) ? tb_in_at4 : tb_in_at)(tc, &tc->b[1],
+			extent(a->shape, a->sb), -2, 2);
 	if (a->fn == GPO_EW_DIV)	/* denominators away from 0 */
 		for (i = 0; i < tc->b[1].n; i++)
 			put(&tc->b[1], i, (float)srand2(tc, 0.5, 2));
-	a->off_y = tb_out_at(tc, &tc->b[2], a->n);
+	a->off_y = (HAS(tc, EW_QUADS) ? tb_out_at4 : tb_out_at)(tc, &tc->b[2],
+								a->n);
 	for (i = 0; i < a->n; i++)
 		accum_start(tc, &tc->b[2], a->off_y + i);
 }
@@ -3409,6 +3443,15 @@ END_TEST
 	{ OP_UNARY_BWD, name " accum", unary_bwd_setup, unary_bwd_ref, \
 	  V_FN(fn) | GPO_T_ACCUM }
 
+/* the same with GPO_EW_QUADS (ADD, SUB, MUL) */
+#define QUADS(fn, name) \
+	{ OP_BINARY, name " quads", binary_setup, binary_ref, \
+	  V_FN(fn) | EW_QUADS }, \
+	{ OP_BINARY, name " bias quads accum", binary_setup, binary_ref, \
+	  V_FN(fn) | EW_BIAS | EW_QUADS | GPO_T_ACCUM }, \
+	{ OP_BINARY, name " column quads", binary_setup, binary_ref, \
+	  V_FN(fn) | EW_COL | EW_QUADS }
+
 /* a binary op on full shapes, a bias row and a column */
 #define BINARY(fn, name) \
 	{ OP_BINARY, name, binary_setup, binary_ref, V_FN(fn) }, \
@@ -4352,12 +4395,21 @@ static const struct op_case cases[] = {
 	  V_FN(GPO_EW_GELU) | EW_TRANSP | GPO_T_ACCUM },
 	{ OP_UNARY, "copy broadcast", unary_setup, unary_ref,
 	  V_FN(GPO_EW_COPY) | EW_BCAST },
+	{ OP_UNARY, "copy quads", unary_setup, unary_ref,
+	  V_FN(GPO_EW_COPY) | EW_QUADS },
+	{ OP_UNARY, "copy quads accum", unary_setup, unary_ref,
+	  V_FN(GPO_EW_COPY) | EW_QUADS | GPO_T_ACCUM },
+	{ OP_UNARY, "copy broadcast quads", unary_setup, unary_ref,
+	  V_FN(GPO_EW_COPY) | EW_BCAST | EW_QUADS },
 	{ OP_UNARY, "exp broadcast accum", unary_setup, unary_ref,
 	  V_FN(GPO_EW_EXP) | EW_BCAST | GPO_T_ACCUM },
 	BINARY(GPO_EW_ADD, "add"),
 	BINARY(GPO_EW_SUB, "sub"),
 	BINARY(GPO_EW_MUL, "mul"),
 	BINARY(GPO_EW_DIV, "div"),
+	QUADS(GPO_EW_ADD, "add"),
+	QUADS(GPO_EW_SUB, "sub"),
+	QUADS(GPO_EW_MUL, "mul"),
 	{ OP_BINARY, "div bit-exact", div_exact_setup, div_exact_ref,
 	  V_FN(GPO_EW_DIV) },
 	{ OP_BINARY, "div bit-exact bias", div_exact_setup, div_exact_ref,

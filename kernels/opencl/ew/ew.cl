@@ -269,10 +269,39 @@ static inline float scaled(float alpha, float r)
 	return alpha == 1.0f ? r : alpha * r;
 }
 
+/* GPO_EW_QUADS (abi/ew.h): quads q of the outputs, 4 elements each */
+#define FOR_EACH_QUAD(q, a) \
+	for (uint q = get_group_id(0) * GPO_WG_SIZE + get_local_id(0); \
+	     get_group_id(0) < (a).groups && q < (a).n / 4; \
+	     q += (a).groups * GPO_WG_SIZE)
+
+/* the 4 elements of a quad from element @o of @x: neighbours, or x[o] */
+static inline float4 quad_at(__global const float *x, uint s3, uint o)
+{
+	return s3 ? vload4(0, x + o) : (float4)(x[o]);
+}
+
+static inline void quad_put(__global float *y, uint o, uint flags,
+			    float alpha, float4 v)
+{
+	if (alpha != 1.0f)
+		v = alpha * v;
+	if (flags & GPO_T_ACCUM)
+		v = vload4(0, y + o) + v;
+	vstore4(v, 0, y + o);
+}
+
 KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 {
 	VIEW(x);
 	VIEW(y);
+	if (a.flags & GPO_EW_QUADS) {	/* COPY */
+		FOR_EACH_QUAD(q, a)
+			quad_put(y, a.off_y + 4 * q, a.flags, a.alpha,
+				 quad_at(x, a.sa[3],
+					 view_at(&a, a.sa, a.off_a, 4 * q)));
+		return;
+	}
 	FOR_EACH_OUTPUT(i, a) {
 		float v = x[view_at(&a, a.sa, a.off_a, i)];
 
@@ -289,6 +318,19 @@ KERNEL void binary(BUF(const float, x), BUF(const float, z),
 	VIEW(x);
 	VIEW(z);
 	VIEW(y);
+	if (a.flags & GPO_EW_QUADS) {	/* ADD, SUB, MUL */
+		FOR_EACH_QUAD(q, a) {
+			float4 u = quad_at(x, a.sa[3],
+					   view_at(&a, a.sa, a.off_a, 4 * q));
+			float4 v = quad_at(z, a.sb[3],
+					   view_at(&a, a.sb, a.off_b, 4 * q));
+
+			u = a.fn == GPO_EW_ADD ? u + v :
+			    a.fn == GPO_EW_SUB ? u - v : u * v;
+			quad_put(y, a.off_y + 4 * q, a.flags, a.alpha, u);
+		}
+		return;
+	}
 	FOR_EACH_OUTPUT(i, a) {
 		float u = x[view_at(&a, a.sa, a.off_a, i)];
 		float v = z[view_at(&a, a.sb, a.off_b, i)];

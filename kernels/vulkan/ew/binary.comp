@@ -4,7 +4,8 @@
 /*
  * binary.comp - binary: y[off_y + i] (+)= alpha * (a[ai(i)] OP b[bi(i)])
  * for i < n, a and b read through their strides (abi/ew.h: a stride of 0
- * broadcasts), grid-stride over i.
+ * broadcasts), grid-stride over i; with GPO_EW_QUADS over quads of i,
+ * vec4s.
  */
 #version 450
 #include "common.glsl"
@@ -16,6 +17,10 @@
 FLOAT_IN(0, a);
 FLOAT_IN(1, b);
 FLOAT_BUF(2, y);
+/* GPO_EW_QUADS: four elements a vec4 */
+layout(set = 0, binding = 0, std430) readonly buffer a_r4 { vec4 a4[]; };
+layout(set = 0, binding = 1, std430) readonly buffer b_r4 { vec4 b4[]; };
+layout(set = 0, binding = 2, std430) buffer y_f4 { vec4 y4[]; };
 
 float ew_binary(uint fn, float u, float v)
 {
@@ -32,12 +37,54 @@ float ew_binary(uint fn, float u, float v)
 	return f_nan();
 }
 
+/* ADD, SUB, MUL of quads: each element as ew_binary() does it */
+vec4 ew_binary4(uint fn, vec4 u, vec4 v)
+{
+	switch (fn) {
+	case GPO_EW_ADD:
+		return u + v;
+	case GPO_EW_SUB:
+		return u - v;
+	case GPO_EW_MUL:
+		return u * v;
+	}
+	return vec4(f_nan());
+}
+
+void quads()
+{
+	uint nq = args.n / 4u;
+
+	for (uint q = grid_first(group_index(), nq); q < nq;
+	     q = grid_next(q, nq, args.groups)) {
+		uint ai = args.off_a + ew_offset(4u * q, args.sa[0], args.sa[1],
+						 args.sa[2], args.sa[3]);
+		uint bi = args.off_b + ew_offset(4u * q, args.sb[0], args.sb[1],
+						 args.sb[2], args.sb[3]);
+		vec4 u = args.sa[3] == 0u ? vec4(a[ai]) : a4[ai >> 2];
+		vec4 v = args.sb[3] == 0u ? vec4(b[bi]) : b4[bi >> 2];
+		vec4 r = ew_binary4(args.fn, u, v);
+		uint o = (args.off_y >> 2) + q;
+
+		if (args.alpha != 1.0)
+			r = args.alpha * r;
+		if (FLAG(GPO_T_ACCUM))
+			y4[o] += r;
+		else
+			y4[o] = r;
+	}
+}
+
 void main()
 {
 	uint grp = group_index();
 
 	if (grp >= args.groups)
 		return;
+	if (FLAG(GPO_EW_QUADS)) {
+		quads();
+		return;
+	}
 	for (uint i = grid_first(grp, args.n); i < args.n;
 	     i = grid_next(i, args.n, args.groups)) {
 		uint ai = args.off_a + ew_offset(i, args.sa[0], args.sa[1],

@@ -3,7 +3,8 @@
 // recorded: yes
 /*
  * unary.comp - unary: y[off_y + i] (+)= alpha * f(x[xi(i)]) for i < n,
- * x read through its strides (abi/ew.h), grid-stride over i.
+ * x read through its strides (abi/ew.h), grid-stride over i; a COPY with
+ * GPO_EW_QUADS over quads of i, a vec4 each.
  */
 #version 450
 #include "common.glsl"
@@ -14,6 +15,9 @@
 
 FLOAT_IN(0, x);
 FLOAT_BUF(1, y);
+/* GPO_EW_QUADS (COPY): four elements a vec4 */
+layout(set = 0, binding = 0, std430) readonly buffer x_r4 { vec4 x4[]; };
+layout(set = 0, binding = 1, std430) buffer y_f4 { vec4 y4[]; };
 
 void main()
 {
@@ -21,6 +25,26 @@ void main()
 
 	if (grp >= args.groups)
 		return;
+	if (FLAG(GPO_EW_QUADS)) {
+		uint nq = args.n / 4u;
+
+		for (uint q = grid_first(grp, nq); q < nq;
+		     q = grid_next(q, nq, args.groups)) {
+			uint xi = args.off_a + ew_offset(4u * q, args.sa[0],
+							 args.sa[1], args.sa[2],
+							 args.sa[3]);
+			vec4 r = args.sa[3] == 0u ? vec4(x[xi]) : x4[xi >> 2];
+			uint o = (args.off_y >> 2) + q;
+
+			if (args.alpha != 1.0)
+				r = args.alpha * r;
+			if (FLAG(GPO_T_ACCUM))
+				y4[o] += r;
+			else
+				y4[o] = r;
+		}
+		return;
+	}
 	for (uint i = grid_first(grp, args.n); i < args.n;
 	     i = grid_next(i, args.n, args.groups)) {
 		uint xi = args.off_a + ew_offset(i, args.sa[0], args.sa[1],

@@ -219,6 +219,22 @@ static void ew_merge(uint32_t *shape, uint32_t *sa, uint32_t *sb)
 	}
 }
 
+/* can an input at @off with strides @s be read in quads (abi/ew.h)? */
+static int quad_in(const uint32_t *s, uint32_t off)
+{
+	return !s[3] || (s[3] == 1 && !((off | s[0] | s[1] | s[2]) % 4));
+}
+
+/* ew()'s GPO_EW_QUADS: where @e's launch may go four elements at a time */
+static int quads(enum gpo__op_id op, const struct gpo_ew_args *e, int has_b)
+{
+	if (!(op == OP_UNARY && e->fn == GPO_EW_COPY) &&
+	    !(op == OP_BINARY && e->fn != GPO_EW_DIV))
+		return 0;
+	return !(e->n % 4) && !(e->shape[3] % 4) && !(e->off_y % 4) &&
+	       quad_in(e->sa, e->off_a) && (!has_b || quad_in(e->sb, e->off_b));
+}
+
 /*
  * ew - an element-wise launch over the contiguous output @y of shape
  * @shape: x/a at @a with strides @sa (@na elements), b likewise
@@ -253,6 +269,11 @@ static int ew(struct gpo_graph *g, struct llist *l, enum gpo__op_id op,
 	if (b)
 		gpo__view_bind(b, nb, &x->call.buf[i++], &e->off_b);
 	gpo__view_bind(y, n, &x->call.buf[i], &e->off_y);
+	if (quads(op, e, !!b)) {
+		e->flags |= GPO_EW_QUADS;
+		e->groups = groups_for(n / 4);
+		x->call.work = e->groups;
+	}
 	return 0;
 }
 
