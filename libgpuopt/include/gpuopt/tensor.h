@@ -286,7 +286,9 @@ int gpo_tensor_read(struct gpo_tensor *t, void *dst, size_t bytes);
 /*
  * gpo_tensor_grad - the gradient of @t: a tensor to read after a backward
  * run, there from gpo_graph_backward() on; NULL when the loss does not
- * depend on @t through a parameter (or before gpo_graph_backward())
+ * depend on @t through a parameter (or before gpo_graph_backward()). A
+ * tensor used once, as a term of a sum of its shape, shares the sum's
+ * gradient memory (the same values; no copy backward).
  */
 struct gpo_tensor *gpo_tensor_grad(struct gpo_tensor *t);
 
