@@ -33,6 +33,21 @@
 
 float ld(uint w, uint i);
 
+/*
+ * Specialization constant 3: may hd pass 64? The device builds each
+ * attention pipeline twice (pipeline.c) and launches the one with false
+ * for heads of 64 or fewer: the columns 64 .. of an output (o2, gk2,
+ * gv2) are then dead code, and their registers free (attn_bwd_dkdv 147
+ * -> 117 on an H200: two workgroups a multiprocessor, not one).
+ */
+layout(constant_id = 3) const bool GPO_ATTN_WIDE = true;
+
+/* are there columns past 64? */
+bool attn_wide()
+{
+	return GPO_ATTN_WIDE && args.hd > 64u;
+}
+
 /* everything shared, in floats, as vec4s for 16-byte reads */
 shared vec4 sm4[(ROW + 3u * AB) / 4u];
 
@@ -44,6 +59,18 @@ float smr(uint o)
 void smw(uint o, float x)
 {
 	sm4[o >> 2][o & 3u] = x;
+}
+
+/* the P block's row @j, columns 4 @g .. 4 @g + 3 */
+void ps_put(uint j, uint g, vec4 x)
+{
+	sm4[(PS + j * LDS) / 4u + g] = x;
+}
+
+/* the four row values at @o (a multiple of 4) */
+vec4 sm_get4(uint o)
+{
+	return sm4[o / 4u];
 }
 
 /*
@@ -60,17 +87,22 @@ void rows_dot(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn,
 		acc[r] = vec4(0.0);
 	for (uint c0 = 0u; c0 < hd; c0 += KS) {
 		uint c = c0 + t % KS;
+		vec4 xv, yv;
 
-		/* along c: 16 invocations read 16 consecutive words */
+		/*
+		 * along c: 16 invocations read 16 consecutive words; each
+		 * stages rows 4 (t / KS) .. + 3 of its column as one vec4
+		 */
 		[[unroll]] for (uint q = 0u; q < 4u; q++) {
-			uint row = t / KS + 16u * q;
+			uint row = 4u * (t / KS) + q;
 
-			smw((t % KS) * LDS + row, row < xn && c < hd ?
-			    ld(xw, xo + row * hd + c) : 0.0);
-			smw(KS * LDS + (t % KS) * LDS + row,
-			    row < yn && c < hd ?
-			    ld(yw, yo + row * hd + c) : 0.0);
+			xv[q] = row < xn && c < hd ?
+				ld(xw, xo + row * hd + c) : 0.0;
+			yv[q] = row < yn && c < hd ?
+				ld(yw, yo + row * hd + c) : 0.0;
 		}
+		sm4[((t % KS) * LDS) / 4u + t / KS] = xv;
+		sm4[(KS * LDS + (t % KS) * LDS) / 4u + t / KS] = yv;
 		group_sync();
 		[[unroll]] for (uint p = 0u; p < KS; p++) {
 			vec4 av = sm4[(p * LDS + 4u * ty) >> 2];
@@ -94,7 +126,7 @@ void block_mul(uint bw, uint bo, uint bn, inout vec4 o[4], inout vec4 o2[4])
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
 	uint hd = args.hd;
-	bool wide = hd > 64u;
+	bool wide = attn_wide();
 	uint cols = wide ? uint(GPO_ATTN_MAX_HD) : 64u;
 
 	for (uint j0 = 0u; j0 < AB; j0 += KS) {

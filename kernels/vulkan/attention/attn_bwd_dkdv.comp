@@ -34,6 +34,7 @@ float ld(uint w, uint i)
 void main()
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+	bool wide = attn_wide();
 	uint z, kb, j0, n = args.t, hd = args.hd, mat;
 	vec4 gk[4], gk2[4], gv[4], gv2[4];
 
@@ -58,27 +59,29 @@ void main()
 			 args.off_q + mat + i0 * hd, n - i0, s);
 		rows_dot(ATT_V, args.off_v + mat + j0 * hd, n - j0, ATT_DY,
 			 args.off_dy + mat + i0 * hd, n - i0, dp);
-		[[unroll]] for (uint r = 0u; r < 4u; r++) {
-			uint j = j0 + 4u * ty + r;
+		vec4 lv = sm_get4(ROW + AB + 4u * tx);
+		vec4 dv4 = sm_get4(ROW + 2u * AB + 4u * tx);
 
-			[[unroll]] for (uint c = 0u; c < 4u; c++) {
-				uint i = i0 + 4u * tx + c;
-				float p = j > i || i >= n ? 0.0 :
-					exp_acc(args.scale * s[r][c] -
-						smr(ROW + AB + 4u * tx + c));
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
+			uint i = i0 + 4u * tx + c;
+			vec4 pc;
 
-				/* p^T into the block query-major; ds in dp */
-				smw(PS + (4u * tx + c) * LDS + 4u * ty + r, p);
-				dp[r][c] = p * (dp[r][c] -
-						smr(ROW + 2u * AB + 4u * tx + c));
+			[[unroll]] for (uint r = 0u; r < 4u; r++) {
+				uint j = j0 + 4u * ty + r;
+				float e = exp_acc(args.scale * s[r][c] - lv[c]);
+				float p = j > i || i >= n ? 0.0 : e;
+
+				pc[r] = p;
+				dp[r][c] = p * (dp[r][c] - dv4[c]);
 			}
+			/* p^T into the block query-major; ds in dp */
+			ps_put(4u * tx + c, ty, pc);
 		}
 		group_sync();
 		block_mul(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, gv, gv2);
-		[[unroll]] for (uint r = 0u; r < 4u; r++)
-			[[unroll]] for (uint c = 0u; c < 4u; c++)
-				smw(PS + (4u * tx + c) * LDS + 4u * ty + r,
-				    dp[r][c]);
+		[[unroll]] for (uint c = 0u; c < 4u; c++)
+			ps_put(4u * tx + c, ty, vec4(dp[0][c], dp[1][c],
+						     dp[2][c], dp[3][c]));
 		group_sync();
 		block_mul(ATT_Q, args.off_q + mat + i0 * hd, n - i0, gk, gk2);
 	}
@@ -93,7 +96,7 @@ void main()
 
 			if (col < hd)
 				STORE(dk, xo + col, args.scale * gk[r][c]);
-			if (col + 64u < hd)
+			if (wide && col + 64u < hd)
 				STORE(dk, xo + col + 64u,
 				      args.scale * gk2[r][c]);
 		}
@@ -104,12 +107,12 @@ void main()
 			if (FLAG(GPO_ATTN_ACC_DV)) {
 				if (col < hd)
 					dv[xo + col] += a0;
-				if (col + 64u < hd)
+				if (wide && col + 64u < hd)
 					dv[xo + col + 64u] += a1;
 			} else {
 				if (col < hd)
 					dv[xo + col] = a0;
-				if (col + 64u < hd)
+				if (wide && col + 64u < hd)
 					dv[xo + col + 64u] = a1;
 			}
 		}

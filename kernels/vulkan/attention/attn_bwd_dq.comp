@@ -32,6 +32,7 @@ float ld(uint w, uint i)
 void main()
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+	bool wide = attn_wide();
 	uint z, qb, i0, n = args.t, hd = args.hd, mat;
 	vec4 o[4], o2[4];
 
@@ -52,20 +53,22 @@ void main()
 			 args.off_k + mat + j0 * hd, n - j0, s);
 		rows_dot(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, ATT_V,
 			 args.off_v + mat + j0 * hd, n - j0, dp);
+		vec4 lv = sm_get4(ROW + AB + 4u * ty);
+		vec4 dv4 = sm_get4(ROW + 2u * AB + 4u * ty);
+
 		/* ds = p (dp - d), into the block key-major */
-		[[unroll]] for (uint r = 0u; r < 4u; r++) {
-			uint i = i0 + 4u * ty + r;
+		[[unroll]] for (uint c = 0u; c < 4u; c++) {
+			uint j = j0 + 4u * tx + c;
+			vec4 dc;
 
-			[[unroll]] for (uint c = 0u; c < 4u; c++) {
-				uint j = j0 + 4u * tx + c;
-				float p = j > i || j >= n ? 0.0 :
-					exp_acc(args.scale * s[r][c] -
-						smr(ROW + AB + 4u * ty + r));
+			[[unroll]] for (uint r = 0u; r < 4u; r++) {
+				uint i = i0 + 4u * ty + r;
+				float e = exp_acc(args.scale * s[r][c] - lv[r]);
+				float p = j > i || j >= n ? 0.0 : e;
 
-				smw(PS + (4u * tx + c) * LDS + 4u * ty + r,
-				    p * (dp[r][c] -
-					 smr(ROW + 2u * AB + 4u * ty + r)));
+				dc[r] = p * (dp[r][c] - dv4[r]);
 			}
+			ps_put(4u * tx + c, ty, dc);
 		}
 		group_sync();
 		block_mul(ATT_K, args.off_k + mat + j0 * hd, n - j0, o, o2);
@@ -80,7 +83,7 @@ void main()
 
 			if (col < hd)
 				STORE(dq, xo + col, args.scale * o[r][c]);
-			if (col + 64u < hd)
+			if (wide && col + 64u < hd)
 				STORE(dq, xo + col + 64u,
 				      args.scale * o2[r][c]);
 		}

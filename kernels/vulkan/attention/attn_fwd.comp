@@ -30,6 +30,7 @@ float ld(uint w, uint i)
 void main()
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+	bool wide = attn_wide();
 	uint z, qb, i0, n = args.t, hd = args.hd, mat;
 	float m[4], sl[4];
 	vec4 o[4], o2[4];
@@ -75,18 +76,22 @@ void main()
 		}
 		group_sync();
 		/* p = exp(s - the new max), into the block key-major */
+		vec4 rm = sm_get4(ROW + 4u * ty);
 		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			float sum = 0.0;
 
-			mn[r] = max(m[r], smr(ROW + 4u * ty + r));
+			mn[r] = max(m[r], rm[r]);
 			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				float p = exp_acc(s[r][c] - mn[r]);
 
 				sum += p;
-				smw(PS + (4u * tx + c) * LDS + 4u * ty + r, p);
+				s[r][c] = p;
 			}
 			smw((4u * ty + r) * 16u + tx, sum);
 		}
+		[[unroll]] for (uint c = 0u; c < 4u; c++)
+			ps_put(4u * tx + c, ty, vec4(s[0][c], s[1][c],
+						     s[2][c], s[3][c]));
 		group_sync();
 		if (t < AB) {
 			float sum = 0.0;
@@ -96,10 +101,11 @@ void main()
 			smw(ROW + t, sum);
 		}
 		group_sync();
+		rm = sm_get4(ROW + 4u * ty);
 		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			float al = exp_acc(m[r] - mn[r]);
 
-			sl[r] = sl[r] * al + smr(ROW + 4u * ty + r);
+			sl[r] = sl[r] * al + rm[r];
 			m[r] = mn[r];
 			o[r] *= al;
 			o2[r] *= al;
@@ -116,7 +122,7 @@ void main()
 
 			if (col < hd)
 				y[yo + col] = o[r][c] / sl[r];
-			if (col + 64u < hd)
+			if (wide && col + 64u < hd)
 				y[yo + col + 64u] = o2[r][c] / sl[r];
 		}
 		if (tx == 0u)

@@ -200,8 +200,8 @@ static void ew_merge(uint32_t *shape, uint32_t *sa, uint32_t *sb)
 
 		if (shape[d] == 1)
 			continue;
-		if (k < T_DIMS &&
-		    (uint64_t)a[k] * s[k] == ad && (uint64_t)b[k] * s[k] == bd) {
+		if (k < T_DIMS && (uint64_t)a[k] * s[k] == ad &&
+		    (uint64_t)b[k] * s[k] == bd) {
 			s[k] *= shape[d];
 			continue;
 		}

@@ -271,7 +271,7 @@ int gpo__vk_launch_locked(struct gpo_device *dev, const struct op_call *call)
 	VkPipeline pipe;
 	int ret;
 
-	ret = gpo__vk_pipeline(dev, call->op, call->dtype, &pipe);
+	ret = gpo__vk_pipeline(dev, call, &pipe);
 	if (ret)
 		return ret;
 	if (gpo__ops[call->op].grid == GRID_ELEMENTS)
@@ -341,9 +341,9 @@ int gpo__vk_record_ab(struct gpo_device *dev, const struct op_call *call,
 	int nacc = 0, ret;
 
 	if (args)
-		ret = gpo__vk_pipeline_ab(dev, call->op, call->dtype, &pipe);
+		ret = gpo__vk_pipeline_ab(dev, call, &pipe);
 	else
-		ret = gpo__vk_pipeline(dev, call->op, call->dtype, &pipe);
+		ret = gpo__vk_pipeline(dev, call, &pipe);
 	if (ret)
 		return ret;
 	if (op->grid == GRID_GROUPS &&

@@ -19,6 +19,7 @@
 #include "core/diskcache_i.h"
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
+#include "abi/attention.h"
 
 /*
  * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
@@ -238,16 +239,37 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 }
 
 /*
- * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab),
- * built on its first use. Called under vd->lock. Group ops get the
- * device's grid row width as specialization constant 0 and may be
- * dispatched with a base (launch.c); element ops ignore both. Constant 1
- * is precision.glsl's PREC_FMA (device.c's fma_fused()), 2 update.glsl's
- * GPO_U8_SG (device.c's u8_subgroups()), for every module (one that does
- * not declare them ignores them).
+ * narrow - does @call take its op's pipeline with specialization constant
+ * 3 false? An attention kernel's for heads of 64 or fewer
+ * (attention.glsl's GPO_ATTN_WIDE): its code for the columns past 64 is
+ * then dead, and its registers free
+ */
+static int narrow(const struct op_call *call)
+{
+	const struct gpo_attn_args *a = call->args;
+
+	switch (call->op) {
+	case OP_ATTN_FWD:
+	case OP_ATTN_BWD_DQ:
+	case OP_ATTN_BWD_DKDV:
+		return a && a->hd <= 64;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab,
+ * constant 3 false if @nar), built on its first use. Called under
+ * vd->lock. Group ops get the device's grid row width as specialization
+ * constant 0 and may be dispatched with a base (launch.c); element ops
+ * ignore both. Constant 1 is precision.glsl's PREC_FMA (device.c's
+ * fma_fused()), 2 update.glsl's GPO_U8_SG (device.c's u8_subgroups()), 3
+ * attention.glsl's GPO_ATTN_WIDE (narrow()), for every module (one that
+ * does not declare them ignores them).
  */
 static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
-		    enum gpo_dtype dtype, int ab, VkPipeline *out)
+		    enum gpo_dtype dtype, int ab, int nar, VkPipeline *out)
 {
 	struct vk_dev *vd = dev->priv;
 	const struct gpo__op *o = &gpo__ops[op];
@@ -259,8 +281,9 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		uint32_t group_row;
 		VkBool32 fma;
 		VkBool32 u8_sg;
-	} data = { vd->group_row, vd->fma, vd->u8_sg };
-	const VkSpecializationMapEntry map[3] = {
+		VkBool32 wide;
+	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar };
+	const VkSpecializationMapEntry map[4] = {
 		{
 			.constantID = 0,
 			.offset = offsetof(__typeof__(data), group_row),
@@ -273,10 +296,14 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 			.constantID = 2,
 			.offset = offsetof(__typeof__(data), u8_sg),
 			.size = sizeof(data.u8_sg),
+		}, {
+			.constantID = 3,
+			.offset = offsetof(__typeof__(data), wide),
+			.size = sizeof(data.wide),
 		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 3,
+		.mapEntryCount = 4,
 		.pMapEntries = map,
 		.dataSize = sizeof(data),
 		.pData = &data,
@@ -293,8 +320,8 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
-	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype] :
-				      &vd->pipes[op][dtype];
+	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype][nar] :
+				      &vd->pipes[op][dtype][nar];
 	VkResult r;
 	int ret;
 
@@ -328,16 +355,16 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 	return 0;
 }
 
-int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
-		     enum gpo_dtype dtype, VkPipeline *out)
+int gpo__vk_pipeline(struct gpo_device *dev, const struct op_call *call,
+		     VkPipeline *out)
 {
-	return pipeline(dev, op, dtype, 0, out);
+	return pipeline(dev, call->op, call->dtype, 0, narrow(call), out);
 }
 
-int gpo__vk_pipeline_ab(struct gpo_device *dev, enum gpo__op_id op,
-			enum gpo_dtype dtype, VkPipeline *out)
+int gpo__vk_pipeline_ab(struct gpo_device *dev, const struct op_call *call,
+			VkPipeline *out)
 {
-	return pipeline(dev, op, dtype, 1, out);
+	return pipeline(dev, call->op, call->dtype, 1, narrow(call), out);
 }
 
 /* has @op in @dtype an ".ab" variant? (without building it) */
@@ -352,19 +379,19 @@ int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype)
 void gpo__vk_destroy_pipelines(struct gpo_device *dev)
 {
 	struct vk_dev *vd = dev->priv;
-	int op, t;
+	int op, t, nar;
 
 	gpo__vk_cache_save(dev);
 	for (op = 0; op < OP_COUNT; op++)
 		for (t = 0; t < GPO_DTYPES; t++)
-			if (vd->pipes[op][t])
-				vkDestroyPipeline(vd->device,
-						  vd->pipes[op][t], NULL);
-	for (op = 0; op < OP_COUNT; op++)
-		for (t = 0; t < GPO_DTYPES; t++)
-			if (vd->pipes_ab[op][t])
-				vkDestroyPipeline(vd->device,
-						  vd->pipes_ab[op][t], NULL);
+			for (nar = 0; nar < 2; nar++) {
+				if (vd->pipes[op][t][nar])
+					vkDestroyPipeline(vd->device,
+						vd->pipes[op][t][nar], NULL);
+				if (vd->pipes_ab[op][t][nar])
+					vkDestroyPipeline(vd->device,
+						vd->pipes_ab[op][t][nar], NULL);
+			}
 	if (vd->pipe_cache)
 		vkDestroyPipelineCache(vd->device, vd->pipe_cache, NULL);
 }

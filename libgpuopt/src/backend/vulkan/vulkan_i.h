@@ -155,8 +155,9 @@ struct vk_dev {
 	uint32_t desc_used;
 
 	/* pipelines, built on first use (pipeline.c) */
-	VkPipeline pipes[OP_COUNT][GPO_DTYPES];
-	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES];	/* ".ab": graph.c */
+	/* [narrow]: specialization constant 3 false (pipeline.c) */
+	VkPipeline pipes[OP_COUNT][GPO_DTYPES][2];
+	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES][2];	/* ".ab": graph.c */
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
 	uint64_t cache_hash;		/* of the data on disk, 0: none */
@@ -274,10 +275,10 @@ void gpo__vk_desc_bind(struct vk_dev *vd, const VkDescriptorBufferInfo *bi,
 void gpo__vk_desc_cache_clear(struct vk_dev *vd);
 
 /* pipeline.c */
-int gpo__vk_pipeline(struct gpo_device *dev, enum gpo__op_id op,
-		     enum gpo_dtype dtype, VkPipeline *out);
-int gpo__vk_pipeline_ab(struct gpo_device *dev, enum gpo__op_id op,
-			enum gpo_dtype dtype, VkPipeline *out);
+int gpo__vk_pipeline(struct gpo_device *dev, const struct op_call *call,
+		     VkPipeline *out);
+int gpo__vk_pipeline_ab(struct gpo_device *dev, const struct op_call *call,
+			VkPipeline *out);
 int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype);
 void gpo__vk_cache_save(struct gpo_device *dev);
 void gpo__vk_destroy_pipelines(struct gpo_device *dev);
