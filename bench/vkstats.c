@@ -4,14 +4,18 @@
  * of VK_KHR_pipeline_executable_properties (registers, shared and local
  * memory, spills, instruction counts: whatever the driver reports)
  *
- *   bench_vkstats [-d INDEX] [-i] FILE.spv...
+ *   bench_vkstats [-d INDEX] [-i] [-s ID=VALUE]... FILE.spv...
  *
  * Each module becomes a compute pipeline on the Vulkan device INDEX
  * (default: the first that has the extension), in a layout of 8 storage
  * buffers and 256 bytes of push constants, the superset of what gpuopt's
  * shaders declare (the .ab variants' argument buffer is binding 7 or
  * less). -i: also the driver's internal representations (its assembly,
- * where it gives one). Exit 77 where no device has the extension.
+ * where it gives one). -s: specialization constant ID (a 32-bit one: a
+ * uint, or a bool as 0 or 1) set to VALUE, as the library sets it
+ * (backend/vulkan/pipeline.c: e.g. -s 3=0 for an attention kernel's
+ * pipeline of heads of 64 or fewer). Exit 77 where no device has the
+ * extension.
  *
  * It tells a kernel that spills or runs at one workgroup per
  * multiprocessor from the registers it holds, without a profiler that
@@ -21,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MAX_SPEC	8	/* -s constants */
 
 #ifndef GPO_HAVE_VULKAN
 int main(void)
@@ -230,10 +236,13 @@ int main(int argc, char **argv)
 	VkDevice dev;
 	VkDescriptorSetLayout dsl;
 	VkPipelineLayout pl;
-	uint32_t npd = 16, i, nexts = 0;
+	uint32_t npd = 16, i, nexts = 0, sval[MAX_SPEC];
+	VkSpecializationMapEntry smap[MAX_SPEC];
+	VkSpecializationInfo spec = { .pMapEntries = smap, .pData = sval };
 	int idx = -1, ir = 0, opt, a, ret = 0;
+	unsigned int id, val;
 
-	while ((opt = getopt(argc, argv, "d:i")) != -1) {
+	while ((opt = getopt(argc, argv, "d:is:")) != -1) {
 		switch (opt) {
 		case 'd':
 			idx = atoi(optarg);
@@ -241,13 +250,28 @@ int main(int argc, char **argv)
 		case 'i':
 			ir = 1;
 			break;
+		case 's':
+			if (spec.mapEntryCount == MAX_SPEC ||
+			    sscanf(optarg, "%u=%u", &id, &val) != 2) {
+				fprintf(stderr, "bench_vkstats: -s %s: ID=VALUE, at most %d\n",
+					optarg, MAX_SPEC);
+				return 2;
+			}
+			smap[spec.mapEntryCount] = (VkSpecializationMapEntry){
+				.constantID = id,
+				.offset = 4 * spec.mapEntryCount,
+				.size = 4,
+			};
+			sval[spec.mapEntryCount++] = val;
+			spec.dataSize = 4 * spec.mapEntryCount;
+			break;
 		default:
-			fprintf(stderr, "usage: bench_vkstats [-d INDEX] [-i] FILE.spv...\n");
+			fprintf(stderr, "usage: bench_vkstats [-d INDEX] [-i] [-s ID=VALUE]... FILE.spv...\n");
 			return 2;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: bench_vkstats [-d INDEX] [-i] FILE.spv...\n");
+		fprintf(stderr, "usage: bench_vkstats [-d INDEX] [-i] [-s ID=VALUE]... FILE.spv...\n");
 		return 2;
 	}
 	if (vkCreateInstance(&ici, NULL, &inst) != VK_SUCCESS) {
@@ -328,6 +352,7 @@ int main(int argc, char **argv)
 				.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
 				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
 				.pName = "main",
+				.pSpecializationInfo = &spec,
 			},
 			.layout = pl,
 		};
