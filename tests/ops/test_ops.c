@@ -1514,7 +1514,7 @@ static void xent_bwd_d(const double *x, uint32_t len, int32_t lab,
 #define MM_ODD		V_C	/* m 67, n 131, k 45 */
 #define MM_TINY		V_D	/* 1 to 3 */
 #define MM_K0		V_E
-#define MM_WIDE		V_F	/* m, n 129 to 520: several big tiles */
+#define MM_WIDE		V_F	/* m, n 129 to 400: several big tiles */
 
 /*
  * A stored matrix of @rows x @cols with row stride @ld, @batch of them;
@@ -1602,13 +1602,8 @@ static void matmul_setup(struct tcase *tc)
 
 	a->flags = OP_FLAGS(tc);
 	if (HAS(tc, MM_WIDE)) {
-		/*
-		 * both of matmul_big's Vulkan pipelines (pipeline.c's
-		 * narrow(): n <= 384 or not), by whether A is transposed
-		 */
 		a->m = urand(tc, 129, 400);
-		a->n = HAS(tc, GPO_MM_TRANS_A) ? urand(tc, 129, 384) :
-						 urand(tc, 385, 520);
+		a->n = urand(tc, 129, 400);
 		a->k = urand(tc, 1, 70);
 	} else if (HAS(tc, MM_ODD)) {
 		a->m = 67;

@@ -50,16 +50,6 @@ layout(set = 0, binding = 1, std430) readonly buffer b_r4 { vec4 b4[]; };
 #endif
 /* the elements of a slice an invocation stages */
 #define BNQ	(TB * BKS / 256u)
-/*
- * Specialization constant 3: the steps of a slice unrolled (true), or a
- * loop (false: 108 registers, not 127). backend/vulkan/pipeline.c takes
- * the loop for products of n <= 384, which it ran 9-11 % faster on an
- * H200 (16384 x 384 x 1536, 1536 x 384 x 16384 ta, ...), while wider
- * ones ran 4-10 % slower (bench/results/issue11-h200-2026-11-29.txt,
- * call 20).
- */
-layout(constant_id = 3) const bool GPO_MM_UNROLL = true;
-
 /* a slice row of 128 floats padded to 132: stores along p miss banks */
 #define LDB	(TB + 4u)
 #define BSL	(BKS * LDB)	/* one slice, floats */
@@ -222,26 +212,6 @@ void stage(uint x, float ra[BNQ], float rb[BNQ])
 	lo = fma(vec4(av), b0, lo); \
 	hi = fma(vec4(av), b1, hi)
 
-/*
- * Step p of a slice: its two vec4s of op(A) and of op(B), the 64 fma.
- * A macro: the accumulators are named registers, never an array.
- */
-#define MM_STEP(p) \
-	{ \
-		uint o_ = (p) * (LDB / 4u); \
-		vec4 a0 = sm4[ao + o_], a1 = sm4[ao + o_ + 16u]; \
-		vec4 b0 = sm4[bo + o_], b1 = sm4[bo + o_ + 16u]; \
-		\
-		ROW(c00, c01, a0.x); \
-		ROW(c10, c11, a0.y); \
-		ROW(c20, c21, a0.z); \
-		ROW(c30, c31, a0.w); \
-		ROW(c40, c41, a1.x); \
-		ROW(c50, c51, a1.y); \
-		ROW(c60, c61, a1.z); \
-		ROW(c70, c71, a1.w); \
-	}
-
 /* four results of row i from column j on, those inside C */
 void put4(uint cb, uint j, vec4 v)
 {
@@ -295,12 +265,19 @@ void main()
 		/* the next step's loads fly while this one multiplies */
 		if (more)
 			fetch(p0 + BKS, ra, rb);
-		if (GPO_MM_UNROLL) {
-			[[unroll]] for (uint p = 0u; p < BKS; p++)
-				MM_STEP(p);
-		} else {
-			[[dont_unroll]] for (uint p = 0u; p < BKS; p++)
-				MM_STEP(p);
+		[[unroll]] for (uint p = 0u; p < BKS; p++) {
+			uint o = p * (LDB / 4u);
+			vec4 a0 = sm4[ao + o], a1 = sm4[ao + o + 16u];
+			vec4 b0 = sm4[bo + o], b1 = sm4[bo + o + 16u];
+
+			ROW(c00, c01, a0.x);
+			ROW(c10, c11, a0.y);
+			ROW(c20, c21, a0.z);
+			ROW(c30, c31, a0.w);
+			ROW(c40, c41, a1.x);
+			ROW(c50, c51, a1.y);
+			ROW(c60, c61, a1.z);
+			ROW(c70, c71, a1.w);
 		}
 		if (more)
 			stage(x ^ 1u, ra, rb);

@@ -20,7 +20,6 @@
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
 #include "abi/attention.h"
-#include "abi/matmul.h"
 
 /*
  * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
@@ -242,24 +241,18 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 /*
  * narrow - does @call take its op's pipeline with specialization constant
  * 3 false? An attention kernel's for heads of 64 or fewer
- * (attention.glsl's GPO_ATTN_WIDE: its code for the columns past 64 is
- * then dead, and its registers free); matmul_big's for products of 384
- * columns or fewer (its GPO_MM_UNROLL: the steps of a slice a loop)
+ * (attention.glsl's GPO_ATTN_WIDE): its code for the columns past 64 is
+ * then dead, and its registers free
  */
 static int narrow(const struct op_call *call)
 {
 	const struct gpo_attn_args *a = call->args;
-	const struct gpo_matmul_args *m = call->args;
 
-	if (!call->args)
-		return 0;
 	switch (call->op) {
 	case OP_ATTN_FWD:
 	case OP_ATTN_BWD_DQ:
 	case OP_ATTN_BWD_DKDV:
-		return a->hd <= 64;
-	case OP_MATMUL_BIG:
-		return m->n <= 384;
+		return a && a->hd <= 64;
 	default:
 		return 0;
 	}
@@ -272,8 +265,8 @@ static int narrow(const struct op_call *call)
  * constant 0 and may be dispatched with a base (launch.c); element ops
  * ignore both. Constant 1 is precision.glsl's PREC_FMA (device.c's
  * fma_fused()), 2 update.glsl's GPO_U8_SG (device.c's u8_subgroups()), 3
- * the op's own (narrow()), for every module (one that does not declare
- * them ignores them).
+ * attention.glsl's GPO_ATTN_WIDE (narrow()), for every module (one that
+ * does not declare them ignores them).
  */
 static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		    enum gpo_dtype dtype, int ab, int nar, VkPipeline *out)
