@@ -38,7 +38,7 @@ float ld(uint w, uint i);
  * attention pipeline twice (pipeline.c) and launches the one with false
  * for heads of 64 or fewer: the columns 64 .. of an output (o2, gk2,
  * gv2) are then dead code, and their registers free (attn_bwd_dkdv 147
- * -> 117 on an H200: two workgroups a multiprocessor, not one).
+ * -> 115 on an H200: two workgroups a multiprocessor, not one).
  */
 layout(constant_id = 3) const bool GPO_ATTN_WIDE = true;
 
