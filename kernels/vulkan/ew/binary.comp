@@ -61,17 +61,10 @@ void quads()
 						 args.sa[2], args.sa[3]);
 		uint bi = args.off_b + ew_offset(4u * q, args.sb[0], args.sb[1],
 						 args.sb[2], args.sb[3]);
-		vec4 u = args.sa[3] == 0u ? vec4(a[ai]) : a4[ai >> 2];
-		vec4 v = args.sb[3] == 0u ? vec4(b[bi]) : b4[bi >> 2];
-		vec4 r = ew_binary4(args.fn, u, v);
-		uint o = (args.off_y >> 2) + q;
+		vec4 r = ew_binary4(args.fn, EW_QUAD(a, a4, args.sa[3], ai),
+				    EW_QUAD(b, b4, args.sb[3], bi));
 
-		if (args.alpha != 1.0)
-			r = args.alpha * r;
-		if (FLAG(GPO_T_ACCUM))
-			y4[o] += r;
-		else
-			y4[o] = r;
+		STORE(y4, (args.off_y >> 2) + q, ew_scale4(r));
 	}
 }
 

@@ -17,6 +17,19 @@ float ew_scale(float r)
 	return args.alpha == 1.0 ? r : args.alpha * r;
 }
 
+/* ew_scale() of a quad (GPO_EW_QUADS) */
+vec4 ew_scale4(vec4 r)
+{
+	return args.alpha == 1.0 ? r : args.alpha * r;
+}
+
+/*
+ * GPO_EW_QUADS: the 4 elements of an input from its element @o, through
+ * its float view @x and vec4 view @x4: neighbours, or x[o] 4 times where
+ * stride @s3 is 0
+ */
+#define EW_QUAD(x, x4, s3, o)	((s3) == 0u ? vec4(x[o]) : x4[(o) >> 2])
+
 /*
  * The offset of output element @i of the contiguous shape args.shape in
  * a view with strides @s: i split into (i0, i1, i2, i3), innermost last.

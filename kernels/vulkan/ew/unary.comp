@@ -33,15 +33,9 @@ void main()
 			uint xi = args.off_a + ew_offset(4u * q, args.sa[0],
 							 args.sa[1], args.sa[2],
 							 args.sa[3]);
-			vec4 r = args.sa[3] == 0u ? vec4(x[xi]) : x4[xi >> 2];
-			uint o = (args.off_y >> 2) + q;
 
-			if (args.alpha != 1.0)
-				r = args.alpha * r;
-			if (FLAG(GPO_T_ACCUM))
-				y4[o] += r;
-			else
-				y4[o] = r;
+			STORE(y4, (args.off_y >> 2) + q,
+			      ew_scale4(EW_QUAD(x, x4, args.sa[3], xi)));
 		}
 		return;
 	}
