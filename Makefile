@@ -102,6 +102,10 @@ COMP_SRCS := $(sort $(wildcard kernels/vulkan/*/*.comp))
 GLSL_DEPS := $(wildcard kernels/vulkan/*.glsl kernels/vulkan/*/*.glsl \
 	kernels/abi/*.h)
 spv_dtypes = $(or $(shell sed -n '1,5s|^// dtypes: *||p' $(1)),f32)
+# and may name glslc's optimization ("// glslc: -O0"; -O if not): a
+# kernel whose driver compiles it better from the unoptimized module
+# (matmul_big.comp says why)
+spv_opt = $(or $(shell sed -n '1,5s|^// glslc: *\(-O[0s]*\) *$$|\1|p' $(1)),-O)
 spv_upper = $(subst b,B,$(subst f,F,$(subst i,I,$(subst u,U,$(1)))))
 # an update kernel whose dtypes are its parameters' (f32 f16 bf16) is
 # told so in every module: its f32 one then has no half path at all
@@ -111,7 +115,8 @@ SPVS :=
 define spv_rule
 $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv: $(1) $$(GLSL_DEPS)
 	@mkdir -p $$(dir $$@)
-	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
+	$$(GLSLC) --target-env=vulkan1.1 $$(call spv_opt,$(1)) \
+		-Ikernels -Ikernels/vulkan \
 		-DGPO_DTYPE_$(call spv_upper,$(2)) $$(call spv_half,$(1)) \
 		-o $$@ $$<
 SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).spv
@@ -126,7 +131,8 @@ spv_recorded = $(shell sed -n '1,5s|^// recorded: *yes|yes|p' $(1))
 define spv_ab_rule
 $(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv: $(1) $$(GLSL_DEPS)
 	@mkdir -p $$(dir $$@)
-	$$(GLSLC) --target-env=vulkan1.1 -O -Ikernels -Ikernels/vulkan \
+	$$(GLSLC) --target-env=vulkan1.1 $$(call spv_opt,$(1)) \
+		-Ikernels -Ikernels/vulkan \
 		-DGPO_DTYPE_$(call spv_upper,$(2)) $$(call spv_half,$(1)) \
 		-DGPO_ARGS_BUF -o $$@ $$<
 SPVS += $(BUILD)/spv/$(basename $(notdir $(1))).$(2).ab.spv

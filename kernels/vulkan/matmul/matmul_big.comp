@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // dtypes: f32
 // recorded: yes
+// glslc: -O0
 /*
  * matmul_big.comp - matmul_big: C_z (+)= alpha * op(A_z) op(B_z)
  * (abi/matmul.h), one 128 x 128 tile of one C_z a workgroup.
