@@ -12,7 +12,10 @@
  * -DGPO_DTYPE_F32 or -DGPO_DTYPE_I32 (its first lines say which:
  * "// dtypes: f32 i32"); T and T4 are that type and its 4-vector. The
  * 8-bit update kernels come in f32, f16 and bf16: their parameters'
- * dtype (update.glsl), their arithmetic f32 in every one.
+ * dtype (update.glsl), their arithmetic f32 in every one. glslc
+ * optimizes each module (-O) unless the shader's first lines say
+ * otherwise ("// glslc: -O0": matmul_big, whose comment says why;
+ * tests/tools/spv_glslc_line_is_applied.sh checks the build follows it).
  *
  * No mediump and no relaxed precision anywhere: results are compared with
  * the cpu backend to 1e-5.
