@@ -274,9 +274,15 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  * float4s where GPO_MM_VEC_* says the operand allows it), and
  * out-of-range elements load as 0 (they add exact zeros at p >= k).
  * Every element of C is a chain of fma over p = 0 .. k - 1 in order.
+ *
+ * 8 deep, not 16: on an H200 (2026-11-29, bench/results/
+ * issue11-h200-2026-11-29.txt, calls 38-39) SGEMM 4096 went from 34.1 to
+ * 38.1 TFLOP/s and the MLP 1024x4096^3x1024 b8192 step from 58.5 to
+ * 52.5 ms; the byte GPT's products of n = 384 over k >= 384 lost 12-14 %
+ * and its others gained 3-11 %, the step the same (49.9 ms).
  */
 #define TB	GPO_MM_TILE_BIG
-#define BKS	16		/* p per staged step */
+#define BKS	8		/* p per staged step */
 #define BNQ	(TB * BKS / GPO_WG_SIZE)	/* elements a work-item stages */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
 #define BSL	(BKS * LDB)	/* one slice, floats */
