@@ -66,15 +66,16 @@ KERNEL void embed_bwd(BUF(const int, idx), BUF(const float, dy),
 			for (uint b0 = 0; b0 < a.rows; b0 += GPO_WG_SIZE) {
 				uint m[EMB_MW];
 
-				/* mask x is clear: the last walk of it is over */
+				/* mask x is clear: its last walk is over */
 				barrier(CLK_LOCAL_MEM_FENCE);
-				if (b0 + lid < a.rows && idx[b0 + lid] == (int)v)
+				if (b0 + lid < a.rows &&
+				    idx[b0 + lid] == (int)v)
 					atomic_or(&mask[x * EMB_MW + lid / 32],
 						  1u << (lid % 32));
 				barrier(CLK_LOCAL_MEM_FENCE);
 				for (uint q = 0; q < EMB_MW; q++)
 					m[q] = mask[x * EMB_MW + q];
-				/* every work-item has its copy of mask x ^ 1 */
+				/* all hold their copy: clear mask x ^ 1 */
 				if (lid < EMB_MW)
 					mask[(x ^ 1) * EMB_MW + lid] = 0;
 				x ^= 1;
@@ -82,7 +83,10 @@ KERNEL void embed_bwd(BUF(const int, idx), BUF(const float, dy),
 					continue;
 				for (uint q = 0; q < EMB_MW; q++) {
 					while (m[q]) {
-						uint k = 32 * q + popcount((m[q] & (0u - m[q])) - 1u);
+						/* the lowest set bit's index */
+						uint low = m[q] & (0u - m[q]);
+						uint k = 32 * q +
+							 popcount(low - 1);
 
 						m[q] &= m[q] - 1;
 						acc += dy[(ulong)(b0 + k) *

@@ -49,7 +49,7 @@ void main()
 			for (uint b0 = 0u; b0 < args.rows; b0 += WG_SIZE) {
 				uint m[MW];
 
-				/* mask x is clear: the last walk of it is over */
+				/* mask x is clear: its last walk is over */
 				group_sync();
 				if (b0 + t < args.rows &&
 				    idx[args.off_idx + b0 + t] == int(v))
@@ -58,7 +58,7 @@ void main()
 				group_sync();
 				[[unroll]] for (uint q = 0u; q < MW; q++)
 					m[q] = mask[x * MW + q];
-				/* every invocation has its copy of mask x ^ 1 */
+				/* all hold their copy: clear mask x ^ 1 */
 				if (t < MW)
 					mask[(x ^ 1u) * MW + t] = 0u;
 				x ^= 1u;
