@@ -79,6 +79,11 @@
 #define GPO_MM_F16_A	(1u << 12)	/* a holds binary16 (above) */
 #define GPO_MM_F16_B	(1u << 13)	/* b holds binary16 */
 #define GPO_MM_ROUND	(1u << 14)	/* f32 operands rounded to f16 */
+/*
+ * Never in args.flags: in a Vulkan pipeline's specialization constant,
+ * that the constant holds the flags (backend/vulkan/pipeline.c)
+ */
+#define GPO_MM_SPEC	(1u << 31)
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

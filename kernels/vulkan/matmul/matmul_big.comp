@@ -23,6 +23,12 @@
  * not stored; every element of C is a chain of fma over p = 0, 1, ...,
  * k - 1 in order.
  *
+ * A pipeline may carry its flags (GPO_T_ACCUM, GPO_MM_TRANS_*,
+ * GPO_MM_VEC_*) as specialization constant 4, with GPO_MM_SPEC: the
+ * driver then compiles that set's loads and stores alone, not branches on
+ * args.flags. backend/vulkan/pipeline.c's mm_spec() says which products
+ * get one, and why.
+ *
  * Every loop over registers is unrolled ([[unroll]]): one left to the
  * driver indexes its vectors at run time. Without that a version with
  * vec4 loads and 16-deep slices ran at 14 TFLOP/s on an H100 against the
@@ -38,6 +44,12 @@
 #include "abi/matmul.h"
 #include "group.glsl"
 #include "tensor.glsl"
+
+/* this pipeline's flags, if it has them (GPO_MM_SPEC), for args.flags */
+layout(constant_id = 4) const uint GPO_MM_FLAGS = 0u;
+#undef FLAG
+#define FLAG(f)	((GPO_MM_FLAGS & GPO_MM_SPEC) != 0u ? \
+		 (GPO_MM_FLAGS & (f)) != 0u : (args.flags & (f)) != 0u)
 
 FLOAT_IN(0, a);
 FLOAT_IN(1, b);

@@ -20,6 +20,7 @@
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
 #include "abi/attention.h"
+#include "abi/matmul.h"
 
 /*
  * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
@@ -259,20 +260,57 @@ static int narrow(const struct op_call *call)
 }
 
 /*
- * pipeline - the pipeline of @op in @dtype (its ".ab" variant if @ab,
- * constant 3 false if @nar), built on its first use. Called under
- * vd->lock. Group ops get the device's grid row width as specialization
- * constant 0 and may be dispatched with a base (launch.c); element ops
- * ignore both. Constant 1 is precision.glsl's PREC_FMA (device.c's
- * fma_fused()), 2 update.glsl's GPO_U8_SG (device.c's u8_subgroups()), 3
- * attention.glsl's GPO_ATTN_WIDE (narrow()), for every module (one that
- * does not declare them ignores them).
+ * The flags a matmul_big pipeline may take as specialization constant 4
+ * (matmul_big.comp's GPO_MM_FLAGS), with GPO_MM_SPEC to say it does.
+ * Only products with GPO_MM_TRANS_A get such a pipeline: on an H200
+ * (2026-11-29, bench/results/issue11-h200-2026-11-29.txt, calls 41-42)
+ * the byte GPT's weight gradients ran 6-10 % faster so, but its products
+ * without it 2-25 % slower and SGEMM 4096 3 % slower (NVIDIA's compiler
+ * made worse code of their specialized modules). With the weight
+ * gradients' alone the GPT's step went from 49.4-49.6 to 48.5-49.0 ms.
  */
-static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
-		    enum gpo_dtype dtype, int ab, int nar, VkPipeline *out)
+#define MM_BIG_SPEC	(GPO_T_ACCUM | GPO_MM_TRANS_A | GPO_MM_TRANS_B | \
+			 GPO_MM_VEC_A | GPO_MM_VEC_B)
+
+/* the flags @call's pipeline is specialized for (GPO_MM_SPEC), or 0 */
+static uint32_t mm_spec(const struct op_call *call)
+{
+	const struct gpo_matmul_args *mm = call->args;
+
+	if (call->op != OP_MATMUL_BIG || !mm || !(mm->flags & GPO_MM_TRANS_A))
+		return 0;
+	return GPO_MM_SPEC | (mm->flags & MM_BIG_SPEC);
+}
+
+/* a specialized pipeline's index in vd->mm_big */
+static unsigned int mm_variant(uint32_t spec)
+{
+	return (!!(spec & GPO_T_ACCUM)) | (!!(spec & GPO_MM_TRANS_B)) << 1 |
+	       (!!(spec & GPO_MM_VEC_A)) << 2 |
+	       (!!(spec & GPO_MM_VEC_B)) << 3;
+}
+
+/*
+ * pipeline - the pipeline of @call's op in its dtype (its ".ab" variant
+ * if @ab), built on its first use. Called under vd->lock. Group ops get
+ * the device's grid row width as specialization constant 0 and may be
+ * dispatched with a base (launch.c); element ops ignore both. Constant 1
+ * is precision.glsl's PREC_FMA (device.c's fma_fused()), 2 update.glsl's
+ * GPO_U8_SG (device.c's u8_subgroups()), 3 attention.glsl's
+ * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's flags where
+ * mm_spec() gives them (a pipeline for each set: its loads and stores are
+ * then the driver's constants, not branches on its arguments), for every
+ * module (one that does not declare them ignores them).
+ */
+static int pipeline(struct gpo_device *dev, const struct op_call *call,
+		    int ab, VkPipeline *out)
 {
 	struct vk_dev *vd = dev->priv;
+	enum gpo__op_id op = call->op;
+	enum gpo_dtype dtype = call->dtype;
 	const struct gpo__op *o = &gpo__ops[op];
+	uint32_t mm = mm_spec(call);
+	int nar = narrow(call);
 	const struct embedded_file *f;
 	VkShaderModuleCreateInfo smci = {
 		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -282,8 +320,9 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		VkBool32 fma;
 		VkBool32 u8_sg;
 		VkBool32 wide;
-	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar };
-	const VkSpecializationMapEntry map[4] = {
+		uint32_t mm_flags;
+	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar, mm };
+	const VkSpecializationMapEntry map[5] = {
 		{
 			.constantID = 0,
 			.offset = offsetof(__typeof__(data), group_row),
@@ -300,10 +339,14 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 			.constantID = 3,
 			.offset = offsetof(__typeof__(data), wide),
 			.size = sizeof(data.wide),
+		}, {
+			.constantID = 4,
+			.offset = offsetof(__typeof__(data), mm_flags),
+			.size = sizeof(data.mm_flags),
 		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 4,
+		.mapEntryCount = 5,
 		.pMapEntries = map,
 		.dataSize = sizeof(data),
 		.pData = &data,
@@ -320,11 +363,15 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 		},
 		.layout = vd->pipe_layout,
 	};
-	VkPipeline pipe, *slot = ab ? &vd->pipes_ab[op][dtype][nar] :
-				      &vd->pipes[op][dtype][nar];
+	VkPipeline pipe, *slot;
 	VkResult r;
 	int ret;
 
+	if (mm)
+		slot = &vd->mm_big[!!ab][mm_variant(mm)];
+	else
+		slot = ab ? &vd->pipes_ab[op][dtype][nar] :
+			    &vd->pipes[op][dtype][nar];
 	if (*slot) {
 		*out = *slot;
 		return 0;
@@ -358,13 +405,13 @@ static int pipeline(struct gpo_device *dev, enum gpo__op_id op,
 int gpo__vk_pipeline(struct gpo_device *dev, const struct op_call *call,
 		     VkPipeline *out)
 {
-	return pipeline(dev, call->op, call->dtype, 0, narrow(call), out);
+	return pipeline(dev, call, 0, out);
 }
 
 int gpo__vk_pipeline_ab(struct gpo_device *dev, const struct op_call *call,
 			VkPipeline *out)
 {
-	return pipeline(dev, call->op, call->dtype, 1, narrow(call), out);
+	return pipeline(dev, call, 1, out);
 }
 
 /* has @op in @dtype an ".ab" variant? (without building it) */
@@ -379,9 +426,14 @@ int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype)
 void gpo__vk_destroy_pipelines(struct gpo_device *dev)
 {
 	struct vk_dev *vd = dev->priv;
-	int op, t, nar;
+	int op, t, nar, v;
 
 	gpo__vk_cache_save(dev);
+	for (t = 0; t < 2; t++)
+		for (v = 0; v < VK_MM_BIG_VARIANTS; v++)
+			if (vd->mm_big[t][v])
+				vkDestroyPipeline(vd->device, vd->mm_big[t][v],
+						  NULL);
 	for (op = 0; op < OP_COUNT; op++)
 		for (t = 0; t < GPO_DTYPES; t++)
 			for (nar = 0; nar < 2; nar++) {

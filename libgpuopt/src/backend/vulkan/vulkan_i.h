@@ -102,6 +102,9 @@ struct vk_debug {
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
+/* matmul_big's pipelines: one for each set of its flags (pipeline.c) */
+#define VK_MM_BIG_VARIANTS	16
+
 struct vk_dev {
 	/* from probe */
 	struct vk_inst *inst;
@@ -158,6 +161,8 @@ struct vk_dev {
 	/* [narrow]: specialization constant 3 false (pipeline.c) */
 	VkPipeline pipes[OP_COUNT][GPO_DTYPES][2];
 	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES][2];	/* ".ab": graph.c */
+	/* matmul_big's specialized ones, [ab][flags] (pipeline.c) */
+	VkPipeline mm_big[2][VK_MM_BIG_VARIANTS];
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
 	uint64_t cache_hash;		/* of the data on disk, 0: none */
