@@ -1148,6 +1148,7 @@ static void obj_ref(struct tcase *tc)
 #define V_D		(1u << 19)
 #define V_E		(1u << 20)
 #define V_F		(1u << 21)
+#define V_G		(1u << 22)
 #define V_FN(fn)	((uint32_t)(fn) << 24)
 #define FN_OF(tc)	(((tc)->oc->flags >> 24) & 0x7f)
 #define HAS(tc, v)	(!!((tc)->oc->flags & (v)))
@@ -1515,6 +1516,8 @@ static void xent_bwd_d(const double *x, uint32_t len, int32_t lab,
 #define MM_TINY		V_D	/* 1 to 3 */
 #define MM_K0		V_E
 #define MM_WIDE		V_F	/* m, n 129 to 400: several big tiles */
+/* m 1100 to 1300, n 1 to 137: tall and narrow (OpenCL's matmul_big16) */
+#define MM_TALL		V_G
 
 /*
  * A stored matrix of @rows x @cols with row stride @ld, @batch of them;
@@ -1604,6 +1607,10 @@ static void matmul_setup(struct tcase *tc)
 	if (HAS(tc, MM_WIDE)) {
 		a->m = urand(tc, 129, 400);
 		a->n = urand(tc, 129, 400);
+		a->k = urand(tc, 1, 70);
+	} else if (HAS(tc, MM_TALL)) {
+		a->m = urand(tc, 1100, 1300);
+		a->n = urand(tc, 1, 137);
 		a->k = urand(tc, 1, 70);
 	} else if (HAS(tc, MM_ODD)) {
 		a->m = 67;
@@ -4316,6 +4323,15 @@ static const struct op_case cases[] = {
 	  matmul_ref, MM_WIDE | MM_BATCH | GPO_MM_VEC_A | GPO_MM_TRANS_B },
 	{ OP_MATMUL_BIG, "batch vec_b trans_a", matmul_setup, matmul_ref,
 	  MM_BATCH | GPO_MM_VEC_B | GPO_MM_TRANS_A },
+	/* tall and narrow: 16-deep steps on OpenCL (opencl.c's deep()) */
+	{ OP_MATMUL_BIG, "tall", matmul_setup, matmul_ref, MM_TALL },
+	{ OP_MATMUL_BIG, "tall vec accum", matmul_setup, matmul_ref,
+	  MM_TALL | GPO_MM_VEC_A | GPO_MM_VEC_B | GPO_T_ACCUM },
+	{ OP_MATMUL_BIG, "tall padded batch vec_a trans_b", matmul_setup,
+	  matmul_ref, MM_TALL | MM_PAD | MM_BATCH | GPO_MM_VEC_A |
+	  GPO_MM_TRANS_B },
+	{ OP_MATMUL_BIG, "tall vec_b trans_a", matmul_setup, matmul_ref,
+	  MM_TALL | GPO_MM_VEC_B | GPO_MM_TRANS_A },
 	/* half operands, f32 ones rounded to half (abi/matmul.h) */
 	{ OP_MATMUL_HALF, "f16", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B },

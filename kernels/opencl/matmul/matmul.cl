@@ -267,7 +267,7 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  * accumulators are 16 named float4s, never an array, so that nothing
  * indexes registers at run time.
  *
- * Slices are BKS deep and double-buffered: step s multiplies buffer
+ * Slices are 8 or 16 deep and double-buffered: step s multiplies buffer
  * s % 2 while its work-items store step s + 1 (loaded into registers
  * before the multiply) into the other one; one barrier a step. Loads go
  * along the direction that is contiguous in memory, as matmul's (as
@@ -275,124 +275,17 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  * out-of-range elements load as 0 (they add exact zeros at p >= k).
  * Every element of C is a chain of fma over p = 0 .. k - 1 in order.
  *
- * 8 deep, not 16: on an H200 (2026-11-29, bench/results/
- * issue11-h200-2026-11-29.txt, calls 38-39) SGEMM 4096 went from 34.1 to
- * 38.1 TFLOP/s and the MLP 1024x4096^3x1024 b8192 step from 58.5 to
- * 52.5 ms; the byte GPT's products of n = 384 over k >= 384 lost 12-14 %
- * and its others gained 3-11 %, the step the same (49.9 ms).
+ * Two kernels from one source (matmul_big.cl, included twice):
+ * matmul_big in steps 8 deep and matmul_big16 in steps 16 deep, which
+ * the backend launches for tall, narrow products (backend/opencl/
+ * opencl.c's deep()). On an H200
+ * (2026-11-29, bench/results/issue11-h200-2026-11-29.txt, calls 38-39
+ * and 42) 8 deep took SGEMM 4096 from 34.1 to 38.1 TFLOP/s and the MLP
+ * 1024x4096^3x1024 b8192 step from 58.5 to 52.5 ms, but the byte GPT's
+ * products of 16384 x 384 over k >= 384 ran 11-17 % faster 16 deep.
  */
 #define TB	GPO_MM_TILE_BIG
-#define BKS	8		/* p per staged step */
-#define BNQ	(TB * BKS / GPO_WG_SIZE)	/* elements a work-item stages */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
-#define BSL	(BKS * LDB)	/* one slice, floats */
-
-/*
- * This work-item's BNQ elements of op(M)'s step at @p0 (cf. load_step);
- * with @vec (GPO_MM_VEC_*), as BNQ / 4 float4s along the contiguous
- * direction, element by element only where one would cross an edge.
- */
-static inline void big_load(__global const float *mat, uint ld, int trans,
-			    int vec, uint mn, uint k, uint i0, uint p0,
-			    float r[BNQ])
-{
-	uint lid = get_local_id(0);
-
-	if (vec) {
-#pragma unroll
-		for (uint q = 0; q < BNQ / 4; q++) {
-			uint i, p, o, e;
-
-			if (trans) {
-				/* 32 float4s a slice row, along i */
-				i = i0 + 4 * (lid % (TB / 4));
-				p = p0 + lid / (TB / 4) +
-				    q * (GPO_WG_SIZE / (TB / 4));
-				o = p * ld + i;
-			} else {
-				/* BKS / 4 float4s a row, along p */
-				i = i0 + lid / (BKS / 4) +
-				    q * (GPO_WG_SIZE / (BKS / 4));
-				p = p0 + 4 * (lid % (BKS / 4));
-				o = i * ld + p;
-			}
-			if (trans ? i + 3 < mn && p < k : i < mn && p + 3 < k) {
-				float4 v = *(__global const float4 *)(mat + o);
-
-				r[4 * q] = v.x;
-				r[4 * q + 1] = v.y;
-				r[4 * q + 2] = v.z;
-				r[4 * q + 3] = v.w;
-				continue;
-			}
-#pragma unroll
-			for (e = 0; e < 4; e++) {
-				int in = trans ? i + e < mn && p < k :
-						 i < mn && p + e < k;
-
-				r[4 * q + e] = in ? mat[o + e] : 0.0f;
-			}
-		}
-		return;
-	}
-#pragma unroll
-	for (uint q = 0; q < BNQ; q++) {
-		uint i, p;
-
-		if (trans) {
-			/* M[p * ld + i]: consecutive work-items, i */
-			i = i0 + lid % TB;
-			p = p0 + lid / TB + q * (GPO_WG_SIZE / TB);
-		} else {
-			/* M[i * ld + p]: BKS work-items a row, along p */
-			i = i0 + lid / BKS + q * (GPO_WG_SIZE / BKS);
-			p = p0 + lid % BKS;
-		}
-		r[q] = 0.0f;
-		if (i < mn && p < k)
-			r[q] = trans ? mat[p * ld + i] : mat[i * ld + p];
-	}
-}
-
-/* big_load()'s elements into the p-major slice @s, where they belong */
-static inline void big_store(__local float *s, int trans, int vec,
-			     const float r[BNQ])
-{
-	uint lid = get_local_id(0);
-
-	if (vec) {
-#pragma unroll
-		for (uint q = 0; q < BNQ / 4; q++) {
-			if (trans) {
-				uint i = 4 * (lid % (TB / 4));
-				uint p = lid / (TB / 4) +
-					 q * (GPO_WG_SIZE / (TB / 4));
-
-				*(__local float4 *)(s + p * LDB + i) =
-					(float4)(r[4 * q], r[4 * q + 1],
-						 r[4 * q + 2], r[4 * q + 3]);
-			} else {
-				uint i = lid / (BKS / 4) +
-					 q * (GPO_WG_SIZE / (BKS / 4));
-				uint p = 4 * (lid % (BKS / 4));
-
-#pragma unroll
-				for (uint e = 0; e < 4; e++)
-					s[(p + e) * LDB + i] = r[4 * q + e];
-			}
-		}
-		return;
-	}
-#pragma unroll
-	for (uint q = 0; q < BNQ; q++) {
-		if (trans)
-			s[(lid / TB + q * (GPO_WG_SIZE / TB)) * LDB +
-			  lid % TB] = r[q];
-		else
-			s[(lid % BKS) * LDB + lid / BKS +
-			  q * (GPO_WG_SIZE / BKS)] = r[q];
-	}
-}
 
 /* row x of the block: av times the 8 columns b0, b1 */
 #define BIG_FMA(lo, hi, av) \
@@ -424,90 +317,22 @@ static inline void big_put(__global float *C, uint row, uint j,
 		out_put(C, row + j + 3, a.flags, a.alpha * v.w);
 }
 
+/*
+ * Declared here, defined by matmul_big.cl: the backend looks for an op's
+ * kernel in its family's own file (opencl.c's kernel_in_source())
+ */
 KERNEL void matmul_big(BUF(const float, A), BUF(const float, B),
-		       BUF(float, C), struct gpo_matmul_args a)
-{
-	/* buffer b: op(A)'s slice at sm + 2 b BSL, op(B)'s right after */
-	__local float sm[4 * BSL] __attribute__((aligned(16)));
-	uint g = get_group_id(0), lid = get_local_id(0);
-	uint tiles = a.tiles_m * a.tiles_n, z, t, i0, j0, buf = 0;
-	uint tx = lid % 16, ty = lid / 16;
-	int ta = (a.flags & GPO_MM_TRANS_A) != 0;
-	int tb = (a.flags & GPO_MM_TRANS_B) != 0;
-	int va = (a.flags & GPO_MM_VEC_A) != 0;
-	int vb = (a.flags & GPO_MM_VEC_B) != 0;
-	float4 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f;
-	float4 c20 = 0.0f, c21 = 0.0f, c30 = 0.0f, c31 = 0.0f;
-	float4 c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
-	float4 c60 = 0.0f, c61 = 0.0f, c70 = 0.0f, c71 = 0.0f;
-	float ra[BNQ], rb[BNQ];
+		       BUF(float, C), struct gpo_matmul_args a);
+/* matmul_big in steps 16 deep (not an op of its own: opencl.c's deep()) */
+KERNEL void matmul_big16(BUF(const float, A), BUF(const float, B),
+			 BUF(float, C), struct gpo_matmul_args a);
 
-	VIEW(A);
-	VIEW(B);
-	VIEW(C);
-	/* a group past the work does nothing (abi/tensor.h) */
-	if (!tiles || g / tiles >= a.batch)
-		return;
-	z = g / tiles;
-	t = g % tiles;
-	i0 = t / a.tiles_n * TB;
-	j0 = t % a.tiles_n * TB;
-	A += a.off_a + z * a.bsa;
-	B += a.off_b + z * a.bsb;
-	C += a.off_c + z * a.bsc;
+#define BKS	8
+#define BIG(x)	big8_##x
+#define BIG_KERNEL	matmul_big
+#include "matmul_big.cl"
 
-	if (a.k) {
-		big_load(A, a.lda, ta, va, a.m, a.k, i0, 0, ra);
-		big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, 0, rb);
-		big_store(sm, ta, va, ra);
-		big_store(sm + BSL, !tb, vb, rb);
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	/* p0 + BKS may pass 2^32 for a k near it: p0 never steps past k */
-	for (uint p0 = 0; p0 < a.k; p0 = a.k - p0 > BKS ? p0 + BKS : a.k) {
-		__local const float *as = sm + buf * 2 * BSL + 4 * ty;
-		__local const float *bs = sm + buf * 2 * BSL + BSL + 4 * tx;
-		int more = a.k - p0 > BKS;
-
-		/* the next step's loads are in flight while this one sums */
-		if (more) {
-			big_load(A, a.lda, ta, va, a.m, a.k, i0, p0 + BKS,
-				 ra);
-			big_load(B, a.ldb, !tb, vb, a.n, a.k, j0, p0 + BKS,
-				 rb);
-		}
-#pragma unroll
-		for (uint p = 0; p < BKS; p++) {
-			float4 a0 = *(__local const float4 *)(as + p * LDB);
-			float4 a1 = *(__local const float4 *)(as + p * LDB + 64);
-			float4 b0 = *(__local const float4 *)(bs + p * LDB);
-			float4 b1 = *(__local const float4 *)(bs + p * LDB + 64);
-
-			BIG_FMA(c00, c01, a0.x);
-			BIG_FMA(c10, c11, a0.y);
-			BIG_FMA(c20, c21, a0.z);
-			BIG_FMA(c30, c31, a0.w);
-			BIG_FMA(c40, c41, a1.x);
-			BIG_FMA(c50, c51, a1.y);
-			BIG_FMA(c60, c61, a1.z);
-			BIG_FMA(c70, c71, a1.w);
-		}
-		if (more) {
-			__local float *nx = sm + (buf ^ 1) * 2 * BSL;
-
-			big_store(nx, ta, va, ra);
-			big_store(nx + BSL, !tb, vb, rb);
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-		buf ^= 1;
-	}
-
-	BIG_PUT(4 * ty, c00, c01);
-	BIG_PUT(4 * ty + 1, c10, c11);
-	BIG_PUT(4 * ty + 2, c20, c21);
-	BIG_PUT(4 * ty + 3, c30, c31);
-	BIG_PUT(64 + 4 * ty, c40, c41);
-	BIG_PUT(64 + 4 * ty + 1, c50, c51);
-	BIG_PUT(64 + 4 * ty + 2, c60, c61);
-	BIG_PUT(64 + 4 * ty + 3, c70, c71);
-}
+#define BKS	16
+#define BIG(x)	big16_##x
+#define BIG_KERNEL	matmul_big16
+#include "matmul_big.cl"

@@ -44,6 +44,7 @@
 #include "core/gpuopt_i.h"
 #include "core/diskcache_i.h"
 #include "backend/embedded_i.h"
+#include "abi/matmul.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR	-1001
@@ -97,6 +98,7 @@ struct ocl_dev {
 	pthread_mutex_t lock;
 	cl_program programs[OP_COUNT][GPO_DTYPES];
 	cl_kernel kernels[OP_COUNT][GPO_DTYPES];
+	cl_kernel big16;		/* matmul_big16 (deep()), likewise */
 	/* from probe: the op's kernel is in its embedded source (supports) */
 	unsigned char has_kernel[OP_COUNT][GPO_DTYPES];
 	/* the first and the last launch since the previous wait */
@@ -115,7 +117,7 @@ struct ocl_dev {
 		cl_mem mem[OP_MAX_BUF];
 		cl_ulong off[OP_MAX_BUF];
 		uint32_t args[GPO_ARGS_MAX / 4];
-	} kargs[OP_COUNT][GPO_DTYPES];
+	} kargs[OP_COUNT][GPO_DTYPES], big16_args;
 	uint64_t free_gen;
 	/*
 	 * wait() polls the last event for spin_ns (GPUs) before blocking:
@@ -908,6 +910,9 @@ static void release_kernels(struct ocl_dev *od)
 {
 	int op, dt;
 
+	if (od->big16)
+		clReleaseKernel(od->big16);
+	od->big16 = NULL;
 	for (op = 0; op < OP_COUNT; op++) {
 		for (dt = 0; dt < GPO_DTYPES; dt++) {
 			if (od->kernels[op][dt])
@@ -1047,20 +1052,43 @@ out_free:
 }
 
 /*
- * The kernel of @op in @dtype, made on first use from its family's
- * program, which is built on first use of any of its ops. Under od->lock:
- * the arrays are the device's, whoever launches.
+ * deep - does @call, a matmul_big, run as matmul_big16 (steps 16 deep, not
+ * 8; kernels/opencl/matmul/matmul.cl)? For tall, narrow products: n at
+ * most 3 tiles wide and m at least 8 n. On an H200 (2026-11-29,
+ * bench/results/issue11-h200-2026-11-29.txt, call 42) the byte GPT's
+ * products of 16384 x 384 over k = 384, 1152 and 1536 ran 11-17 % faster
+ * 16 deep; 1152 x 384 over 16 slices of 1024, 16384 x 1536 over 384 and
+ * SGEMM 4096 ran 10-14 % slower.
+ */
+static int deep(const struct op_call *call)
+{
+	const struct gpo_matmul_args *a = call->args;
+
+	return call->op == OP_MATMUL_BIG && call->dtype == GPO_F32 && a &&
+	       a->n <= 3 * GPO_MM_TILE_BIG && a->m / 8 >= a->n;
+}
+
+/*
+ * The kernel @call runs (its op's in its dtype, or matmul_big16 where
+ * deep()), made on first use from its family's program, which is built on
+ * first use of any of its ops; @ka, the arguments it was last given.
+ * Under od->lock: the arrays are the device's, whoever launches.
  */
 static int get_kernel(struct gpo_device *dev, struct ocl_dev *od,
-		      enum gpo__op_id op, enum gpo_dtype dtype,
-		      cl_kernel *out)
+		      const struct op_call *call, cl_kernel *out,
+		      struct kern_args **ka)
 {
-	enum gpo__op_id fam = family_slot(op);
+	enum gpo__op_id op = call->op, fam = family_slot(op);
+	enum gpo_dtype dtype = call->dtype;
+	int d = deep(call);
+	const char *name = d ? "matmul_big16" : gpo__ops[op].name;
+	cl_kernel *slot = d ? &od->big16 : &od->kernels[op][dtype];
 	cl_int err;
 	int ret = 0;
 
+	*ka = d ? &od->big16_args : &od->kargs[op][dtype];
 	pthread_mutex_lock(&od->lock);
-	if (od->kernels[op][dtype])
+	if (*slot)
 		goto out_unlock;
 	if (!od->programs[fam][dtype]) {
 		ret = build_program(dev, od, gpo__ops[op].family, dtype,
@@ -1068,12 +1096,11 @@ static int get_kernel(struct gpo_device *dev, struct ocl_dev *od,
 		if (ret)
 			goto out_unlock;
 	}
-	od->kernels[op][dtype] = clCreateKernel(od->programs[fam][dtype],
-						gpo__ops[op].name, &err);
-	if (!od->kernels[op][dtype])
-		ret = cl_fail(dev, err, 0, gpo__ops[op].name);
+	*slot = clCreateKernel(od->programs[fam][dtype], name, &err);
+	if (!*slot)
+		ret = cl_fail(dev, err, 0, name);
 out_unlock:
-	*out = od->kernels[op][dtype];
+	*out = *slot;
 	pthread_mutex_unlock(&od->lock);
 	return ret;
 }
@@ -1106,6 +1133,7 @@ static void teardown(struct ocl_dev *od)
 		clReleaseEvent(od->tail);
 	od->first = od->last = od->tail = NULL;
 	memset(od->kargs, 0, sizeof(od->kargs));
+	memset(&od->big16_args, 0, sizeof(od->big16_args));
 	release_kernels(od);
 	if (od->dummy)
 		clReleaseMemObject(od->dummy);
@@ -1498,10 +1526,10 @@ static size_t grid_size(const struct gpo__op *op, uint64_t work)
  * kernels have is 4 bytes (float, int, uint).
  */
 static int set_args(struct gpo_device *dev, cl_kernel kern,
-		    const struct gpo__op *op, const struct op_call *call)
+		    struct kern_args *ka, const struct gpo__op *op,
+		    const struct op_call *call)
 {
 	struct ocl_dev *od = dev->priv;
-	struct kern_args *ka = &od->kargs[call->op][call->dtype];
 	int fresh = ka->gen != od->free_gen + 1;
 	cl_uint arg = 0, i;
 	cl_int err = 0;
@@ -1541,16 +1569,17 @@ static int ocl_launch(struct gpo_device *dev, const struct op_call *call)
 	const struct gpo__op *op = &gpo__ops[call->op];
 	struct ocl_dev *od = dev->priv;
 	size_t global, local = GPO_WG_SIZE;
+	struct kern_args *ka;
 	cl_kernel kern;
 	cl_event ev;
 	cl_int err;
 	int ret;
 
 	global = grid_size(op, call->work);
-	ret = get_kernel(dev, od, call->op, call->dtype, &kern);
+	ret = get_kernel(dev, od, call, &kern, &ka);
 	if (ret)
 		return ret;
-	ret = set_args(dev, kern, op, call);
+	ret = set_args(dev, kern, ka, op, call);
 	if (ret)
 		return ret;
 	err = clEnqueueNDRangeKernel(od->queue, kern, 1, NULL, &global, &local,
