@@ -590,7 +590,7 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
  * larger than half the operands (the arena keeps every temporary of a
  * graph: a GPT's weight gradients in 32 slices took a gigabyte more than
  * in 5). On matmul_big where its tiles fit the product and the slices'
- * are three a compute unit or more: on an H100 the weight gradients of a
+ * are two a compute unit or more: on an H100 the weight gradients of a
  * GPT (1536 x 384 over 16384 rows) ran 1.3 times faster so, in 16
  * slices, than in the 4 slices of matmul that 4 groups a compute unit
  * gave, and 384 x 1152 1.4 times faster in 16 slices of matmul than in 5
@@ -600,7 +600,12 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
  * in 16 slices of matmul_big (432 tiles) took 27.7 TFLOP/s against
  * matmul's 19.7; 384 x 384 in 32 (288 tiles) 16.4 against 18.8, 256 x
  * 384 in 32 (192) 20.3 against 17.4 on Vulkan but 20.4 against 22.6 on
- * OpenCL.
+ * OpenCL. Since Vulkan's matmul_big takes these products' flags as
+ * constants (backend/vulkan/pipeline.c, mm_spec()), 384 x 384 in 32
+ * slices of it ran at 24.8 TFLOP/s against matmul's 18.7 on Vulkan and
+ * 22.5 against 22.0 on OpenCL, the GPT's step 48.8 -> 48.2 ms on Vulkan
+ * and the same on OpenCL (call 44): so two tiles a compute unit, not
+ * three as before.
  */
 static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	      struct mm_op y, const struct tview *c, uint32_t flags)
@@ -624,8 +629,8 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		most = (uint32_t)(half / ((uint64_t)m * n));
 	big_tiles = mm_tiles(m, n, 1, GPO_MM_TILE_BIG);
 	s = mm_slices(big_tiles, want, most);
-	/* three tiles a compute unit (want is 8 a compute unit) */
-	if (mm_big_fits(m, n) && 8 * big_tiles * s >= 3 * want)
+	/* two tiles a compute unit (want is 8 a compute unit) */
+	if (mm_big_fits(m, n) && 8 * big_tiles * s >= 2 * want)
 		big = 1;
 	else
 		s = mm_slices(tiles, want, most);
