@@ -3,10 +3,13 @@
  * layernorm.h - normalisation of rows to mean 0 and variance 1, and its
  * backward (the affine part of a layer norm is the engine's mul and add)
  *
- * Rows are contiguous: row r of x is x[off_x + r * len .. + len). One
- * workgroup per row, grid-stride over rows (for (r = group; r < rows;
- * r += groups)); a row's sums are taken in a fixed tree, so a row's
- * result does not depend on the launch.
+ * Rows are contiguous: row r of x is x[off_x + r * len .. + len). A
+ * workgroup takes GPO_LN_ROWS rows at a time, a team of GPO_LN_TEAM
+ * work-items each: blocks of rows b = group, group + groups, ... below
+ * ceil(rows / GPO_LN_ROWS), team k of the group row b * GPO_LN_ROWS + k.
+ * A team's work-item l sums elements l, l + GPO_LN_TEAM, ... in order and
+ * the team joins those sums in a fixed tree, so a row's result does not
+ * depend on the launch.
  *
  * layernorm      groups  buf0 x (r), buf1 y (w), buf2 stats (w)
  *                        dtypes f32
@@ -23,6 +26,9 @@
 #ifndef GPO_ABI_LAYERNORM_H
 #define GPO_ABI_LAYERNORM_H
 #include "tensor.h"
+
+#define GPO_LN_TEAM	32u	/* work-items a row */
+#define GPO_LN_ROWS	8u	/* rows a workgroup: GPO_WG_SIZE / GPO_LN_TEAM */
 
 GPO_ARGS(gpo_layernorm_args)
 	gpo_u32 rows;

@@ -1,41 +1,76 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * layernorm.cl - rows to mean 0 and variance 1, and the backward
- * (abi/layernorm.h). A workgroup per row: work-item j takes elements j,
- * j + 256, ... in order and the sums go through the fixed trees of
- * tensor.cl, so a row gives the same bits whatever the launch. The
- * variance is a second pass over x - mean: no cancellation.
+ * (abi/layernorm.h). A team of GPO_LN_TEAM work-items per row,
+ * GPO_LN_ROWS rows a workgroup: work-item l of a team takes elements l,
+ * l + GPO_LN_TEAM, ... in order and team_sum() joins them in a fixed
+ * tree, so a row gives the same bits whatever the launch. The variance is
+ * a second pass over x - mean: no cancellation. (A workgroup a row, as
+ * before, left most of its 256 work-items idle on rows of a few hundred
+ * and waited on eight barriers a sum.)
  */
 #include "abi/layernorm.h"
 #include "opencl/tensor.cl"
+
+/*
+ * The sum of the team's @v, to each of its work-items. Every work-item of
+ * the group calls it (it holds barriers).
+ */
+static inline float team_sum(__local float *tmp, float v)
+{
+	uint lid = get_local_id(0), l = lid % GPO_LN_TEAM;
+
+	tmp[lid] = v;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (uint s = GPO_LN_TEAM / 2; s > 0; s >>= 1) {
+		if (l < s)
+			tmp[lid] += tmp[lid + s];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	v = tmp[lid - l];
+	barrier(CLK_LOCAL_MEM_FENCE);
+	return v;
+}
+
+/* the blocks of GPO_LN_ROWS rows (the last one short) */
+static inline uint ln_blocks(uint rows)
+{
+	return rows / GPO_LN_ROWS + (rows % GPO_LN_ROWS != 0);
+}
 
 KERNEL void layernorm(BUF(const float, x), BUF(float, y), BUF(float, stats),
 		      struct gpo_layernorm_args a)
 {
 	__local float tmp[GPO_WG_SIZE];
 	uint grp = get_group_id(0), lid = get_local_id(0);
+	uint l = lid % GPO_LN_TEAM, nb = ln_blocks(a.rows);
 
 	VIEW(x);
 	VIEW(y);
 	VIEW(stats);
 	if (grp >= a.groups)
 		return;
-	for (uint r = grp; r < a.rows; r += a.groups) {
-		ulong base = (ulong)r * a.len;
+	/* the whole group goes round together: the sums hold barriers */
+	for (uint b = grp; b < nb; b = nb - b <= a.groups ? nb : b + a.groups) {
+		uint r = b * GPO_LN_ROWS + lid / GPO_LN_TEAM;
+		uint len = r < a.rows ? a.len : 0;
+		ulong base = (ulong)(r < a.rows ? r : 0) * a.len;
 		__global const float *xr = x + a.off_x + base;
 		__global float *yr = y + a.off_y + base;
-		float mean = row_sum(tmp, xr, a.len) / a.len;
-		float v = 0.0f, rstd;
+		float s = 0.0f, v = 0.0f, mean, rstd;
 
-		for (uint j = lid; j < a.len; j += GPO_WG_SIZE) {
+		for (uint j = l; j < len; j += GPO_LN_TEAM)
+			s += xr[j];
+		mean = team_sum(tmp, s) / a.len;
+		for (uint j = l; j < len; j += GPO_LN_TEAM) {
 			float d = xr[j] - mean;
 
 			v += d * d;
 		}
-		rstd = 1.0f / sqrt(wg_sum(tmp, v) / a.len + a.eps);
-		for (uint j = lid; j < a.len; j += GPO_WG_SIZE)
+		rstd = 1.0f / sqrt(team_sum(tmp, v) / a.len + a.eps);
+		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			yr[j] = (xr[j] - mean) * rstd;
-		if (lid == 0) {
+		if (l == 0 && len) {
 			stats[a.off_stats + 2 * (ulong)r] = mean;
 			stats[a.off_stats + 2 * (ulong)r + 1] = rstd;
 		}
@@ -47,8 +82,9 @@ KERNEL void layernorm_bwd(BUF(const float, y), BUF(const float, dy),
 			  BUF(const float, stats), BUF(float, dx),
 			  struct gpo_layernorm_args a)
 {
-	__local float2 tmp[GPO_WG_SIZE];
+	__local float tmp[GPO_WG_SIZE];
 	uint grp = get_group_id(0), lid = get_local_id(0);
+	uint l = lid % GPO_LN_TEAM, nb = ln_blocks(a.rows);
 
 	VIEW(y);
 	VIEW(dy);
@@ -56,19 +92,25 @@ KERNEL void layernorm_bwd(BUF(const float, y), BUF(const float, dy),
 	VIEW(dx);
 	if (grp >= a.groups)
 		return;
-	for (uint r = grp; r < a.rows; r += a.groups) {
-		ulong base = (ulong)r * a.len;
+	for (uint b = grp; b < nb; b = nb - b <= a.groups ? nb : b + a.groups) {
+		uint r = b * GPO_LN_ROWS + lid / GPO_LN_TEAM;
+		uint len = r < a.rows ? a.len : 0;
+		ulong base = (ulong)(r < a.rows ? r : 0) * a.len;
 		__global const float *yr = y + a.off_y + base;
 		__global const float *dyr = dy + a.off_dy + base;
 		__global float *dxr = dx + a.off_x + base;
-		float scale = a.alpha * stats[a.off_stats + 2 * (ulong)r + 1];
-		float2 s = (float2)(0.0f);
+		float s = 0.0f, sy = 0.0f, scale = 0.0f;
 
-		for (uint j = lid; j < a.len; j += GPO_WG_SIZE)
-			s += (float2)(dyr[j], dyr[j] * yr[j]);
-		s = wg_sum2(tmp, s) / (float)a.len;
-		for (uint j = lid; j < a.len; j += GPO_WG_SIZE)
+		if (len)
+			scale = a.alpha * stats[a.off_stats + 2 * (ulong)r + 1];
+		for (uint j = l; j < len; j += GPO_LN_TEAM) {
+			s += dyr[j];
+			sy += dyr[j] * yr[j];
+		}
+		s = team_sum(tmp, s) / a.len;
+		sy = team_sum(tmp, sy) / a.len;
+		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			out_put(dxr, j, a.flags,
-				scale * (dyr[j] - s.x - yr[j] * s.y));
+				scale * (dyr[j] - s - yr[j] * sy));
 	}
 }

@@ -901,6 +901,17 @@ static struct launch *row_launch(struct gpo_graph *g, struct llist *l,
 	return push(g, l, op, *gr);
 }
 
+/* row_launch() for the layer norms: a group takes GPO_LN_ROWS rows */
+static struct launch *ln_launch(struct gpo_graph *g, struct llist *l,
+				enum gpo__op_id op, const struct gpo_tensor *x,
+				uint64_t *rows, uint32_t *len, uint32_t *gr)
+{
+	*len = x->shape[x->ndim - 1];
+	*rows = x->numel / *len;
+	*gr = rows_groups((*rows + GPO_LN_ROWS - 1) / GPO_LN_ROWS);
+	return push(g, l, op, *gr);
+}
+
 static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *x = t->src[0];
@@ -996,7 +1007,7 @@ static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->fwd, OP_LAYERNORM, x, &rows, &len,
+	struct launch *c = ln_launch(g, &g->fwd, OP_LAYERNORM, x, &rows, &len,
 				      &gr);
 	struct gpo_layernorm_args *a;
 
@@ -1377,7 +1388,7 @@ static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len,
+	struct launch *c = ln_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len,
 				      &gr);
 	struct gpo_layernorm_args *a;
 

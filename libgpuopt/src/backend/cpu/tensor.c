@@ -938,73 +938,91 @@ void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 /* ---- layernorm ------------------------------------------------------ */
 
 /*
- * One row per group and round: the mean, then the variance about it (two
- * passes, no cancellation), in double.
+ * Group g's rows (abi/layernorm.h): the blocks of GPO_LN_ROWS rows b = g,
+ * g + groups, ..., each block's rows in turn. Calls @row(c, r) for each.
  */
-void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi)
+static void ln_rows(const struct op_call *c, const struct gpo_layernorm_args *a,
+		    uint32_t lo, uint32_t hi,
+		    void (*row)(const struct op_call *, uint32_t))
 {
-	const struct gpo_layernorm_args *a = c->args;
-	const float *x = bp(c, 0);
-	float *y = bp(c, 1), *st = bp(c, 2) + a->off_stats;
-	uint32_t g, r, j;
+	uint64_t nb = ((uint64_t)a->rows + GPO_LN_ROWS - 1) / GPO_LN_ROWS;
+	uint64_t b, r;
+	uint32_t g;
 
 	for (g = lo; g < hi && g < a->groups; g++)
-		for (r = g; r < a->rows; r += a->groups) {
-			const uint64_t o = (uint64_t)r * a->len;
-			const float *xr = x + a->off_x + o;
-			float *yr = y + a->off_y + o;
-			double s = 0, v = 0;
-			float mean, rstd;
+		for (b = g; b < nb; b += a->groups)
+			for (r = b * GPO_LN_ROWS;
+			     r < (b + 1) * GPO_LN_ROWS && r < a->rows; r++)
+				row(c, (uint32_t)r);
+}
 
-			for (j = 0; j < a->len; j++)
-				s += xr[j];
-			mean = (float)(s / a->len);
-			for (j = 0; j < a->len; j++) {
-				double d = (double)xr[j] - mean;
+/*
+ * Row r: the mean, then the variance about it (two passes, no
+ * cancellation), in double.
+ */
+static void ln_row(const struct op_call *c, uint32_t r)
+{
+	const struct gpo_layernorm_args *a = c->args;
+	const uint64_t o = (uint64_t)r * a->len;
+	const float *xr = bp(c, 0) + a->off_x + o;
+	float *yr = bp(c, 1) + a->off_y + o;
+	float *st = bp(c, 2) + a->off_stats;
+	double s = 0, v = 0;
+	float mean, rstd;
+	uint32_t j;
 
-				v += d * d;
-			}
-			rstd = (float)(1.0 / sqrt(v / a->len + a->eps));
-			for (j = 0; j < a->len; j++)
-				yr[j] = (xr[j] - mean) * rstd;
-			st[2 * (uint64_t)r] = mean;
-			st[2 * (uint64_t)r + 1] = rstd;
-		}
+	for (j = 0; j < a->len; j++)
+		s += xr[j];
+	mean = (float)(s / a->len);
+	for (j = 0; j < a->len; j++) {
+		double d = (double)xr[j] - mean;
+
+		v += d * d;
+	}
+	rstd = (float)(1.0 / sqrt(v / a->len + a->eps));
+	for (j = 0; j < a->len; j++)
+		yr[j] = (xr[j] - mean) * rstd;
+	st[2 * (uint64_t)r] = mean;
+	st[2 * (uint64_t)r + 1] = rstd;
+}
+
+void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi)
+{
+	ln_rows(c, c->args, lo, hi, ln_row);
+}
+
+static void ln_bwd_row(const struct op_call *c, uint32_t r)
+{
+	const struct gpo_layernorm_args *a = c->args;
+	const uint64_t o = (uint64_t)r * a->len;
+	const float *yr = bp(c, 0) + a->off_y + o;
+	const float *dyr = bp(c, 1) + a->off_dy + o;
+	const float *st = bp(c, 2) + a->off_stats;
+	float *dxr = bp(c, 3) + a->off_x + o;
+	const int accum = !!(a->flags & GPO_T_ACCUM);
+	const float scale = a->alpha * st[2 * (uint64_t)r + 1];
+	double s = 0, sy = 0;
+	float mdy, mdyy, v;
+	uint32_t j;
+
+	for (j = 0; j < a->len; j++) {
+		s += dyr[j];
+		sy += (double)dyr[j] * yr[j];
+	}
+	mdy = (float)(s / a->len);
+	mdyy = (float)(sy / a->len);
+	for (j = 0; j < a->len; j++) {
+		v = scale * (dyr[j] - mdy - yr[j] * mdyy);
+		if (accum)
+			dxr[j] += v;
+		else
+			dxr[j] = v;
+	}
 }
 
 void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	const struct gpo_layernorm_args *a = c->args;
-	const float *y = bp(c, 0), *dy = bp(c, 1);
-	const float *st = bp(c, 2) + a->off_stats;
-	float *dx = bp(c, 3);
-	const int accum = !!(a->flags & GPO_T_ACCUM);
-	uint32_t g, r, j;
-
-	for (g = lo; g < hi && g < a->groups; g++)
-		for (r = g; r < a->rows; r += a->groups) {
-			const uint64_t o = (uint64_t)r * a->len;
-			const float *yr = y + a->off_y + o;
-			const float *dyr = dy + a->off_dy + o;
-			float *dxr = dx + a->off_x + o;
-			const float scale = a->alpha * st[2 * (uint64_t)r + 1];
-			double s = 0, sy = 0;
-			float mdy, mdyy, v;
-
-			for (j = 0; j < a->len; j++) {
-				s += dyr[j];
-				sy += (double)dyr[j] * yr[j];
-			}
-			mdy = (float)(s / a->len);
-			mdyy = (float)(sy / a->len);
-			for (j = 0; j < a->len; j++) {
-				v = scale * (dyr[j] - mdy - yr[j] * mdyy);
-				if (accum)
-					dxr[j] += v;
-				else
-					dxr[j] = v;
-			}
-		}
+	ln_rows(c, c->args, lo, hi, ln_bwd_row);
 }
 
 /* ---- attention ------------------------------------------------------ */
