@@ -8,6 +8,8 @@
 #include "abi/reduce.h"
 #include "opencl/tensor.cl"
 
+#define RED_BATCH	8
+
 /* The result of @fn over r < len of x(o, r, i) for one work-item */
 static inline float column(const struct gpo_reduce_args *a,
 			   __global const float *x, uint o, uint i,
@@ -17,6 +19,28 @@ static inline float column(const struct gpo_reduce_args *a,
 	float acc = a->fn == GPO_RED_SUM ? 0.0f : -INFINITY;
 
 	*arg = 0;
+	if (a->fn == GPO_RED_SUM) {
+		uint r = 0;
+
+		/*
+		 * RED_BATCH loads in flight at once, added in order: a
+		 * column of thousands walked one load at a time waits on
+		 * memory for each (the gradients of biases)
+		 */
+		for (; a->len - r >= RED_BATCH; r += RED_BATCH) {
+			float w[RED_BATCH];
+
+#pragma unroll
+			for (uint q = 0; q < RED_BATCH; q++)
+				w[q] = x[base + (r + q) * a->inner];
+#pragma unroll
+			for (uint q = 0; q < RED_BATCH; q++)
+				acc += w[q];
+		}
+		for (; r < a->len; r++)
+			acc += x[base + r * a->inner];
+		return acc;
+	}
 	for (uint r = 0; r < a->len; r++) {
 		float v = x[base + r * a->inner];
 

@@ -12,6 +12,7 @@
  * order, grid-stride over the n outputs.
  */
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/reduce.h"
 #include "group.glsl"
@@ -30,6 +31,8 @@ void put(uint o, uint i, float v, uint at)
 	if (args.fn == GPO_RED_MAX && FLAG(GPO_RED_IDX))
 		idx[args.off_idx + out_i] = int(at);
 }
+
+#define RED_BATCH	8u
 
 /*
  * One output by one invocation: r = 0 .. len - 1 in order. len 0 gives
@@ -50,7 +53,22 @@ void reduce_one(uint o, uint i)
 			}
 		}
 	} else {
-		for (uint r = 0u; r < args.len; r++)
+		uint r = 0u;
+
+		/*
+		 * RED_BATCH loads in flight at once, added in order: a
+		 * column of thousands walked one load at a time waits on
+		 * memory for each (the gradients of biases)
+		 */
+		for (; args.len - r >= RED_BATCH; r += RED_BATCH) {
+			float w[RED_BATCH];
+
+			[[unroll]] for (uint q = 0u; q < RED_BATCH; q++)
+				w[q] = x[base + (r + q) * args.inner];
+			[[unroll]] for (uint q = 0u; q < RED_BATCH; q++)
+				v += w[q];
+		}
+		for (; r < args.len; r++)
 			v += x[base + r * args.inner];
 	}
 	put(o, i, v, at);
