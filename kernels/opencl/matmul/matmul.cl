@@ -269,7 +269,11 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  *
  * Slices are 8 or 16 deep and double-buffered: step s multiplies buffer
  * s % 2 while its work-items store step s + 1 (loaded into registers
- * before the multiply) into the other one; one barrier a step. Loads go
+ * before the multiply) into the other one, half-way through the step
+ * (BIG_STAGE_AT); one barrier a step. Storing half-way, not after the
+ * last row, took the byte GPT's products from 32.1 to 30.1 ms a step on
+ * an H200 (2026-11-29, call 52; the same change made Vulkan's slower, so
+ * matmul_big.comp stores at the end). Loads go
  * along the direction that is contiguous in memory, as matmul's (as
  * float4s where GPO_MM_VEC_* says the operand allows it), and
  * out-of-range elements load as 0 (they add exact zeros at p >= k).
@@ -285,6 +289,7 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  * products of 16384 x 384 over k >= 384 ran 11-17 % faster 16 deep.
  */
 #define TB	GPO_MM_TILE_BIG
+#define BIG_STAGE_AT(bks)	((bks) / 2)	/* the row before which to store */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
 
 /* row x of the block: av times the 8 columns b0, b1 */

@@ -171,6 +171,13 @@ KERNEL void BIG_KERNEL(BUF(const float, A), BUF(const float, B),
 		}
 #pragma unroll
 		for (uint p = 0; p < BKS; p++) {
+			/* the next step into the other buffer (matmul.cl) */
+			if (p == BIG_STAGE_AT(BKS) && more) {
+				__local float *nx = sm + (buf ^ 1) * 2 * BSL;
+
+				BIG(store)(nx, ta, va, ra);
+				BIG(store)(nx + BSL, !tb, vb, rb);
+			}
 			float4 a0 = *(__local const float4 *)(as + p * LDB);
 			float4 a1 = *(__local const float4 *)(as + p * LDB + 64);
 			float4 b0 = *(__local const float4 *)(bs + p * LDB);
@@ -184,12 +191,6 @@ KERNEL void BIG_KERNEL(BUF(const float, A), BUF(const float, B),
 			BIG_FMA(c50, c51, a1.y);
 			BIG_FMA(c60, c61, a1.z);
 			BIG_FMA(c70, c71, a1.w);
-		}
-		if (more) {
-			__local float *nx = sm + (buf ^ 1) * 2 * BSL;
-
-			BIG(store)(nx, ta, va, ra);
-			BIG(store)(nx + BSL, !tb, vb, rb);
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 		buf ^= 1;
