@@ -269,11 +269,12 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  *
  * Slices are 8 or 16 deep and double-buffered: step s multiplies buffer
  * s % 2 while its work-items store step s + 1 (loaded into registers
- * before the multiply) into the other one, half-way through the step
- * (BIG_STAGE_AT); one barrier a step. Storing half-way, not after the
- * last row, took the byte GPT's products from 32.1 to 30.1 ms a step on
- * an H200 (2026-11-29, call 52; the same change made Vulkan's slower, so
- * matmul_big.comp stores at the end). Loads go
+ * before the multiply) into the other one, a quarter of the way through
+ * the step (BIG_STAGE_AT); one barrier a step. Where matters on an H200
+ * (2026-11-29, bench/results/issue11-h200-2026-11-29.txt, calls 52-53):
+ * the byte GPT's products took 32.1 ms a step storing after the last
+ * row, 30.2 half-way, 29.8 a quarter of the way, 36.8 three quarters
+ * (matmul_big.comp stores before its last row). Loads go
  * along the direction that is contiguous in memory, as matmul's (as
  * float4s where GPO_MM_VEC_* says the operand allows it), and
  * out-of-range elements load as 0 (they add exact zeros at p >= k).
@@ -289,7 +290,7 @@ KERNEL void matmul_half(BUF(const float, A), BUF(const float, B),
  * products of 16384 x 384 over k >= 384 ran 11-17 % faster 16 deep.
  */
 #define TB	GPO_MM_TILE_BIG
-#define BIG_STAGE_AT(bks)	((bks) / 2)	/* the row before which to store */
+#define BIG_STAGE_AT(bks)	((bks) / 4)	/* the row before which to store */
 #define LDB	(TB + 4)	/* local row stride: stores along p miss banks */
 
 /* row x of the block: av times the 8 columns b0, b1 */

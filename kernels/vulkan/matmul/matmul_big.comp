@@ -15,7 +15,12 @@
  * k goes by in steps of BKS, the slices of op(A) and op(B) stored k-major
  * in shared memory and double-buffered: step s multiplies buffer s % 2
  * while the next step's elements, fetched into registers before the
- * multiply, are stored into the other; one barrier a step. Each
+ * multiply, are stored into the other before its last row; one barrier a
+ * step. Where matters on an H200 (2026-11-29, calls 52-53 of
+ * bench/results/issue11-h200-2026-11-29.txt): the byte GPT's products
+ * took 33.6 ms a step storing after the last row, 32.5 before it, 34.7
+ * half-way, 37.4 before row 1 (OpenCL's kernel stores a quarter of the
+ * way: each compiler has its own best place). Each
  * invocation fetches BNQ elements of each slice along the direction that
  * is contiguous in memory (as matmul.comp), as vec4s where GPO_MM_VEC_*
  * says the operand allows it (element by element where one would cross
@@ -280,6 +285,10 @@ void main()
 			fetch(p0 + BKS, ra, rb);
 		[[unroll]] for (uint p = 0u; p < BKS; p++) {
 			uint o = p * (LDB / 4u);
+
+			/* the next step into the other buffer (see above) */
+			if (p == BKS - 1u && more)
+				stage(x ^ 1u, ra, rb);
 			vec4 a0 = sm4[ao + o], a1 = sm4[ao + o + 16u];
 			vec4 b0 = sm4[bo + o], b1 = sm4[bo + o + 16u];
 
@@ -292,8 +301,6 @@ void main()
 			ROW(c60, c61, a1.z);
 			ROW(c70, c71, a1.w);
 		}
-		if (more)
-			stage(x ^ 1u, ra, rb);
 		group_sync();
 		x ^= 1u;
 	}
