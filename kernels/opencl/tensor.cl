@@ -36,21 +36,32 @@ static inline float wg_max(__local float *tmp, float v)
 	return v;
 }
 
-/* The sum of one value per work-item in a fixed tree, to every one. */
-static inline float wg_sum(__local float *tmp, float v)
+/*
+ * The sum of one value per work-item over each part of @width (a power
+ * of two dividing GPO_WG_SIZE) of consecutive work-items, in a fixed
+ * tree, to every one of the part. Every work-item of the group calls it
+ * (it holds barriers).
+ */
+static inline float part_sum(__local float *tmp, float v, uint width)
 {
-	uint lid = get_local_id(0);
+	uint lid = get_local_id(0), l = lid % width;
 
 	tmp[lid] = v;
 	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = GPO_WG_SIZE / 2; s > 0; s >>= 1) {
-		if (lid < s)
+	for (uint s = width / 2; s > 0; s >>= 1) {
+		if (l < s)
 			tmp[lid] += tmp[lid + s];
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
-	v = tmp[0];
+	v = tmp[lid - l];
 	barrier(CLK_LOCAL_MEM_FENCE);
 	return v;
+}
+
+/* The sum of one value per work-item in a fixed tree, to every one. */
+static inline float wg_sum(__local float *tmp, float v)
+{
+	return part_sum(tmp, v, GPO_WG_SIZE);
 }
 
 /*

@@ -74,19 +74,28 @@ shared uint tree_i[WG_SIZE];
  * call follow another at once: nobody is still reading the last result
  * from tree_v[0] when invocation 0 writes its new value there.
  */
-float tree_sum(float v)
+/*
+ * part_sum: the sum over each part of @width (a power of two dividing
+ * WG_SIZE) of consecutive invocations, to every one of the part.
+ */
+float part_sum(float v, uint width)
 {
-	uint t = gl_LocalInvocationID.x;
+	uint t = gl_LocalInvocationID.x, l = t % width;
 
 	group_sync();
 	tree_v[t] = v;
 	group_sync();
-	for (uint s = WG_SIZE / 2u; s > 0u; s >>= 1) {
-		if (t < s)
+	for (uint s = width / 2u; s > 0u; s >>= 1) {
+		if (l < s)
 			tree_v[t] += tree_v[t + s];
 		group_sync();
 	}
-	return tree_v[0];
+	return tree_v[t - l];
+}
+
+float tree_sum(float v)
+{
+	return part_sum(v, WG_SIZE);
 }
 
 float tree_max(float v)

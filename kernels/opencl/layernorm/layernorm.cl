@@ -3,34 +3,14 @@
  * layernorm.cl - rows to mean 0 and variance 1, and the backward
  * (abi/layernorm.h). A team of GPO_LN_TEAM work-items per row,
  * GPO_LN_ROWS rows a workgroup: work-item l of a team takes elements l,
- * l + GPO_LN_TEAM, ... in order and team_sum() joins them in a fixed
- * tree, so a row gives the same bits whatever the launch. The variance is
- * a second pass over x - mean: no cancellation. (A workgroup a row, as
- * before, left most of its 256 work-items idle on rows of a few hundred
- * and waited on eight barriers a sum.)
+ * l + GPO_LN_TEAM, ... in order and tensor.cl's part_sum() joins them in
+ * a fixed tree, so a row gives the same bits whatever the launch. The
+ * variance is a second pass over x - mean: no cancellation. (A workgroup
+ * a row, as before, left most of its 256 work-items idle on rows of a few
+ * hundred and waited on eight barriers a sum.)
  */
 #include "abi/layernorm.h"
 #include "opencl/tensor.cl"
-
-/*
- * The sum of the team's @v, to each of its work-items. Every work-item of
- * the group calls it (it holds barriers).
- */
-static inline float team_sum(__local float *tmp, float v)
-{
-	uint lid = get_local_id(0), l = lid % GPO_LN_TEAM;
-
-	tmp[lid] = v;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint s = GPO_LN_TEAM / 2; s > 0; s >>= 1) {
-		if (l < s)
-			tmp[lid] += tmp[lid + s];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	v = tmp[lid - l];
-	barrier(CLK_LOCAL_MEM_FENCE);
-	return v;
-}
 
 /* the blocks of GPO_LN_ROWS rows (the last one short) */
 static inline uint ln_blocks(uint rows)
@@ -61,13 +41,14 @@ KERNEL void layernorm(BUF(const float, x), BUF(float, y), BUF(float, stats),
 
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			s += xr[j];
-		mean = team_sum(tmp, s) / a.len;
+		mean = part_sum(tmp, s, GPO_LN_TEAM) / a.len;
 		for (uint j = l; j < len; j += GPO_LN_TEAM) {
 			float d = xr[j] - mean;
 
 			v += d * d;
 		}
-		rstd = 1.0f / sqrt(team_sum(tmp, v) / a.len + a.eps);
+		rstd = 1.0f / sqrt(part_sum(tmp, v, GPO_LN_TEAM) / a.len +
+				   a.eps);
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			yr[j] = (xr[j] - mean) * rstd;
 		if (l == 0 && len) {
@@ -107,8 +88,8 @@ KERNEL void layernorm_bwd(BUF(const float, y), BUF(const float, dy),
 			s += dyr[j];
 			sy += dyr[j] * yr[j];
 		}
-		s = team_sum(tmp, s) / a.len;
-		sy = team_sum(tmp, sy) / a.len;
+		s = part_sum(tmp, s, GPO_LN_TEAM) / a.len;
+		sy = part_sum(tmp, sy, GPO_LN_TEAM) / a.len;
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			out_put(dxr, j, a.flags,
 				scale * (dyr[j] - s - yr[j] * sy));

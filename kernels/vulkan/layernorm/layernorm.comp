@@ -6,8 +6,8 @@
  * y, its mean and rstd in stats (abi/layernorm.h). A team of GPO_LN_TEAM
  * invocations a row, GPO_LN_ROWS rows a workgroup, blocks of rows grp,
  * grp + groups, ...: invocation l of a team takes j = l, l + GPO_LN_TEAM,
- * ... in order and team_sum() joins them in a fixed tree; the variance is
- * a second pass over x - mean, so nothing cancels.
+ * ... in order and tensor.glsl's part_sum() joins them in a fixed tree;
+ * the variance is a second pass over x - mean, so nothing cancels.
  */
 #version 450
 #include "common.glsl"
@@ -37,13 +37,14 @@ void main()
 
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			s += x[xo + j];
-		mean = team_sum(s) / float(args.len);
+		mean = part_sum(s, GPO_LN_TEAM) / float(args.len);
 		for (uint j = l; j < len; j += GPO_LN_TEAM) {
 			float d = x[xo + j] - mean;
 
 			v += d * d;
 		}
-		rstd = 1.0 / sqrt(team_sum(v) / float(args.len) + args.eps);
+		rstd = 1.0 / sqrt(part_sum(v, GPO_LN_TEAM) / float(args.len) +
+				  args.eps);
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			y[yo + j] = (x[xo + j] - mean) * rstd;
 		if (l == 0u && len != 0u) {

@@ -7,7 +7,7 @@
  *   dx_j (+)= alpha * rstd * (dy_j - mean_k dy_k - y_j * mean_k dy_k y_k)
  * A team of GPO_LN_TEAM invocations a row, GPO_LN_ROWS rows a workgroup
  * (layernorm.comp); the row's sums by each invocation in order and then
- * team_sum()'s fixed tree.
+ * tensor.glsl's part_sum(), a fixed tree.
  */
 #version 450
 #include "common.glsl"
@@ -42,8 +42,8 @@ void main()
 			s += dy[go + j];
 			sy += dy[go + j] * y[yo + j];
 		}
-		s = team_sum(s) / float(args.len);
-		sy = team_sum(sy) / float(args.len);
+		s = part_sum(s, GPO_LN_TEAM) / float(args.len);
+		sy = part_sum(sy, GPO_LN_TEAM) / float(args.len);
 		for (uint j = l; j < len; j += GPO_LN_TEAM)
 			STORE(dx, xo + j,
 			      scale * (dy[go + j] - s - y[yo + j] * sy));
