@@ -889,26 +889,17 @@ static int fwd_reduce(struct gpo_graph *g, struct gpo_tensor *t)
 
 /*
  * row_launch - a launch of the row op @op over @x's rows (its last
- * dimension), a workgroup a row up to the cap: its rows, length and groups
+ * dimension), @per rows a workgroup up to the cap: its rows, length and
+ * groups
  */
 static struct launch *row_launch(struct gpo_graph *g, struct llist *l,
 				 enum gpo__op_id op, const struct gpo_tensor *x,
-				 uint64_t *rows, uint32_t *len, uint32_t *gr)
+				 uint32_t per, uint64_t *rows, uint32_t *len,
+				 uint32_t *gr)
 {
 	*len = x->shape[x->ndim - 1];
 	*rows = x->numel / *len;
-	*gr = rows_groups(*rows);
-	return push(g, l, op, *gr);
-}
-
-/* row_launch() for the layer norms: a group takes GPO_LN_ROWS rows */
-static struct launch *ln_launch(struct gpo_graph *g, struct llist *l,
-				enum gpo__op_id op, const struct gpo_tensor *x,
-				uint64_t *rows, uint32_t *len, uint32_t *gr)
-{
-	*len = x->shape[x->ndim - 1];
-	*rows = x->numel / *len;
-	*gr = rows_groups((*rows + GPO_LN_ROWS - 1) / GPO_LN_ROWS);
+	*gr = rows_groups((*rows + per - 1) / per);
 	return push(g, l, op, *gr);
 }
 
@@ -917,7 +908,7 @@ static int fwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->fwd, OP_SOFTMAX, x, &rows, &len,
+	struct launch *c = row_launch(g, &g->fwd, OP_SOFTMAX, x, 1, &rows, &len,
 				      &gr);
 	struct gpo_softmax_args *s;
 
@@ -1007,8 +998,8 @@ static int fwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = ln_launch(g, &g->fwd, OP_LAYERNORM, x, &rows, &len,
-				      &gr);
+	struct launch *c = row_launch(g, &g->fwd, OP_LAYERNORM, x, GPO_LN_ROWS,
+				      &rows, &len, &gr);
 	struct gpo_layernorm_args *a;
 
 	place(g, &t->aux, 2 * rows);
@@ -1334,8 +1325,8 @@ static int bwd_softmax(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = row_launch(g, &g->bwd, OP_SOFTMAX_BWD, x, &rows, &len,
-				      &gr);
+	struct launch *c = row_launch(g, &g->bwd, OP_SOFTMAX_BWD, x, 1, &rows,
+				      &len, &gr);
 	struct gpo_softmax_args *s;
 
 	if (!c)
@@ -1392,8 +1383,8 @@ static int bwd_layernorm(struct gpo_graph *g, struct gpo_tensor *t)
 	struct gpo_tensor *x = t->src[0];
 	uint32_t len, gr;
 	uint64_t rows;
-	struct launch *c = ln_launch(g, &g->bwd, OP_LAYERNORM_BWD, x, &rows, &len,
-				      &gr);
+	struct launch *c = row_launch(g, &g->bwd, OP_LAYERNORM_BWD, x,
+				      GPO_LN_ROWS, &rows, &len, &gr);
 	struct gpo_layernorm_args *a;
 
 	if (!c)

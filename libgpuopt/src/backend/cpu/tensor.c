@@ -941,10 +941,10 @@ void gpo__cpu_embed_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
  * Group g's rows (abi/layernorm.h): the blocks of GPO_LN_ROWS rows b = g,
  * g + groups, ..., each block's rows in turn. Calls @row(c, r) for each.
  */
-static void ln_rows(const struct op_call *c, const struct gpo_layernorm_args *a,
-		    uint32_t lo, uint32_t hi,
+static void ln_rows(const struct op_call *c, uint32_t lo, uint32_t hi,
 		    void (*row)(const struct op_call *, uint32_t))
 {
+	const struct gpo_layernorm_args *a = c->args;
 	uint64_t nb = ((uint64_t)a->rows + GPO_LN_ROWS - 1) / GPO_LN_ROWS;
 	uint64_t b, r;
 	uint32_t g;
@@ -988,7 +988,7 @@ static void ln_row(const struct op_call *c, uint32_t r)
 
 void gpo__cpu_layernorm(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	ln_rows(c, c->args, lo, hi, ln_row);
+	ln_rows(c, lo, hi, ln_row);
 }
 
 static void ln_bwd_row(const struct op_call *c, uint32_t r)
@@ -1022,7 +1022,7 @@ static void ln_bwd_row(const struct op_call *c, uint32_t r)
 
 void gpo__cpu_layernorm_bwd(const struct op_call *c, uint32_t lo, uint32_t hi)
 {
-	ln_rows(c, c->args, lo, hi, ln_bwd_row);
+	ln_rows(c, lo, hi, ln_bwd_row);
 }
 
 /* ---- attention ------------------------------------------------------ */
