@@ -48,7 +48,9 @@
  *   -A  causal self-attention as BHxTxHD, e.g. 384x256x64 (none: -A 0,
  *       the default): the device time of forward and backward (dq, dk,
  *       dv), by gpo_causal_attention() and by matmul, causal_softmax and
- *       matmul, from gpo_graph_profile()
+ *       matmul, from gpo_graph_profile(); its peer is torch's causal
+ *       scaled_dot_product_attention (train_torch.py --attns), keyed
+ *       "attn:SPEC"
  */
 #include <errno.h>
 #include <getopt.h>
@@ -1108,8 +1110,10 @@ out:
 static int bench_attention(struct gpo_device *dev, const char *id,
 			   const char *spec)
 {
+	const struct peer *pf, *pb;
 	uint64_t s[3];
 	double ff, fb, cf, cb;
+	char key[80];
 	int ret;
 
 	if (sscanf(spec, "%llux%llux%llu", (unsigned long long *)&s[0],
@@ -1129,6 +1133,13 @@ static int bench_attention(struct gpo_device *dev, const char *id,
 	printf("# attention %s on %s, device ms: fused %.3f (forward %.3f, backward %.3f), composed %.3f (forward %.3f, backward %.3f): %.2fx\n",
 	       spec, id, ff + fb, ff, fb, cf + cb, cf, cb,
 	       (cf + cb) / (ff + fb));
+	snprintf(key, sizeof(key), "attn:%s", spec);
+	pf = find_peer("torch_attn_fwd", key);
+	pb = find_peer("torch_attn", key);
+	if (pf && pb)
+		printf("# attention %s on %s: fused beside torch's scaled_dot_product_attention (f32, causal, wall ms): forward %.3f (%.2fx), forward + backward %.3f (%.2fx)\n",
+		       spec, id, pf->ms, pf->ms / ff, pb->ms,
+		       pb->ms / (ff + fb));
 	fflush(stdout);
 	return 0;
 }

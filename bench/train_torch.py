@@ -9,11 +9,14 @@ Prints lines "label key ms" that bench_train -p reads:
     torch_graph mlp:784x256x10@128 0.111
     torch_eager gpt:6x6x384x256@64 120.0
     torch_mm mm:384x1152x16384ta 0.712  torch.matmul of that shape
+    torch_attn_fwd attn:384x256x64 0.09 causal scaled_dot_product_attention,
+    torch_attn attn:384x256x64 0.35     f32: forward; forward + backward
     train_torch.py [--device cuda] [--sizes 1024,4096,8192]
                    [--hsizes 4096,8192]
                    [--mlps 784x256x10@128,784x1024x1024x10@4096]
                    [--gpts 6x6x384x256@64]
                    [--products 16384x384x1152tb,256x256x64tb@384]
+                   [--attns 384x256x64]
 The MLP step is zero_grad, forward (Linear and ReLU), cross-entropy,
 backward and AdamW (lr 1e-3, weight decay 0.01) on the next batch of a
 dataset already on the device, as bench_train's. Eager: the foreach
@@ -106,6 +109,29 @@ def product(spec, device, rounds, sync):
         b = b.transpose(-2, -1)
     c = torch.empty(*lead, m, n, device=device)
     return timed(lambda: torch.matmul(a, b, out=c), sync, rounds)
+
+
+def attn_times(spec, device, rounds, sync):
+    """torch's causal scaled_dot_product_attention in f32 on [1, BH, T, hd]
+    (the kernel torch picks: memory-efficient attention on CUDA), the
+    forward alone and forward + backward; bench_train -A's peer"""
+    bh, t, hd = (int(v) for v in spec.split("x"))
+    gen = torch.Generator().manual_seed(1)
+    q, k, v, w = ((torch.rand(1, bh, t, hd, generator=gen) - 0.5).to(device)
+                  for _ in range(4))
+    for x in (q, k, v):
+        x.requires_grad_(True)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def fwd():
+        with torch.no_grad():
+            sdpa(q, k, v, is_causal=True)
+
+    def both():
+        y = sdpa(q, k, v, is_causal=True)
+        torch.autograd.grad(y, (q, k, v), w)
+
+    return timed(fwd, sync, rounds), timed(both, sync, rounds)
 
 
 def autocast(device, amp):
@@ -270,6 +296,7 @@ def main():
     ap.add_argument("--mlps", default="784x256x10@128,784x1024x1024x10@4096")
     ap.add_argument("--gpts", default="")
     ap.add_argument("--products", default="")
+    ap.add_argument("--attns", default="")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     a = ap.parse_args()
@@ -304,6 +331,11 @@ def main():
         if p != "0":
             print("torch_mm mm:%s %.4f" % (p, product(p, a.device, a.rounds,
                                                        sync)), flush=True)
+    for p in filter(None, a.attns.split(",")):
+        if p != "0":
+            f, fb = attn_times(p, a.device, a.rounds, sync)
+            print("torch_attn_fwd attn:%s %.4f" % (p, f), flush=True)
+            print("torch_attn attn:%s %.4f" % (p, fb), flush=True)
     for m in filter(None, a.mlps.split(",")):
         if "@" not in m:
             continue
