@@ -59,6 +59,19 @@
 #define GPO_ATTN_BLOCK	64	/* queries (keys) a workgroup */
 #define GPO_ATTN_MAX_HD	128	/* the largest head size */
 
+/*
+ * The columns (rows) the kernels stage a step: GPO_ATTN_KS_BIG where the
+ * device's workgroup memory holds GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG) bytes,
+ * else GPO_ATTN_KS_SMALL (OpenCL: -DGPO_ATTN_KS; Vulkan: specialization
+ * constant 5). The step changes no sum's order: the same bits either way.
+ */
+#define GPO_ATTN_KS_SMALL	16
+#define GPO_ATTN_KS_BIG		32
+/* the bytes of workgroup memory the kernels take with a step of @ks */
+#define GPO_ATTN_LOCAL(ks) \
+	(4 * (2 * (ks) * (GPO_ATTN_BLOCK + 4) + \
+	      GPO_ATTN_BLOCK * (GPO_ATTN_BLOCK + 4) + 3 * GPO_ATTN_BLOCK))
+
 #define GPO_ATTN_ACC_DV	(1u << 8)	/* dv += result (dk: GPO_T_ACCUM) */
 
 GPO_ARGS(gpo_attn_args)

@@ -14,69 +14,25 @@
  *	block_mul  O += P^T B for a 64 x 64 P in local memory (row j of P
  *		   at ps[j * LDS ..]) and 64 rows of B, staged KS rows at
  *		   a time
- * Both double-buffer their steps: the next step's loads are in flight
- * while this one multiplies, one barrier a step (stage_buf()).
  * Rows past t and columns past hd load as 0 and are never stored. Each
  * sum is a chain of fma in one order (c ascending, then j ascending
  * within a block and the blocks in order), and a row's maximum and sum
- * are the 16 work-items' parts taken in order (by each work-item of the
- * row in the forward): the same bits on every run. Local memory: 34 KiB
- * a workgroup.
+ * are the 16 work-items' parts taken in order by one work-item: the
+ * same bits on every run, and with either step (GPO_ATTN_KS). Local
+ * memory: GPO_ATTN_LOCAL(KS) bytes at most.
  */
 #include "abi/attention.h"
 #include "opencl/tensor.cl"
 
 #define AB	GPO_ATTN_BLOCK		/* rows a block: 64 */
-#define KS	16			/* columns (rows) a staged step */
+/* columns (rows) a staged step: abi/attention.h's, by the host's -D */
+#ifndef GPO_ATTN_KS
+#define GPO_ATTN_KS	GPO_ATTN_KS_SMALL
+#endif
+#define KS	GPO_ATTN_KS
 #define LDS	(AB + 4)		/* a staged row of 64, padded */
 #define LDH	(GPO_ATTN_MAX_HD + 4)	/* a staged row of hd, padded */
-#define STB	(2 * KS * LDS)		/* one staging buffer: >= KS * LDH */
-#define SLICE	(2 * STB)		/* the two of them */
-#define BW	(GPO_ATTN_MAX_HD / 16)	/* a work-item's B words a step */
-
-/*
- * The staging buffers alternate from step to step, across products too:
- * *@ph counts a workgroup's steps, the same in every work-item. A
- * product stores its first step and waits; then each step loads the
- * next one into registers, multiplies from one buffer, stores into the
- * other and waits once. The buffer a product stores first was last read
- * before the previous product's last barrier, so no product needs a
- * barrier at its end; what a caller writes itself (the P block, the row
- * parts) has its own place and its own barrier.
- */
-static inline __local float *stage_buf(__local float *sl, uint ph)
-{
-	return sl + (ph & 1) * STB;
-}
-
-/* rows lid / KS + 16 q of X and Y, column c0 + lid % KS: 0 past the ends */
-static inline void rd_load(__global const float *X, uint xn,
-			   __global const float *Y, uint yn, uint hd, uint c0,
-			   float xv[4], float yv[4])
-{
-	uint lid = get_local_id(0), c = c0 + lid % KS;
-
-	/* along c: 16 work-items read 16 consecutive words */
-	for (uint q = 0; q < 4; q++) {
-		uint row = lid / KS + 16 * q;
-
-		xv[q] = row < xn && c < hd ? X[row * hd + c] : 0.0f;
-		yv[q] = row < yn && c < hd ? Y[row * hd + c] : 0.0f;
-	}
-}
-
-static inline void rd_store(__local float *b, const float xv[4],
-			    const float yv[4])
-{
-	uint lid = get_local_id(0);
-
-	for (uint q = 0; q < 4; q++) {
-		uint row = lid / KS + 16 * q;
-
-		b[(lid % KS) * LDS + row] = xv[q];
-		b[KS * LDS + (lid % KS) * LDS + row] = yv[q];
-	}
-}
+#define SLICE	(2 * KS * LDS)		/* staging floats: >= KS * LDH too */
 
 /*
  * acc[r] = sum_c X[4 ty + r][c] Y[4 tx + (0..3)][c]: rows of X below
@@ -84,24 +40,26 @@ static inline void rd_store(__local float *b, const float xv[4],
  */
 static inline void rows_dot(__global const float *X, uint xn,
 			    __global const float *Y, uint yn, uint hd,
-			    __local float *sl, uint *ph, float4 acc[4])
+			    __local float *sl, float4 acc[4])
 {
 	uint lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
-	uint steps = (hd + KS - 1) / KS;
-	float xv[4], yv[4];
+	__local float *xs = sl, *ys = sl + KS * LDS;
 
 	for (uint r = 0; r < 4; r++)
 		acc[r] = 0.0f;
-	rd_load(X, xn, Y, yn, hd, 0, xv, yv);
-	rd_store(stage_buf(sl, *ph), xv, yv);
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint st = 0; st < steps; st++, (*ph)++) {
-		__local const float *xs = stage_buf(sl, *ph);
-		__local const float *ys = xs + KS * LDS;
-		int more = st + 1 < steps;
+	for (uint c0 = 0; c0 < hd; c0 += KS) {
+		uint c = c0 + lid % KS;
 
-		if (more)
-			rd_load(X, xn, Y, yn, hd, (st + 1) * KS, xv, yv);
+		/* along c: KS work-items read KS consecutive words */
+		for (uint q = 0; q < AB * KS / GPO_WG_SIZE; q++) {
+			uint row = lid / KS + (GPO_WG_SIZE / KS) * q;
+
+			xs[(lid % KS) * LDS + row] =
+				row < xn && c < hd ? X[row * hd + c] : 0.0f;
+			ys[(lid % KS) * LDS + row] =
+				row < yn && c < hd ? Y[row * hd + c] : 0.0f;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
 		for (uint p = 0; p < KS; p++) {
 			float4 av = *(__local const float4 *)(xs + p * LDS +
@@ -114,68 +72,37 @@ static inline void rows_dot(__global const float *X, uint xn,
 			acc[2] = fma((float4)(av.z), bv, acc[2]);
 			acc[3] = fma((float4)(av.w), bv, acc[3]);
 		}
-		if (more) {
-			rd_store(stage_buf(sl, *ph + 1), xv, yv);
-			barrier(CLK_LOCAL_MEM_FENCE);
-		}
-	}
-}
-
-/* row j0 + lid / 16 of B, columns lid % 16 + 16 n (0 past bn and hd) */
-static inline void bm_load(__global const float *B, uint bn, uint hd,
-			   uint cols, uint j0, float bv[BW])
-{
-	uint lid = get_local_id(0), row = j0 + lid / 16;
-
-	for (uint n = 0; n < BW; n++) {
-		uint c = lid % 16 + 16 * n;
-
-		if (c < cols)
-			bv[n] = row < bn && c < hd ? B[row * hd + c] : 0.0f;
-	}
-}
-
-static inline void bm_store(__local float *b, uint cols, const float bv[BW])
-{
-	uint lid = get_local_id(0);
-
-	for (uint n = 0; n < BW; n++) {
-		uint c = lid % 16 + 16 * n;
-
-		if (c < cols)
-			b[(lid / 16) * LDH + c] = bv[n];
+		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 }
 
 /*
  * o[r] += sum_j ps[j][4 ty + r] B[j][4 tx ..], o2[r] likewise for the
- * columns 64 + 4 tx .. (hd > 64 only): rows of B below @bn. The P block
- * is read only after the first barrier here.
+ * columns 64 + 4 tx .. (hd > 64 only): rows of B below @bn
  */
 static inline void block_mul(__local const float *ps,
 			     __global const float *B, uint bn, uint hd,
-			     __local float *sl, uint *ph, float4 o[4],
-			     float4 o2[4])
+			     __local float *sl, float4 o[4], float4 o2[4])
 {
 	uint lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
 	uint wide = hd > 64, cols = wide ? GPO_ATTN_MAX_HD : 64;
-	float bv[BW];
 
-	/* every column read is staged: 0 past hd */
-	bm_load(B, bn, hd, cols, 0, bv);
-	bm_store(stage_buf(sl, *ph), cols, bv);
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (uint j0 = 0; j0 < AB; j0 += KS, (*ph)++) {
-		__local const float *bs = stage_buf(sl, *ph);
-		int more = j0 + KS < AB;
+	for (uint j0 = 0; j0 < AB; j0 += KS) {
+		/* every column read is staged: 0 past hd */
+		for (uint h = 0; h < KS; h += 16) {
+			uint row = j0 + h + lid / 16;
 
-		if (more)
-			bm_load(B, bn, hd, cols, j0 + KS, bv);
+			for (uint c = lid % 16; c < cols; c += 16)
+				sl[(h + lid / 16) * LDH + c] =
+					row < bn && c < hd ? B[row * hd + c] :
+							     0.0f;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
 		for (uint p = 0; p < KS; p++) {
 			float4 av = *(__local const float4 *)(ps + (j0 + p) *
 							     LDS + 4 * ty);
-			float4 b0 = *(__local const float4 *)(bs + p * LDH +
+			float4 b0 = *(__local const float4 *)(sl + p * LDH +
 							     4 * tx);
 
 			o[0] = fma((float4)(av.x), b0, o[0]);
@@ -184,7 +111,7 @@ static inline void block_mul(__local const float *ps,
 			o[3] = fma((float4)(av.w), b0, o[3]);
 			if (wide) {
 				float4 b1 = *(__local const float4 *)
-					(bs + p * LDH + 64 + 4 * tx);
+					(sl + p * LDH + 64 + 4 * tx);
 
 				o2[0] = fma((float4)(av.x), b1, o2[0]);
 				o2[1] = fma((float4)(av.y), b1, o2[1]);
@@ -192,10 +119,7 @@ static inline void block_mul(__local const float *ps,
 				o2[3] = fma((float4)(av.w), b1, o2[3]);
 			}
 		}
-		if (more) {
-			bm_store(stage_buf(sl, *ph + 1), cols, bv);
-			barrier(CLK_LOCAL_MEM_FENCE);
-		}
+		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 }
 
@@ -238,8 +162,11 @@ KERNEL void attn_fwd(BUF(const float, Q), BUF(const float, K),
 {
 	__local float sl[SLICE] __attribute__((aligned(16)));
 	__local float ps[AB * LDS] __attribute__((aligned(16)));
+	__local float rowv[AB];
+	/* the row parts, between the products: the staging area */
+	__local float *red = sl;
 	uint lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
-	uint z, qb, i0, t = a.t, hd = a.hd, ph = 0;
+	uint z, qb, i0, t = a.t, hd = a.hd;
 	float m[4], l[4];
 	float4 o[4], o2[4];
 
@@ -262,21 +189,10 @@ KERNEL void attn_fwd(BUF(const float, Q), BUF(const float, K),
 	}
 	for (uint kb = 0; kb <= qb; kb++) {
 		uint j0 = kb * AB;
-		__local float *rmax, *rsum;
 		float4 s[4];
 		float mn[4];
 
-		rows_dot(Q, t - i0, K + j0 * hd, t - j0, hd, sl, &ph, s);
-		/*
-		 * Each row's 16 parts of its maximum, then of its sum, in
-		 * the staging buffers (AB * 16 floats each): the maxima in
-		 * the one block_mul stores first, after the second barrier
-		 * below; the sums, written after the first, in the one the
-		 * last step of rows_dot read, which block_mul stores after
-		 * its first barrier.
-		 */
-		rmax = stage_buf(sl, ph);
-		rsum = stage_buf(sl, ph + 1);
+		rows_dot(Q, t - i0, K + j0 * hd, t - j0, hd, sl, s);
 		/* scaled, masked; each work-item's part of the row maxima */
 		for (uint r = 0; r < 4; r++) {
 			uint i = i0 + 4 * ty + r;
@@ -290,42 +206,48 @@ KERNEL void attn_fwd(BUF(const float, Q), BUF(const float, K),
 				mx = fmax(mx, e[c]);
 			}
 			s[r] = (float4)(e[0], e[1], e[2], e[3]);
-			rmax[(4 * ty + r) * 16 + tx] = mx;
+			red[(4 * ty + r) * 16 + tx] = mx;
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
-		/*
-		 * p = exp(s - the new max), into ps key-major; each
-		 * work-item takes its rows' 16 parts in order itself
-		 */
-		for (uint r = 0; r < 4; r++) {
-			__local const float *pm = rmax + (4 * ty + r) * 16;
-			float sum = 0.0f, mx = pm[0];
+		if (lid < AB) {
+			float mx = red[lid * 16];
 
 			for (uint k = 1; k < 16; k++)
-				mx = fmax(mx, pm[k]);
-			mn[r] = fmax(m[r], mx);
+				mx = fmax(mx, red[lid * 16 + k]);
+			rowv[lid] = mx;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		/* p = exp(s - the new max), into ps key-major */
+		for (uint r = 0; r < 4; r++) {
+			float sum = 0.0f;
+
+			mn[r] = fmax(m[r], rowv[4 * ty + r]);
 			for (uint c = 0; c < 4; c++) {
 				float p = exp(el(s[r], c) - mn[r]);
 
 				sum += p;
 				ps[(4 * tx + c) * LDS + 4 * ty + r] = p;
 			}
-			rsum[(4 * ty + r) * 16 + tx] = sum;
+			red[(4 * ty + r) * 16 + tx] = sum;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		if (lid < AB) {
+			float sum = 0.0f;
+
+			for (uint k = 0; k < 16; k++)
+				sum += red[lid * 16 + k];
+			rowv[lid] = sum;
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 		for (uint r = 0; r < 4; r++) {
-			__local const float *pl = rsum + (4 * ty + r) * 16;
-			float al = exp(m[r] - mn[r]), sum = 0.0f;
+			float al = exp(m[r] - mn[r]);
 
-			for (uint k = 0; k < 16; k++)
-				sum += pl[k];
-			l[r] = l[r] * al + sum;
+			l[r] = l[r] * al + rowv[4 * ty + r];
 			m[r] = mn[r];
 			o[r] *= al;
 			o2[r] *= al;
 		}
-		/* the next rows_dot's first barrier comes before ps changes */
-		block_mul(ps, V + j0 * hd, t - j0, hd, sl, &ph, o, o2);
+		block_mul(ps, V + j0 * hd, t - j0, hd, sl, o, o2);
 	}
 	Y += a.off_y + z * t * hd;
 	for (uint r = 0; r < 4; r++) {
@@ -384,7 +306,6 @@ KERNEL void attn_bwd_dq(BUF(const float, Q), BUF(const float, K),
 	__local float rl[AB], rd[AB];
 	uint lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
 	uint z, qb, i0, t = a.t, hd = a.hd;
-	uint ph = 0;
 	float4 o[4], o2[4];
 
 	VIEW(Q);
@@ -410,8 +331,8 @@ KERNEL void attn_bwd_dq(BUF(const float, Q), BUF(const float, K),
 		uint j0 = kb * AB;
 		float4 s[4], dp[4];
 
-		rows_dot(Q, t - i0, K + j0 * hd, t - j0, hd, sl, &ph, s);
-		rows_dot(DY, t - i0, V + j0 * hd, t - j0, hd, sl, &ph, dp);
+		rows_dot(Q, t - i0, K + j0 * hd, t - j0, hd, sl, s);
+		rows_dot(DY, t - i0, V + j0 * hd, t - j0, hd, sl, dp);
 		/* ds = p (dp - d), into ps key-major */
 		for (uint r = 0; r < 4; r++) {
 			uint i = i0 + 4 * ty + r;
@@ -426,8 +347,8 @@ KERNEL void attn_bwd_dq(BUF(const float, Q), BUF(const float, K),
 					p * (el(dp[r], c) - rd[4 * ty + r]);
 			}
 		}
-		/* block_mul's first barrier comes before its reads of ps */
-		block_mul(ps, K + j0 * hd, t - j0, hd, sl, &ph, o, o2);
+		barrier(CLK_LOCAL_MEM_FENCE);
+		block_mul(ps, K + j0 * hd, t - j0, hd, sl, o, o2);
 	}
 	DQ += a.off_dq + z * t * hd;
 	for (uint r = 0; r < 4; r++) {
@@ -451,7 +372,6 @@ KERNEL void attn_bwd_dkdv(BUF(const float, Q), BUF(const float, K),
 	__local float rl[AB], rd[AB];
 	uint lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
 	uint z, kb, j0, t = a.t, hd = a.hd;
-	uint ph = 0;
 	float4 dk[4], dk2[4], dv[4], dv2[4];
 
 	VIEW(Q);
@@ -483,8 +403,8 @@ KERNEL void attn_bwd_dkdv(BUF(const float, Q), BUF(const float, K),
 		/* the last reads of rl and rd were before block_mul's barriers */
 		rows_ld(L, D, a, z, i0, rl, rd);
 		/* transposed scores: rows are keys, columns queries */
-		rows_dot(K, t - j0, Q + i0 * hd, t - i0, hd, sl, &ph, s);
-		rows_dot(V, t - j0, DY + i0 * hd, t - i0, hd, sl, &ph, dp);
+		rows_dot(K, t - j0, Q + i0 * hd, t - i0, hd, sl, s);
+		rows_dot(V, t - j0, DY + i0 * hd, t - i0, hd, sl, dp);
 		for (uint r = 0; r < 4; r++) {
 			uint j = j0 + 4 * ty + r;
 
@@ -499,13 +419,13 @@ KERNEL void attn_bwd_dkdv(BUF(const float, Q), BUF(const float, K),
 				ds[r][c] = p * (el(dp[r], c) - rd[4 * tx + c]);
 			}
 		}
-		block_mul(ps, DY + i0 * hd, t - i0, hd, sl, &ph, dv, dv2);
-		/* every work-item is done with p^T before ds replaces it */
 		barrier(CLK_LOCAL_MEM_FENCE);
+		block_mul(ps, DY + i0 * hd, t - i0, hd, sl, dv, dv2);
 		for (uint r = 0; r < 4; r++)
 			for (uint c = 0; c < 4; c++)
 				ps[(4 * tx + c) * LDS + 4 * ty + r] = ds[r][c];
-		block_mul(ps, Q + i0 * hd, t - i0, hd, sl, &ph, dk, dk2);
+		barrier(CLK_LOCAL_MEM_FENCE);
+		block_mul(ps, Q + i0 * hd, t - i0, hd, sl, dk, dk2);
 	}
 	DK += a.off_dk + z * t * hd;
 	DV += a.off_dv + z * t * hd;

@@ -8,7 +8,7 @@
 #include "abi/reduce.h"
 #include "opencl/tensor.cl"
 
-#define RED_BATCH	8
+#define RED_BATCH	16
 
 /* The result of @fn over r < len of x(o, r, i) for one work-item */
 static inline float column(const struct gpo_reduce_args *a,

@@ -11,23 +11,26 @@
  *		   rows staged KS columns at a time in shared memory
  *	block_mul  O += P^T B for a 64 x 64 P in shared memory (row j at
  *		   PS + j * LDS) and 64 rows of B, staged KS rows at a time
- * Both double-buffer their steps: the next step's loads are in flight
- * while this one multiplies, one barrier a step (stage_buf()).
  * Rows past t and columns past hd load as 0 and are never stored. Every
  * sum runs in one order, and a row's maximum and sum are the 16
- * invocations' parts taken in order (by each invocation of the row in
- * the forward). Shared memory: 35 KiB.
+ * invocations' parts taken in order by one invocation.
  *
  * Include after common.glsl, the header, group.glsl and tensor.glsl; the
  * shader then defines ld(w, i): element i of its buffer w (ATT_*).
  */
 #define AB	uint(GPO_ATTN_BLOCK)		/* rows a block: 64 */
-#define KS	16u				/* a staged step */
+/*
+ * Specialization constant 5: the columns (rows) a staged step, 16 or 32
+ * (abi/attention.h's GPO_ATTN_KS_*): 32 where the device's shared memory
+ * holds it (device.c's attn_ks()). The sums run in the same order
+ * either way; only the barriers and loads a block halve (the byte GPT's
+ * attention 12 % faster on an H200).
+ */
+layout(constant_id = 5) const uint GPO_ATTN_KS = 16u;
+#define KS	GPO_ATTN_KS
 #define LDS	(AB + 4u)			/* a staged row of 64 */
 #define LDH	(uint(GPO_ATTN_MAX_HD) + 4u)	/* a staged row of hd */
-#define STB	(2u * KS * LDS)			/* a buffer: >= KS * LDH */
-#define SLICE	(2u * STB)			/* the two of them */
-#define BW	(uint(GPO_ATTN_MAX_HD) / 16u)	/* B words a step */
+#define SLICE	(2u * KS * LDS)			/* >= KS * LDH too */
 #define PS	SLICE				/* the 64 x 64 block */
 #define ROW	(PS + AB * LDS)			/* 3 x 64 row values */
 
@@ -79,49 +82,6 @@ vec4 sm_get4(uint o)
 }
 
 /*
- * The staging buffers alternate from step to step, across products too:
- * att_ph counts the workgroup's steps, the same in every invocation. A
- * product stores its first step and waits; then each step loads the
- * next one into registers, multiplies from one buffer, stores into the
- * other and waits once. The buffer a product stores first was last read
- * before the previous product's last barrier, so no product needs a
- * barrier at its end; what a caller writes itself (the P block, the row
- * parts) has its own place and its own barrier.
- */
-uint att_ph = 0u;
-
-/* the offset (floats) of staging buffer @ph % 2 */
-uint stage_buf(uint ph)
-{
-	return (ph & 1u) * STB;
-}
-
-/*
- * rows 4 (t / KS) .. + 3 of X and Y, column c0 + t % KS (0 past the
- * ends): along c 16 invocations read 16 consecutive words
- */
-void rd_load(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn, uint c0,
-	     out vec4 xv, out vec4 yv)
-{
-	uint t = gl_LocalInvocationID.x, c = c0 + t % KS, hd = args.hd;
-
-	[[unroll]] for (uint q = 0u; q < 4u; q++) {
-		uint row = 4u * (t / KS) + q;
-
-		xv[q] = row < xn && c < hd ? ld(xw, xo + row * hd + c) : 0.0;
-		yv[q] = row < yn && c < hd ? ld(yw, yo + row * hd + c) : 0.0;
-	}
-}
-
-void rd_store(uint b, vec4 xv, vec4 yv)
-{
-	uint t = gl_LocalInvocationID.x;
-
-	sm4[(b + (t % KS) * LDS) / 4u + t / KS] = xv;
-	sm4[(b + KS * LDS + (t % KS) * LDS) / 4u + t / KS] = yv;
-}
-
-/*
  * acc[r] = sum_c X[4 ty + r][c] Y[4 tx + (0..3)][c], X the rows of
  * buffer @xw from element @xo (@xn of them valid), Y likewise
  */
@@ -129,99 +89,86 @@ void rows_dot(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn,
 	      out vec4 acc[4])
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
-	uint steps = (args.hd + KS - 1u) / KS;
-	vec4 xv, yv;
+	uint hd = args.hd;
 
 	[[unroll]] for (uint r = 0u; r < 4u; r++)
 		acc[r] = vec4(0.0);
-	rd_load(xw, xo, xn, yw, yo, yn, 0u, xv, yv);
-	rd_store(stage_buf(att_ph), xv, yv);
-	group_sync();
-	for (uint st = 0u; st < steps; st++, att_ph++) {
-		uint xs = stage_buf(att_ph), ys = xs + KS * LDS;
-		bool more = st + 1u < steps;
+	for (uint c0 = 0u; c0 < hd; c0 += KS) {
+		uint c = c0 + t % KS;
+		vec4 xv, yv;
 
-		if (more)
-			rd_load(xw, xo, xn, yw, yo, yn, (st + 1u) * KS, xv,
-				yv);
-		[[unroll]] for (uint p = 0u; p < KS; p++) {
-			vec4 av = sm4[(xs + p * LDS + 4u * ty) >> 2];
-			vec4 bv = sm4[(ys + p * LDS + 4u * tx) >> 2];
+		/*
+		 * along c: KS invocations read KS consecutive words; each
+		 * stages rows 4 (t / KS) + 256 h / KS .. + 3 of its column
+		 * as one vec4, for h < KS / 16
+		 */
+		for (uint h = 0u; h < KS / 16u; h++) {
+			uint r0 = 4u * (t / KS) + (4u * WG_SIZE / KS) * h;
 
-			acc[0] = fma(vec4(av.x), bv, acc[0]);
-			acc[1] = fma(vec4(av.y), bv, acc[1]);
-			acc[2] = fma(vec4(av.z), bv, acc[2]);
-			acc[3] = fma(vec4(av.w), bv, acc[3]);
+			[[unroll]] for (uint q = 0u; q < 4u; q++) {
+				uint row = r0 + q;
+
+				xv[q] = row < xn && c < hd ?
+					ld(xw, xo + row * hd + c) : 0.0;
+				yv[q] = row < yn && c < hd ?
+					ld(yw, yo + row * hd + c) : 0.0;
+			}
+			sm4[((t % KS) * LDS + r0) / 4u] = xv;
+			sm4[(KS * LDS + (t % KS) * LDS + r0) / 4u] = yv;
 		}
-		if (more) {
-			rd_store(stage_buf(att_ph + 1u), xv, yv);
-			group_sync();
+		group_sync();
+		for (uint h = 0u; h < KS; h += 16u) {
+			[[unroll]] for (uint p0 = 0u; p0 < 16u; p0++) {
+				uint p = h + p0;
+				vec4 av = sm4[(p * LDS + 4u * ty) >> 2];
+				vec4 bv = sm4[(KS * LDS + p * LDS + 4u * tx) >>
+					      2];
+
+				acc[0] = fma(vec4(av.x), bv, acc[0]);
+				acc[1] = fma(vec4(av.y), bv, acc[1]);
+				acc[2] = fma(vec4(av.z), bv, acc[2]);
+				acc[3] = fma(vec4(av.w), bv, acc[3]);
+			}
 		}
-	}
-}
-
-/* row j0 + t / 16 of B, columns t % 16 + 16 n (0 past bn and hd) */
-void bm_load(uint bw, uint bo, uint bn, uint cols, uint j0,
-	     out float bv[BW])
-{
-	uint t = gl_LocalInvocationID.x, row = j0 + t / 16u, hd = args.hd;
-
-	[[unroll]] for (uint n = 0u; n < BW; n++) {
-		uint c = t % 16u + 16u * n;
-
-		bv[n] = 0.0;
-		if (c < cols)
-			bv[n] = row < bn && c < hd ?
-				ld(bw, bo + row * hd + c) : 0.0;
-	}
-}
-
-void bm_store(uint b, uint cols, float bv[BW])
-{
-	uint t = gl_LocalInvocationID.x;
-
-	[[unroll]] for (uint n = 0u; n < BW; n++) {
-		uint c = t % 16u + 16u * n;
-
-		if (c < cols)
-			smw(b + (t / 16u) * LDH + c, bv[n]);
+		group_sync();
 	}
 }
 
 /*
  * o[r] += sum_j P[j][4 ty + r] B[j][4 tx ..], o2[r] likewise for the
  * columns 64 + 4 tx .. (hd > 64 only): B the rows of buffer @bw from
- * element @bo, @bn of them valid. The P block is read only after the
- * first barrier here.
+ * element @bo, @bn of them valid
  */
 void block_mul(uint bw, uint bo, uint bn, inout vec4 o[4], inout vec4 o2[4])
 {
 	uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+	uint hd = args.hd;
 	bool wide = attn_wide();
 	uint cols = wide ? uint(GPO_ATTN_MAX_HD) : 64u;
-	float bv[BW];
 
-	/* every column read is staged: 0 past hd */
-	bm_load(bw, bo, bn, cols, 0u, bv);
-	bm_store(stage_buf(att_ph), cols, bv);
-	group_sync();
-	for (uint j0 = 0u; j0 < AB; j0 += KS, att_ph++) {
-		uint bs = stage_buf(att_ph);
-		bool more = j0 + KS < AB;
+	for (uint j0 = 0u; j0 < AB; j0 += KS) {
+		/* every column read is staged: 0 past hd */
+		for (uint h = 0u; h < KS; h += 16u) {
+			uint row = j0 + h + t / 16u;
 
-		if (more)
-			bm_load(bw, bo, bn, cols, j0 + KS, bv);
-		[[unroll]] for (uint p = 0u; p < KS; p++) {
+			for (uint c = t % 16u; c < cols; c += 16u)
+				smw((h + t / 16u) * LDH + c,
+				    row < bn && c < hd ?
+				    ld(bw, bo + row * hd + c) : 0.0);
+		}
+		group_sync();
+		for (uint h = 0u; h < KS; h += 16u)
+		[[unroll]] for (uint p0 = 0u; p0 < 16u; p0++) {
+			uint p = h + p0;
 			vec4 av = sm4[(PS + (j0 + p) * LDS + 4u * ty) >> 2];
-			vec4 b0 = sm4[(bs + p * LDH + 4u * tx) >> 2];
+			vec4 b0 = sm4[(p * LDH + 4u * tx) >> 2];
 
 			o[0] = fma(vec4(av.x), b0, o[0]);
 			o[1] = fma(vec4(av.y), b0, o[1]);
 			o[2] = fma(vec4(av.z), b0, o[2]);
 			o[3] = fma(vec4(av.w), b0, o[3]);
 			if (wide) {
-				vec4 b1 = sm4[(bs + p * LDH + 64u + 4u * tx) >>
-					      2];
+				vec4 b1 = sm4[(p * LDH + 64u + 4u * tx) >> 2];
 
 				o2[0] = fma(vec4(av.x), b1, o2[0]);
 				o2[1] = fma(vec4(av.y), b1, o2[1]);
@@ -229,10 +176,7 @@ void block_mul(uint bw, uint bo, uint bn, inout vec4 o[4], inout vec4 o2[4])
 				o2[3] = fma(vec4(av.w), b1, o2[3]);
 			}
 		}
-		if (more) {
-			bm_store(stage_buf(att_ph + 1u), cols, bv);
-			group_sync();
-		}
+		group_sync();
 	}
 }
 

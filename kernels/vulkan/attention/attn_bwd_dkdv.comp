@@ -77,13 +77,12 @@ void main()
 			/* p^T into the block query-major; ds in dp */
 			ps_put(4u * tx + c, ty, pc);
 		}
-		/* block_mul's first barrier comes before its reads of ps */
-		block_mul(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, gv, gv2);
-		/* every invocation is done with p^T before ds replaces it */
 		group_sync();
+		block_mul(ATT_DY, args.off_dy + mat + i0 * hd, n - i0, gv, gv2);
 		[[unroll]] for (uint c = 0u; c < 4u; c++)
 			ps_put(4u * tx + c, ty, vec4(dp[0][c], dp[1][c],
 						     dp[2][c], dp[3][c]));
+		group_sync();
 		block_mul(ATT_Q, args.off_q + mat + i0 * hd, n - i0, gk, gk2);
 	}
 	[[unroll]] for (uint r = 0u; r < 4u; r++) {

@@ -70,7 +70,7 @@ void main()
 			}
 			ps_put(4u * tx + c, ty, dc);
 		}
-		/* block_mul's first barrier comes before its reads of ps */
+		group_sync();
 		block_mul(ATT_K, args.off_k + mat + j0 * hd, n - j0, o, o2);
 	}
 	[[unroll]] for (uint r = 0u; r < 4u; r++) {

@@ -52,16 +52,6 @@ void main()
 
 		rows_dot(ATT_Q, args.off_q + mat + i0 * hd, n - i0, ATT_K,
 			 args.off_k + mat + j0 * hd, n - j0, s);
-		/*
-		 * Each row's 16 parts of its maximum, then of its sum, in
-		 * the staging buffers (AB * 16 floats each): the maxima in
-		 * the one block_mul stores first, after the second barrier
-		 * below; the sums, written after the first, in the one the
-		 * last step of rows_dot read, which block_mul stores after
-		 * its first barrier.
-		 */
-		uint rmax = stage_buf(att_ph), rsum = stage_buf(att_ph + 1u);
-
 		/* scaled, masked; each invocation's part of the row maxima */
 		[[unroll]] for (uint r = 0u; r < 4u; r++) {
 			uint i = i0 + 4u * ty + r;
@@ -74,59 +64,52 @@ void main()
 					  args.scale * s[r][c];
 				mx = max(mx, s[r][c]);
 			}
-			smw(rmax + (4u * ty + r) * 16u + tx, mx);
+			smw((4u * ty + r) * 16u + tx, mx);
 		}
 		group_sync();
-		/*
-		 * p = exp(s - the new max), into the block key-major; each
-		 * invocation takes its rows' 16 parts in order itself
-		 */
+		if (t < AB) {
+			float mx = smr(t * 16u);
+
+			[[unroll]] for (uint x = 1u; x < 16u; x++)
+				mx = max(mx, smr(t * 16u + x));
+			smw(ROW + t, mx);
+		}
+		group_sync();
+		/* p = exp(s - the new max), into the block key-major */
+		vec4 rm = sm_get4(ROW + 4u * ty);
 		[[unroll]] for (uint r = 0u; r < 4u; r++) {
-			uint o4 = (rmax + (4u * ty + r) * 16u) / 4u;
-			float sum = 0.0, mx = sm4[o4].x;
+			float sum = 0.0;
 
-			mx = max(mx, sm4[o4].y);
-			mx = max(mx, sm4[o4].z);
-			mx = max(mx, sm4[o4].w);
-			[[unroll]] for (uint x = 1u; x < 4u; x++) {
-				vec4 pv = sm4[o4 + x];
-
-				mx = max(mx, pv.x);
-				mx = max(mx, pv.y);
-				mx = max(mx, pv.z);
-				mx = max(mx, pv.w);
-			}
-			mn[r] = max(m[r], mx);
+			mn[r] = max(m[r], rm[r]);
 			[[unroll]] for (uint c = 0u; c < 4u; c++) {
 				float p = exp_acc(s[r][c] - mn[r]);
 
 				sum += p;
 				s[r][c] = p;
 			}
-			smw(rsum + (4u * ty + r) * 16u + tx, sum);
+			smw((4u * ty + r) * 16u + tx, sum);
 		}
 		[[unroll]] for (uint c = 0u; c < 4u; c++)
 			ps_put(4u * tx + c, ty, vec4(s[0][c], s[1][c],
 						     s[2][c], s[3][c]));
 		group_sync();
+		if (t < AB) {
+			float sum = 0.0;
+
+			[[unroll]] for (uint x = 0u; x < 16u; x++)
+				sum += smr(t * 16u + x);
+			smw(ROW + t, sum);
+		}
+		group_sync();
+		rm = sm_get4(ROW + 4u * ty);
 		[[unroll]] for (uint r = 0u; r < 4u; r++) {
-			uint o4 = (rsum + (4u * ty + r) * 16u) / 4u;
-			float al = exp_acc(m[r] - mn[r]), sum = 0.0;
+			float al = exp_acc(m[r] - mn[r]);
 
-			[[unroll]] for (uint x = 0u; x < 4u; x++) {
-				vec4 pv = sm4[o4 + x];
-
-				sum += pv.x;
-				sum += pv.y;
-				sum += pv.z;
-				sum += pv.w;
-			}
-			sl[r] = sl[r] * al + sum;
+			sl[r] = sl[r] * al + rm[r];
 			m[r] = mn[r];
 			o[r] *= al;
 			o2[r] *= al;
 		}
-		/* the next rows_dot's first barrier comes before ps changes */
 		block_mul(ATT_V, args.off_v + mat + j0 * hd, n - j0, o, o2);
 	}
 	[[unroll]] for (uint r = 0u; r < 4u; r++) {

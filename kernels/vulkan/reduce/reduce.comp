@@ -32,7 +32,7 @@ void put(uint o, uint i, float v, uint at)
 		idx[args.off_idx + out_i] = int(at);
 }
 
-#define RED_BATCH	8u
+#define RED_BATCH	16u
 
 /*
  * One output by one invocation: r = 0 .. len - 1 in order. len 0 gives

@@ -61,6 +61,7 @@
 #include <time.h>
 #include "core/gpuopt_i.h"
 #include "backend/vulkan/vulkan_i.h"
+#include "abi/attention.h"
 #include "abi/matmul.h"
 
 /*
@@ -399,6 +400,20 @@ out_free:
 	free(cp);
 }
 
+/*
+ * The attention kernels' step (attention.glsl's GPO_ATTN_KS): the larger
+ * where shared memory holds it, 0 where not even the smaller fits (the
+ * attention ops then fail with -ENODEV; everything else runs)
+ */
+static uint32_t attn_ks(const VkPhysicalDeviceLimits *l)
+{
+	if (l->maxComputeSharedMemorySize >= GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG))
+		return GPO_ATTN_KS_BIG;
+	if (l->maxComputeSharedMemorySize >= GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL))
+		return GPO_ATTN_KS_SMALL;
+	return 0;
+}
+
 static int describe(VkInstance instance, VkPhysicalDevice phys,
 		    const char *what, uint32_t qfam, struct vk_dev **out,
 		    struct gpo_device_info *info)
@@ -481,6 +496,7 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 	vd->props = p2.properties;
 	vd->fma_fused = fma_fused(&p2.properties, has_drv ? &drv : NULL);
 	vd->u8_sg = u8_subgroups(phys);
+	vd->attn_ks = attn_ks(&p2.properties.limits);
 	vd->max_alloc = m3.maxMemoryAllocationSize;
 	vkGetPhysicalDeviceMemoryProperties(phys, &vd->memprops);
 	vd->has_push_desc = has_ext(ext, next,

@@ -245,18 +245,18 @@ void gpo__vk_cache_save(struct gpo_device *dev)
  * (attention.glsl's GPO_ATTN_WIDE): its code for the columns past 64 is
  * then dead, and its registers free
  */
+/* is @op one of the attention kernels that stage blocks (attention.glsl)? */
+static int attn_blocked(enum gpo__op_id op)
+{
+	return op == OP_ATTN_FWD || op == OP_ATTN_BWD_DQ ||
+	       op == OP_ATTN_BWD_DKDV;
+}
+
 static int narrow(const struct op_call *call)
 {
 	const struct gpo_attn_args *a = call->args;
 
-	switch (call->op) {
-	case OP_ATTN_FWD:
-	case OP_ATTN_BWD_DQ:
-	case OP_ATTN_BWD_DKDV:
-		return a && a->hd <= 64;
-	default:
-		return 0;
-	}
+	return attn_blocked(call->op) && a && a->hd <= 64;
 }
 
 /*
@@ -299,8 +299,9 @@ static unsigned int mm_variant(uint32_t spec)
  * GPO_U8_SG (device.c's u8_subgroups()), 3 attention.glsl's
  * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's flags where
  * mm_spec() gives them (a pipeline for each set: its loads and stores are
- * then the driver's constants, not branches on its arguments), for every
- * module (one that does not declare them ignores them).
+ * then the driver's constants, not branches on its arguments), 5
+ * attention.glsl's GPO_ATTN_KS (device.c's attn_ks()), for every module
+ * (one that does not declare them ignores them).
  */
 static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		    int ab, VkPipeline *out)
@@ -321,8 +322,10 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		VkBool32 u8_sg;
 		VkBool32 wide;
 		uint32_t mm_flags;
-	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar, mm };
-	const VkSpecializationMapEntry map[5] = {
+		uint32_t attn_ks;
+	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar, mm,
+		   vd->attn_ks ? vd->attn_ks : GPO_ATTN_KS_SMALL };
+	const VkSpecializationMapEntry map[6] = {
 		{
 			.constantID = 0,
 			.offset = offsetof(__typeof__(data), group_row),
@@ -343,10 +346,14 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 			.constantID = 4,
 			.offset = offsetof(__typeof__(data), mm_flags),
 			.size = sizeof(data.mm_flags),
+		}, {
+			.constantID = 5,
+			.offset = offsetof(__typeof__(data), attn_ks),
+			.size = sizeof(data.attn_ks),
 		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 5,
+		.mapEntryCount = 6,
 		.pMapEntries = map,
 		.dataSize = sizeof(data),
 		.pData = &data,
@@ -367,6 +374,11 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 	VkResult r;
 	int ret;
 
+	if (attn_blocked(op) && !vd->attn_ks)
+		return gpo__err(-ENODEV, "%s (%s): %s needs %d bytes of shared memory, the device has %u",
+				dev->info.id, dev->info.name, o->name,
+				GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL),
+				vd->props.limits.maxComputeSharedMemorySize);
 	if (mm)
 		slot = &vd->mm_big[!!ab][mm_variant(mm)];
 	else
