@@ -60,10 +60,11 @@
 #define GPO_ATTN_MAX_HD	128	/* the largest head size */
 
 /*
- * The columns (rows) the kernels stage a step: GPO_ATTN_KS_BIG where the
- * device's workgroup memory holds GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG) bytes,
- * else GPO_ATTN_KS_SMALL (OpenCL: -DGPO_ATTN_KS; Vulkan: specialization
- * constant 5). The step changes no sum's order: the same bits either way.
+ * The columns (rows) the kernels stage a step. OpenCL: GPO_ATTN_KS_SMALL.
+ * Vulkan (specialization constant 5): GPO_ATTN_KS_BIG for heads of 64 or
+ * fewer where shared memory holds GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG) bytes,
+ * else GPO_ATTN_KS_SMALL. The step changes no sum's order: the same bits
+ * either way.
  */
 #define GPO_ATTN_KS_SMALL	16
 #define GPO_ATTN_KS_BIG		32

@@ -18,18 +18,18 @@
  * sum is a chain of fma in one order (c ascending, then j ascending
  * within a block and the blocks in order), and a row's maximum and sum
  * are the 16 work-items' parts taken in order by one work-item: the
- * same bits on every run, and with either step (GPO_ATTN_KS). Local
- * memory: GPO_ATTN_LOCAL(KS) bytes at most.
+ * same bits on every run.
  */
 #include "abi/attention.h"
 #include "opencl/tensor.cl"
 
 #define AB	GPO_ATTN_BLOCK		/* rows a block: 64 */
-/* columns (rows) a staged step: abi/attention.h's, by the host's -D */
-#ifndef GPO_ATTN_KS
-#define GPO_ATTN_KS	GPO_ATTN_KS_SMALL
-#endif
-#define KS	GPO_ATTN_KS
+/*
+ * columns (rows) a staged step: abi/attention.h's smaller. Steps of 32
+ * made these kernels slower with NVIDIA's OpenCL on an H200 (2026-11-30:
+ * 384x256x64 1.09 -> 1.26 ms), where Vulkan's got faster.
+ */
+#define KS	GPO_ATTN_KS_SMALL
 #define LDS	(AB + 4)		/* a staged row of 64, padded */
 #define LDH	(GPO_ATTN_MAX_HD + 4)	/* a staged row of hd, padded */
 #define SLICE	(2 * KS * LDS)		/* staging floats: >= KS * LDH too */
@@ -50,9 +50,9 @@ static inline void rows_dot(__global const float *X, uint xn,
 	for (uint c0 = 0; c0 < hd; c0 += KS) {
 		uint c = c0 + lid % KS;
 
-		/* along c: KS work-items read KS consecutive words */
-		for (uint q = 0; q < AB * KS / GPO_WG_SIZE; q++) {
-			uint row = lid / KS + (GPO_WG_SIZE / KS) * q;
+		/* along c: 16 work-items read 16 consecutive words */
+		for (uint q = 0; q < 4; q++) {
+			uint row = lid / KS + 16 * q;
 
 			xs[(lid % KS) * LDS + row] =
 				row < xn && c < hd ? X[row * hd + c] : 0.0f;
@@ -88,15 +88,12 @@ static inline void block_mul(__local const float *ps,
 	uint wide = hd > 64, cols = wide ? GPO_ATTN_MAX_HD : 64;
 
 	for (uint j0 = 0; j0 < AB; j0 += KS) {
-		/* every column read is staged: 0 past hd */
-		for (uint h = 0; h < KS; h += 16) {
-			uint row = j0 + h + lid / 16;
+		uint row = j0 + lid / 16;
 
-			for (uint c = lid % 16; c < cols; c += 16)
-				sl[(h + lid / 16) * LDH + c] =
-					row < bn && c < hd ? B[row * hd + c] :
-							     0.0f;
-		}
+		/* every column read is staged: 0 past hd */
+		for (uint c = lid % 16; c < cols; c += 16)
+			sl[(lid / 16) * LDH + c] =
+				row < bn && c < hd ? B[row * hd + c] : 0.0f;
 		barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
 		for (uint p = 0; p < KS; p++) {

@@ -21,10 +21,10 @@
 #define AB	uint(GPO_ATTN_BLOCK)		/* rows a block: 64 */
 /*
  * Specialization constant 5: the columns (rows) a staged step, 16 or 32
- * (abi/attention.h's GPO_ATTN_KS_*): 32 where the device's shared memory
- * holds it (device.c's attn_ks()). The sums run in the same order
- * either way; only the barriers and loads a block halve (the byte GPT's
- * attention 12 % faster on an H200).
+ * (abi/attention.h's GPO_ATTN_KS_*): 32 for heads of 64 or fewer where
+ * the device's shared memory holds it (pipeline.c). The sums run in the
+ * same order either way; only the barriers and loads a block halve (the
+ * byte GPT's attention 12 % faster on an H200).
  */
 layout(constant_id = 5) const uint GPO_ATTN_KS = 16u;
 #define KS	GPO_ATTN_KS

@@ -44,7 +44,6 @@
 #include "core/gpuopt_i.h"
 #include "core/diskcache_i.h"
 #include "backend/embedded_i.h"
-#include "abi/attention.h"
 #include "abi/matmul.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
@@ -856,7 +855,6 @@ static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 			  size_t len)
 {
 	cl_device_fp_config fp = 0;
-	cl_ulong lmem = 0;
 
 	/*
 	 * Division and sqrt may be 2.5 and 3 ulp off by default; correctly
@@ -868,20 +866,12 @@ static void build_options(cl_device_id d, enum gpo_dtype dtype, char *buf,
 	 * IEEE one.
 	 */
 	clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL);
-	/*
-	 * The attention kernels' step (abi/attention.h): the larger where
-	 * local memory holds it. The same bits either way.
-	 */
-	clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(lmem), &lmem,
-			NULL);
-	snprintf(buf, len, "-cl-std=CL1.2%s -D%s -DGPO_ATTN_KS=%d",
+	snprintf(buf, len, "-cl-std=CL1.2%s -D%s",
 		 (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) &&
 		 (fp & CL_FP_DENORM) ?
 		 " -cl-fp32-correctly-rounded-divide-sqrt -DGPO_CR_DIVSQRT" :
 		 "",
-		 dtype_define[dtype],
-		 lmem >= GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG) ? GPO_ATTN_KS_BIG :
-							   GPO_ATTN_KS_SMALL);
+		 dtype_define[dtype]);
 }
 
 /* The cache key: source, options, device, driver and platform. */

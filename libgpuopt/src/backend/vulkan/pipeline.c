@@ -300,8 +300,10 @@ static unsigned int mm_variant(uint32_t spec)
  * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's flags where
  * mm_spec() gives them (a pipeline for each set: its loads and stores are
  * then the driver's constants, not branches on its arguments), 5
- * attention.glsl's GPO_ATTN_KS (device.c's attn_ks()), for every module
- * (one that does not declare them ignores them).
+ * attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where narrow(), else
+ * the smaller step: with heads past 64 the larger took an H200's
+ * attention backward from 0.65 to 2.3 ms), for every module (one that
+ * does not declare them ignores them).
  */
 static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		    int ab, VkPipeline *out)
@@ -324,7 +326,7 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		uint32_t mm_flags;
 		uint32_t attn_ks;
 	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar, mm,
-		   vd->attn_ks ? vd->attn_ks : GPO_ATTN_KS_SMALL };
+		   nar && vd->attn_ks ? vd->attn_ks : GPO_ATTN_KS_SMALL };
 	const VkSpecializationMapEntry map[6] = {
 		{
 			.constantID = 0,
