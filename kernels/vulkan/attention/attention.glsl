@@ -99,11 +99,11 @@ void rows_dot(uint xw, uint xo, uint xn, uint yw, uint yo, uint yn,
 
 		/*
 		 * along c: KS invocations read KS consecutive words; each
-		 * stages rows 4 (t / KS) + 256 h / KS .. + 3 of its column
-		 * as one vec4, for h < KS / 16
+		 * stages rows r0 .. r0 + 3 of its column as one vec4, one
+		 * band of AB 16 / KS rows for each 16 columns of the step
 		 */
-		for (uint h = 0u; h < KS / 16u; h++) {
-			uint r0 = 4u * (t / KS) + (4u * WG_SIZE / KS) * h;
+		for (uint h = 0u; h < KS; h += 16u) {
+			uint r0 = 4u * (t / KS) + AB * h / KS;
 
 			[[unroll]] for (uint q = 0u; q < 4u; q++) {
 				uint row = r0 + q;
@@ -157,23 +157,26 @@ void block_mul(uint bw, uint bo, uint bn, inout vec4 o[4], inout vec4 o2[4])
 				    ld(bw, bo + row * hd + c) : 0.0);
 		}
 		group_sync();
-		for (uint h = 0u; h < KS; h += 16u)
-		[[unroll]] for (uint p0 = 0u; p0 < 16u; p0++) {
-			uint p = h + p0;
-			vec4 av = sm4[(PS + (j0 + p) * LDS + 4u * ty) >> 2];
-			vec4 b0 = sm4[(p * LDH + 4u * tx) >> 2];
+		for (uint h = 0u; h < KS; h += 16u) {
+			[[unroll]] for (uint p0 = 0u; p0 < 16u; p0++) {
+				uint p = h + p0;
+				vec4 av = sm4[(PS + (j0 + p) * LDS + 4u * ty) >>
+					      2];
+				vec4 b0 = sm4[(p * LDH + 4u * tx) >> 2];
 
-			o[0] = fma(vec4(av.x), b0, o[0]);
-			o[1] = fma(vec4(av.y), b0, o[1]);
-			o[2] = fma(vec4(av.z), b0, o[2]);
-			o[3] = fma(vec4(av.w), b0, o[3]);
-			if (wide) {
-				vec4 b1 = sm4[(p * LDH + 64u + 4u * tx) >> 2];
+				o[0] = fma(vec4(av.x), b0, o[0]);
+				o[1] = fma(vec4(av.y), b0, o[1]);
+				o[2] = fma(vec4(av.z), b0, o[2]);
+				o[3] = fma(vec4(av.w), b0, o[3]);
+				if (wide) {
+					vec4 b1 = sm4[(p * LDH + 64u +
+						       4u * tx) >> 2];
 
-				o2[0] = fma(vec4(av.x), b1, o2[0]);
-				o2[1] = fma(vec4(av.y), b1, o2[1]);
-				o2[2] = fma(vec4(av.z), b1, o2[2]);
-				o2[3] = fma(vec4(av.w), b1, o2[3]);
+					o2[0] = fma(vec4(av.x), b1, o2[0]);
+					o2[1] = fma(vec4(av.y), b1, o2[1]);
+					o2[2] = fma(vec4(av.z), b1, o2[2]);
+					o2[3] = fma(vec4(av.w), b1, o2[3]);
+				}
 			}
 		}
 		group_sync();

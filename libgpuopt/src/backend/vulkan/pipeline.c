@@ -239,12 +239,6 @@ void gpo__vk_cache_save(struct gpo_device *dev)
 	free(data);
 }
 
-/*
- * narrow - does @call take its op's pipeline with specialization constant
- * 3 false? An attention kernel's for heads of 64 or fewer
- * (attention.glsl's GPO_ATTN_WIDE): its code for the columns past 64 is
- * then dead, and its registers free
- */
 /* is @op one of the attention kernels that stage blocks (attention.glsl)? */
 static int attn_blocked(enum gpo__op_id op)
 {
@@ -252,6 +246,12 @@ static int attn_blocked(enum gpo__op_id op)
 	       op == OP_ATTN_BWD_DKDV;
 }
 
+/*
+ * narrow - does @call take its op's pipeline with specialization constant
+ * 3 false? An attention kernel's for heads of 64 or fewer
+ * (attention.glsl's GPO_ATTN_WIDE): its code for the columns past 64 is
+ * then dead, and its registers free
+ */
 static int narrow(const struct op_call *call)
 {
 	const struct gpo_attn_args *a = call->args;

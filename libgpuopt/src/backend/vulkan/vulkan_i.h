@@ -188,7 +188,7 @@ struct vk_dev {
 	int fma_fused;			/* fma() rounds once (describe) */
 	VkBool32 fma;			/* spec constant 1: PREC_FMA (open) */
 	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
-	uint32_t attn_ks;		/* spec constant 5: GPO_ATTN_KS (0: none) */
+	uint32_t attn_ks;		/* attention's step that fits (0: none) */
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
 	int lost;
