@@ -15,6 +15,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -550,6 +551,164 @@ START_TEST(test_vulkan_unmapped_blocks_when_mapping_runs_out)
 }
 END_TEST
 
+/* ---- kernels that size themselves by shared memory ---------------------- */
+
+#define AT_BH	3
+#define AT_T	77	/* a block of 64 rows and a partial one */
+#define AT_HD	24
+#define AT_N	(AT_BH * AT_T * AT_HD)
+
+/*
+ * loss = sum(w * attention(q, k, v)) on @dev, q, k, v parameters of an
+ * SGD optimizer, w an input: y and the three gradients into @out (read
+ * only when the run succeeds). Returns the run's result; @param gets the
+ * parameters as they are after it.
+ */
+static int attn_run(struct gpo_device *dev, float *const in[4],
+		    float *const out[4], float *const param[3])
+{
+	static const char *const names[3] = { "q", "k", "v" };
+	uint64_t s[3] = { AT_BH, AT_T, AT_HD };
+	struct gpo_tensor *p[3], *w, *y, *loss;
+	struct gpo_optim *opt;
+	struct gpo_graph *g;
+	int i, ret;
+
+	ck_assert_int_eq(gpo_optim_new(dev, GPO_SGD, &opt), 0);
+	ck_assert_int_eq(gpo_graph_new(dev, &g), 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_ge(gpo_optim_add_tensor(opt, names[i], 3, s, 0),
+				 0);
+		p[i] = gpo_tensor_param(g, opt, names[i]);
+	}
+	w = gpo_tensor_input(g, "w", GPO_F32, 3, s);
+	y = gpo_causal_attention(g, p[0], p[1], p[2], 0.2);
+	loss = gpo_sum(g, gpo_sum(g, gpo_sum(g, gpo_mul(g, y, w), -1), -1),
+		       -1);
+	ck_assert_msg(loss != NULL, "%s", gpo_errmsg());
+	ck_assert_int_eq(gpo_graph_backward(g, loss), 0);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(gpo_optim_write(opt, "param", names[i], in[i],
+						 AT_N * 4), 0);
+	ck_assert_int_eq(gpo_tensor_write(w, in[3], AT_N * 4), 0);
+	ret = gpo_graph_run(g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD);
+	for (i = 0; i < 4; i++)
+		tu_poison(out[i], AT_N);
+	if (!ret) {
+		ck_assert_int_eq(gpo_tensor_read(y, out[0], AT_N * 4), 0);
+		for (i = 0; i < 3; i++)
+			ck_assert_int_eq(gpo_optim_read(opt, "grad", names[i],
+							out[i + 1], AT_N * 4),
+					 0);
+	}
+	for (i = 0; i < 3; i++) {
+		tu_poison(param[i], AT_N);
+		ck_assert_int_eq(gpo_optim_read(opt, "param", names[i],
+						param[i], AT_N * 4), 0);
+	}
+	gpo_graph_free(g);
+	gpo_optim_free(opt);
+	return ret;
+}
+
+/*
+ * The attention kernels step by 32 columns where shared memory holds it,
+ * by 16 where only that fits (shared= below 35 KiB): the same sums in the
+ * same order, so the same bits, on every device, and cpu:0's values. With
+ * less than the 27 KiB that 16 needs, the attention ops fail with
+ * -ENODEV and a message, the parameters stay as they were, and the
+ * device still runs everything else.
+ */
+START_TEST(test_vulkan_attention_fits_shared_memory)
+{
+	static const char *const envs[3] = { NULL, "shared=30000",
+					     "shared=16384" };
+	struct gpo_device *devs[MAX_VK], *cpu;
+	uint64_t rng = tu_rng("attn_shared");
+	float *in[4], *ref[4], *got[3][MAX_VK][4], *par[3];
+	struct gpo_ctx *ctx;
+	int e, i, k, n = 0, ret;
+	size_t j;
+
+	for (k = 0; k < 4; k++) {
+		in[k] = malloc(AT_N * 4);
+		ref[k] = malloc(AT_N * 4);
+		ck_assert(in[k] && ref[k]);
+		tu_fill(in[k], AT_N, &rng, -2, 2);
+	}
+	for (k = 0; k < 3; k++) {
+		par[k] = malloc(AT_N * 4);
+		ck_assert(par[k]);
+	}
+	for (e = 0; e < 3; e++) {
+		if (envs[e])
+			setenv("GPUOPT_VULKAN_DEBUG", envs[e], 1);
+		else
+			unsetenv("GPUOPT_VULKAN_DEBUG");
+		ctx = new_ctx();
+		n = tu_open_backend(ctx, "vulkan", devs, MAX_VK, &cpu);
+		if (!e)
+			ck_assert_int_eq(attn_run(cpu, in, ref, par), 0);
+		for (i = 0; i < n; i++) {
+			const char *id = tu_device_id(devs[i]);
+
+			for (k = 0; k < 4; k++) {
+				got[e][i][k] = malloc(AT_N * 4);
+				ck_assert(got[e][i][k]);
+			}
+			ret = attn_run(devs[i], in, got[e][i], par);
+			for (k = 0; k < 3; k++)
+				ck_assert_msg(!memcmp(par[k], in[k], AT_N * 4),
+					      "%s %s: parameter %d changed", id,
+					      envs[e] ? envs[e] : "", k);
+			if (e == 2) {
+				ck_assert_msg(ret == -ENODEV, "%s shared=16384: %d",
+					      id, ret);
+				ck_assert_msg(strstr(gpo_errmsg(),
+						     "shared memory") != NULL,
+					      "%s: %s", id, gpo_errmsg());
+				continue;
+			}
+			ck_assert_msg(!ret, "%s %s: %s", id,
+				      envs[e] ? envs[e] : "", gpo_errmsg());
+			for (k = 0; k < 4; k++)
+				for (j = 0; j < AT_N; j++)
+					ck_assert_msg(fabs(got[e][i][k][j] -
+							   ref[k][j]) <=
+						      1e-4 * (1 + fabs(ref[k][j])),
+						      "%s %s: output %d [%zu] %g, cpu:0 %g",
+						      id, envs[e] ? envs[e] : "",
+						      k, j, got[e][i][k][j],
+						      ref[k][j]);
+			if (e == 1)
+				for (k = 0; k < 4; k++)
+					ck_assert_msg(!memcmp(got[1][i][k],
+							      got[0][i][k],
+							      AT_N * 4),
+						      "%s: output %d: other bits at step 16",
+						      id, k);
+		}
+		if (e == 2) {
+			/* the rest still runs: AdamW steps as cpu:0's */
+			for (i = 0; i < n; i++)
+				check_adam(devs[i], cpu, 1021, "");
+		}
+		gpo_ctx_free(ctx);
+	}
+	unsetenv("GPUOPT_VULKAN_DEBUG");
+	for (e = 0; e < 3; e++)
+		for (i = 0; i < n; i++)
+			for (k = 0; k < 4; k++)
+				free(got[e][i][k]);
+	for (k = 0; k < 4; k++) {
+		free(in[k]);
+		free(ref[k]);
+	}
+	for (k = 0; k < 3; k++)
+		free(par[k]);
+}
+END_TEST
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(void)
@@ -569,6 +728,7 @@ int main(void)
 	tcase_add_test(tc, test_vulkan_damaged_pipeline_cache_is_ignored);
 	tcase_add_test(tc, test_vulkan_fallback_paths_match_cpu);
 	tcase_add_test(tc, test_vulkan_unmapped_blocks_when_mapping_runs_out);
+	tcase_add_test(tc, test_vulkan_attention_fits_shared_memory);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -51,8 +51,10 @@
  * blocks beyond BYTES in all are refused as the driver refuses them when
  * the mappable window is full: memory.c's unmapped blocks), nofma (the
  * kernels' division and sqrt by split products where the device's fma
- * rounds once: fma_fused()), spv=DIR (modules from DIR where it has
- * them, for the whole process: pipeline.c).
+ * rounds once: fma_fused()), shared=BYTES (less compute shared memory
+ * than the device has, for the kernels that size themselves by it:
+ * attn_ks()), spv=DIR (modules from DIR where it has them, for the whole
+ * process: pipeline.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -405,11 +407,11 @@ out_free:
  * where shared memory holds it, 0 where not even the smaller fits (the
  * attention ops then fail with -ENODEV; everything else runs)
  */
-static uint32_t attn_ks(const VkPhysicalDeviceLimits *l)
+static uint32_t attn_ks(uint32_t shared_max)
 {
-	if (l->maxComputeSharedMemorySize >= GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG))
+	if (shared_max >= GPO_ATTN_LOCAL(GPO_ATTN_KS_BIG))
 		return GPO_ATTN_KS_BIG;
-	if (l->maxComputeSharedMemorySize >= GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL))
+	if (shared_max >= GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL))
 		return GPO_ATTN_KS_SMALL;
 	return 0;
 }
@@ -496,7 +498,6 @@ static int describe(VkInstance instance, VkPhysicalDevice phys,
 	vd->props = p2.properties;
 	vd->fma_fused = fma_fused(&p2.properties, has_drv ? &drv : NULL);
 	vd->u8_sg = u8_subgroups(phys);
-	vd->attn_ks = attn_ks(&p2.properties.limits);
 	vd->max_alloc = m3.maxMemoryAllocationSize;
 	vkGetPhysicalDeviceMemoryProperties(phys, &vd->memprops);
 	vd->has_push_desc = has_ext(ext, next,
@@ -692,6 +693,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->maplimit = strtoull(tok + 9, NULL, 0);
 		else if (!strcmp(tok, "nofma"))
 			dbg->nofma = 1;
+		else if (!strncmp(tok, "shared=", 7))
+			dbg->shared = (uint32_t)strtoul(tok + 7, NULL, 0);
 	}
 }
 
@@ -861,6 +864,10 @@ static int vk_open(struct gpo_device *dev)
 		vd->spin_ns = (uint64_t)dbg.spin_us * 1000;
 	vd->nograph = dbg.nograph;
 	vd->fma = vd->fma_fused && !dbg.nofma ? VK_TRUE : VK_FALSE;
+	vd->shared_max = l->maxComputeSharedMemorySize;
+	if (dbg.shared && dbg.shared < vd->shared_max)
+		vd->shared_max = dbg.shared;
+	vd->attn_ks = attn_ks(vd->shared_max);
 	vd->opened = 1;
 
 	/* the dummy is bound for absent buffers: keep it zero */

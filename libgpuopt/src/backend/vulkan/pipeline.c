@@ -380,7 +380,7 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		return gpo__err(-ENODEV, "%s (%s): %s needs %d bytes of shared memory, the device has %u",
 				dev->info.id, dev->info.name, o->name,
 				GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL),
-				vd->props.limits.maxComputeSharedMemorySize);
+				vd->shared_max);
 	if (mm)
 		slot = &vd->mm_big[!!ab][mm_variant(mm)];
 	else

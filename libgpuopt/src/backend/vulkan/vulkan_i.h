@@ -99,6 +99,7 @@ struct vk_debug {
 	int nograph;
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
 	int nofma;		/* PREC_FMA off where the device has it */
+	uint32_t shared;	/* less shared memory than the limit, bytes */
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
@@ -119,6 +120,8 @@ struct vk_dev {
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
 	int coop;			/* matmul_coop: VK_NV_cooperative_matrix
 					 * with f16 16x16x16, enabled */
+	int fma_fused;			/* fma() rounds once (describe) */
+	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
 	/*
 	 * adopted (gpo_device_adopt_vulkan): open uses the caller's device
 	 * and queue, close leaves them; a batch starts and ends with a full
@@ -185,9 +188,9 @@ struct vk_dev {
 	uint64_t max_range;		/* bytes one descriptor may span */
 	uint32_t max_groups;		/* element ops' dispatch cap */
 	uint32_t group_row;		/* group ops' groups a grid row */
-	int fma_fused;			/* fma() rounds once (describe) */
 	VkBool32 fma;			/* spec constant 1: PREC_FMA (open) */
-	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
+	uint32_t shared_max;		/* compute shared memory, bytes (open:
+					 * the limit, or debug shared=) */
 	uint32_t attn_ks;		/* attention's step that fits (0: none) */
 	uint64_t spin_ns;		/* poll the fence this long first */
 	uint64_t last_batch_ns;		/* device time of the last batch */
