@@ -258,25 +258,57 @@ KERNEL void attn_fwd(BUF(const float, Q), BUF(const float, K),
 	}
 }
 
+/*
+ * The group's GPO_WG_SIZE rows are neighbours in memory: read DC columns
+ * at a time, neighbouring work-items taking neighbouring elements, their
+ * products put in local memory, where each work-item adds its row's in
+ * order (one work-item walking a row reads a different row per lane)
+ */
+#define DC	16u			/* columns a pass */
+#define DS	(DC + 1u)		/* a row's slots: rows miss banks */
+
 KERNEL void attn_bwd_d(BUF(const float, Y), BUF(const float, DY),
 		       BUF(float, D), struct gpo_attn_args a)
 {
-	uint g = get_group_id(0), rows = a.bh * a.t;
+	__local float prod[GPO_WG_SIZE * DS];
+	uint g = get_group_id(0), lid = get_local_id(0), rows = a.bh * a.t;
 
 	VIEW(Y);
 	VIEW(DY);
 	VIEW(D);
-	if (g >= a.groups)
+	if (g >= a.groups || rows == 0 || g > (rows - 1) / GPO_WG_SIZE)
 		return;
-	for (uint r = g * GPO_WG_SIZE + get_local_id(0); r < rows;
-	     r += a.groups * GPO_WG_SIZE) {
-		__global const float *y = Y + a.off_y + r * a.hd;
-		__global const float *dy = DY + a.off_dy + r * a.hd;
+	Y += a.off_y;
+	DY += a.off_dy;
+	/* r0 is the same in the whole group: the barriers are uniform */
+	for (uint r0 = g * GPO_WG_SIZE; r0 < rows;
+	     r0 = a.groups >= (1u << 24) ||
+		  rows - r0 <= a.groups * GPO_WG_SIZE ?
+		  rows : r0 + a.groups * GPO_WG_SIZE) {
+		uint nr = min((uint)GPO_WG_SIZE, rows - r0);
 		float s = 0.0f;
 
-		for (uint c = 0; c < a.hd; c++)
-			s += dy[c] * y[c];
-		D[a.off_d + r] = s;
+		for (uint c0 = 0; c0 < a.hd; c0 += DC) {
+			uint nc = min(DC, a.hd - c0);
+
+			for (uint q = 0; q < DC; q++) {
+				uint e = lid + q * GPO_WG_SIZE, i = e / DC;
+				uint c = e % DC;
+
+				if (i < nr && c < nc) {
+					uint o = (r0 + i) * a.hd + c0 + c;
+
+					prod[i * DS + c] = DY[o] * Y[o];
+				}
+			}
+			barrier(CLK_LOCAL_MEM_FENCE);
+			for (uint c = 0; c < nc; c++)
+				s += prod[lid * DS + c];
+			/* the next pass overwrites prod: all have read it */
+			barrier(CLK_LOCAL_MEM_FENCE);
+		}
+		if (lid < nr)
+			D[a.off_d + r0 + lid] = s;
 	}
 }
 
