@@ -22,7 +22,7 @@
  * are counted; after WARMUP_S of warm-up; the median of -r rounds.
  *
  *   bench_train [-d DEV[,DEV..]] [-s SIZES] [-H SIZES] [-m MLPS]
- *               [-g GPTS] [-M PRODUCTS] [-A ATTNS] [-r ROUNDS]
+ *               [-g GPTS] [-M PRODUCTS] [-A ATTNS] [-R COLSUMS] [-r ROUNDS]
  *               [-p PEERFILE] [-q]
  *   -s  SGEMM sizes, e.g. 1024,4096,8192 (none: -s 0)
  *   -H  HGEMM sizes, e.g. 4096,8192 (none: -H 0, the default)
@@ -51,6 +51,11 @@
  *       matmul, from gpo_graph_profile(); its peer is torch's causal
  *       scaled_dot_product_attention (train_torch.py --attns), keyed
  *       "attn:SPEC"
+ *   -R  column sums of a ROWSxCOLS matrix, e.g. 16384x1536 (a bias's
+ *       gradient; none: -R 0, the default): the device time of the sum's
+ *       launches (the best of ROUNDS profiles) and the GB/s of the
+ *       matrix read; its peer is torch's x.sum(0) (train_torch.py
+ *       --colsums), keyed "colsum:SPEC"
  */
 #include <errno.h>
 #include <getopt.h>
@@ -1144,6 +1149,78 @@ static int bench_attention(struct gpo_device *dev, const char *id,
 	return 0;
 }
 
+/*
+ * y = sum(x, 0) over a ROWSxCOLS input: the launches of the sum, with the
+ * GB/s of reading x once, beside torch's x.sum(0)
+ */
+static int bench_colsum(struct gpo_device *dev, const char *id,
+			const char *spec)
+{
+	uint64_t s[2], seed = 0x243f6a8885a308d3ull, n, i;
+	struct gpo_op_time t[PROF_MAX];
+	struct gpo_graph *g = NULL;
+	struct gpo_tensor *x, *y;
+	const struct peer *pr;
+	double best = INFINITY;
+	uint64_t launches = 0;
+	float *v = NULL;
+	char key[80];
+	int ret, k, r;
+
+	if (sscanf(spec, "%llux%llu", (unsigned long long *)&s[0],
+		   (unsigned long long *)&s[1]) != 2 || !s[0] || !s[1]) {
+		fprintf(stderr, "bench_train: bad column sum %s\n", spec);
+		return -EINVAL;
+	}
+	n = s[0] * s[1];
+	v = malloc(n * sizeof(float));
+	ret = v ? gpo_graph_new(dev, &g) : -ENOMEM;
+	if (ret)
+		goto out;
+	for (i = 0; i < n; i++)
+		v[i] = (float)((int64_t)(rng_next(&seed) >> 40) - (1 << 23)) /
+		       (1 << 23);
+	x = gpo_tensor_input(g, "x", GPO_F32, 2, s);
+	y = gpo_sum(g, x, 0);
+	ret = y ? gpo_tensor_write(x, v, n * 4) : -EINVAL;
+	for (r = 0; r < rounds && !ret; r++) {
+		double ms = 0;
+		uint64_t nl = 0;
+
+		ret = gpo_graph_profile(g, GPO_RUN_FORWARD, t, PROF_MAX);
+		if (ret < 0)
+			break;
+		for (k = 0; k < ret; k++) {
+			ms += t[k].ns / 1e6;
+			nl += t[k].launches;
+		}
+		if (ms < best) {
+			best = ms;
+			launches = nl;
+		}
+		ret = 0;
+	}
+out:
+	if (ret) {
+		fprintf(stderr, "column sum %s on %s: %s\n", spec, id,
+			gpo_errmsg());
+	} else {
+		printf("# column sum %s on %s: %llu launches, device %.4f ms, %.1f GB/s",
+		       spec, id, (unsigned long long)launches, best,
+		       n * 4 / best / 1e6);
+		snprintf(key, sizeof(key), "colsum:%s", spec);
+		pr = find_peer("torch_colsum", key);
+		if (pr)
+			printf("; torch x.sum(0) %.4f ms (wall): %.2fx",
+			       pr->ms, pr->ms / best);
+		printf("\n");
+		fflush(stdout);
+	}
+	gpo_graph_free(g);
+	free(v);
+	return ret;
+}
+
 /* ---- the lists of cases -------------------------------------------- */
 
 typedef int (*bench_fn)(struct gpo_device *dev, const char *id,
@@ -1233,11 +1310,12 @@ int main(int argc, char **argv)
 	const char *hsizes_arg = "0";
 	const char *mlps_arg = "784x256x10@128,784x1024x1024x10@4096";
 	const char *gpts_arg = "0", *prods_arg = "0", *attn_arg = "0";
+	const char *colsum_arg = "0";
 	struct gpo_ctx *ctx;
 	char buf[512], *tok, *save;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "d:s:H:m:g:M:A:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "d:s:H:m:g:M:A:R:r:p:qh")) != -1) {
 		switch (c) {
 		case 'd': devs = optarg; break;
 		case 's': sizes_arg = optarg; break;
@@ -1246,12 +1324,13 @@ int main(int argc, char **argv)
 		case 'g': gpts_arg = optarg; break;
 		case 'M': prods_arg = optarg; break;
 		case 'A': attn_arg = optarg; break;
+		case 'R': colsum_arg = optarg; break;
 		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 5; break;
 		case 'p': load_peers(optarg); break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-H SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-H SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-R ROWSxCOLS,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
@@ -1281,6 +1360,7 @@ int main(int argc, char **argv)
 		bench_each(hsizes_arg, dev, info.id, hgemm_item);
 		bench_each(mlps_arg, dev, info.id, mlp_item);
 		bench_each(attn_arg, dev, info.id, bench_attention);
+		bench_each(colsum_arg, dev, info.id, bench_colsum);
 		bench_each(gpts_arg, dev, info.id, gpt_item);
 		bench_each(prods_arg, dev, info.id, bench_product);
 	}

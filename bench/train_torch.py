@@ -16,7 +16,7 @@ Prints lines "label key ms" that bench_train -p reads:
                    [--mlps 784x256x10@128,784x1024x1024x10@4096]
                    [--gpts 6x6x384x256@64]
                    [--products 16384x384x1152tb,256x256x64tb@384]
-                   [--attns 384x256x64]
+                   [--attns 384x256x64] [--colsums 16384x1536]
 The MLP step is zero_grad, forward (Linear and ReLU), cross-entropy,
 backward and AdamW (lr 1e-3, weight decay 0.01) on the next batch of a
 dataset already on the device, as bench_train's. Eager: the foreach
@@ -132,6 +132,15 @@ def attn_times(spec, device, rounds, sync):
         torch.autograd.grad(y, (q, k, v), w)
 
     return timed(fwd, sync, rounds), timed(both, sync, rounds)
+
+
+def colsum(spec, device, rounds, sync):
+    """torch's x.sum(0) of a ROWSxCOLS f32 matrix (a bias's gradient);
+    bench_train -R's peer"""
+    rows, cols = (int(v) for v in spec.split("x"))
+    gen = torch.Generator().manual_seed(1)
+    x = (torch.rand(rows, cols, generator=gen) - 0.5).to(device)
+    return timed(lambda: x.sum(0), sync, rounds)
 
 
 def autocast(device, amp):
@@ -297,6 +306,7 @@ def main():
     ap.add_argument("--gpts", default="")
     ap.add_argument("--products", default="")
     ap.add_argument("--attns", default="")
+    ap.add_argument("--colsums", default="")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     a = ap.parse_args()
@@ -336,6 +346,11 @@ def main():
             f, fb = attn_times(p, a.device, a.rounds, sync)
             print("torch_attn_fwd attn:%s %.4f" % (p, f), flush=True)
             print("torch_attn attn:%s %.4f" % (p, fb), flush=True)
+    for p in filter(None, a.colsums.split(",")):
+        if p != "0":
+            print("torch_colsum colsum:%s %.4f" % (p, colsum(p, a.device,
+                                                          a.rounds, sync)),
+                  flush=True)
     for m in filter(None, a.mlps.split(",")):
         if "@" not in m:
             continue

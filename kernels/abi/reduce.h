@@ -13,6 +13,9 @@
  *	     idx[off_idx + o * inner + i] = the first r holding the maximum
  *	     (NaN counts as larger than everything, as torch.max)
  *	len 0: SUM gives 0, MAX -inf and idx 0.
+ *	GPO_RED_TOUT (SUM, inner > 1, no idx): y(o, i) is written at
+ *	off_y + i * outer + o instead, the outputs transposed (the first of
+ *	a split sum's two launches: the second sums rows, inner == 1).
  *	n = outer * inner outputs. Two grids, chosen by inner:
  *	inner == 1: one workgroup per output, grid-stride over o
  *	            (for (o = group; o < outer; o += groups)), the
@@ -36,6 +39,7 @@
 #define GPO_RED_MAX	1u
 
 #define GPO_RED_IDX	(1u << 8)	/* MAX: write the argmax to idx */
+#define GPO_RED_TOUT	(1u << 9)	/* SUM: y written transposed */
 
 GPO_ARGS(gpo_reduce_args)
 	gpo_u32 n;

@@ -2041,7 +2041,11 @@ static void reduce_ref(struct tcase *tc)
 	tb_mag(&tc->b[1]);
 	red_d(a, x, y, idx, m);
 	for (i = 0; i < a->n; i++) {
-		want_res(tc, &tc->b[1], a->off_y + i, y[a->off_y + i],
+		/* output (i / inner, i % inner): transposed, elsewhere */
+		uint64_t at = a->flags & GPO_RED_TOUT ?
+			      i % a->inner * a->outer + i / a->inner : i;
+
+		want_res(tc, &tc->b[1], a->off_y + at, y[a->off_y + i],
 			 m[a->off_y + i]);
 		if (a->flags & GPO_RED_IDX)
 			tc->b[2].want[a->off_idx + i] = idx[a->off_idx + i];
@@ -4462,6 +4466,10 @@ static const struct op_case cases[] = {
 	  V_FN(GPO_RED_SUM) | GPO_T_ACCUM },
 	{ OP_REDUCE, "sum inner", reduce_setup, reduce_ref,
 	  V_FN(GPO_RED_SUM) | RED_INNER },
+	{ OP_REDUCE, "sum inner transposed", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_INNER | GPO_RED_TOUT },
+	{ OP_REDUCE, "sum inner transposed accum", reduce_setup, reduce_ref,
+	  V_FN(GPO_RED_SUM) | RED_INNER | GPO_RED_TOUT | GPO_T_ACCUM },
 	{ OP_REDUCE, "mean", reduce_setup, reduce_ref,
 	  V_FN(GPO_RED_SUM) | RED_MEAN },
 	{ OP_REDUCE, "mean inner accum", reduce_setup, reduce_ref,

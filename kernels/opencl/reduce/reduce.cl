@@ -106,8 +106,12 @@ KERNEL void reduce(BUF(const float, x), BUF(float, y), BUF(int, idx),
 	}
 	for (uint e = grp * GPO_WG_SIZE + lid; e < a.n;
 	     e += a.groups * GPO_WG_SIZE) {
-		v = column(&a, x, e / a.inner, e % a.inner, &arg);
-		out_put(y, a.off_y + e, a.flags, a.alpha * v);
+		uint o = e / a.inner, i = e % a.inner;
+
+		v = column(&a, x, o, i, &arg);
+		out_put(y, a.off_y + ((a.flags & GPO_RED_TOUT) ?
+				      i * a.outer + o : e),
+			a.flags, a.alpha * v);
 		if (want_idx)
 			idx[a.off_idx + e] = (int)arg;
 	}

@@ -25,7 +25,8 @@ layout(set = 0, binding = 2, std430) writeonly buffer idx_i1 { int idx[]; };
 /* output (o, i): its result, written with idx when asked */
 void put(uint o, uint i, float v, uint at)
 {
-	uint out_i = o * args.inner + i;
+	uint out_i = FLAG(GPO_RED_TOUT) ? i * args.outer + o :
+					  o * args.inner + i;
 
 	STORE(y, args.off_y + out_i, args.alpha * v);
 	if (args.fn == GPO_RED_MAX && FLAG(GPO_RED_IDX))

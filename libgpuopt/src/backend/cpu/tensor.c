@@ -554,6 +554,9 @@ static inline int red_above(float v, float best)
 static inline void red_out(const struct gpo_reduce_args *a, float *y,
 			   uint32_t *idx, uint64_t o, float v, uint32_t r)
 {
+	/* output o is (o / inner, o % inner): transposed, elsewhere */
+	if (a->flags & GPO_RED_TOUT)
+		o = o % a->inner * a->outer + o / a->inner;
 	if (a->flags & GPO_T_ACCUM)
 		y[a->off_y + o] += a->alpha * v;
 	else
