@@ -54,14 +54,16 @@
  *
  * OP for binary: ADD a + b, SUB a - b, MUL a * b, DIV a / b.
  *
- * GPO_EW_QUADS in flags (unary with COPY, binary with ADD, SUB or MUL;
+ * GPO_EW_QUADS in flags (unary, binary with ADD, SUB or MUL, unary_bwd:
  * the engine sets it where it holds): n and shape[3] are multiples of 4,
  * and so are off_y and, of each input whose sa[3] (sb[3]) is 1, its
  * offset and other strides; the other inputs have a stride of 0 there.
  * Output elements 4q .. 4q + 3 then lie in one row, an input's are 4
  * neighbours from a multiple of 4 or one element 4 times, and a kernel
  * may do them together (vec4 loads and stores), the same operations on
- * each. groups then counts quads: a grid over n / 4 items.
+ * each. groups then counts quads: a grid over n / 4 items. For
+ * unary_bwd (x, dy and dx contiguous): n, off_a, off_b and off_y are
+ * multiples of 4.
  */
 #ifndef GPO_ABI_EW_H
 #define GPO_ABI_EW_H

@@ -1942,11 +1942,14 @@ static void unary_bwd_setup(struct tcase *tc)
 	a->fn = FN_OF(tc);
 	contiguous(a->shape, a->sa);
 	contiguous(a->shape, a->sb);
-	a->off_a = tb_in_at(tc, &tc->b[0], a->n, -1, 1);
+	a->off_a = (HAS(tc, EW_QUADS) ? tb_in_at4 : tb_in_at)(tc, &tc->b[0],
+							      a->n, -1, 1);
 	for (i = 0; i < tc->b[0].n; i++)
 		put(&tc->b[0], i, (float)un_input(tc, a->fn));
-	a->off_b = tb_in_at(tc, &tc->b[1], a->n, -1, 1);
-	a->off_y = tb_out_at(tc, &tc->b[2], a->n);
+	a->off_b = (HAS(tc, EW_QUADS) ? tb_in_at4 : tb_in_at)(tc, &tc->b[1],
+							      a->n, -1, 1);
+	a->off_y = (HAS(tc, EW_QUADS) ? tb_out_at4 : tb_out_at)(tc, &tc->b[2],
+								a->n);
 	for (i = 0; i < a->n; i++)
 		accum_start(tc, &tc->b[2], a->off_y + i);
 	if (a->fn == GPO_EW_DROPOUT) {
@@ -3445,14 +3448,23 @@ END_TEST
 
 /* ---- the table ------------------------------------------------------------ */
 
-/* a unary fn forward and backward, without and with GPO_T_ACCUM */
+/*
+ * a unary fn forward and backward, without and with GPO_T_ACCUM, and
+ * with GPO_EW_QUADS
+ */
 #define UNARY(fn, name) \
 	{ OP_UNARY, name, unary_setup, unary_ref, V_FN(fn) }, \
 	{ OP_UNARY, name " accum", unary_setup, unary_ref, \
 	  V_FN(fn) | GPO_T_ACCUM }, \
 	{ OP_UNARY_BWD, name, unary_bwd_setup, unary_bwd_ref, V_FN(fn) }, \
 	{ OP_UNARY_BWD, name " accum", unary_bwd_setup, unary_bwd_ref, \
-	  V_FN(fn) | GPO_T_ACCUM }
+	  V_FN(fn) | GPO_T_ACCUM }, \
+	{ OP_UNARY, name " quads accum", unary_setup, unary_ref, \
+	  V_FN(fn) | EW_QUADS | GPO_T_ACCUM }, \
+	{ OP_UNARY_BWD, name " quads", unary_bwd_setup, unary_bwd_ref, \
+	  V_FN(fn) | EW_QUADS }, \
+	{ OP_UNARY_BWD, name " quads accum", unary_bwd_setup, \
+	  unary_bwd_ref, V_FN(fn) | EW_QUADS | GPO_T_ACCUM }
 
 /* the same with GPO_EW_QUADS (ADD, SUB, MUL) */
 #define QUADS(fn, name) \
@@ -4409,6 +4421,11 @@ static const struct op_case cases[] = {
 	  V_FN(GPO_EW_DROPOUT) | DO_HALF },
 	{ OP_UNARY_BWD, "dropout 0.1", unary_bwd_setup, unary_bwd_ref,
 	  V_FN(GPO_EW_DROPOUT) },
+	{ OP_UNARY, "dropout 0.5 quads", unary_setup, unary_ref,
+	  V_FN(GPO_EW_DROPOUT) | DO_HALF | EW_QUADS },
+	{ OP_UNARY_BWD, "dropout 0.5 quads accum", unary_bwd_setup,
+	  unary_bwd_ref, V_FN(GPO_EW_DROPOUT) | DO_HALF | EW_QUADS |
+	  GPO_T_ACCUM },
 	{ OP_UNARY, "copy transposed", unary_setup, unary_ref,
 	  V_FN(GPO_EW_COPY) | EW_TRANSP },
 	{ OP_UNARY, "gelu transposed accum", unary_setup, unary_ref,

@@ -295,11 +295,24 @@ KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 {
 	VIEW(x);
 	VIEW(y);
-	if (a.flags & GPO_EW_QUADS) {	/* COPY */
-		FOR_EACH_QUAD(q, a)
-			quad_put(y, a.off_y + 4 * q, a.flags, a.alpha,
-				 quad_at(x, a.sa[3],
-					 view_at(&a, a.sa, a.off_a, 4 * q)));
+	if (a.flags & GPO_EW_QUADS) {	/* each element as alone */
+		FOR_EACH_QUAD(q, a) {
+			float4 v = quad_at(x, a.sa[3],
+					   view_at(&a, a.sa, a.off_a, 4 * q));
+
+			if (a.fn == GPO_EW_DROPOUT) {
+				v.x = dropout_keep(&a, 4 * q) ? v.x : 0.0f;
+				v.y = dropout_keep(&a, 4 * q + 1) ? v.y : 0.0f;
+				v.z = dropout_keep(&a, 4 * q + 2) ? v.z : 0.0f;
+				v.w = dropout_keep(&a, 4 * q + 3) ? v.w : 0.0f;
+			} else if (a.fn != GPO_EW_COPY) {
+				v = (float4)(unary_f(a.fn, v.x),
+					     unary_f(a.fn, v.y),
+					     unary_f(a.fn, v.z),
+					     unary_f(a.fn, v.w));
+			}
+			quad_put(y, a.off_y + 4 * q, a.flags, a.alpha, v);
+		}
 		return;
 	}
 	FOR_EACH_OUTPUT(i, a) {
@@ -350,6 +363,26 @@ KERNEL void unary_bwd(BUF(const float, x), BUF(const float, dy),
 	VIEW(x);
 	VIEW(dy);
 	VIEW(dx);
+	if (a.flags & GPO_EW_QUADS) {	/* each element as alone */
+		FOR_EACH_QUAD(q, a) {
+			float4 d = a.alpha * vload4(q, dy + a.off_b), v;
+
+			if (a.fn == GPO_EW_DROPOUT) {
+				d.x = dropout_keep(&a, 4 * q) ? d.x : 0.0f;
+				d.y = dropout_keep(&a, 4 * q + 1) ? d.y : 0.0f;
+				d.z = dropout_keep(&a, 4 * q + 2) ? d.z : 0.0f;
+				d.w = dropout_keep(&a, 4 * q + 3) ? d.w : 0.0f;
+			} else {
+				v = vload4(q, x + a.off_a);
+				d *= (float4)(unary_df(a.fn, v.x),
+					      unary_df(a.fn, v.y),
+					      unary_df(a.fn, v.z),
+					      unary_df(a.fn, v.w));
+			}
+			quad_put(dx, a.off_y + 4 * q, a.flags, 1.0f, d);
+		}
+		return;
+	}
 	FOR_EACH_OUTPUT(i, a) {
 		float d = a.alpha * dy[a.off_b + i];
 

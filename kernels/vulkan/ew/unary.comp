@@ -3,10 +3,12 @@
 // recorded: yes
 /*
  * unary.comp - unary: y[off_y + i] (+)= alpha * f(x[xi(i)]) for i < n,
- * x read through its strides (abi/ew.h), grid-stride over i; a COPY with
- * GPO_EW_QUADS over quads of i, a vec4 each.
+ * x read through its strides (abi/ew.h), grid-stride over i; with
+ * GPO_EW_QUADS over quads of i, a vec4 each (f of each element as
+ * alone: the same bits).
  */
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "abi/ew.h"
 #include "group.glsl"
@@ -15,7 +17,7 @@
 
 FLOAT_IN(0, x);
 FLOAT_BUF(1, y);
-/* GPO_EW_QUADS (COPY): four elements a vec4 */
+/* GPO_EW_QUADS: four elements a vec4 */
 layout(set = 0, binding = 0, std430) readonly buffer x_r4 { vec4 x4[]; };
 layout(set = 0, binding = 1, std430) buffer y_f4 { vec4 y4[]; };
 
@@ -33,9 +35,18 @@ void main()
 			uint xi = args.off_a + ew_offset(4u * q, args.sa[0],
 							 args.sa[1], args.sa[2],
 							 args.sa[3]);
+			vec4 v = EW_QUAD(x, x4, args.sa[3], xi), r;
 
-			STORE(y4, (args.off_y >> 2) + q,
-			      ew_scale4(EW_QUAD(x, x4, args.sa[3], xi)));
+			if (args.fn == GPO_EW_COPY) {
+				r = v;
+			} else {
+				[[unroll]] for (uint k = 0u; k < 4u; k++)
+					r[k] = args.fn == GPO_EW_DROPOUT ?
+					       (dropout_keep(4u * q + k) ?
+						v[k] : 0.0) :
+					       ew_unary(args.fn, v[k]);
+			}
+			STORE(y4, (args.off_y >> 2) + q, ew_scale4(r));
 		}
 		return;
 	}

@@ -228,8 +228,10 @@ static int quad_in(const uint32_t *s, uint32_t off)
 /* ew()'s GPO_EW_QUADS: where @e's launch may go four elements at a time */
 static int quads(enum gpo__op_id op, const struct gpo_ew_args *e, int has_b)
 {
-	if (!(op == OP_UNARY && e->fn == GPO_EW_COPY) &&
-	    !(op == OP_BINARY && e->fn != GPO_EW_DIV))
+	/* all three contiguous, at offsets of 4k */
+	if (op == OP_UNARY_BWD)
+		return !(e->n % 4) && !((e->off_a | e->off_b | e->off_y) % 4);
+	if (op != OP_UNARY && !(op == OP_BINARY && e->fn != GPO_EW_DIV))
 		return 0;
 	return !(e->n % 4) && !(e->shape[3] % 4) && !(e->off_y % 4) &&
 	       quad_in(e->sa, e->off_a) && (!has_b || quad_in(e->sb, e->off_b));
