@@ -12,6 +12,10 @@
 #                   (cpu: 2x2x64x64@8)
 #   BENCH_PRODUCTS  single products MxNxK[ta][tb][@BATCH] (bench_train -M),
 #                   default none
+#   BENCH_ATTNS     causal attentions BHxTxHD (bench_train -A), default
+#                   384x256x64 (cpu: none)
+#   BENCH_COLSUMS   column sums ROWSxCOLS (bench_train -R), default
+#                   16384x1536,16384x384 (cpu: 4096x384)
 #   BENCH_PYTHON    a python with torch (default: /usr/bin/python3, Debian's)
 # The peer runs on CUDA when the devices are GPUs and torch has CUDA, else
 # on the CPU with as many threads as the cpu backend uses.
@@ -23,11 +27,15 @@ if [ "$devs" = cpu ]; then
 	hsizes=${BENCH_HSIZES:-256}
 	mlps=${BENCH_MLPS:-784x256x10@128}
 	gpts=${BENCH_GPTS:-2x2x64x64@8}
+	attns=${BENCH_ATTNS:-0}
+	colsums=${BENCH_COLSUMS:-4096x384}
 else
 	sizes=${BENCH_SIZES:-1024,4096,8192}
 	hsizes=${BENCH_HSIZES:-4096,8192}
 	mlps=${BENCH_MLPS:-784x256x10@128,784x1024x1024x10@4096}
 	gpts=${BENCH_GPTS:-6x6x384x256@64}
+	attns=${BENCH_ATTNS:-384x256x64}
+	colsums=${BENCH_COLSUMS:-16384x1536,16384x384}
 fi
 prods=${BENCH_PRODUCTS:-0}
 py=${BENCH_PYTHON:-/usr/bin/python3}
@@ -42,10 +50,10 @@ if "$py" -c 'import torch' 2>/dev/null; then
 	fi
 	"$py" bench/train_torch.py --device $pdev --sizes "$sizes" \
 		--hsizes "$hsizes" --mlps "$mlps" --gpts "$gpts" --products "$prods" \
-		>>"$peers" || true
+		--attns "$attns" --colsums "$colsums" >>"$peers" || true
 	cat "$peers"
 else
 	echo "# no torch for $py: no peer column (apt-get install python3-torch)"
 fi
 "$build/bin/bench_train" -d "$devs" -s "$sizes" -H "$hsizes" -m "$mlps" -g "$gpts" \
-	-M "$prods" -p "$peers" $BENCH_FLAGS
+	-M "$prods" -A "$attns" -R "$colsums" -p "$peers" $BENCH_FLAGS
