@@ -244,6 +244,16 @@ static inline int dropout_keep(const struct gpo_ew_args *a, uint i)
 	       a->thresh;
 }
 
+/* GPO_EW_QUADS: @v, elements 4 @q .. 4 @q + 3, the dropped ones 0 */
+static inline float4 dropout_quad(const struct gpo_ew_args *a, uint q,
+				  float4 v)
+{
+	return (float4)(dropout_keep(a, 4 * q) ? v.x : 0.0f,
+			dropout_keep(a, 4 * q + 1) ? v.y : 0.0f,
+			dropout_keep(a, 4 * q + 2) ? v.z : 0.0f,
+			dropout_keep(a, 4 * q + 3) ? v.w : 0.0f);
+}
+
 static inline float binary_f(uint fn, float a, float b)
 {
 	switch (fn) {
@@ -301,10 +311,7 @@ KERNEL void unary(BUF(const float, x), BUF(float, y), struct gpo_ew_args a)
 					   view_at(&a, a.sa, a.off_a, 4 * q));
 
 			if (a.fn == GPO_EW_DROPOUT) {
-				v.x = dropout_keep(&a, 4 * q) ? v.x : 0.0f;
-				v.y = dropout_keep(&a, 4 * q + 1) ? v.y : 0.0f;
-				v.z = dropout_keep(&a, 4 * q + 2) ? v.z : 0.0f;
-				v.w = dropout_keep(&a, 4 * q + 3) ? v.w : 0.0f;
+				v = dropout_quad(&a, q, v);
 			} else if (a.fn != GPO_EW_COPY) {
 				v = (float4)(unary_f(a.fn, v.x),
 					     unary_f(a.fn, v.y),
@@ -368,10 +375,7 @@ KERNEL void unary_bwd(BUF(const float, x), BUF(const float, dy),
 			float4 d = a.alpha * vload4(q, dy + a.off_b), v;
 
 			if (a.fn == GPO_EW_DROPOUT) {
-				d.x = dropout_keep(&a, 4 * q) ? d.x : 0.0f;
-				d.y = dropout_keep(&a, 4 * q + 1) ? d.y : 0.0f;
-				d.z = dropout_keep(&a, 4 * q + 2) ? d.z : 0.0f;
-				d.w = dropout_keep(&a, 4 * q + 3) ? d.w : 0.0f;
+				d = dropout_quad(&a, q, d);
 			} else {
 				v = vload4(q, x + a.off_a);
 				d *= (float4)(unary_df(a.fn, v.x),

@@ -73,6 +73,15 @@ bool dropout_keep(uint i)
 	return w[i & 3u] >= args.thresh;
 }
 
+/* GPO_EW_QUADS: @v, elements 4 @q .. 4 @q + 3, the dropped ones 0 */
+vec4 dropout_quad(uint q, vec4 v)
+{
+	return vec4(dropout_keep(4u * q) ? v.x : 0.0,
+		    dropout_keep(4u * q + 1u) ? v.y : 0.0,
+		    dropout_keep(4u * q + 2u) ? v.z : 0.0,
+		    dropout_keep(4u * q + 3u) ? v.w : 0.0);
+}
+
 /* GELU_TANH's u = sqrt(2/pi) (x + 0.044715 x^3) */
 float gelu_u(float x)
 {

@@ -39,12 +39,11 @@ void main()
 
 			if (args.fn == GPO_EW_COPY) {
 				r = v;
+			} else if (args.fn == GPO_EW_DROPOUT) {
+				r = dropout_quad(q, v);
 			} else {
 				[[unroll]] for (uint k = 0u; k < 4u; k++)
-					r[k] = args.fn == GPO_EW_DROPOUT ?
-					       (dropout_keep(4u * q + k) ?
-						v[k] : 0.0) :
-					       ew_unary(args.fn, v[k]);
+					r[k] = ew_unary(args.fn, v[k]);
 			}
 			STORE(y4, (args.off_y >> 2) + q, ew_scale4(r));
 		}

@@ -33,8 +33,7 @@ void quads()
 		vec4 r = args.alpha * dy4[(args.off_b >> 2) + q], v;
 
 		if (args.fn == GPO_EW_DROPOUT) {
-			[[unroll]] for (uint k = 0u; k < 4u; k++)
-				r[k] = dropout_keep(4u * q + k) ? r[k] : 0.0;
+			r = dropout_quad(q, r);
 		} else {
 			v = x4[(args.off_a >> 2) + q];
 			[[unroll]] for (uint k = 0u; k < 4u; k++)
