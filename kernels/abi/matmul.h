@@ -84,6 +84,16 @@
  * that the constant holds the flags (backend/vulkan/pipeline.c)
  */
 #define GPO_MM_SPEC	(1u << 31)
+/*
+ * Never in args.flags either: with GPO_MM_SPEC, that the product is
+ * "whole" for matmul_coop: m, n and k multiples of GPO_MM_TILE_COOP_M,
+ * GPO_MM_TILE_COOP and GPO_MM_COOP_DEPTH, each operand's offset, leading
+ * dimension and batch stride multiples of 16 bytes (8 binary16 or 4
+ * f32), C's offset, ldc and bsc multiples of 4, and no GPO_T_ACCUM: every
+ * tile inside C and every staged chunk one aligned load
+ */
+#define GPO_MM_WHOLE	(1u << 30)
+#define GPO_MM_COOP_DEPTH	32	/* matmul_coop's k a step */
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

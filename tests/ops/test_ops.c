@@ -1149,6 +1149,7 @@ static void obj_ref(struct tcase *tc)
 #define V_E		(1u << 20)
 #define V_F		(1u << 21)
 #define V_G		(1u << 22)
+#define V_H		(1u << 23)
 #define V_FN(fn)	((uint32_t)(fn) << 24)
 #define FN_OF(tc)	(((tc)->oc->flags >> 24) & 0x7f)
 #define HAS(tc, v)	(!!((tc)->oc->flags & (v)))
@@ -1518,6 +1519,12 @@ static void xent_bwd_d(const double *x, uint32_t len, int32_t lab,
 #define MM_WIDE		V_F	/* m, n 129 to 400: several big tiles */
 /* m 1100 to 1300, n 1 to 137: tall and narrow (OpenCL's matmul_big16) */
 #define MM_TALL		V_G
+/*
+ * matmul_coop's whole products (abi/matmul.h's GPO_MM_WHOLE): m, n and k
+ * multiples of its tile and step, every offset, ld and batch stride a
+ * multiple of 8 elements (C's of 4)
+ */
+#define MM_WHOLE	V_H
 
 /*
  * A stored matrix of @rows x @cols with row stride @ld, @batch of them;
@@ -1530,17 +1537,19 @@ static uint32_t mm_operand(struct tcase *tc, struct tbuf *b, uint32_t rows,
 	uint32_t batch = tc->a.mm.batch, off;
 	uint64_t per, len;
 
+	uint32_t q = HAS(tc, MM_WHOLE) ? 8 : 4;
+
 	*ld = cols + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
-	if (vec)
-		*ld = (*ld + 3) & ~3u;
+	if (vec || HAS(tc, MM_WHOLE))
+		*ld = (*ld + q - 1) & ~(q - 1);
 	per = (uint64_t)rows * *ld;
 	*bs = (uint32_t)per + (batch > 1 ? urand(tc, 0, 7) : urand(tc, 0, 99));
-	if (vec)
-		*bs &= ~3u;
+	if (vec || HAS(tc, MM_WHOLE))
+		*bs = (*bs + q - 1) & ~(q - 1);
 	len = (uint64_t)(batch - 1) * *bs + per;
-	if (!vec)
+	if (!vec && !HAS(tc, MM_WHOLE))
 		return tb_in_at(tc, b, len, -1, 1);
-	off = odd_off(tc) & ~3u;
+	off = odd_off(tc) & ~(q - 1);
 	tb_random(tc, b, off + len + tail(tc), -1, 1);
 	return off;
 }
@@ -1620,6 +1629,10 @@ static void matmul_setup(struct tcase *tc)
 		a->m = urand(tc, 1, 3);
 		a->n = urand(tc, 1, 3);
 		a->k = urand(tc, 1, 3);
+	} else if (HAS(tc, MM_WHOLE)) {
+		a->m = GPO_MM_TILE_COOP_M * urand(tc, 1, 2);
+		a->n = GPO_MM_TILE_COOP * urand(tc, 1, 3);
+		a->k = GPO_MM_COOP_DEPTH * urand(tc, 1, 4);
 	} else {
 		a->m = urand(tc, 1, 150);
 		a->n = urand(tc, 1, 150);
@@ -1652,10 +1665,18 @@ static void matmul_setup(struct tcase *tc)
 	if (a->flags & GPO_MM_F16_B)
 		mm_halve(&tc->b[1]);
 	a->ldc = a->n + (HAS(tc, MM_PAD) ? urand(tc, 1, 5) : 0);
+	if (HAS(tc, MM_WHOLE))
+		a->ldc = (a->ldc + 3) & ~3u;
 	per = (uint64_t)a->m * a->ldc;
 	a->bsc = (uint32_t)per + (a->batch > 1 ? urand(tc, 0, 7) : 0);
-	a->off_c = tb_out_at(tc, &tc->b[2], (uint64_t)(a->batch - 1) * a->bsc +
-			     per);
+	if (HAS(tc, MM_WHOLE)) {
+		a->bsc = (a->bsc + 3) & ~3u;
+		a->off_c = tb_out_at4(tc, &tc->b[2],
+				      (uint64_t)(a->batch - 1) * a->bsc + per);
+	} else {
+		a->off_c = tb_out_at(tc, &tc->b[2],
+				     (uint64_t)(a->batch - 1) * a->bsc + per);
+	}
 	for (z = 0; z < a->batch; z++)
 		for (i = 0; i < a->m; i++)
 			for (j = 0; j < a->n; j++)
@@ -4389,6 +4410,26 @@ static const struct op_case cases[] = {
 	  GPO_MM_ROUND | MM_TINY | MM_BATCH },
 	{ OP_MATMUL_COOP, "f16_a k 0 accum", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | MM_K0 | GPO_T_ACCUM },
+	/* whole products: pipelines of their own (pipeline.c's mm_spec()) */
+	{ OP_MATMUL_COOP, "whole f16", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE },
+	{ OP_MATMUL_COOP, "whole f16 batch padded trans_a trans_b",
+	  matmul_setup, matmul_ref, GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE |
+	  MM_BATCH | MM_PAD | GPO_MM_TRANS_A | GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "whole f32 rounded trans_a", matmul_setup,
+	  matmul_ref, GPO_MM_ROUND | MM_WHOLE | GPO_MM_TRANS_A },
+	{ OP_MATMUL_COOP, "whole f32 rounded batch padded trans_b",
+	  matmul_setup, matmul_ref, GPO_MM_ROUND | MM_WHOLE | MM_BATCH |
+	  MM_PAD | GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "whole f16_a padded trans_b", matmul_setup,
+	  matmul_ref, GPO_MM_F16_A | GPO_MM_ROUND | MM_WHOLE | MM_PAD |
+	  GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "whole f16_b batch trans_a", matmul_setup,
+	  matmul_ref, GPO_MM_F16_B | GPO_MM_ROUND | MM_WHOLE | MM_BATCH |
+	  GPO_MM_TRANS_A },
+	/* accumulating: never whole, the general pipeline */
+	{ OP_MATMUL_COOP, "whole f16 accum", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE | GPO_T_ACCUM },
 	{ OP_MATMUL, "wide vec", matmul_setup, matmul_ref,
 	  MM_WIDE | GPO_MM_VEC_A | GPO_MM_VEC_B },
 	{ OP_MATMUL_BIG, "batch padded trans_a trans_b", matmul_setup,

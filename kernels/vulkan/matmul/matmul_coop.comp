@@ -60,6 +60,23 @@
 #include "abi/matmul.h"
 
 layout(constant_id = 0) const uint GPO_GROUP_ROW = 65535u;
+/*
+ * Specialization constant 4: GPO_MM_SPEC | GPO_MM_WHOLE and the product's
+ * flags for a whole product (abi/matmul.h; backend/vulkan/pipeline.c's
+ * mm_spec()), else 0. A whole product's pipeline has neither the
+ * element-by-element loads of edge chunks nor the guarded stores of edge
+ * tiles, and its flags are the driver's constants: on an H200
+ * (2026-11-30, bench/results/issue12-h200-2026-11-30.txt) HGEMM 4096 went
+ * from 120 to 156 TFLOP/s so, against 131 with the edge code gone but the
+ * flags read at run time and 120 with the flags constant but the edge
+ * code kept.
+ */
+layout(constant_id = 4) const uint GPO_MM_FLAGS = 0u;
+#undef FLAG
+#define FLAG(f)	((GPO_MM_FLAGS & GPO_MM_SPEC) != 0u ? \
+		 (GPO_MM_FLAGS & (f)) != 0u : (args.flags & (f)) != 0u)
+#define WHOLE	((GPO_MM_FLAGS & (GPO_MM_SPEC | GPO_MM_WHOLE)) == \
+		 (GPO_MM_SPEC | GPO_MM_WHOLE))
 
 layout(set = 0, binding = 0, std430) readonly buffer a_r1 { float a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer b_r1 { float b[]; };
@@ -89,9 +106,7 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
  * blocks (8 loads for 16 products, not 6 for 8), BK 32 in one buffer,
  * 101-112 / 67-93. 48 KiB of shared memory allows no more.
  */
-#ifndef BK
-#define BK	32u		/* k a step */
-#endif
+#define BK	uint(GPO_MM_COOP_DEPTH)	/* k a step */
 #ifndef NBUF
 #define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
 #endif
@@ -184,7 +199,7 @@ uvec4 chunk_a(uint e0, uint cnt)
 {
 	uint h[8];
 
-	if (cnt == 8u && vec_a) {
+	if (WHOLE || (cnt == 8u && vec_a)) {
 		if (FLAG(GPO_MM_F16_A))
 			return a_w4[e0 >> 3];
 		return pack_f32(a4[e0 >> 2], a4[(e0 >> 2) + 1u]);
@@ -198,7 +213,7 @@ uvec4 chunk_b(uint e0, uint cnt)
 {
 	uint h[8];
 
-	if (cnt == 8u && vec_b) {
+	if (WHOLE || (cnt == 8u && vec_b)) {
 		if (FLAG(GPO_MM_F16_B))
 			return b_w4[e0 >> 3];
 		return pack_f32(b4[e0 >> 2], b4[(e0 >> 2) + 1u]);
@@ -361,8 +376,9 @@ void main()
 	}
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
-	inside = i0 + TBM <= args.m && j0 + TBN <= args.n &&
-		 !FLAG(GPO_T_ACCUM) && cb % 4u == 0u && args.ldc % 4u == 0u;
+	inside = WHOLE || (i0 + TBM <= args.m && j0 + TBN <= args.n &&
+			   !FLAG(GPO_T_ACCUM) && cb % 4u == 0u &&
+			   args.ldc % 4u == 0u);
 	[[unroll]] for (uint r = 0u; r < FA; r++) {
 		[[unroll]] for (uint q = 0u; q < FB; q++) {
 			uint f = FB * r + q, r0 = wr + r * FR, c0 = wc + q * FR;

@@ -272,22 +272,64 @@ static int narrow(const struct op_call *call)
 #define MM_BIG_SPEC	(GPO_T_ACCUM | GPO_MM_TRANS_A | GPO_MM_TRANS_B | \
 			 GPO_MM_VEC_A | GPO_MM_VEC_B)
 
-/* the flags @call's pipeline is specialized for (GPO_MM_SPEC), or 0 */
-static uint32_t mm_spec(const struct op_call *call)
+/* matmul_coop's flags in a whole product's constant (matmul_coop.comp) */
+#define MM_COOP_SPEC	(GPO_MM_TRANS_A | GPO_MM_TRANS_B | GPO_MM_F16_A | \
+			 GPO_MM_F16_B)
+
+/* do an operand's chunks start on 16 bytes (matmul_coop's vec_a)? */
+static int coop_aligned(uint32_t off, uint32_t ld, uint32_t bs,
+			uint32_t batch, int f16)
+{
+	uint32_t q = f16 ? 8 : 4;
+
+	return !(off % q) && !(ld % q) && (batch < 2 || !(bs % q));
+}
+
+/* is @mm a whole product for matmul_coop (abi/matmul.h's GPO_MM_WHOLE)? */
+static int coop_whole(const struct gpo_matmul_args *mm)
+{
+	return !(mm->flags & GPO_T_ACCUM) && mm->k &&
+	       !(mm->m % GPO_MM_TILE_COOP_M) && !(mm->n % GPO_MM_TILE_COOP) &&
+	       !(mm->k % GPO_MM_COOP_DEPTH) &&
+	       coop_aligned(mm->off_a, mm->lda, mm->bsa, mm->batch,
+			    !!(mm->flags & GPO_MM_F16_A)) &&
+	       coop_aligned(mm->off_b, mm->ldb, mm->bsb, mm->batch,
+			    !!(mm->flags & GPO_MM_F16_B)) &&
+	       coop_aligned(mm->off_c, mm->ldc, mm->bsc, mm->batch, 0);
+}
+
+/*
+ * The flags @call's pipeline is specialized for (GPO_MM_SPEC), or 0.
+ * matmul_coop's whole products get theirs only in the plain pipelines:
+ * an ".ab" one reads parameters that a recorded step may change (graph.c)
+ * after the pipeline was chosen.
+ */
+static uint32_t mm_spec(const struct op_call *call, int ab)
 {
 	const struct gpo_matmul_args *mm = call->args;
 
-	if (call->op != OP_MATMUL_BIG || !mm || !(mm->flags & GPO_MM_TRANS_A))
+	if (!mm)
+		return 0;
+	if (call->op == OP_MATMUL_COOP)
+		return !ab && coop_whole(mm) ? GPO_MM_SPEC | GPO_MM_WHOLE |
+					       (mm->flags & MM_COOP_SPEC) : 0;
+	if (call->op != OP_MATMUL_BIG || !(mm->flags & GPO_MM_TRANS_A))
 		return 0;
 	return GPO_MM_SPEC | (mm->flags & MM_BIG_SPEC);
 }
 
-/* a specialized pipeline's index in vd->mm_big */
-static unsigned int mm_variant(uint32_t spec)
+/* a specialized pipeline's slot: vd->mm_big's, or vd->mm_coop's */
+static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
 {
-	return (!!(spec & GPO_T_ACCUM)) | (!!(spec & GPO_MM_TRANS_B)) << 1 |
-	       (!!(spec & GPO_MM_VEC_A)) << 2 |
-	       (!!(spec & GPO_MM_VEC_B)) << 3;
+	if (spec & GPO_MM_WHOLE)
+		return &vd->mm_coop[(!!(spec & GPO_MM_TRANS_A)) |
+				    (!!(spec & GPO_MM_TRANS_B)) << 1 |
+				    (!!(spec & GPO_MM_F16_A)) << 2 |
+				    (!!(spec & GPO_MM_F16_B)) << 3];
+	return &vd->mm_big[!!ab][(!!(spec & GPO_T_ACCUM)) |
+				 (!!(spec & GPO_MM_TRANS_B)) << 1 |
+				 (!!(spec & GPO_MM_VEC_A)) << 2 |
+				 (!!(spec & GPO_MM_VEC_B)) << 3];
 }
 
 /*
@@ -297,9 +339,10 @@ static unsigned int mm_variant(uint32_t spec)
  * dispatched with a base (launch.c); element ops ignore both. Constant 1
  * is precision.glsl's PREC_FMA (device.c's fma_fused()), 2 update.glsl's
  * GPO_U8_SG (device.c's u8_subgroups()), 3 attention.glsl's
- * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's flags where
- * mm_spec() gives them (a pipeline for each set: its loads and stores are
- * then the driver's constants, not branches on its arguments), 5
+ * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's and matmul_coop's
+ * flags where mm_spec() gives them (a pipeline for each set: its loads
+ * and stores are then the driver's constants, not branches on its
+ * arguments), 5
  * attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where narrow(), else
  * the smaller step: with heads past 64 the larger took an H200's
  * attention backward from 0.65 to 2.3 ms), for every module (one that
@@ -312,7 +355,7 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 	enum gpo__op_id op = call->op;
 	enum gpo_dtype dtype = call->dtype;
 	const struct gpo__op *o = &gpo__ops[op];
-	uint32_t mm = mm_spec(call);
+	uint32_t mm = mm_spec(call, ab);
 	int nar = narrow(call);
 	const struct embedded_file *f;
 	VkShaderModuleCreateInfo smci = {
@@ -382,7 +425,7 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 				GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL),
 				vd->shared_max);
 	if (mm)
-		slot = &vd->mm_big[!!ab][mm_variant(mm)];
+		slot = mm_slot(vd, mm, ab);
 	else
 		slot = ab ? &vd->pipes_ab[op][dtype][nar] :
 			    &vd->pipes[op][dtype][nar];
@@ -448,6 +491,9 @@ void gpo__vk_destroy_pipelines(struct gpo_device *dev)
 			if (vd->mm_big[t][v])
 				vkDestroyPipeline(vd->device, vd->mm_big[t][v],
 						  NULL);
+	for (v = 0; v < VK_MM_COOP_VARIANTS; v++)
+		if (vd->mm_coop[v])
+			vkDestroyPipeline(vd->device, vd->mm_coop[v], NULL);
 	for (op = 0; op < OP_COUNT; op++)
 		for (t = 0; t < GPO_DTYPES; t++)
 			for (nar = 0; nar < 2; nar++) {

@@ -105,6 +105,8 @@ struct vk_debug {
 
 /* matmul_big's pipelines: one for each set of its flags (pipeline.c) */
 #define VK_MM_BIG_VARIANTS	16
+/* matmul_coop's for whole products: one for each set of its flags */
+#define VK_MM_COOP_VARIANTS	16
 
 struct vk_dev {
 	/* from probe */
@@ -166,6 +168,8 @@ struct vk_dev {
 	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES][2];	/* ".ab": graph.c */
 	/* matmul_big's specialized ones, [ab][flags] (pipeline.c) */
 	VkPipeline mm_big[2][VK_MM_BIG_VARIANTS];
+	/* matmul_coop's for whole products, plain only, [flags] */
+	VkPipeline mm_coop[VK_MM_COOP_VARIANTS];
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
 	uint64_t cache_hash;		/* of the data on disk, 0: none */
