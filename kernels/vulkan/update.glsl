@@ -101,6 +101,16 @@ uvec2 bf16x4_store(vec4 x, uvec2 old, uint cnt)
 layout(constant_id = 2) const bool GPO_U8_SG = false;
 
 /*
+ * Specialization constant 6: is every quad of the launch whole (its n a
+ * multiple of 4: backend/vulkan/pipeline.c's quads())? Then p and g go
+ * as vec4s only, with no element-by-element path beside them: on an H200
+ * (2026-11-30, bench/results/issue12-h200-2026-11-30.txt) that took
+ * 8-bit AdamW at 256M from 3.22 to 2.67 ms, RMSprop from 2.45 to 2.00
+ * and Lion from 1.43 to 1.26.
+ */
+layout(constant_id = 6) const bool GPO_U8_QUADS = false;
+
+/*
  * [span parity][state][invocation / 4]: no barrier to reuse it. Where
  * subgroups do the exchange (GPO_U8_SG) one slot, never used, and the
  * one-state kernels hold one state's: every KB of shared memory a
@@ -514,7 +524,7 @@ void u8_quad_load(bool hp, uint q, uint c, out vec4 pv, out vec4 gv)
 		gv = param_grad(q, c);
 		return;
 	}
-	if (c == 4u) {
+	if (GPO_U8_QUADS || c == 4u) {
 		pv = p4[q];
 		gv = g4[q];
 	} else {
@@ -529,7 +539,7 @@ void u8_quad_store(bool hp, uint q, uint c, vec4 pv)
 {
 	if (hp) {
 		param_store(q, c, pv);
-	} else if (c == 4u) {
+	} else if (GPO_U8_QUADS || c == 4u) {
 		p4[q] = pv;
 	} else {
 		for (uint l = 0u; l < c; l++)

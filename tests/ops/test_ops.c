@@ -243,7 +243,9 @@ static void update_setup(struct tcase *tc, int nbuf)
 }
 
 #define SKIP_FLAG	(1u << 31)	/* a variant: scal says skip */
-#define VARIANT(tc)	((tc)->oc->flags & ~SKIP_FLAG)
+/* a variant of the u8 updates: n a multiple of 4 (pipeline.c's quads()) */
+#define QUADS_FLAG	(1u << 29)
+#define VARIANT(tc)	((tc)->oc->flags & ~(SKIP_FLAG | QUADS_FLAG))
 
 /* ---- mem ------------------------------------------------------------------ */
 
@@ -4006,9 +4008,18 @@ static uint32_t *u8_args(struct tcase *tc)
 static void u8_setup(struct tcase *tc, uint32_t flags)
 {
 	const struct u8_layout *l = u8_layout_of(tc->oc->op);
-	uint64_t n = odd_n(tc) + urand(tc, 0, 300), i;
-	uint64_t blocks = (n + 255) / 256;
+	uint64_t n = odd_n(tc) + urand(tc, 0, 300), i, blocks;
 	uint32_t *q = u8_args(tc), wo = urand(tc, 0, 5), bo = urand(tc, 0, 7);
+
+	/*
+	 * whole quads only, or a last quad of 1 to 3 elements: on Vulkan
+	 * each has a pipeline of its own (update.glsl's GPO_U8_QUADS)
+	 */
+	if (HAS(tc, QUADS_FLAG))
+		n = (n + 3) & ~3ull;
+	else if (!(n % 4))
+		n += urand(tc, 1, 3);
+	blocks = (n + 255) / 256;
 	int k;
 
 	tc->n = n;
@@ -4508,6 +4519,13 @@ static const struct op_case cases[] = {
 	{ OP_RMSPROP8, "", rmsprop8_setup, u8_ref, 0 },
 	{ OP_ADAGRAD8, "", adagrad8_setup, u8_ref, 0 },
 	{ OP_LION8, "", lion8_setup, u8_ref, 0 },
+	{ OP_ADAM8, "adamw quads", adam8_setup, u8_ref,
+	  GPO_ADAM_DECOUPLED | QUADS_FLAG },
+	{ OP_ADAM8, "adam skip quads", adam8_setup, u8_ref,
+	  SKIP_FLAG | QUADS_FLAG },
+	{ OP_RMSPROP8, "quads", rmsprop8_setup, u8_ref, QUADS_FLAG },
+	{ OP_ADAGRAD8, "quads", adagrad8_setup, u8_ref, QUADS_FLAG },
+	{ OP_LION8, "quads", lion8_setup, u8_ref, QUADS_FLAG },
 	{ OP_QUANT8, "unsigned", quant8_setup, quant8_ref, 0 },
 	{ OP_QUANT8, "signed", quant8_setup, quant8_ref, Q_SIGNED },
 	{ OP_QUANT8, "signed specials", quant8_setup, quant8_ref,

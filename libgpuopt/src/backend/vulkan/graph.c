@@ -11,7 +11,9 @@
  * device memory, written before each submit.
  *
  * A recording is replayed while the step launches the same ops in the
- * same dtypes over the same work and buffers, and no buffer was freed
+ * same dtypes over the same work and buffers, each in the pipeline it was
+ * recorded with (parameters that choose another, pipeline.c's
+ * gpo__vk_pipeline_key(), record again), and no buffer was freed
  * since (a recording names VkBuffers; a new one may get a freed handle).
  * Anything else records again. Launches it cannot record (no ".ab" shader,
  * windows, no push descriptors, too many) send the whole step to the
@@ -51,6 +53,7 @@ struct graph_call {
 	enum gpo__op_id op;
 	enum gpo_dtype dtype;
 	int dyn;			/* rec[]: parameters from g->args */
+	uint32_t key;			/* gpo__vk_pipeline_key() */
 	uint64_t work;
 	struct dev_buf buf[OP_MAX_BUF];
 	uint32_t args[GPO_ARGS_MAX / 4];
@@ -257,6 +260,7 @@ int gpo__vk_graph_add(struct gpo_device *dev, const struct op_call *call)
 	c->op = call->op;
 	c->dtype = call->dtype;
 	c->work = call->work;
+	c->key = gpo__vk_pipeline_key(call);
 	memcpy(c->buf, call->buf, sizeof(c->buf));
 	memcpy(c->args, call->args, op->args_size);
 	return 0;
@@ -291,7 +295,7 @@ static int same_launches(const struct vk_dev *vd, const struct dev_graph *g,
 		const struct graph_call *a = &g->calls[i], *b = &g->rec[i];
 
 		if (a->op != b->op || a->dtype != b->dtype ||
-		    a->work != b->work ||
+		    a->work != b->work || a->key != b->key ||
 		    memcmp(a->buf, b->buf, sizeof(a->buf)))
 			return 0;
 	}

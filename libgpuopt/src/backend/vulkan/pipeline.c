@@ -19,8 +19,12 @@
 #include "core/diskcache_i.h"
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
+#include "abi/adagrad.h"
+#include "abi/adam.h"
 #include "abi/attention.h"
+#include "abi/lion.h"
 #include "abi/matmul.h"
+#include "abi/rmsprop.h"
 
 /*
  * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
@@ -260,6 +264,37 @@ static int narrow(const struct op_call *call)
 }
 
 /*
+ * quads - does @call take its op's pipeline with specialization constant
+ * 6 true? A blockwise 8-bit update's whose every quad is whole (its n a
+ * multiple of 4: update.glsl's GPO_U8_QUADS), which then has no
+ * element-by-element loads and stores
+ */
+static int quads(const struct op_call *call)
+{
+	uint32_t n;
+
+	if (!call->args)
+		return 0;
+	switch (call->op) {
+	case OP_ADAM8:
+		n = ((const struct gpo_adam_args *)call->args)->n;
+		break;
+	case OP_RMSPROP8:
+		n = ((const struct gpo_rmsprop_args *)call->args)->n;
+		break;
+	case OP_ADAGRAD8:
+		n = ((const struct gpo_adagrad_args *)call->args)->n;
+		break;
+	case OP_LION8:
+		n = ((const struct gpo_lion_args *)call->args)->n;
+		break;
+	default:
+		return 0;
+	}
+	return !(n % 4);
+}
+
+/*
  * The flags a matmul_big pipeline may take as specialization constant 4
  * (matmul_big.comp's GPO_MM_FLAGS), with GPO_MM_SPEC to say it does.
  * Only products with GPO_MM_TRANS_A get such a pipeline: on an H200
@@ -298,34 +333,42 @@ static int coop_whole(const struct gpo_matmul_args *mm)
 	       coop_aligned(mm->off_c, mm->ldc, mm->bsc, mm->batch, 0);
 }
 
-/*
- * The flags @call's pipeline is specialized for (GPO_MM_SPEC), or 0.
- * matmul_coop's whole products get theirs only in the plain pipelines:
- * an ".ab" one reads parameters that a recorded step may change (graph.c)
- * after the pipeline was chosen.
- */
-static uint32_t mm_spec(const struct op_call *call, int ab)
+/* the flags @call's pipeline is specialized for (GPO_MM_SPEC), or 0 */
+static uint32_t mm_spec(const struct op_call *call)
 {
 	const struct gpo_matmul_args *mm = call->args;
 
 	if (!mm)
 		return 0;
 	if (call->op == OP_MATMUL_COOP)
-		return !ab && coop_whole(mm) ? GPO_MM_SPEC | GPO_MM_WHOLE |
-					       (mm->flags & MM_COOP_SPEC) : 0;
+		return coop_whole(mm) ? GPO_MM_SPEC | GPO_MM_WHOLE |
+					(mm->flags & MM_COOP_SPEC) : 0;
 	if (call->op != OP_MATMUL_BIG || !(mm->flags & GPO_MM_TRANS_A))
 		return 0;
 	return GPO_MM_SPEC | (mm->flags & MM_BIG_SPEC);
+}
+
+/*
+ * gpo__vk_pipeline_key - which of its op's pipelines @call takes, from
+ * its parameters: the specialization constants that depend on them
+ * (mm_spec(), narrow(), quads()) in one word. A recorded step is replayed
+ * only while every launch's key is the one recorded (graph.c), so that
+ * new parameters never run in a pipeline specialized for others.
+ */
+uint32_t gpo__vk_pipeline_key(const struct op_call *call)
+{
+	return mm_spec(call) | (uint32_t)narrow(call) << 28 |
+	       (uint32_t)quads(call) << 29;
 }
 
 /* a specialized pipeline's slot: vd->mm_big's, or vd->mm_coop's */
 static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
 {
 	if (spec & GPO_MM_WHOLE)
-		return &vd->mm_coop[(!!(spec & GPO_MM_TRANS_A)) |
-				    (!!(spec & GPO_MM_TRANS_B)) << 1 |
-				    (!!(spec & GPO_MM_F16_A)) << 2 |
-				    (!!(spec & GPO_MM_F16_B)) << 3];
+		return &vd->mm_coop[!!ab][(!!(spec & GPO_MM_TRANS_A)) |
+					  (!!(spec & GPO_MM_TRANS_B)) << 1 |
+					  (!!(spec & GPO_MM_F16_A)) << 2 |
+					  (!!(spec & GPO_MM_F16_B)) << 3];
 	return &vd->mm_big[!!ab][(!!(spec & GPO_T_ACCUM)) |
 				 (!!(spec & GPO_MM_TRANS_B)) << 1 |
 				 (!!(spec & GPO_MM_VEC_A)) << 2 |
@@ -345,8 +388,9 @@ static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
  * arguments), 5
  * attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where narrow(), else
  * the smaller step: with heads past 64 the larger took an H200's
- * attention backward from 0.65 to 2.3 ms), for every module (one that
- * does not declare them ignores them).
+ * attention backward from 0.65 to 2.3 ms), 6 update.glsl's GPO_U8_QUADS
+ * (quads()), for every module (one that does not declare them ignores
+ * them).
  */
 static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		    int ab, VkPipeline *out)
@@ -355,8 +399,8 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 	enum gpo__op_id op = call->op;
 	enum gpo_dtype dtype = call->dtype;
 	const struct gpo__op *o = &gpo__ops[op];
-	uint32_t mm = mm_spec(call, ab);
-	int nar = narrow(call);
+	uint32_t mm = mm_spec(call);
+	int nar = narrow(call), q = quads(call);
 	const struct embedded_file *f;
 	VkShaderModuleCreateInfo smci = {
 		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -368,9 +412,10 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		VkBool32 wide;
 		uint32_t mm_flags;
 		uint32_t attn_ks;
+		VkBool32 quads;
 	} data = { vd->group_row, vd->fma, vd->u8_sg, !nar, mm,
-		   nar && vd->attn_ks ? vd->attn_ks : GPO_ATTN_KS_SMALL };
-	const VkSpecializationMapEntry map[6] = {
+		   nar && vd->attn_ks ? vd->attn_ks : GPO_ATTN_KS_SMALL, q };
+	const VkSpecializationMapEntry map[7] = {
 		{
 			.constantID = 0,
 			.offset = offsetof(__typeof__(data), group_row),
@@ -395,10 +440,14 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 			.constantID = 5,
 			.offset = offsetof(__typeof__(data), attn_ks),
 			.size = sizeof(data.attn_ks),
+		}, {
+			.constantID = 6,
+			.offset = offsetof(__typeof__(data), quads),
+			.size = sizeof(data.quads),
 		},
 	};
 	const VkSpecializationInfo spec = {
-		.mapEntryCount = 6,
+		.mapEntryCount = 7,
 		.pMapEntries = map,
 		.dataSize = sizeof(data),
 		.pData = &data,
@@ -427,8 +476,8 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 	if (mm)
 		slot = mm_slot(vd, mm, ab);
 	else
-		slot = ab ? &vd->pipes_ab[op][dtype][nar] :
-			    &vd->pipes[op][dtype][nar];
+		slot = ab ? &vd->pipes_ab[op][dtype][nar || q] :
+			    &vd->pipes[op][dtype][nar || q];
 	if (*slot) {
 		*out = *slot;
 		return 0;
@@ -491,9 +540,11 @@ void gpo__vk_destroy_pipelines(struct gpo_device *dev)
 			if (vd->mm_big[t][v])
 				vkDestroyPipeline(vd->device, vd->mm_big[t][v],
 						  NULL);
-	for (v = 0; v < VK_MM_COOP_VARIANTS; v++)
-		if (vd->mm_coop[v])
-			vkDestroyPipeline(vd->device, vd->mm_coop[v], NULL);
+	for (t = 0; t < 2; t++)
+		for (v = 0; v < VK_MM_COOP_VARIANTS; v++)
+			if (vd->mm_coop[t][v])
+				vkDestroyPipeline(vd->device,
+						  vd->mm_coop[t][v], NULL);
 	for (op = 0; op < OP_COUNT; op++)
 		for (t = 0; t < GPO_DTYPES; t++)
 			for (nar = 0; nar < 2; nar++) {

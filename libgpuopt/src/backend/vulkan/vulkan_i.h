@@ -163,13 +163,16 @@ struct vk_dev {
 	uint32_t desc_used;
 
 	/* pipelines, built on first use (pipeline.c) */
-	/* [narrow]: specialization constant 3 false (pipeline.c) */
+	/*
+	 * [1]: an attention kernel's with specialization constant 3 false
+	 * (pipeline.c's narrow()), an 8-bit update's with 6 true (quads())
+	 */
 	VkPipeline pipes[OP_COUNT][GPO_DTYPES][2];
 	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES][2];	/* ".ab": graph.c */
 	/* matmul_big's specialized ones, [ab][flags] (pipeline.c) */
 	VkPipeline mm_big[2][VK_MM_BIG_VARIANTS];
-	/* matmul_coop's for whole products, plain only, [flags] */
-	VkPipeline mm_coop[VK_MM_COOP_VARIANTS];
+	/* matmul_coop's for whole products, [ab][flags] */
+	VkPipeline mm_coop[2][VK_MM_COOP_VARIANTS];
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
 	uint64_t cache_hash;		/* of the data on disk, 0: none */
@@ -293,6 +296,7 @@ int gpo__vk_pipeline(struct gpo_device *dev, const struct op_call *call,
 int gpo__vk_pipeline_ab(struct gpo_device *dev, const struct op_call *call,
 			VkPipeline *out);
 int gpo__vk_has_ab(enum gpo__op_id op, enum gpo_dtype dtype);
+uint32_t gpo__vk_pipeline_key(const struct op_call *call);
 void gpo__vk_cache_save(struct gpo_device *dev);
 void gpo__vk_destroy_pipelines(struct gpo_device *dev);
 int gpo__vk_supports(struct gpo_device *dev, enum gpo__op_id op,
