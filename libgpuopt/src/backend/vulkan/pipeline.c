@@ -385,12 +385,12 @@ static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
  * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's and matmul_coop's
  * flags where mm_spec() gives them (a pipeline for each set: its loads
  * and stores are then the driver's constants, not branches on its
- * arguments), 5
- * attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where narrow(), else
- * the smaller step: with heads past 64 the larger took an H200's
- * attention backward from 0.65 to 2.3 ms), 6 update.glsl's GPO_U8_QUADS
- * (quads()), for every module (one that does not declare them ignores
- * them).
+ * arguments), 5 attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where
+ * narrow(), else the smaller step: with heads past 64 the larger took an
+ * H200's attention backward from 0.65 to 2.3 ms), 6 update.glsl's
+ * GPO_U8_QUADS (quads()), for every module (one that does not declare
+ * them ignores them). An op's pipes[][][1] is its narrow() or quads()
+ * one (no op has both).
  */
 static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		    int ab, VkPipeline *out)
