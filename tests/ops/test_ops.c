@@ -4750,6 +4750,67 @@ static const char *dt_name(enum gpo_dtype dt)
 	return (unsigned int)dt < GPO_DTYPES ? names[dt] : "?";
 }
 
+/*
+ * @tc's buffers onto @dev between poisoned guards, as @db, and @call
+ * launching its op on them
+ */
+static void case_put(struct gpo_device *dev, struct tcase *tc,
+		     struct dev_buf *db, struct op_call *call)
+{
+	const struct gpo__op *op = &gpo__ops[tc->oc->op];
+	unsigned int i;
+
+	memset(call, 0, sizeof(*call));
+	call->op = tc->oc->op;
+	call->dtype = tc->dtype;
+	call->work = tc->work;
+	call->args = &tc->a;
+	for (i = 0; i < op->nbuf; i++) {
+		struct tbuf *b = &tc->b[i];
+		uint64_t bytes = (b->n + 2 * GUARD) * 4, k;
+
+		ck_assert_msg(b->in, "%s %s: setup left buffer %s out",
+			      op->name, tc->oc->variant, op->buf[i].name);
+		for (k = 0; k < GUARD; k++) {
+			b->got[k] = POISON;
+			b->got[GUARD + b->n + k] = POISON;
+		}
+		memcpy(b->got + GUARD, b->in, b->n * 4);
+		if (!db[i].mem)
+			ck_assert_msg(!gpo__pool_alloc(dev, bytes, &db[i]),
+				      "%s: %s", tu_device_id(dev),
+				      gpo_errmsg());
+		ck_assert(!dev->ops->write(dev, &db[i], 0, b->got, bytes));
+		call->buf[i] = db[i];
+		call->buf[i].off += GUARD * 4;
+		call->buf[i].size = b->n * 4;
+	}
+}
+
+/* @db read back and checked against @tc's reference (@seed: its draw) */
+static void case_check(struct gpo_device *dev, struct tcase *tc,
+		       struct dev_buf *db, uint64_t seed)
+{
+	const struct gpo__op *op = &gpo__ops[tc->oc->op];
+	unsigned int i;
+
+	for (i = 0; i < op->nbuf; i++) {
+		struct tbuf *b = &tc->b[i];
+		const char *why;
+		uint64_t where = 0;
+
+		ck_assert(!dev->ops->read(dev, &db[i], 0, b->got,
+					  (b->n + 2 * GUARD) * 4));
+		why = check_buf(tc, b, op->buf[i].role, &where);
+		ck_assert_msg(!why,
+			      "%s: %s %s (%s, n %llu, seed %llu): buffer %s[%llu]: %s",
+			      tu_device_id(dev), op->name, tc->oc->variant,
+			      dt_name(tc->dtype), (unsigned long long)tc->n,
+			      (unsigned long long)seed, op->buf[i].name,
+			      (unsigned long long)where, why);
+	}
+}
+
 static void run_case(struct gpo_device *dev, const struct op_case *oc,
 		     enum gpo_dtype dtype, uint64_t seed)
 {
@@ -4769,50 +4830,14 @@ static void run_case(struct gpo_device *dev, const struct op_case *oc,
 	tc.tol = op->grid == GRID_GROUPS ? 1e-4 : 1e-5;
 	oc->setup(&tc);
 	oc->ref(&tc);
-
-	memset(&call, 0, sizeof(call));
-	call.op = oc->op;
-	call.dtype = dtype;
-	call.work = tc.work;
-	call.args = &tc.a;
-	for (i = 0; i < op->nbuf; i++) {
-		struct tbuf *b = &tc.b[i];
-		uint64_t bytes = (b->n + 2 * GUARD) * 4, k;
-
-		ck_assert_msg(b->in, "%s %s: setup left buffer %s out",
-			      op->name, oc->variant, op->buf[i].name);
-		for (k = 0; k < GUARD; k++) {
-			b->got[k] = POISON;
-			b->got[GUARD + b->n + k] = POISON;
-		}
-		memcpy(b->got + GUARD, b->in, b->n * 4);
-		ck_assert_msg(!gpo__pool_alloc(dev, bytes, &db[i]), "%s: %s",
-			      tu_device_id(dev), gpo_errmsg());
-		ck_assert(!dev->ops->write(dev, &db[i], 0, b->got, bytes));
-		call.buf[i] = db[i];
-		call.buf[i].off += GUARD * 4;
-		call.buf[i].size = b->n * 4;
-	}
+	case_put(dev, &tc, db, &call);
 	ret = gpo__launch(dev, &call);
 	ck_assert_msg(!ret, "%s: %s %s: %s", tu_device_id(dev), op->name,
 		      oc->variant, gpo_errmsg());
 	ck_assert(!dev->ops->wait(dev, NULL));
-	for (i = 0; i < op->nbuf; i++) {
-		struct tbuf *b = &tc.b[i];
-		const char *why;
-		uint64_t where = 0;
-
-		ck_assert(!dev->ops->read(dev, &db[i], 0, b->got,
-					  (b->n + 2 * GUARD) * 4));
-		why = check_buf(&tc, b, op->buf[i].role, &where);
-		ck_assert_msg(!why,
-			      "%s: %s %s (%s, n %llu, seed %llu): buffer %s[%llu]: %s",
-			      tu_device_id(dev), op->name, oc->variant,
-			      dt_name(dtype), (unsigned long long)tc.n,
-			      (unsigned long long)seed, op->buf[i].name,
-			      (unsigned long long)where, why);
+	case_check(dev, &tc, db, seed);
+	for (i = 0; i < op->nbuf; i++)
 		gpo__pool_free(dev, &db[i]);
-	}
 	tc_free(&tc);
 }
 
@@ -4847,6 +4872,122 @@ static int require_coop(struct gpo_device *dev)
 }
 
 /* every case on every device, each dtype its op has there */
+/*
+ * A recorded launch whose new parameters choose another pipeline is
+ * recorded again (backend/vulkan/graph.c; pipeline.c's
+ * gpo__vk_pipeline_key()). Each scenario launches one case three times
+ * over the same buffers inside a recorded step: 0 with its parameters,
+ * recorded with them; 1 with a new alpha or step size, recorded again
+ * reading parameters from the parameter buffer; 2 with parameters that
+ * choose another specialized pipeline, which a replay of 1 would run in
+ * 1's: matmul_big (its flags a constant) no longer accumulating, and an
+ * 8-bit AdamW of whole quads (constant 6) with n one less. Every result
+ * against the reference (case_check()), on every device that records
+ * steps (OpenCL queues them: the same answers).
+ */
+static void key_step(struct tcase *tc, struct op_case *oc2, int step)
+{
+	unsigned int i;
+
+	if (tc->oc->op == OP_MATMUL_BIG) {
+		if (step == 1)
+			tc->a.mm.alpha *= 0.5f;
+		if (step == 2) {
+			*oc2 = *tc->oc;
+			oc2->flags &= ~GPO_T_ACCUM;
+			tc->oc = oc2;
+			tc->a.mm.flags &= ~GPO_T_ACCUM;
+		}
+	} else {
+		if (step == 1)
+			tc->a.adam.step_size *= 0.5f;
+		if (step == 2) {
+			tc->n--;
+			tc->a.adam.n--;
+		}
+	}
+	for (i = 0; step && i < gpo__ops[tc->oc->op].nbuf; i++)
+		memset(tc->b[i].want, 0xff, tc->b[i].n * sizeof(double));
+}
+
+START_TEST(test_recorded_launch_follows_pipeline_key)
+{
+	static const struct {
+		enum gpo__op_id op;
+		const char *variant;
+	} scen[] = {
+		{ OP_MATMUL_BIG, "wide padded vec trans_a trans_b accum" },
+		{ OP_ADAM8, "adamw quads" },
+	};
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, tested = 0;
+	uint64_t rng = tu_rng("ops-key");
+	size_t c, k;
+
+	for (k = 0; k < ARRAY_SIZE(scen); k++) {
+		const struct op_case *oc = NULL;
+
+		for (c = 0; c < ARRAY_SIZE(cases); c++)
+			if (cases[c].op == scen[k].op &&
+			    !strcmp(cases[c].variant, scen[k].variant))
+				oc = &cases[c];
+		ck_assert(oc);
+		for (d = 0; d < ndev; d++) {
+			struct gpo_device *dev = devs[d];
+			const struct gpo__op *op = &gpo__ops[oc->op];
+			struct dev_buf db[OP_MAX_BUF];
+			struct dev_graph *g = NULL;
+			const void *host = NULL;
+			struct op_case oc2;
+			struct op_call call;
+			struct tcase tc;
+			uint64_t seed = (uint64_t)tu_rand(&rng, 1,
+							  9007199254740992.0);
+			unsigned int i;
+			int step, ret;
+
+			if (!dev->ops->graph_begin ||
+			    !gpo__op_supported(dev, oc->op, GPO_F32))
+				continue;
+			memset(&tc, 0, sizeof(tc));
+			memset(db, 0, sizeof(db));
+			tc.oc = oc;
+			tc.dtype = GPO_F32;
+			tc.rng = seed;
+			tc.tol = op->grid == GRID_GROUPS ? 1e-4 : 1e-5;
+			oc->setup(&tc);
+			for (step = 0; step < 3; step++) {
+				key_step(&tc, &oc2, step);
+				oc->ref(&tc);
+				case_put(dev, &tc, db, &call);
+				/* the sizes of step 0, every time */
+				for (i = 0; i < op->nbuf; i++)
+					call.buf[i].size = tc.b[i].n * 4;
+				ck_assert(dev->ops->graph_begin(dev, &g) >= 0);
+				ret = gpo__launch(dev, &call);
+				ck_assert_msg(!ret, "%s: %s", tu_device_id(dev),
+					      gpo_errmsg());
+				ret = dev->ops->graph_end(dev, g, 0, NULL, 0,
+							  &host);
+				ck_assert_msg(ret >= 0, "%s: %s",
+					      tu_device_id(dev), gpo_errmsg());
+				tested += ret == 1;
+				ck_assert(!dev->ops->wait(dev, NULL));
+				case_check(dev, &tc, db, seed);
+			}
+			if (g)
+				dev->ops->graph_free(dev, g);
+			for (i = 0; i < op->nbuf; i++)
+				gpo__pool_free(dev, &db[i]);
+			tc.oc = oc;
+			tc_free(&tc);
+		}
+	}
+	fprintf(stderr, "recorded launches, new pipeline keys: %d recorded steps checked\n",
+		tested);
+}
+END_TEST
+
 START_TEST(test_every_op_every_device)
 {
 	struct gpo_device *devs[TU_MAX_DEVICES];
@@ -4980,6 +5121,7 @@ int main(void)
 	tcase_add_test(tc, test_backward_refs_match_finite_differences);
 	tcase_add_test(tc, test_bad_launches_refused);
 	tcase_add_test(tc, test_every_op_every_device);
+	tcase_add_test(tc, test_recorded_launch_follows_pipeline_key);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
