@@ -4750,6 +4750,19 @@ static const char *dt_name(enum gpo_dtype dt)
 	return (unsigned int)dt < GPO_DTYPES ? names[dt] : "?";
 }
 
+/* @tc set up for @oc in @dtype, its inputs drawn from @seed */
+static void case_init(struct tcase *tc, const struct op_case *oc,
+		      enum gpo_dtype dtype, uint64_t seed)
+{
+	memset(tc, 0, sizeof(*tc));
+	tc->oc = oc;
+	tc->dtype = dtype;
+	tc->rng = seed;
+	/* reductions sum in the backend's own fixed order */
+	tc->tol = gpo__ops[oc->op].grid == GRID_GROUPS ? 1e-4 : 1e-5;
+	oc->setup(tc);
+}
+
 /*
  * @tc's buffers onto @dev between poisoned guards, as @db, and @call
  * launching its op on them
@@ -4821,14 +4834,8 @@ static void run_case(struct gpo_device *dev, const struct op_case *oc,
 	unsigned int i;
 	int ret;
 
-	memset(&tc, 0, sizeof(tc));
 	memset(db, 0, sizeof(db));
-	tc.oc = oc;
-	tc.dtype = dtype;
-	tc.rng = seed;
-	/* reductions sum in the backend's own fixed order */
-	tc.tol = op->grid == GRID_GROUPS ? 1e-4 : 1e-5;
-	oc->setup(&tc);
+	case_init(&tc, oc, dtype, seed);
 	oc->ref(&tc);
 	case_put(dev, &tc, db, &call);
 	ret = gpo__launch(dev, &call);
@@ -4871,43 +4878,68 @@ static int require_coop(struct gpo_device *dev)
 	return e && !strcmp(e, "1") && !strcmp(dev->info.backend, "vulkan");
 }
 
-/* every case on every device, each dtype its op has there */
 /*
  * A recorded launch whose new parameters choose another pipeline is
  * recorded again (backend/vulkan/graph.c; pipeline.c's
  * gpo__vk_pipeline_key()). Each scenario launches one case three times
  * over the same buffers inside a recorded step: 0 with its parameters,
- * recorded with them; 1 with a new alpha or step size, recorded again
- * reading parameters from the parameter buffer; 2 with parameters that
- * choose another specialized pipeline, which a replay of 1 would run in
- * 1's: matmul_big (its flags a constant) no longer accumulating, and an
- * 8-bit AdamW of whole quads (constant 6) with n one less. Every result
- * against the reference (case_check()), on every device that records
- * steps (OpenCL queues them: the same answers).
+ * recorded with them; 1 after change[0], a new alpha or step size,
+ * recorded again reading parameters from the parameter buffer; 2 after
+ * change[1], parameters that choose another specialized pipeline, which
+ * a replay of 1 would run in 1's. Every result against the reference
+ * (case_check()), on every device that records steps (OpenCL queues
+ * them: the same answers). A change that needs a case of other flags
+ * makes it in @oc2.
  */
-static void key_step(struct tcase *tc, struct op_case *oc2, int step)
+struct key_scen {
+	enum gpo__op_id op;
+	const char *variant;
+	void (*change[2])(struct tcase *tc, struct op_case *oc2);
+};
+
+static void mm_alpha(struct tcase *tc, struct op_case *oc2)
+{
+	tc->a.mm.alpha *= 0.5f;
+}
+
+/* matmul_big's flags are its pipeline's constant: no longer accumulating */
+static void mm_no_accum(struct tcase *tc, struct op_case *oc2)
+{
+	*oc2 = *tc->oc;
+	oc2->flags &= ~GPO_T_ACCUM;
+	tc->oc = oc2;
+	tc->a.mm.flags &= ~GPO_T_ACCUM;
+}
+
+static void adam_step_size(struct tcase *tc, struct op_case *oc2)
+{
+	tc->a.adam.step_size *= 0.5f;
+}
+
+/* an 8-bit update of whole quads (constant 6) with n one less */
+static void adam_n_less(struct tcase *tc, struct op_case *oc2)
+{
+	tc->n--;
+	tc->a.adam.n--;
+}
+
+static const struct key_scen key_scens[] = {
+	{ OP_MATMUL_BIG, "wide padded vec trans_a trans_b accum",
+	  { mm_alpha, mm_no_accum } },
+	{ OP_ADAM8, "adamw quads", { adam_step_size, adam_n_less } },
+};
+
+/*
+ * @change made to @tc: the reference starts again, with no wants,
+ * magnitudes or exact marks
+ */
+static void key_step(struct tcase *tc, struct op_case *oc2,
+		     void (*change)(struct tcase *, struct op_case *))
 {
 	unsigned int i;
 
-	if (tc->oc->op == OP_MATMUL_BIG) {
-		if (step == 1)
-			tc->a.mm.alpha *= 0.5f;
-		if (step == 2) {
-			*oc2 = *tc->oc;
-			oc2->flags &= ~GPO_T_ACCUM;
-			tc->oc = oc2;
-			tc->a.mm.flags &= ~GPO_T_ACCUM;
-		}
-	} else {
-		if (step == 1)
-			tc->a.adam.step_size *= 0.5f;
-		if (step == 2) {
-			tc->n--;
-			tc->a.adam.n--;
-		}
-	}
-	/* the reference starts again: no wants, magnitudes or exact marks */
-	for (i = 0; step && i < gpo__ops[tc->oc->op].nbuf; i++) {
+	change(tc, oc2);
+	for (i = 0; i < gpo__ops[tc->oc->op].nbuf; i++) {
 		struct tbuf *b = &tc->b[i];
 
 		memset(b->want, 0xff, b->n * sizeof(double));
@@ -4920,24 +4952,18 @@ static void key_step(struct tcase *tc, struct op_case *oc2, int step)
 
 START_TEST(test_recorded_launch_follows_pipeline_key)
 {
-	static const struct {
-		enum gpo__op_id op;
-		const char *variant;
-	} scen[] = {
-		{ OP_MATMUL_BIG, "wide padded vec trans_a trans_b accum" },
-		{ OP_ADAM8, "adamw quads" },
-	};
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int ndev = tu_devices(devs, TU_MAX_DEVICES), d, tested = 0;
 	uint64_t rng = tu_rng("ops-key");
 	size_t c, k;
 
-	for (k = 0; k < ARRAY_SIZE(scen); k++) {
+	for (k = 0; k < ARRAY_SIZE(key_scens); k++) {
+		const struct key_scen *sc = &key_scens[k];
 		const struct op_case *oc = NULL;
 
 		for (c = 0; c < ARRAY_SIZE(cases); c++)
-			if (cases[c].op == scen[k].op &&
-			    !strcmp(cases[c].variant, scen[k].variant))
+			if (cases[c].op == sc->op &&
+			    !strcmp(cases[c].variant, sc->variant))
 				oc = &cases[c];
 		ck_assert(oc);
 		for (d = 0; d < ndev; d++) {
@@ -4957,15 +4983,12 @@ START_TEST(test_recorded_launch_follows_pipeline_key)
 			if (!dev->ops->graph_begin ||
 			    !gpo__op_supported(dev, oc->op, GPO_F32))
 				continue;
-			memset(&tc, 0, sizeof(tc));
 			memset(db, 0, sizeof(db));
-			tc.oc = oc;
-			tc.dtype = GPO_F32;
-			tc.rng = seed;
-			tc.tol = op->grid == GRID_GROUPS ? 1e-4 : 1e-5;
-			oc->setup(&tc);
+			case_init(&tc, oc, GPO_F32, seed);
 			for (step = 0; step < 3; step++) {
-				key_step(&tc, &oc2, step);
+				if (step)
+					key_step(&tc, &oc2,
+						 sc->change[step - 1]);
 				oc->ref(&tc);
 				case_put(dev, &tc, db, &call);
 				/* the sizes of step 0, every time */
@@ -4996,6 +5019,7 @@ START_TEST(test_recorded_launch_follows_pipeline_key)
 }
 END_TEST
 
+/* every case on every device, each dtype its op has there */
 START_TEST(test_every_op_every_device)
 {
 	struct gpo_device *devs[TU_MAX_DEVICES];
