@@ -126,8 +126,9 @@
  * The fields every update family's struct ends with (master's block):
  * base, the global index of the launch's element 0 in the optimizer's
  * flat buffers; the seed and the step (1-based) of stochastic rounding,
- * 64-bit each as two words. The families with u8 kernels put q_off,
- * q_blk and q_groups right before them (the cpu backend finds q_groups
+ * 64-bit each as two words. The families with u8 kernels start with n,
+ * as element structs do, and put q_off, q_blk and q_groups right before
+ * them (the backends read n at word 0 and the cpu backend finds q_groups
  * at p_base's word - 1; ops.c checks).
  */
 #define GPO_PARAM_FIELDS \

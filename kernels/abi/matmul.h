@@ -88,12 +88,20 @@
  * Never in args.flags either: with GPO_MM_SPEC, that the product is
  * "whole" for matmul_coop: m, n and k multiples of GPO_MM_TILE_COOP_M,
  * GPO_MM_TILE_COOP and GPO_MM_COOP_DEPTH, each operand's offset, leading
- * dimension and batch stride multiples of 16 bytes (8 binary16 or 4
- * f32), C's offset, ldc and bsc multiples of 4, and no GPO_T_ACCUM: every
- * tile inside C and every staged chunk one aligned load
+ * dimension and batch stride multiples of 16 bytes (GPO_MM_COOP_ALIGN_*
+ * elements), C's offset, ldc and bsc multiples of 4, and no GPO_T_ACCUM:
+ * every tile inside C and every staged chunk one aligned load
  */
 #define GPO_MM_WHOLE	(1u << 30)
 #define GPO_MM_COOP_DEPTH	32	/* matmul_coop's k a step */
+/*
+ * 16 bytes in elements: matmul_coop loads an operand's whole chunks as
+ * vectors (vec_a, vec_b) where its offset and leading dimension are
+ * multiples of these, and stores the tiles inside C straight from the
+ * fragments where C's offset and ldc are multiples of GPO_MM_COOP_ALIGN_F32
+ */
+#define GPO_MM_COOP_ALIGN_F16	8	/* binary16 operands */
+#define GPO_MM_COOP_ALIGN_F32	4	/* f32 operands and C */
 
 GPO_ARGS(gpo_matmul_args)
 	gpo_u32 m;

@@ -107,6 +107,9 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
  * 101-112 / 67-93. 48 KiB of shared memory allows no more.
  */
 #define BK	uint(GPO_MM_COOP_DEPTH)	/* k a step */
+/* 16 bytes in binary16 and in f32 elements: aligned operands and C */
+#define ALH	uint(GPO_MM_COOP_ALIGN_F16)
+#define ALF	uint(GPO_MM_COOP_ALIGN_F32)
 #ifndef NBUF
 #define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
 #endif
@@ -306,10 +309,10 @@ void main()
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
 	/* whole chunks start on 16 bytes: 8 binary16 or 4 f32 */
-	vec_a = FLAG(GPO_MM_F16_A) ? abase % 8u == 0u && args.lda % 8u == 0u :
-				     abase % 4u == 0u && args.lda % 4u == 0u;
-	vec_b = FLAG(GPO_MM_F16_B) ? bbase % 8u == 0u && args.ldb % 8u == 0u :
-				     bbase % 4u == 0u && args.ldb % 4u == 0u;
+	vec_a = FLAG(GPO_MM_F16_A) ? abase % ALH == 0u && args.lda % ALH == 0u :
+				     abase % ALF == 0u && args.lda % ALF == 0u;
+	vec_b = FLAG(GPO_MM_F16_B) ? bbase % ALH == 0u && args.ldb % ALH == 0u :
+				     bbase % ALF == 0u && args.ldb % ALF == 0u;
 	[[unroll]] for (uint f = 0u; f < FA * FB; f++)
 		acc[f] = FRAG_F(0.0);
 	if (args.k > 0u) {
@@ -377,8 +380,8 @@ void main()
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */
 	inside = WHOLE || (i0 + TBM <= args.m && j0 + TBN <= args.n &&
-			   !FLAG(GPO_T_ACCUM) && cb % 4u == 0u &&
-			   args.ldc % 4u == 0u);
+			   !FLAG(GPO_T_ACCUM) && cb % ALF == 0u &&
+			   args.ldc % ALF == 0u);
 	[[unroll]] for (uint r = 0u; r < FA; r++) {
 		[[unroll]] for (uint q = 0u; q < FB; q++) {
 			uint f = FB * r + q, r0 = wr + r * FR, c0 = wc + q * FR;

@@ -239,14 +239,19 @@ const struct gpo__op gpo__ops[OP_COUNT] = {
 		BASE_WORD(gpo_lion_args) },
 };
 
-/* the cpu backend's u8 wrapper finds q_groups before p_base (abi.h) */
-#define Q_BEFORE_BASE(s) \
+/*
+ * The u8 families' structs as backends read them by word: n first (the
+ * cpu backend's u8 wrapper, Vulkan's quads()), q_groups right before
+ * p_base (the cpu backend's u8 wrapper; abi.h)
+ */
+#define U8_ARGS_LAYOUT(s) \
+	_Static_assert(offsetof(struct s, n) == 0, #s ": n first"); \
 	_Static_assert(offsetof(struct s, q_groups) + 4 == \
 		       offsetof(struct s, p_base), #s ": q_groups, p_base")
-Q_BEFORE_BASE(gpo_adam_args);
-Q_BEFORE_BASE(gpo_rmsprop_args);
-Q_BEFORE_BASE(gpo_adagrad_args);
-Q_BEFORE_BASE(gpo_lion_args);
+U8_ARGS_LAYOUT(gpo_adam_args);
+U8_ARGS_LAYOUT(gpo_rmsprop_args);
+U8_ARGS_LAYOUT(gpo_adagrad_args);
+U8_ARGS_LAYOUT(gpo_lion_args);
 
 int gpo__op_supported(struct gpo_device *dev, enum gpo__op_id op,
 		      enum gpo_dtype dtype)

@@ -19,12 +19,8 @@
 #include "core/diskcache_i.h"
 #include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
-#include "abi/adagrad.h"
-#include "abi/adam.h"
 #include "abi/attention.h"
-#include "abi/lion.h"
 #include "abi/matmul.h"
-#include "abi/rmsprop.h"
 
 /*
  * GPUOPT_VULKAN_DEBUG=spv=DIR: a module DIR/<name>.spv, where there is
@@ -267,31 +263,20 @@ static int narrow(const struct op_call *call)
  * quads - does @call take its op's pipeline with specialization constant
  * 6 true? A blockwise 8-bit update's whose every quad is whole (its n a
  * multiple of 4: update.glsl's GPO_U8_QUADS), which then has no
- * element-by-element loads and stores
+ * element-by-element loads and stores. Their structs start with n
+ * (backend/ops.c's U8_ARGS_LAYOUT() checks)
  */
 static int quads(const struct op_call *call)
 {
-	uint32_t n;
-
-	if (!call->args)
-		return 0;
 	switch (call->op) {
 	case OP_ADAM8:
-		n = ((const struct gpo_adam_args *)call->args)->n;
-		break;
 	case OP_RMSPROP8:
-		n = ((const struct gpo_rmsprop_args *)call->args)->n;
-		break;
 	case OP_ADAGRAD8:
-		n = ((const struct gpo_adagrad_args *)call->args)->n;
-		break;
 	case OP_LION8:
-		n = ((const struct gpo_lion_args *)call->args)->n;
-		break;
+		return call->args && !(*(const uint32_t *)call->args % 4);
 	default:
 		return 0;
 	}
-	return !(n % 4);
 }
 
 /*
@@ -311,11 +296,14 @@ static int quads(const struct op_call *call)
 #define MM_COOP_SPEC	(GPO_MM_TRANS_A | GPO_MM_TRANS_B | GPO_MM_F16_A | \
 			 GPO_MM_F16_B)
 
-/* do an operand's chunks start on 16 bytes (matmul_coop's vec_a)? */
+/*
+ * do an operand's chunks start on 16 bytes (matmul_coop's vec_a; C's
+ * rows as f32)?
+ */
 static int coop_aligned(uint32_t off, uint32_t ld, uint32_t bs,
 			uint32_t batch, int f16)
 {
-	uint32_t q = f16 ? 8 : 4;
+	uint32_t q = f16 ? GPO_MM_COOP_ALIGN_F16 : GPO_MM_COOP_ALIGN_F32;
 
 	return !(off % q) && !(ld % q) && (batch < 2 || !(bs % q));
 }
