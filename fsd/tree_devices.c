@@ -131,7 +131,7 @@ const struct fs_file device_files[] = {
 	FIELD("uuid", DF_UUID),
 	FIELD("driver", DF_DRIVER),
 	FIELD("compute_units", DF_COMPUTE_UNITS),
-	/* tensor cores: "none" or "nv:f16*f16+f32:16x16x16,..." */
+	/* tensor cores: "none" or "khr:f16*f16+f32:16x16x16,..." (or "nv:") */
 	FIELD("coopmat", DF_COOPMAT),
 	FIELD("mem_total_bytes", DF_MEM_TOTAL),
 	FIELD("mem_used_bytes", DF_MEM_USED),

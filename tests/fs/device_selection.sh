@@ -14,7 +14,7 @@ for d in "$M"/devices/*; do
 		[ -r "$d/$f" ] || fail "$d/$f missing"
 	done
 	# "none", or the f16 x f16 + f32 sizes of a Vulkan device
-	grep -Eqx 'none|nv:f16\*f16\+f32:[0-9]+x[0-9]+x[0-9]+(,[0-9]+x[0-9]+x[0-9]+)*' \
+	grep -Eqx 'none|(nv|khr):f16\*f16\+f32:[0-9]+x[0-9]+x[0-9]+(,[0-9]+x[0-9]+x[0-9]+)*' \
 		"$d/coopmat" || fail "$d/coopmat: $(cat "$d/coopmat")"
 	[ "$(cat "$d/coopmat")" = none ] || [ "$(cat "$d/backend")" = vulkan ] ||
 		fail "$d/coopmat on a $(cat "$d/backend") device"

@@ -41,11 +41,12 @@ for d, r in zip(devs, rows):
         assert isinstance(d[k], str), (k, d[k])
     assert d["uuid"] is None or (len(d["uuid"]) == 32 and
                                  int(d["uuid"], 16) >= 0), d["uuid"]
-    # tensor cores: "none", or "nv:f16*f16+f32:" and MxNxK sizes
+    # tensor cores: "none", or "khr:" or "nv:", "f16*f16+f32:" and MxNxK
     cm = d["coopmat"]
-    assert cm == "none" or (cm.startswith("nv:f16*f16+f32:") and all(
+    kind, _, sizes = cm.partition("f16*f16+f32:")
+    assert cm == "none" or (kind in ("khr:", "nv:") and all(
         len(s.split("x")) == 3 and all(x.isdigit() for x in s.split("x"))
-        for s in cm[15:].split(","))), cm
+        for s in sizes.split(","))), cm
     assert cm == "none" or d["backend"] == "vulkan", d
     assert type(d["enabled"]) is bool and type(d["present"]) is bool
     assert d["id"].split(":")[0] == d["backend"], d

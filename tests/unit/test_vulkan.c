@@ -26,6 +26,8 @@
 #include <vulkan/vulkan.h>
 #include "testutil.h"
 #include "core/diskcache_i.h"
+#include "backend/embedded_i.h"
+#include "backend/vulkan/vulkan_i.h"
 
 #define ADAM_N		1021	/* not a multiple of 4: a tail */
 #define ADAM_STEPS	5
@@ -709,6 +711,273 @@ START_TEST(test_vulkan_attention_fits_shared_memory)
 }
 END_TEST
 
+/* ---- matmul_coop's module for VK_KHR_cooperative_matrix (coopkhr.c) ---- */
+
+#define SPV_LEN(w)	((w) >> 16)
+#define SPV_OP(w)	((w) & 0xffffu)
+
+/* the embedded module @name, as words in a new array of *@n */
+static uint32_t *spv_words(const char *name, size_t *n)
+{
+	const struct embedded_file *f;
+	uint32_t *w;
+
+	f = gpo__embedded_find(gpo__embedded_spv, name);
+	ck_assert_msg(f && f->size >= 20 && f->size % 4 == 0, "no %s", name);
+	w = malloc(f->size);
+	ck_assert(w);
+	memcpy(w, f->data, f->size);
+	*n = f->size / 4;
+	return w;
+}
+
+/* does every instruction of @w end inside it? */
+static int spv_walks(const uint32_t *w, size_t n)
+{
+	size_t i = 5;
+
+	while (i < n) {
+		if (!SPV_LEN(w[i]) || SPV_LEN(w[i]) > n - i)
+			return 0;
+		i += SPV_LEN(w[i]);
+	}
+	return n >= 5;
+}
+
+/*
+ * the first instruction of opcode @op at or after word @from (where an
+ * instruction starts), or 0
+ */
+static size_t spv_next(const uint32_t *w, size_t n, size_t from, uint32_t op)
+{
+	size_t i;
+
+	for (i = from < 5 ? 5 : from; i < n; i += SPV_LEN(w[i]))
+		if (SPV_OP(w[i]) == op)
+			return i;
+	return 0;
+}
+
+static size_t spv_count(const uint32_t *w, size_t n, uint32_t op)
+{
+	size_t i, c = 0;
+
+	for (i = spv_next(w, n, 5, op); i;
+	     i = spv_next(w, n, i + SPV_LEN(w[i]), op))
+		c++;
+	return c;
+}
+
+/*
+ * the instruction that defines @id: a type (result in word 1) or a value
+ * (result type, then result)
+ */
+static const uint32_t *spv_def(const uint32_t *w, size_t n, uint32_t id)
+{
+	size_t i;
+
+	for (i = 5; i < n; i += SPV_LEN(w[i])) {
+		uint32_t op = SPV_OP(w[i]);
+		int type = (op >= 19 && op <= 39) || op == 4456 || op == 5358;
+
+		if (SPV_LEN(w[i]) > 2 && w[i + (type ? 1 : 2)] == id &&
+		    op != 71 && op != 72)	/* not a decoration */
+			return &w[i];
+	}
+	return NULL;
+}
+
+/* the value of the OpConstant @id */
+static uint32_t spv_const(const uint32_t *w, size_t n, uint32_t id)
+{
+	const uint32_t *x = spv_def(w, n, id);
+
+	ck_assert_msg(x && SPV_OP(x[0]) == 43 && SPV_LEN(x[0]) == 4,
+		      "%%%u is not a 32-bit constant", id);
+	return x[3];
+}
+
+/* the use of the KHR matrix type of value @v */
+static uint32_t spv_use(const uint32_t *w, size_t n, uint32_t v, int is_type)
+{
+	const uint32_t *x = is_type ? NULL : spv_def(w, n, v);
+	uint32_t t = is_type ? v : x[1];
+
+	x = spv_def(w, n, t);
+	ck_assert_msg(x && SPV_OP(x[0]) == 4456 && SPV_LEN(x[0]) == 7,
+		      "%%%u is not a KHR matrix type", t);
+	return spv_const(w, n, x[6]);
+}
+
+/* is the string of OpExtension @name in @w? */
+static int spv_has_ext(const uint32_t *w, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = spv_next(w, n, 5, 10); i;
+	     i = spv_next(w, n, i + SPV_LEN(w[i]), 10))
+		if (!strcmp((const char *)&w[i + 1], name))
+			return 1;
+	return 0;
+}
+
+START_TEST(test_vulkan_coop_modules_become_khr)
+{
+	static const char *const names[] = {
+		"matmul_coop.f32", "matmul_coop.f32.ab",
+	};
+	size_t t;
+
+	for (t = 0; t < sizeof(names) / sizeof(names[0]); t++) {
+		size_t n, on, i, j, k;
+		uint32_t *w = spv_words(names[t], &n), *o;
+
+		ck_assert_msg(!gpo__spv_coop_khr(w, n, &o, &on), "%s",
+			      names[t]);
+		ck_assert(spv_walks(o, on));
+		ck_assert_uint_eq(o[0], w[0]);
+		ck_assert_uint_eq(o[3], w[3] + 3);
+		/* nothing of the NV extension is left */
+		for (i = 5358; i <= 5362; i++)
+			ck_assert_uint_eq(spv_count(o, on, i), 0);
+		for (i = spv_next(o, on, 5, 17); i;
+		     i = spv_next(o, on, i + SPV_LEN(o[i]), 17))
+			ck_assert_uint_ne(o[i + 1], 5357);
+		ck_assert(spv_has_ext(o, on, "SPV_KHR_cooperative_matrix"));
+		ck_assert(!spv_has_ext(o, on, "SPV_NV_cooperative_matrix"));
+		/* one KHR instruction for each NV one: types, load, store... */
+		for (i = 0; i < 5; i++)
+			ck_assert_uint_eq(spv_count(o, on, 4456 + i),
+					  spv_count(w, n, 5358 + i));
+		ck_assert_uint_eq(spv_count(o, on, 43), spv_count(w, n, 43) + 3);
+		ck_assert(spv_count(o, on, 4459) > 0);
+		/* each product's matrices have the uses of their places */
+		for (i = spv_next(o, on, 5, 4459); i;
+		     i = spv_next(o, on, i + SPV_LEN(o[i]), 4459)) {
+			ck_assert_uint_eq(spv_use(o, on, o[i + 1], 1), 2);
+			ck_assert_uint_eq(spv_use(o, on, o[i + 3], 0), 0);
+			ck_assert_uint_eq(spv_use(o, on, o[i + 4], 0), 1);
+			ck_assert_uint_eq(spv_use(o, on, o[i + 5], 0), 2);
+		}
+		/*
+		 * each load and store in order: the layout says what the
+		 * boolean said, and the rest is the NV instruction's
+		 */
+		for (j = spv_next(w, n, 5, 5359), k = spv_next(o, on, 5, 4457);
+		     j && k; j = spv_next(w, n, j + SPV_LEN(w[j]), 5359),
+		     k = spv_next(o, on, k + SPV_LEN(o[k]), 4457)) {
+			const uint32_t *b = spv_def(w, n, w[j + 5]);
+
+			ck_assert(b && (SPV_OP(b[0]) == 41 || SPV_OP(b[0]) == 42));
+			ck_assert_uint_eq(spv_const(o, on, o[k + 4]),
+					  SPV_OP(b[0]) == 41);
+			ck_assert_uint_eq(SPV_LEN(o[k]), SPV_LEN(w[j]));
+			ck_assert(o[k + 1] == w[j + 1] && o[k + 2] == w[j + 2] &&
+				  o[k + 3] == w[j + 3] && o[k + 5] == w[j + 4]);
+			ck_assert(!memcmp(&o[k + 6], &w[j + 6],
+					  (SPV_LEN(w[j]) - 6) * 4));
+		}
+		ck_assert(!j && !k);
+		for (j = spv_next(w, n, 5, 5360), k = spv_next(o, on, 5, 4458);
+		     j && k; j = spv_next(w, n, j + SPV_LEN(w[j]), 5360),
+		     k = spv_next(o, on, k + SPV_LEN(o[k]), 4458)) {
+			const uint32_t *b = spv_def(w, n, w[j + 4]);
+
+			ck_assert(b && (SPV_OP(b[0]) == 41 || SPV_OP(b[0]) == 42));
+			ck_assert_uint_eq(spv_const(o, on, o[k + 3]),
+					  SPV_OP(b[0]) == 41);
+			ck_assert(o[k + 1] == w[j + 1] && o[k + 2] == w[j + 2] &&
+				  o[k + 4] == w[j + 3]);
+		}
+		ck_assert(!j && !k);
+		/* and a KHR module is not rewritten again */
+		free(w);
+		w = o;
+		ck_assert_int_eq(gpo__spv_coop_khr(w, on, &o, &n), -EINVAL);
+		ck_assert(!o && !n);
+		free(w);
+	}
+}
+END_TEST
+
+/* gpo__spv_coop_khr() on @w, which must fail and leave nothing */
+static void khr_refused(const uint32_t *w, size_t n, const char *what)
+{
+	uint32_t *o = (uint32_t *)(uintptr_t)1;
+	size_t on = 1;
+
+	ck_assert_msg(gpo__spv_coop_khr(w, n, &o, &on) == -EINVAL,
+		      "%s: rewritten", what);
+	ck_assert_msg(!o && !on, "%s: output left", what);
+}
+
+START_TEST(test_vulkan_coop_khr_refuses_what_it_cannot_be_sure_of)
+{
+	size_t n, i, m;
+	uint32_t *w = spv_words("matmul_coop.f32", &n), *c, *o;
+	uint64_t rng = tu_rng("coopkhr");
+	int kept = 0;
+
+	c = malloc(n * 4);
+	ck_assert(c);
+	khr_refused(w, 4, "4 words");
+	memcpy(c, w, n * 4);
+	c[0] ^= 1;
+	khr_refused(c, n, "bad magic");
+	i = spv_next(w, n, 5, 5361);
+	ck_assert(i);
+	khr_refused(w, i + 2, "cut inside an instruction");
+	memcpy(c, w, n * 4);
+	c[5] &= 0xffffu;
+	khr_refused(c, n, "an instruction of no words");
+	/* a product with A and B swapped: a type of two uses */
+	memcpy(c, w, n * 4);
+	i = spv_next(c, n, 5, 5361);
+	ck_assert(i);
+	m = c[i + 3];
+	c[i + 3] = c[i + 4];
+	c[i + 4] = (uint32_t)m;
+	khr_refused(c, n, "A and B swapped");
+	/* a load whose column-major operand is no boolean constant */
+	memcpy(c, w, n * 4);
+	i = spv_next(c, n, 5, 5359);
+	ck_assert(i);
+	c[i + 5] = c[i + 4];
+	khr_refused(c, n, "a run-time layout");
+	/* a module without cooperative matrices */
+	free(c);
+	c = spv_words("copy.f32", &m);
+	khr_refused(c, m, "copy.f32");
+	free(c);
+	/*
+	 * Words changed at random: refused, or a module whose every
+	 * instruction ends inside it; never a fault (ASan, valgrind)
+	 */
+	c = malloc(n * 4);
+	ck_assert(c);
+	for (i = 0; i < 400; i++) {
+		size_t at = 5 + (size_t)tu_rand(&rng, 0, (double)(n - 5)), on;
+		uint32_t v = (uint32_t)tu_rand(&rng, 0, 4294967296.0);
+		int ret;
+
+		memcpy(c, w, n * 4);
+		/* small numbers too: word counts, ids and opcodes */
+		c[at] = i % 2 ? v : (v & 0x3ffffu);
+		ret = gpo__spv_coop_khr(c, n, &o, &on);
+		ck_assert_msg(ret == 0 || ret == -EINVAL, "%d", ret);
+		if (!ret) {
+			ck_assert(spv_walks(o, on));
+			kept++;
+		}
+		free(o);
+	}
+	fprintf(stderr, "coopkhr: %d of 400 changed modules rewritten\n",
+		kept);
+	free(c);
+	free(w);
+}
+END_TEST
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(void)
@@ -729,6 +998,11 @@ int main(void)
 	tcase_add_test(tc, test_vulkan_fallback_paths_match_cpu);
 	tcase_add_test(tc, test_vulkan_unmapped_blocks_when_mapping_runs_out);
 	tcase_add_test(tc, test_vulkan_attention_fits_shared_memory);
+	suite_add_tcase(s, tc);
+	/* no device needed: CK_RUN_CASE=coopkhr runs these alone */
+	tc = tcase_create("coopkhr");
+	tcase_add_test(tc, test_vulkan_coop_modules_become_khr);
+	tcase_add_test(tc, test_vulkan_coop_khr_refuses_what_it_cannot_be_sure_of);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

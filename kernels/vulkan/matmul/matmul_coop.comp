@@ -139,8 +139,15 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
 /*
  * Subgroup fragments. glslang declares the Vulkan memory model for any
  * cooperative matrix: the device enables it with them (device.c).
+ *
+ * B's fragments are a type of their own: their depth is specialization
+ * constant 7, which the host never sets (so 16, as A's). The driver sees
+ * the same 16 x 16 x 16 product, but the module then has one matrix type
+ * for each use, which coopkhr.c needs to give each its KHR use.
  */
-#define FRAG_H	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+layout(constant_id = 7) const uint GPO_FRAG_KB = 16u;
+#define FRAG_A	fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_B	fcoopmatNV<16, gl_ScopeSubgroup, GPO_FRAG_KB, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 shared uvec4 sa[NBUF * SA];
@@ -336,7 +343,8 @@ void main()
 				rb[h] = fetch_b(p0 + BK, t + 256u * h);
 		}
 		[[unroll]] for (uint kk = 0u; kk < BK; kk += FR) {
-			FRAG_H fa[FA], fb[FB];
+			FRAG_A fa[FA];
+			FRAG_B fb[FB];
 
 			[[unroll]] for (uint r = 0u; r < FA; r++) {
 				uint i = wr + r * FR;

@@ -54,7 +54,9 @@
  * rounds once: fma_fused()), shared=BYTES (less compute shared memory
  * than the device has, for the kernels that size themselves by it:
  * attn_ks()), spv=DIR (modules from DIR where it has them, for the whole
- * process: pipeline.c).
+ * process: pipeline.c), coop_nv (matmul_coop through
+ * VK_NV_cooperative_matrix on a device that also has the KHR extension,
+ * which it would use: coopkhr.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -294,10 +296,148 @@ static VkBool32 u8_subgroups(VkPhysicalDevice phys)
  * Returns 0, or -errno with a message.
  */
 /*
+ * VK_KHR_cooperative_matrix, which Debian 12's Vulkan headers (1.3.239)
+ * do not have yet: its names and structures from the registry
+ */
+#define VK_KHR_COOP_NAME	"VK_KHR_cooperative_matrix"
+#define VK_ST_KHR_COOP_FEATURES	((VkStructureType)1000506000)
+#define VK_ST_KHR_COOP_PROPS	((VkStructureType)1000506001)
+
+struct vk_coop_features_khr {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 cooperativeMatrix;
+	VkBool32 cooperativeMatrixRobustBufferAccess;
+};
+
+struct vk_coop_props_khr {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t MSize, NSize, KSize;
+	VkComponentTypeNV AType, BType, CType, ResultType;
+	VkBool32 saturatingAccumulation;
+	VkScopeNV scope;
+};
+
+typedef VkResult (*vk_coop_props_khr_fn)(VkPhysicalDevice, uint32_t *,
+					 struct vk_coop_props_khr *);
+
+/* one kind of cooperative matrix product, of either extension */
+struct coop_kind {
+	uint32_t m, n, k;
+	int f16f32;		/* f16 x f16 + f32 -> f32, subgroup scope */
+};
+
+/*
+ * The kinds @phys lists through @ext (VK_COOP_NV or _KHR) into a new
+ * *@out; returns how many, 0 on any failure
+ */
+static uint32_t coop_kinds(VkInstance instance, VkPhysicalDevice phys,
+			   int ext, struct coop_kind **out)
+{
+	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get_nv;
+	vk_coop_props_khr_fn get_khr;
+	VkCooperativeMatrixPropertiesNV *nv = NULL;
+	struct vk_coop_props_khr *khr = NULL;
+	uint32_t n = 0, i;
+
+	*out = NULL;
+	get_nv = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+		vkGetInstanceProcAddr(instance,
+			"vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+	get_khr = (vk_coop_props_khr_fn)vkGetInstanceProcAddr(instance,
+			"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+	if (ext == VK_COOP_NV ? !get_nv : !get_khr)
+		return 0;
+	if ((ext == VK_COOP_NV ? get_nv(phys, &n, NULL) :
+				 get_khr(phys, &n, NULL)) != VK_SUCCESS || !n)
+		return 0;
+	*out = calloc(n, sizeof(**out));
+	if (ext == VK_COOP_NV)
+		nv = calloc(n, sizeof(*nv));
+	else
+		khr = calloc(n, sizeof(*khr));
+	if (!*out || (!nv && !khr))
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (nv)
+			nv[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+		else
+			khr[i].sType = VK_ST_KHR_COOP_PROPS;
+	}
+	/* VK_INCOMPLETE with fewer than asked: those it wrote */
+	if ((nv ? get_nv(phys, &n, nv) : get_khr(phys, &n, khr)) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		struct coop_kind *c = &(*out)[i];
+
+		if (nv) {
+			c->m = nv[i].MSize;
+			c->n = nv[i].NSize;
+			c->k = nv[i].KSize;
+			c->f16f32 = nv[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+				    nv[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+				    nv[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+				    nv[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+				    nv[i].scope == VK_SCOPE_SUBGROUP_NV;
+		} else {
+			c->m = khr[i].MSize;
+			c->n = khr[i].NSize;
+			c->k = khr[i].KSize;
+			c->f16f32 = khr[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+				    khr[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+				    khr[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+				    khr[i].ResultType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+				    !khr[i].saturatingAccumulation &&
+				    khr[i].scope == VK_SCOPE_SUBGROUP_NV;
+		}
+	}
+	free(nv);
+	free(khr);
+	return n;
+fail:
+	free(nv);
+	free(khr);
+	free(*out);
+	*out = NULL;
+	return 0;
+}
+
+/*
+ * Does @phys have matmul_coop's 16 x 16 x 16 through @ext? Then its
+ * f16 x f16 + f32 sizes go to @buf ("16x16x16,16x8x16").
+ */
+static int coop_has(VkInstance instance, VkPhysicalDevice phys, int ext,
+		    char *buf, size_t size)
+{
+	struct coop_kind *c;
+	uint32_t n = coop_kinds(instance, phys, ext, &c), i;
+	size_t len = 0;
+	int has = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (!c[i].f16f32)
+			continue;
+		if (c[i].m == GPO_MM_COOP_M && c[i].n == GPO_MM_COOP_N &&
+		    c[i].k == GPO_MM_COOP_K)
+			has = 1;
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len,
+						"%s%ux%ux%u", len ? "," : "",
+						c[i].m, c[i].n, c[i].k);
+	}
+	free(c);
+	return has;
+}
+
+/*
  * coop_probe - the f16 x f16 + f32 cooperative matrices of @phys
- * (VK_NV_cooperative_matrix, subgroup scope) into @vd->coop and
- * @info->coopmat: "nv:f16*f16+f32:16x16x16,16x8x16" or "none". A device
- * has matmul_coop when it lists GPO_MM_COOP_M x _N x _K among them, has
+ * (subgroup scope) into @vd->coop_kinds and @vd->coop, and
+ * @info->coopmat: "khr:f16*f16+f32:16x16x16,16x8x16" for the kind
+ * matmul_coop uses (KHR where the device has both: coopkhr.c says why),
+ * or "none". A device has matmul_coop when it lists GPO_MM_COOP_M x _N x
+ * _K through VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix, has
  * subgroups of 32, and can do f16 arithmetic (the shader's shared tiles
  * are float16_t) under the Vulkan memory model (glslang declares it for
  * any cooperative matrix); those two through their extensions, as the
@@ -313,7 +453,8 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		       const VkExtensionProperties *ext, uint32_t next,
 		       struct vk_dev *vd, struct gpo_device_info *info)
 {
-	PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get;
+	int nv = has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+	int khr = has_ext(ext, next, VK_KHR_COOP_NAME);
 	VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
 	};
@@ -323,11 +464,13 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 	};
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
-		.pNext = &f16,
+	};
+	struct vk_coop_features_khr cmk = {
+		.sType = VK_ST_KHR_COOP_FEATURES,
 	};
 	VkPhysicalDeviceFeatures2 f2 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-		.pNext = &cm,
+		.pNext = &f16,
 	};
 	VkPhysicalDeviceFloatControlsProperties fc = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
@@ -340,66 +483,46 @@ static void coop_probe(VkInstance instance, VkPhysicalDevice phys,
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
 		.pNext = &sg,
 	};
-	VkCooperativeMatrixPropertiesNV *cp = NULL;
-	uint32_t n = 0, i;
-	size_t len;
+	char sizes[2][sizeof(info->coopmat)];
 
 	snprintf(info->coopmat, sizeof(info->coopmat), "none");
-	if (instance == VK_NULL_HANDLE ||
-	    !has_ext(ext, next, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+	vd->coop_kinds = 0;
+	vd->coop = VK_COOP_NONE;
+	if (instance == VK_NULL_HANDLE || (!nv && !khr) ||
 	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
 	    !has_ext(ext, next, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) ||
 	    !has_ext(ext, next, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME))
 		return;
-	get = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
-		vkGetInstanceProcAddr(instance,
-			"vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
-	if (!get)
-		return;
-	vkGetPhysicalDeviceFeatures2(phys, &f2);
-	if (!cm.cooperativeMatrix || !f16.shaderFloat16 ||
-	    !vmm.vulkanMemoryModel)
-		return;
-	vkGetPhysicalDeviceProperties2(phys, &p2);
-	if (get(phys, &n, NULL) != VK_SUCCESS || !n)
-		return;
-	cp = calloc(n, sizeof(*cp));
-	if (!cp)
-		return;
-	for (i = 0; i < n; i++)
-		cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-	if (get(phys, &n, cp) != VK_SUCCESS && n == 0)
-		goto out_free;
-	len = (size_t)snprintf(info->coopmat, sizeof(info->coopmat),
-			       "nv:f16*f16+f32:");
-	for (i = 0; i < n; i++) {
-		const VkCooperativeMatrixPropertiesNV *c = &cp[i];
-
-		if (c->AType != VK_COMPONENT_TYPE_FLOAT16_NV ||
-		    c->BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
-		    c->CType != VK_COMPONENT_TYPE_FLOAT32_NV ||
-		    c->DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
-		    c->scope != VK_SCOPE_SUBGROUP_NV)
-			continue;
-		/* the shader's 8 subgroups of 32 tile its 128 x 128 */
-		if (c->MSize == GPO_MM_COOP_M && c->NSize == GPO_MM_COOP_N &&
-		    c->KSize == GPO_MM_COOP_K && sg.subgroupSize == 32 &&
-		    fc.shaderRoundingModeRTEFloat16 &&
-		    fc.shaderDenormPreserveFloat16)
-			vd->coop = 1;
-		if (len < sizeof(info->coopmat))
-			len += (size_t)snprintf(info->coopmat + len,
-						sizeof(info->coopmat) - len,
-						"%s%ux%ux%u",
-						info->coopmat[len - 1] == ':' ?
-						"" : ",", c->MSize, c->NSize,
-						c->KSize);
+	/* a structure goes in the chain only where its extension is */
+	if (nv) {
+		cm.pNext = f2.pNext;
+		f2.pNext = &cm;
 	}
-	/* no f16 x f16 + f32 kind at all: say none */
-	if (info->coopmat[strlen(info->coopmat) - 1] == ':')
-		snprintf(info->coopmat, sizeof(info->coopmat), "none");
-out_free:
-	free(cp);
+	if (khr) {
+		cmk.pNext = f2.pNext;
+		f2.pNext = &cmk;
+	}
+	vkGetPhysicalDeviceFeatures2(phys, &f2);
+	vkGetPhysicalDeviceProperties2(phys, &p2);
+	if (!f16.shaderFloat16 || !vmm.vulkanMemoryModel ||
+	    sg.subgroupSize != 32 || !fc.shaderRoundingModeRTEFloat16 ||
+	    !fc.shaderDenormPreserveFloat16)
+		return;
+	if (nv && cm.cooperativeMatrix &&
+	    coop_has(instance, phys, VK_COOP_NV, sizes[0], sizeof(sizes[0])))
+		vd->coop_kinds |= 1 << VK_COOP_NV;
+	if (khr && cmk.cooperativeMatrix &&
+	    coop_has(instance, phys, VK_COOP_KHR, sizes[1], sizeof(sizes[1])))
+		vd->coop_kinds |= 1 << VK_COOP_KHR;
+	if (vd->coop_kinds & (1 << VK_COOP_KHR)) {
+		vd->coop = VK_COOP_KHR;
+		snprintf(info->coopmat, sizeof(info->coopmat),
+			 "khr:f16*f16+f32:%.70s", sizes[1]);
+	} else if (vd->coop_kinds & (1 << VK_COOP_NV)) {
+		vd->coop = VK_COOP_NV;
+		snprintf(info->coopmat, sizeof(info->coopmat),
+			 "nv:f16*f16+f32:%.70s", sizes[0]);
+	}
 }
 
 /*
@@ -695,6 +818,8 @@ static void parse_debug(struct vk_debug *dbg)
 			dbg->nofma = 1;
 		else if (!strncmp(tok, "shared=", 7))
 			dbg->shared = (uint32_t)strtoul(tok + 7, NULL, 0);
+		else if (!strcmp(tok, "coop_nv"))
+			dbg->coop_nv = 1;
 	}
 }
 
@@ -752,9 +877,13 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		.pNext = &f16,
 		.cooperativeMatrix = VK_TRUE,
 	};
+	struct vk_coop_features_khr cmk = {
+		.sType = VK_ST_KHR_COOP_FEATURES,
+		.pNext = &f16,
+		.cooperativeMatrix = VK_TRUE,
+	};
 	VkDeviceCreateInfo dci = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-		.pNext = vd->coop ? &cm : NULL,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &qci,
 		.ppEnabledExtensionNames = exts,
@@ -762,6 +891,17 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	int push = vd->has_push_desc && !dbg->nopush;
 	VkResult r;
 
+	/* KHR where the device has it, unless told coop_nv */
+	vd->coop = VK_COOP_NONE;
+	if ((vd->coop_kinds & (1 << VK_COOP_KHR)) &&
+	    !(dbg->coop_nv && (vd->coop_kinds & (1 << VK_COOP_NV))))
+		vd->coop = VK_COOP_KHR;
+	else if (vd->coop_kinds & (1 << VK_COOP_NV))
+		vd->coop = VK_COOP_NV;
+	if (vd->coop == VK_COOP_KHR)
+		dci.pNext = &cmk;
+	else if (vd->coop == VK_COOP_NV)
+		dci.pNext = &cm;
 	if (push)
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
@@ -773,7 +913,8 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
 	if (vd->coop) {
-		exts[dci.enabledExtensionCount++] =
+		exts[dci.enabledExtensionCount++] = vd->coop == VK_COOP_KHR ?
+			VK_KHR_COOP_NAME :
 			VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
 		exts[dci.enabledExtensionCount++] =
 			VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;

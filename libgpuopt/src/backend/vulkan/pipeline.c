@@ -453,6 +453,8 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 		.layout = vd->pipe_layout,
 	};
 	VkPipeline pipe, *slot;
+	uint32_t *khr = NULL;
+	size_t nw;
 	VkResult r;
 	int ret;
 
@@ -482,7 +484,18 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 	}
 	smci.codeSize = f->size;
 	smci.pCode = (const uint32_t *)f->data;
+	if (op == OP_MATMUL_COOP && vd->coop == VK_COOP_KHR) {
+		ret = gpo__spv_coop_khr(smci.pCode, f->size / 4, &khr, &nw);
+		if (ret)
+			return gpo__err(ret, "%s: %s.%s%s: no KHR cooperative matrix form of its module",
+					dev->info.id, o->name,
+					gpo__vk_dtype_name(dtype),
+					ab ? ".ab" : "");
+		smci.codeSize = nw * 4;
+		smci.pCode = khr;
+	}
 	r = vkCreateShaderModule(vd->device, &smci, NULL, &ci.stage.module);
+	free(khr);
 	if (r != VK_SUCCESS)
 		return gpo__vk_fail(dev, r, "vkCreateShaderModule");
 	r = vkCreateComputePipelines(vd->device, vd->pipe_cache, 1, &ci, NULL,

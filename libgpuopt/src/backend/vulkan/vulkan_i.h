@@ -88,6 +88,13 @@ struct vk_desc_entry {
 
 #define VK_DESC_CACHE	256	/* sets; the table has twice the slots */
 
+/*
+ * matmul_coop's cooperative matrices: none, VK_NV_cooperative_matrix
+ * (the modules as glslc builds them), or VK_KHR_cooperative_matrix (the
+ * same modules rewritten by coopkhr.c), which the device prefers
+ */
+enum { VK_COOP_NONE, VK_COOP_NV, VK_COOP_KHR };
+
 /* GPUOPT_VULKAN_DEBUG, parsed at open (device.c says what each does) */
 struct vk_debug {
 	int nopush;
@@ -100,6 +107,8 @@ struct vk_debug {
 	uint64_t maplimit;	/* mapped pool bytes beyond it refused */
 	int nofma;		/* PREC_FMA off where the device has it */
 	uint32_t shared;	/* less shared memory than the limit, bytes */
+	int coop_nv;		/* matmul_coop by NV matrices where KHR ones
+				 * would do */
 	/* spv=DIR: read by pipeline.c's spv_find(), for the whole process */
 };
 
@@ -120,8 +129,9 @@ struct vk_dev {
 	int has_push_desc;
 	int has_budget;
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
-	int coop;			/* matmul_coop: VK_NV_cooperative_matrix
-					 * with f16 16x16x16, enabled */
+	int coop;			/* matmul_coop's VK_COOP_*: the kind
+					 * enabled at open */
+	int coop_kinds;			/* 1 << VK_COOP_* the device has */
 	int fma_fused;			/* fma() rounds once (describe) */
 	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
 	/*
@@ -289,6 +299,10 @@ int gpo__vk_desc_set(struct gpo_device *dev, const VkDescriptorBufferInfo *bi,
 void gpo__vk_desc_bind(struct vk_dev *vd, const VkDescriptorBufferInfo *bi,
 		       uint32_t nbuf, VkDescriptorSet set);
 void gpo__vk_desc_cache_clear(struct vk_dev *vd);
+
+/* coopkhr.c */
+int gpo__spv_coop_khr(const uint32_t *in, size_t n, uint32_t **out,
+		      size_t *out_n);
 
 /* pipeline.c */
 int gpo__vk_pipeline(struct gpo_device *dev, const struct op_call *call,
