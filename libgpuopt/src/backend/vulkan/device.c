@@ -328,6 +328,22 @@ struct coop_kind {
 	int f16f32;		/* f16 x f16 + f32 -> f32, subgroup scope */
 };
 
+/* @c from one listed kind: its sizes, and whether matmul_coop could use it */
+static void coop_kind_set(struct coop_kind *c, uint32_t m, uint32_t n,
+			  uint32_t k, VkComponentTypeNV a, VkComponentTypeNV b,
+			  VkComponentTypeNV cin, VkComponentTypeNV d,
+			  VkBool32 sat, VkScopeNV scope)
+{
+	c->m = m;
+	c->n = n;
+	c->k = k;
+	c->f16f32 = a == VK_COMPONENT_TYPE_FLOAT16_NV &&
+		    b == VK_COMPONENT_TYPE_FLOAT16_NV &&
+		    cin == VK_COMPONENT_TYPE_FLOAT32_NV &&
+		    d == VK_COMPONENT_TYPE_FLOAT32_NV && !sat &&
+		    scope == VK_SCOPE_SUBGROUP_NV;
+}
+
 /*
  * The kinds @phys lists through @ext (VK_COOP_NV or _KHR) into a new
  * *@out; returns how many, 0 on any failure
@@ -369,28 +385,17 @@ static uint32_t coop_kinds(VkInstance instance, VkPhysicalDevice phys,
 	if ((nv ? get_nv(phys, &n, nv) : get_khr(phys, &n, khr)) < 0)
 		goto fail;
 	for (i = 0; i < n; i++) {
-		struct coop_kind *c = &(*out)[i];
-
-		if (nv) {
-			c->m = nv[i].MSize;
-			c->n = nv[i].NSize;
-			c->k = nv[i].KSize;
-			c->f16f32 = nv[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-				    nv[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-				    nv[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-				    nv[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-				    nv[i].scope == VK_SCOPE_SUBGROUP_NV;
-		} else {
-			c->m = khr[i].MSize;
-			c->n = khr[i].NSize;
-			c->k = khr[i].KSize;
-			c->f16f32 = khr[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-				    khr[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-				    khr[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-				    khr[i].ResultType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-				    !khr[i].saturatingAccumulation &&
-				    khr[i].scope == VK_SCOPE_SUBGROUP_NV;
-		}
+		if (nv)
+			coop_kind_set(&(*out)[i], nv[i].MSize, nv[i].NSize,
+				      nv[i].KSize, nv[i].AType, nv[i].BType,
+				      nv[i].CType, nv[i].DType, VK_FALSE,
+				      nv[i].scope);
+		else
+			coop_kind_set(&(*out)[i], khr[i].MSize, khr[i].NSize,
+				      khr[i].KSize, khr[i].AType, khr[i].BType,
+				      khr[i].CType, khr[i].ResultType,
+				      khr[i].saturatingAccumulation,
+				      khr[i].scope);
 	}
 	free(nv);
 	free(khr);
