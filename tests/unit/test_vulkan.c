@@ -14,6 +14,7 @@
  * names vulkan.
  */
 #include <ctype.h>
+#include <stdarg.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -774,14 +775,22 @@ static size_t spv_count(const uint32_t *w, size_t n, uint32_t op)
  */
 static const uint32_t *spv_def(const uint32_t *w, size_t n, uint32_t id)
 {
-	size_t i;
+	/* the instructions with a result type that these tests look for */
+	static const uint32_t valued[] = {
+		1, 41, 42, 43, 50, 61, 81, 83, 169, 245, 4457, 4459, 5359,
+		5361,
+	};
+	size_t i, k;
 
 	for (i = 5; i < n; i += SPV_LEN(w[i])) {
 		uint32_t op = SPV_OP(w[i]);
 		int type = (op >= 19 && op <= 39) || op == 4456 || op == 5358;
+		int at = type ? 1 : 0;
 
-		if (SPV_LEN(w[i]) > 2 && w[i + (type ? 1 : 2)] == id &&
-		    op != 71 && op != 72)	/* not a decoration */
+		for (k = 0; !at && k < sizeof(valued) / sizeof(valued[0]); k++)
+			if (op == valued[k])
+				at = 2;
+		if (at && SPV_LEN(w[i]) > (uint32_t)at && w[i + at] == id)
 			return &w[i];
 	}
 	return NULL;
@@ -797,15 +806,22 @@ static uint32_t spv_const(const uint32_t *w, size_t n, uint32_t id)
 	return x[3];
 }
 
-/* the use of the KHR matrix type of value @v */
+/*
+ * the use of the KHR matrix type of value @v, a 32-bit unsigned
+ * constant declared before the type
+ */
 static uint32_t spv_use(const uint32_t *w, size_t n, uint32_t v, int is_type)
 {
-	const uint32_t *x = is_type ? NULL : spv_def(w, n, v);
+	const uint32_t *x = is_type ? NULL : spv_def(w, n, v), *c, *u;
 	uint32_t t = is_type ? v : x[1];
 
 	x = spv_def(w, n, t);
 	ck_assert_msg(x && SPV_OP(x[0]) == 4456 && SPV_LEN(x[0]) == 7,
 		      "%%%u is not a KHR matrix type", t);
+	c = spv_def(w, n, x[6]);
+	u = c ? spv_def(w, n, c[1]) : NULL;
+	ck_assert_msg(c && c < x && u && SPV_OP(u[0]) == 21 && u[2] == 32 &&
+		      u[3] == 0, "%%%u's use %%%u", t, x[6]);
 	return spv_const(w, n, x[6]);
 }
 
@@ -850,6 +866,13 @@ START_TEST(test_vulkan_coop_modules_become_khr)
 			ck_assert_uint_eq(spv_count(o, on, 4456 + i),
 					  spv_count(w, n, 5358 + i));
 		ck_assert_uint_eq(spv_count(o, on, 43), spv_count(w, n, 43) + 3);
+		/* each type, in order: the NV one's operands, and a use */
+		for (j = spv_next(w, n, 5, 5358), k = spv_next(o, on, 5, 4456);
+		     j && k; j = spv_next(w, n, j + SPV_LEN(w[j]), 5358),
+		     k = spv_next(o, on, k + SPV_LEN(o[k]), 4456))
+			ck_assert(!memcmp(&o[k + 1], &w[j + 1], 5 * 4) &&
+				  spv_use(o, on, o[k + 1], 1) <= 2);
+		ck_assert(!j && !k);
 		ck_assert(spv_count(o, on, 4459) > 0);
 		/* each product's matrices have the uses of their places */
 		for (i = spv_next(o, on, 5, 4459); i;
@@ -911,6 +934,69 @@ static void khr_refused(const uint32_t *w, size_t n, const char *what)
 	ck_assert_msg(!o && !on, "%s: output left", what);
 }
 
+/* append the instruction @op of @len words (@len - 1 operands) */
+static size_t put(uint32_t *w, size_t n, uint32_t op, uint32_t len, ...)
+{
+	va_list ap;
+	uint32_t i;
+
+	w[n++] = len << 16 | op;
+	va_start(ap, len);
+	for (i = 1; i < len; i++)
+		w[n++] = va_arg(ap, uint32_t);
+	va_end(ap);
+	return n;
+}
+
+/*
+ * A small module of one NV product, in @w: %1 half (a signed 32-bit int
+ * if @int_type) and %10 float; %2 the 32-bit unsigned int, after the
+ * matrix types if @uint_late (the constants then of a signed %6); %3 16,
+ * %4 3 (Subgroup), %8 16; the types %5 (A), %7 (B, its own rows) and %9
+ * (accumulator), %5 twice if @dup; undefined values of each and their
+ * product. Without the NV extension if @no_ext. Returns its words.
+ */
+static size_t khr_tiny(uint32_t *w, int no_ext, int int_type, int uint_late,
+		       int dup)
+{
+	static const char ext[] = "SPV_NV_cooperative_matrix";
+	uint32_t ct = uint_late ? 6 : 2;
+	size_t n = 5;
+
+	w[0] = 0x07230203;
+	w[1] = 0x00010300;
+	w[2] = 0;
+	w[3] = 16;
+	w[4] = 0;
+	n = put(w, n, 17, 2, 5357u);
+	if (!no_ext) {
+		w[n++] = 8u << 16 | 10;
+		memset(&w[n], 0, 28);
+		memcpy(&w[n], ext, sizeof(ext));
+		n += 7;
+	}
+	if (int_type)
+		n = put(w, n, 21, 4, 1u, 32u, 1u);
+	else
+		n = put(w, n, 22, 3, 1u, 16u);
+	n = put(w, n, 22, 3, 10u, 32u);
+	n = put(w, n, 21, 4, ct, 32u, uint_late ? 1u : 0u);
+	n = put(w, n, 43, 4, ct, 3u, 16u);
+	n = put(w, n, 43, 4, ct, 4u, 3u);
+	n = put(w, n, 43, 4, ct, 8u, 16u);
+	n = put(w, n, 5358, 6, 5u, 1u, 4u, 3u, 3u);
+	if (dup)
+		n = put(w, n, 5358, 6, 5u, 1u, 4u, 3u, 3u);
+	n = put(w, n, 5358, 6, 7u, 1u, 4u, 8u, 3u);
+	n = put(w, n, 5358, 6, 9u, 10u, 4u, 3u, 3u);
+	if (uint_late)
+		n = put(w, n, 21, 4, 2u, 32u, 0u);
+	n = put(w, n, 1, 3, 5u, 11u);
+	n = put(w, n, 1, 3, 7u, 12u);
+	n = put(w, n, 1, 3, 9u, 13u);
+	return put(w, n, 5361, 6, 9u, 14u, 11u, 12u, 13u);
+}
+
 START_TEST(test_vulkan_coop_khr_refuses_what_it_cannot_be_sure_of)
 {
 	size_t n, i, m;
@@ -944,6 +1030,24 @@ START_TEST(test_vulkan_coop_khr_refuses_what_it_cannot_be_sure_of)
 	ck_assert(i);
 	c[i + 5] = c[i + 4];
 	khr_refused(c, n, "a run-time layout");
+	/* a small module rewrites; each of its faults is refused */
+	{
+		uint32_t t[96];
+		size_t tn = khr_tiny(t, 0, 0, 0, 0);
+
+		ck_assert(!gpo__spv_coop_khr(t, tn, &o, &m));
+		ck_assert(spv_walks(o, m) && m == tn + 3 + 12);
+		free(o);
+		khr_refused(t, khr_tiny(t, 1, 0, 0, 0), "no NV extension");
+		khr_refused(t, khr_tiny(t, 0, 1, 0, 0), "integer matrices");
+		khr_refused(t, khr_tiny(t, 0, 0, 1, 0),
+			    "the matrix types before the constants' type");
+		khr_refused(t, khr_tiny(t, 0, 0, 0, 1), "a type twice");
+	}
+	/* a bound past what the words could declare: refused at once */
+	memcpy(c, w, n * 4);
+	c[3] = 0xfffffffcu;
+	khr_refused(c, n, "a bound of 2^32 - 4");
 	/* a module without cooperative matrices */
 	free(c);
 	c = spv_words("copy.f32", &m);
@@ -955,6 +1059,12 @@ START_TEST(test_vulkan_coop_khr_refuses_what_it_cannot_be_sure_of)
 	 */
 	c = malloc(n * 4);
 	ck_assert(c);
+	/* a last instruction of one word that would have operands */
+	memcpy(c, w, n * 4);
+	c[n - 1] = 1u << 16 | 21;
+	i = (size_t)gpo__spv_coop_khr(c, n, &o, &m);
+	ck_assert((int)i == 0 || (int)i == -EINVAL);
+	free(o);
 	for (i = 0; i < 400; i++) {
 		size_t at = 5 + (size_t)tu_rand(&rng, 0, (double)(n - 5)), on;
 		uint32_t v = (uint32_t)tu_rand(&rng, 0, 4294967296.0);

@@ -18,8 +18,10 @@
  *   true or false.
  *
  * Anything else the rewrite cannot be sure of (a value of a matrix type
- * made by an instruction it does not know, a malformed module) fails
- * with -EINVAL, and the caller keeps the NV module: never a guess.
+ * made by an instruction it does not know, integer matrices, a malformed
+ * module) fails with -EINVAL: never a guess. The device checks at open
+ * that the embedded module rewrites (device.c's create_device()), and
+ * keeps NV where it does not.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -34,6 +36,7 @@
 #define OP_EXTENSION		10u
 #define OP_CAPABILITY		17u
 #define OP_TYPE_INT		21u
+#define OP_TYPE_FLOAT		22u
 #define OP_CONSTANT_TRUE	41u
 #define OP_CONSTANT_FALSE	42u
 #define OP_CONSTANT		43u
@@ -76,7 +79,10 @@ struct rw {
 	uint8_t *is_cm;		/* an NV matrix type */
 	int8_t *truth;		/* 1 true, 0 false, -1 not a constant bool */
 	uint32_t uint_t;	/* OpTypeInt 32 0 */
+	size_t uint_at;		/* its word: the constants go after it */
+	uint8_t *is_float;	/* an OpTypeFloat */
 	int cap_nv;		/* declares CooperativeMatrixNV */
+	int ext_nv;		/* how many OpExtension "SPV_NV_..." */
 };
 
 /* each instruction's word count, from 5 on: 0, or -EINVAL */
@@ -99,6 +105,21 @@ static int id_ok(const struct rw *rw, uint32_t id)
 	return id && id < rw->bound;
 }
 
+/* the word count of OpExtension @name */
+static uint32_t ext_words(const char *name)
+{
+	return 1 + (uint32_t)(strlen(name) + 4) / 4;
+}
+
+/* is @x (an OpExtension) the NV extension? */
+static int is_ext_nv(const uint32_t *x)
+{
+	uint32_t len = x[0] >> 16;
+
+	return len == ext_words(ext_nv) &&
+	       !memcmp(&x[1], ext_nv, sizeof(ext_nv));
+}
+
 /*
  * First pass: the ids of matrix types, constant booleans and the 32-bit
  * unsigned integer type, and the type of every value an operand of a
@@ -117,15 +138,31 @@ static int survey(struct rw *rw)
 			if (len == 2 && x[1] == CAP_CM_NV)
 				rw->cap_nv = 1;
 			break;
+		case OP_EXTENSION:
+			rw->ext_nv += is_ext_nv(x);
+			break;
 		case OP_TYPE_CM_NV:
-			if (len != 6 || !id_ok(rw, x[1]))
+			/*
+			 * once; of floats (KHR takes integers' signs from
+			 * the products); after the constants' type, which
+			 * they will use
+			 */
+			if (len != 6 || !id_ok(rw, x[1]) || rw->is_cm[x[1]] ||
+			    !id_ok(rw, x[2]) || !rw->is_float[x[2]] ||
+			    !rw->uint_t)
 				return -EINVAL;
 			rw->is_cm[x[1]] = 1;
 			break;
+		case OP_TYPE_FLOAT:
+			if (len >= 2 && id_ok(rw, x[1]))
+				rw->is_float[x[1]] = 1;
+			break;
 		case OP_TYPE_INT:
-			if (len == 4 && x[2] == 32 && x[3] == 0 &&
-			    !rw->uint_t)
+			if (len == 4 && id_ok(rw, x[1]) && x[2] == 32 &&
+			    x[3] == 0 && !rw->uint_t) {
 				rw->uint_t = x[1];
+				rw->uint_at = i;
+			}
 			break;
 		case OP_CONSTANT_TRUE:
 		case OP_CONSTANT_FALSE:
@@ -154,7 +191,7 @@ static int survey(struct rw *rw)
 			return -EINVAL;
 		}
 	}
-	return rw->uint_t && rw->cap_nv ? 0 : -EINVAL;
+	return rw->uint_t && rw->cap_nv && rw->ext_nv == 1 ? 0 : -EINVAL;
 }
 
 /* @v's type gets role @u; it must be a matrix type */
@@ -203,21 +240,6 @@ static uint32_t use_of(const struct rw *rw, uint32_t t)
 	       rw->role[t] == ROLE(USE_B) ? USE_B : USE_ACC;
 }
 
-/* the word count of OpExtension @name */
-static uint32_t ext_words(const char *name)
-{
-	return 1 + (uint32_t)(strlen(name) + 4) / 4;
-}
-
-/* is @x (an OpExtension) the NV extension? */
-static int is_ext_nv(const uint32_t *x)
-{
-	uint32_t len = x[0] >> 16;
-
-	return len == ext_words(ext_nv) &&
-	       !memcmp(&x[1], ext_nv, sizeof(ext_nv));
-}
-
 /*
  * gpo__spv_coop_khr - @in (@n words, a whole module) with its NV
  * cooperative matrices made KHR ones, into a new *@out of *@out_n words
@@ -230,19 +252,22 @@ int gpo__spv_coop_khr(const uint32_t *in, size_t n, uint32_t **out,
 	struct rw rw = { .w = in, .n = n };
 	uint32_t c[3], *o = NULL;
 	size_t i, k = 5, cap;
-	int consts = 0, ret = -EINVAL;
+	int ret = -EINVAL;
 
 	*out = NULL;
 	*out_n = 0;
-	if (n < 5 || in[0] != SPV_MAGIC || in[3] < 2 ||
-	    in[3] > UINT32_MAX - 3 || walk_check(in, n))
+	/* every id is a result of an instruction of two words or more */
+	if (n < 5 || in[0] != SPV_MAGIC || in[3] < 2 || in[3] > n ||
+	    walk_check(in, n))
 		return -EINVAL;
 	rw.bound = in[3];
 	rw.type_of = calloc(rw.bound, sizeof(*rw.type_of));
 	rw.role = calloc(rw.bound, 1);
 	rw.is_cm = calloc(rw.bound, 1);
 	rw.truth = malloc(rw.bound);
-	if (!rw.type_of || !rw.role || !rw.is_cm || !rw.truth) {
+	rw.is_float = calloc(rw.bound, 1);
+	if (!rw.type_of || !rw.role || !rw.is_cm || !rw.truth ||
+	    !rw.is_float) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -256,8 +281,8 @@ int gpo__spv_coop_khr(const uint32_t *in, size_t n, uint32_t **out,
 	for (i = 0; i < 3; i++)
 		c[i] = rw.bound + (uint32_t)i;
 	/*
-	 * Room: each type grows by a word, the extension by at most one,
-	 * and the constants take 12 words
+	 * Room: each type grows by a word, and the constants take 12 words
+	 * (the two extension names take 8 words each)
 	 */
 	cap = n + 16;
 	for (i = 1; i < rw.bound; i++)
@@ -298,12 +323,10 @@ int gpo__spv_coop_khr(const uint32_t *in, size_t n, uint32_t **out,
 		case OP_TYPE_INT:
 			memcpy(&o[k], x, len * sizeof(*o));
 			k += len;
-			/* once, even where a broken module declares it twice */
-			if (x[1] != rw.uint_t || consts)
+			if (i != rw.uint_at)
 				break;
 			if (k + 12 > cap)
 				goto out;
-			consts = 1;
 			for (j = 0; j < 3; j++) {
 				o[k++] = 4u << 16 | OP_CONSTANT;
 				o[k++] = rw.uint_t;
@@ -367,5 +390,6 @@ out:
 	free(rw.role);
 	free(rw.is_cm);
 	free(rw.truth);
+	free(rw.is_float);
 	return ret;
 }

@@ -64,6 +64,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/gpuopt_i.h"
+#include "backend/embedded_i.h"
 #include "backend/vulkan/vulkan_i.h"
 #include "abi/attention.h"
 #include "abi/matmul.h"
@@ -289,12 +290,6 @@ static VkBool32 u8_subgroups(VkPhysicalDevice phys)
 	       VK_TRUE : VK_FALSE;
 }
 
-/*
- * describe - what probe and adopt learn of physical device @phys: a new
- * vk_dev in *@out and its @info. @what names it in messages ("vulkan
- * device 2"); @qfam is the queue family to use, UINT32_MAX to choose one.
- * Returns 0, or -errno with a message.
- */
 /*
  * VK_KHR_cooperative_matrix, which Debian 12's Vulkan headers (1.3.239)
  * do not have yet: its names and structures from the registry
@@ -544,6 +539,12 @@ static uint32_t attn_ks(uint32_t shared_max)
 	return 0;
 }
 
+/*
+ * describe - what probe and adopt learn of physical device @phys: a new
+ * vk_dev in *@out and its @info. @what names it in messages ("vulkan
+ * device 2"); @qfam is the queue family to use, UINT32_MAX to choose one.
+ * Returns 0, or -errno with a message.
+ */
 static int describe(VkInstance instance, VkPhysicalDevice phys,
 		    const char *what, uint32_t qfam, struct vk_dev **out,
 		    struct gpo_device_info *info)
@@ -853,6 +854,28 @@ static void teardown(struct gpo_device *dev)
 	       sizeof(*vd) - offsetof(struct vk_dev, opened));
 }
 
+/* does the embedded matmul_coop module rewrite for KHR? (coopkhr.c) */
+static int khr_module_ok(void)
+{
+	const struct embedded_file *f;
+	uint32_t *w, *o = NULL;
+	size_t n;
+	int ret;
+
+	f = gpo__embedded_find(gpo__embedded_spv, "matmul_coop.f32");
+	if (!f || f->size % 4)
+		return 0;
+	/* words, aligned: the embedded bytes promise no alignment */
+	w = malloc(f->size);
+	if (!w)
+		return 0;
+	memcpy(w, f->data, f->size);
+	ret = gpo__spv_coop_khr(w, f->size / 4, &o, &n);
+	free(o);
+	free(w);
+	return !ret;
+}
+
 static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 {
 	struct vk_dev *vd = dev->priv;
@@ -896,9 +919,12 @@ static int create_device(struct gpo_device *dev, const struct vk_debug *dbg)
 	int push = vd->has_push_desc && !dbg->nopush;
 	VkResult r;
 
-	/* KHR where the device has it, unless told coop_nv */
+	/*
+	 * KHR where the device has it and matmul_coop's module rewrites
+	 * (coopkhr.c), unless told coop_nv
+	 */
 	vd->coop = VK_COOP_NONE;
-	if ((vd->coop_kinds & (1 << VK_COOP_KHR)) &&
+	if ((vd->coop_kinds & (1 << VK_COOP_KHR)) && khr_module_ok() &&
 	    !(dbg->coop_nv && (vd->coop_kinds & (1 << VK_COOP_NV))))
 		vd->coop = VK_COOP_KHR;
 	else if (vd->coop_kinds & (1 << VK_COOP_NV))

@@ -434,6 +434,10 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 			.size = sizeof(data.quads),
 		},
 	};
+	/*
+	 * constant 7 is matmul_coop's GPO_FRAG_KB, left at its 16: never
+	 * set it (coopkhr.c needs B's fragments to be a type of their own)
+	 */
 	const VkSpecializationInfo spec = {
 		.mapEntryCount = 7,
 		.pMapEntries = map,

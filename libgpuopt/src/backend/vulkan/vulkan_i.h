@@ -130,7 +130,8 @@ struct vk_dev {
 	int has_budget;
 	int has_ext_fd;			/* VK_KHR_external_memory_fd */
 	int coop;			/* matmul_coop's VK_COOP_*: the kind
-					 * enabled at open */
+					 * probe prefers, then the one
+					 * create_device() enabled */
 	int coop_kinds;			/* 1 << VK_COOP_* the device has */
 	int fma_fused;			/* fma() rounds once (describe) */
 	VkBool32 u8_sg;			/* spec constant 2: GPO_U8_SG */
