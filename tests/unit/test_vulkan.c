@@ -837,6 +837,34 @@ static int spv_has_ext(const uint32_t *w, size_t n, const char *name)
 	return 0;
 }
 
+/*
+ * Each NV instruction @nv of @w against its KHR one @khr of @o, in order:
+ * the same words, but for the stride and the column-major boolean at @s,
+ * which become the layout constant (true: 1, false: 0) and the stride
+ */
+static void check_layouts(const uint32_t *w, size_t n, const uint32_t *o,
+			  size_t on, uint32_t nv, uint32_t khr, uint32_t s)
+{
+	size_t j, k;
+	uint32_t i;
+
+	for (j = spv_next(w, n, 5, nv), k = spv_next(o, on, 5, khr); j && k;
+	     j = spv_next(w, n, j + SPV_LEN(w[j]), nv),
+	     k = spv_next(o, on, k + SPV_LEN(o[k]), khr)) {
+		const uint32_t *b = spv_def(w, n, w[j + s + 1]);
+
+		ck_assert(b && (SPV_OP(b[0]) == 41 || SPV_OP(b[0]) == 42));
+		ck_assert_uint_eq(spv_const(o, on, o[k + s]),
+				  SPV_OP(b[0]) == 41);
+		ck_assert_uint_eq(o[k + s + 1], w[j + s]);
+		ck_assert_uint_eq(SPV_LEN(o[k]), SPV_LEN(w[j]));
+		for (i = 1; i < SPV_LEN(w[j]); i++)
+			if (i != s && i != s + 1)
+				ck_assert_uint_eq(o[k + i], w[j + i]);
+	}
+	ck_assert(!j && !k);
+}
+
 START_TEST(test_vulkan_coop_modules_become_khr)
 {
 	static const char *const names[] = {
@@ -882,37 +910,9 @@ START_TEST(test_vulkan_coop_modules_become_khr)
 			ck_assert_uint_eq(spv_use(o, on, o[i + 4], 0), 1);
 			ck_assert_uint_eq(spv_use(o, on, o[i + 5], 0), 2);
 		}
-		/*
-		 * each load and store in order: the layout says what the
-		 * boolean said, and the rest is the NV instruction's
-		 */
-		for (j = spv_next(w, n, 5, 5359), k = spv_next(o, on, 5, 4457);
-		     j && k; j = spv_next(w, n, j + SPV_LEN(w[j]), 5359),
-		     k = spv_next(o, on, k + SPV_LEN(o[k]), 4457)) {
-			const uint32_t *b = spv_def(w, n, w[j + 5]);
-
-			ck_assert(b && (SPV_OP(b[0]) == 41 || SPV_OP(b[0]) == 42));
-			ck_assert_uint_eq(spv_const(o, on, o[k + 4]),
-					  SPV_OP(b[0]) == 41);
-			ck_assert_uint_eq(SPV_LEN(o[k]), SPV_LEN(w[j]));
-			ck_assert(o[k + 1] == w[j + 1] && o[k + 2] == w[j + 2] &&
-				  o[k + 3] == w[j + 3] && o[k + 5] == w[j + 4]);
-			ck_assert(!memcmp(&o[k + 6], &w[j + 6],
-					  (SPV_LEN(w[j]) - 6) * 4));
-		}
-		ck_assert(!j && !k);
-		for (j = spv_next(w, n, 5, 5360), k = spv_next(o, on, 5, 4458);
-		     j && k; j = spv_next(w, n, j + SPV_LEN(w[j]), 5360),
-		     k = spv_next(o, on, k + SPV_LEN(o[k]), 4458)) {
-			const uint32_t *b = spv_def(w, n, w[j + 4]);
-
-			ck_assert(b && (SPV_OP(b[0]) == 41 || SPV_OP(b[0]) == 42));
-			ck_assert_uint_eq(spv_const(o, on, o[k + 3]),
-					  SPV_OP(b[0]) == 41);
-			ck_assert(o[k + 1] == w[j + 1] && o[k + 2] == w[j + 2] &&
-				  o[k + 4] == w[j + 3]);
-		}
-		ck_assert(!j && !k);
+		/* each load and store: the layout is what the boolean said */
+		check_layouts(w, n, o, on, 5359, 4457, 4);
+		check_layouts(w, n, o, on, 5360, 4458, 3);
 		/* and a KHR module is not rewritten again */
 		free(w);
 		w = o;

@@ -241,6 +241,26 @@ static uint32_t use_of(const struct rw *rw, uint32_t t)
 }
 
 /*
+ * A load or store @x into @o as KHR opcode @op: its operands at @s, the
+ * stride then the column-major boolean, become the layout (constant
+ * c[0] row major or c[1] column major) then the stride; the rest as it
+ * was. Returns 0, or -EINVAL where the boolean is no constant.
+ */
+static int with_layout(const struct rw *rw, const uint32_t *c, uint32_t *o,
+		       const uint32_t *x, uint32_t s, uint32_t op)
+{
+	uint32_t len = x[0] >> 16;
+
+	if (len < s + 2 || !id_ok(rw, x[s + 1]) || rw->truth[x[s + 1]] < 0)
+		return -EINVAL;
+	memcpy(o, x, len * sizeof(*o));
+	o[0] = len << 16 | op;
+	o[s] = c[rw->truth[x[s + 1]]];
+	o[s + 1] = x[s];
+	return 0;
+}
+
+/*
  * gpo__spv_coop_khr - @in (@n words, a whole module) with its NV
  * cooperative matrices made KHR ones, into a new *@out of *@out_n words
  * (free() it). Returns 0, -EINVAL where the module is not one this can
@@ -343,27 +363,14 @@ int gpo__spv_coop_khr(const uint32_t *in, size_t n, uint32_t **out,
 			break;
 		case OP_CM_LOAD_NV:
 			/* type, result, pointer, stride, column major, mem... */
-			if (len < 6 || !id_ok(&rw, x[5]) || rw.truth[x[5]] < 0)
+			if (with_layout(&rw, c, &o[k], x, 4, OP_CM_LOAD_KHR))
 				goto out;
-			o[k] = len << 16 | OP_CM_LOAD_KHR;
-			o[k + 1] = x[1];
-			o[k + 2] = x[2];
-			o[k + 3] = x[3];
-			o[k + 4] = c[rw.truth[x[5]]];
-			o[k + 5] = x[4];
-			memcpy(&o[k + 6], &x[6], (len - 6) * sizeof(*o));
 			k += len;
 			break;
 		case OP_CM_STORE_NV:
 			/* pointer, object, stride, column major, mem... */
-			if (len < 5 || !id_ok(&rw, x[4]) || rw.truth[x[4]] < 0)
+			if (with_layout(&rw, c, &o[k], x, 3, OP_CM_STORE_KHR))
 				goto out;
-			o[k] = len << 16 | OP_CM_STORE_KHR;
-			o[k + 1] = x[1];
-			o[k + 2] = x[2];
-			o[k + 3] = c[rw.truth[x[4]]];
-			o[k + 4] = x[3];
-			memcpy(&o[k + 5], &x[5], (len - 5) * sizeof(*o));
 			k += len;
 			break;
 		case OP_CM_MULADD_NV:
