@@ -35,10 +35,13 @@
  *       peer torch under autocast to bfloat16 (torch_amp, torch_amp_graph);
  *       ":f16p" also with f16 parameters (an f32 master copy, dynamic
  *       loss scaling), ":bf16p" with bf16 ones (master copy)
- *   -M  products C = op(A) op(B) as MxNxK[ta][tb][@BATCH]: C is M x N,
+ *   -M  products C = op(A) op(B) as MxNxK[ta][tb][@BATCH][:f16]: C is M x N,
  *       the sum K long; "ta": A is stored K x M and used transposed,
  *       "tb": B is stored N x K; @BATCH: that many products of 3-d
- *       operands in one call. E.g. 16384x384x1152tb (a layer's input
+ *       operands in one call; ":f16": f16 operands (the tensor cores
+ *       where the device has them), ":r16": f32 ones rounded to f16 by
+ *       the product (matmul_f16, as the MLP's and GPT's f16 modes), else
+ *       f32. E.g. 16384x384x1152tb (a layer's input
  *       gradient), 384x1152x16384ta (its weight's), 256x256x64tb@384
  *       (attention's scores over 6 heads of 64 sequences). None: -M 0,
  *       the default. Each line's peer is torch.matmul of the same shape
@@ -349,14 +352,20 @@ out:
 struct mm_spec {
 	uint32_t m, n, k, batch;
 	unsigned int flags;	/* GPO_MATMUL_TA, GPO_MATMUL_TB */
+	int half;		/* 1 ":f16": f16 operands (hgemm); 2 ":r16":
+				 * f32 ones rounded (matmul_f16) */
 };
 
-/* "MxNxK[ta][tb][@BATCH]" */
+/* "MxNxK[ta][tb][@BATCH][:f16]" */
 static int parse_product(const char *spec, struct mm_spec *p)
 {
 	unsigned int m, n, k;
 	const char *s;
 	int used = 0;
+	size_t len = strlen(spec);
+
+	p->half = len > 4 && !strcmp(spec + len - 4, ":f16") ? 1 :
+		  len > 4 && !strcmp(spec + len - 4, ":r16") ? 2 : 0;
 
 	if (sscanf(spec, "%ux%ux%u%n", &m, &n, &k, &used) != 3 || !m || !n ||
 	    !k)
@@ -366,7 +375,7 @@ static int parse_product(const char *spec, struct mm_spec *p)
 	p->k = k;
 	p->batch = 1;
 	p->flags = 0;
-	for (s = spec + used; *s && *s != '@'; s += 2) {
+	for (s = spec + used; *s && *s != '@' && *s != ':'; s += 2) {
 		if (!strncmp(s, "ta", 2) && !(p->flags & GPO_MATMUL_TA))
 			p->flags |= GPO_MATMUL_TA;
 		else if (!strncmp(s, "tb", 2) && !(p->flags & GPO_MATMUL_TB))
@@ -378,11 +387,40 @@ static int parse_product(const char *spec, struct mm_spec *p)
 		char *end;
 		unsigned long b = strtoul(s + 1, &end, 10);
 
-		if (!b || *end || b > 65535)
+		if (!b || (*end && *end != ':') || b > 65535)
 			return -EINVAL;
 		p->batch = (uint32_t)b;
+		s = end;
 	}
+	if (*s && (!p->half || strlen(s) != 4))
+		return -EINVAL;
 	return 0;
+}
+
+/* @x's @n floats rounded to f16 values in place */
+static void round_f16(float *x, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = gpo__f16_to_f32(gpo__f32_to_f16(x[i]));
+}
+
+/* @x's @n floats rounded to f16 in place and written so to @t */
+static int write_f16(struct gpo_tensor *t, float *x, uint64_t n)
+{
+	uint16_t *h = malloc(n * sizeof(*h));
+	uint64_t i;
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	to_f16(x, h, n);
+	for (i = 0; i < n; i++)
+		x[i] = gpo__f16_to_f32(h[i]);
+	ret = gpo_tensor_write(t, h, n * sizeof(*h));
+	free(h);
+	return ret;
 }
 
 /* op(A)[z][i][p] and op(B)[z][p][j] of @p as stored in @a and @b */
@@ -475,8 +513,13 @@ static int bench_product(struct gpo_device *dev, const char *id,
 	ret = gpo_graph_new(dev, &g);
 	if (ret)
 		goto out;
-	a = gpo_tensor_input(g, "a", GPO_F32, nd, as);
-	b = gpo_tensor_input(g, "b", GPO_F32, nd, bs);
+	if (p.half == 2) {
+		ret = gpo_graph_set_matmul_f16(g, 1);
+		if (ret)
+			goto out;
+	}
+	a = gpo_tensor_input(g, "a", p.half == 1 ? GPO_F16 : GPO_F32, nd, as);
+	b = gpo_tensor_input(g, "b", p.half == 1 ? GPO_F16 : GPO_F32, nd, bs);
 	s = gpo_tensor_input(g, "sync", GPO_F32, 1, one);
 	c = gpo_matmul(g, a, b, p.flags);
 	ret = gpo_graph_status(g);
@@ -484,9 +527,21 @@ static int bench_product(struct gpo_device *dev, const char *id,
 		goto out;
 	fill_random(ha, na, SEED_A);
 	fill_random(hb, nb, SEED_B);
-	ret = gpo_tensor_write(a, ha, na * 4);
-	if (!ret)
-		ret = gpo_tensor_write(b, hb, nb * 4);
+	if (p.half == 1) {
+		/* the reference (mm_check) takes the rounded values */
+		ret = write_f16(a, ha, na);
+		if (!ret)
+			ret = write_f16(b, hb, nb);
+	} else {
+		if (p.half == 2) {
+			/* written as they are, rounded by the product */
+			round_f16(ha, na);
+			round_f16(hb, nb);
+		}
+		ret = gpo_tensor_write(a, ha, na * 4);
+		if (!ret)
+			ret = gpo_tensor_write(b, hb, nb * 4);
+	}
 	if (!ret)
 		ret = gpo_tensor_write(s, &sv, 4);
 	if (ret)
@@ -1330,7 +1385,7 @@ int main(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d DEV,..] [-s SIZES] [-H SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH],..] [-A BHxTxHD,..] [-R ROWSxCOLS,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
+				"usage: %s [-d DEV,..] [-s SIZES] [-H SIZES] [-m SPEC@BATCH,..] [-g LxHxDxT@BATCH,..] [-M MxNxK[ta][tb][@BATCH][:f16],..] [-A BHxTxHD,..] [-R ROWSxCOLS,..] [-r ROUNDS] [-p PEERFILE] [-q]\n",
 				argv[0]);
 			return c == 'h' ? 0 : 2;
 		}

@@ -31,11 +31,12 @@ head tied to the token embedding), dropout 0, f32 with TF32 off, AdamW
 (lr 3e-4, weight decay 0.01), on sequential windows of random bytes
 already on the device.
 
-A product MxNxK[ta][tb][@BATCH] (bench_train -M) is C = op(A) op(B),
+A product MxNxK[ta][tb][@BATCH][:f16] (bench_train -M) is C = op(A) op(B),
 C M x N, A stored K x M with "ta" (M x K without), B stored N x K with
 "tb", @BATCH products of 3-d operands; torch.matmul on transposed views
 (no copies: cuBLAS takes the transposes as flags), into a C allocated
-once, f32 with TF32 off, timed as the SGEMM.
+once, f32 with TF32 off (f16 in and out with ":f16" or ":r16"), timed as
+the SGEMM.
 """
 import argparse
 import math
@@ -88,26 +89,29 @@ def hgemm(n, device, rounds, sync):
 
 
 def parse_product(spec):
-    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)((?:ta|tb)*)(?:@(\d+))?", spec)
+    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)((?:ta|tb)*)(?:@(\d+))?"
+                     r"(:f16|:r16)?", spec)
     if not m or m.group(4) not in ("", "ta", "tb", "tatb", "tbta"):
         raise ValueError("bad product %s" % spec)
     return (int(m.group(1)), int(m.group(2)), int(m.group(3)),
-            "ta" in m.group(4), "tb" in m.group(4), int(m.group(5) or 1))
+            "ta" in m.group(4), "tb" in m.group(4), int(m.group(5) or 1),
+            m.group(6) is not None)
 
 
 def product(spec, device, rounds, sync):
-    m, n, k, ta, tb, batch = parse_product(spec)
+    m, n, k, ta, tb, batch, half = parse_product(spec)
+    dt = torch.float16 if half else torch.float32
     gen = torch.Generator().manual_seed(1)
     lead = (batch,) if batch > 1 else ()
     a = (torch.rand(*lead, *((k, m) if ta else (m, k)), generator=gen)
-         - 0.5).to(device)
+         - 0.5).to(device, dt)
     b = (torch.rand(*lead, *((n, k) if tb else (k, n)), generator=gen)
-         - 0.5).to(device)
+         - 0.5).to(device, dt)
     if ta:
         a = a.transpose(-2, -1)
     if tb:
         b = b.transpose(-2, -1)
-    c = torch.empty(*lead, m, n, device=device)
+    c = torch.empty(*lead, m, n, device=device, dtype=dt)
     return timed(lambda: torch.matmul(a, b, out=c), sync, rounds)
 
 

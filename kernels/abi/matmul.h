@@ -6,7 +6,7 @@
  *                     dtypes f32
  * matmul_big  groups  the same, in GPO_MM_TILE_BIG tiles
  * matmul_half groups  the same, in GPO_MM_TILE tiles, binary16 products
- * matmul_coop groups  the same, in GPO_MM_TILE_COOP tiles, on
+ * matmul_coop groups  the same, in tiles of 128 x 256 or 256 x 128, on
  *                     cooperative matrices (below)
  *
  * For each batch index z < batch, with A_z at a[off_a + z * bsa],
@@ -50,8 +50,8 @@
  * matmul_coop computes the same thing on cooperative matrices (tensor
  * cores: GL_NV_cooperative_matrix, f16 x f16 + f32 fragments of
  * GPO_MM_COOP_M x GPO_MM_COOP_N x GPO_MM_COOP_K), one tile of
- * GPO_MM_TILE_COOP_M rows and GPO_MM_TILE_COOP columns a workgroup
- * (tiles_m and tiles_n count those); f32 operands are always rounded (GPO_MM_ROUND
+ * GPO_MM_COOP_TILE_M(flags) rows and GPO_MM_COOP_TILE_N(flags) columns a
+ * workgroup (tiles_m and tiles_n count those); f32 operands are always rounded (GPO_MM_ROUND
  * implied). Only devices that list such fragments have it (the device
  * info's coopmat); the order of its sums is the hardware's.
  */
@@ -61,8 +61,16 @@
 
 #define GPO_MM_TILE	64
 #define GPO_MM_TILE_BIG	128
-#define GPO_MM_TILE_COOP	128	/* matmul_coop's tile: columns (n) */
-#define GPO_MM_TILE_COOP_M	256	/* and rows (m) */
+/*
+ * matmul_coop's tiles: 128 rows (m) by 256 columns (n), or with
+ * GPO_MM_COOP_TALL 256 by 128 (tensor/emit.c's mm_launch() chooses)
+ */
+#define GPO_MM_TILE_COOP_SHORT	128
+#define GPO_MM_TILE_COOP_LONG	256
+#define GPO_MM_COOP_TILE_M(flags) (((flags) & GPO_MM_COOP_TALL) != 0u ? \
+				   256u : 128u)
+#define GPO_MM_COOP_TILE_N(flags) (((flags) & GPO_MM_COOP_TALL) != 0u ? \
+				   128u : 256u)
 #define GPO_MM_COOP_M	16
 #define GPO_MM_COOP_N	16
 #define GPO_MM_COOP_K	16
@@ -79,6 +87,7 @@
 #define GPO_MM_F16_A	(1u << 12)	/* a holds binary16 (above) */
 #define GPO_MM_F16_B	(1u << 13)	/* b holds binary16 */
 #define GPO_MM_ROUND	(1u << 14)	/* f32 operands rounded to f16 */
+#define GPO_MM_COOP_TALL (1u << 15)	/* matmul_coop: 256 x 128 tiles */
 /*
  * Never in args.flags: in a Vulkan pipeline's specialization constant,
  * that the constant holds the flags (backend/vulkan/pipeline.c)
@@ -86,14 +95,17 @@
 #define GPO_MM_SPEC	(1u << 31)
 /*
  * Never in args.flags either: with GPO_MM_SPEC, that the product is
- * "whole" for matmul_coop: m, n and k multiples of GPO_MM_TILE_COOP_M,
- * GPO_MM_TILE_COOP and GPO_MM_COOP_DEPTH, each operand's offset, leading
+ * "whole" for matmul_coop: m, n and k multiples of its tile's sides
+ * (GPO_MM_COOP_TILE_M(), _N()) and GPO_MM_COOP_WHOLE_K, each operand's
+ * offset, leading
  * dimension and batch stride multiples of 16 bytes (GPO_MM_COOP_ALIGN_*
  * elements), C's offset, ldc and bsc multiples of 4, and no GPO_T_ACCUM:
  * every tile inside C and every staged chunk one aligned load
  */
 #define GPO_MM_WHOLE	(1u << 30)
 #define GPO_MM_COOP_DEPTH	32	/* matmul_coop's k a step */
+/* a whole product's k: two steps, as some operands are fetched two deep */
+#define GPO_MM_COOP_WHOLE_K	64
 /*
  * 16 bytes in elements: matmul_coop loads an operand's whole chunks as
  * vectors (vec_a, vec_b) where its offset and leading dimension are

@@ -1604,13 +1604,12 @@ static double *mm_vals(const struct tbuf *b, int f16, int round)
 static void matmul_setup(struct tcase *tc)
 {
 	struct gpo_matmul_args *a = &tc->a.mm;
-	uint32_t z, i, j;
+	uint32_t z, i, j, f = OP_FLAGS(tc);
 	uint64_t per;
-
 	uint32_t tile = tc->oc->op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG :
-			tc->oc->op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
+			tc->oc->op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_N(f) :
 			GPO_MM_TILE;
-	uint32_t tile_m = tc->oc->op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP_M :
+	uint32_t tile_m = tc->oc->op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_M(f) :
 			  tile;
 	int va, vb;
 
@@ -1632,9 +1631,9 @@ static void matmul_setup(struct tcase *tc)
 		a->n = urand(tc, 1, 3);
 		a->k = urand(tc, 1, 3);
 	} else if (HAS(tc, MM_WHOLE)) {
-		a->m = GPO_MM_TILE_COOP_M * urand(tc, 1, 2);
-		a->n = GPO_MM_TILE_COOP * urand(tc, 1, 3);
-		a->k = GPO_MM_COOP_DEPTH * urand(tc, 1, 4);
+		a->m = tile_m * urand(tc, 1, 2);
+		a->n = tile * urand(tc, 1, 3);
+		a->k = GPO_MM_COOP_WHOLE_K * urand(tc, 1, 4);
 	} else {
 		a->m = urand(tc, 1, 150);
 		a->n = urand(tc, 1, 150);
@@ -4438,6 +4437,19 @@ static const struct op_case cases[] = {
 	{ OP_MATMUL_COOP, "whole f16_b batch trans_a", matmul_setup,
 	  matmul_ref, GPO_MM_F16_B | GPO_MM_ROUND | MM_WHOLE | MM_BATCH |
 	  GPO_MM_TRANS_A },
+	/* tiles of 256 x 128: B^T fetched two steps deep */
+	{ OP_MATMUL_COOP, "whole tall f16 trans_b", matmul_setup,
+	  matmul_ref, GPO_MM_COOP_TALL | GPO_MM_F16_A | GPO_MM_F16_B |
+	  MM_WHOLE | GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "whole tall f32 rounded batch padded trans_a",
+	  matmul_setup, matmul_ref, GPO_MM_COOP_TALL | GPO_MM_ROUND |
+	  MM_WHOLE | MM_BATCH | MM_PAD | GPO_MM_TRANS_A },
+	{ OP_MATMUL_COOP, "tall f16 odd trans_b", matmul_setup, matmul_ref,
+	  GPO_MM_COOP_TALL | GPO_MM_F16_A | GPO_MM_F16_B | MM_ODD |
+	  GPO_MM_TRANS_B },
+	{ OP_MATMUL_COOP, "tall f16_a round wide batch padded accum",
+	  matmul_setup, matmul_ref, GPO_MM_COOP_TALL | GPO_MM_F16_A |
+	  GPO_MM_ROUND | MM_WIDE | MM_BATCH | MM_PAD | GPO_T_ACCUM },
 	/* accumulating: never whole, the general pipeline */
 	{ OP_MATMUL_COOP, "whole f16 accum", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE | GPO_T_ACCUM },

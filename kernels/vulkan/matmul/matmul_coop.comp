@@ -4,8 +4,10 @@
 /*
  * matmul_coop.comp - matmul_coop: C_z (+)= alpha * op(A_z) op(B_z)
  * (abi/matmul.h) on cooperative matrices (GL_NV_cooperative_matrix,
- * tensor cores), one tile of TBM x TBN (abi/matmul.h: 256 x 128) of one
- * C_z a workgroup. Built everywhere, run only where the device lists f16
+ * tensor cores), one tile of TBM x TBN (128 x 256 or 256 x 128: below)
+ * of one C_z a workgroup, the tiles of one C_z in groups of SWZ rows of
+ * tiles, a column of a group after another, so that the workgroups in
+ * flight share their slices of A and B in the cache. Built everywhere, run only where the device lists f16
  * x f16 + f32 fragments of 16 x 16 x 16 (backend/vulkan/device.c's probe;
  * pipeline.c).
  *
@@ -14,8 +16,8 @@
  * by in steps of BK. A step's TBM x BK slice of op(A) and BK x TBN slice
  * of op(B) are staged in shared memory as binary16, eight to a uvec4
  * "chunk": the next step's chunks are fetched into registers before this
- * step's fragments multiply and stored after (into the other buffer with
- * NBUF 2; with 1, into the same one after a barrier).
+ * step's fragments multiply and stored after, into the same buffer after
+ * a barrier (48 KiB of shared memory hold no second one).
  *
  * A chunk is 8 elements that are neighbours in memory, so each operand
  * is staged the way it is stored: "rows" (the tile's rows of BK, k along
@@ -73,10 +75,9 @@ layout(constant_id = 0) const uint GPO_GROUP_ROW = 65535u;
  */
 layout(constant_id = 4) const uint GPO_MM_FLAGS = 0u;
 #undef FLAG
-#define FLAG(f)	((GPO_MM_FLAGS & GPO_MM_SPEC) != 0u ? \
-		 (GPO_MM_FLAGS & (f)) != 0u : (args.flags & (f)) != 0u)
 #define WHOLE	((GPO_MM_FLAGS & (GPO_MM_SPEC | GPO_MM_WHOLE)) == \
 		 (GPO_MM_SPEC | GPO_MM_WHOLE))
+#define FLAG(f)	(WHOLE ? (GPO_MM_FLAGS & (f)) != 0u : (args.flags & (f)) != 0u)
 
 layout(set = 0, binding = 0, std430) readonly buffer a_r1 { float a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer b_r1 { float b[]; };
@@ -97,44 +98,65 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
 spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
 		     capabilities = [4464], 4459, 16);	/* DenormPreserve */
 
-#define TBM	uint(GPO_MM_TILE_COOP_M)	/* the tile: rows */
-#define TBN	uint(GPO_MM_TILE_COOP)		/* and columns */
 /*
- * Measured on the H100 (bench_train -H, f16, 2026-11-24), TFLOP/s at
- * 4096 / 8192: 128 x 128 tiles of 64 x 32 blocks, BK 32 in two buffers
- * 93-98 / 74-80, BK 64 in one 90-96 / 90-91; 256 x 128 tiles of 64 x 64
- * blocks (8 loads for 16 products, not 6 for 8), BK 32 in one buffer,
- * 101-112 / 67-93. 48 KiB of shared memory allows no more.
+ * The tile: 128 x 256, or 256 x 128 with GPO_MM_COOP_TALL (emit.c's
+ * mm_launch() picks the one that makes the product whole). Its shape is
+ * always the constant's: pipeline.c's mm_spec() sets that bit for every
+ * pipeline. On an H200 (2026-11-30, bench/results/issue12-h200-2026-11-30-tiles.txt,
+ * a standalone kernel of this scheme) 4096^3 f16 went 225 -> 249 TFLOP/s
+ * from 256 x 128 to 128 x 256, 270 fetching A two steps deep, 276 with
+ * the grouped order of tiles; tiles of 128 x 128 (4 subgroups, or 8 of
+ * 64 x 32) gave 141-183. Measured on the H100 (2026-11-24): BK 64 in one
+ * buffer or BK 32 in two gain nothing on 256 x 128 tiles, and 48 KiB of
+ * shared memory allows neither on these.
  */
+#define TALL	((GPO_MM_FLAGS & GPO_MM_COOP_TALL) != 0u)
+#define TBM	GPO_MM_COOP_TILE_M(GPO_MM_FLAGS)	/* rows */
+#define TBN	GPO_MM_COOP_TILE_N(GPO_MM_FLAGS)	/* columns */
 #define BK	uint(GPO_MM_COOP_DEPTH)	/* k a step */
 /* 16 bytes in binary16 and in f32 elements: aligned operands and C */
 #define ALH	uint(GPO_MM_COOP_ALIGN_F16)
 #define ALF	uint(GPO_MM_COOP_ALIGN_F32)
-#ifndef NBUF
-#define NBUF	1u		/* staging buffers: 2, or 1 and two barriers */
-#endif
-#ifndef WN
-#define WN	64u		/* a subgroup's block: columns */
-#endif
+#define WM	64u		/* a subgroup's block: rows */
+#define WN	64u		/* and columns */
 #define SGN	(TBN / WN)	/* subgroups across the tile */
-#define WM	(TBM / (8u / SGN))	/* a subgroup's block: rows */
 #define FA	(WM / 16u)	/* its fragments of op(A) */
 #define FB	(WN / 16u)	/* of op(B) */
 #define FR	16u		/* a fragment's side */
-#define CPR	(BK / 8u)	/* chunks a "rows" row */
-/* chunks of a step's slice an invocation fetches */
-#define CPTA	(TBM * BK / 8u / 256u)
-#define CPTB	(TBN * BK / 8u / 256u)
+#define CPR	(BK / 8u)	/* chunks a "rows" row, a step */
+/*
+ * A binary16 operand staged "rows" whose side of the tile is 128 (A in
+ * 128 x 256 tiles, B^T in 256 x 128 ones) is fetched two steps at a
+ * time: rows of 128 bytes, whole cache lines, not 64. Its registers hold
+ * both steps' chunks; each step stores the half that is the next step's.
+ * (An f32 operand's rows of a step are 128 bytes already, and fetched
+ * two deep its loads in flight would take 16 more registers.)
+ */
+#define ROWS_A	(!FLAG(GPO_MM_TRANS_A))
+#define ROWS_B	FLAG(GPO_MM_TRANS_B)
+#define DEEP_A	(ROWS_A && TBM == 128u && FLAG(GPO_MM_F16_A))
+#define DEEP_B	(ROWS_B && TBN == 128u && FLAG(GPO_MM_F16_B))
+#define CPRA	(DEEP_A ? 2u * CPR : CPR)	/* chunks a fetched row */
+#define CPRB	(DEEP_B ? 2u * CPR : CPR)
+/* chunks an invocation fetches at once: at most 4 of each operand */
+#define CPTA	(TBM * BK / 8u / 256u * (DEEP_A ? 2u : 1u))
+#define CPTB	(TBN * BK / 8u / 256u * (DEEP_B ? 2u : 1u))
+#define CPT_MAX	4u
+/* tiles of SWZ rows of tiles go by together, column after column */
+#define SWZ	8u
 /*
  * Rows of a staged slice in chunks (8 binary16), padded by one chunk:
  * rows and fragments start on 16 bytes, as cooperative matrix loads
  * want, and neighbouring rows miss each other's banks
  */
-#define RS	(BK / 8u + 1u)		/* "rows": k along a row */
+#define RS	(CPR + 1u)		/* "rows": k along a row */
 #define CSA	(TBM / 8u + 1u)		/* "cols" of op(A): BK rows */
 #define CSB	(TBN / 8u + 1u)		/* of op(B) */
-#define SA	max(TBM * RS, BK * CSA)	/* one buffer of op(A), chunks */
+#define SA	max(TBM * RS, BK * CSA)	/* op(A)'s slice, chunks */
 #define SB	max(TBN * RS, BK * CSB)
+/* both slices, in either shape ("rows" is the larger layout) */
+#define SAB	((GPO_MM_TILE_COOP_SHORT + GPO_MM_TILE_COOP_LONG) * \
+		 (GPO_MM_COOP_DEPTH / 8 + 1))
 
 /*
  * Subgroup fragments. glslang declares the Vulkan memory model for any
@@ -150,8 +172,8 @@ layout(constant_id = 7) const uint GPO_FRAG_KB = 16u;
 #define FRAG_B	fcoopmatNV<16, gl_ScopeSubgroup, GPO_FRAG_KB, 16>
 #define FRAG_F	fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-shared uvec4 sa[NBUF * SA];
-shared uvec4 sb[NBUF * SB];
+/* op(A)'s slice from 0, op(B)'s from SA */
+shared uvec4 sab[SAB];
 /* an edge tile's fragments on their way out, one 16 x 16 a subgroup */
 shared float cs[8u * FR * FR];
 
@@ -240,22 +262,22 @@ uint left(uint x, uint len)
 }
 
 /*
- * Chunk @ch of the step at @p0: in "rows" (k contiguous) chunk ch is row
- * ch / CPR, chunk ch % CPR of the row; in "cols" row (k) ch / (T / 8),
- * chunk ch % (T / 8), T the tile's side.
+ * Chunk @ch of the fetch at @p0: in "rows" (k contiguous) chunk ch is
+ * row ch / CPRA, chunk ch % CPRA of the row (CPRA: 4 a step, 8 for two);
+ * in "cols" row (k) ch / (T / 8), chunk ch % (T / 8), T the tile's side.
  */
 uvec4 fetch_a(uint p0, uint ch)
 {
 	uint i, p;
 
-	if (FLAG(GPO_MM_TRANS_A)) {
+	if (!ROWS_A) {
 		p = p0 + ch / (TBM / 8u);
 		i = i0 + ch % (TBM / 8u) * 8u;
 		return chunk_a(abase + p * args.lda + i,
 			       p < args.k ? left(i, args.m) : 0u);
 	}
-	i = i0 + ch / CPR;
-	p = p0 + (ch % CPR) * 8u;
+	i = i0 + ch / CPRA;
+	p = p0 + (ch % CPRA) * 8u;
 	return chunk_a(abase + i * args.lda + p,
 		       i < args.m ? left(p, args.k) : 0u);
 }
@@ -264,9 +286,9 @@ uvec4 fetch_b(uint p0, uint ch)
 {
 	uint j, p;
 
-	if (FLAG(GPO_MM_TRANS_B)) {
-		j = j0 + ch / CPR;
-		p = p0 + (ch % CPR) * 8u;
+	if (ROWS_B) {
+		j = j0 + ch / CPRB;
+		p = p0 + (ch % CPRB) * 8u;
 		return chunk_b(bbase + j * args.ldb + p,
 			       j < args.n ? left(p, args.k) : 0u);
 	}
@@ -276,19 +298,32 @@ uvec4 fetch_b(uint p0, uint ch)
 		       p < args.k ? left(j, args.n) : 0u);
 }
 
-/* where chunk @ch goes in a buffer: past the padding chunk of its row */
+/*
+ * where fetched chunk @ch goes in the staged slice: past the padding
+ * chunk of its row; and which of a two-step fetch's steps it is of
+ */
 uint slot_a(uint ch)
 {
-	if (FLAG(GPO_MM_TRANS_A))
+	if (!ROWS_A)
 		return ch / (TBM / 8u) * CSA + ch % (TBM / 8u);
-	return ch / CPR * RS + ch % CPR;
+	return ch / CPRA * RS + ch % CPR;
 }
 
 uint slot_b(uint ch)
 {
-	if (FLAG(GPO_MM_TRANS_B))
-		return ch / CPR * RS + ch % CPR;
-	return ch / (TBN / 8u) * CSB + ch % (TBN / 8u);
+	if (ROWS_B)
+		return SA + ch / CPRB * RS + ch % CPR;
+	return SA + ch / (TBN / 8u) * CSB + ch % (TBN / 8u);
+}
+
+uint step_a(uint ch)
+{
+	return ch % CPRA / CPR;
+}
+
+uint step_b(uint ch)
+{
+	return ch % CPRB / CPR;
 }
 
 void sync()
@@ -297,13 +332,43 @@ void sync()
 	barrier();
 }
 
+/* the chunks in flight from memory to the staged slices */
+uvec4 ra[CPT_MAX], rb[CPT_MAX];
+
+/*
+ * The fetch at @p0 into ra and rb: a step's chunks, or two steps' of a
+ * deep operand. @deep_too: the deep operands' as well.
+ */
+void fetch(uint p0, uint t, bool deep_too)
+{
+	[[unroll]] for (uint h = 0u; h < CPT_MAX; h++)
+		if (h < CPTA && (deep_too || !DEEP_A))
+			ra[h] = fetch_a(p0, t + 256u * h);
+	[[unroll]] for (uint h = 0u; h < CPT_MAX; h++)
+		if (h < CPTB && (deep_too || !DEEP_B))
+			rb[h] = fetch_b(p0, t + 256u * h);
+}
+
+/*
+ * the fetched chunks stored: all of an operand fetched a step at a time,
+ * step @s's (0 or 1) of one fetched two steps at a time
+ */
+void stage(uint t, uint s)
+{
+	[[unroll]] for (uint h = 0u; h < CPT_MAX; h++)
+		if (h < CPTA && (!DEEP_A || step_a(t + 256u * h) == s))
+			sab[slot_a(t + 256u * h)] = ra[h];
+	[[unroll]] for (uint h = 0u; h < CPT_MAX; h++)
+		if (h < CPTB && (!DEEP_B || step_b(t + 256u * h) == s))
+			sab[slot_b(t + 256u * h)] = rb[h];
+}
+
 void main()
 {
 	uint g = group_index(), sg = gl_SubgroupID, l = gl_SubgroupInvocationID;
 	uint t = gl_LocalInvocationID.x;
-	uint tiles = args.tiles_m * args.tiles_n, z, rem, x = 0u, cb;
-	uint wr = sg / SGN * WM, wc = sg % SGN * WN;
-	uvec4 ra[CPTA], rb[CPTB];
+	uint tiles = args.tiles_m * args.tiles_n, z, rem, gid, fm, gs, s = 0u;
+	uint wr = sg / SGN * WM, wc = sg % SGN * WN, cb;
 	FRAG_F acc[FA * FB];
 	bool inside;
 
@@ -311,8 +376,13 @@ void main()
 		return;
 	z = g / tiles;
 	rem = g % tiles;
-	i0 = rem / args.tiles_n * TBM;
-	j0 = rem % args.tiles_n * TBN;
+	/* SWZ rows of tiles (fewer at the bottom), a column of them at a time */
+	gid = rem / (SWZ * args.tiles_n);
+	fm = gid * SWZ;
+	gs = min(args.tiles_m - fm, SWZ);
+	rem %= SWZ * args.tiles_n;
+	i0 = (fm + rem % gs) * TBM;
+	j0 = rem / gs * TBN;
 	abase = args.off_a + z * args.bsa;
 	bbase = args.off_b + z * args.bsb;
 	/* whole chunks start on 16 bytes: 8 binary16 or 4 f32 */
@@ -323,25 +393,21 @@ void main()
 	[[unroll]] for (uint f = 0u; f < FA * FB; f++)
 		acc[f] = FRAG_F(0.0);
 	if (args.k > 0u) {
-		[[unroll]] for (uint h = 0u; h < CPTA; h++)
-			sa[slot_a(t + 256u * h)] = fetch_a(0u, t + 256u * h);
-		[[unroll]] for (uint h = 0u; h < CPTB; h++)
-			sb[slot_b(t + 256u * h)] = fetch_b(0u, t + 256u * h);
+		fetch(0u, t, true);
+		stage(t, 0u);
 		sync();
 	}
-	/* p0 + BK may pass 2^32 for a k near it: p0 never steps past k */
+	/*
+	 * p0 + BK may pass 2^32 for a k near it: p0 never steps past k. @s:
+	 * the step's place in a deep operand's pair, 0 then 1.
+	 */
 	for (uint p0 = 0u; p0 < args.k;
-	     p0 = args.k - p0 > BK ? p0 + BK : args.k) {
+	     p0 = args.k - p0 > BK ? p0 + BK : args.k, s ^= 1u) {
 		bool more = args.k - p0 > BK;
-		uint oa = x * SA, ob = x * SB;
 
 		/* the next step's loads fly while this one multiplies */
-		if (more) {
-			[[unroll]] for (uint h = 0u; h < CPTA; h++)
-				ra[h] = fetch_a(p0 + BK, t + 256u * h);
-			[[unroll]] for (uint h = 0u; h < CPTB; h++)
-				rb[h] = fetch_b(p0 + BK, t + 256u * h);
-		}
+		if (more)
+			fetch(p0 + BK, t, s == 1u);
 		[[unroll]] for (uint kk = 0u; kk < BK; kk += FR) {
 			FRAG_A fa[FA];
 			FRAG_B fb[FB];
@@ -349,21 +415,21 @@ void main()
 			[[unroll]] for (uint r = 0u; r < FA; r++) {
 				uint i = wr + r * FR;
 
-				if (FLAG(GPO_MM_TRANS_A))
-					coopMatLoadNV(fa[r], sa, oa + kk * CSA +
+				if (!ROWS_A)
+					coopMatLoadNV(fa[r], sab, kk * CSA +
 						      i / 8u, CSA, true);
 				else
-					coopMatLoadNV(fa[r], sa, oa + i * RS +
+					coopMatLoadNV(fa[r], sab, i * RS +
 						      kk / 8u, RS, false);
 			}
 			[[unroll]] for (uint q = 0u; q < FB; q++) {
 				uint j = wc + q * FR;
 
-				if (FLAG(GPO_MM_TRANS_B))
-					coopMatLoadNV(fb[q], sb, ob + j * RS +
+				if (ROWS_B)
+					coopMatLoadNV(fb[q], sab, SA + j * RS +
 						      kk / 8u, RS, true);
 				else
-					coopMatLoadNV(fb[q], sb, ob + kk * CSB +
+					coopMatLoadNV(fb[q], sab, SA + kk * CSB +
 						      j / 8u, CSB, false);
 			}
 			[[unroll]] for (uint r = 0u; r < FA; r++)
@@ -372,18 +438,11 @@ void main()
 						fa[r], fb[q], acc[FB * r + q]);
 		}
 		if (more) {
-			uint na = (NBUF - 1u - x) * SA, nb = (NBUF - 1u - x) * SB;
-
 			/* one buffer: everyone has read it first */
-			if (NBUF == 1u)
-				sync();
-			[[unroll]] for (uint h = 0u; h < CPTA; h++)
-				sa[na + slot_a(t + 256u * h)] = ra[h];
-			[[unroll]] for (uint h = 0u; h < CPTB; h++)
-				sb[nb + slot_b(t + 256u * h)] = rb[h];
+			sync();
+			stage(t, s ^ 1u);
 		}
 		sync();
-		x = NBUF - 1u - x;
 	}
 	cb = args.off_c + z * args.bsc;
 	/* fragments go to memory on 16-byte rows (SPV_NV_cooperative_matrix) */

@@ -470,6 +470,21 @@ static int mm_big(const struct gpo_graph *g, uint32_t m, uint32_t n,
 }
 
 /*
+ * matmul_coop's tile for an @m x @n product (abi/matmul.h): 128 x 256,
+ * or 256 x 128 (GPO_MM_COOP_TALL) where only that one divides it, so
+ * that the product can be whole (pipeline.c's coop_whole())
+ */
+static uint32_t coop_shape(uint32_t m, uint32_t n)
+{
+	int wide = !(m % GPO_MM_TILE_COOP_SHORT) &&
+		   !(n % GPO_MM_TILE_COOP_LONG);
+	int tall = !(m % GPO_MM_TILE_COOP_LONG) &&
+		   !(n % GPO_MM_TILE_COOP_SHORT);
+
+	return tall && !wide ? GPO_MM_COOP_TALL : 0;
+}
+
+/*
  * mm_launch - c_z = op(x_z) op(y_z) for z < @batch, m x n, summing @k
  * terms from term @p0 on; x_z at x + z @bsa, y_z at y + z @bsb (in
  * elements), c_z at c + z m n; on matmul_big when @big.
@@ -492,9 +507,10 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	int coop = half && gpo__op_supported(g->dev, OP_MATMUL_COOP, GPO_F32);
 	enum gpo__op_id op = coop ? OP_MATMUL_COOP : half ? OP_MATMUL_HALF :
 			     big ? OP_MATMUL_BIG : OP_MATMUL;
-	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP :
+	uint32_t shape = op == OP_MATMUL_COOP ? coop_shape(m, n) : 0;
+	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_N(shape) :
 		      op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
-	uint32_t tsm = op == OP_MATMUL_COOP ? GPO_MM_TILE_COOP_M : ts;
+	uint32_t tsm = op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_M(shape) : ts;
 	uint32_t tm = (m + tsm - 1) / tsm, tn = (n + ts - 1) / ts;
 	uint32_t xr, xc, yr, yc;
 	struct gpo_matmul_args *a;
@@ -512,7 +528,7 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->batch = batch;
 	a->tiles_m = tm;
 	a->tiles_n = tn;
-	a->flags = flags | (x.trans ? GPO_MM_TRANS_A : 0) |
+	a->flags = flags | shape | (x.trans ? GPO_MM_TRANS_A : 0) |
 		   (y.trans ? GPO_MM_TRANS_B : 0) |
 		   (f16a ? GPO_MM_F16_A : 0) | (f16b ? GPO_MM_F16_B : 0) |
 		   (half ? GPO_MM_ROUND : 0);

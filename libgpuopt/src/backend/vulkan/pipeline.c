@@ -292,9 +292,12 @@ static int quads(const struct op_call *call)
 #define MM_BIG_SPEC	(GPO_T_ACCUM | GPO_MM_TRANS_A | GPO_MM_TRANS_B | \
 			 GPO_MM_VEC_A | GPO_MM_VEC_B)
 
-/* matmul_coop's flags in a whole product's constant (matmul_coop.comp) */
+/*
+ * matmul_coop's flags in a whole product's constant (matmul_coop.comp);
+ * the tile's shape is in every product's
+ */
 #define MM_COOP_SPEC	(GPO_MM_TRANS_A | GPO_MM_TRANS_B | GPO_MM_F16_A | \
-			 GPO_MM_F16_B)
+			 GPO_MM_F16_B | GPO_MM_COOP_TALL)
 
 /*
  * do an operand's chunks start on 16 bytes (matmul_coop's vec_a; C's
@@ -312,8 +315,9 @@ static int coop_aligned(uint32_t off, uint32_t ld, uint32_t bs,
 static int coop_whole(const struct gpo_matmul_args *mm)
 {
 	return !(mm->flags & GPO_T_ACCUM) && mm->k &&
-	       !(mm->m % GPO_MM_TILE_COOP_M) && !(mm->n % GPO_MM_TILE_COOP) &&
-	       !(mm->k % GPO_MM_COOP_DEPTH) &&
+	       !(mm->m % GPO_MM_COOP_TILE_M(mm->flags)) &&
+	       !(mm->n % GPO_MM_COOP_TILE_N(mm->flags)) &&
+	       !(mm->k % GPO_MM_COOP_WHOLE_K) &&
 	       coop_aligned(mm->off_a, mm->lda, mm->bsa, mm->batch,
 			    !!(mm->flags & GPO_MM_F16_A)) &&
 	       coop_aligned(mm->off_b, mm->ldb, mm->bsb, mm->batch,
@@ -329,8 +333,9 @@ static uint32_t mm_spec(const struct op_call *call)
 	if (!mm)
 		return 0;
 	if (call->op == OP_MATMUL_COOP)
-		return coop_whole(mm) ? GPO_MM_SPEC | GPO_MM_WHOLE |
-					(mm->flags & MM_COOP_SPEC) : 0;
+		return GPO_MM_SPEC | (coop_whole(mm) ? GPO_MM_WHOLE |
+				      (mm->flags & MM_COOP_SPEC) :
+				      mm->flags & GPO_MM_COOP_TALL);
 	if (call->op != OP_MATMUL_BIG || !(mm->flags & GPO_MM_TRANS_A))
 		return 0;
 	return GPO_MM_SPEC | (mm->flags & MM_BIG_SPEC);
@@ -349,14 +354,27 @@ uint32_t gpo__vk_pipeline_key(const struct op_call *call)
 	       (uint32_t)quads(call) << 29;
 }
 
-/* a specialized pipeline's slot: vd->mm_big's, or vd->mm_coop's */
-static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
+/*
+ * a specialized pipeline's slot: vd->mm_coop's for @op matmul_coop (a
+ * whole product's 16 sets of flags, then the rest, in each shape), else
+ * vd->mm_big's
+ */
+_Static_assert(VK_MM_COOP_VARIANTS == 2 * 16 + 2,
+	       "matmul_coop: 16 sets of whole flags and a general one, twice");
+
+static VkPipeline *mm_slot(struct vk_dev *vd, enum gpo__op_id op,
+			   uint32_t spec, int ab)
 {
-	if (spec & GPO_MM_WHOLE)
+	int tall = !!(spec & GPO_MM_COOP_TALL);
+
+	if (op == OP_MATMUL_COOP && !(spec & GPO_MM_WHOLE))
+		return &vd->mm_coop[!!ab][32 + tall];
+	if (op == OP_MATMUL_COOP)
 		return &vd->mm_coop[!!ab][(!!(spec & GPO_MM_TRANS_A)) |
 					  (!!(spec & GPO_MM_TRANS_B)) << 1 |
 					  (!!(spec & GPO_MM_F16_A)) << 2 |
-					  (!!(spec & GPO_MM_F16_B)) << 3];
+					  (!!(spec & GPO_MM_F16_B)) << 3 |
+					  tall << 4];
 	return &vd->mm_big[!!ab][(!!(spec & GPO_T_ACCUM)) |
 				 (!!(spec & GPO_MM_TRANS_B)) << 1 |
 				 (!!(spec & GPO_MM_VEC_A)) << 2 |
@@ -373,8 +391,9 @@ static VkPipeline *mm_slot(struct vk_dev *vd, uint32_t spec, int ab)
  * GPO_ATTN_WIDE (false where narrow()), 4 matmul_big's and matmul_coop's
  * flags where mm_spec() gives them (a pipeline for each set: its loads
  * and stores are then the driver's constants, not branches on its
- * arguments), 5 attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where
- * narrow(), else the smaller step: with heads past 64 the larger took an
+ * arguments; matmul_coop's always has at least its tile's shape), 5
+ * attention.glsl's GPO_ATTN_KS (device.c's attn_ks() where narrow(),
+ * else the smaller step: with heads past 64 the larger took an
  * H200's attention backward from 0.65 to 2.3 ms), 6 update.glsl's
  * GPO_U8_QUADS (quads()), for every module (one that does not declare
  * them ignores them). An op's pipes[][][1] is its narrow() or quads()
@@ -468,7 +487,7 @@ static int pipeline(struct gpo_device *dev, const struct op_call *call,
 				GPO_ATTN_LOCAL(GPO_ATTN_KS_SMALL),
 				vd->shared_max);
 	if (mm)
-		slot = mm_slot(vd, mm, ab);
+		slot = mm_slot(vd, op, mm, ab);
 	else
 		slot = ab ? &vd->pipes_ab[op][dtype][nar || q] :
 			    &vd->pipes[op][dtype][nar || q];

@@ -114,8 +114,11 @@ struct vk_debug {
 
 /* matmul_big's pipelines: one for each set of its flags (pipeline.c) */
 #define VK_MM_BIG_VARIANTS	16
-/* matmul_coop's for whole products: one for each set of its flags */
-#define VK_MM_COOP_VARIANTS	16
+/*
+ * matmul_coop's: one for each set of a whole product's flags, and one
+ * for the rest, in each of the tile's two shapes
+ */
+#define VK_MM_COOP_VARIANTS	34
 
 struct vk_dev {
 	/* from probe */
@@ -182,7 +185,7 @@ struct vk_dev {
 	VkPipeline pipes_ab[OP_COUNT][GPO_DTYPES][2];	/* ".ab": graph.c */
 	/* matmul_big's specialized ones, [ab][flags] (pipeline.c) */
 	VkPipeline mm_big[2][VK_MM_BIG_VARIANTS];
-	/* matmul_coop's for whole products, [ab][flags] */
+	/* matmul_coop's, [ab][shape, whole and flags] */
 	VkPipeline mm_coop[2][VK_MM_COOP_VARIANTS];
 	VkPipelineCache pipe_cache;	/* made with the first pipeline */
 	uint64_t cache_key;		/* its disk-cache entry */
