@@ -453,6 +453,110 @@ START_TEST(test_matmul_f16_rounding)
 }
 END_TEST
 
+/* how many launches of kernel @op a profiled run of @g made */
+static uint64_t launches_of(struct gpo_graph *g, const char *op)
+{
+	struct gpo_op_time t[32];
+	uint64_t k = 0;
+	int n, i;
+
+	n = gpo_graph_profile(g, GPO_RUN_FORWARD, t, 32);
+	ck_assert_msg(n > 0, "profile: %s", gpo_errmsg());
+	for (i = 0; i < n; i++)
+		if (!strcmp(t[i].op, op))
+			k += t[i].launches;
+	return k;
+}
+
+/*
+ * A half product of large f32 operands read several times (emit.c's
+ * mm_halve()) casts them to binary16 first: the same bits as the product
+ * of f16 inputs holding the rounded values, on every device, ties and
+ * subnormals of binary16 among them; and within the reference
+ */
+START_TEST(test_matmul_f16_halved_operands)
+{
+	static const float edge[] = {
+		1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -(1.0f + 0x1p-11f),
+		1.5f * 0x1p-24f, 2.5f * 0x1p-24f, 0x1p-25f, 3 * 0x1p-26f,
+		0x1p-14f - 0x1p-25f, 65519.0f, 2049.0f, 2051.0f,
+	};
+	struct gpo_device *devs[TU_MAX_DEVICES];
+	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
+	uint64_t rng = tu_rng("matmul_f16_halved");
+	const uint32_t m = 520, n = 790, k = 260;
+	uint64_t sx[2] = { m, k }, sw[2] = { n, k };
+	size_t nc = (size_t)m * n, i;
+	struct opnd x, w;
+	double *ref = malloc(nc * sizeof(double));
+	double *mag = malloc(nc * sizeof(double));
+	float *c1 = malloc(nc * 4), *c2 = malloc(nc * 4);
+
+	ck_assert(ref && mag && c1 && c2);
+	opnd_new(&x, 1, m, k, &rng);
+	opnd_new(&w, 1, n, k, &rng);
+	for (i = 0; i < 2 * sizeof(edge) / sizeof(edge[0]); i++) {
+		size_t e = (i * 7919) % x.n, ne = sizeof(edge) / sizeof(edge[0]);
+
+		x.f[e] = edge[i % ne] * (i < ne ? 1.0f : -1.0f);
+		x.h[e] = gpo__f32_to_f16(x.f[e]);
+		x.v[e] = gpo__f16_to_f32(x.h[e]);
+	}
+	ref_mm(&x, &w, 0, 1, 1, m, n, k, ref, mag);
+	for (d = 0; d < ndev; d++) {
+		const char *id = tu_device_id(devs[d]);
+		struct gpo_tensor *tx, *tw, *y1, *hx, *hw, *y2;
+		struct gpo_graph *g1, *g2;
+		char what[64];
+
+		/* f32 operands, f16 products: cast, then multiplied */
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g1), 0);
+		ck_assert_int_eq(gpo_graph_set_matmul_f16(g1, 1), 0);
+		tx = gpo_tensor_input(g1, "x", GPO_F32, 2, sx);
+		tw = gpo_tensor_input(g1, "w", GPO_F32, 2, sw);
+		y1 = gpo_matmul(g1, tx, tw, GPO_MATMUL_TB);
+		ck_assert_msg(y1 != NULL, "%s: %s", id, gpo_errmsg());
+		ck_assert_int_eq(gpo_tensor_write(tx, x.f, x.n * 4), 0);
+		ck_assert_int_eq(gpo_tensor_write(tw, w.f, w.n * 4), 0);
+		ck_assert_msg(!gpo_graph_run(g1, GPO_RUN_FORWARD), "%s: %s",
+			      id, gpo_errmsg());
+		tu_poison(c1, nc);
+		ck_assert_int_eq(gpo_tensor_read(y1, c1, nc * 4), 0);
+		/* the rounded values as f16 inputs: no cast */
+		ck_assert_int_eq(gpo_graph_new(devs[d], &g2), 0);
+		hx = gpo_tensor_input(g2, "x", GPO_F16, 2, sx);
+		hw = gpo_tensor_input(g2, "w", GPO_F16, 2, sw);
+		y2 = gpo_matmul(g2, hx, hw, GPO_MATMUL_TB);
+		ck_assert_msg(y2 != NULL, "%s: %s", id, gpo_errmsg());
+		ck_assert_int_eq(gpo_tensor_write(hx, x.h, x.n * 2), 0);
+		ck_assert_int_eq(gpo_tensor_write(hw, w.h, w.n * 2), 0);
+		ck_assert_msg(!gpo_graph_run(g2, GPO_RUN_FORWARD), "%s: %s",
+			      id, gpo_errmsg());
+		tu_poison(c2, nc);
+		ck_assert_int_eq(gpo_tensor_read(y2, c2, nc * 4), 0);
+		snprintf(what, sizeof(what), "%s: halved", id);
+		check(what, c1, ref, mag, nc, k);
+		for (i = 0; i < nc; i++)
+			ck_assert_msg(!memcmp(&c1[i], &c2[i], 4),
+				      "%s: [%zu] = %a from cast f32 operands, %a from f16 ones",
+				      id, i, c1[i], c2[i]);
+		ck_assert_msg(launches_of(g1, "cast") == 2,
+			      "%s: %llu casts, not 2", id,
+			      (unsigned long long)launches_of(g1, "cast"));
+		ck_assert_int_eq(launches_of(g2, "cast"), 0);
+		check_kernel(devs[d], g1, GPO_RUN_FORWARD);
+		gpo_graph_free(g1);
+		gpo_graph_free(g2);
+	}
+	opnd_free(&x);
+	opnd_free(&w);
+	free(ref);
+	free(mag);
+	free(c1);
+	free(c2);
+}
+END_TEST
+
 START_TEST(test_matmul_f16_errors)
 {
 	struct gpo_device *dev;
@@ -520,6 +624,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_f16_graph_grads);
 	tcase_add_test(tc, test_matmul_f16_off_is_f32);
 	tcase_add_test(tc, test_matmul_f16_rounding);
+	tcase_add_test(tc, test_matmul_f16_halved_operands);
 	tcase_add_test(te, test_matmul_f16_errors);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, te);

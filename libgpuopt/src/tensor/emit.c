@@ -410,11 +410,15 @@ static int reduce_bwd(struct gpo_graph *g, struct llist *l, uint32_t fn,
 	return 0;
 }
 
-/* one operand of a product: a tensor, used as stored or transposed */
+/*
+ * one operand of a product: a tensor, used as stored or transposed; @h16:
+ * @v holds the tensor's values as binary16, a copy made by mm_halve()
+ */
 struct mm_op {
 	const struct gpo_tensor *t;
 	const struct tview *v;
 	int trans;
+	int h16;
 };
 
 static void mm_dims(const struct gpo_tensor *t, uint32_t *rows,
@@ -485,6 +489,20 @@ static uint32_t coop_shape(uint32_t m, uint32_t n)
 }
 
 /*
+ * the kernel of a half product of @x and @y (an f16 operand, or the
+ * graph's matmul_f16 setting): matmul_coop where the device has it, else
+ * matmul_half; OP_COUNT for an f32 product
+ */
+static enum gpo__op_id mm_half_op(const struct gpo_graph *g, struct mm_op x,
+				  struct mm_op y)
+{
+	if (x.t->dtype != GPO_F16 && y.t->dtype != GPO_F16 && !g->mm_f16)
+		return OP_COUNT;
+	return gpo__op_supported(g->dev, OP_MATMUL_COOP, GPO_F32) ?
+	       OP_MATMUL_COOP : OP_MATMUL_HALF;
+}
+
+/*
  * mm_launch - c_z = op(x_z) op(y_z) for z < @batch, m x n, summing @k
  * terms from term @p0 on; x_z at x + z @bsa, y_z at y + z @bsb (in
  * elements), c_z at c + z m n; on matmul_big when @big.
@@ -502,11 +520,12 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 		     uint32_t n, uint32_t k, uint32_t batch, uint32_t p0,
 		     uint32_t bsa, uint32_t bsb, uint32_t flags, int big)
 {
-	int f16a = x.t->dtype == GPO_F16, f16b = y.t->dtype == GPO_F16;
-	int half = f16a || f16b || g->mm_f16;
-	int coop = half && gpo__op_supported(g->dev, OP_MATMUL_COOP, GPO_F32);
-	enum gpo__op_id op = coop ? OP_MATMUL_COOP : half ? OP_MATMUL_HALF :
-			     big ? OP_MATMUL_BIG : OP_MATMUL;
+	int f16a = x.t->dtype == GPO_F16 || x.h16;
+	int f16b = y.t->dtype == GPO_F16 || y.h16;
+	enum gpo__op_id op = mm_half_op(g, x, y);
+
+	if (op == OP_COUNT)
+		op = big ? OP_MATMUL_BIG : OP_MATMUL;
 	uint32_t shape = op == OP_MATMUL_COOP ? coop_shape(m, n) : 0;
 	uint32_t ts = op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_N(shape) :
 		      op == OP_MATMUL_BIG ? GPO_MM_TILE_BIG : GPO_MM_TILE;
@@ -531,7 +550,8 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->flags = flags | shape | (x.trans ? GPO_MM_TRANS_A : 0) |
 		   (y.trans ? GPO_MM_TRANS_B : 0) |
 		   (f16a ? GPO_MM_F16_A : 0) | (f16b ? GPO_MM_F16_B : 0) |
-		   (half ? GPO_MM_ROUND : 0);
+		   (op == OP_MATMUL_COOP || op == OP_MATMUL_HALF ?
+		    GPO_MM_ROUND : 0);
 	a->lda = xc;
 	a->ldb = yc;
 	a->ldc = n;
@@ -539,8 +559,10 @@ static int mm_launch(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	a->bsb = bsb;
 	a->bsc = m * n;
 	a->alpha = 1.0f;
-	gpo__view_bind(x.v, x.t->numel, &L->call.buf[0], &a->off_a);
-	gpo__view_bind(y.v, y.t->numel, &L->call.buf[1], &a->off_b);
+	gpo__view_bind(x.v, x.h16 ? (x.t->numel + 1) / 2 : x.t->numel,
+		       &L->call.buf[0], &a->off_a);
+	gpo__view_bind(y.v, y.h16 ? (y.t->numel + 1) / 2 : y.t->numel,
+		       &L->call.buf[1], &a->off_b);
 	/* an f16 tensor starts its place in the arena: offsets in halves */
 	if (f16a)
 		a->off_a *= 2;
@@ -607,6 +629,68 @@ static uint32_t mm_slices(uint64_t tiles, uint64_t want, uint32_t most)
 	return s;
 }
 
+static int cast(struct gpo_graph *g, struct llist *l, uint32_t fn,
+		const struct dev_buf *src, uint32_t os,
+		const struct dev_buf *dst, uint32_t od, uint64_t n);
+
+/*
+ * How many times a half product of @x and @y, m x n, reads op(x) (@of_x)
+ * or op(y): the tiles of its kernel across n or m. 0 for an f32 product.
+ */
+static uint64_t mm_reads(const struct gpo_graph *g, struct mm_op x,
+			 struct mm_op y, uint32_t m, uint32_t n, int of_x)
+{
+	enum gpo__op_id op = mm_half_op(g, x, y);
+	uint32_t shape = coop_shape(m, n);
+	uint32_t tm = op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_M(shape) :
+		      GPO_MM_TILE;
+	uint32_t tn = op == OP_MATMUL_COOP ? GPO_MM_COOP_TILE_N(shape) :
+		      GPO_MM_TILE;
+
+	if (op == OP_COUNT)
+		return 0;
+	return of_x ? (n + tn - 1) / tn : (m + tm - 1) / tm;
+}
+
+/* the least reads, and elements, of an f32 operand that mm_halve() copies */
+#define MM_HALVE_READS	4
+#define MM_HALVE_NUMEL	(1u << 16)
+
+/*
+ * mm_halve - @o, an f32 operand of a half product that reads it @reads
+ * times, as binary16 in a place @h of its own: a cast (to nearest even,
+ * what the product does to each element it loads) where it is read
+ * MM_HALVE_READS times or more and has MM_HALVE_NUMEL elements or more.
+ * The product then loads half the bytes, its f16 operands' path. The
+ * same bits either way, at the cost of a copy of half the operand's
+ * size in the arena and a cast a product (the backward pass casts again
+ * what the forward did). On an H200 (2026-11-30,
+ * bench/results/issue12-h200-2026-11-30-tiles.txt) matmul_coop took f32
+ * operands at 145 TFLOP/s and f16 ones at 255 (8192 x 1024 over 4096).
+ */
+static int mm_halve(struct gpo_graph *g, struct llist *l, struct mm_op *o,
+		    struct tview *h, uint64_t reads)
+{
+	uint64_t n = o->t->numel, w = (n + 1) / 2;
+	struct dev_buf s, d;
+	uint32_t os, od;
+	int ret;
+
+	if (o->t->dtype != GPO_F32 || reads < MM_HALVE_READS ||
+	    n < MM_HALVE_NUMEL)
+		return 0;
+	place(g, h, w);
+	gpo__view_bind(o->v, n, &s, &os);
+	gpo__view_bind(h, w, &d, &od);
+	/* the cast counts the destination in halves */
+	ret = cast(g, l, GPO_CAST_F32_F16, &s, os, &d, od * 2, n);
+	if (ret)
+		return ret;
+	o->v = h;
+	o->h16 = 1;
+	return 0;
+}
+
 /*
  * mm - c = op(x) op(y). A single product whose tiles are too few to fill
  * the device but whose sum is long (a weight's gradient: features x
@@ -645,7 +729,7 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 {
 	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, most;
 	uint64_t want = 2 * fill_groups(g), tiles, big_tiles, half;
-	struct tview tmp;
+	struct tview tmp, xh, yh;
 	int big = 0, ret;
 
 	mm_dims(x.t, &xr, &xc);
@@ -653,6 +737,11 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	m = x.trans ? xc : xr;
 	k = x.trans ? xr : xc;
 	n = y.trans ? yr : yc;
+	ret = mm_halve(g, l, &x, &xh, mm_reads(g, x, y, m, n, 1));
+	if (!ret)
+		ret = mm_halve(g, l, &y, &yh, mm_reads(g, x, y, m, n, 0));
+	if (ret)
+		return ret;
 	tiles = mm_tiles(m, n, 1, GPO_MM_TILE);
 	if (x.t->ndim == 3 || tiles >= want || k < 2 * SPLIT_MIN_K)
 		return mm_one(g, l, x, y, c, flags);
@@ -1107,8 +1196,10 @@ static int forward(struct gpo_graph *g, struct gpo_tensor *t)
 		return t->half ? fwd_half_param(g, t) : 0;
 	case T_MATMUL:
 		return mm(g, &g->fwd,
-			  (struct mm_op){ a, &a->st, !!(t->flags & GPO_MATMUL_TA) },
-			  (struct mm_op){ b, &b->st, !!(t->flags & GPO_MATMUL_TB) },
+			  (struct mm_op){ a, &a->st,
+					  !!(t->flags & GPO_MATMUL_TA), 0 },
+			  (struct mm_op){ b, &b->st,
+					  !!(t->flags & GPO_MATMUL_TB), 0 },
 			  &t->st, 0);
 	case T_RESHAPE:
 	case T_SLICE:
@@ -1270,8 +1361,8 @@ static int bwd_matmul(struct gpo_graph *g, struct gpo_tensor *t)
 {
 	struct gpo_tensor *a = t->src[0], *b = t->src[1], *dc = t->grad;
 	int ta = !!(t->flags & GPO_MATMUL_TA), tb = !!(t->flags & GPO_MATMUL_TB);
-	struct mm_op A = { a, &a->st, 0 }, B = { b, &b->st, 0 };
-	struct mm_op D = { dc, &dc->st, 0 };
+	struct mm_op A = { a, &a->st, 0, 0 }, B = { b, &b->st, 0, 0 };
+	struct mm_op D = { dc, &dc->st, 0, 0 };
 	int ret;
 
 	if (a->wants_grad) {
