@@ -210,9 +210,10 @@ void gpo_graph_set_step(struct gpo_graph *g, uint64_t step);
 /*
  * gpo_graph_set_matmul_f16 - @on 1: every matmul of the graph, forward
  * and backward, multiplies its f32 operands rounded to f16 (to nearest
- * even, as loaded: no cast pass) and sums in f32, on tensor cores where
- * the device has them (gpo_device_info's coopmat); 0 (the default): f32
- * products. Set before the first run.
+ * even, as loaded, or cast once into a half-size copy where the product
+ * reads a large operand several times: the same bits) and sums in f32,
+ * on tensor cores where the device has them (gpo_device_info's coopmat);
+ * 0 (the default): f32 products. Set before the first run.
  * Returns 0, -EINVAL (NULL @g, @on not 0 or 1), -EBUSY (the graph ran).
  */
 int gpo_graph_set_matmul_f16(struct gpo_graph *g, int on);

@@ -509,7 +509,8 @@ static enum gpo__op_id mm_half_op(const struct gpo_graph *g, struct mm_op x,
  *
  * Half products: an f16 operand (an f16 input, read as stored), or the
  * graph's matmul_f16 setting, makes every product one of two binary16
- * values (f32 operands rounded as loaded, GPO_MM_ROUND), summed in f32;
+ * values (f32 operands rounded as loaded, GPO_MM_ROUND, or cast once
+ * by mm_halve()), summed in f32;
  * on matmul_coop, the tensor cores, where the device has them, else on
  * matmul_half (matmul's tiles; @big is ignored). The same products
  * everywhere, so that the backends differ only by the order of the f32
