@@ -469,6 +469,37 @@ static uint64_t launches_of(struct gpo_graph *g, const char *op)
 }
 
 /*
+ * x w^T on @dev, x and w given as @dt (f32 with matmul_f16, or their f16
+ * roundings), into @c (poisoned first); the graph, for its profile
+ */
+static struct gpo_graph *xw_run(struct gpo_device *dev, const struct opnd *x,
+				const struct opnd *w, enum gpo_dtype dt,
+				float *c)
+{
+	uint64_t sx[2] = { x->rows, x->cols }, sw[2] = { w->rows, w->cols };
+	size_t es = dt == GPO_F16 ? 2 : 4, nc = (size_t)x->rows * w->rows;
+	const void *xv = dt == GPO_F16 ? (const void *)x->h : x->f;
+	const void *wv = dt == GPO_F16 ? (const void *)w->h : w->f;
+	struct gpo_tensor *tx, *tw, *y;
+	struct gpo_graph *g;
+
+	ck_assert_int_eq(gpo_graph_new(dev, &g), 0);
+	if (dt == GPO_F32)
+		ck_assert_int_eq(gpo_graph_set_matmul_f16(g, 1), 0);
+	tx = gpo_tensor_input(g, "x", dt, 2, sx);
+	tw = gpo_tensor_input(g, "w", dt, 2, sw);
+	y = gpo_matmul(g, tx, tw, GPO_MATMUL_TB);
+	ck_assert_msg(y != NULL, "%s: %s", tu_device_id(dev), gpo_errmsg());
+	ck_assert_int_eq(gpo_tensor_write(tx, xv, x->n * es), 0);
+	ck_assert_int_eq(gpo_tensor_write(tw, wv, w->n * es), 0);
+	ck_assert_msg(!gpo_graph_run(g, GPO_RUN_FORWARD), "%s: %s",
+		      tu_device_id(dev), gpo_errmsg());
+	tu_poison(c, nc);
+	ck_assert_int_eq(gpo_tensor_read(y, c, nc * 4), 0);
+	return g;
+}
+
+/*
  * A half product of large f32 operands read several times (emit.c's
  * mm_halve()) casts them to binary16 first: the same bits as the product
  * of f16 inputs holding the rounded values, on every device, ties and
@@ -485,7 +516,6 @@ START_TEST(test_matmul_f16_halved_operands)
 	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
 	uint64_t rng = tu_rng("matmul_f16_halved");
 	const uint32_t m = 520, n = 790, k = 260;
-	uint64_t sx[2] = { m, k }, sw[2] = { n, k };
 	size_t nc = (size_t)m * n, i;
 	struct opnd x, w;
 	double *ref = malloc(nc * sizeof(double));
@@ -505,35 +535,13 @@ START_TEST(test_matmul_f16_halved_operands)
 	ref_mm(&x, &w, 0, 1, 1, m, n, k, ref, mag);
 	for (d = 0; d < ndev; d++) {
 		const char *id = tu_device_id(devs[d]);
-		struct gpo_tensor *tx, *tw, *y1, *hx, *hw, *y2;
 		struct gpo_graph *g1, *g2;
 		char what[64];
 
 		/* f32 operands, f16 products: cast, then multiplied */
-		ck_assert_int_eq(gpo_graph_new(devs[d], &g1), 0);
-		ck_assert_int_eq(gpo_graph_set_matmul_f16(g1, 1), 0);
-		tx = gpo_tensor_input(g1, "x", GPO_F32, 2, sx);
-		tw = gpo_tensor_input(g1, "w", GPO_F32, 2, sw);
-		y1 = gpo_matmul(g1, tx, tw, GPO_MATMUL_TB);
-		ck_assert_msg(y1 != NULL, "%s: %s", id, gpo_errmsg());
-		ck_assert_int_eq(gpo_tensor_write(tx, x.f, x.n * 4), 0);
-		ck_assert_int_eq(gpo_tensor_write(tw, w.f, w.n * 4), 0);
-		ck_assert_msg(!gpo_graph_run(g1, GPO_RUN_FORWARD), "%s: %s",
-			      id, gpo_errmsg());
-		tu_poison(c1, nc);
-		ck_assert_int_eq(gpo_tensor_read(y1, c1, nc * 4), 0);
+		g1 = xw_run(devs[d], &x, &w, GPO_F32, c1);
 		/* the rounded values as f16 inputs: no cast */
-		ck_assert_int_eq(gpo_graph_new(devs[d], &g2), 0);
-		hx = gpo_tensor_input(g2, "x", GPO_F16, 2, sx);
-		hw = gpo_tensor_input(g2, "w", GPO_F16, 2, sw);
-		y2 = gpo_matmul(g2, hx, hw, GPO_MATMUL_TB);
-		ck_assert_msg(y2 != NULL, "%s: %s", id, gpo_errmsg());
-		ck_assert_int_eq(gpo_tensor_write(hx, x.h, x.n * 2), 0);
-		ck_assert_int_eq(gpo_tensor_write(hw, w.h, w.n * 2), 0);
-		ck_assert_msg(!gpo_graph_run(g2, GPO_RUN_FORWARD), "%s: %s",
-			      id, gpo_errmsg());
-		tu_poison(c2, nc);
-		ck_assert_int_eq(gpo_tensor_read(y2, c2, nc * 4), 0);
+		g2 = xw_run(devs[d], &x, &w, GPO_F16, c2);
 		snprintf(what, sizeof(what), "%s: halved", id);
 		check(what, c1, ref, mag, nc, k);
 		for (i = 0; i < nc; i++)
