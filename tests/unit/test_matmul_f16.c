@@ -232,18 +232,51 @@ END_TEST
  * operands; backward: dW = r^T x, whose operands (r, x) are rounded too
  * (and dy = r is what the loss hands the matmul's backward).
  */
+/* how many launches of kernel @op a profiled run (@what) of @g made */
+static uint64_t launches_of(struct gpo_graph *g, unsigned int what,
+			   const char *op)
+{
+	struct gpo_op_time t[32];
+	uint64_t k = 0;
+	int n, i;
+
+	n = gpo_graph_profile(g, what, t, 32);
+	ck_assert_msg(n > 0, "profile: %s", gpo_errmsg());
+	for (i = 0; i < n; i++)
+		if (!strcmp(t[i].op, op))
+			k += t[i].launches;
+	return k;
+}
+
+/*
+ * Case @_i: y = x w^T and dW through a graph with matmul_f16; in case 1
+ * the operands are large enough for emit.c's mm_halve() to cast x and w
+ * in forward (on every device), and backward takes those copies: x, w
+ * and dy are each cast once at most, 3 casts in all (6 if nothing were
+ * taken over; 4 on matmul_coop, whose tiles read dy too few times)
+ */
+static const struct {
+	uint32_t rows, in, out;
+} grad_cases[] = {
+	{ 131, 257, 17 },
+	{ 520, 300, 1030 },
+};
+
 START_TEST(test_matmul_f16_graph_grads)
 {
 	struct gpo_device *devs[TU_MAX_DEVICES];
 	int ndev = tu_devices(devs, TU_MAX_DEVICES), d;
 	uint64_t rng = tu_rng("matmul_f16_graph");
-	const uint32_t rows = 131, in = 257, out = 17;
+	const uint32_t rows = grad_cases[_i].rows, in = grad_cases[_i].in;
+	const uint32_t out = grad_cases[_i].out;
 	struct opnd x, w, r, xt, rt;
 	double *y_ref = malloc(rows * out * sizeof(double));
 	double *y_mag = malloc(rows * out * sizeof(double));
 	double *dw_ref = malloc(out * in * sizeof(double));
 	double *dw_mag = malloc(out * in * sizeof(double));
-	float *got = malloc(rows * in * sizeof(float));
+	size_t most = (size_t)rows * (in > out ? in : out);
+	float *got = malloc((most > (size_t)out * in ? most :
+			     (size_t)out * in) * sizeof(float));
 
 	ck_assert(y_ref && y_mag && dw_ref && dw_mag && got);
 	opnd_new(&x, 1, rows, in, &rng);
@@ -299,6 +332,16 @@ START_TEST(test_matmul_f16_graph_grads)
 		/* split sums and their reduction: a few roundings more */
 		check(what, got, dw_ref, dw_mag, out * in, rows + 16);
 		check_kernel(devs[d], g, GPO_RUN_FORWARD | GPO_RUN_BACKWARD);
+		if (_i == 1) {
+			uint64_t f = launches_of(g, GPO_RUN_FORWARD, "cast");
+			uint64_t all = launches_of(g, GPO_RUN_FORWARD |
+						   GPO_RUN_BACKWARD, "cast");
+
+			ck_assert_msg(f == 2 && all <= 3,
+				      "%s: %llu casts forward (not 2), %llu in all (more than 3)",
+				      id, (unsigned long long)f,
+				      (unsigned long long)all);
+		}
 		gpo_graph_free(g);
 		gpo_optim_free(opt);
 	}
@@ -453,21 +496,6 @@ START_TEST(test_matmul_f16_rounding)
 }
 END_TEST
 
-/* how many launches of kernel @op a profiled run of @g made */
-static uint64_t launches_of(struct gpo_graph *g, const char *op)
-{
-	struct gpo_op_time t[32];
-	uint64_t k = 0;
-	int n, i;
-
-	n = gpo_graph_profile(g, GPO_RUN_FORWARD, t, 32);
-	ck_assert_msg(n > 0, "profile: %s", gpo_errmsg());
-	for (i = 0; i < n; i++)
-		if (!strcmp(t[i].op, op))
-			k += t[i].launches;
-	return k;
-}
-
 /*
  * x w^T on @dev, x and w given as @dt (f32 with matmul_f16, or their f16
  * roundings), into @c (poisoned first); the graph, for its profile
@@ -548,10 +576,12 @@ START_TEST(test_matmul_f16_halved_operands)
 			ck_assert_msg(!memcmp(&c1[i], &c2[i], 4),
 				      "%s: [%zu] = %a from cast f32 operands, %a from f16 ones",
 				      id, i, c1[i], c2[i]);
-		ck_assert_msg(launches_of(g1, "cast") == 2,
+		ck_assert_msg(launches_of(g1, GPO_RUN_FORWARD, "cast") == 2,
 			      "%s: %llu casts, not 2", id,
-			      (unsigned long long)launches_of(g1, "cast"));
-		ck_assert_int_eq(launches_of(g2, "cast"), 0);
+			      (unsigned long long)launches_of(g1,
+							      GPO_RUN_FORWARD,
+							      "cast"));
+		ck_assert_int_eq(launches_of(g2, GPO_RUN_FORWARD, "cast"), 0);
 		check_kernel(devs[d], g1, GPO_RUN_FORWARD);
 		gpo_graph_free(g1);
 		gpo_graph_free(g2);
@@ -629,7 +659,8 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_matmul_f16_inputs, 0,
 			    (int)(sizeof(f16_cases) / sizeof(f16_cases[0])));
-	tcase_add_test(tc, test_matmul_f16_graph_grads);
+	tcase_add_loop_test(tc, test_matmul_f16_graph_grads, 0,
+			    (int)(sizeof(grad_cases) / sizeof(grad_cases[0])));
 	tcase_add_test(tc, test_matmul_f16_off_is_f32);
 	tcase_add_test(tc, test_matmul_f16_rounding);
 	tcase_add_test(tc, test_matmul_f16_halved_operands);

@@ -415,7 +415,7 @@ static int reduce_bwd(struct gpo_graph *g, struct llist *l, uint32_t fn,
  * @v holds the tensor's values as binary16, a copy made by mm_halve()
  */
 struct mm_op {
-	const struct gpo_tensor *t;
+	struct gpo_tensor *t;
 	const struct tview *v;
 	int trans;
 	int h16;
@@ -659,35 +659,43 @@ static uint64_t mm_reads(const struct gpo_graph *g, struct mm_op x,
 
 /*
  * mm_halve - @o, an f32 operand of a half product that reads it @reads
- * times, as binary16 in a place @h of its own: a cast (to nearest even,
- * what the product does to each element it loads) where it is read
- * MM_HALVE_READS times or more and has MM_HALVE_NUMEL elements or more.
- * The product then loads half the bytes, its f16 operands' path. The
- * same bits either way, at the cost of a copy of half the operand's
- * size in the arena and a cast a product (the backward pass casts again
- * what the forward did). On an H200 (2026-11-30,
+ * times, as binary16 in a place of its own (its tensor's h16): a cast (to
+ * nearest even, what the product does to each element it loads) where it
+ * is read MM_HALVE_READS times or more and has MM_HALVE_NUMEL elements or
+ * more. The product then loads half the bytes, its f16 operands' path.
+ * The same bits either way, at the cost of a copy of half the operand's
+ * size in the arena. A tensor cast once in a pass is not cast again: a
+ * backward product takes the copy its forward made (an activation, a
+ * weight; the backward pass runs on the values of the last forward run,
+ * as it does for the activations themselves), and a gradient's second
+ * product the first's. On an H200 (2026-11-30,
  * bench/results/issue12-h200-2026-11-30-tiles.txt) matmul_coop took f32
  * operands at 145 TFLOP/s and f16 ones at 255 (8192 x 1024 over 4096).
  */
 static int mm_halve(struct gpo_graph *g, struct llist *l, struct mm_op *o,
-		    struct tview *h, uint64_t reads)
+		    uint64_t reads)
 {
-	uint64_t n = o->t->numel, w = (n + 1) / 2;
+	struct gpo_tensor *t = o->t;
+	uint64_t n = t->numel, w = (n + 1) / 2;
 	struct dev_buf s, d;
 	uint32_t os, od;
 	int ret;
 
-	if (o->t->dtype != GPO_F32 || reads < MM_HALVE_READS ||
-	    n < MM_HALVE_NUMEL)
+	if (t->dtype != GPO_F32 || !reads)
 		return 0;
-	place(g, h, w);
-	gpo__view_bind(o->v, n, &s, &os);
-	gpo__view_bind(h, w, &d, &od);
-	/* the cast counts the destination in halves */
-	ret = cast(g, l, GPO_CAST_F32_F16, &s, os, &d, od * 2, n);
-	if (ret)
-		return ret;
-	o->v = h;
+	if (!t->h16_made) {
+		if (reads < MM_HALVE_READS || n < MM_HALVE_NUMEL)
+			return 0;
+		place(g, &t->h16, w);
+		gpo__view_bind(o->v, n, &s, &os);
+		gpo__view_bind(&t->h16, w, &d, &od);
+		/* the cast counts the destination in halves */
+		ret = cast(g, l, GPO_CAST_F32_F16, &s, os, &d, od * 2, n);
+		if (ret)
+			return ret;
+		t->h16_made = 1;
+	}
+	o->v = &t->h16;
 	o->h16 = 1;
 	return 0;
 }
@@ -730,7 +738,7 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 {
 	uint32_t xr, xc, yr, yc, m, n, k, kc, s, full, most;
 	uint64_t want = 2 * fill_groups(g), tiles, big_tiles, half;
-	struct tview tmp, xh, yh;
+	struct tview tmp;
 	int big = 0, ret;
 
 	mm_dims(x.t, &xr, &xc);
@@ -738,9 +746,9 @@ static int mm(struct gpo_graph *g, struct llist *l, struct mm_op x,
 	m = x.trans ? xc : xr;
 	k = x.trans ? xr : xc;
 	n = y.trans ? yr : yc;
-	ret = mm_halve(g, l, &x, &xh, mm_reads(g, x, y, m, n, 1));
+	ret = mm_halve(g, l, &x, mm_reads(g, x, y, m, n, 1));
 	if (!ret)
-		ret = mm_halve(g, l, &y, &yh, mm_reads(g, x, y, m, n, 0));
+		ret = mm_halve(g, l, &y, mm_reads(g, x, y, m, n, 0));
 	if (ret)
 		return ret;
 	tiles = mm_tiles(m, n, 1, GPO_MM_TILE);
@@ -1791,6 +1799,9 @@ static int pass_ops(struct gpo_graph *g)
 		struct gpo_tensor *t = g->t[i];
 
 		t->grad_written = 0;
+		t->h16_made = 0;
+		if (t->grad)
+			t->grad->h16_made = 0;
 		if (t->op == T_PARAM && !g->dry)
 			param_views(t);
 		if (t->op == T_PARAM && !t->half)

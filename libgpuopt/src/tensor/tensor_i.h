@@ -109,6 +109,13 @@ struct gpo_tensor {
 				 * row's mean and 1 / std; ATTENTION: each
 				 * row's logsumexp; a half PARAM at an odd
 				 * offset: the 2 floats of its first word */
+	/*
+	 * planning: its elements as binary16, cast for a half product by
+	 * emit.c's mm_halve() in this pass (@h16_made), for the products
+	 * after it to take
+	 */
+	struct tview h16;
+	int h16_made;
 };
 
 /* a launch and the storage of its parameter struct */
