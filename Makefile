@@ -395,14 +395,14 @@ check-mpi:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(BUILD)/bin/gpuopt-train
 	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
 		BACKENDS="$(BACKENDS_SET)" \
-		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(abspath $(ALIB))) mpi-all
 	@tests/mpi/run.sh $(MPI_BUILD) $(BUILD)
 
 bench-comm:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD) $(ALIB)
 	@$(MAKE) --no-print-directory MPI=1 SANITIZE=0 BUILD=$(MPI_BUILD) \
 		BACKENDS="$(BACKENDS_SET)" \
-		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(CURDIR)/$(ALIB)) mpi-all
+		$(if $(filter 1,$(MPI) $(SANITIZE)),,MPI_LINK_ALIB=$(abspath $(ALIB))) mpi-all
 	@bench/comm.sh $(MPI_BUILD)
 
 run: all

@@ -96,7 +96,7 @@
 /*
  * Never in args.flags either: with GPO_MM_SPEC, that the product is
  * "whole" for matmul_coop: m, n and k multiples of its tile's sides
- * (GPO_MM_COOP_TILE_M(), _N()) and GPO_MM_COOP_WHOLE_K, each operand's
+ * (GPO_MM_COOP_TILE_M(), _N()) and GPO_MM_COOP_WHOLE_K(), each operand's
  * offset, leading
  * dimension and batch stride multiples of 16 bytes (GPO_MM_COOP_ALIGN_*
  * elements), C's offset, ldc and bsc multiples of 4, and no GPO_T_ACCUM:
@@ -104,8 +104,19 @@
  */
 #define GPO_MM_WHOLE	(1u << 30)
 #define GPO_MM_COOP_DEPTH	32	/* matmul_coop's k a step */
-/* a whole product's k: two steps, as some operands are fetched two deep */
-#define GPO_MM_COOP_WHOLE_K	64
+/*
+ * matmul_coop fetches an f16 operand two steps deep where it is staged
+ * k along its rows on the tile's 128 side: A in 128 x 256 tiles, B^T in
+ * 256 x 128 ones (matmul_coop.comp's DEEP_A, DEEP_B); a whole product
+ * with such an operand has k a multiple of two steps, else of one
+ */
+#define GPO_MM_COOP_DEEP_A(f)	(((f) & (GPO_MM_COOP_TALL | GPO_MM_TRANS_A | \
+					 GPO_MM_F16_A)) == GPO_MM_F16_A)
+#define GPO_MM_COOP_DEEP_B(f)	(((f) & (GPO_MM_COOP_TALL | GPO_MM_TRANS_B | \
+					 GPO_MM_F16_B)) == \
+				 (GPO_MM_COOP_TALL | GPO_MM_TRANS_B | GPO_MM_F16_B))
+#define GPO_MM_COOP_WHOLE_K(f)	(GPO_MM_COOP_DEEP_A(f) || GPO_MM_COOP_DEEP_B(f) ? \
+				 2u * GPO_MM_COOP_DEPTH : GPO_MM_COOP_DEPTH)
 /*
  * 16 bytes in elements: matmul_coop loads an operand's whole chunks as
  * vectors (vec_a, vec_b) where its offset and leading dimension are

@@ -1633,7 +1633,7 @@ static void matmul_setup(struct tcase *tc)
 	} else if (HAS(tc, MM_WHOLE)) {
 		a->m = tile_m * urand(tc, 1, 2);
 		a->n = tile * urand(tc, 1, 3);
-		a->k = GPO_MM_COOP_WHOLE_K * urand(tc, 1, 4);
+		a->k = GPO_MM_COOP_WHOLE_K(f) * urand(tc, 1, 4);
 	} else {
 		a->m = urand(tc, 1, 150);
 		a->n = urand(tc, 1, 150);
@@ -4450,6 +4450,14 @@ static const struct op_case cases[] = {
 	{ OP_MATMUL_COOP, "tall f16_a round wide batch padded accum",
 	  matmul_setup, matmul_ref, GPO_MM_COOP_TALL | GPO_MM_F16_A |
 	  GPO_MM_ROUND | MM_WIDE | MM_BATCH | MM_PAD | GPO_T_ACCUM },
+	{ OP_MATMUL_COOP, "tall f16 trans_b", matmul_setup, matmul_ref,
+	  GPO_MM_COOP_TALL | GPO_MM_F16_A | GPO_MM_F16_B | GPO_MM_TRANS_B },
+	/* 9 to 11 rows of tiles: a group of 8, then the rest */
+	{ OP_MATMUL_COOP, "f16 tall", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_TALL },
+	/* no operand fetched two deep: k a multiple of 32 may be odd steps */
+	{ OP_MATMUL_COOP, "whole f16 trans_a", matmul_setup, matmul_ref,
+	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE | GPO_MM_TRANS_A },
 	/* accumulating: never whole, the general pipeline */
 	{ OP_MATMUL_COOP, "whole f16 accum", matmul_setup, matmul_ref,
 	  GPO_MM_F16_A | GPO_MM_F16_B | MM_WHOLE | GPO_T_ACCUM },

@@ -134,8 +134,9 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
  */
 #define ROWS_A	(!FLAG(GPO_MM_TRANS_A))
 #define ROWS_B	FLAG(GPO_MM_TRANS_B)
-#define DEEP_A	(ROWS_A && TBM == 128u && FLAG(GPO_MM_F16_A))
-#define DEEP_B	(ROWS_B && TBN == 128u && FLAG(GPO_MM_F16_B))
+/* (abi/matmul.h; args.flags has the shape's bit too, the constant's) */
+#define DEEP_A	GPO_MM_COOP_DEEP_A(WHOLE ? GPO_MM_FLAGS : args.flags)
+#define DEEP_B	GPO_MM_COOP_DEEP_B(WHOLE ? GPO_MM_FLAGS : args.flags)
 #define CPRA	(DEEP_A ? 2u * CPR : CPR)	/* chunks a fetched row */
 #define CPRB	(DEEP_B ? 2u * CPR : CPR)
 /* chunks an invocation fetches at once: at most 4 of each operand */

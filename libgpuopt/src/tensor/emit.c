@@ -681,7 +681,8 @@ static int mm_halve(struct gpo_graph *g, struct llist *l, struct mm_op *o,
 	uint32_t os, od;
 	int ret;
 
-	if (t->dtype != GPO_F32 || !reads)
+	/* the copy is of the tensor's own elements, the only view taken */
+	if (t->dtype != GPO_F32 || !reads || o->v != &t->st)
 		return 0;
 	if (!t->h16_made) {
 		if (reads < MM_HALVE_READS || n < MM_HALVE_NUMEL)

@@ -317,7 +317,7 @@ static int coop_whole(const struct gpo_matmul_args *mm)
 	return !(mm->flags & GPO_T_ACCUM) && mm->k &&
 	       !(mm->m % GPO_MM_COOP_TILE_M(mm->flags)) &&
 	       !(mm->n % GPO_MM_COOP_TILE_N(mm->flags)) &&
-	       !(mm->k % GPO_MM_COOP_WHOLE_K) &&
+	       !(mm->k % GPO_MM_COOP_WHOLE_K(mm->flags)) &&
 	       coop_aligned(mm->off_a, mm->lda, mm->bsa, mm->batch,
 			    !!(mm->flags & GPO_MM_F16_A)) &&
 	       coop_aligned(mm->off_b, mm->ldb, mm->bsb, mm->batch,
