@@ -100,17 +100,17 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
 
 /*
  * The tile: 128 x 256, or 256 x 128 with GPO_MM_COOP_TALL (emit.c's
- * mm_launch() picks the one that makes the product whole). Its shape is
+ * coop_shape() picks the one that makes the product whole). Its shape is
  * always the constant's: pipeline.c's mm_spec() sets that bit for every
- * pipeline. On an H200 (2026-11-30, bench/results/issue12-h200-2026-11-30-tiles.txt,
- * a standalone kernel of this scheme) 4096^3 f16 went 225 -> 249 TFLOP/s
- * from 256 x 128 to 128 x 256, 270 fetching A two steps deep, 276 with
- * the grouped order of tiles; tiles of 128 x 128 (4 subgroups, or 8 of
- * 64 x 32) gave 141-183. Measured on the H100 (2026-11-24): BK 64 in one
- * buffer or BK 32 in two gain nothing on 256 x 128 tiles, and 48 KiB of
- * shared memory allows neither on these.
+ * pipeline. On an H200 (2026-11-30,
+ * bench/results/issue12-h200-2026-11-30-tiles.txt, a standalone kernel of
+ * this scheme) 4096^3 f16 went from 225 TFLOP/s in 256 x 128 tiles to 249
+ * in 128 x 256, 270 with A fetched two steps deep and 276 with the tiles
+ * in groups; tiles of 128 x 128 (4 subgroups, or 8 of 64 x 32) gave
+ * 141-183. On the H100 (2026-11-24) 256 x 128 tiles gained nothing from
+ * BK 64 in one buffer or BK 32 in two, and 48 KiB of shared memory allows
+ * neither in these tiles.
  */
-#define TALL	((GPO_MM_FLAGS & GPO_MM_COOP_TALL) != 0u)
 #define TBM	GPO_MM_COOP_TILE_M(GPO_MM_FLAGS)	/* rows */
 #define TBN	GPO_MM_COOP_TILE_N(GPO_MM_FLAGS)	/* columns */
 #define BK	uint(GPO_MM_COOP_DEPTH)	/* k a step */
